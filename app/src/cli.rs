@@ -1,0 +1,151 @@
+//! The command line, as clap definitions. Every command has an example in its help.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sealvol",
+    version,
+    about = "Sealed, content-addressed volumes of model data: push once, get a digest, pull or mount it anywhere.",
+    after_help = "Examples:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  sealvol volume versions weights/qwen3-8b\n  sealvol volume pull weights/qwen3-8b:prod ./out\n\nConfiguration: flags override SEALVOL_* variables, which override config.toml in the XDG config directory."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+
+    /// Seed the repository with demo volumes if it is empty, then show them.
+    #[arg(long)]
+    pub demo: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Args, Debug)]
+pub struct Global {
+    /// Repository directory [default: $XDG_DATA_HOME/sealvol/repo]
+    #[arg(long, env = "SEALVOL_REPO", global = true, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+
+    /// Local state directory: database, caches, socket [default: $XDG_STATE_HOME/sealvol]
+    #[arg(long, env = "SEALVOL_STATE", global = true, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// Only errors on stderr; no progress, no summaries.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the digest DIR would seal as, without a repository.
+    #[command(after_help = "Example:\n  sealvol digest ./ckpt\n  b3:9f3c…")]
+    Digest {
+        /// The directory to hash.
+        dir: PathBuf,
+    },
+
+    /// Push, list, tag, pull and verify volumes.
+    #[command(subcommand)]
+    Volume(VolumeCommand),
+
+    /// Show the settings in effect and where they come from.
+    #[command(after_help = "Example:\n  sealvol info")]
+    Info,
+
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  sealvol completions bash > ~/.local/share/bash-completion/completions/sealvol")]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum VolumeCommand {
+    /// Seal a directory as a new version; prints its pinned ref last on stdout.
+    #[command(after_help = "Example:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  vol:weights/qwen3-8b@b3:9f3c…")]
+    Push {
+        /// The directory to seal.
+        dir: PathBuf,
+        /// Volume: NAMESPACE/NAME.
+        volume: String,
+        /// Point these tags at the new version (repeatable).
+        #[arg(long = "tag", short = 't', value_name = "TAG")]
+        tags: Vec<String>,
+    },
+
+    /// List namespaces and volumes.
+    #[command(after_help = "Example:\n  sealvol volume ls weights")]
+    Ls {
+        /// Only this namespace.
+        namespace: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// List the versions of a volume, newest first.
+    #[command(after_help = "Example:\n  sealvol volume versions weights/qwen3-8b --json")]
+    Versions {
+        /// Volume: NAMESPACE/NAME.
+        volume: String,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// List the files of a version.
+    #[command(after_help = "Example:\n  sealvol volume files weights/qwen3-8b:prod")]
+    Files {
+        /// A ref: NS/NAME@b3:DIGEST, NS/NAME:TAG, or NS/NAME for the newest version.
+        #[arg(value_name = "REF")]
+        reference: String,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Point TAG at the version REF names (REF may itself be a tag).
+    #[command(after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod")]
+    Tag {
+        #[arg(value_name = "REF")]
+        reference: String,
+        tag: String,
+    },
+
+    /// List the tags of a volume, optionally with every move.
+    #[command(after_help = "Example:\n  sealvol volume tags weights/qwen3-8b --history")]
+    Tags {
+        /// Volume: NAMESPACE/NAME.
+        volume: String,
+        /// Show each tag's move history.
+        #[arg(long)]
+        history: bool,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Write a version's files into a directory, verifying every chunk.
+    #[command(after_help = "Example:\n  sealvol volume pull weights/qwen3-8b:prod ./model")]
+    Pull {
+        #[arg(value_name = "REF")]
+        reference: String,
+        dir: PathBuf,
+        /// Pull into a non-empty directory, replacing the version's files there.
+        #[arg(long)]
+        force: bool,
+    },
+
+    /// Check the repository (or one version) and report everything damaged.
+    #[command(after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod")]
+    Verify {
+        #[arg(value_name = "REF")]
+        reference: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,25 @@
+//! One module per command group; `Ctx` carries what every command needs.
+
+pub mod demo;
+pub mod volume;
+
+use sealvol_engine::progress::Progress;
+use sealvol_engine::{Repository, Result};
+
+use crate::config::Settings;
+
+pub struct Ctx {
+    pub settings: Settings,
+    pub quiet: bool,
+}
+
+impl Ctx {
+    /// Opens the repository; `create` for commands that write (push) or seed it.
+    pub fn open_repo(&self, create: bool) -> Result<Repository> {
+        Repository::open_local(&self.settings.repo, create)
+    }
+
+    pub fn progress(&self) -> Box<dyn Progress> {
+        crate::progress::for_terminal(self.quiet)
+    }
+}

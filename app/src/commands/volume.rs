@@ -1,0 +1,299 @@
+//! `sealvol volume …`: each subcommand is a thin wrapper that parses input, calls the
+//! engine and prints for people (tables) or for programs (`--json`).
+
+use serde::Serialize;
+
+use sealvol_engine::digest::Entry;
+use sealvol_engine::push::{PushOptions, push};
+use sealvol_engine::verify::{VerifyReport, verify_all, verify_version};
+use sealvol_engine::{Error, ErrorKind, Name, Ref, Repository, Result, VolumeName};
+
+use super::Ctx;
+use crate::cli::VolumeCommand;
+use crate::output::{json, size, table, when};
+
+pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
+    match cmd {
+        VolumeCommand::Push { dir, volume, tags } => {
+            let volume = VolumeName::parse(&volume)?;
+            let tags = tags
+                .iter()
+                .map(|t| Name::parse("tag", t))
+                .collect::<Result<Vec<_>>>()?;
+            let repo = ctx.open_repo(true)?;
+            let progress = ctx.progress();
+            let report = push(
+                &repo,
+                &dir,
+                &volume,
+                &tags,
+                &PushOptions {
+                    source: None,
+                    state_dir: Some(&ctx.settings.state),
+                    progress: progress.as_ref(),
+                },
+            )?;
+            if !ctx.quiet {
+                let secs = report.elapsed.as_secs_f64();
+                eprintln!(
+                    "read {} in {secs:.2} s ({}/s); new {} in {} chunks, {} chunks reused; {} unchanged file(s) skipped{}",
+                    size(report.bytes_read),
+                    size((report.bytes_read as f64 / secs.max(1e-9)) as u64),
+                    size(report.stats.new_bytes),
+                    report.stats.new_chunks,
+                    report.chunks_reused,
+                    report.files_unchanged,
+                    if report.sealed_new { "" } else { "; this version was already sealed" },
+                );
+                for t in &tags {
+                    eprintln!("tag {t} -> {}", report.digest);
+                }
+            }
+            println!("{}", report.pinned_ref());
+            Ok(())
+        }
+        VolumeCommand::Ls { namespace, json: as_json } => {
+            let ns = namespace
+                .as_deref()
+                .map(|n| Name::parse("namespace", n))
+                .transpose()?;
+            let repo = ctx.open_repo(false)?;
+            let vols = repo.volume_infos(ns.as_ref())?;
+            if as_json {
+                json(&serde_json::json!({ "volumes": vols }));
+            } else if vols.is_empty() {
+                eprintln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
+            } else {
+                let rows: Vec<Vec<String>> = vols
+                    .iter()
+                    .map(|v| {
+                        vec![
+                            v.namespace.clone(),
+                            v.name.clone(),
+                            v.versions.to_string(),
+                            size(v.latest_bytes),
+                            when(&v.updated),
+                            v.tags.join(","),
+                        ]
+                    })
+                    .collect();
+                table(&["NAMESPACE", "VOLUME", "VERSIONS", "LATEST", "UPDATED", "TAGS"], &rows);
+            }
+            Ok(())
+        }
+        VolumeCommand::Versions { volume, json: as_json } => {
+            let volume = VolumeName::parse(&volume)?;
+            let repo = ctx.open_repo(false)?;
+            let versions = repo.versions(&volume)?;
+            if versions.is_empty() {
+                return Err(Error::not_found(format!("no volume {volume}"))
+                    .hint("list volumes with `sealvol volume ls`"));
+            }
+            if as_json {
+                json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));
+            } else {
+                let rows: Vec<Vec<String>> = versions
+                    .iter()
+                    .map(|v| {
+                        vec![
+                            v.digest.chars().take(15).collect(),
+                            when(&v.created),
+                            size(v.bytes),
+                            v.files.to_string(),
+                            size(v.new_bytes),
+                            v.tags.join(","),
+                        ]
+                    })
+                    .collect();
+                table(&["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"], &rows);
+            }
+            Ok(())
+        }
+        VolumeCommand::Files { reference, json: as_json } => {
+            let r = Ref::parse(&reference)?;
+            let repo = ctx.open_repo(false)?;
+            let digest = repo.resolve(&r)?;
+            let m = repo.manifest(&r.volume, &digest)?;
+            if as_json {
+                json(&serde_json::json!({
+                    "ref": format!("vol:{}@{digest}", r.volume),
+                    "files": m.entries,
+                }));
+            } else {
+                let rows: Vec<Vec<String>> = m
+                    .entries
+                    .iter()
+                    .map(|e| match e {
+                        Entry::File { path, size: n, hash, exec } => vec![
+                            size(*n),
+                            format!("b3:{}", &hash.hex()[..16]),
+                            format!("{path}{}", if *exec { "*" } else { "" }),
+                        ],
+                        Entry::Symlink { path, target } => {
+                            vec!["-".into(), "link".into(), format!("{path} -> {target}")]
+                        }
+                        Entry::Dir { path } => vec!["-".into(), "dir".into(), format!("{path}/")],
+                    })
+                    .collect();
+                table(&["SIZE", "HASH", "PATH"], &rows);
+            }
+            Ok(())
+        }
+        VolumeCommand::Tag { reference, tag } => {
+            let r = Ref::parse(&reference)?;
+            let tag = Name::parse("tag", &tag)?;
+            let repo = ctx.open_repo(false)?;
+            let to = repo.resolve(&r)?;
+            let before = repo.tag(&r.volume, &tag)?.map(|t| t.digest);
+            repo.move_tag(&r.volume, &tag, &to, None)?;
+            if !ctx.quiet {
+                match before {
+                    Some(from) if from != to.to_string() => {
+                        eprintln!("tag {tag}: {} -> {}", short(&from), short(&to.to_string()))
+                    }
+                    Some(_) => eprintln!("tag {tag} already points at {}", short(&to.to_string())),
+                    None => eprintln!("tag {tag} -> {}", short(&to.to_string())),
+                }
+            }
+            println!("vol:{}@{to}", r.volume);
+            Ok(())
+        }
+        VolumeCommand::Tags {
+            volume,
+            history,
+            json: as_json,
+        } => {
+            let volume = VolumeName::parse(&volume)?;
+            let repo = ctx.open_repo(false)?;
+            let tags = repo.tags(&volume)?;
+            if as_json {
+                json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }));
+                return Ok(());
+            }
+            if tags.is_empty() {
+                eprintln!("{volume} has no tags; add one with `sealvol volume tag REF TAG`");
+                return Ok(());
+            }
+            if history {
+                for t in &tags {
+                    println!("{} -> {}", t.tag, short(&t.digest));
+                    for m in t.history.iter().rev() {
+                        println!(
+                            "  {}  {} -> {}  by {}",
+                            when(&m.at),
+                            m.from.as_deref().map(short).unwrap_or_else(|| "(new)".into()),
+                            short(&m.to),
+                            m.by
+                        );
+                    }
+                }
+            } else {
+                let rows: Vec<Vec<String>> = tags
+                    .iter()
+                    .map(|t| {
+                        vec![
+                            t.tag.clone(),
+                            short(&t.digest),
+                            t.history.last().map(|m| when(&m.at)).unwrap_or_default(),
+                            t.history.len().to_string(),
+                        ]
+                    })
+                    .collect();
+                table(&["TAG", "DIGEST", "MOVED", "MOVES"], &rows);
+            }
+            Ok(())
+        }
+        VolumeCommand::Pull {
+            reference,
+            dir,
+            force,
+        } => {
+            let r = Ref::parse(&reference)?;
+            let repo = ctx.open_repo(false)?;
+            let digest = repo.resolve(&r)?;
+            let progress = ctx.progress();
+            let report = sealvol_engine::pull::pull(
+                &repo,
+                &r.volume,
+                &digest,
+                &dir,
+                force,
+                progress.as_ref(),
+            )?;
+            if !ctx.quiet {
+                eprintln!(
+                    "pulled vol:{}@{digest}: {} file(s), {} into {}",
+                    r.volume,
+                    report.files,
+                    size(report.bytes),
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+        VolumeCommand::Verify {
+            reference,
+            json: as_json,
+        } => {
+            let repo = ctx.open_repo(false)?;
+            let progress = ctx.progress();
+            let report = match &reference {
+                Some(r) => {
+                    let r = Ref::parse(r)?;
+                    let digest = repo.resolve(&r)?;
+                    verify_version(&repo, &r.volume, &digest, progress.as_ref())?
+                }
+                None => verify_all(&repo, progress.as_ref())?,
+            };
+            print_verify(&repo, &report, as_json, ctx.quiet);
+            if report.problems.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorKind::Corrupt,
+                    format!("{} problem(s) found", report.problems.len()),
+                )
+                .hint("restore the damaged objects from a mirror, or re-push the affected versions"))
+            }
+        }
+    }
+}
+
+fn short(digest: &str) -> String {
+    digest.chars().take(15).collect()
+}
+
+#[derive(Serialize)]
+struct VerifyJson<'a> {
+    repository: &'a str,
+    ok: bool,
+    #[serde(flatten)]
+    report: &'a VerifyReport,
+}
+
+fn print_verify(repo: &Repository, report: &VerifyReport, as_json: bool, quiet: bool) {
+    if as_json {
+        json(&VerifyJson {
+            repository: repo.location(),
+            ok: report.problems.is_empty(),
+            report,
+        });
+        return;
+    }
+    for p in &report.problems {
+        println!("damaged: {}: {}", p.object, p.problem);
+    }
+    if !quiet {
+        eprintln!(
+            "checked {} pack(s), {} chunk(s), {} file(s), {} version(s), {}",
+            report.packs,
+            report.chunks,
+            report.files,
+            report.versions,
+            size(report.bytes)
+        );
+    }
+    if report.problems.is_empty() {
+        println!("ok");
+    }
+}

@@ -1,0 +1,95 @@
+//! Where things live: flags > SEALVOL_* environment > config.toml > XDG defaults.
+//! (clap already applies flags over environment; this adds the file and the defaults.)
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use sealvol_engine::{Error, Result};
+
+use crate::cli::Global;
+
+/// `config.toml` in the XDG config directory. Every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub repository: Option<PathBuf>,
+    pub state: Option<PathBuf>,
+    pub cache: Option<PathBuf>,
+    pub theme: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    pub repo: PathBuf,
+    pub state: PathBuf,
+    /// Node-disk chunk cache (used by mounts and pulls once they cache).
+    pub cache: PathBuf,
+    /// Console theme preset.
+    pub theme: String,
+}
+
+fn dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "sealvol")
+}
+
+pub fn config_path() -> Option<PathBuf> {
+    dirs().map(|d| d.config_dir().join("config.toml"))
+}
+
+fn load_file(path: &Path) -> Result<ConfigFile> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text).map_err(|e| {
+            let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            Error::usage(format!("config file {} is invalid: {first}", path.display()))
+                .hint("keys: repository, state, cache, theme")
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
+        Err(e) => Err(Error::io("cannot read", path, e)),
+    }
+}
+
+pub fn resolve(global: &Global) -> Result<Settings> {
+    let file = match config_path() {
+        Some(p) => load_file(&p)?,
+        None => ConfigFile::default(),
+    };
+    let dirs = dirs();
+    let repo = global
+        .repo
+        .clone()
+        .or(file.repository)
+        .or_else(|| dirs.as_ref().map(|d| d.data_dir().join("repo")))
+        .ok_or_else(|| {
+            Error::usage("cannot find a home directory for the default repository")
+                .hint("pass --repo PATH or set SEALVOL_REPO")
+        })?;
+    let state = global
+        .state
+        .clone()
+        .or(file.state)
+        .or_else(|| {
+            dirs.as_ref().map(|d| {
+                d.state_dir()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| d.data_local_dir().join("state"))
+            })
+        })
+        .ok_or_else(|| {
+            Error::usage("cannot find a home directory for local state")
+                .hint("pass --state DIR or set SEALVOL_STATE")
+        })?;
+    let cache = file
+        .cache
+        .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
+        .unwrap_or_else(|| state.join("cache"));
+    let theme = file.theme.unwrap_or_else(|| "dark".into());
+    let settings = Settings {
+        repo,
+        state,
+        cache,
+        theme,
+    };
+    tracing::debug!("settings: {settings:?}");
+    Ok(settings)
+}

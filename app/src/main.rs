@@ -1,0 +1,110 @@
+//! `sealvol`: the binary. Parses the command line, sets up logging, runs one command and
+//! turns its error into one line on stderr and an exit code (1 failure, 2 usage).
+
+mod cli;
+mod commands;
+mod config;
+mod output;
+mod progress;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use sealvol_engine::{Error, ErrorKind, Result};
+
+use cli::{Cli, Command};
+use commands::Ctx;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose, cli.global.quiet);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            if let Some(hint) = e.hint_text() {
+                eprintln!("hint: {hint}");
+            }
+            ExitCode::from(if e.kind() == ErrorKind::Usage { 2 } else { 1 })
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (_, 0) => "warn",
+        (_, 1) => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color)
+        .with_target(false)
+        .init();
+}
+
+fn run(cli: Cli) -> Result<()> {
+    if let Some(Command::Completions { shell }) = &cli.command {
+        clap_complete::generate(*shell, &mut Cli::command(), "sealvol", &mut std::io::stdout());
+        return Ok(());
+    }
+    if let Some(Command::Digest { dir }) = &cli.command {
+        println!("{}", sealvol_engine::digest::digest_dir(dir)?);
+        return Ok(());
+    }
+    let ctx = Ctx {
+        settings: config::resolve(&cli.global)?,
+        quiet: cli.global.quiet,
+    };
+    match cli.command {
+        Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
+        Some(Command::Info) => {
+            let s = &ctx.settings;
+            let config = config::config_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "(no home directory)".into());
+            println!("config file  {config}");
+            println!("repository   {}", s.repo.display());
+            println!("state        {}", s.state.display());
+            println!("cache        {}", s.cache.display());
+            println!("theme        {}", s.theme);
+            Ok(())
+        }
+        Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
+        None if cli.demo => {
+            if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
+                eprintln!(
+                    "seeded a demo repository at {}",
+                    ctx.settings.repo.display()
+                );
+            }
+            // Until the console lands, the demo shows what a person would browse.
+            commands::volume::run(
+                &ctx,
+                cli::VolumeCommand::Ls {
+                    namespace: None,
+                    json: false,
+                },
+            )?;
+            println!();
+            commands::volume::run(
+                &ctx,
+                cli::VolumeCommand::Versions {
+                    volume: "weights/tiny-llama".into(),
+                    json: false,
+                },
+            )
+        }
+        None => {
+            let _ = Cli::command().print_help();
+            Err(Error::usage("no command given")
+                .hint("try `sealvol --demo`, or `sealvol volume push DIR NS/NAME`"))
+        }
+    }
+}

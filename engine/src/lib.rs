@@ -1,0 +1,24 @@
+//! The sealvol engine: content-addressed, sealed volumes of model data.
+//!
+//! It knows nothing about terminals. The parts, each in its own module:
+//! refs and digests, chunking, the object store, the repository and its registry,
+//! push, pull, verify, and process-local state.
+
+pub mod chunk;
+pub mod digest;
+pub mod error;
+pub mod objects;
+pub mod progress;
+pub mod pull;
+pub mod push;
+pub mod refs;
+pub mod registry;
+pub mod repo;
+pub mod state;
+pub mod store;
+pub mod verify;
+pub mod walk;
+
+pub use error::{Error, ErrorKind, Result};
+pub use refs::{Digest, Name, Ref, VolumeName};
+pub use repo::Repository;

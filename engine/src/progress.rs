@@ -1,0 +1,17 @@
+//! Progress is reported through a trait so that the caller decides how it looks: the
+//! CLI draws indicatif bars, the console draws gauges, tests ignore it.
+
+pub trait Progress: Send + Sync {
+    /// The work ahead: bytes and files to process.
+    fn begin(&self, _phase: &str, _bytes: u64, _files: u64) {}
+    /// `bytes` more processed.
+    fn advance(&self, _bytes: u64) {}
+    /// One more file finished.
+    fn file_done(&self) {}
+    fn finish(&self) {}
+}
+
+/// Reports nothing.
+pub struct Quiet;
+
+impl Progress for Quiet {}
