@@ -1,1 +1,743 @@
+//! The `sealvol` CLI as a user drives it: push, list, tag, pull, verify, and every bad
+//! input from the foundation issue, each with a clear one-line error and nothing lost.
 
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{Env, assert_same_tree, noise, write};
+
+fn sample_tree(root: &Path) {
+    write(&root.join("config.json"), b"{\"hidden_size\": 1024}\n");
+    write(&root.join("weights/model.bin"), &noise(3 << 20, 1));
+    write(&root.join("weights/small.bin"), &noise(1000, 2));
+    write(&root.join("empty.txt"), b"");
+    write(&root.join("deep/a/b/c/d/e/leaf.txt"), b"leaf\n");
+    std::fs::create_dir_all(root.join("nothing/here")).unwrap();
+    write(&root.join("run.sh"), b"#!/bin/sh\necho hi\n");
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("weights/model.bin", root.join("model.link")).unwrap();
+}
+
+#[test]
+fn push_pull_round_trip_is_byte_identical() {
+    let env = Env::new();
+    let src = env.path("src");
+    sample_tree(&src);
+    let r = env.push(&src, "weights/demo", &["--tag", "prod"]);
+    assert!(
+        r.starts_with("vol:weights/demo@b3:") && r.len() == "vol:weights/demo@b3:".len() + 64,
+        "{r}"
+    );
+
+    let digest = env.ok(&["digest", src.to_str().unwrap()]);
+    assert_eq!(
+        digest.trim(),
+        r.split('@').nth(1).unwrap(),
+        "digest DIR agrees with push"
+    );
+
+    for reference in [
+        r.as_str(),
+        "weights/demo:prod",
+        "weights/demo",
+        &r[..r.len() - 50],
+    ] {
+        let out = env.path(&format!("out-{}", reference.len()));
+        env.ok(&["volume", "pull", reference, out.to_str().unwrap()]);
+        assert_same_tree(&src, &out);
+    }
+    assert!(env.ok(&["volume", "verify"]).contains("ok"));
+    assert!(env.ok(&["volume", "verify", &r]).contains("ok"));
+}
+
+#[test]
+fn second_push_writes_nothing_and_listings_show_the_volume() {
+    let env = Env::new();
+    let src = env.path("src");
+    sample_tree(&src);
+    let r1 = env.push(&src, "weights/demo", &[]);
+    let stored = env.stored_chunk_bytes();
+    let out = env.run(&["volume", "push", src.to_str().unwrap(), "weights/demo"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("new 0 B in 0 chunks"), "{err}");
+    assert!(err.contains("already sealed"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r1);
+    assert_eq!(env.stored_chunk_bytes(), stored);
+
+    let ls: serde_json::Value = serde_json::from_str(&env.ok(&["volume", "ls", "--json"])).unwrap();
+    assert_eq!(ls["volumes"][0]["namespace"], "weights");
+    assert_eq!(ls["volumes"][0]["name"], "demo");
+    assert_eq!(ls["volumes"][0]["versions"], 1);
+
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "weights/demo", "--json"])).unwrap();
+    let v0 = &v["versions"][0];
+    assert_eq!(
+        format!("vol:weights/demo@{}", v0["digest"].as_str().unwrap()),
+        r1
+    );
+    assert_eq!(v0["files"], 6);
+    assert!(v0["new_bytes"].as_u64().unwrap() > 3 << 20);
+
+    let files: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "files", &r1, "--json"])).unwrap();
+    let paths: Vec<&str> = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"weights/model.bin") && paths.contains(&"nothing/here"));
+    let table = env.ok(&["volume", "files", &r1]);
+    assert!(table.contains("model.link -> weights/model.bin"), "{table}");
+}
+
+#[test]
+fn tags_move_with_history_and_refs_may_be_tags() {
+    let env = Env::new();
+    let a = env.path("a");
+    let b = env.path("b");
+    write(&a.join("x"), b"one");
+    write(&b.join("x"), b"two");
+    let ra = env.push(&a, "ns/vol", &["--tag", "prod"]);
+    let rb = env.push(&b, "ns/vol", &["--tag", "canary"]);
+    // Point prod at whatever canary names.
+    let moved = env.ok(&["volume", "tag", "ns/vol:canary", "prod"]);
+    assert_eq!(moved.trim(), rb);
+    let tags: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "ns/vol", "--json"])).unwrap();
+    let prod = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "prod")
+        .unwrap();
+    assert_eq!(
+        format!("vol:ns/vol@{}", prod["digest"].as_str().unwrap()),
+        rb
+    );
+    let history = prod["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        format!("vol:ns/vol@{}", history[1]["from"].as_str().unwrap()),
+        ra
+    );
+    // Roll back by digest prefix.
+    let prefix = &ra[..ra.find("b3:").unwrap() + 3 + 10];
+    env.ok(&["volume", "tag", prefix, "prod"]);
+    let text = env.ok(&["volume", "tags", "ns/vol", "--history"]);
+    assert_eq!(text.matches("->").count(), 2 + 3 + 1, "{text}");
+    let pulled = env.path("out");
+    env.ok(&["volume", "pull", "ns/vol:prod", pulled.to_str().unwrap()]);
+    assert_eq!(std::fs::read(pulled.join("x")).unwrap(), b"one");
+}
+
+#[test]
+fn malformed_refs_and_names_are_usage_errors() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"x");
+    env.push(&src, "ok/vol", &[]);
+    let long = "a".repeat(300);
+    for bad in [
+        "Upper/case",
+        "has space/x",
+        "../x",
+        "ok/..",
+        "",
+        long.as_str(),
+        "ok/vol:Tag",
+        "ok/vol@b3:123",
+        "ok/vol@b3:xyzxyzxyz",
+    ] {
+        let err = env.fails(2, &["volume", "files", bad]);
+        assert!(err.contains("hint:"), "{bad:?}: {err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1);
+    }
+    env.fails(2, &["volume", "push", src.to_str().unwrap(), "Bad/Name"]);
+    env.fails(
+        2,
+        &[
+            "volume",
+            "push",
+            src.to_str().unwrap(),
+            "ok/vol",
+            "--tag",
+            "no way",
+        ],
+    );
+    env.fails(2, &["volume", "tag", "ok/vol", "UPPER"]);
+    // Nothing was written by the failed commands.
+    let v: serde_json::Value = serde_json::from_str(&env.ok(&["volume", "ls", "--json"])).unwrap();
+    assert_eq!(v["volumes"].as_array().unwrap().len(), 1);
+    // clap's own usage errors are exit 2 too.
+    let out = env.run(&["volume", "push"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn missing_digest_and_ambiguous_prefix() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"x");
+    env.push(&src, "ns/vol", &[]);
+    let err = env.fails(
+        1,
+        &["volume", "files", &format!("ns/vol@b3:{}", "0".repeat(64))],
+    );
+    assert!(err.contains("no version"), "{err}");
+    let err = env.fails(1, &["volume", "files", "ns/vol@deadbeef"]);
+    assert!(err.contains("no version"), "{err}");
+    env.fails(1, &["volume", "files", "ns/other:prod"]);
+
+    // Two real versions whose digests share 8 hex digits: found by a birthday search
+    // over one-file versions, so the ambiguity is real, not staged.
+    let (a, b) = colliding_contents();
+    let da = env.path("ca");
+    let db = env.path("cb");
+    write(&da.join("f"), a.as_bytes());
+    write(&db.join("f"), b.as_bytes());
+    let ra = env.push(&da, "ns/amb", &[]);
+    let rb = env.push(&db, "ns/amb", &[]);
+    let prefix = &ra[ra.find("b3:").unwrap() + 3..][..8];
+    assert_eq!(prefix, &rb[rb.find("b3:").unwrap() + 3..][..8]);
+    let err = env.fails(1, &["volume", "files", &format!("ns/amb@{prefix}")]);
+    assert!(
+        err.contains("matches 2 versions") && err.contains("more hex digits"),
+        "{err}"
+    );
+}
+
+fn colliding_contents() -> (String, String) {
+    use sealvol_engine::digest::{Entry, Hash, version_digest};
+    let mut seen = std::collections::HashMap::new();
+    for i in 0u64.. {
+        let content = format!("candidate {i}\n");
+        let d = version_digest(&[Entry::File {
+            path: "f".into(),
+            size: content.len() as u64,
+            hash: Hash::of(content.as_bytes()),
+            exec: false,
+        }]);
+        if let Some(prev) = seen.insert(d.short(8), content.clone()) {
+            return (prev, content);
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn pushing_a_file_or_a_missing_dir_fails_clearly() {
+    let env = Env::new();
+    let f = env.path("file.bin");
+    write(&f, b"x");
+    let err = env.fails(2, &["volume", "push", f.to_str().unwrap(), "ns/vol"]);
+    assert!(err.contains("is a file, not a directory"), "{err}");
+    let err = env.fails(
+        1,
+        &[
+            "volume",
+            "push",
+            env.path("nope").to_str().unwrap(),
+            "ns/vol",
+        ],
+    );
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn unreadable_files_fail_the_push_and_seal_nothing() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("ok"), b"fine");
+    write(&src.join("secret"), b"hidden");
+    std::fs::set_permissions(src.join("secret"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    for d in [env.tmp.path(), &src] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    std::fs::set_permissions(src.join("ok"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Root reads anything, so run as an unprivileged user.
+    let out = env
+        .cmd()
+        .env_remove("USER")
+        .args(["volume", "push", src.to_str().unwrap(), "ns/vol"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("secret") && err.contains("ermission denied"),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    let out = env.run(&["volume", "ls", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(
+        v["volumes"]
+            .as_array()
+            .map(|a| a.is_empty())
+            .unwrap_or(true)
+    );
+}
+
+trait AsUser {
+    fn uid(&mut self, uid: u32) -> &mut Self;
+    fn gid(&mut self, gid: u32) -> &mut Self;
+}
+
+impl AsUser for std::process::Command {
+    fn uid(&mut self, uid: u32) -> &mut Self {
+        std::os::unix::process::CommandExt::uid(self, uid)
+    }
+    fn gid(&mut self, gid: u32) -> &mut Self {
+        std::os::unix::process::CommandExt::gid(self, gid)
+    }
+}
+
+#[test]
+fn a_file_changing_during_the_push_is_detected() {
+    let env = Env::new();
+    let src = env.path("src");
+    let big = src.join("growing.bin");
+    write(&big, &noise(48 << 20, 9));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let big = big.clone();
+        std::thread::spawn(move || {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.write_all_at(&i.to_le_bytes(), (i * 4096) % (48 << 20))
+                    .unwrap();
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        })
+    };
+    let out = env.run(&["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("changed while it was being pushed"), "{err}");
+    // Nothing sealed, and what was written is sound.
+    assert!(env.ok(&["volume", "ls", "--json"]).contains("[]"));
+    env.ok(&["volume", "verify"]);
+}
+
+#[test]
+fn symlinks_leaving_the_directory_are_refused() {
+    let env = Env::new();
+    for (name, target) in [("abs", "/etc/passwd"), ("up", "../../outside")] {
+        let src = env.path(&format!("src-{name}"));
+        write(&src.join("sub/f"), b"x");
+        std::os::unix::fs::symlink(target, src.join("sub/link")).unwrap();
+        let err = env.fails(2, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+        assert!(err.contains("points outside the directory"), "{err}");
+    }
+}
+
+#[test]
+fn non_utf8_file_names_are_refused_by_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let src = env.path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name");
+    std::fs::write(src.join(name), b"x").unwrap();
+    let err = env.fails(2, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    assert!(err.contains("not UTF-8") && err.contains("bad-"), "{err}");
+}
+
+#[test]
+fn empty_directories_and_zero_byte_files_round_trip() {
+    let env = Env::new();
+    let src = env.path("src");
+    std::fs::create_dir_all(src.join("a/b/empty")).unwrap();
+    write(&src.join("zero"), b"");
+    write(&src.join("a/zero2"), b"");
+    let r = env.push(&src, "ns/empties", &[]);
+    let out = env.path("out");
+    env.ok(&["volume", "pull", &r, out.to_str().unwrap()]);
+    assert_same_tree(&src, &out);
+    // A completely empty directory is a valid (empty) version too.
+    let nothing = env.path("nothing");
+    std::fs::create_dir_all(&nothing).unwrap();
+    let r = env.push(&nothing, "ns/empty", &[]);
+    let out = env.path("out2");
+    env.ok(&["volume", "pull", &r, out.to_str().unwrap()]);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+}
+
+#[test]
+fn pull_refuses_a_non_empty_directory_unless_forced() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"new");
+    let r = env.push(&src, "ns/vol", &[]);
+    let out = env.path("out");
+    write(&out.join("f"), b"old");
+    write(&out.join("keep"), b"mine");
+    let err = env.fails(1, &["volume", "pull", &r, out.to_str().unwrap()]);
+    assert!(
+        err.contains("not empty") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(out.join("f")).unwrap(), b"old");
+    env.ok(&["volume", "pull", &r, out.to_str().unwrap(), "--force"]);
+    assert_eq!(std::fs::read(out.join("f")).unwrap(), b"new");
+    assert_eq!(std::fs::read(out.join("keep")).unwrap(), b"mine");
+}
+
+#[test]
+fn pull_never_writes_through_a_symlink_in_the_target() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("sub/f"), b"payload");
+    let r = env.push(&src, "ns/vol", &[]);
+    let out = env.path("out");
+    let outside = env.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&outside, out.join("sub")).unwrap();
+    let err = env.fails(1, &["volume", "pull", &r, out.to_str().unwrap(), "--force"]);
+    assert!(err.contains("in the way"), "{err}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
+fn pull_refuses_a_manifest_with_escaping_paths() {
+    use sealvol_engine::digest::{Entry, Hash, version_digest};
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"payload");
+    env.push(&src, "ns/vol", &[]);
+    // A hostile repository: a self-consistent manifest whose path climbs out.
+    let entries = vec![Entry::File {
+        path: "../escaped".into(),
+        size: 7,
+        hash: Hash::of(b"payload"),
+        exec: false,
+    }];
+    let digest = version_digest(&entries);
+    let manifest = serde_json::json!({
+        "format": 1, "volume": "ns/vol", "digest": digest.to_string(),
+        "created": "2026-01-01T00:00:00.000Z",
+        "provenance": {"source": "evil", "pushed_by": "evil"},
+        "stats": {"bytes": 7, "files": 1, "chunks": 1, "new_bytes": 0, "new_chunks": 0},
+        "entries": entries,
+    });
+    write(
+        &env.repo.join(format!("manifests/ns/vol/{}", digest.hex())),
+        serde_json::to_string(&manifest).unwrap().as_bytes(),
+    );
+    let out = env.path("out/inner");
+    let err = env.fails(
+        1,
+        &[
+            "volume",
+            "pull",
+            &format!("ns/vol@{digest}"),
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(err.contains("unsafe path"), "{err}");
+    assert!(!env.path("out/escaped").exists());
+}
+
+#[test]
+fn a_newer_repository_format_is_refused_with_its_version() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"x");
+    env.push(&src, "ns/vol", &[]);
+    let cfg = env.repo.join("sealvol.repo");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("\"format\": 1", "\"format\": 7");
+    std::fs::write(&cfg, text).unwrap();
+    let err = env.fails(1, &["volume", "ls"]);
+    assert!(err.contains("format 7") && err.contains("upgrade"), "{err}");
+    env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+}
+
+#[test]
+fn a_missing_repository_says_how_to_make_one() {
+    let env = Env::new();
+    let err = env.fails(1, &["volume", "ls"]);
+    assert!(
+        err.contains("no repository") && err.contains("--repo"),
+        "{err}"
+    );
+    assert!(!env.repo.exists(), "listing must not create a repository");
+    // A non-empty directory that is not a repository is never adopted.
+    write(&env.repo.join("precious.txt"), b"mine");
+    let src = env.path("src");
+    write(&src.join("f"), b"x");
+    let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    assert!(err.contains("not a sealvol repository"), "{err}");
+}
+
+#[test]
+fn verify_names_each_damaged_object() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(2 << 20, 3));
+    write(&src.join("b.bin"), &noise(1 << 20, 4));
+    let r = env.push(&src, "ns/vol", &[]);
+    let pack = common::walk_files(&env.repo.join("packs"))
+        .into_iter()
+        .next()
+        .unwrap();
+    let pack_name = pack.file_name().unwrap().to_str().unwrap().to_string();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    bytes[100_000] ^= 0x55;
+    std::fs::write(&pack, &bytes).unwrap();
+
+    let out = env.run(&["volume", "verify", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["object"].as_str().unwrap().contains(&pack_name)
+                && p["problem"]
+                    .as_str()
+                    .unwrap()
+                    .contains("fails its hash check")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p["object"].as_str().unwrap() == r),
+        "{problems:?}"
+    );
+
+    let err = env.fails(
+        1,
+        &["volume", "pull", &r, env.path("out").to_str().unwrap()],
+    );
+    assert!(err.contains("fails its hash check"), "{err}");
+    let err = env.fails(1, &["volume", "verify", &r]);
+    assert!(err.contains("problem(s) found"), "{err}");
+}
+
+#[test]
+fn verify_reports_a_missing_chunk_list() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), b"some bytes");
+    let r = env.push(&src, "ns/vol", &[]);
+    for f in common::walk_files(&env.repo.join("files")) {
+        std::fs::remove_file(f).unwrap();
+    }
+    let out = env.run(&["volume", "verify"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text.contains(&r) && text.contains("a.bin"), "{text}");
+}
+
+#[test]
+fn stat_cache_skips_unchanged_files_but_never_trusts_a_stale_entry() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(1 << 20, 5));
+    write(&src.join("b.bin"), &noise(1 << 20, 6));
+    // Files written just now are "racy" and not cached; age them.
+    for f in ["a.bin", "b.bin"] {
+        set_mtime(&src.join(f), 1_700_000_000);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    env.push(&src, "ns/vol", &[]);
+    let out = env.run(&["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 unchanged file(s) skipped"), "{err}");
+
+    // Same size, same mtime, different bytes: only ctime tells. Must be re-read.
+    let mut b = std::fs::read(src.join("a.bin")).unwrap();
+    b[10] ^= 1;
+    std::fs::write(src.join("a.bin"), &b).unwrap();
+    set_mtime(&src.join("a.bin"), 1_700_000_000);
+    let r = env.push(&src, "ns/vol", &[]);
+    let d = env.ok(&["digest", src.to_str().unwrap()]);
+    assert_eq!(r.split('@').nth(1).unwrap(), d.trim());
+    let pulled = env.path("out");
+    env.ok(&["volume", "pull", &r, pulled.to_str().unwrap()]);
+    assert_same_tree(&src, &pulled);
+}
+
+fn set_mtime(p: &Path, secs: i64) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    let t = libc::timespec {
+        tv_sec: secs,
+        tv_nsec: 0,
+    };
+    let times = [t, t];
+    // SAFETY: a valid NUL-terminated path and two timespecs.
+    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
+    assert_eq!(rc, 0);
+}
+
+#[test]
+fn push_succeeds_while_another_process_holds_the_state_database() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("f"), &noise(100_000, 1));
+    let held = sealvol_engine::state::StateDb::open(&env.state, std::time::Duration::ZERO)
+        .unwrap()
+        .expect("state db");
+    let r = env.push(&src, "ns/vol", &[]);
+    drop(held);
+    assert!(r.starts_with("vol:ns/vol@b3:"));
+}
+
+#[test]
+fn concurrent_pushes_of_different_and_identical_folders() {
+    let env = Env::new();
+    let a = env.path("a");
+    let b = env.path("b");
+    write(&a.join("f"), &noise(6 << 20, 11));
+    write(&b.join("f"), &noise(6 << 20, 12));
+    env.ok(&["volume", "ls", "--help"]);
+    // Make the repository first so the race is about pushes, not creation... and then
+    // also race creation itself in a fresh one below.
+    let spawn = |dir: &Path, vol: &str| {
+        env.cmd()
+            .args(["volume", "push", dir.to_str().unwrap(), vol])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children = vec![
+        spawn(&a, "ns/a"),
+        spawn(&b, "ns/b"),
+        spawn(&a, "ns/same"),
+        spawn(&a, "ns/same"),
+    ];
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for o in &outs {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let same1 = String::from_utf8_lossy(&outs[2].stdout).trim().to_string();
+    let same2 = String::from_utf8_lossy(&outs[3].stdout).trim().to_string();
+    assert_eq!(same1, same2);
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "ns/same", "--json"])).unwrap();
+    assert_eq!(v["versions"].as_array().unwrap().len(), 1);
+    env.ok(&["volume", "verify"]);
+}
+
+#[test]
+fn a_hundred_thousand_small_files_with_bounded_memory() {
+    let env = Env::new();
+    let src = env.path("src");
+    for d in 0..100 {
+        let dir = src.join(format!("d{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..1000 {
+            std::fs::write(dir.join(format!("f{f:04}.txt")), format!("{d}/{f}\n")).unwrap();
+        }
+    }
+    let child = env
+        .cmd()
+        .args(["-q", "volume", "push", src.to_str().unwrap(), "ns/many"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rss_kib = children_max_rss_kib();
+    assert!(rss_kib < 512 * 1024, "peak RSS {rss_kib} KiB");
+    let r = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let files: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "files", &r, "--json"])).unwrap();
+    assert_eq!(files["files"].as_array().unwrap().len(), 100_000);
+    let d = env.ok(&["digest", src.to_str().unwrap()]);
+    assert_eq!(r.split('@').nth(1).unwrap(), d.trim());
+}
+
+fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u.ru_maxrss
+    }
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    let env = Env::new();
+    for args in [
+        vec!["--help"],
+        vec!["digest", "--help"],
+        vec!["volume", "push", "--help"],
+        vec!["volume", "ls", "--help"],
+        vec!["volume", "versions", "--help"],
+        vec!["volume", "files", "--help"],
+        vec!["volume", "tag", "--help"],
+        vec!["volume", "tags", "--help"],
+        vec!["volume", "pull", "--help"],
+        vec!["volume", "verify", "--help"],
+        vec!["completions", "--help"],
+        vec!["info", "--help"],
+    ] {
+        let out = env.ok(&args);
+        assert!(out.contains("Example"), "{args:?}: {out}");
+    }
+    let bash = env.ok(&["completions", "bash"]);
+    assert!(bash.contains("sealvol") && bash.contains("complete"));
+}
+
+#[test]
+fn config_file_flags_and_environment_in_that_order() {
+    let env = Env::new();
+    let cfg_dir = env.path("config/sealvol");
+    let from_file = env.path("repo-from-file");
+    write(
+        &cfg_dir.join("config.toml"),
+        format!(
+            "repository = {:?}\ntheme = \"light\"\n",
+            from_file.to_str().unwrap()
+        )
+        .as_bytes(),
+    );
+    let info = |cmd: &mut std::process::Command| {
+        String::from_utf8(cmd.arg("info").output().unwrap().stdout).unwrap()
+    };
+    let mut c = env.cmd();
+    c.env_remove("SEALVOL_REPO");
+    let text = info(&mut c);
+    assert!(
+        text.contains(from_file.to_str().unwrap()) && text.contains("light"),
+        "{text}"
+    );
+    let mut c = env.cmd();
+    assert!(
+        info(&mut c).contains(env.repo.to_str().unwrap()),
+        "environment beats the file"
+    );
+    let mut c = env.cmd();
+    c.args(["--repo", "/flag/wins"]);
+    assert!(info(&mut c).contains("/flag/wins"));
+
+    write(&cfg_dir.join("config.toml"), b"repostory = 1\n");
+    let err = env.fails(2, &["info"]);
+    assert!(err.contains("config.toml is invalid"), "{err}");
+}

@@ -60,7 +60,9 @@ pub enum Command {
     Info,
 
     /// Print a shell completion script.
-    #[command(after_help = "Example:\n  sealvol completions bash > ~/.local/share/bash-completion/completions/sealvol")]
+    #[command(
+        after_help = "Example:\n  sealvol completions bash > ~/.local/share/bash-completion/completions/sealvol"
+    )]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
@@ -70,7 +72,9 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum VolumeCommand {
     /// Seal a directory as a new version; prints its pinned ref last on stdout.
-    #[command(after_help = "Example:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  vol:weights/qwen3-8b@b3:9f3c…")]
+    #[command(
+        after_help = "Example:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  vol:weights/qwen3-8b@b3:9f3c…"
+    )]
     Push {
         /// The directory to seal.
         dir: PathBuf,
@@ -110,7 +114,9 @@ pub enum VolumeCommand {
     },
 
     /// Point TAG at the version REF names (REF may itself be a tag).
-    #[command(after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod")]
+    #[command(
+        after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod"
+    )]
     Tag {
         #[arg(value_name = "REF")]
         reference: String,
@@ -141,7 +147,9 @@ pub enum VolumeCommand {
     },
 
     /// Check the repository (or one version) and report everything damaged.
-    #[command(after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod")]
+    #[command(
+        after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod"
+    )]
     Verify {
         #[arg(value_name = "REF")]
         reference: Option<String>,

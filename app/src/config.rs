@@ -17,6 +17,7 @@ pub struct ConfigFile {
     pub state: Option<PathBuf>,
     pub cache: Option<PathBuf>,
     pub theme: Option<String>,
+    pub fsync: Option<bool>,
 }
 
 #[derive(Debug)]
@@ -27,6 +28,8 @@ pub struct Settings {
     pub cache: PathBuf,
     /// Console theme preset.
     pub theme: String,
+    /// fsync repository writes before they become visible (default on).
+    pub fsync: bool,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -41,8 +44,11 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
     match std::fs::read_to_string(path) {
         Ok(text) => toml::from_str(&text).map_err(|e| {
             let first = e.to_string().lines().next().unwrap_or_default().to_string();
-            Error::usage(format!("config file {} is invalid: {first}", path.display()))
-                .hint("keys: repository, state, cache, theme")
+            Error::usage(format!(
+                "config file {} is invalid: {first}",
+                path.display()
+            ))
+            .hint("keys: repository, state, cache, theme, fsync")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -84,11 +90,16 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
         .unwrap_or_else(|| state.join("cache"));
     let theme = file.theme.unwrap_or_else(|| "dark".into());
+    let fsync = match std::env::var("SEALVOL_FSYNC") {
+        Ok(v) => !matches!(v.as_str(), "0" | "off" | "false" | "no"),
+        Err(_) => file.fsync.unwrap_or(true),
+    };
     let settings = Settings {
         repo,
         state,
         cache,
         theme,
+        fsync,
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

@@ -51,7 +51,12 @@ fn init_logging(verbose: u8, quiet: bool) {
 
 fn run(cli: Cli) -> Result<()> {
     if let Some(Command::Completions { shell }) = &cli.command {
-        clap_complete::generate(*shell, &mut Cli::command(), "sealvol", &mut std::io::stdout());
+        clap_complete::generate(
+            *shell,
+            &mut Cli::command(),
+            "sealvol",
+            &mut std::io::stdout(),
+        );
         return Ok(());
     }
     if let Some(Command::Digest { dir }) = &cli.command {
@@ -74,6 +79,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("state        {}", s.state.display());
             println!("cache        {}", s.cache.display());
             println!("theme        {}", s.theme);
+            println!("fsync        {}", if s.fsync { "on" } else { "off" });
             Ok(())
         }
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),

@@ -130,8 +130,10 @@ pub fn digest_dir(dir: &std::path::Path) -> crate::Result<Digest> {
 
     let listing = walk(dir)?;
     let next = AtomicUsize::new(0);
-    let hashes: Vec<std::sync::Mutex<Option<Hash>>> =
-        listing.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let hashes: Vec<std::sync::Mutex<Option<Hash>>> = listing
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::thread::scope(|s| -> crate::Result<()> {
         let handles: Vec<_> = (0..workers)
@@ -139,8 +141,12 @@ pub fn digest_dir(dir: &std::path::Path) -> crate::Result<Digest> {
                 s.spawn(|| -> crate::Result<()> {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(e) = listing.get(i) else { return Ok(()) };
-                        let WalkKind::File { stamp, .. } = e.kind else { continue };
+                        let Some(e) = listing.get(i) else {
+                            return Ok(());
+                        };
+                        let WalkKind::File { stamp, .. } = e.kind else {
+                            continue;
+                        };
                         let changed = || {
                             crate::Error::new(
                                 crate::ErrorKind::Changed,
@@ -165,7 +171,8 @@ pub fn digest_dir(dir: &std::path::Path) -> crate::Result<Digest> {
             })
             .collect();
         for h in handles {
-            h.join().map_err(|_| crate::Error::new(crate::ErrorKind::Io, "hasher panicked"))??;
+            h.join()
+                .map_err(|_| crate::Error::new(crate::ErrorKind::Io, "hasher panicked"))??;
         }
         Ok(())
     })?;
@@ -183,7 +190,9 @@ pub fn digest_dir(dir: &std::path::Path) -> crate::Result<Digest> {
                 path: e.path.clone(),
                 target: target.clone(),
             },
-            WalkKind::EmptyDir => Entry::Dir { path: e.path.clone() },
+            WalkKind::EmptyDir => Entry::Dir {
+                path: e.path.clone(),
+            },
         })
         .collect();
     Ok(version_digest(&entries))
@@ -269,7 +278,7 @@ mod tests {
             Entry::Dir { path: "a".into() },
         ];
         for v in variants {
-            assert_ne!(version_digest(&[v.clone()]), d, "{v:?}");
+            assert_ne!(version_digest(std::slice::from_ref(&v)), d, "{v:?}");
         }
         assert_ne!(version_digest(&[]), d);
     }

@@ -242,7 +242,10 @@ mod tests {
         let f = FileObject {
             size: 20,
             packs: vec![pack_id(&entries)],
-            chunks: entries.iter().map(|&entry| ChunkRef { pack: 0, entry }).collect(),
+            chunks: entries
+                .iter()
+                .map(|&entry| ChunkRef { pack: 0, entry })
+                .collect(),
         };
         let bytes = f.encode();
         assert_eq!(FileObject::decode("f", &bytes).unwrap(), f);

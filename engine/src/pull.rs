@@ -8,7 +8,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, IoContext, Result};
@@ -55,7 +55,8 @@ pub fn pull(
         .filter(|e| matches!(e, Entry::File { .. }))
         .collect();
     progress.begin("pull", manifest.stats.bytes, files.len() as u64);
-    let next = Mutex::new(0usize);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -64,22 +65,16 @@ pub fn pull(
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| -> Result<()> {
-                    loop {
-                        let i = {
-                            let mut n = next.lock().unwrap_or_else(|p| p.into_inner());
-                            let i = *n;
-                            *n += 1;
-                            i
-                        };
-                        let Some(entry) = files.get(i) else {
-                            return Ok(());
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some(entry) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
                         };
                         if let Err(e) = pull_file(repo, &target, entry, force, progress) {
-                            // Stop the other workers early.
-                            *next.lock().unwrap_or_else(|p| p.into_inner()) = usize::MAX;
+                            stop.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
                     }
+                    Ok(())
                 })
             })
             .collect();
@@ -152,7 +147,10 @@ fn safe_join(root: &Path, rel: &str) -> Result<PathBuf> {
             Err(_) => match fs::create_dir(&p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    if !fs::symlink_metadata(&p).map(|m| m.is_dir()).unwrap_or(false) {
+                    if !fs::symlink_metadata(&p)
+                        .map(|m| m.is_dir())
+                        .unwrap_or(false)
+                    {
                         return Err(Error::new(
                             ErrorKind::Conflict,
                             format!("{} is in the way (not a directory)", p.display()),
@@ -172,7 +170,10 @@ fn remove_leaf(p: &Path) -> Result<()> {
     if m.is_dir() {
         return Err(Error::new(
             ErrorKind::Conflict,
-            format!("{} is a directory where the version has a file", p.display()),
+            format!(
+                "{} is a directory where the version has a file",
+                p.display()
+            ),
         ));
     }
     fs::remove_file(p).ctx("cannot replace", p)
@@ -204,10 +205,7 @@ fn pull_file(
     }
     // Written under a temporary name and renamed once complete and verified, so an
     // interrupted pull never leaves a short file under the real name.
-    let name = dest
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("file");
+    let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dest.with_file_name(format!(".{name}.sealvol-{}", std::process::id()));
     let mut f = OpenOptions::new()
         .write(true)
@@ -231,7 +229,8 @@ fn pull_file(
         }
         f.flush().ctx("cannot write", &tmp)?;
         if *exec {
-            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755)).ctx("cannot chmod", &tmp)?;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
+                .ctx("cannot chmod", &tmp)?;
         }
         if force && fs::symlink_metadata(&dest).is_ok() {
             remove_leaf(&dest)?;

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,7 +24,9 @@ use crate::objects::{self, ChunkRef, FLAG_RAW, FileObject, PackEntry, PackId};
 use crate::progress::Progress;
 use crate::refs::{Digest, Name, VolumeName};
 use crate::registry::{MANIFEST_FORMAT, Manifest, Provenance, VersionStats, now_rfc3339, whoami};
-use crate::repo::{ChunkIndex, ChunkLoc, Repository, file_key, index_key, json_error, manifest_key, pack_key};
+use crate::repo::{
+    ChunkIndex, ChunkLoc, Repository, file_key, index_key, json_error, manifest_key, pack_key,
+};
 use crate::state::StateDb;
 use crate::walk::{Stamp, WalkKind, walk};
 
@@ -119,13 +121,21 @@ pub fn push(
 
     let params = repo.config().chunker.params;
     let pack_target = repo.config().pack_target;
-    let outcome = run_pipeline(repo, &mut index, &to_read, params, pack_target, opts.progress)?;
+    let outcome = run_pipeline(
+        repo,
+        &mut index,
+        &to_read,
+        params,
+        pack_target,
+        opts.progress,
+    )?;
     opts.progress.finish();
 
     // Chunk lists of the files we read: after their packs and indexes are published.
     for hf in outcome.files.values() {
         let obj = file_object(&index, hf);
-        repo.store().put_if_absent(&file_key(&hf.hash), &obj.encode())?;
+        repo.store()
+            .put_if_absent(&file_key(&hf.hash), &obj.encode())?;
     }
 
     let mut entries = Vec::with_capacity(listing.len());
@@ -248,7 +258,9 @@ fn remember_hashes(
 ) {
     let items: Vec<(PathBuf, Stamp, Hash)> = files
         .iter()
-        .filter(|(_, _, s)| s.mtime_ns < start_ns - RACY_WINDOW_NS && s.ctime_ns < start_ns - RACY_WINDOW_NS)
+        .filter(|(_, _, s)| {
+            s.mtime_ns < start_ns - RACY_WINDOW_NS && s.ctime_ns < start_ns - RACY_WINDOW_NS
+        })
         .filter_map(|(i, p, s)| hashed.get(i).map(|hf| (p.clone(), *s, hf.hash)))
         .collect();
     if items.is_empty() {
@@ -311,8 +323,12 @@ fn run_pipeline(
     let (done_tx, done_rx) = bounded::<Hashed>(2);
     let (pub_tx, pub_rx) = bounded::<FinishedPack>(1);
 
+    // Blocks in flight: one being read, queued ones, one per hasher, the writer's
+    // reorder window. The pool holds at most this many buffers, which bounds memory.
+    let pool = BufferPool::new(workers + 6);
     std::thread::scope(|s| {
-        s.spawn(move || read_files(files, params, work_tx));
+        let pool = &pool;
+        s.spawn(move || read_files(files, params, pool, work_tx));
         for _ in 0..workers {
             let rx = work_rx.clone();
             let tx = done_tx.clone();
@@ -322,7 +338,8 @@ fn run_pipeline(
         drop(done_tx);
         let publisher = s.spawn(move || publish_packs(repo, pub_rx));
 
-        let result = write_in_order(repo, index, done_rx, pack_target, pub_tx, progress);
+        let result = write_in_order(repo, index, done_rx, pack_target, pub_tx, pool, progress);
+        pool.close();
         // The publisher ends when `pub_tx` is dropped (inside write_in_order).
         let published = publisher
             .join()
@@ -333,7 +350,12 @@ fn run_pipeline(
     })
 }
 
-fn read_files(files: &[(usize, PathBuf, Stamp)], params: ChunkParams, tx: Sender<Work>) {
+fn read_files(
+    files: &[(usize, PathBuf, Stamp)],
+    params: ChunkParams,
+    pool: &BufferPool,
+    tx: Sender<Work>,
+) {
     let mut seq = 0u64;
     for (file, path, stamp) in files {
         let mut send = |block: Result<Block>| {
@@ -366,7 +388,7 @@ fn read_files(files: &[(usize, PathBuf, Stamp)], params: ChunkParams, tx: Sender
         let mut reader = BlockReader::new(&f, params);
         let mut total = 0u64;
         loop {
-            let block = match reader.next_block() {
+            let block = match reader.next_block(pool.take(reader.buffer_capacity())) {
                 Ok(Some(b)) => b,
                 Ok(None) => break,
                 Err(e) => {
@@ -447,6 +469,7 @@ fn write_in_order(
     rx: Receiver<Hashed>,
     pack_target: u64,
     publish: Sender<FinishedPack>,
+    pool: &BufferPool,
     progress: &dyn Progress,
 ) -> Result<Outcome> {
     let mut out = Outcome {
@@ -503,9 +526,9 @@ fn write_in_order(
             }
             out.bytes_read += block.data.len() as u64;
             progress.advance(block.data.len() as u64);
-            if block.last
-                && let Some((file_no, of)) = open.take()
-            {
+            let last = block.last;
+            pool.give_back(block.data);
+            if last && let Some((file_no, of)) = open.take() {
                 progress.file_done();
                 out.files.insert(
                     file_no,
@@ -531,7 +554,7 @@ fn write_in_order(
 /// A pack being filled: a staging file plus the entries written so far.
 struct PackBuilder {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: File,
     slot: u32,
     offset: u64,
     entries: Vec<PackEntry>,
@@ -564,8 +587,10 @@ impl Packer {
                 .create_new(true)
                 .open(&path)
                 .ctx("cannot create", &path)?;
-            let mut file = BufWriter::with_capacity(1 << 20, f);
-            file.write_all(objects::PACK_MAGIC).ctx("cannot write", &path)?;
+            // Unbuffered: chunks are large, and a buffer would only add a copy.
+            let mut file = f;
+            file.write_all(objects::PACK_MAGIC)
+                .ctx("cannot write", &path)?;
             // The slot's id is filled in when the pack is finished.
             index.packs.push(Hash([0; 32]));
             self.current = Some(PackBuilder {
@@ -606,7 +631,6 @@ impl Packer {
         b.file
             .write_all(&objects::encode_trailer(&b.entries))
             .ctx("cannot write", &b.path)?;
-        b.file.flush().ctx("cannot write", &b.path)?;
         let id = objects::pack_id(&b.entries);
         index.packs[b.slot as usize] = id;
         self.publish
@@ -643,4 +667,56 @@ fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Result<()> {
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Recycled block buffers. `take` blocks when every buffer is in flight, which is what
+/// bounds a push's memory whatever the size of the input.
+struct BufferPool {
+    tx: Sender<Vec<u8>>,
+    rx: Receiver<Vec<u8>>,
+    made: std::sync::atomic::AtomicUsize,
+    limit: usize,
+    /// Set when the writer stops, so a reader waiting for a buffer gives up.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl BufferPool {
+    fn new(limit: usize) -> BufferPool {
+        let (tx, rx) = bounded(limit);
+        BufferPool {
+            tx,
+            rx,
+            made: std::sync::atomic::AtomicUsize::new(0),
+            limit,
+            closed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn take(&self, capacity: usize) -> Vec<u8> {
+        use std::sync::atomic::Ordering;
+        if let Ok(b) = self.rx.try_recv() {
+            return b;
+        }
+        if self.made.fetch_add(1, Ordering::Relaxed) < self.limit {
+            return Vec::with_capacity(capacity);
+        }
+        // Every buffer is in flight; the writer returns one as it finishes a block.
+        while !self.closed.load(Ordering::Relaxed) {
+            if let Ok(b) = self.rx.recv_timeout(Duration::from_millis(50)) {
+                return b;
+            }
+        }
+        // The writer has stopped: the reader's next send fails and it ends.
+        Vec::new()
+    }
+
+    fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn give_back(&self, mut b: Vec<u8>) {
+        b.clear();
+        let _ = self.tx.try_send(b);
+    }
 }

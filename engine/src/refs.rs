@@ -8,7 +8,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-const NAME_RULE: &str = "names are 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
+const NAME_RULE: &str =
+    "names are 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
 
 /// Shortest digest prefix a person may type.
 pub const MIN_PREFIX: usize = 8;
@@ -65,10 +66,10 @@ impl VolumeName {
     pub fn parse(s: &str) -> Result<VolumeName> {
         let s = s.strip_prefix("vol:").unwrap_or(s);
         let Some((ns, name)) = s.split_once('/') else {
-            return Err(Error::usage(format!(
-                "invalid volume {s:?}: expected NAMESPACE/NAME"
-            ))
-            .hint("for example weights/qwen3-8b"));
+            return Err(
+                Error::usage(format!("invalid volume {s:?}: expected NAMESPACE/NAME"))
+                    .hint("for example weights/qwen3-8b"),
+            );
         };
         if name.contains('/') {
             return Err(Error::usage(format!(
@@ -158,7 +159,10 @@ impl DigestSpec {
             )));
         }
         if hex_part.len() > 64 {
-            return Err(bad(format!("{} hex digits is more than 64", hex_part.len())));
+            return Err(bad(format!(
+                "{} hex digits is more than 64",
+                hex_part.len()
+            )));
         }
         let lower = hex_part.to_ascii_lowercase();
         if lower.len() == 64 {
@@ -200,11 +204,10 @@ impl Ref {
             return Err(Error::usage("empty ref").hint(REF_HINT));
         }
         if s.len() > 200 {
-            return Err(Error::usage(format!(
-                "invalid ref: it is {} characters long",
-                s.len()
-            ))
-            .hint(REF_HINT));
+            return Err(
+                Error::usage(format!("invalid ref: it is {} characters long", s.len()))
+                    .hint(REF_HINT),
+            );
         }
         let body = s.strip_prefix("vol:").unwrap_or(s);
         let (vol, target) = if let Some((vol, digest)) = body.split_once('@') {
@@ -226,7 +229,8 @@ impl Ref {
     }
 }
 
-const REF_HINT: &str = "a ref looks like vol:weights/qwen3-8b@b3:9f3c1a2b or vol:weights/qwen3-8b:prod";
+const REF_HINT: &str =
+    "a ref looks like vol:weights/qwen3-8b@b3:9f3c1a2b or vol:weights/qwen3-8b:prod";
 
 impl fmt::Display for Ref {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -257,7 +261,10 @@ mod tests {
         assert_eq!(r.to_string(), "vol:weights/qwen3-8b:prod");
 
         let r = Ref::parse("weights/qwen3-8b@9F3C1A2B").unwrap();
-        assert_eq!(r.target, Target::Digest(DigestSpec::Prefix("9f3c1a2b".into())));
+        assert_eq!(
+            r.target,
+            Target::Digest(DigestSpec::Prefix("9f3c1a2b".into()))
+        );
 
         let r = Ref::parse("weights/qwen3-8b").unwrap();
         assert_eq!(r.target, Target::Latest);
@@ -285,9 +292,19 @@ mod tests {
             assert!(!e.message().is_empty());
         }
         let long = format!("weights/{}", "a".repeat(300));
-        assert!(Ref::parse(&long).unwrap_err().message().contains("characters long"));
+        assert!(
+            Ref::parse(&long)
+                .unwrap_err()
+                .message()
+                .contains("characters long")
+        );
         let long_name = format!("weights/{}", "a".repeat(64));
-        assert!(Ref::parse(&long_name).unwrap_err().message().contains("64 characters"));
+        assert!(
+            Ref::parse(&long_name)
+                .unwrap_err()
+                .message()
+                .contains("64 characters")
+        );
     }
 
     #[test]

@@ -8,9 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::{Entry, version_digest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName};
-use crate::repo::{
-    Repository, json_error, manifest_key, manifest_prefix, tag_key, tag_prefix,
-};
+use crate::repo::{Repository, json_error, manifest_key, manifest_prefix, tag_key, tag_prefix};
 
 /// Newest manifest format this build writes.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -114,15 +112,19 @@ impl Repository {
     pub fn manifest(&self, vol: &VolumeName, digest: &Digest) -> Result<Manifest> {
         let key = manifest_key(vol, digest);
         let bytes = self.store().get(&key)?.ok_or_else(|| {
-            Error::not_found(format!("no version vol:{vol}@{digest}"))
-                .hint(format!("list versions with `sealvol volume versions {vol}`"))
+            Error::not_found(format!("no version vol:{vol}@{digest}")).hint(format!(
+                "list versions with `sealvol volume versions {vol}`"
+            ))
         })?;
         let m: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| Error::corrupt(format!("{key} is damaged: {e}")))?;
         if m.format > MANIFEST_FORMAT {
             return Err(Error::new(
                 ErrorKind::Format,
-                format!("{key} has format {}, newer than this sealvol understands", m.format),
+                format!(
+                    "{key} has format {}, newer than this sealvol understands",
+                    m.format
+                ),
             )
             .hint("upgrade sealvol"));
         }
@@ -375,16 +377,20 @@ fn user_of_uid() -> String {
         let mut buf = vec![0 as libc::c_char; 4096];
         let mut out: *mut libc::passwd = std::ptr::null_mut();
         let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut out);
-        if rc == 0 && !out.is_null() && !pwd.pw_name.is_null() {
-            if let Ok(name) = std::ffi::CStr::from_ptr(pwd.pw_name).to_str() {
-                return name.to_string();
-            }
+        if rc == 0
+            && !out.is_null()
+            && !pwd.pw_name.is_null()
+            && let Ok(name) = std::ffi::CStr::from_ptr(pwd.pw_name).to_str()
+        {
+            return name.to_string();
         }
         format!("uid{uid}")
     }
 }
 
 fn missing_version(r: &Ref) -> Error {
-    Error::not_found(format!("no version {r}"))
-        .hint(format!("list versions with `sealvol volume versions {}`", r.volume))
+    Error::not_found(format!("no version {r}")).hint(format!(
+        "list versions with `sealvol volume versions {}`",
+        r.volume
+    ))
 }

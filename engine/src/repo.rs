@@ -42,13 +42,15 @@ pub struct Repository {
 
 impl Repository {
     /// Opens the repository in a local directory; with `create`, makes it if the
-    /// directory is missing or empty.
-    pub fn open_local(path: &Path, create: bool) -> Result<Repository> {
+    /// directory is missing or empty. `durable` fsyncs packs and manifests before they
+    /// become visible (turn it off only for scratch repositories and benchmarks).
+    pub fn open_local(path: &Path, create: bool, durable: bool) -> Result<Repository> {
         let location = path.display().to_string();
         let has_config = path.join(CONFIG_KEY).exists();
         if !has_config {
+            // `tmp/` alone means another process is creating the repository right now.
             let empty = match std::fs::read_dir(path) {
-                Ok(mut rd) => rd.next().is_none(),
+                Ok(rd) => rd.filter_map(|e| e.ok()).all(|e| e.file_name() == "tmp"),
                 Err(_) => true,
             };
             if !create {
@@ -63,7 +65,7 @@ impl Repository {
                 .hint("pass --repo with an empty or new directory"));
             }
         }
-        let store = LocalStore::new(path, true)?;
+        let store = LocalStore::new(path, durable)?;
         Repository::open(Box::new(store), location, create)
     }
 
@@ -153,7 +155,9 @@ impl Repository {
                     recovered += 1;
                 }
                 // A damaged orphan is left for verify to report; it is never indexed.
-                Ok(_) | Err(_) => tracing::warn!("pack {key} has no index and cannot be re-indexed"),
+                Ok(_) | Err(_) => {
+                    tracing::warn!("pack {key} has no index and cannot be re-indexed")
+                }
             }
         }
         Ok(recovered)
@@ -189,9 +193,8 @@ fn parse_config(location: &str, bytes: &[u8]) -> Result<RepoConfig> {
     struct Version {
         format: u32,
     }
-    let v: Version = serde_json::from_slice(bytes).map_err(|e| {
-        Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}"))
-    })?;
+    let v: Version = serde_json::from_slice(bytes)
+        .map_err(|e| Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")))?;
     if v.format > FORMAT {
         return Err(Error::new(
             ErrorKind::Format,
@@ -265,11 +268,16 @@ impl ChunkIndex {
         let slot = self.packs.len() as u32;
         self.packs.push(id);
         for &entry in entries {
-            self.chunks.entry(entry.hash).or_insert(ChunkLoc { slot, entry });
+            self.chunks
+                .entry(entry.hash)
+                .or_insert(ChunkLoc { slot, entry });
         }
     }
 
     pub fn stored_bytes(&self) -> u64 {
-        self.chunks.values().map(|c| c.entry.stored_len as u64).sum()
+        self.chunks
+            .values()
+            .map(|c| c.entry.stored_len as u64)
+            .sum()
     }
 }

@@ -152,10 +152,6 @@ mod tests {
         };
         assert_eq!(db.lookup(&[(p, touched)]).unwrap(), vec![None]);
         // A second opener in the same process sees it busy and goes without.
-        assert!(
-            StateDb::open(dir.path(), Duration::ZERO)
-                .unwrap()
-                .is_none()
-        );
+        assert!(StateDb::open(dir.path(), Duration::ZERO).unwrap().is_none());
     }
 }

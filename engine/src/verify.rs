@@ -95,17 +95,23 @@ pub fn verify_all(repo: &Repository, progress: &dyn Progress) -> Result<VerifyRe
     for vol in repo.volumes(None)? {
         for digest in repo.version_digests(&vol)? {
             report.versions += 1;
-            check_manifest(repo, &vol, &digest, |h, r| {
-                if stored_files.contains(h) {
-                    true
-                } else {
-                    r.problem(
-                        format!("vol:{vol}@{digest}"),
-                        format!("file with hash {} is missing or damaged", h.hex()),
-                    );
-                    false
-                }
-            }, &mut report);
+            check_manifest(
+                repo,
+                &vol,
+                &digest,
+                |h, r| {
+                    if stored_files.contains(h) {
+                        true
+                    } else {
+                        r.problem(
+                            format!("vol:{vol}@{digest}"),
+                            format!("file with hash {} is missing or damaged", h.hex()),
+                        );
+                        false
+                    }
+                },
+                &mut report,
+            );
         }
     }
     progress.finish();
@@ -124,14 +130,20 @@ pub fn verify_version(
         ..VerifyReport::default()
     };
     let mut seen = HashSet::new();
-    check_manifest(repo, vol, digest, |h, r| {
-        if seen.insert(*h) {
-            r.files += 1;
-            check_file(repo, h, None, r)
-        } else {
-            true
-        }
-    }, &mut report);
+    check_manifest(
+        repo,
+        vol,
+        digest,
+        |h, r| {
+            if seen.insert(*h) {
+                r.files += 1;
+                check_file(repo, h, None, r)
+            } else {
+                true
+            }
+        },
+        &mut report,
+    );
     progress.finish();
     Ok(report)
 }
@@ -180,12 +192,19 @@ fn check_pack(repo: &Repository, id: &PackId, report: &mut VerifyReport) -> Opti
         report.chunks += 1;
         let (start, end) = (e.offset as usize, e.offset as usize + e.stored_len as usize);
         if end > bytes.len() - FOOTER_LEN || start < objects::PACK_MAGIC.len() {
-            report.problem(&key, format!("chunk {} lies outside the pack", e.hash.hex()));
+            report.problem(
+                &key,
+                format!("chunk {} lies outside the pack", e.hash.hex()),
+            );
             sound = false;
         } else if Hash::of(&bytes[start..end]) != e.hash {
             report.problem(
                 &key,
-                format!("chunk {} at offset {} fails its hash check", e.hash.hex(), e.offset),
+                format!(
+                    "chunk {} at offset {} fails its hash check",
+                    e.hash.hex(),
+                    e.offset
+                ),
             );
             sound = false;
         }
@@ -196,7 +215,9 @@ fn check_pack(repo: &Repository, id: &PackId, report: &mut VerifyReport) -> Opti
             Ok(_) => report.problem(index_key(id), "disagrees with its pack's trailer"),
             Err(e) => report.problem(index_key(id), e.message().to_string()),
         },
-        Ok(None) => tracing::info!("{key} has no index yet (left by an interrupted push; the next push re-indexes it)"),
+        Ok(None) => tracing::info!(
+            "{key} has no index yet (left by an interrupted push; the next push re-indexes it)"
+        ),
         Err(e) => report.problem(index_key(id), format!("cannot be read: {e}")),
     }
     sound.then_some(entries)
@@ -227,7 +248,11 @@ fn check_file(
             if !ok {
                 report.problem(
                     &key,
-                    format!("chunk {} is not sound in pack {}", c.entry.hash.hex(), pack.hex()),
+                    format!(
+                        "chunk {} is not sound in pack {}",
+                        c.entry.hash.hex(),
+                        pack.hex()
+                    ),
                 );
                 return false;
             }

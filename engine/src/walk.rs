@@ -50,11 +50,10 @@ pub struct WalkEntry {
 pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
     let meta = fs::metadata(root).ctx("cannot read", root)?;
     if !meta.is_dir() {
-        return Err(Error::usage(format!(
-            "{} is a file, not a directory",
-            root.display()
-        ))
-        .hint("push the directory that contains it"));
+        return Err(
+            Error::usage(format!("{} is a file, not a directory", root.display()))
+                .hint("push the directory that contains it"),
+        );
     }
     let mut out = Vec::new();
     let mut stack = vec![(root.to_path_buf(), String::new())];

@@ -31,7 +31,9 @@ fn seed(repo: &Repository, work: &Path) -> Result<()> {
     let weights = vol("weights/tiny-llama")?;
     let v1 = push_dir(repo, work, "w1", &weights, &[], |d| base.write(d))?;
     let v2 = push_dir(repo, work, "w2", &weights, &[], |d| tuned.write(d))?;
-    push_dir(repo, work, "w3", &weights, &["canary"], |d| inserted.write(d))?;
+    push_dir(repo, work, "w3", &weights, &["canary"], |d| {
+        inserted.write(d)
+    })?;
     let prod = tag("prod")?;
     repo.move_tag(&weights, &prod, &v1, None)?;
     repo.move_tag(&weights, &prod, &v2, None)?;
@@ -39,7 +41,9 @@ fn seed(repo: &Repository, work: &Path) -> Result<()> {
     let lora = vol("adapters/support-lora")?;
     let a = Checkpoint::new(2, 7);
     push_dir(repo, work, "l1", &lora, &[], |d| a.write(d))?;
-    push_dir(repo, work, "l2", &lora, &["prod"], |d| a.tuned(1, 8).write(d))?;
+    push_dir(repo, work, "l2", &lora, &["prod"], |d| {
+        a.tuned(1, 8).write(d)
+    })?;
 
     let tok = vol("tokenizers/bpe-32k")?;
     push_dir(repo, work, "t1", &tok, &["prod"], |d| {

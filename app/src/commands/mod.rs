@@ -16,7 +16,7 @@ pub struct Ctx {
 impl Ctx {
     /// Opens the repository; `create` for commands that write (push) or seed it.
     pub fn open_repo(&self, create: bool) -> Result<Repository> {
-        Repository::open_local(&self.settings.repo, create)
+        Repository::open_local(&self.settings.repo, create, self.settings.fsync)
     }
 
     pub fn progress(&self) -> Box<dyn Progress> {

@@ -43,7 +43,11 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     report.stats.new_chunks,
                     report.chunks_reused,
                     report.files_unchanged,
-                    if report.sealed_new { "" } else { "; this version was already sealed" },
+                    if report.sealed_new {
+                        ""
+                    } else {
+                        "; this version was already sealed"
+                    },
                 );
                 for t in &tags {
                     eprintln!("tag {t} -> {}", report.digest);
@@ -52,7 +56,10 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             println!("{}", report.pinned_ref());
             Ok(())
         }
-        VolumeCommand::Ls { namespace, json: as_json } => {
+        VolumeCommand::Ls {
+            namespace,
+            json: as_json,
+        } => {
             let ns = namespace
                 .as_deref()
                 .map(|n| Name::parse("namespace", n))
@@ -77,11 +84,24 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(&["NAMESPACE", "VOLUME", "VERSIONS", "LATEST", "UPDATED", "TAGS"], &rows);
+                table(
+                    &[
+                        "NAMESPACE",
+                        "VOLUME",
+                        "VERSIONS",
+                        "LATEST",
+                        "UPDATED",
+                        "TAGS",
+                    ],
+                    &rows,
+                );
             }
             Ok(())
         }
-        VolumeCommand::Versions { volume, json: as_json } => {
+        VolumeCommand::Versions {
+            volume,
+            json: as_json,
+        } => {
             let volume = VolumeName::parse(&volume)?;
             let repo = ctx.open_repo(false)?;
             let versions = repo.versions(&volume)?;
@@ -105,11 +125,17 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(&["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"], &rows);
+                table(
+                    &["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"],
+                    &rows,
+                );
             }
             Ok(())
         }
-        VolumeCommand::Files { reference, json: as_json } => {
+        VolumeCommand::Files {
+            reference,
+            json: as_json,
+        } => {
             let r = Ref::parse(&reference)?;
             let repo = ctx.open_repo(false)?;
             let digest = repo.resolve(&r)?;
@@ -124,7 +150,12 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     .entries
                     .iter()
                     .map(|e| match e {
-                        Entry::File { path, size: n, hash, exec } => vec![
+                        Entry::File {
+                            path,
+                            size: n,
+                            hash,
+                            exec,
+                        } => vec![
                             size(*n),
                             format!("b3:{}", &hash.hex()[..16]),
                             format!("{path}{}", if *exec { "*" } else { "" }),
@@ -181,7 +212,10 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         println!(
                             "  {}  {} -> {}  by {}",
                             when(&m.at),
-                            m.from.as_deref().map(short).unwrap_or_else(|| "(new)".into()),
+                            m.from
+                                .as_deref()
+                                .map(short)
+                                .unwrap_or_else(|| "(new)".into()),
                             short(&m.to),
                             m.by
                         );
@@ -253,7 +287,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     ErrorKind::Corrupt,
                     format!("{} problem(s) found", report.problems.len()),
                 )
-                .hint("restore the damaged objects from a mirror, or re-push the affected versions"))
+                .hint(
+                    "restore the damaged objects from a mirror, or re-push the affected versions",
+                ))
             }
         }
     }

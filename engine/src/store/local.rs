@@ -26,7 +26,13 @@ pub struct LocalStore {
     /// name pointing at unwritten blocks.
     durable: bool,
     counter: AtomicU64,
+    /// Objects published since the last `sync`, not yet fsynced.
+    unsynced: std::sync::Mutex<Vec<PathBuf>>,
 }
+
+/// Up to this many unsynced objects are fsynced one by one at a barrier; beyond it one
+/// `syncfs` is cheaper, even though it also flushes other processes' dirty pages.
+const FSYNC_ONE_BY_ONE: usize = 256;
 
 impl LocalStore {
     pub fn new(root: &Path, durable: bool) -> Result<LocalStore> {
@@ -35,6 +41,7 @@ impl LocalStore {
             root: root.to_path_buf(),
             durable,
             counter: AtomicU64::new(0),
+            unsynced: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -161,7 +168,26 @@ impl ObjectStore for LocalStore {
             return Ok(false);
         }
         let tmp = self.write_temp(data)?;
-        self.publish(&tmp, &dest)
+        // Small objects are made durable together at the next `sync` barrier.
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+        }
+        let created = match fs::hard_link(&tmp, &dest) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(Error::io("cannot publish", &dest, e));
+            }
+        };
+        let _ = fs::remove_file(&tmp);
+        if created && self.durable {
+            self.unsynced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(dest);
+        }
+        Ok(created)
     }
 
     fn put_file_if_absent(&self, key: &str, file: &Path) -> Result<bool> {
@@ -251,11 +277,31 @@ impl ObjectStore for LocalStore {
         if !self.durable {
             return Ok(());
         }
+        let pending = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|p| p.into_inner()));
+        if pending.len() <= FSYNC_ONE_BY_ONE {
+            let mut dirs = std::collections::BTreeSet::new();
+            for p in &pending {
+                File::open(p)
+                    .and_then(|f| f.sync_all())
+                    .ctx("cannot sync", p)?;
+                if let Some(d) = p.parent() {
+                    dirs.insert(d.to_path_buf());
+                }
+            }
+            for d in dirs {
+                sync_dir(&d);
+            }
+            return Ok(());
+        }
         let dir = File::open(&self.root).ctx("cannot open", &self.root)?;
         // SAFETY: syncfs only reads the descriptor, which stays open for the call.
         let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
         if rc != 0 {
-            return Err(Error::io("cannot sync", &self.root, io::Error::last_os_error()));
+            return Err(Error::io(
+                "cannot sync",
+                &self.root,
+                io::Error::last_os_error(),
+            ));
         }
         Ok(())
     }

@@ -1,0 +1,167 @@
+//! Helpers shared by the workspace-level tests: a private repository and state
+//! directory per test, and a way to run the real `sealvol` binary against them.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub state: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = tmp.path().join("repo");
+        let state = tmp.path().join("state");
+        Env { tmp, repo, state }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sealvol"));
+        c.env("SEALVOL_REPO", &self.repo)
+            .env("SEALVOL_STATE", &self.state)
+            .env("XDG_CONFIG_HOME", self.tmp.path().join("config"))
+            .env("XDG_DATA_HOME", self.tmp.path().join("data"))
+            .env("XDG_STATE_HOME", self.tmp.path().join("xstate"))
+            .env("XDG_CACHE_HOME", self.tmp.path().join("cache"))
+            .env_remove("RUST_LOG");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run sealvol")
+    }
+
+    /// Runs and expects success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "sealvol {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs and expects exit code `code`; returns stderr, checked to be a clear error.
+    pub fn fails(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "sealvol {args:?}: wanted exit {code}, stderr: {err}"
+        );
+        let first = err.lines().find(|l| l.starts_with("error:"));
+        assert!(first.is_some(), "no `error:` line in {err:?}");
+        err
+    }
+
+    /// Pushes `dir` and returns the pinned ref (last line of stdout).
+    pub fn push(&self, dir: &Path, volume: &str, extra: &[&str]) -> String {
+        let d = dir.to_str().expect("utf-8 path");
+        let mut args = vec!["volume", "push", d, volume];
+        args.extend_from_slice(extra);
+        let out = self.ok(&args);
+        out.lines().last().expect("a ref line").to_string()
+    }
+
+    pub fn stored_chunk_bytes(&self) -> u64 {
+        let mut total = 0;
+        for e in walk_files(&self.repo.join("index")) {
+            let bytes = std::fs::read(&e).expect("read index");
+            let entries =
+                sealvol_engine::objects::decode_index("index", &bytes).expect("decode index");
+            total += entries.iter().map(|e| e.stored_len as u64).sum::<u64>();
+        }
+        total
+    }
+}
+
+pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Deterministic incompressible bytes.
+pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+pub fn write(path: &Path, bytes: &[u8]) {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).expect("mkdir");
+    }
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// Asserts two directory trees hold the same files, bytes, links and modes.
+pub fn assert_same_tree(a: &Path, b: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let list = |root: &Path| -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("list").flatten() {
+                let p = e.path();
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                if m.is_dir() {
+                    out.push((rel, "dir".into()));
+                    stack.push(p);
+                } else if m.file_type().is_symlink() {
+                    out.push((
+                        rel,
+                        format!("link:{}", std::fs::read_link(&p).unwrap().display()),
+                    ));
+                } else {
+                    let h = blake3::hash(&std::fs::read(&p).unwrap());
+                    let x = m.permissions().mode() & 0o111 != 0;
+                    out.push((rel, format!("file:{h}:{x}")));
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    assert_eq!(
+        list(a),
+        list(b),
+        "trees differ: {} vs {}",
+        a.display(),
+        b.display()
+    );
+}
