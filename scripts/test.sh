@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need, then runs
+# every test in the workspace. README.md names this command; .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
+python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
+
+cargo test --workspace "$@"
