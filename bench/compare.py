@@ -53,7 +53,7 @@ def cold_ingest(name, init, ingest, data, runs, work):
     out = os.path.join(work, f"hf-{name.split()[0]}-{len(name)}.json")
     cmd = ingest.format(v="v1", dir=f"{data}/v1")
     subprocess.run(["hyperfine", "--runs", str(runs), "--style", "none", "--prepare",
-                    f"{init} && cat {data}/v1/* > /dev/null", "--export-json", out, cmd],
+                    f"{init} && sync && cat {data}/v1/* > /dev/null", "--export-json", out, cmd],
                    check=True, env=ENV, stdout=subprocess.DEVNULL)
     with open(out) as f:
         r = json.load(f)["results"][0]
@@ -64,7 +64,7 @@ def growth(init, ingest, data, repo):
     sh(init)
     sizes, rss = [], None
     for v in ("v1", "v2", "v3"):
-        sh(f"cat {data}/{v}/* > /dev/null")
+        sh(f"sync && cat {data}/{v}/* > /dev/null")
         p = sh(f"/usr/bin/time -f '%M' sh -c '{ingest.format(v=v, dir=f'{data}/{v}')}'")
         kib = int(p.stderr.decode().strip().splitlines()[-1])
         rss = kib if rss is None else max(rss, kib)

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -321,11 +323,13 @@ fn run_pipeline(
     // Small queues bound memory: each item holds up to one BLOCK of file data.
     let (work_tx, work_rx) = bounded::<Work>(1);
     let (done_tx, done_rx) = bounded::<Hashed>(2);
+    let (ops_tx, ops_rx) = bounded::<PackOp>(4);
     let (pub_tx, pub_rx) = bounded::<FinishedPack>(1);
-
     // Blocks in flight: one being read, queued ones, one per hasher, the writer's
-    // reorder window. The pool holds at most this many buffers, which bounds memory.
-    let pool = BufferPool::new(workers + 6);
+    // reorder window, the pack writer's queue. The pool holds at most this many
+    // buffers, which bounds memory whatever the input.
+    let pool = BufferPool::new(workers + 10);
+
     std::thread::scope(|s| {
         let pool = &pool;
         s.spawn(move || read_files(files, params, pool, work_tx));
@@ -336,15 +340,21 @@ fn run_pipeline(
         }
         drop(work_rx);
         drop(done_tx);
+        let pack_writer = s.spawn(move || write_packs(ops_rx, pub_tx, pool));
         let publisher = s.spawn(move || publish_packs(repo, pub_rx));
 
-        let result = write_in_order(repo, index, done_rx, pack_target, pub_tx, pool, progress);
+        let result = write_in_order(repo, index, done_rx, pack_target, ops_tx, pool, progress);
         pool.close();
-        // The publisher ends when `pub_tx` is dropped (inside write_in_order).
+        // Both threads end once their input channel's sender is dropped (inside
+        // write_in_order), after finishing what they were given.
+        let written = pack_writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "pack writer panicked")));
         let published = publisher
             .join()
             .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "pack publisher panicked")));
         let outcome = result?;
+        written?;
         published?;
         Ok(outcome)
     })
@@ -463,12 +473,16 @@ struct OpenFile {
     chunks: Vec<ChunkLoc>,
 }
 
+/// Takes hashed blocks in file order: feeds each file's whole-content hash, decides
+/// for every chunk whether the repository has it, and places new ones in packs. The
+/// bytes themselves are written by the pack writer thread, which on small machines
+/// spends more time in the kernel's page cache than this thread spends hashing.
 fn write_in_order(
     repo: &Repository,
     index: &mut ChunkIndex,
     rx: Receiver<Hashed>,
     pack_target: u64,
-    publish: Sender<FinishedPack>,
+    ops: Sender<PackOp>,
     pool: &BufferPool,
     progress: &dyn Progress,
 ) -> Result<Outcome> {
@@ -485,13 +499,16 @@ fn write_in_order(
     let mut packer = Packer {
         current: None,
         target: pack_target,
-        publish,
+        ops,
+        ranges: Vec::new(),
     };
     for msg in rx {
         waiting.insert(msg.seq, msg);
         while let Some(m) = waiting.remove(&next) {
             next += 1;
             let block = m.block?;
+            let last = block.last;
+            let data = Arc::new(block.data);
             let (file_no, of) = open.get_or_insert_with(|| {
                 (
                     m.file,
@@ -503,19 +520,15 @@ fn write_in_order(
                 )
             });
             debug_assert_eq!(*file_no, m.file);
-            of.hasher.update(&block.data);
-            of.size += block.data.len() as u64;
-            let mut off = 0usize;
+            let mut off = 0u32;
             for (&len, hash) in block.lens.iter().zip(&m.hashes) {
-                let bytes = &block.data[off..off + len as usize];
-                off += len as usize;
                 let loc = match index.chunks.get(hash) {
                     Some(loc) => {
                         out.chunks_reused += 1;
                         *loc
                     }
                     None => {
-                        let loc = packer.append(repo, index, *hash, bytes)?;
+                        let loc = packer.place(repo, index, *hash, &data, off, len)?;
                         index.chunks.insert(*hash, loc);
                         out.new_chunks += 1;
                         out.new_bytes += len as u64;
@@ -523,11 +536,15 @@ fn write_in_order(
                     }
                 };
                 of.chunks.push(loc);
+                off += len;
             }
-            out.bytes_read += block.data.len() as u64;
-            progress.advance(block.data.len() as u64);
-            let last = block.last;
-            pool.give_back(block.data);
+            packer.flush(&data)?;
+            // Hashing the whole file overlaps with the pack writer copying this block.
+            of.hasher.update(&data);
+            of.size += data.len() as u64;
+            out.bytes_read += data.len() as u64;
+            progress.advance(data.len() as u64);
+            pool.give_back_shared(data);
             if last && let Some((file_no, of)) = open.take() {
                 progress.file_done();
                 out.files.insert(
@@ -547,17 +564,169 @@ fn write_in_order(
             "push pipeline stopped early (a reader thread failed)",
         ));
     }
-    packer.finish(index)?;
+    packer.close(index)?;
     Ok(out)
 }
 
-/// A pack being filled: a staging file plus the entries written so far.
-struct PackBuilder {
-    path: PathBuf,
-    file: File,
+/// What the pack writer thread is asked to do, in order.
+enum PackOp {
+    /// Start a new staging file.
+    Open(PathBuf),
+    /// Append these byte ranges of a block to the open pack.
+    Write(Arc<Vec<u8>>, Vec<(u32, u32)>),
+    /// Append the trailer and hand the pack to the publisher.
+    Close(PackId, Vec<PackEntry>),
+}
+
+/// Bookkeeping for the pack being filled: which slot and offset each new chunk gets.
+struct OpenPack {
     slot: u32,
     offset: u64,
     entries: Vec<PackEntry>,
+}
+
+struct Packer {
+    current: Option<OpenPack>,
+    target: u64,
+    ops: Sender<PackOp>,
+    /// Ranges of the current block waiting to be written to the current pack.
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Packer {
+    fn send(&self, op: PackOp) -> Result<()> {
+        self.ops
+            .send(op)
+            .map_err(|_| Error::new(ErrorKind::Io, "pack writer stopped"))
+    }
+
+    /// Gives a new chunk its place in the current pack (opening one if needed).
+    fn place(
+        &mut self,
+        repo: &Repository,
+        index: &mut ChunkIndex,
+        hash: Hash,
+        data: &Arc<Vec<u8>>,
+        off: u32,
+        len: u32,
+    ) -> Result<ChunkLoc> {
+        if self.current.is_none() {
+            self.send(PackOp::Open(repo.store().staging_path()?))?;
+            // The slot's id is filled in when the pack is closed.
+            index.packs.push(Hash([0; 32]));
+            self.current = Some(OpenPack {
+                slot: index.packs.len() as u32 - 1,
+                offset: objects::PACK_MAGIC.len() as u64,
+                entries: Vec::new(),
+            });
+        }
+        let Some(p) = self.current.as_mut() else {
+            unreachable!("a pack was just opened");
+        };
+        let entry = PackEntry {
+            hash,
+            offset: p.offset,
+            stored_len: len,
+            raw_len: len,
+            flags: FLAG_RAW,
+        };
+        p.offset += len as u64;
+        p.entries.push(entry);
+        let loc = ChunkLoc {
+            slot: p.slot,
+            entry,
+        };
+        self.ranges.push((off, len));
+        if p.offset >= self.target {
+            self.flush(data)?;
+            self.close(index)?;
+        }
+        Ok(loc)
+    }
+
+    /// Sends the current block's pending ranges to the pack writer.
+    fn flush(&mut self, data: &Arc<Vec<u8>>) -> Result<()> {
+        if self.ranges.is_empty() {
+            return Ok(());
+        }
+        let ranges = std::mem::take(&mut self.ranges);
+        self.send(PackOp::Write(Arc::clone(data), ranges))
+    }
+
+    fn close(&mut self, index: &mut ChunkIndex) -> Result<()> {
+        let Some(p) = self.current.take() else {
+            return Ok(());
+        };
+        let id = objects::pack_id(&p.entries);
+        index.packs[p.slot as usize] = id;
+        self.send(PackOp::Close(id, p.entries))
+    }
+}
+
+/// The pack writer thread: performs `PackOp`s in order. After a failure it keeps
+/// draining (returning buffers to the pool) and reports the first error at the end.
+fn write_packs(
+    rx: Receiver<PackOp>,
+    publish: Sender<FinishedPack>,
+    pool: &BufferPool,
+) -> Result<()> {
+    let mut current: Option<(PathBuf, File)> = None;
+    let mut first_error: Option<Error> = None;
+    for op in rx {
+        if first_error.is_some() {
+            if let PackOp::Write(data, _) = op {
+                pool.give_back_shared(data);
+            }
+            continue;
+        }
+        if let Err(e) = apply_pack_op(op, &mut current, &publish, pool) {
+            first_error = Some(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn apply_pack_op(
+    op: PackOp,
+    current: &mut Option<(PathBuf, File)>,
+    publish: &Sender<FinishedPack>,
+    pool: &BufferPool,
+) -> Result<()> {
+    match op {
+        PackOp::Open(path) => {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .ctx("cannot create", &path)?;
+            f.write_all(objects::PACK_MAGIC)
+                .ctx("cannot write", &path)?;
+            *current = Some((path, f));
+        }
+        PackOp::Write(data, ranges) => {
+            let result = match current.as_mut() {
+                Some((path, f)) => ranges.iter().try_for_each(|&(off, len)| {
+                    f.write_all(&data[off as usize..(off + len) as usize])
+                        .ctx("cannot write", path)
+                }),
+                None => Err(Error::new(ErrorKind::Io, "pack write before open")),
+            };
+            pool.give_back_shared(data);
+            result?;
+        }
+        PackOp::Close(id, entries) => {
+            let Some((path, mut f)) = current.take() else {
+                return Err(Error::new(ErrorKind::Io, "pack close before open"));
+            };
+            f.write_all(&objects::encode_trailer(&entries))
+                .ctx("cannot write", &path)?;
+            drop(f);
+            publish
+                .send(FinishedPack { path, id, entries })
+                .map_err(|_| Error::new(ErrorKind::Io, "pack publisher stopped"))?;
+        }
+    }
+    Ok(())
 }
 
 struct FinishedPack {
@@ -566,88 +735,8 @@ struct FinishedPack {
     entries: Vec<PackEntry>,
 }
 
-struct Packer {
-    current: Option<PackBuilder>,
-    target: u64,
-    publish: Sender<FinishedPack>,
-}
-
-impl Packer {
-    fn append(
-        &mut self,
-        repo: &Repository,
-        index: &mut ChunkIndex,
-        hash: Hash,
-        bytes: &[u8],
-    ) -> Result<ChunkLoc> {
-        if self.current.is_none() {
-            let path = repo.store().staging_path()?;
-            let f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .ctx("cannot create", &path)?;
-            // Unbuffered: chunks are large, and a buffer would only add a copy.
-            let mut file = f;
-            file.write_all(objects::PACK_MAGIC)
-                .ctx("cannot write", &path)?;
-            // The slot's id is filled in when the pack is finished.
-            index.packs.push(Hash([0; 32]));
-            self.current = Some(PackBuilder {
-                path,
-                file,
-                slot: index.packs.len() as u32 - 1,
-                offset: objects::PACK_MAGIC.len() as u64,
-                entries: Vec::new(),
-            });
-        }
-        let Some(b) = self.current.as_mut() else {
-            unreachable!("a pack was just opened");
-        };
-        b.file.write_all(bytes).ctx("cannot write", &b.path)?;
-        let entry = PackEntry {
-            hash,
-            offset: b.offset,
-            stored_len: bytes.len() as u32,
-            raw_len: bytes.len() as u32,
-            flags: FLAG_RAW,
-        };
-        b.offset += bytes.len() as u64;
-        b.entries.push(entry);
-        let loc = ChunkLoc {
-            slot: b.slot,
-            entry,
-        };
-        if b.offset >= self.target {
-            self.close(index)?;
-        }
-        Ok(loc)
-    }
-
-    fn close(&mut self, index: &mut ChunkIndex) -> Result<()> {
-        let Some(mut b) = self.current.take() else {
-            return Ok(());
-        };
-        b.file
-            .write_all(&objects::encode_trailer(&b.entries))
-            .ctx("cannot write", &b.path)?;
-        let id = objects::pack_id(&b.entries);
-        index.packs[b.slot as usize] = id;
-        self.publish
-            .send(FinishedPack {
-                path: b.path,
-                id,
-                entries: b.entries,
-            })
-            .map_err(|_| Error::new(ErrorKind::Io, "pack publisher stopped"))
-    }
-
-    fn finish(mut self, index: &mut ChunkIndex) -> Result<()> {
-        self.close(index)
-    }
-}
-
-/// Publishes packs in the order they were finished: the pack, then its index.
+/// Publishes packs in the order they were finished: the pack (fsynced), then its
+/// index. Runs apart so that fsync latency overlaps with the rest of the push.
 fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Result<()> {
     let mut first_error = None;
     for p in rx {
@@ -669,15 +758,15 @@ fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Result<()> {
     first_error.map_or(Ok(()), Err)
 }
 
-/// Recycled block buffers. `take` blocks when every buffer is in flight, which is what
+/// Recycled block buffers. `take` waits when every buffer is in flight, which is what
 /// bounds a push's memory whatever the size of the input.
 struct BufferPool {
     tx: Sender<Vec<u8>>,
     rx: Receiver<Vec<u8>>,
-    made: std::sync::atomic::AtomicUsize,
+    made: AtomicUsize,
     limit: usize,
     /// Set when the writer stops, so a reader waiting for a buffer gives up.
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
 }
 
 impl BufferPool {
@@ -686,21 +775,20 @@ impl BufferPool {
         BufferPool {
             tx,
             rx,
-            made: std::sync::atomic::AtomicUsize::new(0),
+            made: AtomicUsize::new(0),
             limit,
-            closed: std::sync::atomic::AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
     }
 
     fn take(&self, capacity: usize) -> Vec<u8> {
-        use std::sync::atomic::Ordering;
         if let Ok(b) = self.rx.try_recv() {
             return b;
         }
         if self.made.fetch_add(1, Ordering::Relaxed) < self.limit {
             return Vec::with_capacity(capacity);
         }
-        // Every buffer is in flight; the writer returns one as it finishes a block.
+        // Every buffer is in flight; the writers return them as they finish blocks.
         while !self.closed.load(Ordering::Relaxed) {
             if let Ok(b) = self.rx.recv_timeout(Duration::from_millis(50)) {
                 return b;
@@ -710,13 +798,16 @@ impl BufferPool {
         Vec::new()
     }
 
-    fn close(&self) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+    /// Returns a buffer shared between the ordered writer and the pack writer: exactly
+    /// one of the two holders gets it back (`Arc::into_inner` guarantees that).
+    fn give_back_shared(&self, b: Arc<Vec<u8>>) {
+        if let Some(mut b) = Arc::into_inner(b) {
+            b.clear();
+            let _ = self.tx.try_send(b);
+        }
     }
 
-    fn give_back(&self, mut b: Vec<u8>) {
-        b.clear();
-        let _ = self.tx.try_send(b);
+    fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
     }
 }
