@@ -191,6 +191,9 @@ fn missing_digest_and_ambiguous_prefix() {
     let err = env.fails(1, &["volume", "files", "ns/vol@deadbeef"]);
     assert!(err.contains("no version"), "{err}");
     env.fails(1, &["volume", "files", "ns/other:prod"]);
+    env.fails(1, &["volume", "tags", "ns/other"]);
+    env.fails(1, &["volume", "versions", "ns/other"]);
+    env.fails(1, &["volume", "tag", "ns/vol:nope", "prod"]);
 
     // Two real versions whose digests share 8 hex digits: found by a birthday search
     // over one-file versions, so the ambiguity is real, not staged.

@@ -196,6 +196,10 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         } => {
             let volume = VolumeName::parse(&volume)?;
             let repo = ctx.open_repo(false)?;
+            if repo.version_digests(&volume)?.is_empty() {
+                return Err(Error::not_found(format!("no volume {volume}"))
+                    .hint("list volumes with `sealvol volume ls`"));
+            }
             let tags = repo.tags(&volume)?;
             if as_json {
                 json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }));
