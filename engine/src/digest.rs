@@ -179,20 +179,10 @@ pub fn digest_dir(dir: &std::path::Path) -> crate::Result<Digest> {
     let entries: Vec<Entry> = listing
         .iter()
         .zip(hashes)
-        .map(|(e, h)| match &e.kind {
-            WalkKind::File { stamp, exec } => Entry::File {
-                path: e.path.clone(),
-                size: stamp.size,
-                hash: h.into_inner().ok().flatten().unwrap_or(Hash([0; 32])),
-                exec: *exec,
-            },
-            WalkKind::Symlink { target } => Entry::Symlink {
-                path: e.path.clone(),
-                target: target.clone(),
-            },
-            WalkKind::EmptyDir => Entry::Dir {
-                path: e.path.clone(),
-            },
+        .map(|(e, h)| {
+            // Every file's slot was filled, or a worker returned its error above.
+            let hash = h.into_inner().ok().flatten().unwrap_or(Hash([0; 32]));
+            e.to_entry(hash)
         })
         .collect();
     Ok(version_digest(&entries))

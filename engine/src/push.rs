@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use crate::chunk::{Block, BlockReader, ChunkParams};
-use crate::digest::{Entry, Hash, version_digest};
+use crate::digest::{Hash, version_digest};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::objects::{self, ChunkRef, FLAG_RAW, FileObject, PackEntry, PackId};
 use crate::progress::Progress;
@@ -147,33 +147,21 @@ pub fn push(
         ..VersionStats::default()
     };
     for (i, e) in listing.iter().enumerate() {
-        entries.push(match &e.kind {
-            WalkKind::File { stamp, exec } => {
-                let (hash, chunks) = match outcome.files.get(&i) {
-                    Some(hf) => (hf.hash, hf.chunks.len() as u64),
-                    None => {
-                        let h = known[&i];
-                        (h, stored_chunk_count(repo, &h)?)
-                    }
-                };
-                stats.bytes += stamp.size;
-                stats.files += 1;
-                stats.chunks += chunks;
-                Entry::File {
-                    path: e.path.clone(),
-                    size: stamp.size,
-                    hash,
-                    exec: *exec,
+        let mut hash = Hash([0; 32]);
+        if let WalkKind::File { stamp, .. } = &e.kind {
+            let chunks;
+            (hash, chunks) = match outcome.files.get(&i) {
+                Some(hf) => (hf.hash, hf.chunks.len() as u64),
+                None => {
+                    let h = known[&i];
+                    (h, stored_chunk_count(repo, &h)?)
                 }
-            }
-            WalkKind::Symlink { target } => Entry::Symlink {
-                path: e.path.clone(),
-                target: target.clone(),
-            },
-            WalkKind::EmptyDir => Entry::Dir {
-                path: e.path.clone(),
-            },
-        });
+            };
+            stats.bytes += stamp.size;
+            stats.files += 1;
+            stats.chunks += chunks;
+        }
+        entries.push(e.to_entry(hash));
     }
     let digest = version_digest(&entries);
     let manifest = Manifest {

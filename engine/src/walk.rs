@@ -6,6 +6,7 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 
 /// What identifies one state of a file on disk. Two equal stamps mean the file was not
@@ -44,6 +45,27 @@ pub struct WalkEntry {
     pub path: String,
     pub abs: PathBuf,
     pub kind: WalkKind,
+}
+
+impl WalkEntry {
+    /// The manifest entry for this path; `hash` is the content hash (files only).
+    pub fn to_entry(&self, hash: Hash) -> Entry {
+        match &self.kind {
+            WalkKind::File { stamp, exec } => Entry::File {
+                path: self.path.clone(),
+                size: stamp.size,
+                hash,
+                exec: *exec,
+            },
+            WalkKind::Symlink { target } => Entry::Symlink {
+                path: self.path.clone(),
+                target: target.clone(),
+            },
+            WalkKind::EmptyDir => Entry::Dir {
+                path: self.path.clone(),
+            },
+        }
+    }
 }
 
 /// Lists `root` recursively, sorted bytewise by relative path.
