@@ -744,3 +744,29 @@ fn config_file_flags_and_environment_in_that_order() {
     let err = env.fails(2, &["info"]);
     assert!(err.contains("config.toml is invalid"), "{err}");
 }
+
+#[test]
+fn a_closed_pipe_ends_the_listing_quietly() {
+    let env = Env::new();
+    let src = env.path("src");
+    for i in 0..3000 {
+        write(&src.join(format!("f{i:05}")), b"x");
+    }
+    let r = env.push(&src, "ns/vol", &[]);
+    // `sealvol volume files REF | head -1`, with the reader gone after one line.
+    let mut child = env
+        .cmd()
+        .args(["volume", "files", &r])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{err}");
+}

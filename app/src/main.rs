@@ -17,6 +17,12 @@ use cli::{Cli, Command};
 use commands::Ctx;
 
 fn main() -> ExitCode {
+    // Like every Unix tool, end quietly when the reader of our output goes away
+    // (`sealvol volume files REF | head`); Rust ignores SIGPIPE and would panic instead.
+    // SAFETY: restoring the default disposition of a signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);
     match run(cli) {
