@@ -608,9 +608,6 @@ fn concurrent_pushes_of_different_and_identical_folders() {
     let b = env.path("b");
     write(&a.join("f"), &noise(6 << 20, 11));
     write(&b.join("f"), &noise(6 << 20, 12));
-    env.ok(&["volume", "ls", "--help"]);
-    // Make the repository first so the race is about pushes, not creation... and then
-    // also race creation itself in a fresh one below.
     let spawn = |dir: &Path, vol: &str| {
         env.cmd()
             .args(["volume", "push", dir.to_str().unwrap(), vol])
@@ -769,4 +766,44 @@ fn a_closed_pipe_ends_the_listing_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{err}");
+}
+
+#[test]
+fn processes_racing_to_create_a_repository_all_succeed() {
+    for round in 0..6 {
+        let env = Env::new();
+        let dirs: Vec<_> = (0..4)
+            .map(|i| {
+                let d = env.path(&format!("d{i}"));
+                write(&d.join("f"), format!("{round}/{i}").as_bytes());
+                d
+            })
+            .collect();
+        let children: Vec<_> = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                env.cmd()
+                    .args([
+                        "-q",
+                        "volume",
+                        "push",
+                        d.to_str().unwrap(),
+                        &format!("ns/v{i}"),
+                    ])
+                    .stderr(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

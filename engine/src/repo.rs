@@ -48,9 +48,13 @@ impl Repository {
         let location = path.display().to_string();
         let has_config = path.join(CONFIG_KEY).exists();
         if !has_config {
-            // `tmp/` alone means another process is creating the repository right now.
+            // Another process may be creating the repository right now: `tmp/` alone is
+            // its first step, and a config that appeared since we looked is its second.
             let empty = match std::fs::read_dir(path) {
-                Ok(rd) => rd.filter_map(|e| e.ok()).all(|e| e.file_name() == "tmp"),
+                Ok(rd) => {
+                    let names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+                    names.iter().any(|n| n == CONFIG_KEY) || names.iter().all(|n| n == "tmp")
+                }
                 Err(_) => true,
             };
             if !create {

