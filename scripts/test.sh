@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The console's end-to-end test drives the real binary in tmux.
+command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+
 # The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
 python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 

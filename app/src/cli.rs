@@ -9,15 +9,23 @@ use clap::{Args, Parser, Subcommand};
     name = "sealvol",
     version,
     about = "Sealed, content-addressed volumes of model data: push once, get a digest, pull or mount it anywhere.",
-    after_help = "Examples:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  sealvol volume versions weights/qwen3-8b\n  sealvol volume pull weights/qwen3-8b:prod ./out\n\nConfiguration: flags override SEALVOL_* variables, which override config.toml in the XDG config directory."
+    after_help = "Examples:\n  sealvol                      (in a terminal: the console)\n  sealvol --demo               (seed demo volumes if the repository is empty, then the console)\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  sealvol volume versions weights/qwen3-8b\n  sealvol volume pull weights/qwen3-8b:prod ./out\n\nConfiguration: flags override SEALVOL_* variables, which override config.toml in the XDG config directory."
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
 
-    /// Seed the repository with demo volumes if it is empty, then show them.
+    /// Seed the repository with demo volumes if it is empty, then open the console.
     #[arg(long)]
     pub demo: bool,
+
+    /// Console: disable every change (tag moves, undo).
+    #[arg(long)]
+    pub readonly: bool,
+
+    /// Console theme: dark, light, high-contrast, or a file in <config>/themes/ [default: from config.toml, else dark]
+    #[arg(long, env = "SEALVOL_THEME", value_name = "NAME")]
+    pub theme: Option<String>,
 
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod config;
+mod console;
 mod output;
 mod progress;
 
@@ -96,27 +97,59 @@ fn run(cli: Cli) -> Result<()> {
                     ctx.settings.repo.display()
                 );
             }
-            // Until the console lands, the demo shows what a person would browse.
+            if interactive() {
+                return open_console(&ctx, cli.readonly, cli.theme.as_deref());
+            }
+            // Not a terminal: show what the console would.
             commands::volume::run(
                 &ctx,
                 cli::VolumeCommand::Ls {
                     namespace: None,
                     json: false,
                 },
-            )?;
-            println!();
-            commands::volume::run(
-                &ctx,
-                cli::VolumeCommand::Versions {
-                    volume: "weights/tiny-llama".into(),
-                    json: false,
-                },
             )
         }
+        None if interactive() => open_console(&ctx, cli.readonly, cli.theme.as_deref()),
         None => {
             let _ = Cli::command().print_help();
-            Err(Error::usage("no command given")
-                .hint("try `sealvol --demo`, or `sealvol volume push DIR NS/NAME`"))
+            Err(
+                Error::usage("no command given, and not in a terminal for the console")
+                    .hint("try `sealvol --demo` in a terminal, or `sealvol volume ls`"),
+            )
         }
     }
+}
+
+fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
+    let config_dir = config::config_path().and_then(|p| p.parent().map(|d| d.to_path_buf()));
+    let name = theme.unwrap_or(&ctx.settings.theme);
+    let theme = sealvol_themes::Theme::load(
+        name,
+        config_dir.as_deref(),
+        sealvol_themes::ColorMode::detect(),
+    )
+    .map_err(|e| Error::usage(e.to_string()).hint("themes: dark, light, high-contrast"))?;
+    let keymap = console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
+        .map_err(Error::usage)?;
+    let repo = ctx.open_repo(false).or_else(|e| {
+        if e.kind() == ErrorKind::NotFound {
+            // A first run: an empty repository is a fine thing to look at.
+            ctx.open_repo(true)
+        } else {
+            Err(e)
+        }
+    })?;
+    console::run(
+        std::sync::Arc::new(repo),
+        console::Options {
+            readonly,
+            theme,
+            keymap,
+        },
+    )
+    .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e))
 }

@@ -1,0 +1,101 @@
+//! The interactive console: one loop over key input, engine results and a render
+//! tick. Engine calls run on blocking tasks so input is never blocked; the model
+//! (`model.rs`) decides, the views draw, this file only wires them.
+
+mod keymap;
+mod model;
+mod terminal;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use sealvol_engine::api::Api;
+use sealvol_themes::Theme;
+use tokio::sync::mpsc;
+
+pub use keymap::Keymap;
+use model::{Effect, Loaded, Model};
+
+pub struct Options {
+    pub readonly: bool,
+    pub theme: Theme,
+    pub keymap: Keymap,
+}
+
+enum Msg {
+    Input(Event),
+    Loaded(Loaded),
+}
+
+pub fn run(api: Arc<dyn Api>, opts: Options) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let mut term = terminal::enter()?;
+    let result = rt.block_on(event_loop(&mut term, api, &opts));
+    terminal::restore();
+    result
+}
+
+async fn event_loop(
+    term: &mut terminal::Term,
+    api: Arc<dyn Api>,
+    opts: &Options,
+) -> std::io::Result<()> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    // crossterm's reads block; a plain thread feeds them into the loop.
+    let input_tx = tx.clone();
+    std::thread::spawn(move || {
+        while let Ok(ev) = event::read() {
+            if input_tx.send(Msg::Input(ev)).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut model, effects) = Model::new(api.location(), opts.readonly);
+    spawn_effects(&api, &tx, effects);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        model.page = sealvol_views::body_height(term.size()?.height).saturating_sub(2) as usize;
+        let frame = model.frame(&opts.keymap);
+        term.draw(|f| sealvol_views::draw(&frame, &opts.theme, f.area(), f.buffer_mut()))?;
+        let effects = tokio::select! {
+            msg = rx.recv() => match msg {
+                Some(Msg::Input(Event::Key(k))) if k.kind != KeyEventKind::Release => {
+                    model.on_key(&k, &opts.keymap)
+                }
+                Some(Msg::Input(_)) => Vec::new(),
+                Some(Msg::Loaded(l)) => model.on_loaded(l),
+                None => break,
+            },
+            _ = tick.tick(), if model.is_busy() => {
+                model.tick();
+                Vec::new()
+            }
+        };
+        spawn_effects(&api, &tx, effects);
+        if model.quit {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn spawn_effects(api: &Arc<dyn Api>, tx: &mpsc::UnboundedSender<Msg>, effects: Vec<Effect>) {
+    for e in effects {
+        if let Effect::Copy(text) = &e {
+            terminal::copy_osc52(text);
+            continue;
+        }
+        let api = Arc::clone(api);
+        let tx = tx.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(l) = model::perform(api.as_ref(), e) {
+                let _ = tx.send(Msg::Loaded(l));
+            }
+        });
+    }
+}

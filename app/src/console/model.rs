@@ -1,0 +1,929 @@
+//! The console's state and everything that changes it. Keys become `Action`s, actions
+//! change the model and may ask for engine work (`Effect`s); the results come back as
+//! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_engine::registry::{TagFile, VersionInfo, VolumeInfo};
+use sealvol_themes::Role;
+use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
+use sealvol_views::format::short_digest;
+use sealvol_views::tags::{MoveRow, TagRow, TagsFocus, TagsView};
+use sealvol_views::versions::{VersionRow, VersionsView};
+use sealvol_views::volumes::{VolumeRow, VolumesView};
+use sealvol_views::{Body, FrameView};
+
+use super::keymap::{Keymap, Mode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Down,
+    Up,
+    Top,
+    Bottom,
+    PageDown,
+    PageUp,
+    Open,
+    Back,
+    Tags,
+    Focus,
+    PointTag,
+    UndoMove,
+    Mark,
+    Copy,
+    Filter,
+    Command,
+    Refresh,
+    Help,
+    Quit,
+    Confirm,
+    Cancel,
+}
+
+impl Action {
+    pub fn from_name(s: &str) -> Option<Action> {
+        Some(match s {
+            "down" => Action::Down,
+            "up" => Action::Up,
+            "top" => Action::Top,
+            "bottom" => Action::Bottom,
+            "page-down" => Action::PageDown,
+            "page-up" => Action::PageUp,
+            "open" => Action::Open,
+            "back" => Action::Back,
+            "tags" => Action::Tags,
+            "focus" => Action::Focus,
+            "point-tag" => Action::PointTag,
+            "undo-move" => Action::UndoMove,
+            "mark" => Action::Mark,
+            "copy" => Action::Copy,
+            "filter" => Action::Filter,
+            "command" => Action::Command,
+            "refresh" => Action::Refresh,
+            "help" => Action::Help,
+            "quit" => Action::Quit,
+            "confirm" => Action::Confirm,
+            "cancel" => Action::Cancel,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screen {
+    Volumes,
+    Versions(VolumeName),
+    Tags(VolumeName),
+}
+
+/// A tag move a person has been shown and may confirm. It names the tag and both
+/// digests, so confirming applies exactly what was shown, never "the row under the
+/// cursor", and fails if the tag moved meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagMovePlan {
+    pub volume: VolumeName,
+    pub tag: Name,
+    pub from: Option<Digest>,
+    pub to: Digest,
+}
+
+/// Engine work the model asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    LoadVolumes,
+    LoadVersions(VolumeName),
+    LoadTags(VolumeName),
+    MoveTag(TagMovePlan),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+}
+
+/// Engine results.
+#[derive(Debug)]
+pub enum Loaded {
+    Volumes(Vec<VolumeInfo>),
+    Versions(VolumeName, Vec<VersionInfo>),
+    Tags(VolumeName, Vec<TagFile>),
+    Moved(TagMovePlan),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Filter,
+    Command,
+    TagName,
+}
+
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    Help,
+    Confirm(TagMovePlan),
+    Prompt { kind: PromptKind, input: String },
+}
+
+pub struct Model {
+    pub stack: Vec<Screen>,
+    volumes: Vec<VolumeInfo>,
+    vol_sel: usize,
+    versions: Vec<VersionInfo>,
+    ver_sel: usize,
+    marked: Option<String>,
+    tags: Vec<TagFile>,
+    tag_sel: usize,
+    focus: TagsFocus,
+    move_sel: usize,
+    filter: String,
+    status: (StatusKind, String),
+    busy: usize,
+    spinner: usize,
+    pub overlay: Option<Overlay>,
+    readonly: bool,
+    pub quit: bool,
+    /// Rows a page-down moves; set from the terminal height.
+    pub page: usize,
+    location: String,
+}
+
+impl Model {
+    pub fn new(location: String, readonly: bool) -> (Model, Vec<Effect>) {
+        let mut m = Model {
+            stack: vec![Screen::Volumes],
+            volumes: Vec::new(),
+            vol_sel: 0,
+            versions: Vec::new(),
+            ver_sel: 0,
+            marked: None,
+            tags: Vec::new(),
+            tag_sel: 0,
+            focus: TagsFocus::Tags,
+            move_sel: 0,
+            filter: String::new(),
+            status: (StatusKind::Info, String::new()),
+            busy: 0,
+            spinner: 0,
+            overlay: None,
+            readonly,
+            quit: false,
+            page: 20,
+            location,
+        };
+        let e = m.request(Effect::LoadVolumes);
+        (m, e)
+    }
+
+    fn screen(&self) -> &Screen {
+        self.stack.last().unwrap_or(&Screen::Volumes)
+    }
+
+    fn info(&mut self, text: impl Into<String>) {
+        self.status = (StatusKind::Info, text.into());
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.status = (StatusKind::Error, text.into());
+    }
+
+    /// Counts engine work in flight so the status line can show a spinner.
+    fn request(&mut self, e: Effect) -> Vec<Effect> {
+        if !matches!(e, Effect::Copy(_)) {
+            self.busy += 1;
+        }
+        vec![e]
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy > 0
+    }
+
+    pub fn tick(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
+    }
+
+    pub fn mode(&self) -> Mode {
+        match self.overlay {
+            Some(Overlay::Confirm(_)) => Mode::Confirm,
+            _ => Mode::Normal,
+        }
+    }
+
+    pub fn on_key(&mut self, ev: &KeyEvent, keymap: &Keymap) -> Vec<Effect> {
+        if let Some(Overlay::Prompt { kind, input }) = &mut self.overlay {
+            let kind = *kind;
+            match ev.code {
+                KeyCode::Esc => {
+                    if kind == PromptKind::Filter {
+                        self.filter.clear();
+                    }
+                    self.overlay = None;
+                }
+                KeyCode::Enter => {
+                    let text = input.trim().to_string();
+                    self.overlay = None;
+                    return self.submit(kind, &text);
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                    if kind == PromptKind::Filter {
+                        self.filter = input.clone();
+                        self.clamp();
+                    }
+                }
+                KeyCode::Char(c) => {
+                    input.push(c);
+                    if kind == PromptKind::Filter {
+                        self.filter = input.clone();
+                        self.clamp();
+                    }
+                }
+                _ => {}
+            }
+            return Vec::new();
+        }
+        if matches!(self.overlay, Some(Overlay::Help)) {
+            // Any key closes help; `q` still quits.
+            self.overlay = None;
+            return match keymap.action(Mode::Normal, ev) {
+                Some(Action::Quit) => self.on_action(Action::Quit),
+                _ => Vec::new(),
+            };
+        }
+        match keymap.action(self.mode(), ev) {
+            Some(a) => self.on_action(a),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn on_action(&mut self, a: Action) -> Vec<Effect> {
+        if let Some(Overlay::Confirm(plan)) = &self.overlay {
+            let plan = plan.clone();
+            return match a {
+                Action::Confirm => {
+                    self.overlay = None;
+                    self.info(format!("moving {}…", plan.tag));
+                    self.request(Effect::MoveTag(plan))
+                }
+                Action::Cancel => {
+                    self.overlay = None;
+                    self.info("cancelled; nothing changed");
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            };
+        }
+        let len = self.len();
+        match a {
+            Action::Down => self.set_sel(self.sel().saturating_add(1).min(len.saturating_sub(1))),
+            Action::Up => self.set_sel(self.sel().saturating_sub(1)),
+            Action::Top => self.set_sel(0),
+            Action::Bottom => self.set_sel(len.saturating_sub(1)),
+            Action::PageDown => self.set_sel((self.sel() + self.page).min(len.saturating_sub(1))),
+            Action::PageUp => self.set_sel(self.sel().saturating_sub(self.page)),
+            Action::Open => return self.open(),
+            Action::Back => return self.back(),
+            Action::Tags => return self.open_tags(),
+            Action::Focus => {
+                if matches!(self.screen(), Screen::Tags(_)) {
+                    self.focus = match self.focus {
+                        TagsFocus::Tags => TagsFocus::History,
+                        TagsFocus::History => TagsFocus::Tags,
+                    };
+                    self.move_sel = 0;
+                }
+            }
+            Action::PointTag => {
+                if self.refuse_if_readonly() {
+                    return Vec::new();
+                }
+                if self.selected_version().is_some() {
+                    self.overlay = Some(Overlay::Prompt {
+                        kind: PromptKind::TagName,
+                        input: String::new(),
+                    });
+                    self.info("tag to point at this version (enter to continue, esc to cancel)");
+                } else {
+                    self.info("select a version first (open a volume)");
+                }
+            }
+            Action::UndoMove => return self.plan_undo(),
+            Action::Mark => self.mark(),
+            Action::Copy => return self.copy(),
+            Action::Filter => {
+                self.overlay = Some(Overlay::Prompt {
+                    kind: PromptKind::Filter,
+                    input: self.filter.clone(),
+                })
+            }
+            Action::Command => {
+                self.overlay = Some(Overlay::Prompt {
+                    kind: PromptKind::Command,
+                    input: String::new(),
+                })
+            }
+            Action::Refresh => return self.reload(),
+            Action::Help => self.overlay = Some(Overlay::Help),
+            Action::Quit => self.quit = true,
+            Action::Confirm | Action::Cancel => {}
+        }
+        Vec::new()
+    }
+
+    pub fn on_loaded(&mut self, l: Loaded) -> Vec<Effect> {
+        self.busy = self.busy.saturating_sub(1);
+        match l {
+            Loaded::Volumes(v) => {
+                self.volumes = v;
+                let n = self.volumes.len();
+                let ns: std::collections::BTreeSet<&str> =
+                    self.volumes.iter().map(|v| v.namespace.as_str()).collect();
+                if matches!(self.screen(), Screen::Volumes) {
+                    self.info(format!("{n} volume(s) in {} namespace(s)", ns.len()));
+                }
+            }
+            Loaded::Versions(vol, v) => {
+                if self.screen() == &Screen::Versions(vol.clone()) {
+                    self.versions = v;
+                    self.info(format!("{} version(s) of {vol}", self.versions.len()));
+                }
+            }
+            Loaded::Tags(vol, t) => {
+                if self.screen() == &Screen::Tags(vol.clone()) {
+                    self.tags = t;
+                    if self.status.1.is_empty() || self.status.1.ends_with('…') {
+                        self.info(format!("{} tag(s) on {vol}", self.tags.len()));
+                    }
+                }
+            }
+            Loaded::Moved(plan) => {
+                self.info(format!(
+                    "{}:{} now points at {} (was {}); undo from its history with u",
+                    plan.volume,
+                    plan.tag,
+                    short_digest(&plan.to.to_string()),
+                    plan.from
+                        .map(|d| short_digest(&d.to_string()))
+                        .unwrap_or_else(|| "nothing".into())
+                ));
+                return self.reload();
+            }
+            Loaded::Failed(msg) => {
+                self.error(msg);
+            }
+        }
+        self.clamp();
+        Vec::new()
+    }
+
+    fn refuse_if_readonly(&mut self) -> bool {
+        if self.readonly {
+            self.error("read-only console (--readonly): tags cannot be moved");
+        }
+        self.readonly
+    }
+
+    fn reload(&mut self) -> Vec<Effect> {
+        let e = match self.screen().clone() {
+            Screen::Volumes => Effect::LoadVolumes,
+            Screen::Versions(v) => Effect::LoadVersions(v),
+            Screen::Tags(v) => Effect::LoadTags(v),
+        };
+        self.request(e)
+    }
+
+    fn matches(&self, hay: &str) -> bool {
+        self.filter.is_empty() || hay.to_lowercase().contains(&self.filter.to_lowercase())
+    }
+
+    fn visible_volumes(&self) -> Vec<usize> {
+        (0..self.volumes.len())
+            .filter(|&i| {
+                let v = &self.volumes[i];
+                self.matches(&format!("{}/{} {}", v.namespace, v.name, v.tags.join(" ")))
+            })
+            .collect()
+    }
+
+    fn visible_versions(&self) -> Vec<usize> {
+        (0..self.versions.len())
+            .filter(|&i| {
+                let v = &self.versions[i];
+                self.matches(&format!("{} {} {}", v.digest, v.tags.join(" "), v.source))
+            })
+            .collect()
+    }
+
+    fn len(&self) -> usize {
+        match self.screen() {
+            Screen::Volumes => self.visible_volumes().len(),
+            Screen::Versions(_) => self.visible_versions().len(),
+            Screen::Tags(_) => match self.focus {
+                TagsFocus::Tags => self.tags.len(),
+                TagsFocus::History => self.tags.get(self.tag_sel).map_or(0, |t| t.history.len()),
+            },
+        }
+    }
+
+    fn sel(&self) -> usize {
+        match self.screen() {
+            Screen::Volumes => self.vol_sel,
+            Screen::Versions(_) => self.ver_sel,
+            Screen::Tags(_) => match self.focus {
+                TagsFocus::Tags => self.tag_sel,
+                TagsFocus::History => self.move_sel,
+            },
+        }
+    }
+
+    fn set_sel(&mut self, i: usize) {
+        match self.screen() {
+            Screen::Volumes => self.vol_sel = i,
+            Screen::Versions(_) => self.ver_sel = i,
+            Screen::Tags(_) => match self.focus {
+                TagsFocus::Tags => {
+                    self.tag_sel = i;
+                    self.move_sel = 0;
+                }
+                TagsFocus::History => self.move_sel = i,
+            },
+        }
+    }
+
+    fn clamp(&mut self) {
+        let len = self.len();
+        if self.sel() >= len {
+            self.set_sel(len.saturating_sub(1));
+        }
+    }
+
+    fn selected_volume(&self) -> Option<VolumeName> {
+        let i = *self.visible_volumes().get(self.vol_sel)?;
+        let v = &self.volumes[i];
+        VolumeName::parse(&format!("{}/{}", v.namespace, v.name)).ok()
+    }
+
+    fn selected_version(&self) -> Option<&VersionInfo> {
+        if !matches!(self.screen(), Screen::Versions(_)) {
+            return None;
+        }
+        let i = *self.visible_versions().get(self.ver_sel)?;
+        self.versions.get(i)
+    }
+
+    fn current_volume(&self) -> Option<VolumeName> {
+        match self.screen() {
+            Screen::Volumes => self.selected_volume(),
+            Screen::Versions(v) | Screen::Tags(v) => Some(v.clone()),
+        }
+    }
+
+    fn push_screen(&mut self, s: Screen) -> Vec<Effect> {
+        self.filter.clear();
+        self.stack.push(s);
+        self.reload()
+    }
+
+    fn open(&mut self) -> Vec<Effect> {
+        match self.screen().clone() {
+            Screen::Volumes => match self.selected_volume() {
+                Some(v) => {
+                    self.versions.clear();
+                    self.ver_sel = 0;
+                    self.marked = None;
+                    self.push_screen(Screen::Versions(v))
+                }
+                None => Vec::new(),
+            },
+            Screen::Versions(_) => {
+                self.info("the files screen of a version is not built yet; t shows tags, c copies the ref");
+                Vec::new()
+            }
+            Screen::Tags(_) => {
+                self.on_action(Action::Focus);
+                Vec::new()
+            }
+        }
+    }
+
+    fn back(&mut self) -> Vec<Effect> {
+        if !self.filter.is_empty() {
+            self.filter.clear();
+            return Vec::new();
+        }
+        if self.stack.len() > 1 {
+            self.stack.pop();
+            self.focus = TagsFocus::Tags;
+            return self.reload();
+        }
+        Vec::new()
+    }
+
+    fn open_tags(&mut self) -> Vec<Effect> {
+        match self.current_volume() {
+            Some(v) if !matches!(self.screen(), Screen::Tags(_)) => {
+                self.tags.clear();
+                self.tag_sel = 0;
+                self.move_sel = 0;
+                self.focus = TagsFocus::Tags;
+                self.push_screen(Screen::Tags(v))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn mark(&mut self) {
+        let Some(v) = self.selected_version() else {
+            return;
+        };
+        let d = v.digest.clone();
+        if self.marked.as_deref() == Some(d.as_str()) {
+            self.marked = None;
+            self.info("unmarked");
+        } else if let Some(first) = self.marked.clone() {
+            self.info(format!(
+                "diff {} → {}: the diff screen is not built yet",
+                short_digest(&first),
+                short_digest(&d)
+            ));
+        } else {
+            self.info(format!(
+                "marked {}: mark another version to diff",
+                short_digest(&d)
+            ));
+            self.marked = Some(d);
+        }
+    }
+
+    fn copy(&mut self) -> Vec<Effect> {
+        let Some(vol) = self.current_volume() else {
+            return Vec::new();
+        };
+        let digest = match self.screen() {
+            Screen::Versions(_) => self.selected_version().map(|v| v.digest.clone()),
+            Screen::Tags(_) => self.tags.get(self.tag_sel).map(|t| t.digest.clone()),
+            Screen::Volumes => None,
+        };
+        let Some(d) = digest else {
+            self.info("open a volume and select a version to copy its pinned ref");
+            return Vec::new();
+        };
+        let r = format!("vol:{vol}@{d}");
+        self.info(format!("copied {r}"));
+        vec![Effect::Copy(r)]
+    }
+
+    fn current_tag_target(&self, tag: &Name) -> Option<Digest> {
+        // From what this screen loaded: the confirmation must match what was shown.
+        self.versions
+            .iter()
+            .find(|v| v.tags.iter().any(|t| t == tag.as_str()))
+            .and_then(|v| Digest::parse(&v.digest).ok())
+    }
+
+    fn plan_undo(&mut self) -> Vec<Effect> {
+        if self.refuse_if_readonly() {
+            return Vec::new();
+        }
+        let Screen::Tags(vol) = self.screen().clone() else {
+            self.info("undo works on a tag's history: press t, select the tag, tab, then u");
+            return Vec::new();
+        };
+        let Some(tag) = self.tags.get(self.tag_sel) else {
+            return Vec::new();
+        };
+        if self.focus != TagsFocus::History {
+            self.info("tab into the history, select the move to undo, then u");
+            return Vec::new();
+        }
+        let n = tag.history.len();
+        let Some(m) = n
+            .checked_sub(1 + self.move_sel)
+            .and_then(|i| tag.history.get(i))
+        else {
+            return Vec::new();
+        };
+        let Some(back_to) = m.from.as_deref().and_then(|d| Digest::parse(d).ok()) else {
+            self.info(format!(
+                "that move created {}; there is nothing before it",
+                tag.tag
+            ));
+            return Vec::new();
+        };
+        let (Ok(name), Ok(current)) = (Name::parse("tag", &tag.tag), Digest::parse(&tag.digest))
+        else {
+            self.error("this tag's record is damaged; run `sealvol volume verify`");
+            return Vec::new();
+        };
+        if current == back_to {
+            self.info(format!(
+                "{} already points at {}",
+                tag.tag,
+                short_digest(&tag.digest)
+            ));
+            return Vec::new();
+        }
+        self.overlay = Some(Overlay::Confirm(TagMovePlan {
+            volume: vol,
+            tag: name,
+            from: Some(current),
+            to: back_to,
+        }));
+        Vec::new()
+    }
+
+    fn submit(&mut self, kind: PromptKind, text: &str) -> Vec<Effect> {
+        match kind {
+            PromptKind::Filter => {
+                self.filter = text.to_string();
+                self.clamp();
+                Vec::new()
+            }
+            PromptKind::TagName => {
+                let (Some(v), Screen::Versions(vol)) =
+                    (self.selected_version(), self.screen().clone())
+                else {
+                    return Vec::new();
+                };
+                let Ok(to) = Digest::parse(&v.digest) else {
+                    return Vec::new();
+                };
+                match Name::parse("tag", text) {
+                    Ok(tag) => {
+                        let from = self.current_tag_target(&tag);
+                        if from == Some(to) {
+                            self.info(format!("{tag} already points at this version"));
+                            return Vec::new();
+                        }
+                        self.overlay = Some(Overlay::Confirm(TagMovePlan {
+                            volume: vol,
+                            tag,
+                            from,
+                            to,
+                        }));
+                    }
+                    Err(e) => self.error(e.to_string()),
+                }
+                Vec::new()
+            }
+            PromptKind::Command => self.command(text),
+        }
+    }
+
+    fn command(&mut self, text: &str) -> Vec<Effect> {
+        let mut words = text.split_whitespace();
+        let cmd = words.next().unwrap_or("");
+        let arg = words.next();
+        let vol = |a: Option<&str>| -> Result<VolumeName, String> {
+            match a {
+                Some(s) => Ref::parse(s).map(|r| r.volume).map_err(|e| e.to_string()),
+                None => Err("name a volume: NS/NAME".into()),
+            }
+        };
+        match cmd {
+            "q" | "quit" => {
+                self.quit = true;
+                Vec::new()
+            }
+            "volumes" | "vol" | "ls" => {
+                self.stack.truncate(1);
+                self.filter.clear();
+                self.reload()
+            }
+            "versions" | "ver" => match vol(arg) {
+                Ok(v) => {
+                    self.stack.truncate(1);
+                    self.versions.clear();
+                    self.ver_sel = 0;
+                    self.push_screen(Screen::Versions(v))
+                }
+                Err(e) => {
+                    self.error(e);
+                    Vec::new()
+                }
+            },
+            "tags" => match vol(arg).or_else(|e| self.current_volume().ok_or(e)) {
+                Ok(v) => {
+                    self.stack.truncate(1);
+                    self.tags.clear();
+                    self.tag_sel = 0;
+                    self.focus = TagsFocus::Tags;
+                    self.push_screen(Screen::Tags(v))
+                }
+                Err(e) => {
+                    self.error(e);
+                    Vec::new()
+                }
+            },
+            "diff" => {
+                self.info("the diff screen is not built yet");
+                Vec::new()
+            }
+            "" => Vec::new(),
+            other => {
+                self.error(format!(
+                    "unknown command {other:?}: try volumes, versions NS/NAME, tags NS/NAME, quit"
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Everything on screen, as a view-model.
+    pub fn frame(&self, keymap: &Keymap) -> FrameView {
+        let mut crumbs = vec!["volumes".to_string()];
+        let body = match self.screen() {
+            Screen::Volumes => {
+                let rows: Vec<VolumeRow> = self
+                    .visible_volumes()
+                    .into_iter()
+                    .map(|i| {
+                        let v = &self.volumes[i];
+                        VolumeRow {
+                            namespace: v.namespace.clone(),
+                            name: v.name.clone(),
+                            versions: v.versions,
+                            tags: v.tags.clone(),
+                            latest_bytes: v.latest_bytes,
+                            updated: v.updated.clone(),
+                        }
+                    })
+                    .collect();
+                if rows.is_empty() && self.busy == 0 {
+                    Body::Empty(if self.filter.is_empty() {
+                        "no volumes yet: push one with `sealvol volume push DIR NS/NAME`, or run `sealvol --demo`".into()
+                    } else {
+                        format!("nothing matches /{}", self.filter)
+                    })
+                } else {
+                    Body::Volumes(VolumesView {
+                        rows,
+                        selected: self.vol_sel,
+                    })
+                }
+            }
+            Screen::Versions(vol) => {
+                crumbs.push(vol.to_string());
+                crumbs.push("versions".into());
+                let idx = self.visible_versions();
+                let marked = self
+                    .marked
+                    .as_ref()
+                    .and_then(|m| idx.iter().position(|&i| &self.versions[i].digest == m));
+                Body::Versions(VersionsView {
+                    volume: vol.to_string(),
+                    rows: idx
+                        .into_iter()
+                        .map(|i| {
+                            let v = &self.versions[i];
+                            VersionRow {
+                                digest: v.digest.clone(),
+                                created: v.created.clone(),
+                                bytes: v.bytes,
+                                files: v.files,
+                                new_bytes: v.new_bytes,
+                                source: v.source.clone(),
+                                tags: v.tags.clone(),
+                            }
+                        })
+                        .collect(),
+                    selected: self.ver_sel,
+                    marked,
+                })
+            }
+            Screen::Tags(vol) => {
+                crumbs.push(vol.to_string());
+                crumbs.push("tags".into());
+                Body::Tags(TagsView {
+                    volume: vol.to_string(),
+                    tags: self
+                        .tags
+                        .iter()
+                        .map(|t| TagRow {
+                            tag: t.tag.clone(),
+                            digest: t.digest.clone(),
+                            history: t
+                                .history
+                                .iter()
+                                .map(|m| MoveRow {
+                                    from: m.from.clone(),
+                                    to: m.to.clone(),
+                                    at: m.at.clone(),
+                                    by: m.by.clone(),
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                    selected: self.tag_sel,
+                    focus: self.focus,
+                    selected_move: self.move_sel,
+                })
+            }
+        };
+        let kind = if self.busy > 0 {
+            StatusKind::Busy(self.spinner)
+        } else {
+            self.status.0.clone()
+        };
+        let mut text = self.status.1.clone();
+        if !self.filter.is_empty() && !matches!(self.overlay, Some(Overlay::Prompt { .. })) {
+            text = format!("/{}  {text}", self.filter);
+        }
+        let hints: Vec<(&str, &str)> = match self.screen() {
+            Screen::Volumes => vec![
+                ("enter", "versions"),
+                ("t", "tags"),
+                ("/", "filter"),
+                ("?", "help"),
+            ],
+            Screen::Versions(_) => vec![
+                ("c", "copy ref"),
+                ("p", "tag"),
+                ("t", "tags"),
+                ("?", "help"),
+            ],
+            Screen::Tags(_) => vec![
+                ("tab", "history"),
+                ("u", "undo move"),
+                ("esc", "back"),
+                ("?", "help"),
+            ],
+        };
+        let overlay = self.overlay.as_ref().map(|o| match o {
+            Overlay::Help => ViewOverlay::Help(keymap.help(Mode::Normal)),
+            Overlay::Prompt { kind, input } => ViewOverlay::Prompt {
+                prefix: match kind {
+                    PromptKind::Filter => '/',
+                    PromptKind::Command => ':',
+                    PromptKind::TagName => '@',
+                },
+                input: input.clone(),
+            },
+            Overlay::Confirm(p) => ViewOverlay::Confirm {
+                title: format!("move tag {}", p.tag),
+                lines: vec![
+                    (format!("vol:{}:{}", p.volume, p.tag), Role::Tag),
+                    (
+                        format!(
+                            "from {}",
+                            p.from
+                                .map(|d| format!("b3:{}", d.short(16)))
+                                .unwrap_or_else(|| "(new tag)".into())
+                        ),
+                        Role::Removed,
+                    ),
+                    (format!("to   b3:{}", p.to.short(16)), Role::Added),
+                    (
+                        format!("everything that resolves :{} will get the new bytes", p.tag),
+                        Role::Dim,
+                    ),
+                ],
+                yes: format!("move {}", p.tag),
+            },
+        });
+        let context = if self.readonly {
+            format!("{} · read-only", self.location)
+        } else {
+            self.location.clone()
+        };
+        FrameView {
+            crumbs,
+            context,
+            body,
+            status: Status {
+                kind,
+                text,
+                hints: hints
+                    .into_iter()
+                    .map(|(k, d)| (k.to_string(), d.to_string()))
+                    .collect(),
+            },
+            overlay,
+        }
+    }
+}
+
+/// Carries out an effect against the engine. Runs on a blocking task in the console,
+/// and directly in tests.
+pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> {
+    let failed = |e: sealvol_engine::Error| {
+        Loaded::Failed(match e.hint_text() {
+            Some(h) => format!("{e} ({h})"),
+            None => e.to_string(),
+        })
+    };
+    Some(match e {
+        Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
+        Effect::LoadVersions(v) => api
+            .versions(&v)
+            .map(|x| Loaded::Versions(v, x))
+            .unwrap_or_else(failed),
+        Effect::LoadTags(v) => api
+            .tags(&v)
+            .map(|x| Loaded::Tags(v, x))
+            .unwrap_or_else(failed),
+        Effect::MoveTag(plan) => api
+            .move_tag(&plan.volume, &plan.tag, &plan.to, plan.from)
+            .map(|_| Loaded::Moved(plan))
+            .unwrap_or_else(failed),
+        Effect::Copy(_) => return None,
+    })
+}

@@ -1,0 +1,275 @@
+//! Key scripts against the model over a real repository: what an on-call engineer does
+//! (browse → tags → history → undo a move → confirm), with effects carried out by the
+//! real engine in between, as the console's tasks would.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use sealvol_engine::Repository;
+use sealvol_engine::api::Api;
+use sealvol_engine::progress::Quiet;
+use sealvol_engine::push::{PushOptions, push};
+use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_views::Body;
+
+use super::keymap::Keymap;
+use super::model::{Effect, Model, Overlay, perform};
+
+struct Harness {
+    _tmp: tempfile::TempDir,
+    repo: Repository,
+    model: Model,
+    keys: Keymap,
+    v1: Digest,
+    v2: Digest,
+}
+
+fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeName) -> Digest {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("model.bin"), bytes).unwrap();
+    let opts = PushOptions {
+        source: None,
+        state_dir: None,
+        progress: &Quiet,
+    };
+    push(repo, dir, vol, &[], &opts).unwrap().digest
+}
+
+fn harness(readonly: bool) -> Harness {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = Repository::open_local(&tmp.path().join("repo"), true, false).unwrap();
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    let v1 = version(&repo, &tmp.path().join("a"), b"one", &vol);
+    let v2 = version(&repo, &tmp.path().join("b"), b"two", &vol);
+    let other = VolumeName::parse("adapters/lora").unwrap();
+    version(&repo, &tmp.path().join("c"), b"three", &other);
+    let prod = Name::parse("tag", "prod").unwrap();
+    repo.move_tag(&vol, &prod, &v1, None).unwrap();
+    repo.move_tag(&vol, &prod, &v2, None).unwrap();
+    let (model, effects) = Model::new("test-repo".into(), readonly);
+    let mut h = Harness {
+        _tmp: tmp,
+        repo,
+        model,
+        keys: Keymap::load(None).unwrap(),
+        v1,
+        v2,
+    };
+    h.run(effects);
+    h
+}
+
+impl Harness {
+    /// Carries out effects and feeds results back until nothing is pending.
+    fn run(&mut self, mut effects: Vec<Effect>) {
+        while let Some(e) = effects.pop() {
+            if let Some(l) = perform(&self.repo as &dyn Api, e) {
+                effects.extend(self.model.on_loaded(l));
+            }
+        }
+    }
+
+    fn keys(&mut self, script: &str) {
+        for k in script.split_whitespace() {
+            let code = match k {
+                "enter" => KeyCode::Enter,
+                "esc" => KeyCode::Esc,
+                "tab" => KeyCode::Tab,
+                "down" => KeyCode::Down,
+                "backspace" => KeyCode::Backspace,
+                c => KeyCode::Char(c.chars().next().unwrap()),
+            };
+            let effects = self
+                .model
+                .on_key(&KeyEvent::new(code, KeyModifiers::NONE), &self.keys);
+            self.run(effects);
+        }
+    }
+
+    fn typed(&mut self, text: &str) {
+        for c in text.chars() {
+            let e = self.model.on_key(
+                &KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+                &self.keys,
+            );
+            self.run(e);
+        }
+    }
+
+    fn prod(&self) -> Digest {
+        self.repo
+            .resolve(&Ref::parse("weights/tiny:prod").unwrap())
+            .unwrap()
+    }
+
+    fn status(&self) -> String {
+        self.model.frame(&self.keys).status.text
+    }
+}
+
+#[test]
+fn browse_then_undo_a_tag_move_with_confirmation() {
+    let mut h = harness(false);
+    match h.model.frame(&h.keys).body {
+        Body::Volumes(v) => {
+            let names: Vec<_> = v
+                .rows
+                .iter()
+                .map(|r| format!("{}/{}", r.namespace, r.name))
+                .collect();
+            assert_eq!(names, ["adapters/lora", "weights/tiny"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Down to weights/tiny, open its versions, then its tags.
+    h.keys("j enter");
+    match h.model.frame(&h.keys).body {
+        Body::Versions(v) => assert_eq!(v.rows.len(), 2),
+        other => panic!("{other:?}"),
+    }
+    h.keys("t");
+    let Body::Tags(t) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(t.tags[0].tag, "prod");
+    assert_eq!(t.tags[0].history.len(), 2);
+
+    // Into the history; the newest move is v1 -> v2; undo it.
+    h.keys("tab u");
+    let Some(Overlay::Confirm(plan)) = &h.model.overlay else {
+        panic!("no confirmation: {}", h.status())
+    };
+    assert_eq!((plan.from, plan.to), (Some(h.v2), h.v1));
+    // The cursor moving now changes nothing about what is being confirmed.
+    h.keys("j");
+    let Some(Overlay::Confirm(same)) = &h.model.overlay else {
+        panic!()
+    };
+    assert_eq!(same.to, h.v1);
+    h.keys("y");
+    assert_eq!(h.prod(), h.v1);
+    assert!(h.status().contains("now points at"), "{}", h.status());
+
+    // The undo itself is in the history and can be undone in turn.
+    let Body::Tags(t) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(t.tags[0].history.len(), 3);
+    h.keys("u y");
+    assert_eq!(h.prod(), h.v2);
+}
+
+#[test]
+fn a_confirmation_for_a_tag_that_moved_meanwhile_fails_safely() {
+    let mut h = harness(false);
+    h.keys("j enter t tab u");
+    assert!(matches!(h.model.overlay, Some(Overlay::Confirm(_))));
+    // Someone else moves prod before we confirm.
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    let other = version(&h.repo, &h._tmp.path().join("x"), b"hotfix", &vol);
+    h.repo
+        .move_tag(&vol, &Name::parse("tag", "prod").unwrap(), &other, None)
+        .unwrap();
+    h.keys("y");
+    assert_eq!(h.prod(), other, "our stale confirmation must not apply");
+    assert!(h.status().contains("now points at"), "{}", h.status());
+    assert_eq!(
+        h.model.frame(&h.keys).status.kind,
+        sealvol_views::StatusKind::Error
+    );
+}
+
+#[test]
+fn point_a_tag_from_the_versions_screen_and_cancel() {
+    let mut h = harness(false);
+    h.keys("j enter");
+    // The newest version (v2) is selected; point canary at it.
+    h.keys("p");
+    h.typed("canary");
+    h.keys("enter");
+    let Some(Overlay::Confirm(plan)) = &h.model.overlay else {
+        panic!("{}", h.status())
+    };
+    assert_eq!(
+        (plan.tag.as_str(), plan.from, plan.to),
+        ("canary", None, h.v2)
+    );
+    h.keys("n");
+    assert!(h.model.overlay.is_none());
+    assert!(
+        h.repo
+            .tag(
+                &VolumeName::parse("weights/tiny").unwrap(),
+                &Name::parse("tag", "canary").unwrap()
+            )
+            .unwrap()
+            .is_none()
+    );
+    // A bad tag name is an error in the status line, not a crash.
+    h.keys("p");
+    h.typed("Not Valid");
+    h.keys("enter");
+    assert!(h.status().contains("invalid tag"), "{}", h.status());
+}
+
+#[test]
+fn readonly_disables_every_change() {
+    let mut h = harness(true);
+    h.keys("j enter p");
+    assert!(h.model.overlay.is_none());
+    assert!(h.status().contains("read-only"), "{}", h.status());
+    h.keys("t tab u");
+    assert!(h.model.overlay.is_none());
+    assert_eq!(h.prod(), h.v2);
+    assert!(h.model.frame(&h.keys).context.contains("read-only"));
+}
+
+#[test]
+fn filter_palette_copy_and_errors_in_words() {
+    let mut h = harness(false);
+    h.keys("/");
+    h.typed("lora");
+    h.keys("enter");
+    let Body::Volumes(v) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(v.rows.len(), 1);
+    h.keys("esc");
+    let Body::Volumes(v) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(v.rows.len(), 2, "esc clears the filter");
+
+    h.keys(":");
+    h.typed("versions weights/tiny");
+    let effects = h
+        .model
+        .on_key(&KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE), &h.keys);
+    h.run(effects);
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(v.rows.len(), 2);
+
+    let effects = h.model.on_key(
+        &KeyEvent::new(KeyCode::Char('c'), KeyModifiers::NONE),
+        &h.keys,
+    );
+    assert_eq!(
+        effects,
+        vec![Effect::Copy(format!("vol:weights/tiny@{}", h.v2))]
+    );
+    assert!(
+        h.status().contains(&h.v2.to_string()),
+        "the ref is visible as a fallback"
+    );
+
+    h.keys(":");
+    h.typed("versions NOPE");
+    h.keys("enter");
+    assert!(h.status().contains("invalid"), "{}", h.status());
+    h.keys(":");
+    h.typed("frobnicate");
+    h.keys("enter");
+    assert!(h.status().contains("unknown command"), "{}", h.status());
+    h.keys("q");
+    assert!(h.model.quit);
+}

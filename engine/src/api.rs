@@ -1,0 +1,58 @@
+//! The one API the console (and later remote clients) use: plain data in and out, so
+//! that a remote engine can stand behind the same trait. Calls block; callers that
+//! must stay responsive run them on a blocking task.
+
+use crate::error::Result;
+use crate::refs::{Digest, Name, VolumeName};
+use crate::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
+use crate::repo::Repository;
+
+pub trait Api: Send + Sync {
+    /// Where the data lives, for people: a path or a URL.
+    fn location(&self) -> String;
+    fn volumes(&self) -> Result<Vec<VolumeInfo>>;
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>>;
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest>;
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>>;
+    /// Moves `tag` to `to`, only if it still points at `expected` (see
+    /// `Repository::move_tag`).
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile>;
+}
+
+impl Api for Repository {
+    fn location(&self) -> String {
+        Repository::location(self).to_string()
+    }
+
+    fn volumes(&self) -> Result<Vec<VolumeInfo>> {
+        self.volume_infos(None)
+    }
+
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
+        Repository::versions(self, volume)
+    }
+
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
+        Repository::manifest(self, volume, digest)
+    }
+
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
+        Repository::tags(self, volume)
+    }
+
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile> {
+        Repository::move_tag(self, volume, tag, to, Some(expected))
+    }
+}

@@ -1,0 +1,152 @@
+//! The console as a person meets it: the real binary in a real terminal (tmux), on a
+//! demo repository. Browse, roll a tag back by keyboard, quit, and find the terminal
+//! restored.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+struct Tmux {
+    session: String,
+}
+
+impl Tmux {
+    fn start(env: &Env, width: u16, height: u16) -> Tmux {
+        let session = format!("sealvol-e2e-{}", std::process::id());
+        let cmd = format!(
+            "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor {} --demo; echo EXITED-$?; sleep 60",
+            env.repo.display(),
+            env.state.display(),
+            env.path("config").display(),
+            env!("CARGO_BIN_EXE_sealvol"),
+        );
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+                &cmd,
+            ])
+            .status()
+            .expect("tmux is installed (scripts/test.sh installs it)");
+        assert!(ok.success());
+        Tmux { session }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {text:?}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// One key at a time, with a pause, as a person types (and so that ESC followed
+    /// by a letter is not read as Alt+letter).
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            Command::new("tmux")
+                .args(["send-keys", "-t", &self.session, k])
+                .status()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn alternate_screen_on(&self) -> bool {
+        let out = Command::new("tmux")
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.session,
+                "#{alternate_on}",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+}
+
+#[test]
+fn roll_back_a_tag_by_keyboard_in_a_real_terminal() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 110, 32);
+    let s = t.wait_for("tiny-llama");
+    assert!(
+        s.contains("sealvol › volumes") && s.contains("support-lora"),
+        "{s}"
+    );
+    assert!(t.alternate_screen_on());
+
+    t.keys(&["j", "j", "Enter"]);
+    let s = t.wait_for("versions");
+    assert!(s.contains("pinned only") && s.contains("prod"), "{s}");
+
+    t.keys(&["t"]);
+    t.wait_for("history of");
+    t.keys(&["j", "Tab", "u"]);
+    let s = t.wait_for("move tag prod");
+    assert!(s.contains("from b3:") && s.contains("to   b3:"), "{s}");
+    t.keys(&["y"]);
+    t.wait_for("now points at");
+
+    t.keys(&["?"]);
+    t.wait_for("keys (esc closes)");
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    let s = t.wait_for("EXITED-0");
+    assert!(
+        !s.contains("sealvol › volumes"),
+        "console left on screen:\n{s}"
+    );
+    assert!(!t.alternate_screen_on(), "terminal not restored");
+
+    // The move happened in the repository, and is in the tag's history.
+    let tags: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "weights/tiny-llama", "--json"])).unwrap();
+    let prod = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "prod")
+        .unwrap()
+        .clone();
+    let history = prod["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!(
+        history[2]["to"], history[0]["to"],
+        "rolled back to the first version"
+    );
+}

@@ -1,0 +1,181 @@
+//! What surrounds every screen: the header with breadcrumbs, the status line, and the
+//! overlays (help, confirmation, command palette).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Widget, Wrap};
+use sealvol_themes::{Role, Theme};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusKind {
+    Info,
+    Error,
+    /// A long engine call is running; the number is the spinner frame.
+    Busy(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub kind: StatusKind,
+    pub text: String,
+    /// Key hints for the current screen, shown at the right: (key, what).
+    pub hints: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    /// Every binding of the current mode: (key, description).
+    Help(Vec<(String, String)>),
+    /// A destructive action, named by what it changes, with from → to.
+    Confirm {
+        title: String,
+        lines: Vec<(String, Role)>,
+        yes: String,
+    },
+    /// The `:` command line, or the `/` filter.
+    Prompt { prefix: char, input: String },
+}
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+pub fn draw_header(crumbs: &[String], right: &str, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let mut spans = vec![Span::styled(" sealvol", theme.style(Role::Title))];
+    for (i, c) in crumbs.iter().enumerate() {
+        spans.push(Span::styled(" › ", theme.style(Role::Dim)));
+        let role = if i + 1 == crumbs.len() {
+            Role::Text
+        } else {
+            Role::Dim
+        };
+        spans.push(Span::styled(c.clone(), theme.style(role)));
+    }
+    buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+    let w = right.chars().count() as u16;
+    if w + 2 < area.width {
+        buf.set_string(area.right() - w - 1, area.y, right, theme.style(Role::Dim));
+    }
+}
+
+pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    buf.set_style(area, theme.style(Role::Status));
+    let (prefix, role) = match status.kind {
+        StatusKind::Info => (String::new(), Role::Status),
+        StatusKind::Error => ("✗ ".to_string(), Role::Error),
+        StatusKind::Busy(f) => (format!("{} ", SPINNER[f % SPINNER.len()]), Role::Status),
+    };
+    let style = theme.style(Role::Status).patch(theme.style(role));
+    let mut hint_spans = Vec::new();
+    for (k, what) in &status.hints {
+        hint_spans.push(Span::styled(
+            format!(" {k}"),
+            theme.style(Role::Status).patch(theme.style(Role::Key)),
+        ));
+        hint_spans.push(Span::styled(format!(" {what} "), theme.style(Role::Status)));
+    }
+    let hints = Line::from(hint_spans);
+    let hints_w = hints.width() as u16;
+    let text = format!(" {prefix}{}", status.text);
+    let text_w = text.chars().count() as u16;
+    buf.set_string(area.x, area.y, &text, style);
+    // Hints only where they do not cover the message: the message matters more.
+    if text_w + hints_w + 2 <= area.width {
+        buf.set_line(area.right() - hints_w, area.y, &hints, hints_w);
+    }
+}
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [h] = Layout::horizontal([Constraint::Length(width.min(area.width))])
+        .flex(Flex::Center)
+        .areas(v);
+    h
+}
+
+pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    match overlay {
+        Overlay::Help(bindings) => {
+            let key_w = bindings
+                .iter()
+                .map(|(k, _)| k.chars().count())
+                .max()
+                .unwrap_or(8);
+            let width = bindings
+                .iter()
+                .map(|(_, d)| key_w + d.chars().count() + 4)
+                .max()
+                .unwrap_or(20)
+                .max(30) as u16
+                + 2;
+            let r = centered(area, width, bindings.len() as u16 + 2);
+            Clear.render(r, buf);
+            let lines: Vec<Line> = bindings
+                .iter()
+                .map(|(k, d)| {
+                    Line::from(vec![
+                        Span::styled(format!(" {k:<key_w$}  "), theme.style(Role::Key)),
+                        Span::styled(d.clone(), theme.style(Role::Text)),
+                    ])
+                })
+                .collect();
+            Paragraph::new(lines)
+                .block(framed(" keys (esc closes) ", Role::Border, theme))
+                .render(r, buf);
+        }
+        Overlay::Confirm { title, lines, yes } => {
+            let width = lines
+                .iter()
+                .map(|(l, _)| l.chars().count())
+                .chain([title.chars().count(), yes.chars().count() + 24])
+                .max()
+                .unwrap_or(40) as u16
+                + 6;
+            let r = centered(area, width, lines.len() as u16 + 5);
+            Clear.render(r, buf);
+            let mut text: Vec<Line> = lines
+                .iter()
+                .map(|(l, role)| Line::from(Span::styled(l.clone(), theme.style(*role))))
+                .collect();
+            text.push(Line::default());
+            text.push(Line::from(vec![
+                Span::styled(" y ", theme.style(Role::Danger)),
+                Span::styled(format!(" {yes}    "), theme.style(Role::Text)),
+                Span::styled(" n/esc ", theme.style(Role::Key)),
+                Span::styled(" cancel", theme.style(Role::Text)),
+            ]));
+            Paragraph::new(text)
+                .alignment(Alignment::Center)
+                .wrap(Wrap { trim: false })
+                .block(framed(&format!(" {title} "), Role::Danger, theme))
+                .render(r, buf);
+        }
+        Overlay::Prompt { prefix, input } => {
+            let r = Rect {
+                y: area.bottom().saturating_sub(1),
+                height: 1,
+                ..area
+            };
+            Clear.render(r, buf);
+            buf.set_line(
+                r.x,
+                r.y,
+                &Line::from(vec![
+                    Span::styled(format!("{prefix}"), theme.style(Role::Key)),
+                    Span::styled(input.clone(), theme.style(Role::Text)),
+                    Span::styled("█", theme.style(Role::Dim)),
+                ]),
+                r.width,
+            );
+        }
+    }
+}
+
+fn framed<'a>(title: &'a str, role: Role, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(theme.style(role))
+        .title(Span::styled(title, theme.style(role)))
+}

@@ -1,0 +1,232 @@
+//! Demo view-models shared by the snapshot tests and the screenshot generator, so the
+//! pictures in the README are exactly what the tests check.
+
+use sealvol_themes::Role;
+
+use crate::chrome::{Overlay, Status, StatusKind};
+use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
+use crate::versions::{VersionRow, VersionsView};
+use crate::volumes::{VolumeRow, VolumesView};
+use crate::{Body, FrameView};
+
+fn digest(seed: u8) -> String {
+    let hex: String = (0u8..32)
+        .map(|i| {
+            format!(
+                "{:02x}",
+                seed.wrapping_mul(37).wrapping_add(i.wrapping_mul(11))
+            )
+        })
+        .collect();
+    format!("b3:{hex}")
+}
+
+fn status(text: &str) -> Status {
+    Status {
+        kind: StatusKind::Info,
+        text: text.into(),
+        hints: vec![
+            ("enter".into(), "open".into()),
+            ("/".into(), "filter".into()),
+            ("?".into(), "help".into()),
+        ],
+    }
+}
+
+pub fn volumes() -> FrameView {
+    let row = |ns: &str, name: &str, versions, tags: &[&str], bytes, updated: &str| VolumeRow {
+        namespace: ns.into(),
+        name: name.into(),
+        versions,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        latest_bytes: bytes,
+        updated: updated.into(),
+    };
+    FrameView {
+        crumbs: vec!["volumes".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Volumes(VolumesView {
+            rows: vec![
+                row(
+                    "adapters",
+                    "support-lora",
+                    2,
+                    &["prod"],
+                    1 << 20,
+                    "2026-11-29T21:04:00.000Z",
+                ),
+                row(
+                    "tokenizers",
+                    "bpe-32k",
+                    1,
+                    &["prod"],
+                    521_830,
+                    "2026-11-20T09:12:00.000Z",
+                ),
+                row(
+                    "weights",
+                    "qwen3-8b",
+                    14,
+                    &["canary", "prod"],
+                    16_384 << 20,
+                    "2026-11-29T23:46:00.000Z",
+                ),
+                row(
+                    "weights",
+                    "tiny-llama",
+                    3,
+                    &["canary", "prod"],
+                    6 << 20,
+                    "2026-11-28T10:30:00.000Z",
+                ),
+            ],
+            selected: 2,
+        }),
+        status: status("4 volumes in 3 namespaces"),
+        overlay: None,
+    }
+}
+
+pub fn version_rows() -> Vec<VersionRow> {
+    vec![
+        VersionRow {
+            digest: digest(3),
+            created: "2026-11-29T23:46:00.000Z".into(),
+            bytes: 16_384 << 20,
+            files: 9,
+            new_bytes: 131_072 + 700_000,
+            source: "hf://Qwen/Qwen3-8B@a1b2c3d".into(),
+            tags: vec!["canary".into()],
+        },
+        VersionRow {
+            digest: digest(2),
+            created: "2026-11-28T18:02:00.000Z".into(),
+            bytes: 16_384 << 20,
+            files: 9,
+            new_bytes: 1_712 << 20,
+            source: "file:///data/ckpt/step-2000".into(),
+            tags: vec!["prod".into()],
+        },
+        VersionRow {
+            digest: digest(1),
+            created: "2026-11-27T08:15:00.000Z".into(),
+            bytes: 16_384 << 20,
+            files: 9,
+            new_bytes: 16_384 << 20,
+            source: "file:///data/ckpt/step-1000".into(),
+            tags: vec![],
+        },
+    ]
+}
+
+pub fn versions() -> FrameView {
+    FrameView {
+        crumbs: vec![
+            "volumes".into(),
+            "weights/qwen3-8b".into(),
+            "versions".into(),
+        ],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Versions(VersionsView {
+            volume: "weights/qwen3-8b".into(),
+            rows: version_rows(),
+            selected: 0,
+            marked: Some(1),
+        }),
+        status: status("marked b3:4a4f5a6570 — mark another version to diff"),
+        overlay: None,
+    }
+}
+
+pub fn tags_view() -> TagsView {
+    TagsView {
+        volume: "weights/qwen3-8b".into(),
+        tags: vec![
+            TagRow {
+                tag: "canary".into(),
+                digest: digest(3),
+                history: vec![MoveRow {
+                    from: None,
+                    to: digest(3),
+                    at: "2026-11-29T23:47:00.000Z".into(),
+                    by: "ana@node7".into(),
+                }],
+            },
+            TagRow {
+                tag: "prod".into(),
+                digest: digest(2),
+                history: vec![
+                    MoveRow {
+                        from: None,
+                        to: digest(1),
+                        at: "2026-11-27T08:20:00.000Z".into(),
+                        by: "ana@node7".into(),
+                    },
+                    MoveRow {
+                        from: Some(digest(1)),
+                        to: digest(2),
+                        at: "2026-11-28T18:10:00.000Z".into(),
+                        by: "bo@ci-runner".into(),
+                    },
+                ],
+            },
+        ],
+        selected: 1,
+        focus: TagsFocus::History,
+        selected_move: 0,
+    }
+}
+
+pub fn tags() -> FrameView {
+    FrameView {
+        crumbs: vec!["volumes".into(), "weights/qwen3-8b".into(), "tags".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Tags(tags_view()),
+        status: status("u: point prod back to where this move came from"),
+        overlay: None,
+    }
+}
+
+pub fn confirm() -> FrameView {
+    let mut f = tags();
+    f.overlay = Some(Overlay::Confirm {
+        title: "move tag prod".into(),
+        lines: vec![
+            ("weights/qwen3-8b:prod".into(), Role::Tag),
+            (format!("from {}", &digest(2)[..19]), Role::Removed),
+            (format!("to   {}", &digest(1)[..19]), Role::Added),
+            (
+                "every replica that resolves :prod gets the new bytes".into(),
+                Role::Dim,
+            ),
+        ],
+        yes: "move prod".into(),
+    });
+    f
+}
+
+pub fn help() -> FrameView {
+    let mut f = volumes();
+    f.overlay = Some(Overlay::Help(vec![
+        ("j/↓ k/↑".into(), "move".into()),
+        ("enter".into(), "open".into()),
+        ("esc".into(), "back".into()),
+        ("/".into(), "filter".into()),
+        (":".into(), "command".into()),
+        ("t".into(), "tags of this volume".into()),
+        ("c".into(), "copy pinned ref".into()),
+        ("q".into(), "quit".into()),
+    ]));
+    f
+}
+
+/// Every screen with its name, for tests and screenshots.
+pub fn all() -> Vec<(&'static str, FrameView)> {
+    vec![
+        ("volumes", volumes()),
+        ("versions", versions()),
+        ("tags", tags()),
+        ("confirm", confirm()),
+        ("help", help()),
+    ]
+}

@@ -1,0 +1,101 @@
+//! Versions of one volume, newest first: what each added, where it came from, and the
+//! tags on it. A tagged version shows its tags; an untagged one is only reachable by
+//! its pinned digest, shown in the pinned colour.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use sealvol_themes::{Role, Theme};
+
+use crate::format::{short_digest, size, when};
+use crate::list::{Cell, Column, cell, draw_table};
+
+#[derive(Debug, Clone, Default)]
+pub struct VersionRow {
+    pub digest: String,
+    pub created: String,
+    pub bytes: u64,
+    pub files: u64,
+    pub new_bytes: u64,
+    pub source: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VersionsView {
+    pub volume: String,
+    pub rows: Vec<VersionRow>,
+    pub selected: usize,
+    /// The first side of a diff, once marked.
+    pub marked: Option<usize>,
+}
+
+const COLUMNS: [Column; 7] = [
+    Column {
+        title: "DIGEST",
+        width: 18,
+    },
+    Column {
+        title: "CREATED",
+        width: 17,
+    },
+    Column {
+        title: "SIZE",
+        width: 10,
+    },
+    Column {
+        title: "FILES",
+        width: 6,
+    },
+    Column {
+        title: "NEW",
+        width: 12,
+    },
+    Column {
+        title: "TAGS",
+        width: 15,
+    },
+    Column {
+        title: "SOURCE",
+        width: 0,
+    },
+];
+
+pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    draw_table(
+        theme,
+        area,
+        buf,
+        &COLUMNS,
+        vm.rows.len(),
+        Some(vm.selected),
+        vm.marked,
+        |i| {
+            let r = &vm.rows[i];
+            let digest_role = if r.tags.is_empty() {
+                Role::Pinned
+            } else {
+                Role::Text
+            };
+            let mark = if vm.marked == Some(i) { "◆ " } else { "" };
+            let tags: Cell = if r.tags.is_empty() {
+                cell("pinned only", Role::Dim)
+            } else {
+                cell(r.tags.join(" "), Role::Tag)
+            };
+            let new_role = if r.new_bytes == 0 {
+                Role::Unchanged
+            } else {
+                Role::Added
+            };
+            vec![
+                cell(format!("{mark}{}", short_digest(&r.digest)), digest_role),
+                cell(when(&r.created), Role::Dim),
+                cell(size(r.bytes), Role::Text),
+                cell(r.files.to_string(), Role::Text),
+                cell(format!("+{}", size(r.new_bytes)), new_role),
+                tags,
+                cell(&r.source, Role::Dim),
+            ]
+        },
+    );
+}

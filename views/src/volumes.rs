@@ -1,0 +1,75 @@
+//! Volumes: every namespace's volumes with version count, tags, latest size and update.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use sealvol_themes::{Role, Theme};
+
+use crate::format::{size, when};
+use crate::list::{Column, cell, draw_table};
+
+#[derive(Debug, Clone, Default)]
+pub struct VolumeRow {
+    pub namespace: String,
+    pub name: String,
+    pub versions: usize,
+    pub tags: Vec<String>,
+    pub latest_bytes: u64,
+    pub updated: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VolumesView {
+    /// Already filtered by the app.
+    pub rows: Vec<VolumeRow>,
+    pub selected: usize,
+}
+
+const COLUMNS: [Column; 6] = [
+    Column {
+        title: "NAMESPACE",
+        width: 12,
+    },
+    Column {
+        title: "VOLUME",
+        width: 20,
+    },
+    Column {
+        title: "VERSIONS",
+        width: 9,
+    },
+    Column {
+        title: "LATEST",
+        width: 10,
+    },
+    Column {
+        title: "UPDATED",
+        width: 17,
+    },
+    Column {
+        title: "TAGS",
+        width: 0,
+    },
+];
+
+pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    draw_table(
+        theme,
+        area,
+        buf,
+        &COLUMNS,
+        vm.rows.len(),
+        Some(vm.selected),
+        None,
+        |i| {
+            let r = &vm.rows[i];
+            vec![
+                cell(&r.namespace, Role::Dim),
+                cell(&r.name, Role::Text),
+                cell(r.versions.to_string(), Role::Text),
+                cell(size(r.latest_bytes), Role::Text),
+                cell(when(&r.updated), Role::Dim),
+                cell(r.tags.join(" "), Role::Tag),
+            ]
+        },
+    );
+}

@@ -1,0 +1,118 @@
+//! Every screen in every preset theme at two terminal sizes, as insta snapshots of the
+//! buffer (text and style spans), plus direct checks of the colours that carry meaning.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use sealvol_themes::{PRESETS, Role, Theme};
+use sealvol_views::{FrameView, draw, fixtures};
+
+fn render(frame: &FrameView, theme: &Theme, w: u16, h: u16) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| draw(frame, theme, f.area(), f.buffer_mut()))
+        .unwrap();
+    t.backend().buffer().clone()
+}
+
+#[test]
+fn snapshots_of_every_screen_theme_and_size() {
+    for (name, frame) in fixtures::all() {
+        for theme in PRESETS {
+            let th = Theme::preset(theme).unwrap();
+            for (w, h) in [(80, 24), (120, 40)] {
+                let buf = render(&frame, &th, w, h);
+                insta::assert_debug_snapshot!(format!("{name}-{theme}-{w}x{h}"), buf);
+            }
+        }
+    }
+}
+
+/// The first cell whose text starts `needle` on some line.
+fn find(buf: &Buffer, needle: &str) -> (u16, u16) {
+    let area = buf.area;
+    for y in 0..area.height {
+        let line: String = (0..area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(i) = line.find(needle) {
+            let x = line[..i].chars().count() as u16;
+            return (x, y);
+        }
+    }
+    panic!("{needle:?} not on screen");
+}
+
+fn fg(buf: &Buffer, at: (u16, u16)) -> Color {
+    buf[at].fg
+}
+
+#[test]
+fn colours_that_carry_meaning() {
+    for theme in PRESETS {
+        let th = Theme::preset(theme).unwrap();
+        let want = |r: Role| th.style(r).fg.unwrap();
+
+        let b = render(&fixtures::tags(), &th, 120, 40);
+        assert_eq!(fg(&b, find(&b, "(created)")), want(Role::Dim), "{theme}");
+        // In the history, where a tag came from is "removed", where it went "added".
+        let from = find(&b, "WHEN");
+        let row = from.1 + 1;
+        let line: String = (0..120).map(|x| b[(x, row)].symbol().to_string()).collect();
+        let from_x = line.find("b3:").unwrap() as u16;
+        // The selected history row is highlighted; check the next one, unselected.
+        let line2: String = (0..120)
+            .map(|x| b[(x, row + 1)].symbol().to_string())
+            .collect();
+        assert!(line2.contains("(created)"), "{line2}");
+        let to_x = line2.find("b3:").unwrap() as u16;
+        assert_eq!(fg(&b, (to_x, row + 1)), want(Role::Added), "{theme}");
+        assert_ne!(from_x, 0);
+
+        let b = render(&fixtures::confirm(), &th, 80, 24);
+        let y = find(&b, " y ");
+        assert_eq!(
+            b[y].bg,
+            th.style(Role::Danger).bg.unwrap(),
+            "{theme}: confirm key is danger"
+        );
+        assert_eq!(fg(&b, find(&b, "from b3:")), want(Role::Removed), "{theme}");
+        assert_eq!(fg(&b, find(&b, "to   b3:")), want(Role::Added), "{theme}");
+
+        let b = render(&fixtures::versions(), &th, 120, 40);
+        assert_eq!(fg(&b, find(&b, "+16.0 GiB")), want(Role::Added), "{theme}");
+        assert_eq!(
+            b[find(&b, "◆")].bg,
+            th.style(Role::Mark).bg.unwrap(),
+            "{theme}: mark"
+        );
+        let pinned = find(&b, "pinned only");
+        assert_eq!(fg(&b, pinned), want(Role::Dim), "{theme}");
+    }
+}
+
+#[test]
+fn ten_thousand_versions_draw_only_what_fits() {
+    use sealvol_views::versions::VersionsView;
+    let rows: Vec<_> = (0..10_000)
+        .map(|i| {
+            let mut r = fixtures::version_rows()[i % 3].clone();
+            r.digest = format!("b3:{i:064x}");
+            r
+        })
+        .collect();
+    let mut frame = fixtures::versions();
+    frame.body = sealvol_views::Body::Versions(VersionsView {
+        volume: "weights/big".into(),
+        rows,
+        selected: 9_999,
+        marked: None,
+    });
+    let b = render(&frame, &Theme::preset("dark").unwrap(), 120, 40);
+    let text: String = (0..40)
+        .flat_map(|y| (0..120).map(move |x| (x, y)))
+        .map(|p| b[p].symbol().to_string())
+        .collect();
+    assert!(text.contains(&format!("b3:{}", &format!("{:064x}", 9_999)[..12])));
+    assert!(text.contains("10000/10000"));
+}
