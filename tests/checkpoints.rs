@@ -67,4 +67,29 @@ fn checkpoint_series_round_trips_and_deduplicates() {
         assert_eq!(r.split('@').nth(1).unwrap(), d.trim());
     }
     env.ok(&["volume", "verify"]);
+
+    // The diff names exactly the fine-tuned layers, then exactly the inserted tensor.
+    let d: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "diff", &refs[0], &refs[1], "--json"])).unwrap();
+    let tuned_from = expected["tuned_layers_from"].as_u64().unwrap();
+    let mut changed_layers = std::collections::BTreeSet::new();
+    for f in d["files"].as_array().unwrap() {
+        for t in f["tensors"].as_array().into_iter().flatten() {
+            if t["status"] != "unchanged" {
+                let name = t["name"].as_str().unwrap();
+                let layer: u64 = name.split('.').nth(2).unwrap().parse().unwrap();
+                assert!(layer >= tuned_from, "{name} reported changed");
+                changed_layers.insert(layer);
+            }
+        }
+    }
+    let layers = expected["layers"].as_u64().unwrap();
+    assert_eq!(changed_layers.len() as u64, layers - tuned_from);
+    let text = env.ok(&["volume", "diff", &refs[1], &refs[2]]);
+    assert!(text.contains("+ model.lora_extra.weight"), "{text}");
+    assert_eq!(
+        text.matches("    ~ ").count() + text.matches("    - ").count(),
+        0,
+        "{text}"
+    );
 }

@@ -695,6 +695,7 @@ fn every_command_has_help_with_an_example() {
         vec!["volume", "tags", "--help"],
         vec!["volume", "pull", "--help"],
         vec!["volume", "verify", "--help"],
+        vec!["volume", "diff", "--help"],
         vec!["completions", "--help"],
         vec!["info", "--help"],
     ] {

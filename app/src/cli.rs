@@ -143,6 +143,24 @@ pub enum VolumeCommand {
         json: bool,
     },
 
+    /// What changed between two versions: files, chunks, and safetensors tensors.
+    #[command(
+        after_help = "Examples:\n  sealvol volume diff weights/qwen3-8b:prod weights/qwen3-8b:canary\n  sealvol volume diff weights/qwen3-8b@9f3c1a2b weights/qwen3-8b@77ab01cd --json"
+    )]
+    Diff {
+        /// The older version.
+        #[arg(value_name = "FROM")]
+        from: String,
+        /// The newer version.
+        #[arg(value_name = "TO")]
+        to: String,
+        /// Also list unchanged files and tensors.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Write a version's files into a directory, verifying every chunk.
     #[command(after_help = "Example:\n  sealvol volume pull weights/qwen3-8b:prod ./model")]
     Pull {

@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod chunk;
+pub mod diff;
 pub mod digest;
 pub mod error;
 pub mod objects;

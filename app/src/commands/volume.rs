@@ -241,6 +241,23 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             }
             Ok(())
         }
+        VolumeCommand::Diff {
+            from,
+            to,
+            all,
+            json: as_json,
+        } => {
+            let (ra, rb) = (Ref::parse(&from)?, Ref::parse(&to)?);
+            let repo = ctx.open_repo(false)?;
+            let (da, db) = (repo.resolve(&ra)?, repo.resolve(&rb)?);
+            let d = sealvol_engine::diff::diff(&repo, (&ra.volume, &da), (&rb.volume, &db))?;
+            if as_json {
+                json(&d);
+            } else {
+                print_diff(&d, all);
+            }
+            Ok(())
+        }
         VolumeCommand::Pull {
             reference,
             dir,
@@ -335,5 +352,66 @@ fn print_verify(repo: &Repository, report: &VerifyReport, as_json: bool, quiet: 
     }
     if report.problems.is_empty() {
         println!("ok");
+    }
+}
+
+fn print_diff(d: &sealvol_engine::diff::VersionDiff, all: bool) {
+    use sealvol_engine::diff::Status;
+    let t = &d.totals;
+    println!("{} -> {}", d.from, d.to);
+    println!(
+        "{} added, {} removed, {} modified, {} unchanged; {} in {} chunks not in the older version",
+        t.added,
+        t.removed,
+        t.modified,
+        t.unchanged,
+        size(t.changed_bytes),
+        t.changed_chunks
+    );
+    let mark = |s: Status| match s {
+        Status::Added => "+",
+        Status::Removed => "-",
+        Status::Modified => "~",
+        Status::Unchanged => "=",
+    };
+    for f in &d.files {
+        if f.status == Status::Unchanged && !all {
+            continue;
+        }
+        let sizes = match (f.size_from, f.size_to) {
+            (Some(a), Some(b)) if a != b => format!("{} -> {}", size(a), size(b)),
+            (_, Some(b)) => size(b),
+            (Some(a), None) => size(a),
+            (None, None) => String::new(),
+        };
+        let changed = if f.status == Status::Modified {
+            format!(
+                ", {} of {} chunks changed ({})",
+                f.changed_chunks,
+                f.chunks,
+                size(f.changed_bytes)
+            )
+        } else {
+            String::new()
+        };
+        println!("{} {}  {sizes}{changed}", mark(f.status), f.path);
+        if let Some(tensors) = &f.tensors {
+            for x in tensors
+                .iter()
+                .filter(|x| all || x.status != Status::Unchanged)
+            {
+                println!(
+                    "    {} {}  {} {:?} {}",
+                    mark(x.status),
+                    x.name,
+                    x.dtype,
+                    x.shape,
+                    size(x.bytes)
+                );
+            }
+        }
+        if let Some(note) = &f.tensor_note {
+            println!("    (tensors not compared: {note})");
+        }
     }
 }
