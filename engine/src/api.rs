@@ -2,8 +2,9 @@
 //! that a remote engine can stand behind the same trait. Calls block; callers that
 //! must stay responsive run them on a blocking task.
 
+use crate::diff::VersionDiff;
 use crate::error::Result;
-use crate::refs::{Digest, Name, VolumeName};
+use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
 use crate::repo::Repository;
 
@@ -14,6 +15,10 @@ pub trait Api: Send + Sync {
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>>;
     fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest>;
     fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>>;
+    /// The digest a ref names (a tag, a prefix, or the newest version).
+    fn resolve(&self, r: &Ref) -> Result<Digest>;
+    fn diff(&self, from: (&VolumeName, &Digest), to: (&VolumeName, &Digest))
+    -> Result<VersionDiff>;
     /// Moves `tag` to `to`, only if it still points at `expected` (see
     /// `Repository::move_tag`).
     fn move_tag(
@@ -44,6 +49,18 @@ impl Api for Repository {
 
     fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
         Repository::tags(self, volume)
+    }
+
+    fn resolve(&self, r: &Ref) -> Result<Digest> {
+        Repository::resolve(self, r)
+    }
+
+    fn diff(
+        &self,
+        from: (&VolumeName, &Digest),
+        to: (&VolumeName, &Digest),
+    ) -> Result<VersionDiff> {
+        crate::diff::diff(self, from, to)
     }
 
     fn move_tag(

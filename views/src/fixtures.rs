@@ -220,6 +220,96 @@ pub fn help() -> FrameView {
     f
 }
 
+pub fn diff() -> FrameView {
+    use crate::diff::{Change, DiffFile, DiffTensor, DiffView};
+    let size: u64 = 536_870_912;
+    // A fine-tune of the last layers: new chunks at the end of the shard.
+    let chunk = 131_072u64;
+    let spans: Vec<(u64, u32, bool)> = (0..size / chunk)
+        .map(|i| {
+            (
+                i * chunk,
+                chunk as u32,
+                i * chunk >= size * 9 / 10 || i == 0,
+            )
+        })
+        .collect();
+    let tensor = |name: &str, change| DiffTensor {
+        name: name.into(),
+        change,
+        kind: "BF16 [1024, 1024]".into(),
+        bytes: 2 << 20,
+    };
+    FrameView {
+        crumbs: vec!["volumes".into(), "weights/qwen3-8b".into(), "diff".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Diff(DiffView {
+            from: "vol:weights/qwen3-8b@b3:4a55606b7681".into(),
+            to: "vol:weights/qwen3-8b@b3:6f7a85909ba6".into(),
+            summary: "1 added · 1 removed · 2 modified · 3 unchanged · 52.1 MiB in 418 chunks new"
+                .into(),
+            files: vec![
+                DiffFile {
+                    path: "config.json".into(),
+                    change: Change::Modified,
+                    size: 688,
+                    changed_bytes: 688,
+                    chunks: 1,
+                    changed_chunks: 1,
+                    spans: vec![(0, 688, true)],
+                },
+                DiffFile {
+                    path: "model-00004-of-00004.safetensors".into(),
+                    change: Change::Modified,
+                    size,
+                    changed_bytes: size / 10,
+                    chunks: size / chunk,
+                    changed_chunks: 410,
+                    spans,
+                },
+                DiffFile {
+                    path: "model-00001-of-00004.safetensors".into(),
+                    change: Change::Unchanged,
+                    size,
+                    changed_bytes: 0,
+                    chunks: 4096,
+                    changed_chunks: 0,
+                    spans: vec![],
+                },
+                DiffFile {
+                    path: "notes.md".into(),
+                    change: Change::Added,
+                    size: 1200,
+                    changed_bytes: 1200,
+                    chunks: 1,
+                    changed_chunks: 1,
+                    spans: vec![],
+                },
+                DiffFile {
+                    path: "tokenizer_config.json".into(),
+                    change: Change::Removed,
+                    size: 4100,
+                    changed_bytes: 0,
+                    chunks: 0,
+                    changed_chunks: 0,
+                    spans: vec![],
+                },
+            ],
+            selected: 1,
+            tensors: vec![
+                tensor("model.layers.229.self_attn.q_proj.weight", Change::Modified),
+                tensor("model.layers.229.self_attn.k_proj.weight", Change::Modified),
+                tensor("model.layers.228.mlp.down_proj.weight", Change::Unchanged),
+                tensor("model.lora_extra.weight", Change::Added),
+                tensor("model.layers.230.old_adapter.weight", Change::Removed),
+            ],
+            note: None,
+        }),
+        status: status("j/k: file · esc: back"),
+        overlay: None,
+    }
+}
+
 /// Every screen with its name, for tests and screenshots.
 pub fn all() -> Vec<(&'static str, FrameView)> {
     vec![
@@ -227,6 +317,7 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("versions", versions()),
         ("tags", tags()),
         ("confirm", confirm()),
+        ("diff", diff()),
         ("help", help()),
     ]
 }

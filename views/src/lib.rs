@@ -3,6 +3,7 @@
 //! tests draw them into ratatui's `TestBackend`.
 
 pub mod chrome;
+pub mod diff;
 pub mod fixtures;
 pub mod format;
 pub mod list;
@@ -22,6 +23,7 @@ pub enum Body {
     Volumes(volumes::VolumesView),
     Versions(versions::VersionsView),
     Tags(tags::TagsView),
+    Diff(diff::DiffView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -55,6 +57,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Volumes(vm) => volumes::draw(vm, theme, body, buf),
         Body::Versions(vm) => versions::draw(vm, theme, body, buf),
         Body::Tags(vm) => tags::draw(vm, theme, body, buf),
+        Body::Diff(vm) => diff::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

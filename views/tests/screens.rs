@@ -79,6 +79,29 @@ fn colours_that_carry_meaning() {
         assert_eq!(fg(&b, find(&b, "from b3:")), want(Role::Removed), "{theme}");
         assert_eq!(fg(&b, find(&b, "to   b3:")), want(Role::Added), "{theme}");
 
+        let b = render(&fixtures::diff(), &th, 120, 40);
+        assert_eq!(fg(&b, find(&b, "notes.md")), want(Role::Added), "{theme}");
+        assert_eq!(
+            fg(&b, find(&b, "tokenizer_config.json")),
+            want(Role::Removed),
+            "{theme}"
+        );
+        assert_eq!(
+            fg(&b, find(&b, "model.lora_extra")),
+            want(Role::Added),
+            "{theme}"
+        );
+        assert_eq!(
+            fg(&b, find(&b, "model.layers.230.old")),
+            want(Role::Removed),
+            "{theme}"
+        );
+        assert_eq!(
+            fg(&b, find(&b, "config.json")),
+            want(Role::Modified),
+            "{theme}"
+        );
+
         let b = render(&fixtures::versions(), &th, 120, 40);
         assert_eq!(fg(&b, find(&b, "+16.0 GiB")), want(Role::Added), "{theme}");
         assert_eq!(

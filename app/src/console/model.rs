@@ -74,6 +74,8 @@ pub enum Screen {
     Volumes,
     Versions(VolumeName),
     Tags(VolumeName),
+    /// The diff of two versions, as typed or marked (resolved on every load).
+    Diff(Ref, Ref),
 }
 
 /// A tag move a person has been shown and may confirm. It names the tag and both
@@ -94,6 +96,7 @@ pub enum Effect {
     LoadVersions(VolumeName),
     LoadTags(VolumeName),
     MoveTag(TagMovePlan),
+    Diff(Ref, Ref),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
 }
@@ -105,6 +108,7 @@ pub enum Loaded {
     Versions(VolumeName, Vec<VersionInfo>),
     Tags(VolumeName, Vec<TagFile>),
     Moved(TagMovePlan),
+    Diff(Box<sealvol_engine::diff::VersionDiff>),
     Failed(String),
 }
 
@@ -133,6 +137,8 @@ pub struct Model {
     tag_sel: usize,
     focus: TagsFocus,
     move_sel: usize,
+    diff: Option<sealvol_engine::diff::VersionDiff>,
+    diff_sel: usize,
     filter: String,
     status: (StatusKind, String),
     busy: usize,
@@ -158,6 +164,8 @@ impl Model {
             tag_sel: 0,
             focus: TagsFocus::Tags,
             move_sel: 0,
+            diff: None,
+            diff_sel: 0,
             filter: String::new(),
             status: (StatusKind::Info, String::new()),
             busy: 0,
@@ -306,7 +314,7 @@ impl Model {
                 }
             }
             Action::UndoMove => return self.plan_undo(),
-            Action::Mark => self.mark(),
+            Action::Mark => return self.mark(),
             Action::Copy => return self.copy(),
             Action::Filter => {
                 self.overlay = Some(Overlay::Prompt {
@@ -354,6 +362,16 @@ impl Model {
                     }
                 }
             }
+            Loaded::Diff(d) => {
+                if matches!(self.screen(), Screen::Diff(..)) {
+                    let t = &d.totals;
+                    self.info(format!(
+                        "{} added, {} removed, {} modified, {} unchanged",
+                        t.added, t.removed, t.modified, t.unchanged
+                    ));
+                    self.diff = Some(*d);
+                }
+            }
             Loaded::Moved(plan) => {
                 self.info(format!(
                     "{}:{} now points at {} (was {}); undo from its history with u",
@@ -386,6 +404,7 @@ impl Model {
             Screen::Volumes => Effect::LoadVolumes,
             Screen::Versions(v) => Effect::LoadVersions(v),
             Screen::Tags(v) => Effect::LoadTags(v),
+            Screen::Diff(a, b) => Effect::Diff(a, b),
         };
         self.request(e)
     }
@@ -412,8 +431,18 @@ impl Model {
             .collect()
     }
 
+    fn visible_diff_files(&self) -> Vec<usize> {
+        let Some(d) = &self.diff else {
+            return Vec::new();
+        };
+        (0..d.files.len())
+            .filter(|&i| self.matches(&d.files[i].path))
+            .collect()
+    }
+
     fn len(&self) -> usize {
         match self.screen() {
+            Screen::Diff(..) => self.visible_diff_files().len(),
             Screen::Volumes => self.visible_volumes().len(),
             Screen::Versions(_) => self.visible_versions().len(),
             Screen::Tags(_) => match self.focus {
@@ -425,6 +454,7 @@ impl Model {
 
     fn sel(&self) -> usize {
         match self.screen() {
+            Screen::Diff(..) => self.diff_sel,
             Screen::Volumes => self.vol_sel,
             Screen::Versions(_) => self.ver_sel,
             Screen::Tags(_) => match self.focus {
@@ -436,6 +466,7 @@ impl Model {
 
     fn set_sel(&mut self, i: usize) {
         match self.screen() {
+            Screen::Diff(..) => self.diff_sel = i,
             Screen::Volumes => self.vol_sel = i,
             Screen::Versions(_) => self.ver_sel = i,
             Screen::Tags(_) => match self.focus {
@@ -473,6 +504,7 @@ impl Model {
         match self.screen() {
             Screen::Volumes => self.selected_volume(),
             Screen::Versions(v) | Screen::Tags(v) => Some(v.clone()),
+            Screen::Diff(_, b) => Some(b.volume.clone()),
         }
     }
 
@@ -501,6 +533,7 @@ impl Model {
                 self.on_action(Action::Focus);
                 Vec::new()
             }
+            Screen::Diff(..) => Vec::new(),
         }
     }
 
@@ -530,20 +563,30 @@ impl Model {
         }
     }
 
-    fn mark(&mut self) {
+    fn open_diff(&mut self, a: Ref, b: Ref) -> Vec<Effect> {
+        self.diff = None;
+        self.diff_sel = 0;
+        self.info(format!("comparing {a} → {b}…"));
+        self.push_screen(Screen::Diff(a, b))
+    }
+
+    /// Mark one version, then another: the diff from the first to the second opens.
+    fn mark(&mut self) -> Vec<Effect> {
         let Some(v) = self.selected_version() else {
-            return;
+            return Vec::new();
         };
         let d = v.digest.clone();
         if self.marked.as_deref() == Some(d.as_str()) {
             self.marked = None;
             self.info("unmarked");
-        } else if let Some(first) = self.marked.clone() {
-            self.info(format!(
-                "diff {} → {}: the diff screen is not built yet",
-                short_digest(&first),
-                short_digest(&d)
-            ));
+        } else if let Some(first) = self.marked.take() {
+            let Screen::Versions(vol) = self.screen().clone() else {
+                return Vec::new();
+            };
+            let pinned = |digest: &str| Ref::parse(&format!("vol:{vol}@{digest}"));
+            if let (Ok(a), Ok(b)) = (pinned(&first), pinned(&d)) {
+                return self.open_diff(a, b);
+            }
         } else {
             self.info(format!(
                 "marked {}: mark another version to diff",
@@ -551,6 +594,7 @@ impl Model {
             ));
             self.marked = Some(d);
         }
+        Vec::new()
     }
 
     fn copy(&mut self) -> Vec<Effect> {
@@ -560,7 +604,7 @@ impl Model {
         let digest = match self.screen() {
             Screen::Versions(_) => self.selected_version().map(|v| v.digest.clone()),
             Screen::Tags(_) => self.tags.get(self.tag_sel).map(|t| t.digest.clone()),
-            Screen::Volumes => None,
+            Screen::Volumes | Screen::Diff(..) => None,
         };
         let Some(d) = digest else {
             self.info("open a volume and select a version to copy its pinned ref");
@@ -714,8 +758,21 @@ impl Model {
                 }
             },
             "diff" => {
-                self.info("the diff screen is not built yet");
-                Vec::new()
+                let second = words.next();
+                match (arg.map(Ref::parse), second.map(Ref::parse)) {
+                    (Some(Ok(a)), Some(Ok(b))) => {
+                        self.stack.truncate(1);
+                        self.open_diff(a, b)
+                    }
+                    (Some(Err(e)), _) | (_, Some(Err(e))) => {
+                        self.error(e.to_string());
+                        Vec::new()
+                    }
+                    _ => {
+                        self.error("diff needs two refs: :diff NS/NAME@DIGEST NS/NAME:TAG");
+                        Vec::new()
+                    }
+                }
             }
             "" => Vec::new(),
             other => {
@@ -724,6 +781,76 @@ impl Model {
                 ));
                 Vec::new()
             }
+        }
+    }
+
+    fn diff_view(&self, d: &sealvol_engine::diff::VersionDiff) -> sealvol_views::diff::DiffView {
+        use sealvol_engine::diff::Status;
+        use sealvol_views::diff::{Change, DiffFile, DiffTensor, DiffView};
+        let change = |s: Status| match s {
+            Status::Added => Change::Added,
+            Status::Removed => Change::Removed,
+            Status::Modified => Change::Modified,
+            Status::Unchanged => Change::Unchanged,
+        };
+        let t = &d.totals;
+        let idx = self.visible_diff_files();
+        let selected = idx.get(self.diff_sel).map(|&i| &d.files[i]);
+        let (tensors, note) = match selected {
+            Some(f) => (
+                f.tensors
+                    .iter()
+                    .flatten()
+                    .map(|x| DiffTensor {
+                        name: x.name.clone(),
+                        change: change(x.status),
+                        kind: format!("{} {:?}", x.dtype, x.shape),
+                        bytes: x.bytes,
+                    })
+                    .collect(),
+                f.tensor_note.clone(),
+            ),
+            None => (Vec::new(), None),
+        };
+        // `vol:ns/name@b3:<64 hex>` → 12 hex digits, as everywhere else on screen.
+        let short = |r: &str| match r.split_once("@") {
+            Some((vol, digest)) => format!("{vol}@{}", short_digest(digest)),
+            None => r.to_string(),
+        };
+        DiffView {
+            from: short(&d.from),
+            to: short(&d.to),
+            summary: format!(
+                "{} added · {} removed · {} modified · {} unchanged · {} in {} chunks new",
+                t.added,
+                t.removed,
+                t.modified,
+                t.unchanged,
+                sealvol_views::format::size(t.changed_bytes),
+                t.changed_chunks
+            ),
+            files: idx
+                .iter()
+                .map(|&i| {
+                    let f = &d.files[i];
+                    DiffFile {
+                        path: f.path.clone(),
+                        change: change(f.status),
+                        size: f.size_to.or(f.size_from).unwrap_or(0),
+                        changed_bytes: f.changed_bytes,
+                        chunks: f.chunks,
+                        changed_chunks: f.changed_chunks,
+                        spans: f
+                            .spans
+                            .iter()
+                            .map(|s| (s.offset, s.len, s.changed))
+                            .collect(),
+                    }
+                })
+                .collect(),
+            selected: self.diff_sel,
+            tensors,
+            note,
         }
     }
 
@@ -817,6 +944,14 @@ impl Model {
                     selected_move: self.move_sel,
                 })
             }
+            Screen::Diff(a, b) => {
+                crumbs.push(b.volume.to_string());
+                crumbs.push("diff".into());
+                match &self.diff {
+                    Some(d) => Body::Diff(self.diff_view(d)),
+                    None => Body::Empty(format!("comparing {a} → {b}…")),
+                }
+            }
         };
         let kind = if self.busy > 0 {
             StatusKind::Busy(self.spinner)
@@ -843,6 +978,12 @@ impl Model {
             Screen::Tags(_) => vec![
                 ("tab", "history"),
                 ("u", "undo move"),
+                ("esc", "back"),
+                ("?", "help"),
+            ],
+            Screen::Diff(..) => vec![
+                ("j/k", "file"),
+                ("/", "filter"),
                 ("esc", "back"),
                 ("?", "help"),
             ],
@@ -924,6 +1065,16 @@ pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> 
             .move_tag(&plan.volume, &plan.tag, &plan.to, plan.from)
             .map(|_| Loaded::Moved(plan))
             .unwrap_or_else(failed),
+        Effect::Diff(a, b) => {
+            let resolve = |r: &Ref| api.resolve(r).map(|d| (r.volume.clone(), d));
+            match resolve(&a).and_then(|x| resolve(&b).map(|y| (x, y))) {
+                Ok(((va, da), (vb, db))) => api
+                    .diff((&va, &da), (&vb, &db))
+                    .map(|d| Loaded::Diff(Box::new(d)))
+                    .unwrap_or_else(failed),
+                Err(e) => failed(e),
+            }
+        }
         Effect::Copy(_) => return None,
     })
 }

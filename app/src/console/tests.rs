@@ -273,3 +273,40 @@ fn filter_palette_copy_and_errors_in_words() {
     h.keys("q");
     assert!(h.model.quit);
 }
+
+#[test]
+fn mark_two_versions_to_see_their_diff() {
+    let mut h = harness(false);
+    // Versions are newest first: mark the older (v1), then the newer (v2).
+    h.keys("j enter j m k m");
+    let Body::Diff(d) = h.model.frame(&h.keys).body else {
+        panic!("no diff: {}", h.status())
+    };
+    let short = |d: &Digest| format!("b3:{}", &d.hex()[..12]);
+    assert!(
+        d.from.ends_with(&short(&h.v1)) && d.to.ends_with(&short(&h.v2)),
+        "{} {}",
+        d.from,
+        d.to
+    );
+    assert_eq!(d.files.len(), 1);
+    assert_eq!(d.files[0].path, "model.bin");
+    assert_eq!(d.files[0].change, sealvol_views::diff::Change::Modified);
+    assert!(h.status().contains("1 modified"), "{}", h.status());
+
+    // The same through the palette, with a tag on one side.
+    h.keys("esc :");
+    h.typed(&format!(
+        "diff weights/tiny@{} weights/tiny:prod",
+        &h.v1.hex()[..10]
+    ));
+    h.keys("enter");
+    let Body::Diff(d) = h.model.frame(&h.keys).body else {
+        panic!("{}", h.status())
+    };
+    assert!(d.to.ends_with(&short(&h.v2)));
+    h.keys(":");
+    h.typed("diff weights/tiny:nope weights/tiny:prod");
+    h.keys("enter");
+    assert!(h.status().contains("no tag nope"), "{}", h.status());
+}
