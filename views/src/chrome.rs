@@ -173,9 +173,16 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
 }
 
 fn framed<'a>(title: &'a str, role: Role, theme: &Theme) -> Block<'a> {
+    // A role that stands out by its background (danger) draws its frame as a line in
+    // that colour; the title keeps the full style.
+    let style = theme.style(role);
+    let line = match style.bg {
+        Some(bg) => ratatui::style::Style::default().fg(bg),
+        None => style,
+    };
     Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
-        .border_style(theme.style(role))
-        .title(Span::styled(title, theme.style(role)))
+        .border_style(line)
+        .title(Span::styled(title, style))
 }

@@ -310,6 +310,15 @@ pub fn diff() -> FrameView {
     }
 }
 
+/// The page behind the console in screenshots: dark themes on near-black, light on white.
+pub fn page_background(theme: &str) -> (u8, u8, u8) {
+    match theme {
+        "light" => (255, 255, 255),
+        "high-contrast" => (0, 0, 0),
+        _ => (22, 25, 31),
+    }
+}
+
 /// Every screen with its name, for tests and screenshots.
 pub fn all() -> Vec<(&'static str, FrameView)> {
     vec![

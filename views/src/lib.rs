@@ -7,6 +7,7 @@ pub mod diff;
 pub mod fixtures;
 pub mod format;
 pub mod list;
+pub mod svg;
 pub mod tags;
 pub mod versions;
 pub mod volumes;

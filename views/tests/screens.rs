@@ -139,3 +139,27 @@ fn ten_thousand_versions_draw_only_what_fits() {
     assert!(text.contains(&format!("b3:{}", &format!("{:064x}", 9_999)[..12])));
     assert!(text.contains("10000/10000"));
 }
+
+/// `screenshots/` must show what the code draws: regenerate with
+/// `bash scripts/screenshots.sh` when a screen changes.
+#[test]
+fn screenshots_are_up_to_date() {
+    use ratatui::layout::Rect;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../screenshots");
+    for theme_name in PRESETS {
+        let theme = Theme::preset(theme_name).unwrap();
+        for (name, frame) in fixtures::all() {
+            let mut buf = Buffer::empty(Rect::new(0, 0, 120, 32));
+            draw(&frame, &theme, buf.area, &mut buf);
+            let want =
+                sealvol_views::svg::render(&buf, &theme, fixtures::page_background(theme_name));
+            let path = dir.join(format!("{name}-{theme_name}.svg"));
+            let have = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                have == want,
+                "{} is stale: run `bash scripts/screenshots.sh`",
+                path.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Regenerates screenshots/ from the views' test fixtures: SVG for every screen and
+# theme, and PNG beside each when rsvg-convert (Debian: librsvg2-bin) is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -f screenshots/*.svg screenshots/*.png
+cargo run --quiet -p sealvol-views --example screenshots >/dev/null
+if command -v rsvg-convert >/dev/null; then
+  for f in screenshots/*-dark.svg; do rsvg-convert "$f" -o "${f%.svg}.png"; done
+fi
+ls screenshots
