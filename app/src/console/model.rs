@@ -414,6 +414,9 @@ impl Model {
     }
 
     fn visible_volumes(&self) -> Vec<usize> {
+        if self.filter.is_empty() {
+            return (0..self.volumes.len()).collect();
+        }
         (0..self.volumes.len())
             .filter(|&i| {
                 let v = &self.volumes[i];
@@ -423,6 +426,10 @@ impl Model {
     }
 
     fn visible_versions(&self) -> Vec<usize> {
+        // No filter: no per-row formatting (10,000 versions are drawn every frame).
+        if self.filter.is_empty() {
+            return (0..self.versions.len()).collect();
+        }
         (0..self.versions.len())
             .filter(|&i| {
                 let v = &self.versions[i];

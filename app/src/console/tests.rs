@@ -310,3 +310,61 @@ fn mark_two_versions_to_see_their_diff() {
     h.keys("enter");
     assert!(h.status().contains("no tag nope"), "{}", h.status());
 }
+
+/// Benchmark, not a test (run explicitly): one frame of the versions screen with
+/// 10,000 versions, model → view-model → drawn buffer, at 120×40.
+///     cargo test --release -p sealvol frame_bench -- --ignored --nocapture
+#[test]
+#[ignore]
+fn frame_bench_10k_versions() {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use sealvol_engine::registry::{VersionInfo, VolumeInfo};
+
+    use super::model::{Action, Loaded};
+
+    let (mut m, _) = Model::new("bench".into(), false);
+    m.on_loaded(Loaded::Volumes(vec![VolumeInfo {
+        namespace: "weights".into(),
+        name: "big".into(),
+        versions: 10_000,
+        tags: vec!["prod".into()],
+        latest_bytes: 1 << 34,
+        updated: "2026-11-30T00:00:00.000Z".into(),
+    }]));
+    m.on_action(Action::Open);
+    let versions: Vec<VersionInfo> = (0..10_000)
+        .map(|i| VersionInfo {
+            digest: format!("b3:{i:064x}"),
+            created: format!("2026-11-{:02}T00:00:00.000Z", 1 + i % 28),
+            bytes: 16 << 30,
+            files: 9,
+            new_bytes: (i as u64) << 20,
+            source: format!("file:///data/ckpt/step-{i}"),
+            pushed_by: "ci@runner".into(),
+            tags: if i == 42 { vec!["prod".into()] } else { vec![] },
+        })
+        .collect();
+    m.on_loaded(Loaded::Versions(
+        VolumeName::parse("weights/big").unwrap(),
+        versions,
+    ));
+    m.on_action(Action::Bottom);
+    let keys = Keymap::load(None).unwrap();
+    let theme = sealvol_themes::Theme::preset("dark").unwrap();
+    let mut times = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let frame = m.frame(&keys);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 120, 40));
+        sealvol_views::draw(&frame, &theme, buf.area, &mut buf);
+        times.push(t.elapsed());
+        std::hint::black_box(&buf);
+    }
+    times.sort();
+    println!(
+        "frame with 10,000 versions: median {:?}, p95 {:?}",
+        times[times.len() / 2],
+        times[times.len() * 95 / 100]
+    );
+}
