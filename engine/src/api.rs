@@ -4,6 +4,7 @@
 
 use crate::diff::VersionDiff;
 use crate::error::Result;
+use crate::files::VersionFiles;
 use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
 use crate::repo::Repository;
@@ -14,6 +15,8 @@ pub trait Api: Send + Sync {
     fn volumes(&self) -> Result<Vec<VolumeInfo>>;
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>>;
     fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest>;
+    /// A version's files with chunk counts and bytes shared with the previous version.
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles>;
     fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>>;
     /// The digest a ref names (a tag, a prefix, or the newest version).
     fn resolve(&self, r: &Ref) -> Result<Digest>;
@@ -49,6 +52,10 @@ impl Api for Repository {
 
     fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
         Repository::tags(self, volume)
+    }
+
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
+        crate::files::version_files(self, volume, digest)
     }
 
     fn resolve(&self, r: &Ref) -> Result<Digest> {

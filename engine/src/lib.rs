@@ -9,6 +9,7 @@ pub mod chunk;
 pub mod diff;
 pub mod digest;
 pub mod error;
+pub mod files;
 pub mod objects;
 pub mod progress;
 pub mod pull;

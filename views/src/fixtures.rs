@@ -310,6 +310,59 @@ pub fn diff() -> FrameView {
     }
 }
 
+pub fn files() -> FrameView {
+    use crate::files::{Entry, FilesView, Kind, tree};
+    let shard: u64 = 536_870_912;
+    let f = |path: &str, size: u64, chunks: u64, shared: u64| Entry {
+        path: path.into(),
+        kind: Kind::File { exec: false },
+        size,
+        chunks,
+        shared_bytes: shared,
+        target: None,
+    };
+    let mut entries = vec![
+        f("config.json", 688, 1, 0),
+        f("generation_config.json", 180, 1, 180),
+        f("model-00001-of-00004.safetensors", shard, 4096, shard),
+        f("model-00002-of-00004.safetensors", shard, 4096, shard),
+        f("model-00003-of-00004.safetensors", shard, 4096, shard),
+        f(
+            "model-00004-of-00004.safetensors",
+            shard,
+            4096,
+            shard - shard / 10,
+        ),
+        f("tokenizer/tokenizer.json", 7_031_673, 54, 7_031_673),
+        f("tokenizer/vocab.txt", 231_508, 2, 231_508),
+    ];
+    entries.push(Entry {
+        path: "latest".into(),
+        kind: Kind::Symlink,
+        size: 0,
+        chunks: 0,
+        shared_bytes: 0,
+        target: Some("model-00004-of-00004.safetensors".into()),
+    });
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    FrameView {
+        crumbs: vec![
+            "volumes".into(),
+            "weights/qwen3-8b".into(),
+            "b3:6f7a85909ba6".into(),
+        ],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Files(FilesView {
+            version: "vol:weights/qwen3-8b@b3:6f7a85909ba6".into(),
+            previous: Some("b3:4a55606b7681".into()),
+            rows: tree(&entries),
+            selected: 5,
+        }),
+        status: status("9 entries · compared with b3:4a55606b7681"),
+        overlay: None,
+    }
+}
+
 /// The page behind the console in screenshots: dark themes on near-black, light on white.
 pub fn page_background(theme: &str) -> (u8, u8, u8) {
     match theme {
@@ -324,6 +377,7 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
     vec![
         ("volumes", volumes()),
         ("versions", versions()),
+        ("files", files()),
         ("tags", tags()),
         ("confirm", confirm()),
         ("diff", diff()),

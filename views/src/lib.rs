@@ -4,6 +4,7 @@
 
 pub mod chrome;
 pub mod diff;
+pub mod files;
 pub mod fixtures;
 pub mod format;
 pub mod list;
@@ -25,6 +26,7 @@ pub enum Body {
     Versions(versions::VersionsView),
     Tags(tags::TagsView),
     Diff(diff::DiffView),
+    Files(files::FilesView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -59,6 +61,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Versions(vm) => versions::draw(vm, theme, body, buf),
         Body::Tags(vm) => tags::draw(vm, theme, body, buf),
         Body::Diff(vm) => diff::draw(vm, theme, body, buf),
+        Body::Files(vm) => files::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

@@ -74,6 +74,8 @@ pub enum Screen {
     Volumes,
     Versions(VolumeName),
     Tags(VolumeName),
+    /// The files of one version.
+    Files(VolumeName, Digest),
     /// The diff of two versions, as typed or marked (resolved on every load).
     Diff(Ref, Ref),
 }
@@ -97,6 +99,7 @@ pub enum Effect {
     LoadTags(VolumeName),
     MoveTag(TagMovePlan),
     Diff(Ref, Ref),
+    LoadFiles(VolumeName, Digest),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
 }
@@ -109,6 +112,7 @@ pub enum Loaded {
     Tags(VolumeName, Vec<TagFile>),
     Moved(TagMovePlan),
     Diff(Box<sealvol_engine::diff::VersionDiff>),
+    Files(VolumeName, Digest, sealvol_engine::files::VersionFiles),
     Failed(String),
 }
 
@@ -139,6 +143,10 @@ pub struct Model {
     move_sel: usize,
     diff: Option<sealvol_engine::diff::VersionDiff>,
     diff_sel: usize,
+    /// The files screen's tree, built once per load; and what "shared" compares with.
+    file_rows: Vec<sealvol_views::files::Row>,
+    file_previous: Option<String>,
+    file_sel: usize,
     filter: String,
     status: (StatusKind, String),
     busy: usize,
@@ -166,6 +174,9 @@ impl Model {
             move_sel: 0,
             diff: None,
             diff_sel: 0,
+            file_rows: Vec::new(),
+            file_previous: None,
+            file_sel: 0,
             filter: String::new(),
             status: (StatusKind::Info, String::new()),
             busy: 0,
@@ -372,6 +383,40 @@ impl Model {
                     self.diff = Some(*d);
                 }
             }
+            Loaded::Files(vol, digest, f) => {
+                if self.screen() == &Screen::Files(vol, digest) {
+                    use sealvol_views::files::{Entry, Kind, tree};
+                    let entries: Vec<Entry> = f
+                        .files
+                        .iter()
+                        .map(|x| Entry {
+                            path: x.path.clone(),
+                            kind: match x.kind {
+                                "dir" => Kind::EmptyDir,
+                                "symlink" => Kind::Symlink,
+                                _ => Kind::File { exec: x.exec },
+                            },
+                            size: x.size,
+                            chunks: x.chunks,
+                            shared_bytes: x.shared_bytes,
+                            target: x.target.clone(),
+                        })
+                        .collect();
+                    self.file_rows = tree(&entries);
+                    self.file_previous = f.previous.clone();
+                    self.info(match &f.previous {
+                        Some(p) => format!(
+                            "{} entries · shared = already in {}",
+                            entries.len(),
+                            short_digest(p)
+                        ),
+                        None => format!(
+                            "{} entries · the first version: nothing to compare with",
+                            entries.len()
+                        ),
+                    });
+                }
+            }
             Loaded::Moved(plan) => {
                 self.info(format!(
                     "{}:{} now points at {} (was {}); undo from its history with u",
@@ -405,6 +450,7 @@ impl Model {
             Screen::Versions(v) => Effect::LoadVersions(v),
             Screen::Tags(v) => Effect::LoadTags(v),
             Screen::Diff(a, b) => Effect::Diff(a, b),
+            Screen::Files(v, d) => Effect::LoadFiles(v, d),
         };
         self.request(e)
     }
@@ -450,6 +496,7 @@ impl Model {
     fn len(&self) -> usize {
         match self.screen() {
             Screen::Diff(..) => self.visible_diff_files().len(),
+            Screen::Files(..) => self.file_rows.len(),
             Screen::Volumes => self.visible_volumes().len(),
             Screen::Versions(_) => self.visible_versions().len(),
             Screen::Tags(_) => match self.focus {
@@ -462,6 +509,7 @@ impl Model {
     fn sel(&self) -> usize {
         match self.screen() {
             Screen::Diff(..) => self.diff_sel,
+            Screen::Files(..) => self.file_sel,
             Screen::Volumes => self.vol_sel,
             Screen::Versions(_) => self.ver_sel,
             Screen::Tags(_) => match self.focus {
@@ -474,6 +522,7 @@ impl Model {
     fn set_sel(&mut self, i: usize) {
         match self.screen() {
             Screen::Diff(..) => self.diff_sel = i,
+            Screen::Files(..) => self.file_sel = i,
             Screen::Volumes => self.vol_sel = i,
             Screen::Versions(_) => self.ver_sel = i,
             Screen::Tags(_) => match self.focus {
@@ -512,6 +561,7 @@ impl Model {
             Screen::Volumes => self.selected_volume(),
             Screen::Versions(v) | Screen::Tags(v) => Some(v.clone()),
             Screen::Diff(_, b) => Some(b.volume.clone()),
+            Screen::Files(v, _) => Some(v.clone()),
         }
     }
 
@@ -532,15 +582,21 @@ impl Model {
                 }
                 None => Vec::new(),
             },
-            Screen::Versions(_) => {
-                self.info("the files screen of a version is not built yet; t shows tags, c copies the ref");
-                Vec::new()
+            Screen::Versions(vol) => {
+                match self.selected_version().map(|v| Digest::parse(&v.digest)) {
+                    Some(Ok(d)) => {
+                        self.file_rows.clear();
+                        self.file_sel = 0;
+                        self.push_screen(Screen::Files(vol, d))
+                    }
+                    _ => Vec::new(),
+                }
             }
             Screen::Tags(_) => {
                 self.on_action(Action::Focus);
                 Vec::new()
             }
-            Screen::Diff(..) => Vec::new(),
+            Screen::Diff(..) | Screen::Files(..) => Vec::new(),
         }
     }
 
@@ -611,6 +667,7 @@ impl Model {
         let digest = match self.screen() {
             Screen::Versions(_) => self.selected_version().map(|v| v.digest.clone()),
             Screen::Tags(_) => self.tags.get(self.tag_sel).map(|t| t.digest.clone()),
+            Screen::Files(_, d) => Some(d.to_string()),
             Screen::Volumes | Screen::Diff(..) => None,
         };
         let Some(d) = digest else {
@@ -951,6 +1008,16 @@ impl Model {
                     selected_move: self.move_sel,
                 })
             }
+            Screen::Files(vol, d) => {
+                crumbs.push(vol.to_string());
+                crumbs.push(format!("b3:{}", d.short(12)));
+                Body::Files(sealvol_views::files::FilesView {
+                    version: format!("vol:{vol}@{d}"),
+                    previous: self.file_previous.clone(),
+                    rows: self.file_rows.clone(),
+                    selected: self.file_sel,
+                })
+            }
             Screen::Diff(a, b) => {
                 crumbs.push(b.volume.to_string());
                 crumbs.push("diff".into());
@@ -988,6 +1055,7 @@ impl Model {
                 ("esc", "back"),
                 ("?", "help"),
             ],
+            Screen::Files(..) => vec![("c", "copy ref"), ("esc", "back"), ("?", "help")],
             Screen::Diff(..) => vec![
                 ("j/k", "file"),
                 ("/", "filter"),
@@ -1082,6 +1150,10 @@ pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> 
                 Err(e) => failed(e),
             }
         }
+        Effect::LoadFiles(v, d) => api
+            .files(&v, &d)
+            .map(|f| Loaded::Files(v, d, f))
+            .unwrap_or_else(failed),
         Effect::Copy(_) => return None,
     })
 }

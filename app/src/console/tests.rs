@@ -368,3 +368,31 @@ fn frame_bench_10k_versions() {
         times[times.len() * 95 / 100]
     );
 }
+
+#[test]
+fn enter_on_a_version_shows_its_files_against_the_previous_one() {
+    let mut h = harness(false);
+    h.keys("j enter enter");
+    let Body::Files(f) = h.model.frame(&h.keys).body else {
+        panic!("no files screen: {}", h.status())
+    };
+    assert_eq!(f.rows.len(), 1);
+    assert_eq!(f.rows[0].name, "model.bin");
+    assert_eq!(
+        (f.rows[0].size, f.rows[0].chunks, f.rows[0].shared_bytes),
+        (3, 1, 0)
+    );
+    assert_eq!(f.previous, Some(h.v1.to_string()));
+    // The oldest version has nothing before it.
+    h.keys("esc j enter");
+    let Body::Files(f) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(f.previous, None);
+    assert!(h.status().contains("first version"), "{}", h.status());
+    let e = h.model.on_key(
+        &KeyEvent::new(KeyCode::Char('c'), KeyModifiers::NONE),
+        &h.keys,
+    );
+    assert_eq!(e, vec![Effect::Copy(format!("vol:weights/tiny@{}", h.v1))]);
+}
