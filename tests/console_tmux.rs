@@ -15,7 +15,9 @@ struct Tmux {
 
 impl Tmux {
     fn start(env: &Env, width: u16, height: u16) -> Tmux {
-        let session = format!("sealvol-e2e-{}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let session = format!("sealvol-e2e-{}-{n}", std::process::id());
         let cmd = format!(
             "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor {} --demo; echo EXITED-$?; sleep 60",
             env.repo.display(),
@@ -148,5 +150,31 @@ fn roll_back_a_tag_by_keyboard_in_a_real_terminal() {
     assert_eq!(
         history[2]["to"], history[0]["to"],
         "rolled back to the first version"
+    );
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 100, 30);
+    t.wait_for("tiny-llama");
+    assert!(t.alternate_screen_on());
+    let out = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.session, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let status = Command::new("pkill")
+        .args(["-TERM", "-P", &shell, "sealvol"])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "no sealvol process under the pane's shell"
+    );
+    t.wait_for("EXITED-");
+    assert!(
+        !t.alternate_screen_on(),
+        "terminal not restored after SIGTERM"
     );
 }

@@ -32,7 +32,8 @@ enum Msg {
 
 pub fn run(api: Arc<dyn Api>, opts: Options) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        // Timers for the tick, I/O for the SIGTERM handler.
+        .enable_all()
         .build()?;
     let mut term = terminal::enter()?;
     let result = rt.block_on(event_loop(&mut term, api, &opts));
@@ -58,6 +59,9 @@ async fn event_loop(
     let (mut model, effects) = Model::new(api.location(), opts.readonly);
     spawn_effects(&api, &tx, effects);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // `kill` (SIGTERM) ends the console like `q`, so the terminal is restored; Ctrl-C
+    // arrives as a key in raw mode and is bound to quit.
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         model.page = sealvol_views::body_height(term.size()?.height).saturating_sub(2) as usize;
         let frame = model.frame(&opts.keymap);
@@ -67,10 +71,15 @@ async fn event_loop(
                 Some(Msg::Input(Event::Key(k))) if k.kind != KeyEventKind::Release => {
                     model.on_key(&k, &opts.keymap)
                 }
+                Some(Msg::Input(Event::Mouse(m))) => {
+                    let h = sealvol_views::body_height(term.size()?.height);
+                    model.on_mouse(&m, h)
+                }
                 Some(Msg::Input(_)) => Vec::new(),
                 Some(Msg::Loaded(l)) => model.on_loaded(l),
                 None => break,
             },
+            _ = sigterm.recv() => break,
             _ = tick.tick(), if model.is_busy() => {
                 model.tick();
                 Vec::new()

@@ -2,7 +2,7 @@
 //! change the model and may ask for engine work (`Effect`s); the results come back as
 //! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_engine::registry::{TagFile, VersionInfo, VolumeInfo};
 use sealvol_themes::Role;
@@ -100,6 +100,8 @@ pub enum Effect {
     MoveTag(TagMovePlan),
     Diff(Ref, Ref),
     LoadFiles(VolumeName, Digest),
+    /// `:files REF`: resolve the ref, then open its files.
+    ResolveFiles(Ref),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
 }
@@ -224,6 +226,79 @@ impl Model {
             Some(Overlay::Confirm(_)) => Mode::Confirm,
             _ => Mode::Normal,
         }
+    }
+
+    /// Mouse: the wheel moves the selection; a click selects a row of a list screen, and
+    /// a click on the selected row opens it; a click on a breadcrumb goes back to it.
+    /// `row` is the terminal row, counted from the top.
+    pub fn on_mouse(&mut self, ev: &MouseEvent, body_height: u16) -> Vec<Effect> {
+        if self.overlay.is_some() {
+            return Vec::new();
+        }
+        match ev.kind {
+            MouseEventKind::ScrollDown => self.on_action(Action::Down),
+            MouseEventKind::ScrollUp => self.on_action(Action::Up),
+            MouseEventKind::Down(MouseButton::Left) if ev.row == 0 => {
+                // Breadcrumbs: " sealvol › volumes › ns/name › versions".
+                let depth = self.crumb_at(ev.column);
+                let mut effects = Vec::new();
+                while depth.is_some_and(|d| self.stack.len() > d + 1) {
+                    effects = self.back();
+                }
+                effects
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                // Single-table screens: row 1 is the table header, rows follow.
+                if !matches!(
+                    self.screen(),
+                    Screen::Volumes | Screen::Versions(_) | Screen::Files(..)
+                ) {
+                    return Vec::new();
+                }
+                let Some(line) = (ev.row as usize).checked_sub(2) else {
+                    return Vec::new();
+                };
+                let len = self.len();
+                let height = body_height.saturating_sub(1) as usize;
+                let offset = sealvol_views::list::scroll_offset(self.sel(), len, height);
+                let i = offset + line;
+                if line >= height || i >= len {
+                    return Vec::new();
+                }
+                if i == self.sel() {
+                    return self.open();
+                }
+                self.set_sel(i);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Which breadcrumb (0 = volumes) a click at `column` of the header lands on.
+    fn crumb_at(&self, column: u16) -> Option<usize> {
+        let frame_crumbs = self.stack.len();
+        // Mirrors chrome::draw_header: " sealvol" then " › " before each crumb.
+        let mut x = " sealvol".chars().count();
+        let names: Vec<String> = self
+            .stack
+            .iter()
+            .map(|s| match s {
+                Screen::Volumes => "volumes".to_string(),
+                Screen::Versions(v) | Screen::Tags(v) => v.to_string(),
+                Screen::Files(_, d) => format!("b3:{}", d.short(12)),
+                Screen::Diff(_, b) => b.volume.to_string(),
+            })
+            .collect();
+        for (depth, name) in names.iter().enumerate().take(frame_crumbs) {
+            x += 3;
+            let end = x + name.chars().count();
+            if (x..end).contains(&(column as usize)) {
+                return Some(depth);
+            }
+            x = end;
+        }
+        None
     }
 
     pub fn on_key(&mut self, ev: &KeyEvent, keymap: &Keymap) -> Vec<Effect> {
@@ -384,6 +459,10 @@ impl Model {
                 }
             }
             Loaded::Files(vol, digest, f) => {
+                if self.stack.len() == 1 {
+                    // Arrived by `:files REF`: open the screen now that the digest is known.
+                    self.stack.push(Screen::Files(vol.clone(), digest));
+                }
                 if self.screen() == &Screen::Files(vol, digest) {
                     use sealvol_views::files::{Entry, Kind, tree};
                     let entries: Vec<Entry> = f
@@ -808,6 +887,22 @@ impl Model {
                     Vec::new()
                 }
             },
+            "files" => match arg.map(Ref::parse) {
+                Some(Ok(r)) => {
+                    self.stack.truncate(1);
+                    self.file_rows.clear();
+                    self.file_sel = 0;
+                    self.request(Effect::ResolveFiles(r))
+                }
+                Some(Err(e)) => {
+                    self.error(e.to_string());
+                    Vec::new()
+                }
+                None => {
+                    self.error("files needs a ref: :files NS/NAME:TAG");
+                    Vec::new()
+                }
+            },
             "tags" => match vol(arg).or_else(|e| self.current_volume().ok_or(e)) {
                 Ok(v) => {
                     self.stack.truncate(1);
@@ -841,7 +936,7 @@ impl Model {
             "" => Vec::new(),
             other => {
                 self.error(format!(
-                    "unknown command {other:?}: try volumes, versions NS/NAME, tags NS/NAME, quit"
+                    "unknown command {other:?}: try volumes, versions NS/NAME, files REF, tags NS/NAME, diff A B, quit"
                 ));
                 Vec::new()
             }
@@ -1150,6 +1245,13 @@ pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> 
                 Err(e) => failed(e),
             }
         }
+        Effect::ResolveFiles(r) => match api.resolve(&r) {
+            Ok(d) => api
+                .files(&r.volume, &d)
+                .map(|f| Loaded::Files(r.volume.clone(), d, f))
+                .unwrap_or_else(failed),
+            Err(e) => failed(e),
+        },
         Effect::LoadFiles(v, d) => api
             .files(&v, &d)
             .map(|f| Loaded::Files(v, d, f))

@@ -5,7 +5,7 @@ use std::io::{Stdout, Write, stdout};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::{cursor, execute, terminal};
+use ratatui::crossterm::{cursor, event, execute, terminal};
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
 
@@ -16,14 +16,24 @@ pub fn enter() -> std::io::Result<Term> {
         previous(info);
     }));
     terminal::enable_raw_mode()?;
-    execute!(stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+    execute!(
+        stdout(),
+        terminal::EnterAlternateScreen,
+        event::EnableMouseCapture,
+        cursor::Hide
+    )?;
     Terminal::new(CrosstermBackend::new(stdout()))
 }
 
 /// Idempotent: safe to call from the panic hook and again on the way out.
 pub fn restore() {
     let _ = terminal::disable_raw_mode();
-    let _ = execute!(stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(
+        stdout(),
+        event::DisableMouseCapture,
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
     let _ = stdout().flush();
 }
 

@@ -396,3 +396,58 @@ fn enter_on_a_version_shows_its_files_against_the_previous_one() {
     );
     assert_eq!(e, vec![Effect::Copy(format!("vol:weights/tiny@{}", h.v1))]);
 }
+
+#[test]
+fn mouse_wheel_clicks_and_breadcrumbs() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut h = harness(false);
+    let mouse = |kind, column, row| MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    let click = |row| mouse(MouseEventKind::Down(MouseButton::Left), 5, row);
+    // Rows: 0 header line, 1 table header, 2 first volume, 3 second.
+    let e = h.model.on_mouse(&click(3), 20);
+    h.run(e);
+    let e = h.model.on_mouse(&click(3), 20);
+    h.run(e);
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!("a click on the selected row opens it: {}", h.status())
+    };
+    assert_eq!(v.volume, "weights/tiny");
+    let e = h
+        .model
+        .on_mouse(&mouse(MouseEventKind::ScrollDown, 5, 5), 20);
+    h.run(e);
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(v.selected, 1);
+    // " sealvol › volumes › …": "volumes" starts at column 11.
+    let e = h
+        .model
+        .on_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 13, 0), 20);
+    h.run(e);
+    assert!(matches!(h.model.frame(&h.keys).body, Body::Volumes(_)));
+    // Clicks below the rows, and while a dialog is open, do nothing.
+    let e = h.model.on_mouse(&click(15), 20);
+    assert!(e.is_empty());
+}
+
+#[test]
+fn files_by_palette() {
+    let mut h = harness(false);
+    h.keys(":");
+    h.typed("files weights/tiny:prod");
+    h.keys("enter");
+    let Body::Files(f) = h.model.frame(&h.keys).body else {
+        panic!("{}", h.status())
+    };
+    assert!(f.version.ends_with(&h.v2.to_string()));
+    h.keys(":");
+    h.typed("files weights/tiny:missing");
+    h.keys("enter");
+    assert!(h.status().contains("no tag missing"), "{}", h.status());
+}
