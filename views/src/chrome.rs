@@ -57,30 +57,69 @@ pub fn draw_header(crumbs: &[String], right: &str, theme: &Theme, area: Rect, bu
     }
 }
 
+fn status_text(status: &Status) -> String {
+    let prefix = match status.kind {
+        StatusKind::Info => String::new(),
+        StatusKind::Error => "✗ ".to_string(),
+        StatusKind::Busy(f) => format!("{} ", SPINNER[f % SPINNER.len()]),
+    };
+    format!(" {prefix}{}", status.text)
+}
+
+/// Where each key hint sits on a status line `width` wide: (start, end) columns, or
+/// `None` when the hints do not fit beside the message (the message wins).
+fn hint_columns(status: &Status, width: u16) -> Option<Vec<(u16, u16)>> {
+    let widths: Vec<u16> = status
+        .hints
+        .iter()
+        .map(|(k, w)| (k.chars().count() + w.chars().count() + 3) as u16)
+        .collect();
+    let total: u16 = widths.iter().sum();
+    let text_w = status_text(status).chars().count() as u16;
+    if text_w + total + 2 > width {
+        return None;
+    }
+    let mut x = width - total;
+    Some(
+        widths
+            .into_iter()
+            .map(|w| {
+                let r = (x, x + w);
+                x += w;
+                r
+            })
+            .collect(),
+    )
+}
+
+/// The index of the hint under `column` of a status line `width` wide: hints are
+/// clickable and do what their key does.
+pub fn hint_at(status: &Status, width: u16, column: u16) -> Option<usize> {
+    hint_columns(status, width)?
+        .iter()
+        .position(|&(a, b)| (a..b).contains(&column))
+}
+
 pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer) {
     buf.set_style(area, theme.style(Role::Status));
-    let (prefix, role) = match status.kind {
-        StatusKind::Info => (String::new(), Role::Status),
-        StatusKind::Error => ("✗ ".to_string(), Role::Error),
-        StatusKind::Busy(f) => (format!("{} ", SPINNER[f % SPINNER.len()]), Role::Status),
+    let role = match status.kind {
+        StatusKind::Error => Role::Error,
+        _ => Role::Status,
     };
     let style = theme.style(Role::Status).patch(theme.style(role));
-    let mut hint_spans = Vec::new();
-    for (k, what) in &status.hints {
-        hint_spans.push(Span::styled(
-            format!(" {k}"),
-            theme.style(Role::Status).patch(theme.style(Role::Key)),
-        ));
-        hint_spans.push(Span::styled(format!(" {what} "), theme.style(Role::Status)));
-    }
-    let hints = Line::from(hint_spans);
-    let hints_w = hints.width() as u16;
-    let text = format!(" {prefix}{}", status.text);
-    let text_w = text.chars().count() as u16;
-    buf.set_string(area.x, area.y, &text, style);
-    // Hints only where they do not cover the message: the message matters more.
-    if text_w + hints_w + 2 <= area.width {
-        buf.set_line(area.right() - hints_w, area.y, &hints, hints_w);
+    buf.set_string(area.x, area.y, status_text(status), style);
+    let Some(columns) = hint_columns(status, area.width) else {
+        return;
+    };
+    for ((k, what), (x, _)) in status.hints.iter().zip(columns) {
+        let line = Line::from(vec![
+            Span::styled(
+                format!(" {k}"),
+                theme.style(Role::Status).patch(theme.style(Role::Key)),
+            ),
+            Span::styled(format!(" {what} "), theme.style(Role::Status)),
+        ]);
+        buf.set_line(area.x + x, area.y, &line, area.width.saturating_sub(x));
     }
 }
 

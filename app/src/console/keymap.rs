@@ -51,6 +51,16 @@ impl Key {
         }
     }
 
+    /// The key event this key stands for (used when a hint is clicked).
+    pub fn to_event(self) -> KeyEvent {
+        let m = if self.ctrl {
+            KeyModifiers::CONTROL
+        } else {
+            KeyModifiers::NONE
+        };
+        KeyEvent::new(self.code, m)
+    }
+
     pub fn parse(s: &str) -> Option<Key> {
         let (ctrl, rest) = match s.strip_prefix("ctrl-") {
             Some(r) => (true, r),

@@ -72,8 +72,8 @@ async fn event_loop(
                     model.on_key(&k, &opts.keymap)
                 }
                 Some(Msg::Input(Event::Mouse(m))) => {
-                    let h = sealvol_views::body_height(term.size()?.height);
-                    model.on_mouse(&m, h)
+                    let size = term.size()?;
+                    model.on_mouse(&m, (size.width, size.height), &opts.keymap)
                 }
                 Some(Msg::Input(_)) => Vec::new(),
                 Some(Msg::Loaded(l)) => model.on_loaded(l),

@@ -231,11 +231,25 @@ impl Model {
     /// Mouse: the wheel moves the selection; a click selects a row of a list screen, and
     /// a click on the selected row opens it; a click on a breadcrumb goes back to it.
     /// `row` is the terminal row, counted from the top.
-    pub fn on_mouse(&mut self, ev: &MouseEvent, body_height: u16) -> Vec<Effect> {
+    pub fn on_mouse(&mut self, ev: &MouseEvent, size: (u16, u16), keymap: &Keymap) -> Vec<Effect> {
         if self.overlay.is_some() {
             return Vec::new();
         }
+        let (width, height) = size;
+        let body_height = sealvol_views::body_height(height);
         match ev.kind {
+            MouseEventKind::Down(MouseButton::Left) if ev.row + 1 == height => {
+                // A key hint in the status line does what its key does.
+                let status = self.frame(keymap).status;
+                let Some(i) = sealvol_views::chrome::hint_at(&status, width, ev.column) else {
+                    return Vec::new();
+                };
+                let key = status.hints[i].0.clone();
+                match super::keymap::Key::parse(&key).map(|k| k.to_event()) {
+                    Some(ev) => self.on_key(&ev, keymap),
+                    None => Vec::new(),
+                }
+            }
             MouseEventKind::ScrollDown => self.on_action(Action::Down),
             MouseEventKind::ScrollUp => self.on_action(Action::Up),
             MouseEventKind::Down(MouseButton::Left) if ev.row == 0 => {
@@ -1140,6 +1154,7 @@ impl Model {
             ],
             Screen::Versions(_) => vec![
                 ("c", "copy ref"),
+                ("m", "mark/diff"),
                 ("p", "tag"),
                 ("t", "tags"),
                 ("?", "help"),

@@ -398,42 +398,55 @@ fn enter_on_a_version_shows_its_files_against_the_previous_one() {
 }
 
 #[test]
-fn mouse_wheel_clicks_and_breadcrumbs() {
+fn mouse_wheel_clicks_breadcrumbs_and_hints() {
     use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
     let mut h = harness(false);
+    let size = (100, 22);
     let mouse = |kind, column, row| MouseEvent {
         kind,
         column,
         row,
         modifiers: KeyModifiers::NONE,
     };
-    let click = |row| mouse(MouseEventKind::Down(MouseButton::Left), 5, row);
+    let left = MouseEventKind::Down(MouseButton::Left);
+    let send = |h: &mut Harness, ev: MouseEvent| {
+        let e = h.model.on_mouse(&ev, size, &h.keys);
+        let none = e.is_empty();
+        h.run(e);
+        none
+    };
     // Rows: 0 header line, 1 table header, 2 first volume, 3 second.
-    let e = h.model.on_mouse(&click(3), 20);
-    h.run(e);
-    let e = h.model.on_mouse(&click(3), 20);
-    h.run(e);
+    send(&mut h, mouse(left, 5, 3));
+    send(&mut h, mouse(left, 5, 3));
     let Body::Versions(v) = h.model.frame(&h.keys).body else {
         panic!("a click on the selected row opens it: {}", h.status())
     };
     assert_eq!(v.volume, "weights/tiny");
-    let e = h
-        .model
-        .on_mouse(&mouse(MouseEventKind::ScrollDown, 5, 5), 20);
-    h.run(e);
+    send(&mut h, mouse(MouseEventKind::ScrollDown, 5, 5));
     let Body::Versions(v) = h.model.frame(&h.keys).body else {
         panic!()
     };
     assert_eq!(v.selected, 1);
     // " sealvol › volumes › …": "volumes" starts at column 11.
-    let e = h
-        .model
-        .on_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 13, 0), 20);
-    h.run(e);
+    send(&mut h, mouse(left, 13, 0));
     assert!(matches!(h.model.frame(&h.keys).body, Body::Volumes(_)));
-    // Clicks below the rows, and while a dialog is open, do nothing.
-    let e = h.model.on_mouse(&click(15), 20);
-    assert!(e.is_empty());
+    // Clicks below the rows, or on the status message, do nothing.
+    assert!(send(&mut h, mouse(left, 5, 15)));
+    assert!(send(&mut h, mouse(left, 5, size.1 - 1)));
+    // The status line's hints are buttons: click "tags".
+    let status = h.model.frame(&h.keys).status;
+    let col = (0..size.0)
+        .find(|&c| {
+            sealvol_views::chrome::hint_at(&status, size.0, c)
+                .is_some_and(|i| status.hints[i].1 == "tags")
+        })
+        .expect("a tags hint");
+    send(&mut h, mouse(left, col, size.1 - 1));
+    assert!(
+        matches!(h.model.frame(&h.keys).body, Body::Tags(_)),
+        "{}",
+        h.status()
+    );
 }
 
 #[test]
