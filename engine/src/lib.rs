@@ -5,6 +5,7 @@
 //! push, pull, verify, and process-local state.
 
 pub mod api;
+pub mod cache;
 pub mod chunk;
 pub mod diff;
 pub mod digest;

@@ -10,7 +10,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{ETag, ObjectStore};
 use crate::error::{Error, ErrorKind, IoContext, Result};
@@ -25,7 +24,6 @@ pub struct LocalStore {
     /// fsync objects before they become visible, so a power cut cannot leave a published
     /// name pointing at unwritten blocks.
     durable: bool,
-    counter: AtomicU64,
     /// Objects published since the last `sync`, not yet fsynced.
     unsynced: std::sync::Mutex<Vec<PathBuf>>,
 }
@@ -40,7 +38,6 @@ impl LocalStore {
         Ok(LocalStore {
             root: root.to_path_buf(),
             durable,
-            counter: AtomicU64::new(0),
             unsynced: std::sync::Mutex::new(Vec::new()),
         })
     }
@@ -60,14 +57,7 @@ impl LocalStore {
     }
 
     fn temp_path(&self) -> PathBuf {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        self.root
-            .join(TMP)
-            .join(format!("{}-{nanos}-{n}.tmp", std::process::id()))
+        self.root.join(TMP).join(super::unique_temp_name())
     }
 
     /// Moves a finished temporary file to `dest` unless `dest` exists (then the temp is

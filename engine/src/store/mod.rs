@@ -9,6 +9,14 @@ use std::path::Path;
 
 pub use local::LocalStore;
 
+/// A file name no other writer in any process will pick: the pid and a counter shared
+/// by everything in this process (several stores or caches may share a directory).
+pub(crate) fn unique_temp_name() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}.tmp", std::process::id())
+}
+
 use crate::error::Result;
 
 /// An opaque version of an object, for compare-and-swap (an S3 ETag, a content hash).

@@ -1,0 +1,257 @@
+//! The node-disk cache tier: verified chunks as content-addressed files
+//! (`<dir>/chunks/<aa>/<hash>`), shared by every mount and pull on the node, kept across
+//! restarts, bounded in size with least-recently-used eviction.
+//!
+//! Safe with many processes at once, without a shared index: a chunk file is published
+//! by an atomic rename and never changes after; a reader verifies every chunk against
+//! its hash and drops a bad one (a torn disk, a stray write) instead of serving it; a
+//! file's mtime is its last use, so every process sees the same LRU order; eviction
+//! takes an exclusive lock so two processes do not evict the same chunks twice, and
+//! deleting a chunk a reader has open is harmless (Unix keeps the bytes until closed).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use crate::digest::Hash;
+use crate::error::{IoContext, Result};
+
+pub struct ChunkCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    /// Bytes this process believes the cache holds; re-measured on each eviction.
+    used: AtomicU64,
+}
+
+/// What eviction keeps: this fraction of `max_bytes`, so that it runs now and then, not
+/// on every insert.
+const LOW_WATER: f64 = 0.9;
+
+impl ChunkCache {
+    pub fn open(dir: &Path, max_bytes: u64) -> Result<ChunkCache> {
+        fs::create_dir_all(dir.join("chunks")).ctx("cannot create cache directory", dir)?;
+        fs::create_dir_all(dir.join("tmp")).ctx("cannot create cache directory", dir)?;
+        let cache = ChunkCache {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            used: AtomicU64::new(0),
+        };
+        let (used, _) = cache.scan()?;
+        cache.used.store(used, Ordering::Relaxed);
+        Ok(cache)
+    }
+
+    fn path(&self, h: &Hash) -> PathBuf {
+        let hex = h.hex();
+        self.dir.join("chunks").join(&hex[..2]).join(hex)
+    }
+
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The chunk, if cached and intact. A chunk that fails its hash is deleted.
+    pub fn get(&self, h: &Hash) -> Option<Vec<u8>> {
+        let p = self.path(h);
+        let bytes = fs::read(&p).ok()?;
+        if Hash::of(&bytes) != *h {
+            tracing::warn!("cache: chunk {} is damaged; dropping it", h.hex());
+            if fs::remove_file(&p).is_ok() {
+                self.used.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+            }
+            return None;
+        }
+        // The mtime is the LRU clock every process shares; failing to bump it only
+        // makes this chunk a little likelier to be evicted.
+        if let Ok(f) = File::options().write(true).open(&p) {
+            let _ = f.set_modified(SystemTime::now());
+        }
+        Some(bytes)
+    }
+
+    /// Stores a chunk (the caller has verified it against `h`). Concurrent puts of the
+    /// same chunk are fine: the first rename wins and the bytes are the same.
+    pub fn put(&self, h: &Hash, bytes: &[u8]) -> Result<()> {
+        let dest = self.path(h);
+        if dest.exists() {
+            return Ok(());
+        }
+        let tmp = self.dir.join("tmp").join(crate::store::unique_temp_name());
+        {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .ctx("cannot write cache file", &tmp)?;
+            f.write_all(bytes).ctx("cannot write cache file", &tmp)?;
+        }
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create cache directory", parent)?;
+        }
+        match fs::rename(&tmp, &dest) {
+            Ok(()) => {
+                let used =
+                    self.used.fetch_add(bytes.len() as u64, Ordering::Relaxed) + bytes.len() as u64;
+                if used > self.max_bytes {
+                    self.evict()?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(crate::Error::io("cannot publish cache file", &dest, e))
+            }
+        }
+    }
+
+    /// Every cached chunk: total bytes and (mtime, size, path), for eviction.
+    #[allow(clippy::type_complexity)]
+    fn scan(&self) -> Result<(u64, Vec<(SystemTime, u64, PathBuf)>)> {
+        let root = self.dir.join("chunks");
+        let mut files = Vec::new();
+        let mut total = 0;
+        for sub in fs::read_dir(&root).ctx("cannot list", &root)? {
+            let sub = sub.ctx("cannot list", &root)?.path();
+            let Ok(rd) = fs::read_dir(&sub) else { continue };
+            for f in rd.flatten() {
+                let Ok(m) = f.metadata() else { continue };
+                total += m.len();
+                files.push((
+                    m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    m.len(),
+                    f.path(),
+                ));
+            }
+        }
+        Ok((total, files))
+    }
+
+    /// Deletes least recently used chunks until the cache is under its low-water mark.
+    pub fn evict(&self) -> Result<()> {
+        let lock_path = self.dir.join("tmp").join("evict.lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .ctx("cannot open", &lock_path)?;
+        lock.lock().ctx("cannot lock", &lock_path)?;
+        let (mut total, mut files) = self.scan()?;
+        let target = (self.max_bytes as f64 * LOW_WATER) as u64;
+        files.sort_by_key(|(t, _, _)| *t);
+        for (_, size, path) in files {
+            if total <= target {
+                break;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => total -= size,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => total -= size,
+                Err(e) => return Err(crate::Error::io("cannot evict", &path, e)),
+            }
+        }
+        self.used.store(total, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(i: u32, len: usize) -> (Hash, Vec<u8>) {
+        let bytes: Vec<u8> = (0..len).map(|j| (i as usize * 31 + j * 7) as u8).collect();
+        (Hash::of(&bytes), bytes)
+    }
+
+    #[test]
+    fn round_trip_across_instances_and_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ChunkCache::open(dir.path(), 1 << 20).unwrap();
+        let (h, b) = chunk(1, 1000);
+        assert!(a.get(&h).is_none());
+        a.put(&h, &b).unwrap();
+        a.put(&h, &b).unwrap();
+        // Another process (here: another instance) sees it, and so does a restart.
+        let other = ChunkCache::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(other.get(&h).unwrap(), b);
+        assert_eq!(other.used_bytes(), 1000);
+    }
+
+    #[test]
+    fn a_damaged_chunk_is_dropped_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ChunkCache::open(dir.path(), 1 << 20).unwrap();
+        let (h, b) = chunk(2, 4096);
+        c.put(&h, &b).unwrap();
+        let p = c.path(&h);
+        let mut bad = b.clone();
+        bad[100] ^= 1;
+        fs::write(&p, &bad).unwrap();
+        assert!(c.get(&h).is_none());
+        assert!(
+            !p.exists(),
+            "the bad chunk is deleted so it can be refetched"
+        );
+        c.put(&h, &b).unwrap();
+        assert_eq!(c.get(&h).unwrap(), b);
+    }
+
+    #[test]
+    fn eviction_keeps_the_bound_and_the_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ChunkCache::open(dir.path(), 10 * 1000).unwrap();
+        let chunks: Vec<_> = (0..8).map(|i| chunk(i, 1000)).collect();
+        for (i, (h, b)) in chunks.iter().enumerate() {
+            c.put(h, b).unwrap();
+            // Distinct mtimes, oldest first.
+            let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + i as u64);
+            File::options()
+                .write(true)
+                .open(c.path(h))
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        // Using chunk 0 makes it the most recent.
+        assert!(c.get(&chunks[0].0).is_some());
+        for i in 8..14 {
+            let (h, b) = chunk(i, 1000);
+            c.put(&h, &b).unwrap();
+        }
+        let (total, _) = c.scan().unwrap();
+        assert!(total <= 10 * 1000, "{total}");
+        assert!(c.get(&chunks[0].0).is_some(), "recently used survives");
+        assert!(
+            c.get(&chunks[1].0).is_none(),
+            "least recently used goes first"
+        );
+        assert_eq!(c.used_bytes(), c.scan().unwrap().0);
+    }
+
+    #[test]
+    fn many_users_at_once_never_see_wrong_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let chunks: Vec<_> = (0..64).map(|i| chunk(i, 2000 + i as usize)).collect();
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                let (dir, chunks) = (dir.path(), &chunks);
+                s.spawn(move || {
+                    // One instance per "process", all on one small cache.
+                    let c = ChunkCache::open(dir, 40_000).unwrap();
+                    for round in 0..200u32 {
+                        let (h, b) = &chunks[((round * 7 + t * 13) % 64) as usize];
+                        if let Some(got) = c.get(h) {
+                            assert_eq!(&got, b);
+                        } else {
+                            c.put(h, b).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        let c = ChunkCache::open(dir.path(), 40_000).unwrap();
+        assert!(c.used_bytes() <= 40_000 + 4 * 3000, "{}", c.used_bytes());
+    }
+}
