@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 # The console's end-to-end test drives the real binary in tmux.
 command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 
+# The mount tests use real FUSE mounts: /dev/fuse and fusermount3 (Debian's fuse3).
+command -v fusermount3 >/dev/null || { apt-get update -qq && apt-get install -y -qq fuse3 >/dev/null; }
+
 # The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
 python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 

@@ -172,6 +172,45 @@ pub enum VolumeCommand {
         force: bool,
     },
 
+    /// Mount a version read-only at DIR; bytes stream lazily through the node cache.
+    #[command(
+        after_help = "A tag resolves once, at mount time: the mount keeps serving that digest when the tag moves.\n\nExamples:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  sealvol volume mount weights/qwen3-8b@9f3c1a2b /models/qwen --cache /nvme/sealvol --cache-size 200G --foreground"
+    )]
+    Mount {
+        #[arg(value_name = "REF")]
+        reference: String,
+        /// An existing, empty directory.
+        dir: PathBuf,
+        /// Node-disk cache directory, shared by every mount and pull [default: from config]
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
+        /// Bound of the node-disk cache, e.g. 500M, 20G [default: from config, else 20G]
+        #[arg(long, value_name = "BYTES")]
+        cache_size: Option<String>,
+        /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
+        #[arg(long)]
+        foreground: bool,
+        /// The ref as the user gave it, passed to a background mount (internal).
+        #[arg(long, hide = true)]
+        requested: Option<String>,
+    },
+
+    /// Unmount a mount made by `volume mount`, and stop the process serving it.
+    #[command(after_help = "Example:\n  sealvol volume unmount /models/qwen")]
+    Unmount {
+        dir: PathBuf,
+        /// Detach now even if files are open under it; it goes when they close.
+        #[arg(long)]
+        lazy: bool,
+    },
+
+    /// List active mounts: what digest each serves, bytes served, hits per tier.
+    #[command(after_help = "Example:\n  sealvol volume mounts --json")]
+    Mounts {
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Check the repository (or one version) and report everything damaged.
     #[command(
         after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod"

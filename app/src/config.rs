@@ -16,6 +16,8 @@ pub struct ConfigFile {
     pub repository: Option<PathBuf>,
     pub state: Option<PathBuf>,
     pub cache: Option<PathBuf>,
+    /// Bound of the node-disk cache: "20G", "500M" or a byte count.
+    pub cache_size: Option<String>,
     pub theme: Option<String>,
     pub fsync: Option<bool>,
 }
@@ -24,12 +26,26 @@ pub struct ConfigFile {
 pub struct Settings {
     pub repo: PathBuf,
     pub state: PathBuf,
-    /// Node-disk chunk cache (used by mounts and pulls once they cache).
+    /// Node-disk chunk cache, shared by every mount on the node.
     pub cache: PathBuf,
+    pub cache_size: u64,
     /// Console theme preset.
     pub theme: String,
     /// fsync repository writes before they become visible (default on).
     pub fsync: bool,
+}
+
+pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
+
+/// "20G", "500 MiB", "1e9" or a plain byte count.
+pub fn parse_size(s: &str) -> Result<u64> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .map_err(|e| {
+            Error::usage(format!("{s:?} is not a size: {e}"))
+                .hint("write a byte count with an optional unit, like 500M or 20G")
+        })
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -48,7 +64,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, state, cache, theme, fsync")
+            .hint("keys: repository, state, cache, cache_size, theme, fsync")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -89,6 +105,10 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         .cache
         .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
         .unwrap_or_else(|| state.join("cache"));
+    let cache_size = match &file.cache_size {
+        Some(s) => parse_size(s)?,
+        None => DEFAULT_CACHE_SIZE,
+    };
     let theme = file.theme.unwrap_or_else(|| "dark".into());
     let fsync = match std::env::var("SEALVOL_FSYNC") {
         Ok(v) => !matches!(v.as_str(), "0" | "off" | "false" | "no"),
@@ -98,6 +118,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         repo,
         state,
         cache,
+        cache_size,
         theme,
         fsync,
     };

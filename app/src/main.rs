@@ -84,7 +84,11 @@ fn run(cli: Cli) -> Result<()> {
             println!("config file  {config}");
             println!("repository   {}", s.repo.display());
             println!("state        {}", s.state.display());
-            println!("cache        {}", s.cache.display());
+            println!(
+                "cache        {} (bound {})",
+                s.cache.display(),
+                output::size(s.cache_size)
+            );
             println!("theme        {}", s.theme);
             println!("fsync        {}", if s.fsync { "on" } else { "off" });
             Ok(())

@@ -11,6 +11,7 @@ pub mod diff;
 pub mod digest;
 pub mod error;
 pub mod files;
+pub mod mount;
 pub mod objects;
 pub mod progress;
 pub mod pull;

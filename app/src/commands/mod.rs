@@ -1,6 +1,7 @@
 //! One module per command group; `Ctx` carries what every command needs.
 
 pub mod demo;
+pub mod mount;
 pub mod volume;
 
 use sealvol_engine::progress::Progress;

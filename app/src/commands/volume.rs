@@ -286,6 +286,26 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             }
             Ok(())
         }
+        VolumeCommand::Mount {
+            reference,
+            dir,
+            cache,
+            cache_size,
+            foreground,
+            requested,
+        } => super::mount::mount(
+            ctx,
+            super::mount::Request {
+                reference,
+                dir,
+                cache,
+                cache_size,
+                foreground,
+                requested,
+            },
+        ),
+        VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
+        VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
         VolumeCommand::Verify {
             reference,
             json: as_json,

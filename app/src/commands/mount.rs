@@ -1,0 +1,418 @@
+//! `sealvol volume mount | unmount | mounts`.
+//!
+//! A background mount is this same binary re-run with `--foreground` in a new session,
+//! its output going to a log in `<state>/mounts/`. The parent waits on a pipe until the
+//! child says the mount is ready, or passes on the child's error: so `volume mount`
+//! either returns with a working mount or fails with the reason, never in between.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sealvol_engine::cache::ChunkCache;
+use sealvol_engine::mount::{self, MountOptions, MountRecord, records};
+use sealvol_engine::registry::now_rfc3339;
+use sealvol_engine::{Digest, Error, ErrorKind, Ref, Result, VolumeName};
+
+use super::Ctx;
+use crate::config::parse_size;
+use crate::output::{json, size, table};
+
+pub struct Request {
+    pub reference: String,
+    pub dir: PathBuf,
+    pub cache: Option<PathBuf>,
+    pub cache_size: Option<String>,
+    pub foreground: bool,
+    pub requested: Option<String>,
+}
+
+const READY_FD: &str = "SEALVOL_READY_FD";
+
+fn records_dir(ctx: &Ctx) -> PathBuf {
+    ctx.settings.state.join("mounts")
+}
+
+pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
+    let r = Ref::parse(&req.reference)?;
+    let cache_dir = req
+        .cache
+        .clone()
+        .unwrap_or_else(|| ctx.settings.cache.clone());
+    let cache_bytes = match &req.cache_size {
+        Some(s) => parse_size(s)?,
+        None => ctx.settings.cache_size,
+    };
+    let repo = Arc::new(ctx.open_repo(false)?);
+    let digest = repo.resolve(&r)?;
+    if !req.foreground {
+        // Checked here too so that a bad mount point is reported with its own kind.
+        mount::check_mount_point(&req.dir)?;
+        return spawn_background(ctx, &r.volume, &digest, &req, &cache_dir, cache_bytes);
+    }
+    let ready = ReadyPipe::from_env();
+    let result = serve(
+        ctx,
+        repo,
+        &r.volume,
+        &digest,
+        &req,
+        &cache_dir,
+        cache_bytes,
+        &ready,
+    );
+    if let Err(e) = &result {
+        ready.fail(e);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    ctx: &Ctx,
+    repo: Arc<sealvol_engine::Repository>,
+    volume: &VolumeName,
+    digest: &Digest,
+    req: &Request,
+    cache_dir: &Path,
+    cache_bytes: u64,
+    ready: &ReadyPipe,
+) -> Result<()> {
+    let cache = Arc::new(ChunkCache::open(cache_dir, cache_bytes)?);
+    let m = mount::mount(
+        repo,
+        volume,
+        digest,
+        &req.dir,
+        MountOptions {
+            cache: Some(cache),
+            ..MountOptions::default()
+        },
+    )?;
+    let dir = records_dir(ctx);
+    let mut rec = MountRecord {
+        pid: std::process::id(),
+        dir: m.dir().display().to_string(),
+        volume: volume.to_string(),
+        digest: digest.to_string(),
+        requested: req
+            .requested
+            .clone()
+            .unwrap_or_else(|| req.reference.clone()),
+        cache: Some(cache_dir.display().to_string()),
+        started: now_rfc3339(),
+        files: m.fs().tree().files(),
+        bytes: m.fs().tree().bytes(),
+        stats: m.stats(),
+    };
+    if let Err(e) = records::write(&dir, &rec) {
+        let _ = m.unmount();
+        return Err(e);
+    }
+    if !ctx.quiet {
+        eprintln!(
+            "mounted vol:{volume}@{digest} at {} ({} file(s), {}){}",
+            rec.dir,
+            rec.files,
+            size(rec.bytes),
+            if req.foreground && !ready.is_set() {
+                "; Ctrl-C unmounts"
+            } else {
+                ""
+            }
+        );
+    }
+    ready.ok();
+    let stopped = wait_for_stop(&m, |stats| {
+        rec.stats = stats;
+        let _ = records::write(&dir, &rec);
+    });
+    records::remove(&dir, rec.pid);
+    let result = m.unmount();
+    if !ctx.quiet {
+        eprintln!("unmounted {} ({stopped})", rec.dir);
+    }
+    result
+}
+
+/// Blocks until SIGINT/SIGTERM or until someone else unmounts; publishes the counters
+/// every second meanwhile. Returns why it stopped.
+fn wait_for_stop(m: &mount::Mount, mut publish: impl FnMut(mount::TierStats)) -> &'static str {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the signal loop: {e}");
+            return "no signal loop";
+        }
+    };
+    rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return "cannot watch signals";
+        };
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut last = Instant::now();
+        loop {
+            tokio::select! {
+                _ = term.recv() => return "SIGTERM",
+                _ = int.recv() => return "interrupted",
+                _ = tick.tick() => {
+                    if !m.is_running() {
+                        return "unmounted from outside";
+                    }
+                    if last.elapsed() >= Duration::from_secs(1) {
+                        publish(m.stats());
+                        last = Instant::now();
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn spawn_background(
+    ctx: &Ctx,
+    volume: &VolumeName,
+    digest: &Digest,
+    req: &Request,
+    cache_dir: &Path,
+    cache_bytes: u64,
+) -> Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
+    let dir = records_dir(ctx);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
+    let abs = std::path::absolute(&req.dir).unwrap_or_else(|_| req.dir.clone());
+    let log_path = dir.join(format!("{}.log", log_name(&abs)));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::io("cannot open log", &log_path, e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| Error::io("cannot open log", &log_path, e))?;
+    let (read_end, write_end) = pipe()?;
+    let child_fd = write_end.as_raw_fd();
+    let mut cmd = Command::new(exe);
+    cmd.arg("--repo")
+        .arg(&ctx.settings.repo)
+        .arg("--state")
+        .arg(&ctx.settings.state)
+        .args(["volume", "mount"])
+        .arg(format!("vol:{volume}@{digest}"))
+        .arg(&abs)
+        .arg("--cache")
+        .arg(cache_dir)
+        .arg("--cache-size")
+        .arg(cache_bytes.to_string())
+        .arg("--foreground")
+        .arg("--requested")
+        .arg(req.requested.as_deref().unwrap_or(&req.reference))
+        .env(READY_FD, child_fd.to_string())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // A new session: the mount outlives this shell and its Ctrl-C.
+            libc::setsid();
+            // Keep the ready pipe open across exec (it was made close-on-exec).
+            if libc::fcntl(child_fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::io("cannot start the mount process", &abs, e))?;
+    drop(write_end);
+    // One line: "ready", or the child's error. EOF without one means it died.
+    let mut msg = String::new();
+    let mut reader = std::io::BufReader::new(std::fs::File::from(read_end));
+    let _ = std::io::BufRead::read_line(&mut reader, &mut msg);
+    if msg.starts_with("ready") {
+        if !ctx.quiet {
+            eprintln!(
+                "mounted vol:{volume}@{digest} at {} (pid {}; log {}); `sealvol volume unmount {}` ends it",
+                abs.display(),
+                child.id(),
+                log_path.display(),
+                abs.display()
+            );
+        }
+        return Ok(());
+    }
+    // The child failed before it was ready: pass its reason on.
+    let mut parts = msg.trim_end().splitn(3, '\t');
+    let (_, message, hint) = (parts.next(), parts.next(), parts.next());
+    let e = match message {
+        Some(m) if !m.is_empty() => Error::new(ErrorKind::Io, m.to_string()),
+        _ => Error::new(
+            ErrorKind::Io,
+            "the mount process ended before the mount was ready",
+        )
+        .hint(format!("see {}", log_path.display())),
+    };
+    Err(match hint {
+        Some(h) if !h.is_empty() => e.hint(h.to_string()),
+        _ => e,
+    })
+}
+
+fn log_name(dir: &Path) -> String {
+    let s: String = dir
+        .to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    s.trim_start_matches('_').chars().take(150).collect()
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::io(
+            "cannot create a pipe",
+            Path::new("pipe"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The write end of the parent's pipe, in a background mount's process.
+struct ReadyPipe(std::cell::RefCell<Option<std::fs::File>>);
+
+impl ReadyPipe {
+    fn from_env() -> ReadyPipe {
+        let fd = std::env::var(READY_FD)
+            .ok()
+            .and_then(|v| v.parse::<i32>().ok())
+            .filter(|fd| *fd > 2);
+        // SAFETY: the parent handed us this descriptor for exactly this purpose; it is
+        // made close-on-exec again so that helpers we start (fusermount3 stays running
+        // for auto-unmount) do not hold the parent's pipe open.
+        let file = fd.map(|fd| unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            std::fs::File::from_raw_fd(fd)
+        });
+        // Not inherited by anything we start.
+        // SAFETY: unsetting the variable before any thread of ours reads the environment.
+        unsafe { std::env::remove_var(READY_FD) };
+        ReadyPipe(std::cell::RefCell::new(file))
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.borrow().is_some()
+    }
+
+    fn ok(&self) {
+        if let Some(mut f) = self.0.borrow_mut().take() {
+            let _ = f.write_all(b"ready\n");
+        }
+    }
+
+    fn fail(&self, e: &Error) {
+        if let Some(mut f) = self.0.borrow_mut().take() {
+            let one_line = |s: &str| s.replace(['\t', '\n'], " ");
+            let _ = writeln!(
+                f,
+                "error\t{}\t{}",
+                one_line(&e.to_string()),
+                one_line(e.hint_text().unwrap_or(""))
+            );
+        }
+    }
+}
+
+pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let serving: Vec<MountRecord> = records::list(&records_dir(ctx))
+        .into_iter()
+        .filter(|r| Path::new(&r.dir) == abs)
+        .collect();
+    mount::unmount_dir(&abs, lazy)?;
+    // Wait for the serving process to notice and exit, so a remount right after works.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for r in &serving {
+        while records::alive(r.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    if !ctx.quiet {
+        eprintln!("unmounted {}", abs.display());
+    }
+    Ok(())
+}
+
+pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
+    let recs = records::list(&records_dir(ctx));
+    if as_json {
+        json(&recs);
+        return Ok(());
+    }
+    if recs.is_empty() {
+        if !ctx.quiet {
+            eprintln!("no active mounts");
+        }
+        return Ok(());
+    }
+    let pct = |n: u64, d: u64| {
+        if d == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}%", n as f64 * 100.0 / d as f64)
+        }
+    };
+    let rows: Vec<Vec<String>> = recs
+        .iter()
+        .map(|r| {
+            let s = &r.stats;
+            let chunks = s.memory_hits + s.cache_hits + s.origin_chunks;
+            vec![
+                r.dir.clone(),
+                format!("{}@{}", r.volume, short(&r.digest)),
+                r.requested.clone(),
+                r.pid.to_string(),
+                size(s.bytes_served),
+                pct(s.memory_hits, chunks),
+                pct(s.cache_hits, chunks),
+                pct(s.origin_chunks, chunks),
+                s.errors.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "DIR", "SERVES", "AS", "PID", "SERVED", "MEMORY", "CACHE", "ORIGIN", "ERRORS",
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+fn short(digest: &str) -> &str {
+    let end = digest.len().min(3 + 12);
+    &digest[..end]
+}

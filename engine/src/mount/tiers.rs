@@ -1,0 +1,190 @@
+//! Where a mount's bytes come from, in order: the node-disk cache, then the origin
+//! repository. Every chunk is checked against its BLAKE3 hash on the way in: a bad
+//! cached chunk is dropped and fetched again, a bad origin chunk fails the read.
+//!
+//! Misses are fetched in runs: chunks that lie next to each other in one pack are read
+//! with one range request, which is what makes a cold sequential read fast on a remote
+//! origin and cheap on a local one.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_channel::{Sender, TrySendError};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::ChunkCache;
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::FileObject;
+use crate::repo::{Repository, pack_key};
+
+/// The largest single range read from the origin.
+const MAX_RUN: u64 = 8 << 20;
+
+/// Counters a mount publishes (the Mounts screen and `volume mounts` show them).
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TierStats {
+    /// Reads answered, and the bytes they returned.
+    pub reads: u64,
+    pub bytes_served: u64,
+    /// Chunks found in the mount's memory (read-ahead) without waiting for a tier.
+    pub memory_hits: u64,
+    pub cache_hits: u64,
+    pub cache_bytes: u64,
+    pub origin_chunks: u64,
+    pub origin_bytes: u64,
+    /// Range requests sent to the origin: fewer than chunks when runs coalesce.
+    pub origin_requests: u64,
+    /// Reads that failed (EIO).
+    pub errors: u64,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub reads: AtomicU64,
+    pub bytes_served: AtomicU64,
+    pub memory_hits: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_bytes: AtomicU64,
+    pub origin_chunks: AtomicU64,
+    pub origin_bytes: AtomicU64,
+    pub origin_requests: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> TierStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TierStats {
+            reads: g(&self.reads),
+            bytes_served: g(&self.bytes_served),
+            memory_hits: g(&self.memory_hits),
+            cache_hits: g(&self.cache_hits),
+            cache_bytes: g(&self.cache_bytes),
+            origin_chunks: g(&self.origin_chunks),
+            origin_bytes: g(&self.origin_bytes),
+            origin_requests: g(&self.origin_requests),
+            errors: g(&self.errors),
+        }
+    }
+}
+
+pub fn add(a: &AtomicU64, n: u64) {
+    a.fetch_add(n, Ordering::Relaxed);
+}
+
+pub struct Tiers {
+    repo: Arc<Repository>,
+    cache: Option<Arc<ChunkCache>>,
+    /// Cache fills happen on their own thread so a cold read never waits on a disk
+    /// write; when that thread falls behind, fills are skipped (the next read fetches
+    /// from the origin again, which is correct, only slower).
+    filler: Option<Sender<(Hash, Arc<[u8]>)>>,
+    pub counters: Counters,
+}
+
+impl Tiers {
+    pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> Tiers {
+        let filler = cache.as_ref().map(|c| {
+            let (tx, rx) = crossbeam_channel::bounded::<(Hash, Arc<[u8]>)>(256);
+            let c = Arc::clone(c);
+            std::thread::Builder::new()
+                .name("sealvol-cache-fill".into())
+                .spawn(move || {
+                    for (h, bytes) in rx {
+                        if let Err(e) = c.put(&h, &bytes) {
+                            tracing::warn!("cache: cannot store chunk {}: {e}", h.hex());
+                        }
+                    }
+                })
+                .map(|_| tx)
+        });
+        Tiers {
+            repo,
+            cache,
+            filler: filler.and_then(|r| r.ok()),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+
+    /// Chunks `range` of a file, verified, in order.
+    pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<Arc<[u8]>>> {
+        let mut out: Vec<Option<Arc<[u8]>>> = vec![None; range.len()];
+        let mut misses = Vec::new();
+        for (slot, i) in range.clone().enumerate() {
+            let h = obj.chunks[i].entry.hash;
+            match self.cache.as_ref().and_then(|c| c.get(&h)) {
+                Some(bytes) => {
+                    add(&self.counters.cache_hits, 1);
+                    add(&self.counters.cache_bytes, bytes.len() as u64);
+                    out[slot] = Some(bytes.into());
+                }
+                None => misses.push(i),
+            }
+        }
+        let mut k = 0;
+        while k < misses.len() {
+            // A run: consecutive chunks of the file that sit back to back in one pack.
+            let first = &obj.chunks[misses[k]];
+            let start = first.entry.offset;
+            let mut end = start + first.entry.stored_len as u64;
+            let mut n = 1;
+            while k + n < misses.len() {
+                let c = &obj.chunks[misses[k + n]];
+                if c.pack != first.pack
+                    || c.entry.offset != end
+                    || end - start + c.entry.stored_len as u64 > MAX_RUN
+                {
+                    break;
+                }
+                end += c.entry.stored_len as u64;
+                n += 1;
+            }
+            let pack = obj.packs[first.pack as usize];
+            let bytes = self
+                .repo
+                .store()
+                .get_range(&pack_key(&pack), start, end - start)
+                .map_err(|e| {
+                    if e.kind() == ErrorKind::Io
+                        && e.io_kind() == Some(std::io::ErrorKind::NotFound)
+                    {
+                        Error::corrupt(format!("pack {} is missing", pack.hex()))
+                    } else {
+                        e
+                    }
+                })?;
+            add(&self.counters.origin_requests, 1);
+            for &i in &misses[k..k + n] {
+                let c = &obj.chunks[i];
+                let at = (c.entry.offset - start) as usize;
+                let piece = &bytes[at..at + c.entry.stored_len as usize];
+                if Hash::of(piece) != c.entry.hash {
+                    return Err(Error::corrupt(format!(
+                        "chunk {} in pack {} at offset {} fails its hash check",
+                        c.entry.hash.hex(),
+                        pack.hex(),
+                        c.entry.offset
+                    )));
+                }
+                let piece: Arc<[u8]> = piece.into();
+                add(&self.counters.origin_chunks, 1);
+                add(&self.counters.origin_bytes, piece.len() as u64);
+                if let Some(tx) = &self.filler {
+                    match tx.try_send((c.entry.hash, Arc::clone(&piece))) {
+                        Ok(()) | Err(TrySendError::Full(_)) => {}
+                        Err(TrySendError::Disconnected(_)) => {}
+                    }
+                }
+                out[i - range.start] = Some(piece);
+            }
+            k += n;
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+}
