@@ -148,7 +148,10 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         }
     })?;
     console::run(
-        std::sync::Arc::new(repo),
+        std::sync::Arc::new(sealvol_engine::api::Node {
+            repo,
+            state: ctx.settings.state.clone(),
+        }),
         console::Options {
             readonly,
             theme,

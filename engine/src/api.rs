@@ -5,6 +5,7 @@
 use crate::diff::VersionDiff;
 use crate::error::Result;
 use crate::files::VersionFiles;
+use crate::mount::MountRecord;
 use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
 use crate::repo::Repository;
@@ -31,6 +32,62 @@ pub trait Api: Send + Sync {
         to: &Digest,
         expected: Option<Digest>,
     ) -> Result<TagFile>;
+    /// Live mounts on this node. A repository alone knows of none.
+    fn mounts(&self) -> Result<Vec<MountRecord>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A repository together with this node's state directory: what the console talks to,
+/// so it sees the node's mounts as well as the registry.
+pub struct Node {
+    pub repo: Repository,
+    pub state: std::path::PathBuf,
+}
+
+impl Api for Node {
+    fn location(&self) -> String {
+        Api::location(&self.repo)
+    }
+    fn volumes(&self) -> Result<Vec<VolumeInfo>> {
+        Api::volumes(&self.repo)
+    }
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
+        Api::versions(&self.repo, volume)
+    }
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
+        Api::manifest(&self.repo, volume, digest)
+    }
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
+        Api::files(&self.repo, volume, digest)
+    }
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
+        Api::tags(&self.repo, volume)
+    }
+    fn resolve(&self, r: &Ref) -> Result<Digest> {
+        Api::resolve(&self.repo, r)
+    }
+    fn diff(
+        &self,
+        from: (&VolumeName, &Digest),
+        to: (&VolumeName, &Digest),
+    ) -> Result<VersionDiff> {
+        Api::diff(&self.repo, from, to)
+    }
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile> {
+        Api::move_tag(&self.repo, volume, tag, to, expected)
+    }
+    fn mounts(&self) -> Result<Vec<MountRecord>> {
+        Ok(crate::mount::records::list(&crate::mount::records::dir(
+            &self.state,
+        )))
+    }
 }
 
 impl Api for Repository {

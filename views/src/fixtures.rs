@@ -4,6 +4,7 @@
 use sealvol_themes::Role;
 
 use crate::chrome::{Overlay, Status, StatusKind};
+use crate::mounts::{MountRow, MountsView};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use crate::versions::{VersionRow, VersionsView};
 use crate::volumes::{VolumeRow, VolumesView};
@@ -41,6 +42,11 @@ pub fn volumes() -> FrameView {
         tags: tags.iter().map(|t| t.to_string()).collect(),
         latest_bytes: bytes,
         updated: updated.into(),
+        mounted: if name == "qwen3-8b" {
+            vec![digest(2)]
+        } else {
+            vec![]
+        },
     };
     FrameView {
         crumbs: vec!["volumes".into()],
@@ -97,6 +103,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 131_072 + 700_000,
             source: "hf://Qwen/Qwen3-8B@a1b2c3d".into(),
             tags: vec!["canary".into()],
+            mounts: 0,
         },
         VersionRow {
             digest: digest(2),
@@ -106,6 +113,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 1_712 << 20,
             source: "file:///data/ckpt/step-2000".into(),
             tags: vec!["prod".into()],
+            mounts: 2,
         },
         VersionRow {
             digest: digest(1),
@@ -115,6 +123,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 16_384 << 20,
             source: "file:///data/ckpt/step-1000".into(),
             tags: vec![],
+            mounts: 0,
         },
     ]
 }
@@ -372,12 +381,54 @@ pub fn page_background(theme: &str) -> (u8, u8, u8) {
     }
 }
 
+pub fn mounts() -> FrameView {
+    let row = |dir: &str, n: u8, requested: &str, served: u64, hits: (u64, u64, u64)| MountRow {
+        dir: dir.into(),
+        volume: "weights/qwen3-8b".into(),
+        digest: digest(n),
+        requested: requested.into(),
+        pid: 4100 + n as u32,
+        started: "2026-11-29T22:10:00.000Z".into(),
+        bytes_served: served,
+        memory_hits: hits.0,
+        cache_hits: hits.1,
+        origin_chunks: hits.2,
+        errors: 0,
+    };
+    FrameView {
+        crumbs: vec!["volumes".into(), "mounts".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Mounts(MountsView {
+            rows: vec![
+                row(
+                    "/models/qwen",
+                    2,
+                    "weights/qwen3-8b:prod",
+                    16_384 << 20,
+                    (101_000, 24_000, 6_000),
+                ),
+                row(
+                    "/models/qwen-b",
+                    2,
+                    "weights/qwen3-8b@b3:0202",
+                    9_100 << 20,
+                    (50_000, 22_700, 0),
+                ),
+            ],
+            selected: 0,
+        }),
+        status: status("2 mounts on this node"),
+        overlay: None,
+    }
+}
+
 /// Every screen with its name, for tests and screenshots.
 pub fn all() -> Vec<(&'static str, FrameView)> {
     vec![
         ("volumes", volumes()),
         ("versions", versions()),
         ("files", files()),
+        ("mounts", mounts()),
         ("tags", tags()),
         ("confirm", confirm()),
         ("diff", diff()),

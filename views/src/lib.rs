@@ -8,6 +8,7 @@ pub mod files;
 pub mod fixtures;
 pub mod format;
 pub mod list;
+pub mod mounts;
 pub mod svg;
 pub mod tags;
 pub mod versions;
@@ -27,6 +28,7 @@ pub enum Body {
     Tags(tags::TagsView),
     Diff(diff::DiffView),
     Files(files::FilesView),
+    Mounts(mounts::MountsView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -62,6 +64,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Tags(vm) => tags::draw(vm, theme, body, buf),
         Body::Diff(vm) => diff::draw(vm, theme, body, buf),
         Body::Files(vm) => files::draw(vm, theme, body, buf),
+        Body::Mounts(vm) => mounts::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

@@ -18,6 +18,8 @@ pub struct VersionRow {
     pub new_bytes: u64,
     pub source: String,
     pub tags: Vec<String>,
+    /// Live mounts on this node serving this version.
+    pub mounts: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -77,10 +79,16 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Role::Text
             };
             let mark = if vm.marked == Some(i) { "◆ " } else { "" };
-            let tags: Cell = if r.tags.is_empty() {
-                cell("pinned only", Role::Dim)
-            } else {
-                cell(r.tags.join(" "), Role::Tag)
+            let mounted = match r.mounts {
+                0 => String::new(),
+                1 => "◉ mounted".into(),
+                n => format!("◉ mounted ×{n}"),
+            };
+            let tags: Cell = match (r.tags.is_empty(), r.mounts) {
+                (true, 0) => cell("pinned only", Role::Dim),
+                (true, _) => cell(mounted, Role::Added),
+                (false, 0) => cell(r.tags.join(" "), Role::Tag),
+                (false, _) => cell(format!("{} {mounted}", r.tags.join(" ")), Role::Tag),
             };
             let new_role = if r.new_bytes == 0 {
                 Role::Unchanged

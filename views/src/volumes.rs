@@ -4,7 +4,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{size, when};
+use crate::format::{short_digest, size, when};
 use crate::list::{Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -15,6 +15,8 @@ pub struct VolumeRow {
     pub tags: Vec<String>,
     pub latest_bytes: u64,
     pub updated: String,
+    /// Digests served by live mounts on this node.
+    pub mounted: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -68,7 +70,19 @@ pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(r.versions.to_string(), Role::Text),
                 cell(size(r.latest_bytes), Role::Text),
                 cell(when(&r.updated), Role::Dim),
-                cell(r.tags.join(" "), Role::Tag),
+                if r.mounted.is_empty() {
+                    cell(r.tags.join(" "), Role::Tag)
+                } else {
+                    let served: Vec<String> = r
+                        .mounted
+                        .iter()
+                        .map(|d| format!("◉ {}", short_digest(d)))
+                        .collect();
+                    cell(
+                        format!("{} {}", r.tags.join(" "), served.join(" ")),
+                        Role::Tag,
+                    )
+                },
             ]
         },
     );

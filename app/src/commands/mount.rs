@@ -34,7 +34,7 @@ pub struct Request {
 const READY_FD: &str = "SEALVOL_READY_FD";
 
 fn records_dir(ctx: &Ctx) -> PathBuf {
-    ctx.settings.state.join("mounts")
+    records::dir(&ctx.settings.state)
 }
 
 pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {

@@ -59,6 +59,7 @@ async fn event_loop(
     let (mut model, effects) = Model::new(api.location(), opts.readonly);
     spawn_effects(&api, &tx, effects);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut live = tokio::time::interval(Duration::from_secs(1));
     // `kill` (SIGTERM) ends the console like `q`, so the terminal is restored; Ctrl-C
     // arrives as a key in raw mode and is bound to quit.
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -84,6 +85,7 @@ async fn event_loop(
                 model.tick();
                 Vec::new()
             }
+            _ = live.tick(), if model.wants_live_refresh() => model.refresh_mounts(),
         };
         spawn_effects(&api, &tx, effects);
         if model.quit {

@@ -3,11 +3,13 @@
 //! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use sealvol_engine::mount::MountRecord;
 use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_engine::registry::{TagFile, VersionInfo, VolumeInfo};
 use sealvol_themes::Role;
 use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
 use sealvol_views::format::short_digest;
+use sealvol_views::mounts::{MountRow, MountsView};
 use sealvol_views::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use sealvol_views::versions::{VersionRow, VersionsView};
 use sealvol_views::volumes::{VolumeRow, VolumesView};
@@ -26,6 +28,7 @@ pub enum Action {
     Open,
     Back,
     Tags,
+    Mounts,
     Focus,
     PointTag,
     UndoMove,
@@ -52,6 +55,7 @@ impl Action {
             "open" => Action::Open,
             "back" => Action::Back,
             "tags" => Action::Tags,
+            "mounts" => Action::Mounts,
             "focus" => Action::Focus,
             "point-tag" => Action::PointTag,
             "undo-move" => Action::UndoMove,
@@ -78,6 +82,8 @@ pub enum Screen {
     Files(VolumeName, Digest),
     /// The diff of two versions, as typed or marked (resolved on every load).
     Diff(Ref, Ref),
+    /// Live mounts on this node, refreshed every second while shown.
+    Mounts,
 }
 
 /// A tag move a person has been shown and may confirm. It names the tag and both
@@ -100,6 +106,7 @@ pub enum Effect {
     MoveTag(TagMovePlan),
     Diff(Ref, Ref),
     LoadFiles(VolumeName, Digest),
+    LoadMounts,
     /// `:files REF`: resolve the ref, then open its files.
     ResolveFiles(Ref),
     /// Put this text on the clipboard (OSC 52).
@@ -115,6 +122,7 @@ pub enum Loaded {
     Moved(TagMovePlan),
     Diff(Box<sealvol_engine::diff::VersionDiff>),
     Files(VolumeName, Digest, sealvol_engine::files::VersionFiles),
+    Mounts(Vec<MountRecord>),
     Failed(String),
 }
 
@@ -149,6 +157,8 @@ pub struct Model {
     file_rows: Vec<sealvol_views::files::Row>,
     file_previous: Option<String>,
     file_sel: usize,
+    mounts: Vec<MountRecord>,
+    mount_sel: usize,
     filter: String,
     status: (StatusKind, String),
     busy: usize,
@@ -179,6 +189,8 @@ impl Model {
             file_rows: Vec::new(),
             file_previous: None,
             file_sel: 0,
+            mounts: Vec::new(),
+            mount_sel: 0,
             filter: String::new(),
             status: (StatusKind::Info, String::new()),
             busy: 0,
@@ -189,7 +201,8 @@ impl Model {
             page: 20,
             location,
         };
-        let e = m.request(Effect::LoadVolumes);
+        let mut e = m.request(Effect::LoadVolumes);
+        e.extend(m.request(Effect::LoadMounts));
         (m, e)
     }
 
@@ -265,7 +278,7 @@ impl Model {
                 // Single-table screens: row 1 is the table header, rows follow.
                 if !matches!(
                     self.screen(),
-                    Screen::Volumes | Screen::Versions(_) | Screen::Files(..)
+                    Screen::Volumes | Screen::Versions(_) | Screen::Files(..) | Screen::Mounts
                 ) {
                     return Vec::new();
                 }
@@ -302,6 +315,7 @@ impl Model {
                 Screen::Versions(v) | Screen::Tags(v) => v.to_string(),
                 Screen::Files(_, d) => format!("b3:{}", d.short(12)),
                 Screen::Diff(_, b) => b.volume.to_string(),
+                Screen::Mounts => "mounts".to_string(),
             })
             .collect();
         for (depth, name) in names.iter().enumerate().take(frame_crumbs) {
@@ -390,6 +404,7 @@ impl Model {
             Action::Open => return self.open(),
             Action::Back => return self.back(),
             Action::Tags => return self.open_tags(),
+            Action::Mounts => return self.open_mounts(),
             Action::Focus => {
                 if matches!(self.screen(), Screen::Tags(_)) {
                     self.focus = match self.focus {
@@ -460,6 +475,12 @@ impl Model {
                     if self.status.1.is_empty() || self.status.1.ends_with('…') {
                         self.info(format!("{} tag(s) on {vol}", self.tags.len()));
                     }
+                }
+            }
+            Loaded::Mounts(m) => {
+                self.mounts = m;
+                if matches!(self.screen(), Screen::Mounts) && !self.status_is_error() {
+                    self.info(format!("{} mount(s) on this node", self.mounts.len()));
                 }
             }
             Loaded::Diff(d) => {
@@ -537,10 +558,32 @@ impl Model {
         self.readonly
     }
 
+    fn status_is_error(&self) -> bool {
+        self.status.0 == StatusKind::Error
+    }
+
+    /// The Mounts screen shows live counters: the loop asks every second.
+    pub fn wants_live_refresh(&self) -> bool {
+        matches!(self.screen(), Screen::Mounts) && self.busy == 0 && self.overlay.is_none()
+    }
+
+    pub fn refresh_mounts(&mut self) -> Vec<Effect> {
+        self.request(Effect::LoadMounts)
+    }
+
     fn reload(&mut self) -> Vec<Effect> {
         let e = match self.screen().clone() {
-            Screen::Volumes => Effect::LoadVolumes,
-            Screen::Versions(v) => Effect::LoadVersions(v),
+            Screen::Mounts => Effect::LoadMounts,
+            Screen::Volumes => {
+                let mut e = self.request(Effect::LoadMounts);
+                e.extend(self.request(Effect::LoadVolumes));
+                return e;
+            }
+            Screen::Versions(v) => {
+                let mut e = self.request(Effect::LoadMounts);
+                e.extend(self.request(Effect::LoadVersions(v)));
+                return e;
+            }
             Screen::Tags(v) => Effect::LoadTags(v),
             Screen::Diff(a, b) => Effect::Diff(a, b),
             Screen::Files(v, d) => Effect::LoadFiles(v, d),
@@ -590,6 +633,7 @@ impl Model {
         match self.screen() {
             Screen::Diff(..) => self.visible_diff_files().len(),
             Screen::Files(..) => self.file_rows.len(),
+            Screen::Mounts => self.mounts.len(),
             Screen::Volumes => self.visible_volumes().len(),
             Screen::Versions(_) => self.visible_versions().len(),
             Screen::Tags(_) => match self.focus {
@@ -603,6 +647,7 @@ impl Model {
         match self.screen() {
             Screen::Diff(..) => self.diff_sel,
             Screen::Files(..) => self.file_sel,
+            Screen::Mounts => self.mount_sel,
             Screen::Volumes => self.vol_sel,
             Screen::Versions(_) => self.ver_sel,
             Screen::Tags(_) => match self.focus {
@@ -616,6 +661,7 @@ impl Model {
         match self.screen() {
             Screen::Diff(..) => self.diff_sel = i,
             Screen::Files(..) => self.file_sel = i,
+            Screen::Mounts => self.mount_sel = i,
             Screen::Volumes => self.vol_sel = i,
             Screen::Versions(_) => self.ver_sel = i,
             Screen::Tags(_) => match self.focus {
@@ -655,7 +701,17 @@ impl Model {
             Screen::Versions(v) | Screen::Tags(v) => Some(v.clone()),
             Screen::Diff(_, b) => Some(b.volume.clone()),
             Screen::Files(v, _) => Some(v.clone()),
+            Screen::Mounts => self.selected_mount().map(|(v, _)| v),
         }
+    }
+
+    /// The selected mount's volume and the digest it serves.
+    fn selected_mount(&self) -> Option<(VolumeName, Digest)> {
+        let m = self.mounts.get(self.mount_sel)?;
+        Some((
+            VolumeName::parse(&m.volume).ok()?,
+            Digest::parse(&m.digest).ok()?,
+        ))
     }
 
     fn push_screen(&mut self, s: Screen) -> Vec<Effect> {
@@ -689,6 +745,15 @@ impl Model {
                 self.on_action(Action::Focus);
                 Vec::new()
             }
+            // What a mount serves: the files of that exact version.
+            Screen::Mounts => match self.selected_mount() {
+                Some((v, d)) => {
+                    self.file_rows.clear();
+                    self.file_sel = 0;
+                    self.push_screen(Screen::Files(v, d))
+                }
+                None => Vec::new(),
+            },
             Screen::Diff(..) | Screen::Files(..) => Vec::new(),
         }
     }
@@ -704,6 +769,15 @@ impl Model {
             return self.reload();
         }
         Vec::new()
+    }
+
+    fn open_mounts(&mut self) -> Vec<Effect> {
+        if matches!(self.screen(), Screen::Mounts) {
+            return Vec::new();
+        }
+        self.stack.truncate(1);
+        self.mount_sel = 0;
+        self.push_screen(Screen::Mounts)
     }
 
     fn open_tags(&mut self) -> Vec<Effect> {
@@ -761,6 +835,7 @@ impl Model {
             Screen::Versions(_) => self.selected_version().map(|v| v.digest.clone()),
             Screen::Tags(_) => self.tags.get(self.tag_sel).map(|t| t.digest.clone()),
             Screen::Files(_, d) => Some(d.to_string()),
+            Screen::Mounts => self.selected_mount().map(|(_, d)| d.to_string()),
             Screen::Volumes | Screen::Diff(..) => None,
         };
         let Some(d) = digest else {
@@ -884,6 +959,7 @@ impl Model {
                 self.quit = true;
                 Vec::new()
             }
+            "mounts" | "mnt" => self.open_mounts(),
             "volumes" | "vol" | "ls" => {
                 self.stack.truncate(1);
                 self.filter.clear();
@@ -1044,6 +1120,12 @@ impl Model {
                             tags: v.tags.clone(),
                             latest_bytes: v.latest_bytes,
                             updated: v.updated.clone(),
+                            mounted: self
+                                .mounts
+                                .iter()
+                                .filter(|m| m.volume == format!("{}/{}", v.namespace, v.name))
+                                .map(|m| m.digest.clone())
+                                .collect(),
                         }
                     })
                     .collect();
@@ -1082,6 +1164,11 @@ impl Model {
                                 new_bytes: v.new_bytes,
                                 source: v.source.clone(),
                                 tags: v.tags.clone(),
+                                mounts: self
+                                    .mounts
+                                    .iter()
+                                    .filter(|m| m.volume == vol.to_string() && m.digest == v.digest)
+                                    .count(),
                             }
                         })
                         .collect(),
@@ -1127,6 +1214,35 @@ impl Model {
                     selected: self.file_sel,
                 })
             }
+            Screen::Mounts => {
+                crumbs.push("mounts".into());
+                if self.mounts.is_empty() {
+                    Body::Empty(
+                        "no mounts on this node: `sealvol volume mount REF DIR` makes one".into(),
+                    )
+                } else {
+                    Body::Mounts(MountsView {
+                        rows: self
+                            .mounts
+                            .iter()
+                            .map(|m| MountRow {
+                                dir: m.dir.clone(),
+                                volume: m.volume.clone(),
+                                digest: m.digest.clone(),
+                                requested: m.requested.clone(),
+                                pid: m.pid,
+                                started: m.started.clone(),
+                                bytes_served: m.stats.bytes_served,
+                                memory_hits: m.stats.memory_hits,
+                                cache_hits: m.stats.cache_hits,
+                                origin_chunks: m.stats.origin_chunks,
+                                errors: m.stats.errors,
+                            })
+                            .collect(),
+                        selected: self.mount_sel,
+                    })
+                }
+            }
             Screen::Diff(a, b) => {
                 crumbs.push(b.volume.to_string());
                 crumbs.push("diff".into());
@@ -1149,6 +1265,7 @@ impl Model {
             Screen::Volumes => vec![
                 ("enter", "versions"),
                 ("t", "tags"),
+                ("M", "mounts"),
                 ("/", "filter"),
                 ("?", "help"),
             ],
@@ -1166,6 +1283,12 @@ impl Model {
                 ("?", "help"),
             ],
             Screen::Files(..) => vec![("c", "copy ref"), ("esc", "back"), ("?", "help")],
+            Screen::Mounts => vec![
+                ("enter", "files"),
+                ("c", "copy ref"),
+                ("esc", "back"),
+                ("?", "help"),
+            ],
             Screen::Diff(..) => vec![
                 ("j/k", "file"),
                 ("/", "filter"),
@@ -1238,6 +1361,7 @@ pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> 
     };
     Some(match e {
         Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
+        Effect::LoadMounts => api.mounts().map(Loaded::Mounts).unwrap_or_else(failed),
         Effect::LoadVersions(v) => api
             .versions(&v)
             .map(|x| Loaded::Versions(v, x))

@@ -4,7 +4,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use sealvol_engine::Repository;
-use sealvol_engine::api::Api;
+use sealvol_engine::api::{Api, Node};
 use sealvol_engine::progress::Quiet;
 use sealvol_engine::push::{PushOptions, push};
 use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
@@ -15,7 +15,7 @@ use super::model::{Effect, Model, Overlay, perform};
 
 struct Harness {
     _tmp: tempfile::TempDir,
-    repo: Repository,
+    node: Node,
     model: Model,
     keys: Keymap,
     v1: Digest,
@@ -45,9 +45,10 @@ fn harness(readonly: bool) -> Harness {
     repo.move_tag(&vol, &prod, &v1, None).unwrap();
     repo.move_tag(&vol, &prod, &v2, None).unwrap();
     let (model, effects) = Model::new("test-repo".into(), readonly);
+    let state = tmp.path().join("state");
     let mut h = Harness {
         _tmp: tmp,
-        repo,
+        node: Node { repo, state },
         model,
         keys: Keymap::load(None).unwrap(),
         v1,
@@ -61,7 +62,7 @@ impl Harness {
     /// Carries out effects and feeds results back until nothing is pending.
     fn run(&mut self, mut effects: Vec<Effect>) {
         while let Some(e) = effects.pop() {
-            if let Some(l) = perform(&self.repo as &dyn Api, e) {
+            if let Some(l) = perform(&self.node as &dyn Api, e) {
                 effects.extend(self.model.on_loaded(l));
             }
         }
@@ -95,7 +96,8 @@ impl Harness {
     }
 
     fn prod(&self) -> Digest {
-        self.repo
+        self.node
+            .repo
             .resolve(&Ref::parse("weights/tiny:prod").unwrap())
             .unwrap()
     }
@@ -164,8 +166,9 @@ fn a_confirmation_for_a_tag_that_moved_meanwhile_fails_safely() {
     assert!(matches!(h.model.overlay, Some(Overlay::Confirm(_))));
     // Someone else moves prod before we confirm.
     let vol = VolumeName::parse("weights/tiny").unwrap();
-    let other = version(&h.repo, &h._tmp.path().join("x"), b"hotfix", &vol);
-    h.repo
+    let other = version(&h.node.repo, &h._tmp.path().join("x"), b"hotfix", &vol);
+    h.node
+        .repo
         .move_tag(&vol, &Name::parse("tag", "prod").unwrap(), &other, None)
         .unwrap();
     h.keys("y");
@@ -195,7 +198,8 @@ fn point_a_tag_from_the_versions_screen_and_cancel() {
     h.keys("n");
     assert!(h.model.overlay.is_none());
     assert!(
-        h.repo
+        h.node
+            .repo
             .tag(
                 &VolumeName::parse("weights/tiny").unwrap(),
                 &Name::parse("tag", "canary").unwrap()
@@ -463,4 +467,75 @@ fn files_by_palette() {
     h.typed("files weights/tiny:missing");
     h.keys("enter");
     assert!(h.status().contains("no tag missing"), "{}", h.status());
+}
+
+/// A real FUSE mount of v1 while `prod` points at v2: the Mounts screen lists it, the
+/// versions screen marks v1 as mounted, and enter opens the files it serves.
+#[test]
+fn the_mounts_screen_shows_what_each_mount_serves() {
+    if !std::path::Path::new("/dev/fuse").exists() {
+        assert!(
+            std::env::var_os("SEALVOL_REQUIRE_FUSE").is_none(),
+            "SEALVOL_REQUIRE_FUSE is set but /dev/fuse is missing"
+        );
+        eprintln!("SKIPPED: no /dev/fuse; the console's mounts test did not run");
+        return;
+    }
+    use sealvol_engine::mount::{self, MountOptions, MountRecord, records};
+    let mut h = harness(false);
+    let dir = h._tmp.path().join("mnt");
+    std::fs::create_dir_all(&dir).unwrap();
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    let repo = std::sync::Arc::new(
+        Repository::open_local(&h._tmp.path().join("repo"), false, false).unwrap(),
+    );
+    let m = mount::mount(repo, &vol, &h.v1, &dir, MountOptions::default()).unwrap();
+    assert_eq!(std::fs::read(dir.join("model.bin")).unwrap(), b"one");
+    records::write(
+        &records::dir(&h.node.state),
+        &MountRecord {
+            pid: std::process::id(),
+            dir: m.dir().display().to_string(),
+            volume: vol.to_string(),
+            digest: h.v1.to_string(),
+            requested: format!("{vol}@{}", h.v1),
+            cache: None,
+            started: sealvol_engine::registry::now_rfc3339(),
+            files: 1,
+            bytes: 3,
+            stats: m.stats(),
+        },
+    )
+    .unwrap();
+
+    h.keys("M");
+    let Body::Mounts(v) = h.model.frame(&h.keys).body else {
+        panic!("not the mounts screen")
+    };
+    assert_eq!(v.rows.len(), 1);
+    assert_eq!(v.rows[0].digest, h.v1.to_string());
+    assert!(v.rows[0].bytes_served == 0 || v.rows[0].bytes_served == 3);
+
+    h.keys("enter");
+    let Body::Files(f) = h.model.frame(&h.keys).body else {
+        panic!("enter opens the files of the served version")
+    };
+    assert_eq!(f.version, format!("vol:{vol}@{}", h.v1));
+
+    h.keys(":");
+    h.typed("versions weights/tiny");
+    h.keys("enter");
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!("not the versions screen")
+    };
+    let marked: Vec<(&str, usize)> = v
+        .rows
+        .iter()
+        .map(|r| (r.digest.as_str(), r.mounts))
+        .collect();
+    let v1 = h.v1.to_string();
+    let v2 = h.v2.to_string();
+    assert!(marked.contains(&(v1.as_str(), 1)), "{marked:?}");
+    assert!(marked.contains(&(v2.as_str(), 0)), "{marked:?}");
+    m.unmount().unwrap();
 }

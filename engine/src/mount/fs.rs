@@ -15,7 +15,7 @@ use crate::pull::load_file_object;
 use crate::registry::Manifest;
 
 use super::readahead::{Job, Layout, Memo, Stream, start_pool};
-use super::tiers::{Tiers, add};
+use super::tiers::{ChunkBytes, Tiers, add};
 use super::tree::{NodeKind, ROOT, Tree};
 
 /// An errno with the reason, for the log.
@@ -69,7 +69,7 @@ pub struct Statfs {
 
 /// Bytes a read returns: a slice of one chunk when it fits in one, else a copy.
 pub enum ReadData {
-    Slice(Arc<[u8]>, usize, usize),
+    Slice(ChunkBytes, usize, usize),
     Owned(Vec<u8>),
 }
 
@@ -337,7 +337,7 @@ impl VolumeFs {
         if chunks.len() == 1 {
             let s = (offset - base) as usize;
             let e = (end - base) as usize;
-            return Ok(ReadData::Slice(Arc::clone(&chunks[0]), s, e));
+            return Ok(ReadData::Slice(chunks[0].clone(), s, e));
         }
         let mut out = Vec::with_capacity((end - offset) as usize);
         let mut at = base;

@@ -16,7 +16,7 @@ use crate::digest::Hash;
 use crate::error::Result;
 use crate::objects::FileObject;
 
-use super::tiers::{Tiers, add};
+use super::tiers::{ChunkBytes, Tiers, add};
 
 /// A file's chunk list with the end offset of every chunk, for finding a chunk by offset.
 pub struct Layout {
@@ -58,7 +58,7 @@ impl Layout {
 
 #[derive(Default)]
 struct MemoInner {
-    ready: HashMap<Hash, (Arc<[u8]>, u64)>,
+    ready: HashMap<Hash, (ChunkBytes, u64)>,
     /// use tick → chunk, oldest first.
     order: BTreeMap<u64, Hash>,
     tick: u64,
@@ -97,7 +97,7 @@ impl Memo {
         layout: &Layout,
         range: Range<usize>,
         demand: bool,
-    ) -> Result<Vec<Arc<[u8]>>> {
+    ) -> Result<Vec<ChunkBytes>> {
         let chunks = &layout.obj.chunks;
         loop {
             let mut g = self.lock();
@@ -139,7 +139,7 @@ impl Memo {
             }
             let result = fetched.map(|got| {
                 for (i, bytes) in got {
-                    g.insert(chunks[i].entry.hash, Arc::clone(&bytes), self.capacity);
+                    g.insert(chunks[i].entry.hash, bytes.clone(), self.capacity);
                     out[i - range.start] = Some(bytes);
                 }
             });
@@ -158,7 +158,7 @@ impl Memo {
         tiers: &Tiers,
         layout: &Layout,
         missing: &[usize],
-    ) -> Result<Vec<(usize, Arc<[u8]>)>> {
+    ) -> Result<Vec<(usize, ChunkBytes)>> {
         let mut got = Vec::with_capacity(missing.len());
         let mut k = 0;
         while k < missing.len() {
@@ -177,17 +177,17 @@ impl Memo {
 }
 
 impl MemoInner {
-    fn touch(&mut self, h: &Hash) -> Option<Arc<[u8]>> {
+    fn touch(&mut self, h: &Hash) -> Option<ChunkBytes> {
         self.tick += 1;
         let tick = self.tick;
         let (bytes, old) = self.ready.get_mut(h)?;
         self.order.remove(old);
         *old = tick;
         self.order.insert(tick, *h);
-        Some(Arc::clone(bytes))
+        Some(bytes.clone())
     }
 
-    fn insert(&mut self, h: Hash, bytes: Arc<[u8]>, capacity: usize) {
+    fn insert(&mut self, h: Hash, bytes: ChunkBytes, capacity: usize) {
         if self.ready.contains_key(&h) {
             return;
         }

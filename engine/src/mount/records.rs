@@ -29,6 +29,11 @@ pub struct MountRecord {
     pub stats: TierStats,
 }
 
+/// Where a node's mount records live, under its state directory.
+pub fn dir(state: &Path) -> PathBuf {
+    state.join("mounts")
+}
+
 fn record_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("{pid}.json"))
 }

@@ -19,6 +19,33 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::objects::FileObject;
 use crate::repo::{Repository, pack_key};
 
+/// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
+/// never copied chunk by chunk.
+#[derive(Clone)]
+pub struct ChunkBytes {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl ChunkBytes {
+    pub fn whole(v: Vec<u8>) -> ChunkBytes {
+        let end = v.len();
+        ChunkBytes {
+            buf: Arc::new(v),
+            start: 0,
+            end,
+        }
+    }
+}
+
+impl std::ops::Deref for ChunkBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
 /// The largest single range read from the origin.
 const MAX_RUN: u64 = 8 << 20;
 
@@ -80,14 +107,14 @@ pub struct Tiers {
     /// Cache fills happen on their own thread so a cold read never waits on a disk
     /// write; when that thread falls behind, fills are skipped (the next read fetches
     /// from the origin again, which is correct, only slower).
-    filler: Option<Sender<(Hash, Arc<[u8]>)>>,
+    filler: Option<Sender<(Hash, ChunkBytes)>>,
     pub counters: Counters,
 }
 
 impl Tiers {
     pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> Tiers {
         let filler = cache.as_ref().map(|c| {
-            let (tx, rx) = crossbeam_channel::bounded::<(Hash, Arc<[u8]>)>(256);
+            let (tx, rx) = crossbeam_channel::bounded::<(Hash, ChunkBytes)>(512);
             let c = Arc::clone(c);
             std::thread::Builder::new()
                 .name("sealvol-cache-fill".into())
@@ -113,8 +140,8 @@ impl Tiers {
     }
 
     /// Chunks `range` of a file, verified, in order.
-    pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<Arc<[u8]>>> {
-        let mut out: Vec<Option<Arc<[u8]>>> = vec![None; range.len()];
+    pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
         let mut misses = Vec::new();
         for (slot, i) in range.clone().enumerate() {
             let h = obj.chunks[i].entry.hash;
@@ -122,7 +149,7 @@ impl Tiers {
                 Some(bytes) => {
                     add(&self.counters.cache_hits, 1);
                     add(&self.counters.cache_bytes, bytes.len() as u64);
-                    out[slot] = Some(bytes.into());
+                    out[slot] = Some(ChunkBytes::whole(bytes));
                 }
                 None => misses.push(i),
             }
@@ -160,11 +187,16 @@ impl Tiers {
                     }
                 })?;
             add(&self.counters.origin_requests, 1);
+            let buf = Arc::new(bytes);
             for &i in &misses[k..k + n] {
                 let c = &obj.chunks[i];
                 let at = (c.entry.offset - start) as usize;
-                let piece = &bytes[at..at + c.entry.stored_len as usize];
-                if Hash::of(piece) != c.entry.hash {
+                let piece = ChunkBytes {
+                    buf: Arc::clone(&buf),
+                    start: at,
+                    end: at + c.entry.stored_len as usize,
+                };
+                if Hash::of(&piece) != c.entry.hash {
                     return Err(Error::corrupt(format!(
                         "chunk {} in pack {} at offset {} fails its hash check",
                         c.entry.hash.hex(),
@@ -172,11 +204,10 @@ impl Tiers {
                         c.entry.offset
                     )));
                 }
-                let piece: Arc<[u8]> = piece.into();
                 add(&self.counters.origin_chunks, 1);
                 add(&self.counters.origin_bytes, piece.len() as u64);
                 if let Some(tx) = &self.filler {
-                    match tx.try_send((c.entry.hash, Arc::clone(&piece))) {
+                    match tx.try_send((c.entry.hash, piece.clone())) {
                         Ok(()) | Err(TrySendError::Full(_)) => {}
                         Err(TrySendError::Disconnected(_)) => {}
                     }

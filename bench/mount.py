@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Mount benchmark: sealvol against casync and restic mounts of the same checkpoint,
+side by side in one run. Prints a Markdown table for BENCHMARKS.md.
+
+    python3 bench/mount.py --sealvol BIN --data DIR/v1 [--runs 5] [--work DIR]
+
+Measures, each as the median of --runs:
+- mount ready: from starting the mount command until `ls` of the mount answers;
+- the same for a 1 TiB logical volume (repeated content; see engine/examples/repeat_version.rs);
+- time to first byte of a cold file (open + first 4 KiB read);
+- cold sequential read of one ~512 MiB shard (nothing in the node cache, the mount's
+  kernel page cache dropped; the origin repository may sit in the host page cache,
+  as it does for the peers);
+- warm read of the same shard after a remount (every chunk in the node cache);
+- peak RSS of the mount process after reading the whole 2 GiB version.
+"""
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
+from pathlib import Path
+
+def sh(*args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
+
+def wait_ready(path, timeout=60):
+    t = time.time() + timeout
+    while time.time() < t:
+        try:
+            if os.listdir(path):
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise SystemExit(f"mount at {path} never became ready")
+
+def umount(path):
+    subprocess.run(["fusermount3", "-u", "-z", str(path)], capture_output=True)
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+def drop_file_cache(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+def read_rate(path, bs=1 << 20):
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(bs)
+            if not b:
+                break
+            n += len(b)
+    return n / (time.perf_counter() - t), n
+
+def ttfb(path):
+    t = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        f.read(4096)
+    return time.perf_counter() - t
+
+class Sealvol:
+    name = "sealvol"
+    def __init__(self, bin, work, data):
+        self.bin, self.work = bin, work
+        self.env = dict(os.environ, SEALVOL_REPO=str(work / "sv-repo"), SEALVOL_STATE=str(work / "sv-state"))
+        self.cache = work / "sv-cache"
+        if not (work / "sv-repo").exists():
+            sh(bin, "volume", "push", str(data), "bench/ckpt", env=self.env)
+        out = sh(str(Path(bin).parent / "examples" / "repeat_version"), str(work / "sv-repo"),
+                 "bench/ckpt", "512", "bench/tib", env=self.env)
+        self.big = out.strip()
+    def mount(self, mnt, ref="bench/ckpt"):
+        subprocess.run([self.bin, "-q", "volume", "mount", ref, str(mnt), "--cache", str(self.cache),
+                        "--cache-size", "8G"], check=True, env=self.env)
+    def pid(self, mnt):
+        for m in json.loads(sh(self.bin, "volume", "mounts", "--json", env=self.env)):
+            if m["dir"] == str(mnt):
+                return m["pid"]
+    def unmount(self, mnt):
+        subprocess.run([self.bin, "-q", "volume", "unmount", str(mnt)], env=self.env)
+    def clear_cache(self):
+        shutil.rmtree(self.cache, ignore_errors=True)
+    def root(self, mnt):
+        return mnt
+
+class Casync:
+    name = "casync"
+    def __init__(self, work, data):
+        self.store, self.idx = work / "ca-store", work / "ca.caidx"
+        if not self.idx.exists():
+            sh("casync", "make", f"--store={self.store}", str(self.idx), str(data))
+        self.proc = None
+    def mount(self, mnt):
+        self.proc = subprocess.Popen(["casync", "mount", f"--store={self.store}", str(self.idx), str(mnt)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def pid(self, mnt):
+        return self.proc.pid
+    def unmount(self, mnt):
+        umount(mnt)
+        if self.proc:
+            self.proc.wait()
+    def clear_cache(self):
+        pass
+    def root(self, mnt):
+        return mnt
+
+class Restic:
+    name = "restic"
+    def __init__(self, work, data):
+        self.repo = work / "restic-repo"
+        self.env = dict(os.environ, RESTIC_REPOSITORY=str(self.repo), RESTIC_PASSWORD="bench")
+        if not self.repo.exists():
+            sh("restic", "init", env=self.env)
+            sh("restic", "backup", str(data), env=self.env)
+        self.data = data
+        self.proc = None
+    def mount(self, mnt):
+        self.proc = subprocess.Popen(["restic", "mount", "--no-lock", str(mnt)], env=self.env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def pid(self, mnt):
+        return self.proc.pid
+    def unmount(self, mnt):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            umount(mnt)
+            self.proc.wait()
+    def clear_cache(self):
+        shutil.rmtree(Path.home() / ".cache" / "restic", ignore_errors=True)
+    def root(self, mnt):
+        return mnt / "snapshots" / "latest" / str(self.data).lstrip("/")
+
+def vm_hwm(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+def measure(tool, work, runs, shard):
+    mnt = work / f"mnt-{tool.name}"
+    umount(mnt)
+    mnt.mkdir(exist_ok=True)
+    r = {}
+    ready, first, cold, warm = [], [], [], []
+    for _ in range(runs):
+        tool.clear_cache()
+        t = time.perf_counter()
+        tool.mount(mnt)
+        wait_ready(tool.root(mnt) if tool.name != "restic" else mnt)
+        ready.append(time.perf_counter() - t)
+        root = tool.root(mnt)
+        wait_ready(root)
+        first.append(ttfb(root / shard.name))
+        drop_file_cache(root / shard.name)
+        cold.append(read_rate(root / shard.name)[0])
+        if tool.name == "sealvol":
+            tool.unmount(mnt)
+            time.sleep(0.5)  # let the background cache fill finish
+            tool.mount(mnt)
+            warm.append(read_rate(mnt / shard.name)[0])
+        tool.unmount(mnt)
+    r["ready"] = statistics.median(ready)
+    r["ttfb"] = statistics.median(first)
+    r["cold"] = statistics.median(cold)
+    r["warm"] = statistics.median(warm) if warm else None
+    # Peak RSS reading the whole version.
+    tool.clear_cache()
+    tool.mount(mnt)
+    root = tool.root(mnt)
+    wait_ready(root)
+    for f in sorted(os.listdir(root)):
+        read_rate(root / f)
+    r["rss"] = vm_hwm(tool.pid(mnt))
+    tool.unmount(mnt)
+    if tool.name == "sealvol":
+        big = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            tool.mount(mnt, tool.big)
+            os.listdir(mnt)
+            big.append(time.perf_counter() - t)
+            tool.unmount(mnt)
+        r["ready_tib"] = statistics.median(big)
+    return r
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--data", required=True, type=Path)
+    ap.add_argument("--work", default="/var/tmp/sealvol-bench/mount", type=Path)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--tools", default="sealvol,casync,restic")
+    a = ap.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    shard = sorted(a.data.glob("*.safetensors"))[0]
+    tools = []
+    for name in a.tools.split(","):
+        if name == "sealvol":
+            tools.append(Sealvol(a.sealvol, a.work, a.data))
+        elif name == "casync":
+            tools.append(Casync(a.work, a.data))
+        elif name == "restic":
+            tools.append(Restic(a.work, a.data))
+    results = {t.name: measure(t, a.work, a.runs, shard) for t in tools}
+    gb = lambda x: "-" if x is None else f"{x / 1e9:.2f} GB/s"
+    print(f"\nShard: {shard.name} ({shard.stat().st_size / 2**20:.0f} MiB); median of {a.runs}\n")
+    print("| tool | mount ready | ready, 1 TiB volume | TTFB cold | cold read | warm read (node cache) | peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, r in results.items():
+        tib = f"{r['ready_tib']*1000:.0f} ms" if "ready_tib" in r else "-"
+        print(f"| {name} | {r['ready']*1000:.0f} ms | {tib} | {r['ttfb']*1000:.1f} ms | {gb(r['cold'])} | {gb(r['warm'])} | {r['rss'] / 2**20:.0f} MiB |")
+    json.dump(results, open(a.work / "results.json", "w"), indent=1)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+//! Mounts: every live mount on this node, the digest it serves (fixed at mount time),
+//! bytes served, and where its chunks came from: memory (read-ahead), the node-disk
+//! cache, or the origin repository.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use sealvol_themes::{Role, Theme};
+
+use crate::format::{short_digest, size, when};
+use crate::list::{Column, cell, draw_table};
+
+#[derive(Debug, Clone, Default)]
+pub struct MountRow {
+    pub dir: String,
+    pub volume: String,
+    pub digest: String,
+    /// The ref as given at mount time (a tag shows what it resolved to then).
+    pub requested: String,
+    pub pid: u32,
+    pub started: String,
+    pub bytes_served: u64,
+    pub memory_hits: u64,
+    pub cache_hits: u64,
+    pub origin_chunks: u64,
+    pub errors: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MountsView {
+    pub rows: Vec<MountRow>,
+    pub selected: usize,
+}
+
+const COLUMNS: [Column; 9] = [
+    Column {
+        title: "MOUNT POINT",
+        width: 22,
+    },
+    Column {
+        title: "SERVES",
+        width: 33,
+    },
+    Column {
+        title: "MOUNTED AS",
+        width: 11,
+    },
+    Column {
+        title: "SINCE",
+        width: 17,
+    },
+    Column {
+        title: "SERVED",
+        width: 10,
+    },
+    Column {
+        title: "MEMORY",
+        width: 7,
+    },
+    Column {
+        title: "CACHE",
+        width: 7,
+    },
+    Column {
+        title: "ORIGIN",
+        width: 7,
+    },
+    Column {
+        title: "ERRORS",
+        width: 0,
+    },
+];
+
+/// What the ref named besides the volume: `:prod`, `@b3:0202…`, or `newest`.
+fn as_given(volume: &str, requested: &str) -> String {
+    let rest = requested
+        .trim_start_matches("vol:")
+        .strip_prefix(volume)
+        .unwrap_or(requested);
+    if rest.is_empty() {
+        "newest".into()
+    } else {
+        rest.to_string()
+    }
+}
+
+fn pct(n: u64, total: u64) -> String {
+    if total == 0 {
+        "-".into()
+    } else {
+        format!("{:.0}%", n as f64 * 100.0 / total as f64)
+    }
+}
+
+pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    draw_table(
+        theme,
+        area,
+        buf,
+        &COLUMNS,
+        vm.rows.len(),
+        Some(vm.selected),
+        None,
+        |i| {
+            let r = &vm.rows[i];
+            let total = r.memory_hits + r.cache_hits + r.origin_chunks;
+            vec![
+                cell(&r.dir, Role::Text),
+                cell(
+                    format!("{}@{}", r.volume, short_digest(&r.digest)),
+                    Role::Pinned,
+                ),
+                cell(as_given(&r.volume, &r.requested), Role::Tag),
+                cell(when(&r.started), Role::Dim),
+                cell(size(r.bytes_served), Role::Text),
+                cell(pct(r.memory_hits, total), Role::Text),
+                cell(pct(r.cache_hits, total), Role::Text),
+                cell(pct(r.origin_chunks, total), Role::Dim),
+                cell(
+                    r.errors.to_string(),
+                    if r.errors > 0 {
+                        Role::Danger
+                    } else {
+                        Role::Dim
+                    },
+                ),
+            ]
+        },
+    );
+}
