@@ -6,7 +6,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{Env, assert_same_tree, noise, write};
+use common::{Env, assert_same_tree, noise, walk_files, write};
 
 fn sample_tree(root: &Path) {
     write(&root.join("config.json"), b"{\"hidden_size\": 1024}\n");
@@ -806,5 +806,64 @@ fn processes_racing_to_create_a_repository_all_succeed() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+}
+
+#[test]
+fn pull_reads_through_the_node_cache_which_outlives_a_damaged_origin() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(3 << 20, 11));
+    write(&src.join("small.txt"), b"small");
+    env.push(&src, "t/cached", &[]);
+    let cache = env.path("node-cache");
+    let pull = |to: &str| {
+        env.cmd()
+            .env("SEALVOL_CACHE", &cache)
+            .args(["volume", "pull", "t/cached", env.path(to).to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    assert!(pull("out1").status.success());
+    assert_same_tree(&src, &env.path("out1"));
+    let cached = walk_files(&cache.join("chunks"));
+    assert!(
+        cached.len() >= 10,
+        "the pull filled the node cache: {cached:?}"
+    );
+
+    // The origin's packs are ruined; a second pull still gets every byte, verified,
+    // from the node cache.
+    for p in walk_files(&env.repo.join("packs")) {
+        let mut b = std::fs::read(&p).unwrap();
+        for i in (0..b.len()).step_by(1000) {
+            b[i] ^= 0xff;
+        }
+        std::fs::write(&p, b).unwrap();
+    }
+    let out = pull("out2");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_same_tree(&src, &env.path("out2"));
+
+    // A damaged cached chunk is not served: with the origin ruined too, the pull fails
+    // and names the chunk, and leaves no file under the real name.
+    let mut b = std::fs::read(&cached[0]).unwrap();
+    b[0] ^= 1;
+    std::fs::write(&cached[0], b).unwrap();
+    let out = pull("out3");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fails its hash check"), "{err}");
+    for f in walk_files(&env.path("out3")) {
+        let rel = f.strip_prefix(env.path("out3")).unwrap();
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            std::fs::read(src.join(rel)).unwrap(),
+            "{rel:?}: only complete, verified files get their names"
+        );
     }
 }

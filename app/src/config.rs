@@ -101,8 +101,9 @@ pub fn resolve(global: &Global) -> Result<Settings> {
             Error::usage("cannot find a home directory for local state")
                 .hint("pass --state DIR or set SEALVOL_STATE")
         })?;
-    let cache = file
-        .cache
+    let cache = std::env::var_os("SEALVOL_CACHE")
+        .map(PathBuf::from)
+        .or(file.cache)
         .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
         .unwrap_or_else(|| state.join("cache"));
     let cache_size = match &file.cache_size {

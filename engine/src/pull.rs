@@ -10,6 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::cache::ChunkCache;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::objects::FileObject;
@@ -24,14 +25,38 @@ pub struct PullReport {
     pub bytes: u64,
 }
 
+/// Where a pull reads chunks: the node-disk cache first when there is one (and it is
+/// filled on the way), then the repository.
+pub struct Source<'a> {
+    pub repo: &'a Repository,
+    pub cache: Option<&'a ChunkCache>,
+}
+
+impl Source<'_> {
+    fn chunk(&self, obj: &FileObject, c: &crate::objects::ChunkRef) -> Result<Vec<u8>> {
+        if let Some(bytes) = self.cache.and_then(|cache| cache.get(&c.entry.hash)) {
+            return Ok(bytes);
+        }
+        let bytes = read_chunk(self.repo, obj, c)?;
+        if let Some(cache) = self.cache
+            && let Err(e) = cache.put(&c.entry.hash, &bytes)
+        {
+            // A full or broken cache makes the pull slower next time, never wrong.
+            tracing::warn!("cache: cannot store chunk {}: {e}", c.entry.hash.hex());
+        }
+        Ok(bytes)
+    }
+}
+
 pub fn pull(
-    repo: &Repository,
+    src: &Source,
     volume: &VolumeName,
     digest: &Digest,
     target: &Path,
     force: bool,
     progress: &dyn Progress,
 ) -> Result<PullReport> {
+    let repo = src.repo;
     let manifest = repo.manifest(volume, digest)?;
     for e in &manifest.entries {
         let ok = is_clean_relative(e.path())
@@ -69,7 +94,7 @@ pub fn pull(
                         let Some(entry) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
-                        if let Err(e) = pull_file(repo, &target, entry, force, progress) {
+                        if let Err(e) = pull_file(src, &target, entry, force, progress) {
                             stop.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
@@ -180,7 +205,7 @@ fn remove_leaf(p: &Path) -> Result<()> {
 }
 
 fn pull_file(
-    repo: &Repository,
+    src: &Source,
     root: &Path,
     entry: &Entry,
     force: bool,
@@ -196,7 +221,7 @@ fn pull_file(
         return Ok(());
     };
     let dest = safe_join(root, path)?;
-    let obj = load_file_object(repo, hash)?;
+    let obj = load_file_object(src.repo, hash)?;
     if obj.size != *size {
         return Err(Error::corrupt(format!(
             "chunk list of {path} has {} bytes, the manifest says {size}",
@@ -217,7 +242,7 @@ fn pull_file(
     let result = (|| -> Result<()> {
         let mut whole = blake3::Hasher::new();
         for c in &obj.chunks {
-            let bytes = read_chunk(repo, &obj, c)?;
+            let bytes = src.chunk(&obj, c)?;
             whole.update(&bytes);
             f.write_all(&bytes).ctx("cannot write", &tmp)?;
             progress.advance(bytes.len() as u64);

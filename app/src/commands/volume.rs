@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use sealvol_engine::cache::ChunkCache;
 use sealvol_engine::digest::Entry;
 use sealvol_engine::push::{PushOptions, push};
 use sealvol_engine::verify::{VerifyReport, verify_all, verify_version};
@@ -267,8 +268,12 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let repo = ctx.open_repo(false)?;
             let digest = repo.resolve(&r)?;
             let progress = ctx.progress();
+            let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
             let report = sealvol_engine::pull::pull(
-                &repo,
+                &sealvol_engine::pull::Source {
+                    repo: &repo,
+                    cache: Some(&cache),
+                },
                 &r.volume,
                 &digest,
                 &dir,
