@@ -520,3 +520,44 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
     assert!(e.contains("volume mounts"), "{e}");
     assert!(mounts_json(&env).len() == 1 && is_mounted(&mnt));
 }
+
+/// A large file read whole is kept whole in the node cache; later opens hand it to the
+/// kernel (FUSE passthrough). A damaged whole file is caught when a mount first opens it,
+/// dropped, and the reads go through the verified chunk path instead.
+#[test]
+fn a_file_read_whole_is_passed_through_and_a_damaged_one_is_not() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    let want = noise(20 << 20, 9);
+    write(&src.join("shard.bin"), &want);
+    env.push(&src, "t/pass", &[]);
+    let mnt = env.path("mnt");
+    let m = mount(&env, "t/pass", &mnt, &[]);
+    assert!(fs::read(mnt.join("shard.bin")).unwrap() == want);
+    let files = env.path("cache").join("files");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while walk_files(&files).is_empty() {
+        assert!(Instant::now() < deadline, "the file was never kept whole");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(fs::read(mnt.join("shard.bin")).unwrap() == want);
+    let s = wait_stats(&env, &mnt, |s| s["passthrough_opens"].as_u64() >= Some(1));
+    assert_eq!(s["stats"]["passthrough_opens"], 1, "{s}");
+    env.ok(&["volume", "unmount", mnt.to_str().unwrap()]);
+    drop(m);
+
+    let kept = walk_files(&files).remove(0);
+    let mut b = fs::read(&kept).unwrap();
+    b[12345] ^= 0x10;
+    fs::write(&kept, &b).unwrap();
+    let _m = mount(&env, "t/pass", &mnt, &[]);
+    assert!(fs::read(mnt.join("shard.bin")).unwrap() == want);
+    assert!(!kept.exists(), "the damaged whole file was dropped");
+    let s = wait_stats(&env, &mnt, |s| {
+        s["bytes_served"].as_u64() == Some(want.len() as u64)
+    });
+    assert_eq!(s["stats"]["passthrough_opens"], 0, "{s}");
+}

@@ -1,6 +1,8 @@
 //! The node-disk cache tier: verified chunks as content-addressed files
 //! (`<dir>/chunks/<aa>/<hash>`), shared by every mount and pull on the node, kept across
-//! restarts, bounded in size with least-recently-used eviction.
+//! restarts, bounded in size with least-recently-used eviction. Large files that were
+//! read whole are also kept whole (`<dir>/files/<aa>/<file hash>`), so that a mount can
+//! hand them to the kernel (FUSE passthrough) and serve them at local-disk speed.
 //!
 //! Safe with many processes at once, without a shared index: a chunk file is published
 //! by an atomic rename and never changes after; a reader verifies every chunk against
@@ -18,6 +20,9 @@ use std::time::SystemTime;
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
 
+/// Whole files this process has checked: (inode, ctime seconds, ctime nanoseconds).
+pub type Verified = std::sync::Mutex<std::collections::HashSet<(u64, i64, i64)>>;
+
 pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
@@ -33,19 +38,143 @@ impl ChunkCache {
     pub fn open(dir: &Path, max_bytes: u64) -> Result<ChunkCache> {
         fs::create_dir_all(dir.join("chunks")).ctx("cannot create cache directory", dir)?;
         fs::create_dir_all(dir.join("tmp")).ctx("cannot create cache directory", dir)?;
+        fs::create_dir_all(dir.join("files")).ctx("cannot create cache directory", dir)?;
         let cache = ChunkCache {
             dir: dir.to_path_buf(),
             max_bytes,
             used: AtomicU64::new(0),
         };
+        cache.remove_stale_temporaries();
         let (used, _) = cache.scan()?;
         cache.used.store(used, Ordering::Relaxed);
         Ok(cache)
     }
 
+    /// Temporary files of writers that died (a mount killed while keeping a file
+    /// whole). Live writers finish within seconds, so an hour old means abandoned.
+    fn remove_stale_temporaries(&self) {
+        let Ok(rd) = fs::read_dir(self.dir.join("tmp")) else {
+            return;
+        };
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        for e in rd.flatten() {
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < hour_ago);
+            if old && e.file_name() != "evict.lock" {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
+
     fn path(&self, h: &Hash) -> PathBuf {
         let hex = h.hex();
         self.dir.join("chunks").join(&hex[..2]).join(hex)
+    }
+
+    fn file_path(&self, h: &Hash) -> PathBuf {
+        let hex = h.hex();
+        self.dir.join("files").join(&hex[..2]).join(hex)
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// A whole cached file, opened, after checking its bytes against `h` (with every
+    /// core). A file that fails is deleted. `verified` remembers files this process has
+    /// already checked, by inode and change time, so reopening one costs nothing.
+    pub fn open_file(&self, h: &Hash, verified: &Verified) -> Option<File> {
+        use std::os::unix::fs::MetadataExt;
+        let p = self.file_path(h);
+        let f = File::open(&p).ok()?;
+        let m = f.metadata().ok()?;
+        let key = (m.ino(), m.ctime(), m.ctime_nsec());
+        let known = verified.lock().map(|v| v.contains(&key)).unwrap_or(false);
+        if !known {
+            let mut hasher = blake3::Hasher::new();
+            let ok =
+                hasher.update_mmap_rayon(&p).is_ok() && Hash(*hasher.finalize().as_bytes()) == *h;
+            if !ok {
+                tracing::warn!("cache: file {} is damaged; dropping it", h.hex());
+                if fs::remove_file(&p).is_ok() {
+                    self.used.fetch_sub(m.len(), Ordering::Relaxed);
+                }
+                return None;
+            }
+        }
+        // Bumping the LRU clock changes the inode's ctime: remember the new one.
+        let _ = f.set_modified(SystemTime::now());
+        if let (Ok(m), Ok(mut v)) = (f.metadata(), verified.lock()) {
+            v.remove(&key);
+            v.insert((m.ino(), m.ctime(), m.ctime_nsec()));
+        }
+        Some(f)
+    }
+
+    pub fn has_file(&self, h: &Hash) -> bool {
+        self.file_path(h).exists()
+    }
+
+    /// Stores a whole file from its verified chunks, in order; the result is checked
+    /// against the file hash `h` before it gets its name.
+    pub fn put_file(
+        &self,
+        h: &Hash,
+        chunks: impl Iterator<Item = Result<crate::mount::tiers::ChunkBytes>>,
+    ) -> Result<()> {
+        let dest = self.file_path(h);
+        if dest.exists() {
+            return Ok(());
+        }
+        let tmp = self.dir.join("tmp").join(crate::store::unique_temp_name());
+        let result = (|| -> Result<u64> {
+            let mut f = std::io::BufWriter::with_capacity(
+                1 << 20,
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .ctx("cannot write cache file", &tmp)?,
+            );
+            let mut whole = blake3::Hasher::new();
+            let mut n = 0u64;
+            for c in chunks {
+                let c = c?;
+                whole.update(&c);
+                f.write_all(&c).ctx("cannot write cache file", &tmp)?;
+                n += c.len() as u64;
+            }
+            f.flush().ctx("cannot write cache file", &tmp)?;
+            if Hash(*whole.finalize().as_bytes()) != *h {
+                return Err(crate::Error::corrupt(format!(
+                    "cache: chunks of file {} do not add up to its hash",
+                    h.hex()
+                )));
+            }
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o444))
+                .ctx("cannot write cache file", &tmp)?;
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).ctx("cannot create cache directory", parent)?;
+            }
+            fs::rename(&tmp, &dest).ctx("cannot publish cache file", &dest)?;
+            Ok(n)
+        })();
+        match result {
+            Ok(n) => {
+                let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+                if used > self.max_bytes {
+                    self.evict()?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
     }
 
     pub fn used_bytes(&self) -> u64 {
@@ -109,15 +238,32 @@ impl ChunkCache {
     /// Every cached chunk: total bytes and (mtime, size, path), for eviction.
     #[allow(clippy::type_complexity)]
     fn scan(&self) -> Result<(u64, Vec<(SystemTime, u64, PathBuf)>)> {
-        let root = self.dir.join("chunks");
         let mut files = Vec::new();
         let mut total = 0;
-        for sub in fs::read_dir(&root).ctx("cannot list", &root)? {
-            let sub = sub.ctx("cannot list", &root)?.path();
+        for kind in ["chunks", "files"] {
+            let root = self.dir.join(kind);
+            let Ok(rd) = fs::read_dir(&root) else {
+                continue;
+            };
+            self.scan_into(rd, &root, &mut total, &mut files)?;
+        }
+        Ok((total, files))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn scan_into(
+        &self,
+        rd: fs::ReadDir,
+        root: &Path,
+        total: &mut u64,
+        files: &mut Vec<(SystemTime, u64, PathBuf)>,
+    ) -> Result<()> {
+        for sub in rd {
+            let sub = sub.ctx("cannot list", root)?.path();
             let Ok(rd) = fs::read_dir(&sub) else { continue };
             for f in rd.flatten() {
                 let Ok(m) = f.metadata() else { continue };
-                total += m.len();
+                *total += m.len();
                 files.push((
                     m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                     m.len(),
@@ -125,7 +271,7 @@ impl ChunkCache {
                 ));
             }
         }
-        Ok((total, files))
+        Ok(())
     }
 
     /// Deletes least recently used chunks until the cache is under its low-water mark.

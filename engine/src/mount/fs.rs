@@ -83,8 +83,20 @@ impl AsRef<[u8]> for ReadData {
 }
 
 struct Handle {
+    hash: Hash,
     layout: Arc<Layout>,
     stream: Mutex<Stream>,
+    /// Bytes this handle has read: a file read whole is worth keeping whole.
+    read: AtomicU64,
+}
+
+/// What `open` gives the adapter: a handle for reads through the tiers, and, when the
+/// whole file sits verified in the node cache, that file for the kernel to read
+/// directly (FUSE passthrough).
+#[derive(Debug)]
+pub struct Opened {
+    pub fh: u64,
+    pub backing: Option<std::fs::File>,
 }
 
 pub struct Limits {
@@ -93,6 +105,9 @@ pub struct Limits {
     /// The largest read-ahead window of one open file.
     pub max_window: u64,
     pub prefetch_threads: usize,
+    /// Files at least this large, once read whole, are kept whole in the node cache
+    /// and served by passthrough afterwards. Smaller files gain little from it.
+    pub passthrough_min: u64,
 }
 
 impl Default for Limits {
@@ -101,6 +116,7 @@ impl Default for Limits {
             memory: 96 << 20,
             max_window: 32 << 20,
             prefetch_threads: 2,
+            passthrough_min: 16 << 20,
         }
     }
 }
@@ -116,6 +132,10 @@ pub struct VolumeFs {
     layouts: Mutex<HashMap<Hash, Weak<Layout>>>,
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
+    passthrough_min: u64,
+    verified: crate::cache::Verified,
+    /// Whole files being written to the node cache now.
+    keeping: Arc<Mutex<std::collections::HashSet<Hash>>>,
 }
 
 impl VolumeFs {
@@ -139,6 +159,9 @@ impl VolumeFs {
             layouts: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            passthrough_min: limits.passthrough_min,
+            verified: Default::default(),
+            keeping: Default::default(),
         })
     }
 
@@ -233,7 +256,7 @@ impl VolumeFs {
 
     /// Opens a file for reading; asking for write access gets `EROFS`. The chunk list
     /// is loaded here, on first open, not at mount time.
-    pub fn open(&self, ino: u64, flags: i32) -> Result<u64, Errno> {
+    pub fn open(&self, ino: u64, flags: i32) -> Result<Opened, Errno> {
         if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
             return Err(Errno::ROFS);
         }
@@ -253,11 +276,24 @@ impl VolumeFs {
             .insert(
                 fh,
                 Arc::new(Handle {
+                    hash,
                     layout,
                     stream: Mutex::new(Stream::new()),
+                    read: AtomicU64::new(0),
                 }),
             );
-        Ok(fh)
+        let backing = match self.tiers.cache() {
+            Some(cache) if size >= self.passthrough_min && size > 0 => {
+                cache.open_file(&hash, &self.verified)
+            }
+            _ => None,
+        };
+        Ok(Opened { fh, backing })
+    }
+
+    /// The adapter handed this open to the kernel.
+    pub fn note_passthrough(&self) {
+        add(&self.tiers.counters.passthrough_opens, 1);
     }
 
     fn layout(&self, hash: &Hash, size: u64) -> Result<Arc<Layout>> {
@@ -286,10 +322,67 @@ impl VolumeFs {
     }
 
     pub fn release(&self, fh: u64) {
-        self.handles
+        let h = self
+            .handles
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&fh);
+        if let Some(h) = h {
+            self.maybe_keep_whole(&h);
+        }
+    }
+
+    /// A large file read whole through the tiers is written whole into the node cache,
+    /// in the background, so later opens can be passed through to the kernel.
+    fn maybe_keep_whole(&self, h: &Handle) {
+        let size = h.layout.obj.size;
+        let Some(cache) = self.tiers.cache() else {
+            return;
+        };
+        if size < self.passthrough_min
+            || h.read.load(Ordering::Relaxed) < size
+            || size > cache.max_bytes() / 4
+            || cache.has_file(&h.hash)
+            || !self
+                .keeping
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(h.hash)
+        {
+            return;
+        }
+        let (tiers, layout, hash, keeping) = (
+            Arc::clone(&self.tiers),
+            Arc::clone(&h.layout),
+            h.hash,
+            Arc::clone(&self.keeping),
+        );
+        let _ = std::thread::Builder::new()
+            .name("sealvol-keep-file".into())
+            .spawn(move || {
+                let quiet = super::tiers::Counters::default();
+                let n = layout.len();
+                let runs = (0..n).step_by(32).map(|s| s..(s + 32).min(n));
+                let chunks = runs.flat_map(|r| {
+                    // Only while readers are idle: on a busy node this copy would halve
+                    // the speed of the reads it is meant to speed up later.
+                    wait_until_idle(&tiers.counters);
+                    match tiers.fetch_counted(&layout.obj, r, &quiet) {
+                        Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
+                        Err(e) => vec![Err(e)],
+                    }
+                });
+                if let Some(cache) = tiers.cache() {
+                    match cache.put_file(&hash, chunks) {
+                        Ok(()) => add(&tiers.counters.files_cached, 1),
+                        Err(e) => tracing::warn!("cannot keep file {} whole: {e}", hash.hex()),
+                    }
+                }
+                keeping
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&hash);
+            });
     }
 
     pub fn open_handles(&self) -> usize {
@@ -311,6 +404,9 @@ impl VolumeFs {
         let end = offset.saturating_add(size as u64).min(file_size);
         let counters = &self.tiers.counters;
         add(&counters.reads, 1);
+        counters
+            .last_read_ms
+            .store(super::tiers::now_ms(), Ordering::Relaxed);
         if offset >= end {
             return Ok(ReadData::Owned(Vec::new()));
         }
@@ -333,6 +429,7 @@ impl VolumeFs {
                 Errno::IO
             })?;
         add(&counters.bytes_served, end - offset);
+        handle.read.fetch_add(end - offset, Ordering::Relaxed);
         let base = layout.start_of(first);
         if chunks.len() == 1 {
             let s = (offset - base) as usize;
@@ -373,6 +470,15 @@ impl VolumeFs {
         }
     }
 
+    /// Whether whole files are still being written to the node cache.
+    pub fn is_keeping(&self) -> bool {
+        !self
+            .keeping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     pub fn statfs(&self) -> Statfs {
         Statfs {
             blocks: self.tree.bytes().div_ceil(4096),
@@ -380,5 +486,13 @@ impl VolumeFs {
             block_size: 4096,
             name_max: 255,
         }
+    }
+}
+
+/// Returns once no read has arrived for a quarter of a second.
+fn wait_until_idle(counters: &super::tiers::Counters) {
+    while super::tiers::now_ms().saturating_sub(counters.last_read_ms.load(Ordering::Relaxed)) < 250
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

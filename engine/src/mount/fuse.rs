@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use super::fs::{self, Attr, Kind, VolumeFs};
@@ -23,6 +23,13 @@ pub struct Adapter {
     pub fs: Arc<VolumeFs>,
     pub uid: u32,
     pub gid: u32,
+    /// Whether the kernel agreed to passthrough at init.
+    pub passthrough: bool,
+    /// Backing files registered with the kernel, per inode, with their open count; the
+    /// kernel wants one backing id per inode for all its open handles.
+    pub backing: std::sync::Mutex<std::collections::HashMap<u64, (BackingId, usize)>>,
+    /// Handles opened by passthrough, and their inode.
+    pub passed: std::sync::Mutex<std::collections::HashMap<u64, u64>>,
 }
 
 fn errno(e: fs::Errno) -> Errno {
@@ -63,6 +70,14 @@ impl Filesystem for Adapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Let the kernel read ahead as far as it will; our own read-ahead works beneath.
         let _ = config.set_max_readahead(1 << 20);
+        // Passthrough: the backing files are plain files on a local disk (stack depth 0),
+        // so this filesystem sits one level above them.
+        if config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH)
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(1).is_ok()
+        {
+            self.passthrough = true;
+        }
         Ok(())
     }
 
@@ -88,11 +103,35 @@ impl Filesystem for Adapter {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.fs.open(ino.0, flags.0) {
-            // Keep the page cache across opens: the bytes behind this inode never change.
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
-            Err(e) => reply.error(errno(e)),
+        let opened = match self.fs.open(ino.0, flags.0) {
+            Ok(o) => o,
+            Err(e) => return reply.error(errno(e)),
+        };
+        if let (true, Some(file)) = (self.passthrough, &opened.backing) {
+            let mut backing = self.backing.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = match backing.remove(&ino.0) {
+                Some((id, n)) => Some((id, n + 1)),
+                None => match reply.open_backing(file) {
+                    Ok(id) => Some((id, 1)),
+                    Err(e) => {
+                        tracing::debug!("passthrough refused for inode {}: {e}", ino.0);
+                        None
+                    }
+                },
+            };
+            if let Some((id, n)) = entry {
+                self.fs.note_passthrough();
+                self.passed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(opened.fh, ino.0);
+                reply.opened_passthrough(FileHandle(opened.fh), FopenFlags::empty(), &id);
+                backing.insert(ino.0, (id, n));
+                return;
+            }
         }
+        // Keep the page cache across opens: the bytes behind this inode never change.
+        reply.opened(FileHandle(opened.fh), FopenFlags::FOPEN_KEEP_CACHE)
     }
 
     fn read(
@@ -123,6 +162,19 @@ impl Filesystem for Adapter {
         reply: ReplyEmpty,
     ) {
         self.fs.release(fh.0);
+        let passed = self
+            .passed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&fh.0);
+        if let Some(ino) = passed {
+            let mut backing = self.backing.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((id, n)) = backing.remove(&ino)
+                && n > 1
+            {
+                backing.insert(ino, (id, n - 1));
+            }
+        }
         reply.ok();
     }
 

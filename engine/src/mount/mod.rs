@@ -71,6 +71,7 @@ pub fn open_fs(
             memory: opts.limits.memory,
             max_window: opts.limits.max_window,
             prefetch_threads: opts.limits.prefetch_threads,
+            passthrough_min: opts.limits.passthrough_min,
         },
     )
 }
@@ -117,6 +118,9 @@ pub fn mount(
         fs: Arc::clone(fs),
         uid,
         gid,
+        passthrough: false,
+        backing: Default::default(),
+        passed: Default::default(),
     };
     let session = match fuser::Session::new(adapter(&fs), &dir, &options(true)) {
         Ok(s) => s,
@@ -181,9 +185,16 @@ impl Mount {
             std::mem::forget(session);
             return Err(e);
         }
-        session
+        let result = session
             .join()
-            .map_err(|e| Error::io("the mount ended with an error", &self.dir, e))
+            .map_err(|e| Error::io("the mount ended with an error", &self.dir, e));
+        // Let a whole file being kept for passthrough finish (it is half a second for a
+        // 512 MiB shard); one cut short leaves only a temporary file the cache removes.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.fs.is_keeping() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        result
     }
 }
 

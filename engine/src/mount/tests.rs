@@ -93,7 +93,10 @@ fn resolve(fs: &VolumeFs, path: &str) -> Result<u64, Errno> {
 }
 
 fn read_all(fs: &VolumeFs, path: &str, piece: u32) -> Vec<u8> {
-    let fh = fs.open(resolve(fs, path).unwrap(), libc::O_RDONLY).unwrap();
+    let fh = fs
+        .open(resolve(fs, path).unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
     let mut out = Vec::new();
     loop {
         let d = fs.read(fh, out.len() as u64, piece).unwrap();
@@ -152,7 +155,8 @@ fn random_reads_across_chunk_boundaries() {
     let want = fs::read(f.src.join("big.bin")).unwrap();
     let fh = fs
         .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
-        .unwrap();
+        .unwrap()
+        .fh;
     let mut x: u64 = 0x9e3779b97f4a7c15;
     for _ in 0..300 {
         x ^= x << 13;
@@ -244,7 +248,8 @@ fn a_sequential_reader_gets_the_next_chunks_fetched_ahead() {
     let fs = f.fs(None);
     let fh = fs
         .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
-        .unwrap();
+        .unwrap()
+        .fh;
     fs.read(fh, 0, 128 << 10).unwrap();
     fs.read(fh, 128 << 10, 128 << 10).unwrap();
     // No further reads: whatever arrives now was fetched ahead.
@@ -288,7 +293,8 @@ fn a_bad_origin_chunk_fails_the_read_with_eio_never_wrong_bytes() {
     let fs = f.fs(None);
     let fh = fs
         .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
-        .unwrap();
+        .unwrap()
+        .fh;
     assert_eq!(fs.read(fh, 0, 4096).err(), Some(Errno::IO));
     assert!(fs.tiers().counters.snapshot().errors >= 1);
 }

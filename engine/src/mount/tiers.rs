@@ -46,6 +46,12 @@ impl std::ops::Deref for ChunkBytes {
     }
 }
 
+/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
+struct Fill {
+    buf: Arc<Vec<u8>>,
+    pieces: Vec<(Hash, usize, usize)>,
+}
+
 /// The largest single range read from the origin.
 const MAX_RUN: u64 = 8 << 20;
 
@@ -63,6 +69,12 @@ pub struct TierStats {
     pub origin_bytes: u64,
     /// Range requests sent to the origin: fewer than chunks when runs coalesce.
     pub origin_requests: u64,
+    /// Opens handed to the kernel (FUSE passthrough of a whole cached file).
+    #[serde(default)]
+    pub passthrough_opens: u64,
+    /// Whole files kept in the node cache for passthrough.
+    #[serde(default)]
+    pub files_cached: u64,
     /// Reads that failed (EIO).
     pub errors: u64,
 }
@@ -77,7 +89,17 @@ pub struct Counters {
     pub origin_chunks: AtomicU64,
     pub origin_bytes: AtomicU64,
     pub origin_requests: AtomicU64,
+    pub passthrough_opens: AtomicU64,
+    pub files_cached: AtomicU64,
     pub errors: AtomicU64,
+    /// When the last read arrived, in milliseconds since the epoch.
+    pub last_read_ms: AtomicU64,
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Counters {
@@ -92,6 +114,8 @@ impl Counters {
             origin_chunks: g(&self.origin_chunks),
             origin_bytes: g(&self.origin_bytes),
             origin_requests: g(&self.origin_requests),
+            passthrough_opens: g(&self.passthrough_opens),
+            files_cached: g(&self.files_cached),
             errors: g(&self.errors),
         }
     }
@@ -107,21 +131,25 @@ pub struct Tiers {
     /// Cache fills happen on their own thread so a cold read never waits on a disk
     /// write; when that thread falls behind, fills are skipped (the next read fetches
     /// from the origin again, which is correct, only slower).
-    filler: Option<Sender<(Hash, ChunkBytes)>>,
+    filler: Option<Sender<Fill>>,
     pub counters: Counters,
 }
 
 impl Tiers {
     pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> Tiers {
         let filler = cache.as_ref().map(|c| {
-            let (tx, rx) = crossbeam_channel::bounded::<(Hash, ChunkBytes)>(512);
+            // A fill holds one whole range buffer, so the queue bounds memory by
+            // buffers (at most 8 × 8 MiB), not by chunks that each pin a buffer.
+            let (tx, rx) = crossbeam_channel::bounded::<Fill>(8);
             let c = Arc::clone(c);
             std::thread::Builder::new()
                 .name("sealvol-cache-fill".into())
                 .spawn(move || {
-                    for (h, bytes) in rx {
-                        if let Err(e) = c.put(&h, &bytes) {
-                            tracing::warn!("cache: cannot store chunk {}: {e}", h.hex());
+                    for fill in rx {
+                        for (h, s, e) in fill.pieces {
+                            if let Err(err) = c.put(&h, &fill.buf[s..e]) {
+                                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
+                            }
                         }
                     }
                 })
@@ -139,16 +167,31 @@ impl Tiers {
         &self.repo
     }
 
+    pub fn cache(&self) -> Option<&Arc<ChunkCache>> {
+        self.cache.as_ref()
+    }
+
     /// Chunks `range` of a file, verified, in order.
     pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        self.fetch_counted(obj, range, &self.counters)
+    }
+
+    /// `fetch`, counting into `counters` (background work keeps its own, so the
+    /// published hit rates describe what readers saw).
+    pub fn fetch_counted(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        counters: &Counters,
+    ) -> Result<Vec<ChunkBytes>> {
         let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
         let mut misses = Vec::new();
         for (slot, i) in range.clone().enumerate() {
             let h = obj.chunks[i].entry.hash;
             match self.cache.as_ref().and_then(|c| c.get(&h)) {
                 Some(bytes) => {
-                    add(&self.counters.cache_hits, 1);
-                    add(&self.counters.cache_bytes, bytes.len() as u64);
+                    add(&counters.cache_hits, 1);
+                    add(&counters.cache_bytes, bytes.len() as u64);
                     out[slot] = Some(ChunkBytes::whole(bytes));
                 }
                 None => misses.push(i),
@@ -186,8 +229,9 @@ impl Tiers {
                         e
                     }
                 })?;
-            add(&self.counters.origin_requests, 1);
+            add(&counters.origin_requests, 1);
             let buf = Arc::new(bytes);
+            let mut fill = Vec::with_capacity(n);
             for &i in &misses[k..k + n] {
                 let c = &obj.chunks[i];
                 let at = (c.entry.offset - start) as usize;
@@ -204,15 +248,19 @@ impl Tiers {
                         c.entry.offset
                     )));
                 }
-                add(&self.counters.origin_chunks, 1);
-                add(&self.counters.origin_bytes, piece.len() as u64);
-                if let Some(tx) = &self.filler {
-                    match tx.try_send((c.entry.hash, piece.clone())) {
-                        Ok(()) | Err(TrySendError::Full(_)) => {}
-                        Err(TrySendError::Disconnected(_)) => {}
-                    }
-                }
+                add(&counters.origin_chunks, 1);
+                add(&counters.origin_bytes, piece.len() as u64);
+                fill.push((c.entry.hash, piece.start, piece.end));
                 out[i - range.start] = Some(piece);
+            }
+            if let Some(tx) = &self.filler {
+                match tx.try_send(Fill {
+                    buf: Arc::clone(&buf),
+                    pieces: fill,
+                }) {
+                    Ok(()) | Err(TrySendError::Full(_)) => {}
+                    Err(TrySendError::Disconnected(_)) => {}
+                }
             }
             k += n;
         }
