@@ -212,7 +212,13 @@ def main():
             tools.append(Casync(a.work, a.data))
         elif name == "restic":
             tools.append(Restic(a.work, a.data))
-    results = {t.name: measure(t, a.work, a.runs, shard) for t in tools}
+    results = {}
+    for t in tools:
+        try:
+            results[t.name] = measure(t, a.work, a.runs, shard)
+        except Exception as e:  # a peer's mount dying should not lose the other rows
+            print(f"{t.name}: failed: {e}", file=sys.stderr)
+            umount(a.work / f"mnt-{t.name}")
     gb = lambda x: "-" if x is None else f"{x / 1e9:.2f} GB/s"
     print(f"\nShard: {shard.name} ({shard.stat().st_size / 2**20:.0f} MiB); median of {a.runs}\n")
     print("| tool | mount ready | ready, 1 TiB volume | TTFB cold | cold read | warm read (node cache) | peak RSS |")

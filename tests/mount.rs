@@ -503,6 +503,18 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
         ],
     );
     assert!(e.contains("not a size"), "{e}");
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "mount",
+            "t/bad-input",
+            &s(&mnt),
+            "--cache",
+            &s(&file.join("sub")),
+        ],
+    );
+    assert!(e.contains("cannot create cache directory"), "{e}");
     let e = env.fails(2, &["volume", "mount", "not a ref", &s(&mnt)]);
     assert!(e.lines().count() <= 2, "{e}");
 
@@ -514,6 +526,14 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
         1,
         "the failed mount left no record"
     );
+
+    // Unmounting by another name of the same directory works: mount points are compared
+    // by their canonical path.
+    let alias = env.path("alias");
+    std::os::unix::fs::symlink(&mnt, &alias).unwrap();
+    env.ok(&["volume", "unmount", &s(&alias)]);
+    assert!(!is_mounted(&mnt));
+    let _m = mount(&env, "t/bad-input", &mnt, &[]);
 
     let e = env.fails(1, &["volume", "unmount", &s(&full)]);
     assert!(e.contains("not a sealvol mount"), "{e}");

@@ -361,7 +361,11 @@ impl ReadyPipe {
 }
 
 pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    // Mount records and the kernel name the mount point by its canonical path.
+    let abs = dir
+        .canonicalize()
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf());
     let serving: Vec<MountRecord> = records::list(&records_dir(ctx))
         .into_iter()
         .filter(|r| Path::new(&r.dir) == abs)

@@ -171,6 +171,10 @@ impl Mount {
 
     /// Unmounts and waits for the serving threads to finish.
     pub fn unmount(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
         let Some(session) = self.session.take() else {
             return Ok(());
         };
@@ -212,6 +216,16 @@ fn raise_kernel_readahead(dir: &Path) {
     let knob = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
     if let Err(e) = std::fs::write(&knob, "4096") {
         tracing::debug!("cannot raise read-ahead at {knob}: {e}");
+    }
+}
+
+/// A mount dropped without `unmount` (a panic, an early return) still goes away rather
+/// than leave a mount point whose process is gone.
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!("{e}");
+        }
     }
 }
 
@@ -257,7 +271,11 @@ pub fn is_mount_point(dir: &Path) -> bool {
 /// Unmounts a FUSE mount point, whatever process serves it (or none: a dead mount).
 /// `lazy` detaches it even while files are open.
 pub fn unmount_dir(dir: &Path, lazy: bool) -> Result<()> {
-    let dir = std::path::absolute(dir).ctx("cannot use", dir)?;
+    let dir = match dir.canonicalize() {
+        Ok(d) => d,
+        // A dead mount (its process killed) cannot be stat'ed; its name still works.
+        Err(_) => std::path::absolute(dir).ctx("cannot use", dir)?,
+    };
     if !is_mount_point(&dir) {
         return Err(
             Error::not_found(format!("{} is not a sealvol mount", dir.display()))
