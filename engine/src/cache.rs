@@ -15,6 +15,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::SystemTime;
 
 use crate::digest::Hash;
@@ -27,7 +28,9 @@ pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
     /// Bytes this process believes the cache holds; re-measured on each eviction.
-    used: AtomicU64,
+    used: Arc<AtomicU64>,
+    /// Set once the background measurement of the existing cache is done.
+    measured: Arc<(Mutex<bool>, Condvar)>,
 }
 
 /// What eviction keeps: this fraction of `max_bytes`, so that it runs now and then, not
@@ -42,11 +45,38 @@ impl ChunkCache {
         let cache = ChunkCache {
             dir: dir.to_path_buf(),
             max_bytes,
-            used: AtomicU64::new(0),
+            used: Arc::new(AtomicU64::new(0)),
+            measured: Arc::new((Mutex::new(false), Condvar::new())),
         };
         cache.remove_stale_temporaries();
-        let (used, _) = cache.scan()?;
-        cache.used.store(used, Ordering::Relaxed);
+        // Measuring a large cache costs a stat per chunk (seconds for millions of
+        // them), and a mount must be ready at once: measure in the background. Until
+        // then `used` counts only what this process adds, so eviction starts late, never
+        // early.
+        let bg = ChunkCache {
+            dir: cache.dir.clone(),
+            max_bytes,
+            used: Arc::clone(&cache.used),
+            measured: Arc::clone(&cache.measured),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("sealvol-cache-measure".into())
+            .spawn(move || {
+                if let Ok((total, _)) = bg.scan() {
+                    let used = bg.used.fetch_add(total, Ordering::Relaxed) + total;
+                    if used > bg.max_bytes
+                        && let Err(e) = bg.evict()
+                    {
+                        tracing::warn!("cache: {e}");
+                    }
+                }
+                let (done, cv) = &*bg.measured;
+                *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                cv.notify_all();
+            });
+        if let Err(e) = spawned {
+            return Err(crate::Error::io("cannot start a thread", dir, e));
+        }
         Ok(cache)
     }
 
@@ -174,6 +204,16 @@ impl ChunkCache {
                 let _ = fs::remove_file(&tmp);
                 Err(e)
             }
+        }
+    }
+
+    /// Waits until the existing cache has been measured (tests, and callers that want an
+    /// exact `used_bytes`).
+    pub fn wait_measured(&self) {
+        let (done, cv) = &*self.measured;
+        let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
+        while !*d {
+            d = cv.wait(d).unwrap_or_else(|p| p.into_inner());
         }
     }
 
@@ -321,6 +361,7 @@ mod tests {
         a.put(&h, &b).unwrap();
         // Another process (here: another instance) sees it, and so does a restart.
         let other = ChunkCache::open(dir.path(), 1 << 20).unwrap();
+        other.wait_measured();
         assert_eq!(other.get(&h).unwrap(), b);
         assert_eq!(other.used_bytes(), 1000);
     }
@@ -348,6 +389,7 @@ mod tests {
     fn eviction_keeps_the_bound_and_the_recently_used() {
         let dir = tempfile::tempdir().unwrap();
         let c = ChunkCache::open(dir.path(), 10 * 1000).unwrap();
+        c.wait_measured();
         let chunks: Vec<_> = (0..8).map(|i| chunk(i, 1000)).collect();
         for (i, (h, b)) in chunks.iter().enumerate() {
             c.put(h, b).unwrap();
@@ -398,6 +440,7 @@ mod tests {
             }
         });
         let c = ChunkCache::open(dir.path(), 40_000).unwrap();
+        c.wait_measured();
         assert!(c.used_bytes() <= 40_000 + 4 * 3000, "{}", c.used_bytes());
     }
 }
