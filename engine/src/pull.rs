@@ -285,23 +285,42 @@ pub(crate) fn read_chunk(
     c: &crate::objects::ChunkRef,
 ) -> Result<Vec<u8>> {
     let pack = obj.packs[c.pack as usize];
-    let bytes = repo
-        .store()
-        .get_range(&pack_key(&pack), c.entry.offset, c.entry.stored_len as u64)
+    let bytes = read_pack_range(repo, &pack, c.entry.offset, c.entry.stored_len as u64)?;
+    check_chunk(&bytes, &c.entry, &pack)?;
+    Ok(bytes)
+}
+
+/// Bytes of a pack; a pack that is gone is damage to the repository, not an I/O error.
+pub(crate) fn read_pack_range(
+    repo: &Repository,
+    pack: &crate::objects::PackId,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<u8>> {
+    repo.store()
+        .get_range(&pack_key(pack), offset, len)
         .map_err(|e| {
             if e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound) {
                 Error::corrupt(format!("pack {} is missing", pack.hex()))
             } else {
                 e
             }
-        })?;
-    if Hash::of(&bytes) != c.entry.hash {
+        })
+}
+
+/// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.
+pub(crate) fn check_chunk(
+    bytes: &[u8],
+    entry: &crate::objects::PackEntry,
+    pack: &crate::objects::PackId,
+) -> Result<()> {
+    if Hash::of(bytes) != entry.hash {
         return Err(Error::corrupt(format!(
             "chunk {} in pack {} at offset {} fails its hash check",
-            c.entry.hash.hex(),
+            entry.hash.hex(),
             pack.hex(),
-            c.entry.offset
+            entry.offset
         )));
     }
-    Ok(bytes)
+    Ok(())
 }

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::objects::FileObject;
-use crate::repo::{Repository, pack_key};
+use crate::pull::{check_chunk, read_pack_range};
+use crate::repo::Repository;
 
 /// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
 /// never copied chunk by chunk.
@@ -216,19 +217,7 @@ impl Tiers {
                 n += 1;
             }
             let pack = obj.packs[first.pack as usize];
-            let bytes = self
-                .repo
-                .store()
-                .get_range(&pack_key(&pack), start, end - start)
-                .map_err(|e| {
-                    if e.kind() == ErrorKind::Io
-                        && e.io_kind() == Some(std::io::ErrorKind::NotFound)
-                    {
-                        Error::corrupt(format!("pack {} is missing", pack.hex()))
-                    } else {
-                        e
-                    }
-                })?;
+            let bytes = read_pack_range(&self.repo, &pack, start, end - start)?;
             add(&counters.origin_requests, 1);
             let buf = Arc::new(bytes);
             let mut fill = Vec::with_capacity(n);
@@ -240,14 +229,7 @@ impl Tiers {
                     start: at,
                     end: at + c.entry.stored_len as usize,
                 };
-                if Hash::of(&piece) != c.entry.hash {
-                    return Err(Error::corrupt(format!(
-                        "chunk {} in pack {} at offset {} fails its hash check",
-                        c.entry.hash.hex(),
-                        pack.hex(),
-                        c.entry.offset
-                    )));
-                }
+                check_chunk(&piece, &c.entry, &pack)?;
                 add(&counters.origin_chunks, 1);
                 add(&counters.origin_bytes, piece.len() as u64);
                 fill.push((c.entry.hash, piece.start, piece.end));
