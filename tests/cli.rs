@@ -867,3 +867,77 @@ fn pull_reads_through_the_node_cache_which_outlives_a_damaged_origin() {
         );
     }
 }
+
+#[test]
+fn secrets_come_from_stdin_and_are_never_printed() {
+    use std::io::Write;
+    let env = Env::new();
+    let value = "hf_Zq8sEcReTvAlUe42";
+    let set = |name: &str, input: &str| {
+        let mut child = env
+            .cmd()
+            .args(["secret", "set", name])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let mut seen = String::new();
+    let out = set("hf-token", &format!("{value}\n"));
+    assert!(out.status.success());
+    seen += &String::from_utf8_lossy(&out.stdout);
+    seen += &String::from_utf8_lossy(&out.stderr);
+    for args in [
+        vec!["secret", "ls"],
+        vec!["secret", "ls", "--json"],
+        vec!["info"],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{args:?}");
+        seen += &String::from_utf8_lossy(&out.stdout);
+        seen += &String::from_utf8_lossy(&out.stderr);
+    }
+    assert!(seen.contains("hf-token"), "{seen}");
+    let listed: serde_json::Value =
+        serde_json::from_str(&env.ok(&["secret", "ls", "--json"])).unwrap();
+    assert_eq!(listed[0]["bytes"], value.len());
+
+    // The value is refused on the command line, and that refusal does not echo it.
+    let out = env.run(&["secret", "set", "other", value]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !err.contains(value),
+        "the refusal must not repeat the value: {err}"
+    );
+    assert!(err.contains("stdin"), "{err}");
+
+    let out = set("Bad/Name", value);
+    assert_eq!(out.status.code(), Some(2));
+    seen += &String::from_utf8_lossy(&out.stderr);
+    let out = set("empty", "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("printf"));
+
+    env.ok(&["secret", "rm", "hf-token"]);
+    let e = env.fails(1, &["secret", "rm", "hf-token"]);
+    assert!(e.contains("secret ls"), "{e}");
+    assert!(!seen.contains(value), "a secret value was printed: {seen}");
+    // Nothing else in the state directory holds it either.
+    for f in walk_files(&env.state) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(value),
+            "{} holds the value",
+            f.display()
+        );
+    }
+}

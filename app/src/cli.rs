@@ -63,6 +63,10 @@ pub enum Command {
     #[command(subcommand)]
     Volume(VolumeCommand),
 
+    /// Store, list and remove secrets for sync sources (values are never printed).
+    #[command(subcommand)]
+    Secret(SecretCommand),
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info")]
     Info,
@@ -221,4 +225,30 @@ pub enum VolumeCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SecretCommand {
+    /// Store a secret; the value is read from stdin, never from the command line.
+    #[command(
+        after_help = "Examples:\n  printf %s \"$HF_TOKEN\" | sealvol secret set hf-token\n  sealvol secret set aws-key < key.txt\n  sealvol secret set hf-token            (in a terminal: asks, without echo)"
+    )]
+    Set {
+        /// 1-63 characters of a-z 0-9 . _ -
+        name: String,
+        /// Caught only to refuse it without printing it back.
+        #[arg(hide = true)]
+        value_on_command_line: Option<String>,
+    },
+
+    /// List secret names, sizes and when they were set (never values).
+    #[command(after_help = "Example:\n  sealvol secret ls --json")]
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Remove a secret.
+    #[command(after_help = "Example:\n  sealvol secret rm hf-token")]
+    Rm { name: String },
 }

@@ -19,6 +19,7 @@ pub mod push;
 pub mod refs;
 pub mod registry;
 pub mod repo;
+pub mod secrets;
 pub mod sources;
 pub mod state;
 pub mod store;

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod mount;
+pub mod secret;
 pub mod volume;
 
 use sealvol_engine::progress::Progress;
