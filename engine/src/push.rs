@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use std::io::Read;
+
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use crate::chunk::{Block, BlockReader, ChunkParams};
@@ -112,12 +114,18 @@ pub fn push(
             }
         }
     }
-    let to_read: Vec<(usize, PathBuf, Stamp)> = files
+    let to_read: Vec<(usize, u64)> = files
         .iter()
         .filter(|(i, _, _)| !known.contains_key(i))
-        .cloned()
+        .map(|(i, _, s)| (*i, s.size))
         .collect();
-    let read_bytes: u64 = to_read.iter().map(|(_, _, s)| s.size).sum();
+    let inputs = LocalFiles {
+        files: files
+            .iter()
+            .map(|(i, p, s)| (*i, (p.as_path(), *s)))
+            .collect(),
+    };
+    let read_bytes: u64 = to_read.iter().map(|(_, size)| size).sum();
     opts.progress
         .begin("push", read_bytes, to_read.len() as u64);
 
@@ -127,18 +135,13 @@ pub fn push(
         repo,
         &mut index,
         &to_read,
+        &inputs,
         params,
         pack_target,
         opts.progress,
     )?;
     opts.progress.finish();
-
-    // Chunk lists of the files we read: after their packs and indexes are published.
-    for hf in outcome.files.values() {
-        let obj = file_object(&index, hf);
-        repo.store()
-            .put_if_absent(&file_key(&hf.hash), &obj.encode())?;
-    }
+    store_chunk_lists(repo, &index, &outcome)?;
 
     let mut entries = Vec::with_capacity(listing.len());
     let mut stats = VersionStats {
@@ -163,33 +166,15 @@ pub fn push(
         }
         entries.push(e.to_entry(hash));
     }
-    let digest = version_digest(&entries);
-    let manifest = Manifest {
-        format: MANIFEST_FORMAT,
-        volume: volume.to_string(),
-        digest: digest.to_string(),
-        created: now_rfc3339(),
-        provenance: Provenance {
-            source: opts
-                .source
-                .clone()
-                .unwrap_or_else(|| format!("file://{}", dir.display())),
-            revision: None,
-            pushed_by: whoami(),
-        },
-        stats,
-        entries,
+    let provenance = Provenance {
+        source: opts
+            .source
+            .clone()
+            .unwrap_or_else(|| format!("file://{}", dir.display())),
+        revision: None,
+        pushed_by: whoami(),
     };
-    let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
-    // Barrier: everything the manifest refers to is durable before the manifest is.
-    repo.store().sync()?;
-    let sealed_new = repo
-        .store()
-        .put_if_absent(&manifest_key(volume, &digest), &bytes)?;
-    repo.store().sync()?;
-    for tag in tags {
-        repo.move_tag(volume, tag, &digest, None)?;
-    }
+    let (digest, sealed_new) = seal(repo, volume, tags, entries, stats, provenance)?;
 
     if let Some(state) = opts.state_dir {
         remember_hashes(state, &files, &outcome.files, start_ns);
@@ -205,6 +190,195 @@ pub fn push(
         files_unchanged: known.len() as u64,
         elapsed: started.elapsed(),
     })
+}
+
+/// Chunk lists of the files a pipeline read: after their packs and indexes are published.
+fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<()> {
+    for hf in outcome.files.values() {
+        let obj = file_object(index, hf);
+        repo.store()
+            .put_if_absent(&file_key(&hf.hash), &obj.encode())?;
+    }
+    Ok(())
+}
+
+/// Writes the manifest (after a barrier: everything it refers to is durable first),
+/// then moves the tags. Returns the digest, and whether this version is new.
+fn seal(
+    repo: &Repository,
+    volume: &VolumeName,
+    tags: &[Name],
+    entries: Vec<crate::digest::Entry>,
+    stats: VersionStats,
+    provenance: Provenance,
+) -> Result<(Digest, bool)> {
+    let digest = version_digest(&entries);
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT,
+        volume: volume.to_string(),
+        digest: digest.to_string(),
+        created: now_rfc3339(),
+        provenance,
+        stats,
+        entries,
+    };
+    let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
+    repo.store().sync()?;
+    let sealed_new = repo
+        .store()
+        .put_if_absent(&manifest_key(volume, &digest), &bytes)?;
+    repo.store().sync()?;
+    for tag in tags {
+        repo.move_tag(volume, tag, &digest, None)?;
+    }
+    Ok((digest, sealed_new))
+}
+
+/// Where the pipeline gets a file's bytes: a local file, or a stream from a source.
+pub trait Inputs: Sync {
+    /// Opens file `i` of the listing.
+    fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>>;
+    /// Names file `i` in errors.
+    fn name(&self, i: usize) -> String;
+    /// Called after the last byte of file `i` (`total` bytes) and before it can be
+    /// sealed: an error means the file changed, or ended short, while it was read.
+    fn finished(&self, i: usize, total: u64) -> Result<()>;
+}
+
+/// One file of a streamed listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFile {
+    /// A clean relative path (see `sources::keys`).
+    pub path: String,
+    pub size: u64,
+    pub exec: bool,
+}
+
+/// Seals a version from streams: the files of `listing`, read through `inputs` (file
+/// `i` is `listing[i]`) straight into the chunker, with no local copy. Same bytes at the
+/// same paths give the same digest as a push of a directory holding them.
+pub fn seal_streams(
+    repo: &Repository,
+    volume: &VolumeName,
+    tags: &[Name],
+    listing: &[StreamFile],
+    inputs: &dyn Inputs,
+    provenance: Provenance,
+    progress: &dyn Progress,
+) -> Result<PushReport> {
+    let started = Instant::now();
+    crate::sources::keys::check_listing(listing.iter().map(|f| f.path.as_str()))?;
+    for f in listing {
+        if !crate::walk::is_clean_relative(&f.path) {
+            return Err(Error::usage(format!(
+                "{:?} is not a clean relative path",
+                f.path
+            )));
+        }
+    }
+    let recovered = repo.recover_orphan_packs()?;
+    if recovered > 0 {
+        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
+    }
+    let mut index = repo.load_index()?;
+    let to_read: Vec<(usize, u64)> = listing
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i, f.size))
+        .collect();
+    let total: u64 = listing.iter().map(|f| f.size).sum();
+    progress.begin("sync", total, listing.len() as u64);
+    let params = repo.config().chunker.params;
+    let outcome = run_pipeline(
+        repo,
+        &mut index,
+        &to_read,
+        inputs,
+        params,
+        repo.config().pack_target,
+        progress,
+    )?;
+    progress.finish();
+    store_chunk_lists(repo, &index, &outcome)?;
+
+    let mut order: Vec<usize> = (0..listing.len()).collect();
+    order.sort_unstable_by(|&a, &b| listing[a].path.cmp(&listing[b].path));
+    let mut stats = VersionStats {
+        new_bytes: outcome.new_bytes,
+        new_chunks: outcome.new_chunks,
+        ..VersionStats::default()
+    };
+    let mut entries = Vec::with_capacity(listing.len());
+    for i in order {
+        let f = &listing[i];
+        let hf = outcome
+            .files
+            .get(&i)
+            .ok_or_else(|| Error::new(ErrorKind::Io, format!("{} was not read", f.path)))?;
+        stats.bytes += f.size;
+        stats.files += 1;
+        stats.chunks += hf.chunks.len() as u64;
+        entries.push(crate::digest::Entry::File {
+            path: f.path.clone(),
+            size: f.size,
+            hash: hf.hash,
+            exec: f.exec,
+        });
+    }
+    let (digest, sealed_new) = seal(repo, volume, tags, entries, stats, provenance)?;
+    Ok(PushReport {
+        volume: volume.clone(),
+        digest,
+        sealed_new,
+        stats,
+        bytes_read: outcome.bytes_read,
+        chunks_reused: outcome.chunks_reused,
+        files_unchanged: 0,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Local files of a push, checked against the stamps they had when listed.
+struct LocalFiles<'a> {
+    files: HashMap<usize, (&'a Path, Stamp)>,
+}
+
+impl LocalFiles<'_> {
+    fn get(&self, i: usize) -> Result<(&Path, &Stamp)> {
+        self.files
+            .get(&i)
+            .map(|(p, s)| (*p, s))
+            .ok_or_else(|| Error::new(ErrorKind::Io, format!("no file {i} in this push")))
+    }
+}
+
+impl Inputs for LocalFiles<'_> {
+    fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>> {
+        let (path, stamp) = self.get(i)?;
+        let f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(changed(path)),
+            Err(e) => return Err(Error::io("cannot read", path, e)),
+        };
+        same_stamp(&f, path, stamp)?;
+        Ok(Box::new(f))
+    }
+
+    fn name(&self, i: usize) -> String {
+        self.get(i)
+            .map(|(p, _)| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    fn finished(&self, i: usize, total: u64) -> Result<()> {
+        let (path, stamp) = self.get(i)?;
+        // A version must never seal bytes that differ from what its digest says.
+        let now = std::fs::symlink_metadata(path).map(|m| Stamp::of(&m));
+        if total != stamp.size || now.ok().as_ref() != Some(stamp) {
+            return Err(changed(path));
+        }
+        Ok(())
+    }
 }
 
 fn stored_chunk_count(repo: &Repository, h: &Hash) -> Result<u64> {
@@ -296,10 +470,12 @@ struct Outcome {
     chunks_reused: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_pipeline(
     repo: &Repository,
     index: &mut ChunkIndex,
-    files: &[(usize, PathBuf, Stamp)],
+    files: &[(usize, u64)],
+    inputs: &dyn Inputs,
     params: ChunkParams,
     pack_target: u64,
     progress: &dyn Progress,
@@ -320,7 +496,7 @@ fn run_pipeline(
 
     std::thread::scope(|s| {
         let pool = &pool;
-        s.spawn(move || read_files(files, params, pool, work_tx));
+        s.spawn(move || read_files(files, inputs, params, pool, work_tx));
         for _ in 0..workers {
             let rx = work_rx.clone();
             let tx = done_tx.clone();
@@ -349,57 +525,47 @@ fn run_pipeline(
 }
 
 fn read_files(
-    files: &[(usize, PathBuf, Stamp)],
+    files: &[(usize, u64)],
+    inputs: &dyn Inputs,
     params: ChunkParams,
     pool: &BufferPool,
     tx: Sender<Work>,
 ) {
     let mut seq = 0u64;
-    for (file, path, stamp) in files {
+    for &(file, _size) in files {
         let mut send = |block: Result<Block>| {
             let failed = block.is_err();
-            let ok = tx
-                .send(Work {
-                    seq,
-                    file: *file,
-                    block,
-                })
-                .is_ok();
+            let ok = tx.send(Work { seq, file, block }).is_ok();
             seq += 1;
             ok && !failed
         };
-        let f = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                send(Err(changed(path)));
-                return;
-            }
+        let r = match inputs.open(file) {
+            Ok(r) => r,
             Err(e) => {
-                send(Err(Error::io("cannot read", path, e)));
+                send(Err(e));
                 return;
             }
         };
-        if let Err(e) = same_stamp(&f, path, stamp) {
-            send(Err(e));
-            return;
-        }
-        let mut reader = BlockReader::new(&f, params);
+        let mut reader = BlockReader::new(r, params);
         let mut total = 0u64;
         loop {
             let block = match reader.next_block(pool.take(reader.buffer_capacity())) {
                 Ok(Some(b)) => b,
                 Ok(None) => break,
                 Err(e) => {
-                    send(Err(Error::io("cannot read", path, e)));
+                    send(Err(Error::new(
+                        ErrorKind::Io,
+                        format!("cannot read {}: {e}", inputs.name(file)),
+                    )));
                     return;
                 }
             };
             total += block.data.len() as u64;
             let last = block.last;
-            // Before the last block leaves, check the file did not change under us:
-            // a version must never seal bytes that differ from what its digest says.
-            let block = if last && (total != stamp.size || same_stamp(&f, path, stamp).is_err()) {
-                Err(changed(path))
+            // Before the last block leaves, the input confirms it is complete and
+            // unchanged.
+            let block = if last {
+                inputs.finished(file, total).map(|()| block)
             } else {
                 Ok(block)
             };
@@ -797,5 +963,157 @@ impl BufferPool {
 
     fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+    use crate::progress::Quiet;
+    use crate::registry::Provenance;
+
+    /// In-memory sources; `short` makes one file end early, like a dropped connection.
+    struct Mem {
+        files: Vec<(StreamFile, Vec<u8>)>,
+        short: Option<usize>,
+    }
+
+    impl Inputs for Mem {
+        fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>> {
+            let b = &self.files[i].1;
+            let end = if self.short == Some(i) {
+                b.len() / 2
+            } else {
+                b.len()
+            };
+            Ok(Box::new(&b[..end]))
+        }
+        fn name(&self, i: usize) -> String {
+            self.files[i].0.path.clone()
+        }
+        fn finished(&self, i: usize, total: u64) -> Result<()> {
+            if total != self.files[i].0.size {
+                return Err(Error::new(
+                    ErrorKind::Changed,
+                    format!("{} ended after {total} bytes", self.files[i].0.path),
+                ));
+            }
+            Ok(())
+        }
+    }
+
+    fn noise(seed: u64, n: usize) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn provenance() -> Provenance {
+        Provenance {
+            source: "test://mem".into(),
+            revision: Some("r1".into()),
+            pushed_by: "test".into(),
+        }
+    }
+
+    #[test]
+    fn streams_seal_the_digest_of_the_same_files_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<(StreamFile, Vec<u8>)> = [
+            ("model.safetensors", noise(1, 3 << 20)),
+            ("1_Pooling/config.json", b"{\"x\": 1}".to_vec()),
+            ("empty", Vec::new()),
+            ("a/b/c.bin", noise(2, 100_000)),
+        ]
+        .into_iter()
+        .map(|(p, b)| {
+            (
+                StreamFile {
+                    path: p.into(),
+                    size: b.len() as u64,
+                    exec: false,
+                },
+                b,
+            )
+        })
+        .collect();
+        let disk = dir.path().join("disk");
+        for (f, b) in &files {
+            let p = disk.join(&f.path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b).unwrap();
+        }
+        let repo = Repository::open_local(&dir.path().join("repo"), true, false).unwrap();
+        let vol = VolumeName::parse("t/stream").unwrap();
+        let listing: Vec<StreamFile> = files.iter().map(|(f, _)| f.clone()).collect();
+        let mem = Mem {
+            files: files.clone(),
+            short: None,
+        };
+        let r = seal_streams(&repo, &vol, &[], &listing, &mem, provenance(), &Quiet).unwrap();
+        assert_eq!(r.digest, crate::digest::digest_dir(&disk).unwrap());
+        assert_eq!(
+            repo.manifest(&vol, &r.digest).unwrap().provenance.revision,
+            Some("r1".into())
+        );
+        // Again: the same digest, and not one new chunk.
+        let again = seal_streams(&repo, &vol, &[], &listing, &mem, provenance(), &Quiet).unwrap();
+        assert_eq!(again.digest, r.digest);
+        assert!(!again.sealed_new);
+        assert_eq!(again.stats.new_chunks, 0);
+    }
+
+    #[test]
+    fn a_stream_that_ends_early_seals_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::open_local(&dir.path().join("repo"), true, false).unwrap();
+        let vol = VolumeName::parse("t/short").unwrap();
+        let b = noise(3, 1 << 20);
+        let f = StreamFile {
+            path: "w.bin".into(),
+            size: b.len() as u64,
+            exec: false,
+        };
+        let mem = Mem {
+            files: vec![(f.clone(), b)],
+            short: Some(0),
+        };
+        let e = seal_streams(&repo, &vol, &[], &[f], &mem, provenance(), &Quiet).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Changed, "{e}");
+        assert!(repo.versions(&vol).unwrap_or_default().is_empty());
+    }
+
+    #[test]
+    fn unsafe_listings_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::open_local(&dir.path().join("repo"), true, false).unwrap();
+        let vol = VolumeName::parse("t/bad").unwrap();
+        for paths in [vec!["../x"], vec!["a", "a/b"], vec!["d", "d"], vec!["/abs"]] {
+            let files: Vec<(StreamFile, Vec<u8>)> = paths
+                .iter()
+                .map(|p| {
+                    (
+                        StreamFile {
+                            path: p.to_string(),
+                            size: 1,
+                            exec: false,
+                        },
+                        vec![1],
+                    )
+                })
+                .collect();
+            let listing: Vec<StreamFile> = files.iter().map(|(f, _)| f.clone()).collect();
+            let mem = Mem { files, short: None };
+            assert!(
+                seal_streams(&repo, &vol, &[], &listing, &mem, provenance(), &Quiet).is_err(),
+                "{paths:?}"
+            );
+        }
     }
 }
