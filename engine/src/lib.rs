@@ -11,6 +11,7 @@ pub mod diff;
 pub mod digest;
 pub mod error;
 pub mod files;
+pub mod jobs;
 pub mod mount;
 pub mod objects;
 pub mod progress;

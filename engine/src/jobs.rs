@@ -1,0 +1,142 @@
+//! Durable sync job records, in the state database: what to sync where, and how far it
+//! got. A job moves QUEUED → RUNNING → SEALING → READY, or ends FAILED or CANCELLED with
+//! the reason; an agent that starts finds RUNNING and SEALING jobs of a dead agent and
+//! queues them again, so they resume. Records hold a secret's name, never its value.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    Queued,
+    Running,
+    Sealing,
+    Ready,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobState::Ready | JobState::Failed | JobState::Cancelled
+        )
+    }
+
+    /// The moves a job may make. Retrying is FAILED/CANCELLED → QUEUED; an agent
+    /// restart is RUNNING/SEALING → QUEUED.
+    pub fn can_become(self, next: JobState) -> bool {
+        use JobState::*;
+        matches!(
+            (self, next),
+            (Queued, Running | Cancelled)
+                | (Running, Sealing | Failed | Cancelled | Queued)
+                | (Sealing, Ready | Failed | Queued)
+                | (Failed | Cancelled, Queued)
+        )
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            JobState::Queued => "QUEUED",
+            JobState::Running => "RUNNING",
+            JobState::Sealing => "SEALING",
+            JobState::Ready => "READY",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+        };
+        f.write_str(s)
+    }
+}
+
+/// What a job syncs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The source address, canonical (`sources::SourceUrl`'s form).
+    pub source: String,
+    /// `NS/NAME`.
+    pub volume: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The name of a stored secret, never its value.
+    #[serde(default)]
+    pub secret: Option<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobProgress {
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    pub files_done: u64,
+    pub files_total: u64,
+    pub chunks_new: u64,
+    pub chunks_reused: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    pub spec: JobSpec,
+    pub state: JobState,
+    /// RFC 3339, UTC.
+    pub created: String,
+    pub updated: String,
+    /// How many times it has been started.
+    pub attempts: u32,
+    /// Why it failed or was cancelled.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The pinned ref, once READY.
+    #[serde(default)]
+    pub sealed: Option<String>,
+    #[serde(default)]
+    pub progress: JobProgress,
+}
+
+pub(crate) fn not_found(id: u64) -> Error {
+    Error::not_found(format!("no job {id}")).hint("`sealvol jobs ls` lists them")
+}
+
+pub(crate) fn bad_move(job: &Job, to: JobState) -> Error {
+    let hint = match to {
+        JobState::Queued => "only FAILED or CANCELLED jobs can be retried",
+        JobState::Cancelled => "only QUEUED or RUNNING jobs can be cancelled",
+        _ => "this is a bug in the agent: please report it",
+    };
+    Error::new(
+        ErrorKind::Conflict,
+        format!("job {} is {}; it cannot become {to}", job.id, job.state),
+    )
+    .hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobState::*;
+
+    #[test]
+    fn only_the_documented_moves_are_allowed() {
+        assert!(Queued.can_become(Running));
+        assert!(Running.can_become(Sealing));
+        assert!(Sealing.can_become(Ready));
+        assert!(Failed.can_become(Queued));
+        assert!(Running.can_become(Queued), "an agent restart requeues");
+        assert!(!Ready.can_become(Queued), "a sealed job is done");
+        assert!(!Ready.can_become(Failed));
+        assert!(!Queued.can_become(Ready));
+        assert!(
+            !Sealing.can_become(Cancelled),
+            "sealing is the commit; it finishes"
+        );
+        assert!(Ready.is_final() && Failed.is_final() && !Sealing.is_final());
+    }
+}
