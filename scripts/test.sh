@@ -13,4 +13,7 @@ command -v fusermount3 >/dev/null || { apt-get update -qq && apt-get install -y 
 # The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
 python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 
+# The local stand-ins for remote services that the sync tests talk to.
+PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q
+
 cargo test --workspace "$@"
