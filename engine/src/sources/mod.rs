@@ -2,6 +2,7 @@
 //! Azure Blob, local paths), what their addresses look like, and how their untrusted
 //! keys become paths inside a version.
 
+pub mod filter;
 pub mod keys;
 pub mod url;
 
