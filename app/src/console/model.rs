@@ -607,6 +607,19 @@ impl Model {
             .collect()
     }
 
+    fn visible_mounts(&self) -> Vec<usize> {
+        (0..self.mounts.len())
+            .filter(|&i| {
+                let m = &self.mounts[i];
+                self.filter.is_empty()
+                    || self.matches(&format!(
+                        "{} {} {} {}",
+                        m.dir, m.volume, m.digest, m.requested
+                    ))
+            })
+            .collect()
+    }
+
     fn visible_versions(&self) -> Vec<usize> {
         // No filter: no per-row formatting (10,000 versions are drawn every frame).
         if self.filter.is_empty() {
@@ -633,7 +646,7 @@ impl Model {
         match self.screen() {
             Screen::Diff(..) => self.visible_diff_files().len(),
             Screen::Files(..) => self.file_rows.len(),
-            Screen::Mounts => self.mounts.len(),
+            Screen::Mounts => self.visible_mounts().len(),
             Screen::Volumes => self.visible_volumes().len(),
             Screen::Versions(_) => self.visible_versions().len(),
             Screen::Tags(_) => match self.focus {
@@ -707,7 +720,7 @@ impl Model {
 
     /// The selected mount's volume and the digest it serves.
     fn selected_mount(&self) -> Option<(VolumeName, Digest)> {
-        let m = self.mounts.get(self.mount_sel)?;
+        let m = &self.mounts[*self.visible_mounts().get(self.mount_sel)?];
         Some((
             VolumeName::parse(&m.volume).ok()?,
             Digest::parse(&m.digest).ok()?,
@@ -1216,15 +1229,18 @@ impl Model {
             }
             Screen::Mounts => {
                 crumbs.push("mounts".into());
+                let visible = self.visible_mounts();
                 if self.mounts.is_empty() {
                     Body::Empty(
                         "no mounts on this node: `sealvol volume mount REF DIR` makes one".into(),
                     )
+                } else if visible.is_empty() {
+                    Body::Empty(format!("no mount matches /{}", self.filter))
                 } else {
                     Body::Mounts(MountsView {
-                        rows: self
-                            .mounts
-                            .iter()
+                        rows: visible
+                            .into_iter()
+                            .map(|i| &self.mounts[i])
                             .map(|m| MountRow {
                                 dir: m.dir.clone(),
                                 volume: m.volume.clone(),
@@ -1286,6 +1302,7 @@ impl Model {
             Screen::Mounts => vec![
                 ("enter", "files"),
                 ("c", "copy ref"),
+                ("/", "filter"),
                 ("esc", "back"),
                 ("?", "help"),
             ],

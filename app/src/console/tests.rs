@@ -516,6 +516,24 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
     assert_eq!(v.rows[0].digest, h.v1.to_string());
     assert!(v.rows[0].bytes_served == 0 || v.rows[0].bytes_served == 3);
 
+    h.keys("/");
+    h.typed("no-such-mount");
+    h.keys("enter");
+    assert!(
+        matches!(h.model.frame(&h.keys).body, Body::Empty(_)),
+        "the filter hides it"
+    );
+    h.keys("/");
+    for _ in 0.."no-such-mount".len() {
+        h.keys("backspace");
+    }
+    h.typed("tiny");
+    h.keys("enter");
+    let Body::Mounts(v) = h.model.frame(&h.keys).body else {
+        panic!("the filter matches the volume")
+    };
+    assert_eq!(v.rows.len(), 1);
+
     h.keys("enter");
     let Body::Files(f) = h.model.frame(&h.keys).body else {
         panic!("enter opens the files of the served version")

@@ -482,7 +482,7 @@ impl VolumeFs {
     pub fn statfs(&self) -> Statfs {
         Statfs {
             blocks: self.tree.bytes().div_ceil(4096),
-            files: self.tree.len(),
+            files: self.tree.inodes(),
             block_size: 4096,
             name_max: 255,
         }

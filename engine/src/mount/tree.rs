@@ -166,12 +166,9 @@ impl Tree {
         }
     }
 
-    pub fn len(&self) -> u64 {
+    /// Inodes, the root included.
+    pub fn inodes(&self) -> u64 {
         self.nodes.len() as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     pub fn files(&self) -> u64 {
