@@ -581,3 +581,29 @@ fn a_file_read_whole_is_passed_through_and_a_damaged_one_is_not() {
     });
     assert_eq!(s["stats"]["passthrough_opens"], 0, "{s}");
 }
+
+/// Unmounting while a file is open fails with a hint, changes nothing, and `--lazy`
+/// detaches at once.
+#[test]
+fn unmount_while_busy_says_so_and_lazy_detaches() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"busy");
+    env.push(&src, "t/busy", &[]);
+    let mnt = env.path("mnt");
+    let _m = mount(&env, "t/busy", &mnt, &[]);
+    let open = fs::File::open(mnt.join("a.txt")).unwrap();
+    let e = env.fails(1, &["volume", "unmount", mnt.to_str().unwrap()]);
+    assert!(e.contains("--lazy"), "{e}");
+    assert!(is_mounted(&mnt));
+    let mut s = String::new();
+    use std::io::Read;
+    (&open).read_to_string(&mut s).unwrap();
+    assert_eq!(s, "busy", "the open file still reads");
+    env.ok(&["volume", "unmount", "--lazy", mnt.to_str().unwrap()]);
+    assert!(!is_mounted(&mnt));
+    drop(open);
+}

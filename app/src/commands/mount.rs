@@ -372,14 +372,29 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
         .collect();
     mount::unmount_dir(&abs, lazy)?;
     // Wait for the serving process to notice and exit, so a remount right after works.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // After a lazy detach it serves the files still open and ends when they close.
+    let wait = if lazy {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(10)
+    };
+    let deadline = Instant::now() + wait;
     for r in &serving {
         while records::alive(r.pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
     if !ctx.quiet {
-        eprintln!("unmounted {}", abs.display());
+        let still = serving.iter().any(|r| records::alive(r.pid));
+        eprintln!(
+            "unmounted {}{}",
+            abs.display(),
+            if still {
+                "; its process ends when the files still open there are closed"
+            } else {
+                ""
+            }
+        );
     }
     Ok(())
 }
