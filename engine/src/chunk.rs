@@ -156,21 +156,9 @@ impl<R: Read> BlockReader<R> {
 mod tests {
     use super::*;
 
-    fn pseudo_random(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
-
     #[test]
     fn blocks_cut_exactly_like_the_whole_file() {
-        let data = pseudo_random(BLOCK * 2 + 12345, 7);
+        let data = crate::testutil::noise(BLOCK * 2 + 12345, 7);
         let mut whole = Vec::new();
         let consumed = Cutter::new(ChunkParams::DEFAULT).cut(&data, true, &mut whole);
         assert_eq!(consumed, data.len());

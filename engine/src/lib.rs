@@ -24,6 +24,8 @@ pub mod secrets;
 pub mod sources;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 pub mod verify;
 pub mod walk;
 

@@ -86,11 +86,7 @@ pub fn push(
     let dir = dir.canonicalize().ctx("cannot open", dir)?;
     let listing = walk(&dir)?;
 
-    let recovered = repo.recover_orphan_packs()?;
-    if recovered > 0 {
-        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
-    }
-    let mut index = repo.load_index()?;
+    let mut index = index_after_recovery(repo)?;
 
     // Files whose stat-cache entry still matches and whose chunk list is stored.
     let files: Vec<(usize, PathBuf, Stamp)> = listing
@@ -192,6 +188,15 @@ pub fn push(
     })
 }
 
+/// The chunk index, after indexing any packs an interrupted push left without one.
+fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    let recovered = repo.recover_orphan_packs()?;
+    if recovered > 0 {
+        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
+    }
+    repo.load_index()
+}
+
 /// Chunk lists of the files a pipeline read: after their packs and indexes are published.
 fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<()> {
     for hf in outcome.files.values() {
@@ -276,11 +281,7 @@ pub fn seal_streams(
             )));
         }
     }
-    let recovered = repo.recover_orphan_packs()?;
-    if recovered > 0 {
-        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
-    }
-    let mut index = repo.load_index()?;
+    let mut index = index_after_recovery(repo)?;
     let to_read: Vec<(usize, u64)> = listing
         .iter()
         .enumerate()
@@ -971,6 +972,7 @@ mod stream_tests {
     use super::*;
     use crate::progress::Quiet;
     use crate::registry::Provenance;
+    use crate::testutil::noise;
 
     /// In-memory sources; `short` makes one file end early, like a dropped connection.
     struct Mem {
@@ -1002,18 +1004,6 @@ mod stream_tests {
         }
     }
 
-    fn noise(seed: u64, n: usize) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
-
     fn provenance() -> Provenance {
         Provenance {
             source: "test://mem".into(),
@@ -1026,10 +1016,10 @@ mod stream_tests {
     fn streams_seal_the_digest_of_the_same_files_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let files: Vec<(StreamFile, Vec<u8>)> = [
-            ("model.safetensors", noise(1, 3 << 20)),
+            ("model.safetensors", noise(3 << 20, 1)),
             ("1_Pooling/config.json", b"{\"x\": 1}".to_vec()),
             ("empty", Vec::new()),
-            ("a/b/c.bin", noise(2, 100_000)),
+            ("a/b/c.bin", noise(100_000, 2)),
         ]
         .into_iter()
         .map(|(p, b)| {
@@ -1074,7 +1064,7 @@ mod stream_tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::open_local(&dir.path().join("repo"), true, false).unwrap();
         let vol = VolumeName::parse("t/short").unwrap();
-        let b = noise(3, 1 << 20);
+        let b = noise(1 << 20, 3);
         let f = StreamFile {
             path: "w.bin".into(),
             size: b.len() as u64,

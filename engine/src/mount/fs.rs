@@ -221,30 +221,34 @@ impl VolumeFs {
     }
 
     /// Entries from `offset` on, `.` and `..` first. Offsets are positions, stable for
-    /// the life of the mount because the version never changes.
-    pub fn readdir(&self, ino: u64, offset: u64) -> Result<Vec<DirEntry>, Errno> {
+    /// the life of the mount because the version never changes. Lazy: the kernel asks
+    /// for a page at a time, and a large directory must not be rebuilt for each page.
+    pub fn readdir(
+        &self,
+        ino: u64,
+        offset: u64,
+    ) -> Result<impl Iterator<Item = DirEntry> + '_, Errno> {
         let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
         let NodeKind::Dir { children } = &node.kind else {
             return Err(Errno::NOTDIR);
         };
-        let dots = [
-            (".", ino),
-            ("..", if ino == ROOT { ROOT } else { node.parent }),
-        ];
-        let all = dots
-            .iter()
-            .map(|(n, i)| (*n, *i))
-            .chain(children.iter().map(|(n, i)| (n.as_str(), *i)));
-        Ok(all
+        let parent = if ino == ROOT { ROOT } else { node.parent };
+        let dots = [(".", ino), ("..", parent)];
+        Ok(dots
+            .into_iter()
+            .chain(children.iter().map(|(n, i)| (n.as_str(), *i)))
             .enumerate()
             .skip(offset as usize)
             .map(|(k, (name, child))| DirEntry {
                 ino: child,
-                kind: self.getattr(child).map(|a| a.kind).unwrap_or(Kind::File),
+                kind: match self.tree.get(child).map(|n| &n.kind) {
+                    Some(NodeKind::Dir { .. }) => Kind::Dir,
+                    Some(NodeKind::Symlink { .. }) => Kind::Symlink,
+                    _ => Kind::File,
+                },
                 name: name.to_string(),
                 next: k as u64 + 1,
-            })
-            .collect())
+            }))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<&[u8], Errno> {
