@@ -13,6 +13,11 @@ command -v fusermount3 >/dev/null || { apt-get update -qq && apt-get install -y 
 # The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
 python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 
+# The sync tests talk to a real S3 API server on loopback (moto in server mode), which
+# they start themselves, and fill it with boto3 (a moto dependency).
+{ command -v moto_server >/dev/null && python3 -c 'import boto3, flask' 2>/dev/null; } \
+  || pip install --quiet 'moto[server]'
+
 # The local stand-ins for remote services that the sync tests talk to.
 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q
 

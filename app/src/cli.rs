@@ -67,6 +67,10 @@ pub enum Command {
     #[command(subcommand)]
     Secret(SecretCommand),
 
+    /// List sync jobs, show one, cancel or retry it.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info")]
     Info,
@@ -95,6 +99,32 @@ pub enum VolumeCommand {
         /// Point these tags at the new version (repeatable).
         #[arg(long = "tag", short = 't', value_name = "TAG")]
         tags: Vec<String>,
+    },
+
+    /// Seal a remote source as a new version: objects stream into the repository, no local copy.
+    #[command(
+        after_help = "Examples:\n  sealvol volume sync s3://ckpts/run-7/step-4000 weights/run-7 --tag latest\n  sealvol volume sync r2://ACCOUNT/models/qwen weights/qwen --secret r2-key\n  sealvol volume sync s3://ckpts/run-7 weights/run-7 --exclude 'optimizer*' --include '*.safetensors'\n\nSources: s3://BUCKET/PREFIX, r2://ACCOUNT/BUCKET/PREFIX, cw://BUCKET/PREFIX, or a local path.\nEndpoints: AWS_ENDPOINT_URL(_S3), SEALVOL_R2_ENDPOINT, SEALVOL_CW_ENDPOINT, or [endpoints] in config.toml.\nA custom S3 endpoint uses path-style addressing unless SEALVOL_S3_PATH_STYLE=0."
+    )]
+    Sync {
+        /// Where the bytes are.
+        source: String,
+        /// Volume: NAMESPACE/NAME.
+        volume: String,
+        /// Point these tags at the new version (repeatable).
+        #[arg(long = "tag", short = 't', value_name = "TAG")]
+        tags: Vec<String>,
+        /// A stored secret holding the credentials (see `sealvol secret`).
+        #[arg(long, value_name = "NAME")]
+        secret: Option<String>,
+        /// Only keys matching this glob (repeatable; .gitignore-like).
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+        /// Leave out keys matching this glob (repeatable; wins over --include).
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
+        /// Print the finished job as JSON.
+        #[arg(long)]
+        json: bool,
     },
 
     /// List namespaces and volumes.
@@ -251,4 +281,38 @@ pub enum SecretCommand {
     /// Remove a secret.
     #[command(after_help = "Example:\n  sealvol secret rm hf-token")]
     Rm { name: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobsCommand {
+    /// List sync jobs, newest first.
+    #[command(after_help = "Example:\n  sealvol jobs ls --json")]
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Show one job: its source, state, progress and, if it failed, why.
+    #[command(after_help = "Example:\n  sealvol jobs show 7")]
+    Show {
+        id: u64,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Cancel a queued job.
+    #[command(after_help = "Example:\n  sealvol jobs cancel 7")]
+    Cancel {
+        id: u64,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Run a failed or cancelled job again; what it already stored is not fetched again.
+    #[command(after_help = "Example:\n  sealvol jobs retry 7")]
+    Retry {
+        id: u64,
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -20,6 +20,13 @@ pub struct ConfigFile {
     pub cache_size: Option<String>,
     pub theme: Option<String>,
     pub fsync: Option<bool>,
+    /// Bytes a sync stores between resume points: "1G".
+    pub sync_batch: Option<String>,
+    /// Ranged reads a sync keeps in flight.
+    pub sync_streams: Option<usize>,
+    /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
+    #[serde(default)]
+    pub endpoints: sealvol_engine::sources::Endpoints,
 }
 
 #[derive(Debug)]
@@ -33,6 +40,10 @@ pub struct Settings {
     pub theme: String,
     /// fsync repository writes before they become visible (default on).
     pub fsync: bool,
+    pub sync_batch: u64,
+    pub sync_streams: usize,
+    /// config.toml's `[endpoints]` under the standard environment variables.
+    pub endpoints: sealvol_engine::sources::Endpoints,
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
@@ -64,7 +75,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, state, cache, cache_size, theme, fsync")
+            .hint("keys: repository, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -115,6 +126,20 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         Ok(v) => !matches!(v.as_str(), "0" | "off" | "false" | "no"),
         Err(_) => file.fsync.unwrap_or(true),
     };
+    let sync_batch = match std::env::var("SEALVOL_SYNC_BATCH").ok().or(file.sync_batch) {
+        Some(s) => parse_size(&s)?.max(1),
+        None => sealvol_engine::sync::DEFAULT_BATCH,
+    };
+    let sync_streams = match std::env::var("SEALVOL_SYNC_STREAMS") {
+        Ok(v) => v.parse().map_err(|_| {
+            Error::usage(format!("SEALVOL_SYNC_STREAMS={v:?} is not a count"))
+                .hint("use a number of parallel reads, like 8")
+        })?,
+        Err(_) => file
+            .sync_streams
+            .unwrap_or(sealvol_engine::sync::DEFAULT_STREAMS),
+    }
+    .clamp(1, 64);
     let settings = Settings {
         repo,
         state,
@@ -122,6 +147,9 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         cache_size,
         theme,
         fsync,
+        sync_batch,
+        sync_streams,
+        endpoints: file.endpoints.with_env(),
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

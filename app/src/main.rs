@@ -77,6 +77,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
+        Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Info) => {
             let s = &ctx.settings;
             let config = config::config_path()

@@ -26,6 +26,13 @@ pub enum ErrorKind {
     Format,
     /// The input changed while it was being read.
     Changed,
+    /// A source refused our credentials (HTTP 401 or 403).
+    Denied,
+    /// A source failed in a way that may pass: a timeout, a reset connection, a 5xx.
+    /// Retried with backoff before it is reported.
+    Unavailable,
+    /// Someone cancelled the work.
+    Cancelled,
     /// Any other I/O failure.
     Io,
 }

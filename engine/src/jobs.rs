@@ -70,6 +70,9 @@ pub struct JobSpec {
     pub include: Vec<String>,
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// Where the source is reached, fixed when the job was queued.
+    #[serde(default)]
+    pub endpoint: crate::sources::endpoints::Resolved,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ pub mod secrets;
 pub mod sources;
 pub mod state;
 pub mod store;
+pub mod sync;
 #[cfg(test)]
 mod testutil;
 pub mod verify;

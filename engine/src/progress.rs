@@ -8,6 +8,10 @@ pub trait Progress: Send + Sync {
     fn advance(&self, _bytes: u64) {}
     /// One more file finished.
     fn file_done(&self) {}
+    /// Chunks just stored: `new` ones written, `reused` ones already in the repository.
+    fn chunks(&self, _new: u64, _reused: u64) {}
+    /// Everything is read; the version is being sealed.
+    fn sealing(&self) {}
     fn finish(&self) {}
 }
 

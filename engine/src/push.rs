@@ -169,6 +169,8 @@ pub fn push(
             .unwrap_or_else(|| format!("file://{}", dir.display())),
         revision: None,
         pushed_by: whoami(),
+        listed: None,
+        objects: Default::default(),
     };
     let (digest, sealed_new) = seal(repo, volume, tags, entries, stats, provenance)?;
 
@@ -189,7 +191,7 @@ pub fn push(
 }
 
 /// The chunk index, after indexing any packs an interrupted push left without one.
-fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+pub(crate) fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
     let recovered = repo.recover_orphan_packs()?;
     if recovered > 0 {
         tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
@@ -272,6 +274,35 @@ pub fn seal_streams(
     progress: &dyn Progress,
 ) -> Result<PushReport> {
     let started = Instant::now();
+    check_stream_listing(listing)?;
+    let mut index = index_after_recovery(repo)?;
+    let total: u64 = listing.iter().map(|f| f.size).sum();
+    progress.begin("sync", total, listing.len() as u64);
+    let got = ingest(repo, &mut index, listing, inputs, progress)?;
+    progress.finish();
+    let (digest, sealed_new, stats) = seal_listing(
+        repo,
+        volume,
+        tags,
+        listing,
+        &got.files,
+        (got.new_bytes, got.new_chunks),
+        provenance,
+    )?;
+    Ok(PushReport {
+        volume: volume.clone(),
+        digest,
+        sealed_new,
+        stats,
+        bytes_read: got.bytes_read,
+        chunks_reused: got.chunks_reused,
+        files_unchanged: 0,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Refuses a streamed listing with unclean, repeated or clashing paths.
+pub(crate) fn check_stream_listing(listing: &[StreamFile]) -> Result<()> {
     crate::sources::keys::check_listing(listing.iter().map(|f| f.path.as_str()))?;
     for f in listing {
         if !crate::walk::is_clean_relative(&f.path) {
@@ -281,62 +312,93 @@ pub fn seal_streams(
             )));
         }
     }
-    let mut index = index_after_recovery(repo)?;
+    Ok(())
+}
+
+/// What one pass of the pipeline over streamed files stored.
+pub(crate) struct Ingested {
+    /// By listing index: the file's content hash and chunk count.
+    pub files: HashMap<usize, (Hash, u64)>,
+    pub bytes_read: u64,
+    pub new_bytes: u64,
+    pub new_chunks: u64,
+    pub chunks_reused: u64,
+}
+
+/// Reads every file of `listing` through `inputs` into packs, and stores their chunk
+/// lists: when it returns, each file can be named by its hash in a manifest.
+pub(crate) fn ingest(
+    repo: &Repository,
+    index: &mut ChunkIndex,
+    listing: &[StreamFile],
+    inputs: &dyn Inputs,
+    progress: &dyn Progress,
+) -> Result<Ingested> {
     let to_read: Vec<(usize, u64)> = listing
         .iter()
         .enumerate()
         .map(|(i, f)| (i, f.size))
         .collect();
-    let total: u64 = listing.iter().map(|f| f.size).sum();
-    progress.begin("sync", total, listing.len() as u64);
     let params = repo.config().chunker.params;
     let outcome = run_pipeline(
         repo,
-        &mut index,
+        index,
         &to_read,
         inputs,
         params,
         repo.config().pack_target,
         progress,
     )?;
-    progress.finish();
-    store_chunk_lists(repo, &index, &outcome)?;
+    store_chunk_lists(repo, index, &outcome)?;
+    Ok(Ingested {
+        files: outcome
+            .files
+            .iter()
+            .map(|(i, hf)| (*i, (hf.hash, hf.chunks.len() as u64)))
+            .collect(),
+        bytes_read: outcome.bytes_read,
+        new_bytes: outcome.new_bytes,
+        new_chunks: outcome.new_chunks,
+        chunks_reused: outcome.chunks_reused,
+    })
+}
 
+/// Seals `listing` whose files are all stored: `files` gives each one's hash and chunk
+/// count by listing index; `(new_bytes, new_chunks)` is what this version added.
+pub(crate) fn seal_listing(
+    repo: &Repository,
+    volume: &VolumeName,
+    tags: &[Name],
+    listing: &[StreamFile],
+    files: &HashMap<usize, (Hash, u64)>,
+    (new_bytes, new_chunks): (u64, u64),
+    provenance: Provenance,
+) -> Result<(Digest, bool, VersionStats)> {
     let mut order: Vec<usize> = (0..listing.len()).collect();
     order.sort_unstable_by(|&a, &b| listing[a].path.cmp(&listing[b].path));
     let mut stats = VersionStats {
-        new_bytes: outcome.new_bytes,
-        new_chunks: outcome.new_chunks,
+        new_bytes,
+        new_chunks,
         ..VersionStats::default()
     };
     let mut entries = Vec::with_capacity(listing.len());
     for i in order {
         let f = &listing[i];
-        let hf = outcome
-            .files
+        let (hash, chunks) = files
             .get(&i)
             .ok_or_else(|| Error::new(ErrorKind::Io, format!("{} was not read", f.path)))?;
         stats.bytes += f.size;
         stats.files += 1;
-        stats.chunks += hf.chunks.len() as u64;
+        stats.chunks += chunks;
         entries.push(crate::digest::Entry::File {
             path: f.path.clone(),
             size: f.size,
-            hash: hf.hash,
+            hash: *hash,
             exec: f.exec,
         });
     }
     let (digest, sealed_new) = seal(repo, volume, tags, entries, stats, provenance)?;
-    Ok(PushReport {
-        volume: volume.clone(),
-        digest,
-        sealed_new,
-        stats,
-        bytes_read: outcome.bytes_read,
-        chunks_reused: outcome.chunks_reused,
-        files_unchanged: 0,
-        elapsed: started.elapsed(),
-    })
+    Ok((digest, sealed_new, stats))
 }
 
 /// Local files of a push, checked against the stamps they had when listed.
@@ -382,7 +444,7 @@ impl Inputs for LocalFiles<'_> {
     }
 }
 
-fn stored_chunk_count(repo: &Repository, h: &Hash) -> Result<u64> {
+pub(crate) fn stored_chunk_count(repo: &Repository, h: &Hash) -> Result<u64> {
     let key = file_key(h);
     let bytes = repo
         .store()
@@ -676,6 +738,7 @@ fn write_in_order(
             });
             debug_assert_eq!(*file_no, m.file);
             let mut off = 0u32;
+            let (new_before, reused_before) = (out.new_chunks, out.chunks_reused);
             for (&len, hash) in block.lens.iter().zip(&m.hashes) {
                 let loc = match index.chunks.get(hash) {
                     Some(loc) => {
@@ -698,6 +761,10 @@ fn write_in_order(
             of.hasher.update(&data);
             of.size += data.len() as u64;
             out.bytes_read += data.len() as u64;
+            progress.chunks(
+                out.new_chunks - new_before,
+                out.chunks_reused - reused_before,
+            );
             progress.advance(data.len() as u64);
             pool.give_back_shared(data);
             if last && let Some((file_no, of)) = open.take() {
@@ -1009,6 +1076,8 @@ mod stream_tests {
             source: "test://mem".into(),
             revision: Some("r1".into()),
             pushed_by: "test".into(),
+            listed: None,
+            objects: Default::default(),
         }
     }
 

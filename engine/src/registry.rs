@@ -22,6 +22,12 @@ pub struct Provenance {
     pub revision: Option<String>,
     /// `user@host` of the process that sealed the version.
     pub pushed_by: String,
+    /// When a sync listed its source (RFC 3339); absent for a push.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed: Option<String>,
+    /// Each synced file's version at the source (ETag, version id), by path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub objects: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -15,12 +15,14 @@ use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::jobs::{Job, JobProgress, JobSpec, JobState};
 use crate::registry::now_rfc3339;
+use crate::sources::Object;
 use crate::walk::Stamp;
 
 const STAT_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("stat_cache");
 const STAMP_LEN: usize = 8 + 16 + 16 + 8 + 8;
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const SYNCED: TableDefinition<&str, &[u8]> = TableDefinition::new("synced");
 
 pub struct StateDb {
     db: Database,
@@ -86,6 +88,47 @@ impl StateDb {
         txn.commit().map_err(|e| db_error_s(&e))?;
         Ok(())
     }
+}
+
+/// What a sync already stored: (source, key, version, size) → file hash. It lets a
+/// resumed or repeated sync skip the objects whose bytes are already in the repository.
+impl StateDb {
+    pub fn synced_lookup(&self, source: &str, objects: &[Object]) -> Result<Vec<Option<Hash>>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(SYNCED) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; objects.len()]),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        objects
+            .iter()
+            .map(|o| {
+                let v = table
+                    .get(synced_key(source, o).as_str())
+                    .map_err(|e| db_error_s(&e))?;
+                Ok(v.and_then(|v| v.value().try_into().ok().map(Hash)))
+            })
+            .collect()
+    }
+
+    pub fn synced_remember(&self, source: &str, items: &[(&Object, Hash)]) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        {
+            let mut table = txn.open_table(SYNCED).map_err(|e| db_error_s(&e))?;
+            for (o, h) in items {
+                table
+                    .insert(synced_key(source, o).as_str(), h.0.as_slice())
+                    .map_err(|e| db_error_s(&e))?;
+            }
+        }
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(())
+    }
+}
+
+fn synced_key(source: &str, o: &Object) -> String {
+    // NUL cannot occur in a source address or a mapped key.
+    format!("{source}\0{}\0{}\0{}", o.key, o.version, o.size)
 }
 
 /// Sync job records (see `jobs`).
@@ -281,6 +324,7 @@ mod tests {
             secret: Some("aws-key".into()),
             include: vec![],
             exclude: vec!["*.tmp".into()],
+            endpoint: Default::default(),
         }
     }
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod s3;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -73,6 +75,17 @@ impl Env {
         args.extend_from_slice(extra);
         let out = self.ok(&args);
         out.lines().last().expect("a ref line").to_string()
+    }
+
+    pub fn stored_chunk_count(&self) -> u64 {
+        let mut total = 0;
+        for e in walk_files(&self.repo.join("index")) {
+            let bytes = std::fs::read(&e).expect("read index");
+            let entries =
+                sealvol_engine::objects::decode_index("index", &bytes).expect("decode index");
+            total += entries.len() as u64;
+        }
+        total
     }
 
     pub fn stored_chunk_bytes(&self) -> u64 {

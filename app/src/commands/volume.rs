@@ -57,6 +57,26 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             println!("{}", report.pinned_ref());
             Ok(())
         }
+        VolumeCommand::Sync {
+            source,
+            volume,
+            tags,
+            secret,
+            include,
+            exclude,
+            json,
+        } => super::jobs::sync(
+            ctx,
+            super::jobs::SyncRequest {
+                source,
+                volume,
+                tags,
+                secret,
+                include,
+                exclude,
+                json,
+            },
+        ),
         VolumeCommand::Ls {
             namespace,
             json: as_json,

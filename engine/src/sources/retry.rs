@@ -1,0 +1,83 @@
+//! Transient source failures (timeouts, resets, 5xx, throttling) are retried with
+//! exponential backoff and jitter; anything else fails at once, since asking again
+//! cannot fix a 403 or a missing bucket.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::{ErrorKind, Result};
+
+/// Tries per request: with the backoff below, about 30 s of trouble is ridden out.
+pub const ATTEMPTS: u32 = 6;
+const FIRST_DELAY: Duration = Duration::from_millis(250);
+const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// Runs `op` until it succeeds, fails permanently, or has failed `ATTEMPTS` times.
+pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut delay = FIRST_DELAY;
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Err(e) if e.kind() == ErrorKind::Unavailable && attempt < ATTEMPTS => {
+                let wait = delay + jitter(delay);
+                tracing::warn!("{what}: {e}; retrying in {wait:?} ({attempt}/{ATTEMPTS})");
+                tokio::time::sleep(wait).await;
+                delay = (delay * 2).min(MAX_DELAY);
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Up to a quarter of `d`, so that many parts failing together do not retry together.
+fn jitter(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.subsec_nanos());
+    d / 4 * (nanos % 1000) / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_errors_are_retried_and_permanent_ones_are_not() {
+        let calls = AtomicU32::new(0);
+        let r: Result<u32> = retrying("get", || async {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            if n < 2 {
+                Err(Error::new(ErrorKind::Unavailable, "reset"))
+            } else {
+                Ok(n)
+            }
+        })
+        .await;
+        assert_eq!(r.unwrap(), 2);
+
+        calls.store(0, Ordering::SeqCst);
+        let r: Result<u32> = retrying("get", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(Error::new(ErrorKind::Denied, "403"))
+        })
+        .await;
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Denied);
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a 403 is not retried");
+
+        calls.store(0, Ordering::SeqCst);
+        let r: Result<u32> = retrying("get", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(Error::new(ErrorKind::Unavailable, "503"))
+        })
+        .await;
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Unavailable);
+        assert_eq!(calls.load(Ordering::SeqCst), ATTEMPTS);
+    }
+}

@@ -1,0 +1,368 @@
+//! Sync: a job's source becomes a sealed version. Objects stream from the source
+//! straight into the push pipeline (no local copy), a batch at a time; after each batch
+//! its files' chunk lists are durable and the state database remembers (source, key,
+//! version) → file hash. A sync killed at any moment therefore resumes by skipping every
+//! object of the batches it finished: the unit of resume is a batch of files (and a
+//! repeated sync of an unchanged source reads nothing at all).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, Result};
+use crate::jobs::{Job, JobSpec, JobState};
+use crate::progress::Progress;
+use crate::push::{self, PushReport, StreamFile};
+use crate::refs::{Name, VolumeName};
+use crate::registry::{Provenance, now_rfc3339, whoami};
+use crate::repo::{Repository, file_key};
+use crate::secrets;
+use crate::sources::fetch::{Prefetch, cancelled};
+use crate::sources::filter::Filter;
+use crate::sources::{Client, SourceUrl};
+use crate::state::StateDb;
+
+/// Bytes per batch: what a killed sync may have to fetch again.
+pub const DEFAULT_BATCH: u64 = 1 << 30;
+/// Ranged reads in flight.
+pub const DEFAULT_STREAMS: usize = 8;
+
+pub struct SyncOptions<'a> {
+    /// The state directory, where secrets live.
+    pub state_dir: &'a Path,
+    pub batch_bytes: u64,
+    pub streams: usize,
+    pub progress: &'a dyn Progress,
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// Runs job `id` to its end: RUNNING, then SEALING and READY, or FAILED or CANCELLED
+/// with the reason. Returns the READY record, or the error after recording it.
+pub fn run_job(repo: &Repository, db: &StateDb, id: u64, opts: &SyncOptions) -> Result<Job> {
+    let job = db.move_job(id, JobState::Running, None)?;
+    let recorder = Recorder {
+        db,
+        id,
+        inner: opts.progress,
+        done: Default::default(),
+    };
+    let result = run(
+        repo,
+        db,
+        &job.spec,
+        &SyncOptions {
+            progress: &recorder,
+            cancel: opts.cancel.clone(),
+            ..*opts
+        },
+    );
+    recorder.flush();
+    match result {
+        Ok(report) => db.job_ready(id, report.pinned_ref()),
+        Err(e) => {
+            let to = if e.kind() == ErrorKind::Cancelled {
+                JobState::Cancelled
+            } else {
+                JobState::Failed
+            };
+            let reason = match e.hint_text() {
+                Some(h) => format!("{e} ({h})"),
+                None => e.to_string(),
+            };
+            db.move_job(id, to, Some(reason))?;
+            Err(e)
+        }
+    }
+}
+
+/// Syncs `spec`'s source into a sealed version.
+pub fn run(
+    repo: &Repository,
+    db: &StateDb,
+    spec: &JobSpec,
+    opts: &SyncOptions,
+) -> Result<PushReport> {
+    let started = Instant::now();
+    let url = SourceUrl::parse(&spec.source)?;
+    let volume = VolumeName::parse(&spec.volume)?;
+    let tags = spec
+        .tags
+        .iter()
+        .map(|t| Name::parse("tag", t))
+        .collect::<Result<Vec<_>>>()?;
+    let filter = Filter::new(&spec.include, &spec.exclude)?;
+    if let SourceUrl::Local(dir) = &url {
+        if !spec.include.is_empty() || !spec.exclude.is_empty() {
+            return Err(
+                Error::usage("--include and --exclude apply to remote sources")
+                    .hint("for a local folder, push a folder that holds only what you want"),
+            );
+        }
+        let push_opts = push::PushOptions {
+            source: None,
+            state_dir: None,
+            progress: opts.progress,
+        };
+        return push::push(repo, dir, &volume, &tags, &push_opts);
+    }
+    let secret = match &spec.secret {
+        Some(name) => Some(secrets::get(opts.state_dir, name)?),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sealvol-sync")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the sync runtime: {e}")))?;
+    let shown = url.to_string();
+    let client = Arc::new(rt.block_on(Client::connect(&url, &spec.endpoint, secret.as_ref()))?);
+    drop(secret);
+    let listed = now_rfc3339();
+    let listing = rt.block_on(client.list(&filter))?;
+    if listing.objects.is_empty() {
+        return Err(Error::not_found(format!(
+            "{shown} holds nothing to sync ({} object(s) left out by filters)",
+            listing.excluded
+        ))
+        .hint("check the prefix and the --include/--exclude patterns"));
+    }
+    let objects = &listing.objects;
+    // The same bucket name at another endpoint is another source.
+    let source_id = match &spec.endpoint.url {
+        Some(u) => format!("{shown} at {u}"),
+        None => shown.clone(),
+    };
+
+    // What an earlier run of this (or an identical) sync already stored.
+    let mut files: HashMap<usize, (Hash, u64)> = HashMap::new();
+    for (i, hit) in db
+        .synced_lookup(&source_id, objects)?
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(h) = hit
+            && repo.store().size(&file_key(&h))?.is_some()
+        {
+            files.insert(i, (h, push::stored_chunk_count(repo, &h)?));
+        }
+    }
+    let progress = opts.progress;
+    progress.begin("sync", listing.bytes(), objects.len() as u64);
+    for i in files.keys() {
+        progress.advance(objects[*i].size);
+        progress.file_done();
+    }
+    if !files.is_empty() {
+        tracing::info!(
+            "{shown}: {} of {} object(s) already stored, not fetched again",
+            files.len(),
+            objects.len()
+        );
+    }
+
+    let mut index = push::index_after_recovery(repo)?;
+    let (mut new_bytes, mut new_chunks, mut bytes_read, mut chunks_reused) = (0, 0, 0, 0);
+    let todo: Vec<usize> = (0..objects.len())
+        .filter(|i| !files.contains_key(i))
+        .collect();
+    for batch in batches(&todo, |i| objects[i].size, opts.batch_bytes) {
+        if opts.cancel.load(Ordering::Relaxed) {
+            return Err(cancelled());
+        }
+        let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
+        let stream: Vec<StreamFile> = part
+            .iter()
+            .map(|o| StreamFile {
+                path: o.path.clone(),
+                size: o.size,
+                exec: false,
+            })
+            .collect();
+        let fetch = Prefetch::start(
+            rt.handle(),
+            client.clone(),
+            part,
+            shown.clone(),
+            opts.streams,
+            opts.cancel.clone(),
+        );
+        let got = match push::ingest(repo, &mut index, &stream, &fetch, progress) {
+            Ok(got) => got,
+            // The pipeline saw an io::Error; the source's own error says more.
+            Err(e) => return Err(fetch.take_failure().unwrap_or(e)),
+        };
+        drop(fetch);
+        let mut remember = Vec::with_capacity(batch.len());
+        for (j, &i) in batch.iter().enumerate() {
+            let (hash, chunks) = got.files.get(&j).copied().ok_or_else(|| {
+                Error::new(ErrorKind::Io, format!("{} was not read", objects[i].path))
+            })?;
+            files.insert(i, (hash, chunks));
+            remember.push((&objects[i], hash));
+        }
+        db.synced_remember(&source_id, &remember)?;
+        new_bytes += got.new_bytes;
+        new_chunks += got.new_chunks;
+        bytes_read += got.bytes_read;
+        chunks_reused += got.chunks_reused;
+    }
+    if opts.cancel.load(Ordering::Relaxed) {
+        return Err(cancelled());
+    }
+
+    progress.sealing();
+    let listing_files: Vec<StreamFile> = objects
+        .iter()
+        .map(|o| StreamFile {
+            path: o.path.clone(),
+            size: o.size,
+            exec: false,
+        })
+        .collect();
+    let provenance = Provenance {
+        source: shown.clone(),
+        revision: listing.revision.clone(),
+        pushed_by: whoami(),
+        listed: Some(listed),
+        objects: objects
+            .iter()
+            .map(|o| (o.path.clone(), o.version.clone()))
+            .collect(),
+    };
+    let (digest, sealed_new, stats) = push::seal_listing(
+        repo,
+        &volume,
+        &tags,
+        &listing_files,
+        &files,
+        (new_bytes, new_chunks),
+        provenance,
+    )?;
+    progress.finish();
+    Ok(PushReport {
+        volume,
+        digest,
+        sealed_new,
+        stats,
+        bytes_read,
+        chunks_reused,
+        files_unchanged: (objects.len() - todo.len()) as u64,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Splits `items` into runs of at least `target` bytes (the last may be smaller).
+fn batches(items: &[usize], size: impl Fn(usize) -> u64, target: u64) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut bytes = 0;
+    for &i in items {
+        cur.push(i);
+        bytes += size(i);
+        if bytes >= target {
+            out.push(std::mem::take(&mut cur));
+            bytes = 0;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Passes progress on, and keeps the job record's figures current (twice a second).
+struct Recorder<'a> {
+    db: &'a StateDb,
+    id: u64,
+    inner: &'a dyn Progress,
+    done: std::sync::Mutex<RecorderState>,
+}
+
+#[derive(Default)]
+struct RecorderState {
+    figures: crate::jobs::JobProgress,
+    written: Option<Instant>,
+}
+
+impl Recorder<'_> {
+    fn update(&self, f: impl FnOnce(&mut crate::jobs::JobProgress)) {
+        let Ok(mut st) = self.done.lock() else { return };
+        f(&mut st.figures);
+        if st
+            .written
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(500))
+        {
+            return;
+        }
+        st.written = Some(Instant::now());
+        self.write(&st.figures);
+    }
+
+    fn write(&self, figures: &crate::jobs::JobProgress) {
+        let figures = figures.clone();
+        if let Err(e) = self.db.update_job(self.id, |j| {
+            j.progress = figures;
+            Ok(())
+        }) {
+            tracing::warn!("cannot record the progress of job {}: {e}", self.id);
+        }
+    }
+
+    fn flush(&self) {
+        if let Ok(st) = self.done.lock() {
+            self.write(&st.figures);
+        }
+    }
+}
+
+impl Progress for Recorder<'_> {
+    fn begin(&self, phase: &str, bytes: u64, files: u64) {
+        self.update(|p| {
+            p.bytes_total = bytes;
+            p.files_total = files;
+        });
+        self.inner.begin(phase, bytes, files);
+    }
+    fn advance(&self, bytes: u64) {
+        self.update(|p| p.bytes_done += bytes);
+        self.inner.advance(bytes);
+    }
+    fn file_done(&self) {
+        self.update(|p| p.files_done += 1);
+        self.inner.file_done();
+    }
+    fn chunks(&self, new: u64, reused: u64) {
+        self.update(|p| {
+            p.chunks_new += new;
+            p.chunks_reused += reused;
+        });
+        self.inner.chunks(new, reused);
+    }
+    fn sealing(&self) {
+        self.flush();
+        if let Err(e) = self.db.move_job(self.id, JobState::Sealing, None) {
+            tracing::warn!("job {}: {e}", self.id);
+        }
+        self.inner.sealing();
+    }
+    fn finish(&self) {
+        self.inner.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batches;
+
+    #[test]
+    fn batches_hold_at_least_the_target_and_keep_order() {
+        let sizes = [5u64, 5, 20, 1, 1, 1];
+        let b = batches(&[0, 1, 2, 3, 4, 5], |i| sizes[i], 10);
+        assert_eq!(b, vec![vec![0, 1], vec![2], vec![3, 4, 5]]);
+        assert!(batches(&[], |_| 0, 10).is_empty());
+    }
+}
