@@ -71,6 +71,16 @@ pub enum Command {
     #[command(subcommand)]
     Jobs(JobsCommand),
 
+    /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
+    #[command(
+        after_help = "Examples:\n  sealvol agent\n  sealvol agent --idle-exit 10m\n\nOne process per state directory is the agent: this command, a console, or a foreground sync."
+    )]
+    Agent {
+        /// Stop after this long with nothing to do (e.g. 60s, 10m).
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        idle_exit: Option<std::time::Duration>,
+    },
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info")]
     Info,
@@ -122,7 +132,10 @@ pub enum VolumeCommand {
         /// Leave out keys matching this glob (repeatable; wins over --include).
         #[arg(long, value_name = "GLOB")]
         exclude: Vec<String>,
-        /// Print the finished job as JSON.
+        /// Hand the job to the agent (started in the background if none runs), print its id, return.
+        #[arg(long)]
+        detach: bool,
+        /// Print the finished job (or, with --detach, the queued one) as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -300,7 +313,7 @@ pub enum JobsCommand {
         json: bool,
     },
 
-    /// Cancel a queued job.
+    /// Cancel a queued or running job.
     #[command(after_help = "Example:\n  sealvol jobs cancel 7")]
     Cancel {
         id: u64,
@@ -311,6 +324,17 @@ pub enum JobsCommand {
     /// Run a failed or cancelled job again; what it already stored is not fetched again.
     #[command(after_help = "Example:\n  sealvol jobs retry 7")]
     Retry {
+        id: u64,
+        /// Hand it to the agent and return at once.
+        #[arg(long)]
+        detach: bool,
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Print what happened to a job, line by line.
+    #[command(after_help = "Example:\n  sealvol jobs logs 7")]
+    Logs {
         id: u64,
         #[arg(long)]
         json: bool,

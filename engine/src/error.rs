@@ -8,7 +8,7 @@ use std::path::Path;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorKind {
     /// The input was malformed: a ref, a name, a path. Exit code 2 on the CLI.
     Usage,
@@ -105,6 +105,37 @@ impl Error {
 
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         self.source.as_ref().map(io::Error::kind)
+    }
+}
+
+/// An error as it crosses a process boundary (the agent's socket): the text of the
+/// I/O cause is folded into the message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WireError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl From<&Error> for WireError {
+    fn from(e: &Error) -> Self {
+        WireError {
+            kind: e.kind,
+            message: e.to_string(),
+            hint: e.hint.clone(),
+        }
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(w: WireError) -> Self {
+        Error {
+            kind: w.kind,
+            message: w.message,
+            hint: w.hint,
+            source: None,
+        }
     }
 }
 

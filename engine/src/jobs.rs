@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -98,11 +98,66 @@ pub struct Job {
     /// Why it failed or was cancelled.
     #[serde(default)]
     pub reason: Option<String>,
+    /// The error that failed it, with its kind (for exit codes) and hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::error::WireError>,
     /// The pinned ref, once READY.
     #[serde(default)]
     pub sealed: Option<String>,
     #[serde(default)]
     pub progress: JobProgress,
+}
+
+/// A live view of a job, published by the agent about four times a second while the
+/// job runs (and once for a job that waits or has ended).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEvent {
+    pub job: Job,
+    /// Bytes per second over the last few seconds.
+    pub rate: u64,
+    /// Seconds left at that rate.
+    pub eta_secs: Option<u64>,
+    /// Bytes per second, one sample a second, oldest first (up to a minute).
+    pub rate_history: Vec<u64>,
+    /// A window of the job's files around the one being read.
+    pub files: Vec<FileRow>,
+    /// Jobs queued ahead of this one.
+    pub queued_ahead: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRow {
+    pub path: String,
+    pub size: u64,
+    pub state: FileState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileState {
+    /// Already stored by an earlier run: not fetched.
+    Kept,
+    Done,
+    Reading,
+    Waiting,
+}
+
+/// What the CLI and the console can ask of the agent, whether it runs in this process
+/// or in another one behind the socket.
+pub trait JobsApi: Send + Sync {
+    /// Queues a sync; the agent starts it when it is at the head of the queue.
+    fn submit(&self, spec: JobSpec) -> Result<Job>;
+    /// Every job, newest first.
+    fn list(&self) -> Result<Vec<Job>>;
+    fn show(&self, id: u64) -> Result<Job>;
+    /// Stops a queued or running job; it ends CANCELLED.
+    fn cancel(&self, id: u64) -> Result<Job>;
+    /// Queues a failed or cancelled job again.
+    fn retry(&self, id: u64) -> Result<Job>;
+    /// The current live view of a job.
+    fn event(&self, id: u64) -> Result<JobEvent>;
+    /// Calls `on_event` with live views until the job ends; returns its final record.
+    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job>;
 }
 
 pub(crate) fn not_found(id: u64) -> Error {

@@ -4,6 +4,7 @@
 //! refs and digests, chunking, the object store, the repository and its registry,
 //! push, pull, verify, and process-local state.
 
+pub mod agent;
 pub mod api;
 pub mod cache;
 pub mod chunk;

@@ -12,6 +12,11 @@ pub trait Progress: Send + Sync {
     fn chunks(&self, _new: u64, _reused: u64) {}
     /// Everything is read; the version is being sealed.
     fn sealing(&self) {}
+    /// The files about to be processed, in order; the first `kept` are already stored
+    /// and will be reported done without being read.
+    fn plan(&self, _files: &[(String, u64)], _kept: usize) {}
+    /// A line worth keeping in the job's log.
+    fn note(&self, _line: &str) {}
     fn finish(&self) {}
 }
 

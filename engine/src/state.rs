@@ -152,6 +152,7 @@ impl StateDb {
                 updated: now,
                 attempts: 0,
                 reason: None,
+                error: None,
                 sealed: None,
                 progress: JobProgress::default(),
             };
@@ -226,6 +227,7 @@ impl StateDb {
             }
             if to == JobState::Queued {
                 job.reason = None;
+                job.error = None;
             }
             if reason.is_some() {
                 job.reason = reason;

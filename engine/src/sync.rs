@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
-use crate::jobs::{Job, JobSpec, JobState};
+use crate::jobs::JobSpec;
 use crate::progress::Progress;
 use crate::push::{self, PushReport, StreamFile};
 use crate::refs::{Name, VolumeName};
@@ -39,43 +39,19 @@ pub struct SyncOptions<'a> {
     pub cancel: Arc<AtomicBool>,
 }
 
-/// Runs job `id` to its end: RUNNING, then SEALING and READY, or FAILED or CANCELLED
-/// with the reason. Returns the READY record, or the error after recording it.
-pub fn run_job(repo: &Repository, db: &StateDb, id: u64, opts: &SyncOptions) -> Result<Job> {
-    let job = db.move_job(id, JobState::Running, None)?;
-    let recorder = Recorder {
-        db,
-        id,
-        inner: opts.progress,
-        done: Default::default(),
-    };
-    let result = run(
-        repo,
-        db,
-        &job.spec,
-        &SyncOptions {
-            progress: &recorder,
-            cancel: opts.cancel.clone(),
-            ..*opts
-        },
-    );
-    recorder.flush();
-    match result {
-        Ok(report) => db.job_ready(id, report.pinned_ref()),
-        Err(e) => {
-            let to = if e.kind() == ErrorKind::Cancelled {
-                JobState::Cancelled
-            } else {
-                JobState::Failed
-            };
-            let reason = match e.hint_text() {
-                Some(h) => format!("{e} ({h})"),
-                None => e.to_string(),
-            };
-            db.move_job(id, to, Some(reason))?;
-            Err(e)
-        }
+/// Checks a job's inputs before it is queued: a bad one is refused with nothing
+/// recorded.
+pub fn check_spec(spec: &JobSpec, state_dir: &Path) -> Result<()> {
+    SourceUrl::parse(&spec.source)?;
+    VolumeName::parse(&spec.volume)?;
+    for t in &spec.tags {
+        Name::parse("tag", t)?;
     }
+    Filter::new(&spec.include, &spec.exclude)?;
+    if let Some(name) = &spec.secret {
+        secrets::get(state_dir, name)?;
+    }
+    Ok(())
 }
 
 /// Syncs `spec`'s source into a sealed version.
@@ -151,25 +127,44 @@ pub fn run(
         }
     }
     let progress = opts.progress;
+    progress.note(&format!(
+        "listed {} object(s), {} bytes, from {shown}{}",
+        objects.len(),
+        listing.bytes(),
+        match listing.excluded {
+            0 => String::new(),
+            n => format!(" ({n} left out by filters)"),
+        }
+    ));
     progress.begin("sync", listing.bytes(), objects.len() as u64);
-    for i in files.keys() {
-        progress.advance(objects[*i].size);
+    let mut kept: Vec<usize> = files.keys().copied().collect();
+    kept.sort_unstable();
+    let todo: Vec<usize> = (0..objects.len())
+        .filter(|i| !files.contains_key(i))
+        .collect();
+    let plan: Vec<(String, u64)> = kept
+        .iter()
+        .chain(&todo)
+        .map(|&i| (objects[i].path.clone(), objects[i].size))
+        .collect();
+    progress.plan(&plan, kept.len());
+    for &i in &kept {
+        progress.advance(objects[i].size);
         progress.file_done();
     }
-    if !files.is_empty() {
-        tracing::info!(
-            "{shown}: {} of {} object(s) already stored, not fetched again",
-            files.len(),
+    if !kept.is_empty() {
+        progress.note(&format!(
+            "{} of {} object(s) already stored by an earlier run: not fetched again",
+            kept.len(),
             objects.len()
-        );
+        ));
     }
 
     let mut index = push::index_after_recovery(repo)?;
     let (mut new_bytes, mut new_chunks, mut bytes_read, mut chunks_reused) = (0, 0, 0, 0);
-    let todo: Vec<usize> = (0..objects.len())
-        .filter(|i| !files.contains_key(i))
-        .collect();
-    for batch in batches(&todo, |i| objects[i].size, opts.batch_bytes) {
+    let all_batches = batches(&todo, |i| objects[i].size, opts.batch_bytes);
+    let count = all_batches.len();
+    for (n, batch) in all_batches.into_iter().enumerate() {
         if opts.cancel.load(Ordering::Relaxed) {
             return Err(cancelled());
         }
@@ -205,6 +200,13 @@ pub fn run(
             remember.push((&objects[i], hash));
         }
         db.synced_remember(&source_id, &remember)?;
+        progress.note(&format!(
+            "batch {}/{count} stored: {} file(s), {} bytes, {} new chunk(s)",
+            n + 1,
+            batch.len(),
+            got.bytes_read,
+            got.new_chunks
+        ));
         new_bytes += got.new_bytes;
         new_chunks += got.new_chunks;
         bytes_read += got.bytes_read;
@@ -272,86 +274,6 @@ fn batches(items: &[usize], size: impl Fn(usize) -> u64, target: u64) -> Vec<Vec
         out.push(cur);
     }
     out
-}
-
-/// Passes progress on, and keeps the job record's figures current (twice a second).
-struct Recorder<'a> {
-    db: &'a StateDb,
-    id: u64,
-    inner: &'a dyn Progress,
-    done: std::sync::Mutex<RecorderState>,
-}
-
-#[derive(Default)]
-struct RecorderState {
-    figures: crate::jobs::JobProgress,
-    written: Option<Instant>,
-}
-
-impl Recorder<'_> {
-    fn update(&self, f: impl FnOnce(&mut crate::jobs::JobProgress)) {
-        let Ok(mut st) = self.done.lock() else { return };
-        f(&mut st.figures);
-        if st
-            .written
-            .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(500))
-        {
-            return;
-        }
-        st.written = Some(Instant::now());
-        self.write(&st.figures);
-    }
-
-    fn write(&self, figures: &crate::jobs::JobProgress) {
-        let figures = figures.clone();
-        if let Err(e) = self.db.update_job(self.id, |j| {
-            j.progress = figures;
-            Ok(())
-        }) {
-            tracing::warn!("cannot record the progress of job {}: {e}", self.id);
-        }
-    }
-
-    fn flush(&self) {
-        if let Ok(st) = self.done.lock() {
-            self.write(&st.figures);
-        }
-    }
-}
-
-impl Progress for Recorder<'_> {
-    fn begin(&self, phase: &str, bytes: u64, files: u64) {
-        self.update(|p| {
-            p.bytes_total = bytes;
-            p.files_total = files;
-        });
-        self.inner.begin(phase, bytes, files);
-    }
-    fn advance(&self, bytes: u64) {
-        self.update(|p| p.bytes_done += bytes);
-        self.inner.advance(bytes);
-    }
-    fn file_done(&self) {
-        self.update(|p| p.files_done += 1);
-        self.inner.file_done();
-    }
-    fn chunks(&self, new: u64, reused: u64) {
-        self.update(|p| {
-            p.chunks_new += new;
-            p.chunks_reused += reused;
-        });
-        self.inner.chunks(new, reused);
-    }
-    fn sealing(&self) {
-        self.flush();
-        if let Err(e) = self.db.move_job(self.id, JobState::Sealing, None) {
-            tracing::warn!("job {}: {e}", self.id);
-        }
-        self.inner.sealing();
-    }
-    fn finish(&self) {
-        self.inner.finish();
-    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,18 @@
-//! `sealvol volume sync` and `sealvol jobs`: sync jobs, run by this process as the
-//! agent (it holds the state database while a job runs).
+//! `sealvol volume sync`, `sealvol jobs` and `sealvol agent`. Each talks to the agent of
+//! the state directory: over its socket when another process is the agent, or by
+//! becoming the agent for as long as the command runs.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use sealvol_engine::jobs::{Job, JobSpec, JobState};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sealvol_engine::agent::socket::AgentClient;
+use sealvol_engine::agent::{Agent, AgentSettings, log as job_log};
+use sealvol_engine::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_engine::sources::SourceUrl;
-use sealvol_engine::sources::filter::Filter;
-use sealvol_engine::state::StateDb;
-use sealvol_engine::sync::{SyncOptions, run_job};
-use sealvol_engine::{Error, ErrorKind, Name, Result, VolumeName, secrets};
+use sealvol_engine::{Error, ErrorKind, Result, sync};
 
 use super::Ctx;
 use crate::cli::JobsCommand;
@@ -24,20 +26,66 @@ pub struct SyncRequest {
     pub secret: Option<String>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    pub detach: bool,
     pub json: bool,
 }
 
+/// The agent, wherever it runs. A hosted one stops (its running job is queued again
+/// for the next agent) when this is dropped.
+enum Host {
+    Remote(AgentClient),
+    Local(Box<Agent>),
+}
+
+impl Host {
+    fn api(&self) -> &dyn JobsApi {
+        match self {
+            Host::Remote(c) => c,
+            Host::Local(a) => a.as_ref(),
+        }
+    }
+}
+
+fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
+    AgentSettings {
+        batch_bytes: ctx.settings.sync_batch,
+        streams: ctx.settings.sync_streams,
+        run_queue,
+    }
+}
+
+/// The running agent, or this process as the agent. `run_queue`: whether a hosted
+/// agent may start queued jobs (not for commands that only read).
+fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
+    let state = &ctx.settings.state;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(c) = AgentClient::connect(state)? {
+            return Ok(Host::Remote(c));
+        }
+        let repo = ctx.open_repo(true)?;
+        if let Some(a) = Agent::start(repo, state, settings(ctx, run_queue))? {
+            return Ok(Host::Local(Box::new(a)));
+        }
+        // Another process holds the database: an agent still starting, or a push
+        // using the stat cache for a moment.
+        if Instant::now() > deadline {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
+                    "another process holds the state database in {} but no agent answers",
+                    state.display()
+                ),
+            )
+            .hint("wait for it to finish, and try again"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Checks every input before a job exists, so that a bad one leaves no trace.
-fn spec(ctx: &Ctx, r: SyncRequest) -> Result<JobSpec> {
+fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
     let url = SourceUrl::parse(&r.source)?;
-    let volume = VolumeName::parse(&r.volume)?;
-    for t in &r.tags {
-        Name::parse("tag", t)?;
-    }
-    Filter::new(&r.include, &r.exclude)?;
-    if let Some(name) = &r.secret {
-        secrets::get(&ctx.settings.state, name)?;
-    }
     let source = match &url {
         SourceUrl::Local(p) => {
             let abs = p
@@ -47,74 +95,86 @@ fn spec(ctx: &Ctx, r: SyncRequest) -> Result<JobSpec> {
         }
         _ => url.to_string(),
     };
-    Ok(JobSpec {
+    let spec = JobSpec {
         source,
-        volume: volume.to_string(),
-        tags: r.tags,
-        secret: r.secret,
-        include: r.include,
-        exclude: r.exclude,
+        volume: r.volume.clone(),
+        tags: r.tags.clone(),
+        secret: r.secret.clone(),
+        include: r.include.clone(),
+        exclude: r.exclude.clone(),
         endpoint: ctx.settings.endpoints.resolve(&url),
-    })
-}
-
-/// The state database, held by this process while it works as the agent.
-fn open_db(ctx: &Ctx) -> Result<StateDb> {
-    StateDb::open(&ctx.settings.state, Duration::from_secs(2))?.ok_or_else(|| {
-        Error::new(
-            ErrorKind::Conflict,
-            format!(
-                "another sealvol process holds the state database in {}",
-                ctx.settings.state.display()
-            ),
-        )
-        .hint("a console or another sync is running: wait for it to end, or run this there")
-    })
+    };
+    sync::check_spec(&spec, &ctx.settings.state)?;
+    Ok(spec)
 }
 
 pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
-    let as_json = r.json;
-    let spec = spec(ctx, r)?;
-    let repo = ctx.open_repo(true)?;
-    let db = open_db(ctx)?;
-    // A job a killed process left behind is resumed, not started again.
-    let interrupted = db.requeue_interrupted()?;
-    let resumed = interrupted
-        .iter()
-        .filter_map(|id| db.job(*id).ok())
-        .find(|j| j.spec == spec);
-    let job = match resumed {
-        Some(j) => {
+    let spec = spec(ctx, &r)?;
+    if r.detach {
+        let client = agent_in_background(ctx)?;
+        let job = client.submit(spec)?;
+        if r.json {
+            json(&job);
+        } else {
             if !ctx.quiet {
-                eprintln!("resuming job {} (attempt {})", j.id, j.attempts + 1);
+                eprintln!(
+                    "job {} queued in the agent (pid {}); follow it with `sealvol jobs show {}`",
+                    job.id, client.pid, job.id
+                );
             }
-            j
+            println!("{}", job.id);
         }
-        None => db.add_job(spec)?,
-    };
-    follow(ctx, &repo, &db, job.id, as_json)
+        return Ok(());
+    }
+    let host = connect_or_host(ctx, true)?;
+    let job = host.api().submit(spec)?;
+    follow(ctx, &host, job, r.json)
 }
 
-/// Runs job `id` here, drawing its progress, and prints the outcome.
-fn follow(
-    ctx: &Ctx,
-    repo: &sealvol_engine::Repository,
-    db: &StateDb,
-    id: u64,
-    as_json: bool,
-) -> Result<()> {
-    let progress = ctx.progress();
-    let opts = SyncOptions {
-        state_dir: &ctx.settings.state,
-        batch_bytes: ctx.settings.sync_batch,
-        streams: ctx.settings.sync_streams,
-        progress: progress.as_ref(),
-        cancel: Arc::new(AtomicBool::new(false)),
-    };
+/// Draws the job's progress until it ends; prints its pinned ref, or fails with its error.
+fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
+    let id = job.id;
     if !ctx.quiet {
-        eprintln!("job {id}: syncing {}", db.job(id)?.spec.source);
+        let verb = if job.attempts > 0 {
+            "resuming"
+        } else {
+            "syncing"
+        };
+        let attempt = if job.attempts > 0 {
+            format!(" (attempt {})", job.attempts + 1)
+        } else {
+            String::new()
+        };
+        match host {
+            Host::Remote(c) => eprintln!(
+                "job {id}: {verb} {}{attempt} in the agent (pid {}); ctrl-c stops following, not the job",
+                job.spec.source, c.pid
+            ),
+            Host::Local(_) => eprintln!("job {id}: {verb} {}{attempt}", job.spec.source),
+        }
     }
-    let job = run_job(repo, db, id, &opts)?;
+    let bar = JobBar::new(ctx.quiet);
+    let job = host.api().watch(id, &mut |ev| bar.draw(ev))?;
+    bar.done();
+    finished(ctx, job, as_json)
+}
+
+fn finished(ctx: &Ctx, job: Job, as_json: bool) -> Result<()> {
+    if job.state != JobState::Ready {
+        return Err(match job.error {
+            Some(w) => Error::from(w),
+            None => Error::new(
+                ErrorKind::Io,
+                format!(
+                    "job {} is {}: {}",
+                    job.id,
+                    job.state,
+                    job.reason.as_deref().unwrap_or("no reason recorded")
+                ),
+            )
+            .hint(format!("`sealvol jobs logs {}` tells more", job.id)),
+        });
+    }
     if as_json {
         json(&job);
         return Ok(());
@@ -122,7 +182,8 @@ fn follow(
     if !ctx.quiet {
         let p = &job.progress;
         eprintln!(
-            "job {id} READY: {} in {} file(s); {} new chunk(s), {} reused",
+            "job {} READY: {} in {} file(s); {} new chunk(s), {} reused",
+            job.id,
             size(p.bytes_total),
             p.files_total,
             p.chunks_new,
@@ -135,10 +196,131 @@ fn follow(
     Ok(())
 }
 
+/// Starts `sealvol agent` in the background when none runs, and connects to it.
+fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
+    let state = &ctx.settings.state;
+    if let Some(c) = AgentClient::connect(state)? {
+        return Ok(c);
+    }
+    std::fs::create_dir_all(state).map_err(|e| Error::io("cannot create", state, e))?;
+    let log_path = state.join("agent.log");
+    let open_log = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| Error::io("cannot open log", &log_path, e))
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("--repo")
+        .arg(&ctx.settings.repo)
+        .arg("--state")
+        .arg(state)
+        .args(["agent", "--idle-exit", "60s"])
+        .stdin(Stdio::null())
+        .stdout(open_log()?)
+        .stderr(open_log()?);
+    // SAFETY: setsid is async-signal-safe; the agent outlives this shell and its Ctrl-C.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::io("cannot start the agent for", state, e))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(c) = AgentClient::connect(state)? {
+            return Ok(c);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // It lost the race to another agent, which then answers; or it failed.
+            if let Some(c) = AgentClient::connect(state)? {
+                return Ok(c);
+            }
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("the background agent ended at once ({status})"),
+            )
+            .hint(format!("see {}", log_path.display())));
+        }
+        if Instant::now() > deadline {
+            return Err(
+                Error::new(ErrorKind::Io, "the background agent did not start")
+                    .hint(format!("see {}", log_path.display())),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `sealvol agent`: hosts the agent until SIGINT or SIGTERM (or, with `idle_exit`,
+/// until it has had nothing to do for that long).
+pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
+    if let Some(c) = AgentClient::connect(&ctx.settings.state)? {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "an agent already runs for this state directory (pid {})",
+                c.pid
+            ),
+        )
+        .hint("one agent per state directory; stop that one first"));
+    }
+    let repo = ctx.open_repo(true)?;
+    let Some(agent) = Agent::start(repo, &ctx.settings.state, settings(ctx, true))? else {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            "another process holds the state database",
+        )
+        .hint("a console or a foreground sync is the agent now; try again when it ends"));
+    };
+    if !ctx.quiet {
+        eprintln!(
+            "agent (pid {}) serving {}",
+            std::process::id(),
+            sealvol_engine::agent::socket::path(&ctx.settings.state).display()
+        );
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the signal loop: {e}")))?;
+    let why = rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return "cannot watch signals";
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = term.recv() => return "SIGTERM",
+                _ = int.recv() => return "interrupted",
+                _ = tick.tick() => {
+                    if idle_exit.is_some_and(|d| agent.idle_for(d)) {
+                        return "idle";
+                    }
+                }
+            }
+        }
+    });
+    tracing::info!("agent stopping: {why}");
+    drop(agent);
+    Ok(())
+}
+
 pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
     match cmd {
         JobsCommand::Ls { json: as_json } => {
-            let jobs = open_db(ctx)?.jobs()?;
+            let host = connect_or_host(ctx, false)?;
+            let jobs = host.api().list()?;
             if as_json {
                 json(&serde_json::json!({ "jobs": jobs }));
             } else if jobs.is_empty() {
@@ -155,46 +337,53 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             Ok(())
         }
         JobsCommand::Show { id, json: as_json } => {
-            let job = open_db(ctx)?.job(id)?;
+            let host = connect_or_host(ctx, false)?;
+            let ev = host.api().event(id)?;
             if as_json {
-                json(&job);
+                json(&ev);
             } else {
-                show(&job);
+                show(&ev);
             }
             Ok(())
         }
         JobsCommand::Cancel { id, json: as_json } => {
-            let db = open_db(ctx)?;
-            let job = db.move_job(
-                id,
-                JobState::Cancelled,
-                Some("cancelled by the user".into()),
-            )?;
+            let host = connect_or_host(ctx, false)?;
+            let job = host.api().cancel(id)?;
             if as_json {
                 json(&job);
             } else if !ctx.quiet {
-                eprintln!("job {id} CANCELLED");
+                eprintln!("job {id} {}", job.state);
             }
             Ok(())
         }
-        JobsCommand::Retry { id, json: as_json } => {
-            let repo = ctx.open_repo(true)?;
-            let db = open_db(ctx)?;
-            let job = db.job(id)?;
-            if job
-                .spec
-                .secret
-                .as_ref()
-                .is_some_and(|s| secrets::get(&ctx.settings.state, s).is_err())
-            {
-                // Say so before the job moves: the secret was removed since.
-                secrets::get(
-                    &ctx.settings.state,
-                    job.spec.secret.as_deref().unwrap_or(""),
-                )?;
+        JobsCommand::Retry {
+            id,
+            detach,
+            json: as_json,
+        } => {
+            if detach {
+                let client = agent_in_background(ctx)?;
+                let job = client.retry(id)?;
+                if as_json {
+                    json(&job);
+                } else {
+                    println!("{}", job.id);
+                }
+                return Ok(());
             }
-            db.move_job(id, JobState::Queued, None)?;
-            follow(ctx, &repo, &db, id, as_json)
+            let host = connect_or_host(ctx, true)?;
+            let job = host.api().retry(id)?;
+            follow(ctx, &host, job, as_json)
+        }
+        JobsCommand::Logs { id, json: as_json } => {
+            let text = job_log::read(&ctx.settings.state, id)?;
+            if as_json {
+                let lines: Vec<&str> = text.lines().collect();
+                json(&serde_json::json!({ "id": id, "lines": lines }));
+            } else {
+                print!("{text}");
+            }
+            Ok(())
         }
     }
 }
@@ -223,7 +412,8 @@ fn row(job: &Job) -> Vec<String> {
     ]
 }
 
-fn show(job: &Job) {
+fn show(ev: &JobEvent) {
+    let job = &ev.job;
     let p = &job.progress;
     println!("job       {}", job.id);
     println!("state     {}", job.state);
@@ -250,10 +440,68 @@ fn show(job: &Job) {
     println!("bytes     {}", done(job));
     println!("files     {}/{}", p.files_done, p.files_total);
     println!("chunks    {} new, {} reused", p.chunks_new, p.chunks_reused);
+    if job.state == JobState::Running {
+        println!("rate      {}/s", size(ev.rate));
+        if let Some(eta) = ev.eta_secs {
+            println!("eta       {eta} s");
+        }
+    }
+    if ev.queued_ahead > 0 {
+        println!("ahead     {} job(s)", ev.queued_ahead);
+    }
     if let Some(r) = &job.sealed {
         println!("sealed    {r}");
     }
     if let Some(r) = &job.reason {
         println!("reason    {r}");
+    }
+}
+
+/// A job's progress as an indicatif bar on stderr (when it is a terminal).
+struct JobBar {
+    bar: Option<ProgressBar>,
+}
+
+impl JobBar {
+    fn new(quiet: bool) -> JobBar {
+        use std::io::IsTerminal;
+        if quiet || !std::io::stderr().is_terminal() {
+            return JobBar { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        let style =
+            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        JobBar { bar: Some(bar) }
+    }
+
+    fn draw(&self, ev: &JobEvent) {
+        let Some(bar) = &self.bar else { return };
+        let p = &ev.job.progress;
+        bar.set_prefix(ev.job.state.to_string());
+        bar.set_length(p.bytes_total);
+        bar.set_position(p.bytes_done);
+        let msg = if ev.job.state == JobState::Queued {
+            format!("waiting behind {} job(s)", ev.queued_ahead)
+        } else {
+            format!(
+                "{}/s eta {} · files {}/{} · chunks {} new {} reused",
+                size(ev.rate),
+                ev.eta_secs.map_or("-".into(), |s| format!("{s}s")),
+                p.files_done,
+                p.files_total,
+                p.chunks_new,
+                p.chunks_reused
+            )
+        };
+        bar.set_message(msg);
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
     }
 }

@@ -64,6 +64,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             secret,
             include,
             exclude,
+            detach,
             json,
         } => super::jobs::sync(
             ctx,
@@ -74,6 +75,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 secret,
                 include,
                 exclude,
+                detach,
                 json,
             },
         ),
