@@ -178,3 +178,34 @@ fn sigterm_restores_the_terminal() {
         "terminal not restored after SIGTERM"
     );
 }
+
+/// The console hosts the agent: a sync handed over from another terminal runs inside
+/// it, and its Jobs screen shows the job end READY.
+#[test]
+fn the_console_is_the_agent_and_shows_a_sync_from_another_terminal() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 110, 32);
+    t.wait_for("tiny-llama");
+    let src = env.path("ckpt");
+    common::write(&src.join("model.safetensors"), &common::noise(3 << 20, 7));
+    let out = env.ok(&[
+        "volume",
+        "sync",
+        src.to_str().unwrap(),
+        "weights/from-elsewhere",
+        "--detach",
+    ]);
+    assert_eq!(out.trim(), "1", "the job went to the console's agent");
+    t.keys(&["J"]);
+    let s = t.wait_for("READY");
+    assert!(
+        s.contains("weights/from-elsewhere") && s.contains("sealed"),
+        "{s}"
+    );
+    t.keys(&["Enter"]);
+    t.wait_for("model.safetensors");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    // The console's agent is gone with it; no socket is left behind.
+    assert!(!env.state.join("agent.sock").exists());
+}

@@ -770,3 +770,32 @@ fn detach_starts_a_background_agent_when_none_runs() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_local_folder_syncs_like_a_push() {
+    let env = Env::new();
+    let src = env.path("src");
+    sample(&src);
+    let out = env.ok(&[
+        "volume",
+        "sync",
+        src.to_str().unwrap(),
+        "x/local",
+        "--tag",
+        "v1",
+    ]);
+    assert!(out.trim().ends_with(&digest_of(&env, &src)), "{out}");
+    let (code, err) = fails(
+        env.cmd(),
+        &[
+            "volume",
+            "sync",
+            src.to_str().unwrap(),
+            "x/local",
+            "--exclude",
+            "*.bin",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("apply to remote sources"), "{err}");
+}

@@ -7,6 +7,7 @@ mod config;
 mod console;
 mod output;
 mod progress;
+mod signals;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -154,6 +155,7 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         std::sync::Arc::new(sealvol_engine::api::Node {
             repo,
             state: ctx.settings.state.clone(),
+            jobs: commands::jobs::agent_for_console(ctx),
         }),
         console::Options {
             readonly,

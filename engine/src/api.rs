@@ -2,9 +2,12 @@
 //! that a remote engine can stand behind the same trait. Calls block; callers that
 //! must stay responsive run them on a blocking task.
 
+use std::sync::Arc;
+
 use crate::diff::VersionDiff;
 use crate::error::Result;
 use crate::files::VersionFiles;
+use crate::jobs::{Job, JobEvent, JobsApi};
 use crate::mount::MountRecord;
 use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
@@ -36,13 +39,42 @@ pub trait Api: Send + Sync {
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(Vec::new())
     }
+    /// Sync jobs, newest first. A repository alone has none.
+    fn jobs(&self) -> Result<Vec<Job>> {
+        Ok(Vec::new())
+    }
+    /// The live view of one job.
+    fn job_event(&self, id: u64) -> Result<JobEvent> {
+        Err(no_agent(id))
+    }
+    fn cancel_job(&self, id: u64) -> Result<Job> {
+        Err(no_agent(id))
+    }
+    fn retry_job(&self, id: u64) -> Result<Job> {
+        Err(no_agent(id))
+    }
 }
 
-/// A repository together with this node's state directory: what the console talks to,
-/// so it sees the node's mounts as well as the registry.
+fn no_agent(id: u64) -> crate::Error {
+    crate::jobs::not_found(id).hint("this console reaches no agent")
+}
+
+/// A repository together with this node's state directory and its agent: what the
+/// console talks to, so it sees the node's mounts and sync jobs as well as the registry.
 pub struct Node {
     pub repo: Repository,
     pub state: std::path::PathBuf,
+    /// The agent (hosted by this process, or reached over its socket).
+    pub jobs: Option<Arc<dyn JobsApi>>,
+}
+
+impl Node {
+    fn agent(&self) -> Result<&dyn JobsApi> {
+        self.jobs.as_deref().ok_or_else(|| {
+            crate::Error::new(crate::ErrorKind::Conflict, "this console reaches no agent")
+                .hint("another process holds the state database without answering on its socket")
+        })
+    }
 }
 
 impl Api for Node {
@@ -87,6 +119,18 @@ impl Api for Node {
         Ok(crate::mount::records::list(&crate::mount::records::dir(
             &self.state,
         )))
+    }
+    fn jobs(&self) -> Result<Vec<Job>> {
+        self.agent()?.list()
+    }
+    fn job_event(&self, id: u64) -> Result<JobEvent> {
+        self.agent()?.event(id)
+    }
+    fn cancel_job(&self, id: u64) -> Result<Job> {
+        self.agent()?.cancel(id)
+    }
+    fn retry_job(&self, id: u64) -> Result<Job> {
+        self.agent()?.retry(id)
     }
 }
 

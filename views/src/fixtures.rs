@@ -4,6 +4,7 @@
 use sealvol_themes::Role;
 
 use crate::chrome::{Overlay, Status, StatusKind};
+use crate::jobs::{FileLine, JobDetail, JobRow, JobsView};
 use crate::mounts::{MountRow, MountsView};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use crate::versions::{VersionRow, VersionsView};
@@ -422,6 +423,115 @@ pub fn mounts() -> FrameView {
     }
 }
 
+fn job_rows() -> Vec<JobRow> {
+    let row = |id: u64, state: &str, source: &str, volume: &str, done: u64, total: u64| JobRow {
+        id,
+        state: state.into(),
+        source: source.into(),
+        volume: volume.into(),
+        bytes_done: done,
+        bytes_total: total,
+        updated: "2026-11-30T09:14:00.000Z".into(),
+    };
+    vec![
+        row(
+            4,
+            "RUNNING",
+            "s3://ckpts/run-7/step-4000/",
+            "weights/run-7",
+            9_800 << 20,
+            16_384 << 20,
+        ),
+        row(
+            3,
+            "QUEUED",
+            "hf://Qwen/Qwen3-8B@main",
+            "weights/qwen3-8b",
+            0,
+            0,
+        ),
+        row(2, "FAILED", "r2://0a1b2c/lora/v3/", "adapters/lora", 0, 0),
+        row(
+            1,
+            "READY",
+            "s3://ckpts/run-7/step-3000/",
+            "weights/run-7",
+            16_384 << 20,
+            16_384 << 20,
+        ),
+    ]
+}
+
+pub fn jobs() -> FrameView {
+    let file = |path: &str, state: &str| FileLine {
+        path: path.into(),
+        size: 4_096 << 20,
+        state: state.into(),
+    };
+    FrameView {
+        crumbs: vec!["volumes".into(), "jobs".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Jobs(JobsView {
+            rows: job_rows(),
+            selected: 0,
+            detail: Some(JobDetail {
+                id: 4,
+                state: "RUNNING".into(),
+                source: "s3://ckpts/run-7/step-4000/".into(),
+                volume: "weights/run-7".into(),
+                tags: vec!["latest".into()],
+                attempts: 2,
+                bytes_done: 9_800 << 20,
+                bytes_total: 16_384 << 20,
+                files_done: 2,
+                files_total: 4,
+                chunks_new: 1_210,
+                chunks_reused: 9_930,
+                rate: 412 << 20,
+                eta_secs: Some(16),
+                rate_history: vec![
+                    120, 260, 380, 410, 402, 395, 420, 415, 408, 390, 412, 430, 425, 410, 405, 412,
+                ],
+                files: vec![
+                    file("model-00001-of-00004.safetensors", "kept"),
+                    file("model-00002-of-00004.safetensors", "done"),
+                    file("model-00003-of-00004.safetensors", "reading"),
+                    file("model-00004-of-00004.safetensors", "waiting"),
+                ],
+                queued_ahead: 0,
+                sealed: None,
+                reason: None,
+            }),
+        }),
+        status: status("4 job(s): 1 running, 1 queued"),
+        overlay: None,
+    }
+}
+
+pub fn job_failed() -> FrameView {
+    FrameView {
+        crumbs: vec!["volumes".into(), "jobs".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Jobs(JobsView {
+            rows: job_rows(),
+            selected: 2,
+            detail: Some(JobDetail {
+                id: 2,
+                state: "FAILED".into(),
+                source: "r2://0a1b2c/lora/v3/".into(),
+                volume: "adapters/lora".into(),
+                attempts: 1,
+                reason: Some(
+                    "r2://0a1b2c/lora/v3/: access denied (AccessDenied, HTTP 403) (give credentials in the agent's environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE), or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME)".into(),
+                ),
+                ..JobDetail::default()
+            }),
+        }),
+        status: status("4 job(s): 1 running, 1 queued"),
+        overlay: None,
+    }
+}
+
 /// Every screen with its name, for tests and screenshots.
 pub fn all() -> Vec<(&'static str, FrameView)> {
     vec![
@@ -429,6 +539,8 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("versions", versions()),
         ("files", files()),
         ("mounts", mounts()),
+        ("jobs", jobs()),
+        ("job-failed", job_failed()),
         ("tags", tags()),
         ("confirm", confirm()),
         ("diff", diff()),

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod files;
 pub mod fixtures;
 pub mod format;
+pub mod jobs;
 pub mod list;
 pub mod mounts;
 pub mod svg;
@@ -29,6 +30,7 @@ pub enum Body {
     Diff(diff::DiffView),
     Files(files::FilesView),
     Mounts(mounts::MountsView),
+    Jobs(jobs::JobsView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -65,6 +67,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Diff(vm) => diff::draw(vm, theme, body, buf),
         Body::Files(vm) => files::draw(vm, theme, body, buf),
         Body::Mounts(vm) => mounts::draw(vm, theme, body, buf),
+        Body::Jobs(vm) => jobs::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

@@ -111,6 +111,15 @@ fn colours_that_carry_meaning() {
         );
         let pinned = find(&b, "pinned only");
         assert_eq!(fg(&b, pinned), want(Role::Dim), "{theme}");
+
+        let b = render(&fixtures::jobs(), &th, 120, 40);
+        assert_eq!(fg(&b, find(&b, "FAILED")), want(Role::Danger), "{theme}");
+        assert_eq!(fg(&b, find(&b, "1210 new")), want(Role::Added), "{theme}");
+        assert_eq!(fg(&b, find(&b, "▸ reading")), want(Role::Gauge), "{theme}");
+        let b = render(&fixtures::job_failed(), &th, 120, 40);
+        assert_eq!(fg(&b, find(&b, " error: ")), want(Role::Danger), "{theme}");
+        // The error is shown in full, wrapped, up to its last words.
+        find(&b, "pass --secret NAME)");
     }
 }
 

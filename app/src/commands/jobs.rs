@@ -46,6 +46,19 @@ impl Host {
     }
 }
 
+/// The agent for the console: the running one, or this process becomes it (and runs
+/// queued jobs while the console is open). `None`, with a warning, if neither works.
+pub fn agent_for_console(ctx: &Ctx) -> Option<std::sync::Arc<dyn JobsApi>> {
+    match connect_or_host(ctx, true) {
+        Ok(Host::Remote(c)) => Some(std::sync::Arc::new(c)),
+        Ok(Host::Local(a)) => Some(std::sync::Arc::new(*a)),
+        Err(e) => {
+            tracing::warn!("the console runs without the agent: {e}");
+            None
+        }
+    }
+}
+
 fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
     AgentSettings {
         batch_bytes: ctx.settings.sync_batch,
@@ -271,6 +284,7 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
         )
         .hint("one agent per state directory; stop that one first"));
     }
+    let signals = crate::signals::Signals::catch()?;
     let repo = ctx.open_repo(true)?;
     let Some(agent) = Agent::start(repo, &ctx.settings.state, settings(ctx, true))? else {
         return Err(Error::new(
@@ -286,30 +300,10 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
             sealvol_engine::agent::socket::path(&ctx.settings.state).display()
         );
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the signal loop: {e}")))?;
-    let why = rt.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return "cannot watch signals";
-        };
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tokio::select! {
-                _ = term.recv() => return "SIGTERM",
-                _ = int.recv() => return "interrupted",
-                _ = tick.tick() => {
-                    if idle_exit.is_some_and(|d| agent.idle_for(d)) {
-                        return "idle";
-                    }
-                }
-            }
-        }
+    let why = signals.wait(Duration::from_secs(1), || {
+        idle_exit
+            .is_some_and(|d| agent.idle_for(d))
+            .then_some("idle")
     });
     tracing::info!("agent stopping: {why}");
     drop(agent);

@@ -84,6 +84,9 @@ fn serve(
     ready: &ReadyPipe,
 ) -> Result<()> {
     let cache = Arc::new(ChunkCache::open(cache_dir, cache_bytes)?);
+    // Catch SIGINT/SIGTERM before the mount exists: a signal that arrives the moment it
+    // is ready must unmount it, not kill the process with the mount still up.
+    let signals = crate::signals::Signals::catch()?;
     let m = mount::mount(
         repo,
         volume,
@@ -128,7 +131,7 @@ fn serve(
         );
     }
     ready.ok();
-    let stopped = wait_for_stop(&m, |stats| {
+    let stopped = wait_for_stop(&m, signals, |stats| {
         rec.stats = stats;
         let _ = records::write(&dir, &rec);
     });
@@ -142,42 +145,21 @@ fn serve(
 
 /// Blocks until SIGINT/SIGTERM or until someone else unmounts; publishes the counters
 /// every second meanwhile. Returns why it stopped.
-fn wait_for_stop(m: &mount::Mount, mut publish: impl FnMut(mount::TierStats)) -> &'static str {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the signal loop: {e}");
-            return "no signal loop";
+fn wait_for_stop(
+    m: &mount::Mount,
+    signals: crate::signals::Signals,
+    mut publish: impl FnMut(mount::TierStats),
+) -> &'static str {
+    let mut last = Instant::now();
+    signals.wait(Duration::from_millis(250), || {
+        if !m.is_running() {
+            return Some("unmounted from outside");
         }
-    };
-    rt.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return "cannot watch signals";
-        };
-        let mut tick = tokio::time::interval(Duration::from_millis(250));
-        let mut last = Instant::now();
-        loop {
-            tokio::select! {
-                _ = term.recv() => return "SIGTERM",
-                _ = int.recv() => return "interrupted",
-                _ = tick.tick() => {
-                    if !m.is_running() {
-                        return "unmounted from outside";
-                    }
-                    if last.elapsed() >= Duration::from_secs(1) {
-                        publish(m.stats());
-                        last = Instant::now();
-                    }
-                }
-            }
+        if last.elapsed() >= Duration::from_secs(1) {
+            publish(m.stats());
+            last = Instant::now();
         }
+        None
     })
 }
 

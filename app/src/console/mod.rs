@@ -85,7 +85,7 @@ async fn event_loop(
                 model.tick();
                 Vec::new()
             }
-            _ = live.tick(), if model.wants_live_refresh() => model.refresh_mounts(),
+            _ = live.tick(), if model.wants_live_refresh() => model.refresh_live(),
         };
         spawn_effects(&api, &tx, effects);
         if model.quit {

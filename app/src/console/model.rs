@@ -3,6 +3,7 @@
 //! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use sealvol_engine::jobs::{FileState, Job, JobEvent, JobState};
 use sealvol_engine::mount::MountRecord;
 use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_engine::registry::{TagFile, VersionInfo, VolumeInfo};
@@ -29,6 +30,9 @@ pub enum Action {
     Back,
     Tags,
     Mounts,
+    Jobs,
+    CancelJob,
+    RetryJob,
     Focus,
     PointTag,
     UndoMove,
@@ -56,6 +60,9 @@ impl Action {
             "back" => Action::Back,
             "tags" => Action::Tags,
             "mounts" => Action::Mounts,
+            "jobs" => Action::Jobs,
+            "cancel-job" => Action::CancelJob,
+            "retry-job" => Action::RetryJob,
             "focus" => Action::Focus,
             "point-tag" => Action::PointTag,
             "undo-move" => Action::UndoMove,
@@ -84,6 +91,8 @@ pub enum Screen {
     Diff(Ref, Ref),
     /// Live mounts on this node, refreshed every second while shown.
     Mounts,
+    /// The agent's sync jobs, refreshed every second while shown.
+    Jobs,
 }
 
 /// A tag move a person has been shown and may confirm. It names the tag and both
@@ -107,6 +116,10 @@ pub enum Effect {
     Diff(Ref, Ref),
     LoadFiles(VolumeName, Digest),
     LoadMounts,
+    /// The job list, and the live view of this job.
+    LoadJobs(Option<u64>),
+    CancelJob(u64),
+    RetryJob(u64),
     /// `:files REF`: resolve the ref, then open its files.
     ResolveFiles(Ref),
     /// Put this text on the clipboard (OSC 52).
@@ -123,6 +136,9 @@ pub enum Loaded {
     Diff(Box<sealvol_engine::diff::VersionDiff>),
     Files(VolumeName, Digest, sealvol_engine::files::VersionFiles),
     Mounts(Vec<MountRecord>),
+    Jobs(Vec<Job>, Option<Box<JobEvent>>),
+    /// A job was cancelled or queued again: say so, and reload.
+    JobChanged(Box<Job>),
     Failed(String),
 }
 
@@ -137,7 +153,12 @@ pub enum PromptKind {
 pub enum Overlay {
     Help,
     Confirm(TagMovePlan),
-    Prompt { kind: PromptKind, input: String },
+    /// Cancel this job (id, and what it syncs, as shown).
+    ConfirmCancel(u64, String),
+    Prompt {
+        kind: PromptKind,
+        input: String,
+    },
 }
 
 pub struct Model {
@@ -159,6 +180,9 @@ pub struct Model {
     file_sel: usize,
     mounts: Vec<MountRecord>,
     mount_sel: usize,
+    jobs: Vec<Job>,
+    job_sel: usize,
+    job_event: Option<JobEvent>,
     filter: String,
     status: (StatusKind, String),
     busy: usize,
@@ -191,6 +215,9 @@ impl Model {
             file_sel: 0,
             mounts: Vec::new(),
             mount_sel: 0,
+            jobs: Vec::new(),
+            job_sel: 0,
+            job_event: None,
             filter: String::new(),
             status: (StatusKind::Info, String::new()),
             busy: 0,
@@ -236,7 +263,7 @@ impl Model {
 
     pub fn mode(&self) -> Mode {
         match self.overlay {
-            Some(Overlay::Confirm(_)) => Mode::Confirm,
+            Some(Overlay::Confirm(_) | Overlay::ConfirmCancel(..)) => Mode::Confirm,
             _ => Mode::Normal,
         }
     }
@@ -278,7 +305,11 @@ impl Model {
                 // Single-table screens: row 1 is the table header, rows follow.
                 if !matches!(
                     self.screen(),
-                    Screen::Volumes | Screen::Versions(_) | Screen::Files(..) | Screen::Mounts
+                    Screen::Volumes
+                        | Screen::Versions(_)
+                        | Screen::Files(..)
+                        | Screen::Mounts
+                        | Screen::Jobs
                 ) {
                     return Vec::new();
                 }
@@ -316,6 +347,7 @@ impl Model {
                 Screen::Files(_, d) => format!("b3:{}", d.short(12)),
                 Screen::Diff(_, b) => b.volume.to_string(),
                 Screen::Mounts => "mounts".to_string(),
+                Screen::Jobs => "jobs".to_string(),
             })
             .collect();
         for (depth, name) in names.iter().enumerate().take(frame_crumbs) {
@@ -377,6 +409,22 @@ impl Model {
     }
 
     pub fn on_action(&mut self, a: Action) -> Vec<Effect> {
+        if let Some(Overlay::ConfirmCancel(id, _)) = &self.overlay {
+            let id = *id;
+            return match a {
+                Action::Confirm => {
+                    self.overlay = None;
+                    self.info(format!("cancelling job {id}…"));
+                    self.request(Effect::CancelJob(id))
+                }
+                Action::Cancel => {
+                    self.overlay = None;
+                    self.info(format!("job {id} goes on"));
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            };
+        }
         if let Some(Overlay::Confirm(plan)) = &self.overlay {
             let plan = plan.clone();
             return match a {
@@ -405,6 +453,9 @@ impl Model {
             Action::Back => return self.back(),
             Action::Tags => return self.open_tags(),
             Action::Mounts => return self.open_mounts(),
+            Action::Jobs => return self.open_jobs(),
+            Action::CancelJob => return self.plan_cancel(),
+            Action::RetryJob => return self.retry_job(),
             Action::Focus => {
                 if matches!(self.screen(), Screen::Tags(_)) {
                     self.focus = match self.focus {
@@ -482,6 +533,34 @@ impl Model {
                 if matches!(self.screen(), Screen::Mounts) && !self.status_is_error() {
                     self.info(format!("{} mount(s) on this node", self.mounts.len()));
                 }
+            }
+            Loaded::Jobs(jobs, ev) => {
+                self.jobs = jobs;
+                self.job_event = ev.map(|e| *e);
+                // The summary, unless the status says something else (a job just
+                // cancelled or retried, an error).
+                let summary = self.status.1.is_empty() || self.status.1.contains(" job(s): ");
+                if matches!(self.screen(), Screen::Jobs) && summary && !self.status_is_error() {
+                    let running = self
+                        .jobs
+                        .iter()
+                        .filter(|j| matches!(j.state, JobState::Running | JobState::Sealing))
+                        .count();
+                    let queued = self
+                        .jobs
+                        .iter()
+                        .filter(|j| j.state == JobState::Queued)
+                        .count();
+                    self.info(format!(
+                        "{} job(s): {running} running, {queued} queued",
+                        self.jobs.len()
+                    ));
+                }
+            }
+            Loaded::JobChanged(job) => {
+                self.info(format!("job {} is {}", job.id, job.state));
+                self.clamp();
+                return self.reload();
             }
             Loaded::Diff(d) => {
                 if matches!(self.screen(), Screen::Diff(..)) {
@@ -562,18 +641,25 @@ impl Model {
         self.status.0 == StatusKind::Error
     }
 
-    /// The Mounts screen shows live counters: the loop asks every second.
+    /// The Mounts and Jobs screens show live figures: the loop asks every second.
     pub fn wants_live_refresh(&self) -> bool {
-        matches!(self.screen(), Screen::Mounts) && self.busy == 0 && self.overlay.is_none()
+        matches!(self.screen(), Screen::Mounts | Screen::Jobs)
+            && self.busy == 0
+            && self.overlay.is_none()
     }
 
-    pub fn refresh_mounts(&mut self) -> Vec<Effect> {
+    pub fn refresh_live(&mut self) -> Vec<Effect> {
+        if matches!(self.screen(), Screen::Jobs) {
+            let id = self.selected_job().map(|j| j.id);
+            return self.request(Effect::LoadJobs(id));
+        }
         self.request(Effect::LoadMounts)
     }
 
     fn reload(&mut self) -> Vec<Effect> {
         let e = match self.screen().clone() {
             Screen::Mounts => Effect::LoadMounts,
+            Screen::Jobs => Effect::LoadJobs(self.selected_job().map(|j| j.id)),
             Screen::Volumes => {
                 let mut e = self.request(Effect::LoadMounts);
                 e.extend(self.request(Effect::LoadVolumes));
@@ -620,6 +706,23 @@ impl Model {
             .collect()
     }
 
+    fn visible_jobs(&self) -> Vec<usize> {
+        (0..self.jobs.len())
+            .filter(|&i| {
+                let j = &self.jobs[i];
+                self.filter.is_empty()
+                    || self.matches(&format!(
+                        "{} {} {} {}",
+                        j.id, j.state, j.spec.source, j.spec.volume
+                    ))
+            })
+            .collect()
+    }
+
+    fn selected_job(&self) -> Option<&Job> {
+        self.jobs.get(*self.visible_jobs().get(self.job_sel)?)
+    }
+
     fn visible_versions(&self) -> Vec<usize> {
         // No filter: no per-row formatting (10,000 versions are drawn every frame).
         if self.filter.is_empty() {
@@ -647,6 +750,7 @@ impl Model {
             Screen::Diff(..) => self.visible_diff_files().len(),
             Screen::Files(..) => self.file_rows.len(),
             Screen::Mounts => self.visible_mounts().len(),
+            Screen::Jobs => self.visible_jobs().len(),
             Screen::Volumes => self.visible_volumes().len(),
             Screen::Versions(_) => self.visible_versions().len(),
             Screen::Tags(_) => match self.focus {
@@ -661,6 +765,7 @@ impl Model {
             Screen::Diff(..) => self.diff_sel,
             Screen::Files(..) => self.file_sel,
             Screen::Mounts => self.mount_sel,
+            Screen::Jobs => self.job_sel,
             Screen::Volumes => self.vol_sel,
             Screen::Versions(_) => self.ver_sel,
             Screen::Tags(_) => match self.focus {
@@ -675,6 +780,12 @@ impl Model {
             Screen::Diff(..) => self.diff_sel = i,
             Screen::Files(..) => self.file_sel = i,
             Screen::Mounts => self.mount_sel = i,
+            Screen::Jobs => {
+                if self.job_sel != i {
+                    self.job_event = None;
+                }
+                self.job_sel = i;
+            }
             Screen::Volumes => self.vol_sel = i,
             Screen::Versions(_) => self.ver_sel = i,
             Screen::Tags(_) => match self.focus {
@@ -715,7 +826,16 @@ impl Model {
             Screen::Diff(_, b) => Some(b.volume.clone()),
             Screen::Files(v, _) => Some(v.clone()),
             Screen::Mounts => self.selected_mount().map(|(v, _)| v),
+            Screen::Jobs => self.sealed_job().map(|(v, _)| v),
         }
+    }
+
+    /// The version a READY job sealed.
+    fn sealed_job(&self) -> Option<(VolumeName, Digest)> {
+        let r = Ref::parse(self.selected_job()?.sealed.as_deref()?).ok()?;
+        let sealed = self.selected_job()?.sealed.as_deref()?;
+        let digest = Digest::parse(sealed.rsplit_once('@')?.1).ok()?;
+        Some((r.volume, digest))
     }
 
     /// The selected mount's volume and the digest it serves.
@@ -767,6 +887,15 @@ impl Model {
                 }
                 None => Vec::new(),
             },
+            // A sealed job: the files of the version it made.
+            Screen::Jobs => match self.sealed_job() {
+                Some((v, d)) => {
+                    self.file_rows.clear();
+                    self.file_sel = 0;
+                    self.push_screen(Screen::Files(v, d))
+                }
+                None => Vec::new(),
+            },
             Screen::Diff(..) | Screen::Files(..) => Vec::new(),
         }
     }
@@ -791,6 +920,57 @@ impl Model {
         self.stack.truncate(1);
         self.mount_sel = 0;
         self.push_screen(Screen::Mounts)
+    }
+
+    fn open_jobs(&mut self) -> Vec<Effect> {
+        if matches!(self.screen(), Screen::Jobs) {
+            return Vec::new();
+        }
+        self.stack.truncate(1);
+        self.job_sel = 0;
+        self.job_event = None;
+        self.push_screen(Screen::Jobs)
+    }
+
+    fn plan_cancel(&mut self) -> Vec<Effect> {
+        if self.refuse_if_readonly() || !matches!(self.screen(), Screen::Jobs) {
+            return Vec::new();
+        }
+        let Some(j) = self.selected_job() else {
+            return Vec::new();
+        };
+        match j.state {
+            JobState::Queued | JobState::Running => {
+                let what = format!("{} → {}", j.spec.source, j.spec.volume);
+                self.overlay = Some(Overlay::ConfirmCancel(j.id, what));
+            }
+            other => {
+                let id = j.id;
+                self.info(format!(
+                    "job {id} is {other}: only queued or running jobs can be cancelled"
+                ));
+            }
+        }
+        Vec::new()
+    }
+
+    fn retry_job(&mut self) -> Vec<Effect> {
+        if self.refuse_if_readonly() || !matches!(self.screen(), Screen::Jobs) {
+            return Vec::new();
+        }
+        let Some(j) = self.selected_job() else {
+            return Vec::new();
+        };
+        let id = j.id;
+        if matches!(j.state, JobState::Failed | JobState::Cancelled) {
+            self.info(format!("queueing job {id} again…"));
+            return self.request(Effect::RetryJob(id));
+        }
+        let state = j.state;
+        self.info(format!(
+            "job {id} is {state}: only failed or cancelled jobs can be retried"
+        ));
+        Vec::new()
     }
 
     fn open_tags(&mut self) -> Vec<Effect> {
@@ -849,6 +1029,7 @@ impl Model {
             Screen::Tags(_) => self.tags.get(self.tag_sel).map(|t| t.digest.clone()),
             Screen::Files(_, d) => Some(d.to_string()),
             Screen::Mounts => self.selected_mount().map(|(_, d)| d.to_string()),
+            Screen::Jobs => self.sealed_job().map(|(_, d)| d.to_string()),
             Screen::Volumes | Screen::Diff(..) => None,
         };
         let Some(d) = digest else {
@@ -973,6 +1154,7 @@ impl Model {
                 Vec::new()
             }
             "mounts" | "mnt" => self.open_mounts(),
+            "jobs" => self.open_jobs(),
             "volumes" | "vol" | "ls" => {
                 self.stack.truncate(1);
                 self.filter.clear();
@@ -1039,10 +1221,78 @@ impl Model {
             "" => Vec::new(),
             other => {
                 self.error(format!(
-                    "unknown command {other:?}: try volumes, versions NS/NAME, files REF, tags NS/NAME, diff A B, quit"
+                    "unknown command {other:?}: try volumes, versions NS/NAME, files REF, tags NS/NAME, diff A B, mounts, jobs, quit"
                 ));
                 Vec::new()
             }
+        }
+    }
+
+    fn jobs_view(&self, visible: &[usize]) -> sealvol_views::jobs::JobsView {
+        use sealvol_views::jobs::{FileLine, JobDetail, JobRow, JobsView};
+        let rows = visible
+            .iter()
+            .map(|&i| {
+                let j = &self.jobs[i];
+                JobRow {
+                    id: j.id,
+                    state: j.state.to_string(),
+                    source: j.spec.source.clone(),
+                    volume: j.spec.volume.clone(),
+                    bytes_done: j.progress.bytes_done,
+                    bytes_total: j.progress.bytes_total,
+                    updated: j.updated.clone(),
+                }
+            })
+            .collect();
+        let detail = self.selected_job().map(|j| {
+            // The live view when it is this job's; else what the list knows.
+            let ev = self.job_event.as_ref().filter(|e| e.job.id == j.id);
+            let job = ev.map_or(j, |e| &e.job);
+            let p = &job.progress;
+            JobDetail {
+                id: job.id,
+                state: job.state.to_string(),
+                source: job.spec.source.clone(),
+                volume: job.spec.volume.clone(),
+                tags: job.spec.tags.clone(),
+                attempts: job.attempts,
+                bytes_done: p.bytes_done,
+                bytes_total: p.bytes_total,
+                files_done: p.files_done,
+                files_total: p.files_total,
+                chunks_new: p.chunks_new,
+                chunks_reused: p.chunks_reused,
+                rate: ev.map_or(0, |e| e.rate),
+                eta_secs: ev.and_then(|e| e.eta_secs),
+                rate_history: ev.map(|e| e.rate_history.clone()).unwrap_or_default(),
+                files: ev
+                    .map(|e| {
+                        e.files
+                            .iter()
+                            .map(|f| FileLine {
+                                path: f.path.clone(),
+                                size: f.size,
+                                state: match f.state {
+                                    FileState::Kept => "kept",
+                                    FileState::Done => "done",
+                                    FileState::Reading => "reading",
+                                    FileState::Waiting => "waiting",
+                                }
+                                .into(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                queued_ahead: ev.map_or(0, |e| e.queued_ahead),
+                sealed: job.sealed.clone(),
+                reason: job.reason.clone(),
+            }
+        });
+        JobsView {
+            rows,
+            selected: self.job_sel,
+            detail,
         }
     }
 
@@ -1259,6 +1509,20 @@ impl Model {
                     })
                 }
             }
+            Screen::Jobs => {
+                crumbs.push("jobs".into());
+                let visible = self.visible_jobs();
+                if self.jobs.is_empty() {
+                    Body::Empty(
+                        "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one"
+                            .into(),
+                    )
+                } else if visible.is_empty() {
+                    Body::Empty(format!("no job matches /{}", self.filter))
+                } else {
+                    Body::Jobs(self.jobs_view(&visible))
+                }
+            }
             Screen::Diff(a, b) => {
                 crumbs.push(b.volume.to_string());
                 crumbs.push("diff".into());
@@ -1282,6 +1546,7 @@ impl Model {
                 ("enter", "versions"),
                 ("t", "tags"),
                 ("M", "mounts"),
+                ("J", "jobs"),
                 ("/", "filter"),
                 ("?", "help"),
             ],
@@ -1306,6 +1571,13 @@ impl Model {
                 ("esc", "back"),
                 ("?", "help"),
             ],
+            Screen::Jobs => vec![
+                ("enter", "files"),
+                ("x", "cancel"),
+                ("R", "retry"),
+                ("/", "filter"),
+                ("?", "help"),
+            ],
             Screen::Diff(..) => vec![
                 ("j/k", "file"),
                 ("/", "filter"),
@@ -1322,6 +1594,21 @@ impl Model {
                     PromptKind::TagName => '@',
                 },
                 input: input.clone(),
+            },
+            Overlay::ConfirmCancel(id, what) => ViewOverlay::Confirm {
+                title: format!("cancel job {id}"),
+                lines: vec![
+                    (what.clone(), Role::Text),
+                    (
+                        "it stops at its next read; nothing is sealed".into(),
+                        Role::Dim,
+                    ),
+                    (
+                        "what it stored stays, so a retry does not fetch it again".into(),
+                        Role::Dim,
+                    ),
+                ],
+                yes: format!("cancel job {id}"),
             },
             Overlay::Confirm(p) => ViewOverlay::Confirm {
                 title: format!("move tag {}", p.tag),
@@ -1379,6 +1666,23 @@ pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> 
     Some(match e {
         Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
         Effect::LoadMounts => api.mounts().map(Loaded::Mounts).unwrap_or_else(failed),
+        Effect::LoadJobs(id) => match api.jobs() {
+            Ok(jobs) => {
+                // The selected job, or the newest one when nothing is selected yet.
+                let id = id.or_else(|| jobs.first().map(|j| j.id));
+                let ev = id.and_then(|id| api.job_event(id).ok()).map(Box::new);
+                Loaded::Jobs(jobs, ev)
+            }
+            Err(e) => failed(e),
+        },
+        Effect::CancelJob(id) => api
+            .cancel_job(id)
+            .map(|j| Loaded::JobChanged(Box::new(j)))
+            .unwrap_or_else(failed),
+        Effect::RetryJob(id) => api
+            .retry_job(id)
+            .map(|j| Loaded::JobChanged(Box::new(j)))
+            .unwrap_or_else(failed),
         Effect::LoadVersions(v) => api
             .versions(&v)
             .map(|x| Loaded::Versions(v, x))

@@ -48,7 +48,11 @@ fn harness(readonly: bool) -> Harness {
     let state = tmp.path().join("state");
     let mut h = Harness {
         _tmp: tmp,
-        node: Node { repo, state },
+        node: Node {
+            repo,
+            state,
+            jobs: None,
+        },
         model,
         keys: Keymap::load(None).unwrap(),
         v1,
@@ -556,4 +560,134 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
     assert!(marked.contains(&(v1.as_str(), 1)), "{marked:?}");
     assert!(marked.contains(&(v2.as_str(), 0)), "{marked:?}");
     m.unmount().unwrap();
+}
+
+/// The harness with an agent of its own (hosted here, as the console does), and a job
+/// syncing folder `dir` (missing folders fail) into `weights/synced`.
+fn with_agent(run_queue: bool) -> Harness {
+    use sealvol_engine::agent::{Agent, AgentSettings};
+    let mut h = harness(false);
+    let repo = Repository::open_local(&h._tmp.path().join("repo"), false, false).unwrap();
+    let agent = Agent::start(
+        repo,
+        &h.node.state,
+        AgentSettings {
+            batch_bytes: 1 << 20,
+            streams: 2,
+            run_queue,
+        },
+    )
+    .unwrap()
+    .expect("no other agent");
+    h.node.jobs = Some(std::sync::Arc::new(agent));
+    h
+}
+
+fn submit(h: &Harness, dir: &std::path::Path) -> u64 {
+    let spec = sealvol_engine::jobs::JobSpec {
+        source: format!("file://{}", dir.display()),
+        volume: "weights/synced".into(),
+        tags: vec![],
+        secret: None,
+        include: vec![],
+        exclude: vec![],
+        endpoint: Default::default(),
+    };
+    h.node.jobs.as_ref().unwrap().submit(spec).unwrap().id
+}
+
+fn jobs_view(h: &Harness) -> sealvol_views::jobs::JobsView {
+    match h.model.frame(&h.keys).body {
+        Body::Jobs(v) => v,
+        other => panic!("not the jobs screen: {other:?}"),
+    }
+}
+
+#[test]
+fn the_jobs_screen_cancels_with_confirmation_and_retries() {
+    let mut h = with_agent(false);
+    h.keys("J");
+    assert!(
+        matches!(h.model.frame(&h.keys).body, Body::Empty(ref s) if s.contains("no sync jobs"))
+    );
+    let dir = h._tmp.path().join("a");
+    submit(&h, &dir);
+    h.keys("r");
+    let v = jobs_view(&h);
+    assert_eq!(v.rows.len(), 1);
+    assert_eq!(v.rows[0].state, "QUEUED");
+
+    // Cancel asks first, naming the job; n keeps it.
+    h.keys("x");
+    assert!(matches!(
+        h.model.overlay,
+        Some(Overlay::ConfirmCancel(1, _))
+    ));
+    h.keys("n");
+    assert_eq!(jobs_view(&h).rows[0].state, "QUEUED");
+    h.keys("x y");
+    assert_eq!(jobs_view(&h).rows[0].state, "CANCELLED", "{}", h.status());
+    assert!(h.status().contains("CANCELLED"));
+    // Cancelling again says why not; retry queues it again.
+    h.keys("x");
+    assert!(h.model.overlay.is_none());
+    assert!(
+        h.status().contains("only queued or running"),
+        "{}",
+        h.status()
+    );
+    h.keys("R");
+    assert_eq!(jobs_view(&h).rows[0].state, "QUEUED");
+}
+
+#[test]
+fn the_jobs_screen_shows_a_ready_job_and_a_failed_one_in_full() {
+    let mut h = with_agent(true);
+    let bad = submit(&h, &h._tmp.path().join("no-such-folder"));
+    let good = submit(&h, &h._tmp.path().join("a"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let api = h.node.jobs.clone().unwrap();
+    while !api.show(good).unwrap().state.is_final() || !api.show(bad).unwrap().state.is_final() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "jobs did not end: {:?}",
+            api.list().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    h.keys("J");
+    let v = jobs_view(&h);
+    let states: Vec<&str> = v.rows.iter().map(|r| r.state.as_str()).collect();
+    assert_eq!(states, ["READY", "FAILED"], "newest first");
+    let d = v.detail.expect("the newest job in detail");
+    assert!(
+        d.sealed
+            .as_deref()
+            .unwrap()
+            .starts_with("vol:weights/synced@b3:")
+    );
+    assert_eq!(d.files_done, 1);
+
+    h.keys("j");
+    let d = jobs_view(&h).detail.unwrap();
+    assert_eq!(d.state, "FAILED");
+    assert!(
+        d.reason.as_deref().unwrap().contains("no-such-folder"),
+        "{d:?}"
+    );
+
+    // Enter on the READY job opens the files of the version it sealed.
+    h.keys("k enter");
+    match h.model.frame(&h.keys).body {
+        Body::Files(f) => assert!(f.version.starts_with("vol:weights/synced@b3:")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_read_only_console_neither_cancels_nor_retries() {
+    let mut h = harness(true);
+    h.keys("J x R");
+    assert!(h.model.overlay.is_none());
+    assert!(h.status().contains("read-only"), "{}", h.status());
 }

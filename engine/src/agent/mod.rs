@@ -42,6 +42,7 @@ pub struct AgentSettings {
 pub struct Agent {
     inner: Arc<Inner>,
     threads: Vec<JoinHandle<()>>,
+    stopper: socket::Stopper,
 }
 
 struct Inner {
@@ -87,7 +88,8 @@ impl Agent {
             stop: AtomicBool::new(false),
             busy_at: Mutex::new(Instant::now()),
         });
-        let mut threads = vec![socket::serve(inner.clone())?];
+        let (listener, stopper) = socket::serve(inner.clone())?;
+        let mut threads = vec![listener];
         if inner.settings.run_queue {
             let worker = inner.clone();
             threads.push(
@@ -99,7 +101,11 @@ impl Agent {
                     })?,
             );
         }
-        Ok(Some(Agent { inner, threads }))
+        Ok(Some(Agent {
+            inner,
+            threads,
+            stopper,
+        }))
     }
 
     /// True when nothing runs, nothing waits, and no request came for `idle`.
@@ -136,7 +142,7 @@ impl Drop for Agent {
             }
         }
         self.inner.wake.notify_all();
-        socket::wake_listener(&self.inner.state_dir);
+        self.stopper.stop();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -219,7 +225,14 @@ impl Inner {
             Ok(report) => {
                 let pinned = report.pinned_ref();
                 log.line(&format!("READY: sealed {pinned}"));
-                self.db.job_ready(id, pinned).map(|_| ())
+                // A local push seals without a separate SEALING step.
+                let sealing = match self.db.job(id) {
+                    Ok(j) if j.state == JobState::Running => {
+                        self.db.move_job(id, JobState::Sealing, None).map(|_| ())
+                    }
+                    other => other.map(|_| ()),
+                };
+                sealing.and_then(|_| self.db.job_ready(id, pinned).map(|_| ()))
             }
             Err(e) if e.kind() == ErrorKind::Cancelled && self.stop.load(Ordering::SeqCst) => {
                 log.line("interrupted: the agent is stopping; queued for the next one");

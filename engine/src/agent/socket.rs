@@ -46,12 +46,13 @@ enum Reply {
 
 /// Listens on the socket. Only the process that holds the state database calls this,
 /// so a socket file already there is a dead agent's, and is replaced.
-pub(super) fn serve(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
+pub(super) fn serve(inner: Arc<Inner>) -> Result<(JoinHandle<()>, Stopper)> {
     let p = path(&inner.state_dir);
     let _ = std::fs::remove_file(&p);
     let listener = UnixListener::bind(&p).ctx("cannot listen on", &p)?;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
         .ctx("cannot restrict", &p)?;
+    let stopper = Stopper(listener.try_clone().ctx("cannot listen on", &p)?);
     std::thread::Builder::new()
         .name("sealvol-agent-socket".into())
         .spawn(move || {
@@ -66,12 +67,22 @@ pub(super) fn serve(inner: Arc<Inner>) -> Result<JoinHandle<()>> {
                     .spawn(move || handle(&inner, conn));
             }
         })
+        .map(|t| (t, stopper))
         .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the agent socket: {e}")))
 }
 
-/// Unblocks the listener's `accept` so that it sees the agent stopping.
-pub(super) fn wake_listener(state: &Path) {
-    let _ = UnixStream::connect(path(state));
+/// Wakes the listener's `accept` so that it sees the agent stopping, even when the
+/// socket's file is already gone (a test's temporary directory, say).
+pub(super) struct Stopper(UnixListener);
+
+impl Stopper {
+    pub(super) fn stop(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: shutdown on a socket this process owns; it only ends pending accepts.
+        unsafe {
+            libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR);
+        }
+    }
 }
 
 pub(super) fn remove(state: &Path) {
