@@ -870,26 +870,9 @@ fn pull_reads_through_the_node_cache_which_outlives_a_damaged_origin() {
 
 #[test]
 fn secrets_come_from_stdin_and_are_never_printed() {
-    use std::io::Write;
     let env = Env::new();
     let value = "hf_Zq8sEcReTvAlUe42";
-    let set = |name: &str, input: &str| {
-        let mut child = env
-            .cmd()
-            .args(["secret", "set", name])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let set = |name: &str, input: &str| env.set_secret(name, input);
     let mut seen = String::new();
     let out = set("hf-token", &format!("{value}\n"));
     assert!(out.status.success());

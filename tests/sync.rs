@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::s3::{HfServer, Moto, SlowProxy, minilm_dir};
+use common::servers::{HfServer, Moto, SlowProxy, minilm_dir};
 use common::{Env, assert_same_tree, noise, walk_files, write};
 
 /// Runs sealvol with the AWS environment pointing at `endpoint` (and nothing from the
@@ -364,21 +364,8 @@ fn credentials_from_a_secret_are_used_and_never_leak() {
     let ep = format!("http://127.0.0.1:{}", proxy.port);
 
     let secret = "s3cr3t-Value-that-must-never-show";
-    let mut set = env.cmd();
-    set.args(["secret", "set", "moto-key"])
-        .stdin(Stdio::piped());
-    let mut child = set.spawn().unwrap();
-    {
-        use std::io::Write;
-        let pair = format!("AKIDFROMSECRET:{secret}");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(pair.as_bytes())
-            .unwrap();
-    }
-    assert!(child.wait().unwrap().success());
+    let pair = format!("AKIDFROMSECRET:{secret}");
+    assert!(env.set_secret("moto-key", &pair).status.success());
     let out = run(
         s3_cmd(&env, &ep),
         &[
@@ -432,19 +419,7 @@ fn credentials_from_a_secret_are_used_and_never_leak() {
     }
 
     // A malformed secret is refused before anything is fetched, without its value.
-    let mut set = env.cmd();
-    set.args(["secret", "set", "bad-key"]).stdin(Stdio::piped());
-    let mut child = set.spawn().unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(secret.as_bytes())
-            .unwrap();
-    }
-    assert!(child.wait().unwrap().success());
+    assert!(env.set_secret("bad-key", secret).status.success());
     let (_, err) = fails(
         s3_cmd(&env, &ep),
         &[
@@ -916,19 +891,7 @@ fn hub_errors_say_what_to_fix_and_a_token_secret_opens_a_private_repo() {
         "a 401 is not retried"
     );
 
-    let mut set = env.cmd();
-    set.args(["secret", "set", "hf"]).stdin(Stdio::piped());
-    let mut child = set.spawn().unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(token.as_bytes())
-            .unwrap();
-    }
-    assert!(child.wait().unwrap().success());
+    assert!(env.set_secret("hf", token).status.success());
     // A wrong revision and a missing repository are permanent, and named.
     let (_, err) = fails(
         hf_cmd(&env, &hub.url),

@@ -22,7 +22,7 @@ use crate::repo::{Repository, file_key};
 use crate::secrets;
 use crate::sources::fetch::{Prefetch, cancelled};
 use crate::sources::filter::Filter;
-use crate::sources::{Client, SourceUrl};
+use crate::sources::{Client, Object, SourceUrl};
 use crate::state::StateDb;
 
 /// Bytes per batch: what a killed sync may have to fetch again.
@@ -170,14 +170,7 @@ pub fn run(
             return Err(cancelled());
         }
         let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
-        let stream: Vec<StreamFile> = part
-            .iter()
-            .map(|o| StreamFile {
-                path: o.path.clone(),
-                size: o.size,
-                exec: false,
-            })
-            .collect();
+        let stream: Vec<StreamFile> = part.iter().map(Object::stream_file).collect();
         let fetch = Prefetch::start(
             rt.handle(),
             client.clone(),
@@ -218,14 +211,7 @@ pub fn run(
     }
 
     progress.sealing();
-    let listing_files: Vec<StreamFile> = objects
-        .iter()
-        .map(|o| StreamFile {
-            path: o.path.clone(),
-            size: o.size,
-            exec: false,
-        })
-        .collect();
+    let listing_files: Vec<StreamFile> = objects.iter().map(Object::stream_file).collect();
     let provenance = Provenance {
         source: shown.clone(),
         revision: listing.revision.clone(),

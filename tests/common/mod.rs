@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-pub mod s3;
+pub mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -66,6 +66,26 @@ impl Env {
         let first = err.lines().find(|l| l.starts_with("error:"));
         assert!(first.is_some(), "no `error:` line in {err:?}");
         err
+    }
+
+    /// `sealvol secret set NAME` with `value` on stdin; returns the command's output.
+    pub fn set_secret(&self, name: &str, value: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd()
+            .args(["secret", "set", name])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run sealvol");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(value.as_bytes())
+            .expect("write the secret");
+        child.wait_with_output().expect("wait for sealvol")
     }
 
     /// Pushes `dir` and returns the pinned ref (last line of stdout).

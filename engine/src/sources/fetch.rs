@@ -4,6 +4,7 @@
 //! Memory stays bounded: a part holds a permit until the pipeline has taken its bytes.
 
 use std::io::Read;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -117,6 +118,23 @@ impl Prefetch {
             )),
         }
     }
+}
+
+/// `bytes` if it is exactly `range`; a short or long answer is a transient failure
+/// (a connection cut mid-body, a proxy's truncation), retried like one.
+pub fn whole_part(what: &str, range: &Range<u64>, bytes: Bytes) -> Result<Bytes> {
+    if bytes.len() as u64 != range.end - range.start {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{what}: asked for {} bytes at {}, got {}",
+                range.end - range.start,
+                range.start,
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 pub fn cancelled() -> Error {

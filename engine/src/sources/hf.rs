@@ -209,18 +209,7 @@ impl Hf {
                 return Err(status_error(&what, status, &code));
             }
             let bytes = resp.bytes().await.map_err(|e| transport(&what, &e))?;
-            if bytes.len() as u64 != range.end - range.start {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "{what}: asked for {} bytes at {}, got {}",
-                        range.end - range.start,
-                        range.start,
-                        bytes.len()
-                    ),
-                ));
-            }
-            Ok(bytes)
+            super::fetch::whole_part(&what, &range, bytes)
         })
         .await
     }

@@ -29,6 +29,17 @@ pub struct Object {
     pub version: String,
 }
 
+impl Object {
+    /// The file this object becomes, for the push pipeline.
+    pub fn stream_file(&self) -> crate::push::StreamFile {
+        crate::push::StreamFile {
+            path: self.path.clone(),
+            size: self.size,
+            exec: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
     /// Sorted by path.

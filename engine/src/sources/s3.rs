@@ -134,19 +134,7 @@ impl S3 {
                     format!("{what}: the connection failed mid-read: {e}"),
                 )
             })?;
-            let bytes = body.into_bytes();
-            if bytes.len() as u64 != range.end - range.start {
-                return Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "{what}: asked for {} bytes at {}, got {}",
-                        range.end - range.start,
-                        range.start,
-                        bytes.len()
-                    ),
-                ));
-            }
-            Ok(bytes)
+            super::fetch::whole_part(&what, &range, body.into_bytes())
         })
         .await
     }

@@ -1,13 +1,36 @@
-//! A real S3 API server (moto in server mode) on loopback, started per test binary or
-//! per test, and the Python helpers that fill it.
+//! The servers sync tests talk to, each started by the test that needs it and killed
+//! when it ends: a real S3 API server (moto), a relay that slows or watches traffic to
+//! it, and the local Hugging Face hub; and the Python helpers that fill them.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A child process killed when this is dropped.
+pub struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Spawns `cmd` with stdout piped and returns it with the first line it prints (the
+/// helpers print their address once they listen).
+fn spawn_listening(cmd: &mut Command) -> (Process, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the server's address");
+    (Process(child), line.trim().to_string())
+}
+
 pub struct Moto {
-    child: Child,
+    _process: Process,
     pub port: u16,
 }
 
@@ -46,7 +69,10 @@ impl Moto {
             .spawn()
             .expect("moto_server: run scripts/test.sh, which installs moto[server]");
         wait_for(port, "moto_server");
-        Moto { child, port }
+        Moto {
+            _process: Process(child),
+            port,
+        }
     }
 
     pub fn endpoint(&self) -> String {
@@ -73,17 +99,10 @@ impl Moto {
     }
 }
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// tests/servers/slow_proxy.py in front of `port`: replies limited to `rate` bytes/s
 /// per connection (0: no limit), and the access key id of each request noted in `log`.
 pub struct SlowProxy {
-    child: Child,
+    _process: Process,
     pub port: u16,
 }
 
@@ -93,68 +112,46 @@ impl SlowProxy {
     }
 
     pub fn start_logging(target: u16, rate: u64, log: Option<&Path>) -> SlowProxy {
-        use std::io::BufRead;
-        let mut child = Command::new("python3")
-            .arg(servers_dir().join("slow_proxy.py"))
-            .arg(target.to_string())
-            .arg(rate.to_string())
-            .args(log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("proxy port");
+        let (process, line) = spawn_listening(
+            Command::new("python3")
+                .arg(servers_dir().join("slow_proxy.py"))
+                .arg(target.to_string())
+                .arg(rate.to_string())
+                .args(log),
+        );
         let port = line
-            .trim()
             .rsplit(' ')
             .next()
             .and_then(|p| p.parse().ok())
-            .expect("listening on PORT");
-        SlowProxy { child, port }
-    }
-}
-
-impl Drop for SlowProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            .unwrap_or_else(|| panic!("slow_proxy.py said {line:?}"));
+        SlowProxy {
+            _process: process,
+            port,
+        }
     }
 }
 
 /// tests/servers/hf_server.py serving `args` (`--repo ORG/NAME=DIR`, `--token T`).
 pub struct HfServer {
-    child: Child,
+    _process: Process,
     pub url: String,
 }
 
 impl HfServer {
     pub fn start(args: &[&str]) -> HfServer {
-        use std::io::BufRead;
-        let mut child = Command::new("python3")
-            .arg(servers_dir().join("hf_server.py"))
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the server's address");
+        let (process, line) = spawn_listening(
+            Command::new("python3")
+                .arg(servers_dir().join("hf_server.py"))
+                .args(args),
+        );
         let url = line
-            .trim()
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("hf_server.py said {line:?}"))
             .to_string();
-        HfServer { child, url }
-    }
-}
-
-impl Drop for HfServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        HfServer {
+            _process: process,
+            url,
+        }
     }
 }
 
