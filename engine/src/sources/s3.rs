@@ -11,8 +11,8 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use bytes::Bytes;
 
+use super::client::Body;
 use super::endpoints::Resolved;
 use super::listing::{Object, RawObject};
 use super::url::SourceUrl;
@@ -110,8 +110,8 @@ impl S3 {
         }
     }
 
-    /// Bytes `range` of `obj`, only if it is still the version that was listed.
-    pub async fn get(&self, obj: &Object, range: Range<u64>) -> Result<Bytes> {
+    /// A stream of bytes `range` of `obj`, only if it is still the version listed.
+    pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
         let key = format!("{}{}", self.prefix, obj.key);
         let what = format!("{}{}", self.shown, obj.key);
         super::retry::retrying(&what, || async {
@@ -128,13 +128,7 @@ impl S3 {
                 .send()
                 .await
                 .map_err(|e| self.sdk_error("read", Some(&obj.key), e))?;
-            let body = out.body.collect().await.map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{what}: the connection failed mid-read: {e}"),
-                )
-            })?;
-            super::fetch::whole_part(&what, &range, body.into_bytes())
+            Ok(Body::S3(out.body))
         })
         .await
     }
