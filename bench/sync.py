@@ -5,8 +5,9 @@ loopback S3 API server (moto), side by side in one run. Prints a Markdown table.
     python3 bench/sync.py --sealvol BIN --data DIR/v1 [--runs 3] [--work DIR]
 
 Each run starts from nothing: sealvol syncs into an empty repository (it writes the
-repository, no full copy of the files); rclone and aws download the files to a local
-folder. Reported: median wall time and throughput over --runs, and sealvol's re-sync of
+repository, no full copy of the files; by default it fsyncs what it writes, "fsync off"
+does not, like the peers); rclone and aws download the files to a local folder. `sync`
+runs before each, so that no tool pays for another's writeback. Reported: median wall time and throughput over --runs, and sealvol's re-sync of
 the unchanged bucket (nothing fetched). The machine's AWS_CA_BUNDLE is unset for rclone,
 which rejects it with a custom endpoint (LoadCustomCABundleError); sealvol and aws run
 with it set.
@@ -54,13 +55,15 @@ def main():
         total = sum(p.stat().st_size for p in a.data.rglob("*") if p.is_file())
         rows = {}
 
-        def sealvol_run(i, keep=False):
+        def sealvol_run(i, keep=False, fsync=True):
             # One repository, emptied before each cold run: the disk holds one copy.
             repo, state = work / "sv-repo", work / "sv-state"
             if not keep:
                 shutil.rmtree(repo, ignore_errors=True)
                 shutil.rmtree(state, ignore_errors=True)
-            e = dict(env, SEALVOL_REPO=str(repo), SEALVOL_STATE=str(state), AWS_ENDPOINT_URL=endpoint)
+            e = dict(env, SEALVOL_REPO=str(repo), SEALVOL_STATE=str(state), AWS_ENDPOINT_URL=endpoint,
+                     SEALVOL_FSYNC="1" if fsync else "0")
+            subprocess.run(["sync"])
             return timed([a.sealvol, "-q", "volume", "sync", "s3://bench/ckpt", "bench/ckpt"], e)
 
         def rclone_run(i):
@@ -70,6 +73,7 @@ def main():
             e.update(RCLONE_CONFIG_M_TYPE="s3", RCLONE_CONFIG_M_PROVIDER="Other",
                      RCLONE_CONFIG_M_ENDPOINT=endpoint, RCLONE_CONFIG_M_ACCESS_KEY_ID="bench",
                      RCLONE_CONFIG_M_SECRET_ACCESS_KEY="bench", RCLONE_CONFIG_M_FORCE_PATH_STYLE="true")
+            subprocess.run(["sync"])
             t = timed(["rclone", "copy", "--transfers", "8", "m:bench/ckpt", str(out)], e)
             shutil.rmtree(out, ignore_errors=True)
             return t
@@ -82,7 +86,8 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
             return t
 
-        tools = [("sealvol volume sync", sealvol_run)]
+        tools = [("sealvol volume sync", sealvol_run),
+                 ("sealvol volume sync, fsync off", lambda i: sealvol_run(i, fsync=False))]
         if shutil.which("rclone"):
             tools.append(("rclone copy --transfers 8", rclone_run))
         if shutil.which("aws") and not os.environ.get("BENCH_SKIP_AWS"):

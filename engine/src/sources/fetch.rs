@@ -23,7 +23,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::push::Inputs;
 
 /// The size of one ranged read.
-pub const PART: u64 = 128 << 20;
+pub const PART: u64 = 512 << 20;
 /// Pieces a part may have waiting for the reader (hyper's pieces are at most a few
 /// hundred KiB: this bounds a part's buffer to tens of MiB).
 const AHEAD: usize = 128;
@@ -176,7 +176,10 @@ async fn stream_part(
         if cuts >= super::retry::ATTEMPTS {
             let e = Error::new(
                 ErrorKind::Unavailable,
-                format!("{what}: the body ended at byte {at} of {}, {cuts} times", range.end),
+                format!(
+                    "{what}: the body ended at byte {at} of {}, {cuts} times",
+                    range.end
+                ),
             )
             .hint("the source or the network keeps cutting the connection; retry the job later");
             let _ = tx.send(Err(e)).await;
