@@ -1006,3 +1006,46 @@ fn azure_through_azurite_with_an_account_key_secret() {
     let seen = env.ok(&["jobs", "ls", "--json"]) + &env.ok(&["jobs", "show", "2", "--json"]);
     assert!(!seen.contains(AZURITE_KEY), "the key leaked");
 }
+
+#[test]
+fn a_listing_of_a_hundred_thousand_files_is_paged_through_and_filtered() {
+    // The local hub pages its tree 1,000 entries at a time, as the Hub does. The files
+    // live in memory (/dev/shm): on this disk, making 100,000 files takes a minute.
+    let env = Env::new();
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let repo = shm.path().join("many");
+    for d in 0..100 {
+        let dir = repo.join(format!("shard-{d:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..1000 {
+            std::fs::write(dir.join(format!("f-{f:03}.txt")), format!("{d}/{f}")).unwrap();
+        }
+    }
+    let hub = HfServer::start(&["--dataset", &format!("org/many={}", repo.display())]);
+    let t = Instant::now();
+    let out = run(
+        hf_cmd(&env, &hub.url),
+        &[
+            "volume",
+            "sync",
+            "hf://datasets/org/many",
+            "x/many",
+            "--include",
+            "shard-07/f-00*",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["progress"]["files_total"], 10, "{job}");
+    let logs = env.ok(&["jobs", "logs", "1"]);
+    assert!(
+        logs.contains("listed 10 object(s)") && logs.contains("(99990 left out by filters)"),
+        "{logs}"
+    );
+    eprintln!("100,000-entry listing synced in {:?}", t.elapsed());
+}

@@ -52,6 +52,7 @@ class Repo:
         for rel, f in self.files.items():
             h.update(f"{rel}\0{f['sha256']}\n".encode())
         self.sha = h.hexdigest()
+        self.trees = {}
 
     def revision_ok(self, rev):
         return rev in ("main", self.sha)
@@ -168,6 +169,25 @@ def make_handler(hub):
 
         def tree(self, r, under, query):
             recursive = query.get("recursive", ["0"])[0] in ("1", "true", "True")
+            key = (under, recursive)
+            if key not in r.trees:
+                r.trees[key] = self.entries(r, under, recursive)
+            entries = r.trees[key]
+            limit = int(query.get("limit", ["1000"])[0])
+            start = int(query.get("cursor", ["0"])[0])
+            page = entries[start:start + limit]
+            extra = []
+            if start + limit < len(entries):
+                q = dict((k, v[0]) for k, v in query.items())
+                q["cursor"] = str(start + limit)
+                rel = urlparse(self.path)._replace(query="&".join(f"{k}={quote(v)}" for k, v in q.items())).geturl()
+                # Absolute, as the Hub sends it (clients may not resolve a relative one).
+                nxt = f"http://{self.headers.get('Host', '127.0.0.1')}{rel}"
+                extra.append(("Link", f'<{nxt}>; rel="next"'))
+            self.json(page, extra)
+
+        def entries(self, r, under, recursive):
+            """The whole listing, built once per (folder, recursive) and then paged."""
             items, dirs = [], set()
             for rel, f in r.files.items():
                 if under and not rel.startswith(under + "/"):
@@ -186,17 +206,7 @@ def make_handler(hub):
                     item["lfs"] = {"oid": f["sha256"], "size": f["size"], "pointerSize": 134}
                 items.append(item)
             entries = [{"type": "directory", "oid": "0" * 40, "size": 0, "path": d} for d in sorted(dirs)]
-            entries += items
-            limit = int(query.get("limit", ["1000"])[0])
-            start = int(query.get("cursor", ["0"])[0])
-            page = entries[start:start + limit]
-            extra = []
-            if start + limit < len(entries):
-                q = dict((k, v[0]) for k, v in query.items())
-                q["cursor"] = str(start + limit)
-                nxt = urlparse(self.path)._replace(query="&".join(f"{k}={quote(v)}" for k, v in q.items())).geturl()
-                extra.append(("Link", f'<{nxt}>; rel="next"'))
-            self.json(page, extra)
+            return entries + items
 
         def send_file(self, f, etag, extra=()):
             size = f["size"]

@@ -60,7 +60,8 @@ class HfServerTest(unittest.TestCase):
             self.assertEqual(s, 200)
             seen += json.loads(body)
             link = h.get("Link")
-            url = self.url + link[1:link.index(">")] if link else None
+            url = link[1:link.index(">")] if link else None
+            self.assertTrue(url is None or url.startswith(self.url), url)  # absolute, like the Hub's
         files = {e["path"]: e for e in seen if e["type"] == "file"}
         self.assertEqual(set(files), {"config.json", "1_Pooling/config.json", "model.safetensors"})
         self.assertIn("lfs", files["model.safetensors"])
