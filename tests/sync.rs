@@ -1049,3 +1049,31 @@ fn a_listing_of_a_hundred_thousand_files_is_paged_through_and_filtered() {
     );
     eprintln!("100,000-entry listing synced in {:?}", t.elapsed());
 }
+
+#[test]
+fn a_connection_cut_mid_file_is_read_on_from_where_it_stopped() {
+    let moto = Moto::start(&[]);
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(3 << 20, 31));
+    write(&src.join("b.bin"), &noise(2 << 20, 32));
+    moto.seed(&["cut", "p", src.to_str().unwrap()]);
+    // Every connection dies after 1 MiB from the server.
+    let proxy = SlowProxy::start_cutting(moto.port, 1 << 20);
+    let ep = format!("http://127.0.0.1:{}", proxy.port);
+    let out = run(
+        s3_cmd(&env, &ep),
+        &["volume", "sync", "s3://cut/p", "x/cut"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .ends_with(&digest_of(&env, &src))
+    );
+    assert!(
+        err.contains("reading on"),
+        "the cuts happened and were survived: {err}"
+    );
+}

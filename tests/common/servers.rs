@@ -112,12 +112,23 @@ impl SlowProxy {
     }
 
     pub fn start_logging(target: u16, rate: u64, log: Option<&Path>) -> SlowProxy {
+        Self::spawn(target, rate, log, 0)
+    }
+
+    /// A relay that cuts every connection after `cut` bytes from the server.
+    pub fn start_cutting(target: u16, cut: u64) -> SlowProxy {
+        Self::spawn(target, 0, None, cut)
+    }
+
+    fn spawn(target: u16, rate: u64, log: Option<&Path>, cut: u64) -> SlowProxy {
+        let log = log.map_or_else(|| "-".into(), |p| p.display().to_string());
         let (process, line) = spawn_listening(
             Command::new("python3")
                 .arg(servers_dir().join("slow_proxy.py"))
                 .arg(target.to_string())
                 .arg(rate.to_string())
-                .args(log),
+                .arg(log)
+                .arg(cut.to_string()),
         );
         let port = line
             .rsplit(' ')

@@ -6,8 +6,10 @@ SigV4-signed request it relays (never a secret: the key id is the public half), 
 a test can tell which credentials a client used. It does not answer in the server's
 place.
 
-    slow_proxy.py TARGET_PORT BYTES_PER_SECOND [LOG_FILE]
-prints "listening on PORT" once ready; a rate of 0 means no limit.
+    slow_proxy.py TARGET_PORT BYTES_PER_SECOND [LOG_FILE|-] [CUT_BYTES]
+prints "listening on PORT" once ready; a rate of 0 means no limit. With CUT_BYTES, each
+connection is cut after that many bytes from the server: a network that drops long
+transfers, which a client must read on from.
 """
 import re
 import socket
@@ -20,12 +22,17 @@ KEY_ID = re.compile(rb"Credential=([A-Za-z0-9_-]+)/")
 LOG_LOCK = threading.Lock()
 
 
-def pump(src, dst, rate, log=None):
+def pump(src, dst, rate, log=None, cut=0):
+    sent = 0
     try:
         while True:
             data = src.recv(65536)
             if not data:
                 break
+            if cut and sent + len(data) > cut:
+                dst.sendall(data[: cut - sent])
+                break
+            sent += len(data)
             if log:
                 with LOG_LOCK, open(log, "ab") as f:
                     for m in KEY_ID.finditer(data):
@@ -45,7 +52,8 @@ def pump(src, dst, rate, log=None):
 
 def main():
     target, rate = int(sys.argv[1]), float(sys.argv[2])
-    log = sys.argv[3] if len(sys.argv) > 3 else None
+    log = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "-" else None
+    cut = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     lsock = socket.socket()
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind(("127.0.0.1", 0))
@@ -55,7 +63,7 @@ def main():
         client, _ = lsock.accept()
         upstream = socket.create_connection(("127.0.0.1", target))
         threading.Thread(target=pump, args=(client, upstream, 0, log), daemon=True).start()
-        threading.Thread(target=pump, args=(upstream, client, rate), daemon=True).start()
+        threading.Thread(target=pump, args=(upstream, client, rate, None, cut), daemon=True).start()
 
 
 if __name__ == "__main__":
