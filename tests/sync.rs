@@ -42,6 +42,11 @@ fn ok(c: Command, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
+/// The job record a `--json` run printed, after checking that it succeeded.
+fn job_json(c: Command, args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(c, args)).expect("a JSON job")
+}
+
 /// Exit code and stderr of a run expected to fail.
 fn fails(c: Command, args: &[&str]) -> (i32, String) {
     let out = run(c, args);
@@ -112,7 +117,7 @@ fn an_s3_prefix_seals_the_digest_of_the_same_files_on_disk_and_resyncs_for_free(
 
     // Again: same digest, nothing fetched, no new chunk stored.
     let stored = env.stored_chunk_bytes();
-    let again = run(
+    let job = job_json(
         s3_cmd(&env, &ep),
         &[
             "volume",
@@ -122,12 +127,6 @@ fn an_s3_prefix_seals_the_digest_of_the_same_files_on_disk_and_resyncs_for_free(
             "--json",
         ],
     );
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let job: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(job["state"], "READY");
     assert!(job["sealed"].as_str().unwrap().ends_with(&want));
     assert_eq!(job["progress"]["chunks_new"], 0, "{job}");
@@ -718,7 +717,7 @@ fn detach_starts_a_background_agent_when_none_runs() {
         "--detach",
         "--json",
     ]);
-    let job: serde_json::Value = serde_json::from_str(&ok(c, &[])).unwrap();
+    let job = job_json(c, &[]);
     assert_eq!(job["id"], 1);
     let ev = wait_for_state(&env, 1, "READY");
     assert!(
@@ -794,7 +793,7 @@ fn a_real_model_from_the_hub_seals_the_digest_of_its_files_pinned_to_the_commit(
         "--dataset",
         &format!("sealvol/evals={}", model.join("1_Pooling").display()),
     ]);
-    let out = run(
+    let job = job_json(
         hf_cmd(&env, &hub.url),
         &[
             "volume",
@@ -806,12 +805,6 @@ fn a_real_model_from_the_hub_seals_the_digest_of_its_files_pinned_to_the_commit(
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = digest_of(&env, &model);
     let sealed = job["sealed"].as_str().unwrap();
     assert!(sealed.ends_with(&want), "{sealed} vs {want}");
@@ -1023,7 +1016,7 @@ fn a_listing_of_a_hundred_thousand_files_is_paged_through_and_filtered() {
     }
     let hub = HfServer::start(&["--dataset", &format!("org/many={}", repo.display())]);
     let t = Instant::now();
-    let out = run(
+    let job = job_json(
         hf_cmd(&env, &hub.url),
         &[
             "volume",
@@ -1035,12 +1028,6 @@ fn a_listing_of_a_hundred_thousand_files_is_paged_through_and_filtered() {
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(job["progress"]["files_total"], 10, "{job}");
     let logs = env.ok(&["jobs", "logs", "1"]);
     assert!(
