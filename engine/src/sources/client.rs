@@ -4,9 +4,10 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::cloud::Cloud;
+use super::azure::Azure;
 use super::endpoints::Resolved;
 use super::filter::Filter;
+use super::gcs::Gcs;
 use super::hf::Hf;
 use super::listing::{Listing, Object};
 use super::s3::S3;
@@ -17,7 +18,8 @@ use crate::secrets::Secret;
 pub enum Client {
     S3(S3),
     Hf(Hf),
-    Cloud(Cloud),
+    Gcs(Gcs),
+    Azure(Azure),
 }
 
 impl Client {
@@ -31,9 +33,8 @@ impl Client {
                 Ok(Client::S3(S3::connect(url, at, secret).await?))
             }
             SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, secret)?)),
-            SourceUrl::Gcs { .. } | SourceUrl::Azure { .. } => {
-                Ok(Client::Cloud(Cloud::connect(url, at, secret)?))
-            }
+            SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, secret)?)),
+            SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, secret)?)),
             SourceUrl::Local(p) => Err(Error::usage(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()
@@ -46,7 +47,8 @@ impl Client {
     pub async fn list(&mut self, filter: &Filter) -> Result<Listing> {
         match self {
             Client::S3(c) => Listing::build(c.list().await?, filter, None),
-            Client::Cloud(c) => Listing::build(c.list().await?, filter, None),
+            Client::Gcs(c) => Listing::build(c.list().await?, filter, None),
+            Client::Azure(c) => Listing::build(c.list().await?, filter, None),
             Client::Hf(c) => {
                 let (sha, objects) = c.list().await?;
                 Listing::build(objects, filter, Some(sha))
@@ -59,7 +61,8 @@ impl Client {
         match self {
             Client::S3(c) => c.open(obj, range).await,
             Client::Hf(c) => c.open(obj, range).await,
-            Client::Cloud(c) => c.open(obj, range).await,
+            Client::Gcs(c) => c.open(obj, range).await,
+            Client::Azure(c) => c.open(obj, range).await,
         }
     }
 }

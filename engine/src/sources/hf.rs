@@ -12,6 +12,7 @@ use hf_hub::{HFClient, HFError};
 
 use super::client::Body;
 use super::endpoints::Resolved;
+use super::http::{Hints, percent, ranged_get};
 use super::listing::{Object, RawObject};
 use super::url::{HfKind, SourceUrl};
 use crate::error::{Error, ErrorKind, Result};
@@ -32,6 +33,12 @@ pub struct Hf {
 const TOKEN_HINT: &str = "set HF_TOKEN in the agent's environment, or store the token with \
 `sealvol secret set NAME` and pass --secret NAME; gated models also need their terms accepted on the Hub";
 
+const HINTS: Hints = Hints {
+    denied: TOKEN_HINT,
+    missing: "check the repository, the revision and the file",
+    endpoint: "check the endpoint (HF_ENDPOINT) and the network",
+};
+
 impl Hf {
     pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Hf> {
         let SourceUrl::HuggingFace {
@@ -49,15 +56,7 @@ impl Hf {
             .url
             .clone()
             .unwrap_or_else(|| super::endpoints::HF_DEFAULT.to_string());
-        let token = match secret {
-            Some(s) => Some(
-                std::str::from_utf8(s.expose())
-                    .map_err(|_| Error::usage(format!("{s} is not a token (not UTF-8)")))?
-                    .trim()
-                    .to_string(),
-            ),
-            None => None,
-        };
+        let token = secret.map(super::secret_text).transpose()?;
         let mut b = HFClient::builder()
             .endpoint(&endpoint)
             .cache_enabled(false)
@@ -185,66 +184,14 @@ impl Hf {
         let what = format!("{}/{}", self.shown.trim_end_matches('/'), obj.key);
         let url = self.resolve_url(&obj.key);
         super::retry::retrying(&what, || async {
-            let mut req = self
-                .http
-                .get(&url)
-                .header("Range", format!("bytes={}-{}", range.start, range.end - 1));
+            let mut req = self.http.get(&url);
             if let Some(t) = &self.token {
                 // reqwest drops this header on a redirect to another host (the CDN).
                 req = req.bearer_auth(t);
             }
-            let resp = req.send().await.map_err(|e| transport(&what, &e))?;
-            let status = resp.status().as_u16();
-            if status != 206 && !(status == 200 && range.start == 0 && range.end == obj.size) {
-                let code = resp
-                    .headers()
-                    .get("x-error-code")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string();
-                return Err(status_error(&what, status, &code));
-            }
-            Ok(Body::Http(resp))
+            ranged_get(req, &what, &range, obj.size, &HINTS, "x-error-code").await
         })
         .await
-    }
-}
-
-fn percent(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn transport(what: &str, e: &reqwest::Error) -> Error {
-    Error::new(ErrorKind::Unavailable, format!("{what}: {e}"))
-        .hint("check the endpoint (HF_ENDPOINT) and the network")
-}
-
-fn status_error(what: &str, status: u16, code: &str) -> Error {
-    match status {
-        401 | 403 => Error::new(
-            ErrorKind::Denied,
-            format!("{what}: access denied (HTTP {status})"),
-        )
-        .hint(TOKEN_HINT),
-        404 => Error::not_found(format!(
-            "{what}: not found (HTTP 404{})",
-            if code.is_empty() {
-                String::new()
-            } else {
-                format!(", {code}")
-            }
-        ))
-        .hint("check the repository, the revision and the file"),
-        429 | 500..=599 => Error::new(ErrorKind::Unavailable, format!("{what}: HTTP {status}")),
-        _ => Error::new(ErrorKind::Io, format!("{what}: unexpected HTTP {status}")),
     }
 }
 
@@ -277,16 +224,5 @@ fn hf_error(shown: &str, e: HFError) -> Error {
             Error::new(ErrorKind::Unavailable, format!("{shown}: {e}"))
         }
         other => Error::new(ErrorKind::Io, format!("{shown}: {other}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percent;
-
-    #[test]
-    fn path_segments_are_escaped() {
-        assert_eq!(percent("model.safetensors"), "model.safetensors");
-        assert_eq!(percent("a b#c?"), "a%20b%23c%3F");
     }
 }
