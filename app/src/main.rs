@@ -1,6 +1,7 @@
 //! `sealvol`: the binary. Parses the command line, sets up logging, runs one command and
 //! turns its error into one line on stderr and an exit code (1 failure, 2 usage).
 
+mod alloc;
 mod cli;
 mod commands;
 mod config;
@@ -25,6 +26,8 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A foreground mount sets its own (commands/mount.rs).
+    alloc::for_streams();
     let cli = Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);
     match run(cli) {

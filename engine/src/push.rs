@@ -1023,8 +1023,9 @@ impl BufferPool {
     /// Returns a buffer shared between the ordered writer and the pack writer: exactly
     /// one of the two holders gets it back (`Arc::into_inner` guarantees that).
     fn give_back_shared(&self, b: Arc<Vec<u8>>) {
-        if let Some(mut b) = Arc::into_inner(b) {
-            b.clear();
+        // Not cleared: its bytes stay initialised, so the next block reads into them
+        // without zeroing 16 MiB first (BlockReader::next_block).
+        if let Some(b) = Arc::into_inner(b) {
             let _ = self.tx.try_send(b);
         }
     }

@@ -54,7 +54,7 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         mount::check_mount_point(&req.dir)?;
         return spawn_background(ctx, &r.volume, &digest, &req, &cache_dir, cache_bytes);
     }
-    tune_allocator();
+    crate::alloc::for_mount();
     let ready = ReadyPipe::from_env();
     let result = serve(
         ctx,
@@ -161,19 +161,6 @@ fn wait_for_stop(
         }
         None
     })
-}
-
-/// A mount allocates multi-MiB range buffers on many threads. glibc's default raises
-/// its mmap threshold after the first such buffer is freed, so later ones come from
-/// per-thread arenas that never shrink: measured, a mount reading 2 GiB grew to 1.1 GiB
-/// resident. A fixed threshold sends every large buffer straight back to the system.
-fn tune_allocator() {
-    // SAFETY: mallopt only adjusts allocator parameters; called before the mount's
-    // threads start.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
-        libc::mallopt(libc::M_ARENA_MAX, 4);
-    }
 }
 
 fn spawn_background(
