@@ -1132,4 +1132,12 @@ fn a_connection_cut_mid_file_is_read_on_from_where_it_stopped() {
         err.contains("reading on"),
         "the cuts happened and were survived: {err}"
     );
+    // The job's own log says so too, with where each cut happened.
+    let log = env.ok(&["jobs", "logs", "1"]);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("a.bin: the connection was cut at byte")
+                && l.contains("reading on from there")),
+        "{log}"
+    );
 }

@@ -22,6 +22,7 @@ use crate::repo::{Repository, file_key};
 use crate::secrets;
 use crate::sources::fetch::{Prefetch, cancelled};
 use crate::sources::filter::Filter;
+use crate::sources::retry::{self, RetryLog};
 use crate::sources::{Client, Object, SourceUrl};
 use crate::state::StateDb;
 
@@ -61,6 +62,28 @@ pub fn run(
     spec: &JobSpec,
     opts: &SyncOptions,
 ) -> Result<PushReport> {
+    // Retries happen on the runtime's threads; a thread of this scope hands what they
+    // say to the job's log as it happens.
+    let (log, lines) = crossbeam_channel::unbounded::<String>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for line in lines {
+                opts.progress.note(&line);
+            }
+        });
+        // `log` and every clone of it are dropped by the time this returns, which
+        // ends the thread above.
+        run_logged(repo, db, spec, opts, log)
+    })
+}
+
+fn run_logged(
+    repo: &Repository,
+    db: &StateDb,
+    spec: &JobSpec,
+    opts: &SyncOptions,
+    log: RetryLog,
+) -> Result<PushReport> {
     let started = Instant::now();
     let url = SourceUrl::parse(&spec.source)?;
     let volume = VolumeName::parse(&spec.volume)?;
@@ -98,7 +121,7 @@ pub fn run(
     let mut client = rt.block_on(Client::connect(&url, &spec.endpoint, secret.as_ref()))?;
     drop(secret);
     let listed = now_rfc3339();
-    let listing = rt.block_on(client.list(&filter))?;
+    let listing = rt.block_on(retry::logged(log.clone(), client.list(&filter)))?;
     let client = Arc::new(client);
     if listing.objects.is_empty() {
         return Err(Error::not_found(format!(
@@ -178,6 +201,7 @@ pub fn run(
             shown.clone(),
             opts.streams,
             opts.cancel.clone(),
+            log.clone(),
         );
         let got = match push::ingest(repo, &mut index, &stream, &fetch, progress) {
             Ok(got) => got,

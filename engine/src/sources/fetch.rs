@@ -53,6 +53,7 @@ impl Prefetch {
         shown: String,
         concurrency: usize,
         cancel: Arc<AtomicBool>,
+        log: super::retry::RetryLog,
     ) -> Prefetch {
         let concurrency = concurrency.max(1);
         let (tx, rx) = mpsc::channel::<Part>(concurrency);
@@ -74,10 +75,10 @@ impl Prefetch {
                 let (part_tx, part_rx) = mpsc::channel(AHEAD);
                 let client = client.clone();
                 let what = format!("{prefix}{}", obj.key);
-                tokio::spawn(async move {
+                tokio::spawn(super::retry::logged(log.clone(), async move {
                     stream_part(&client, &obj, range, &what, &part_tx).await;
                     drop(permit);
-                });
+                }));
                 if tx.send(part_rx).await.is_err() {
                     return;
                 }
@@ -185,7 +186,10 @@ async fn stream_part(
             let _ = tx.send(Err(e)).await;
             return;
         }
-        tracing::warn!("{what}: the body ended at byte {at}; reading on ({cuts})");
+        super::retry::say(format!(
+            "{what}: the connection was cut at byte {at}; reading on from there ({cuts}/{})",
+            super::retry::ATTEMPTS
+        ));
         tokio::time::sleep(std::time::Duration::from_millis(250 << cuts.min(5))).await;
     }
 }

@@ -7,6 +7,24 @@ use std::time::Duration;
 
 use crate::error::{ErrorKind, Result};
 
+/// Where the lines about retries go besides the process log: the running job's own log.
+pub type RetryLog = crossbeam_channel::Sender<String>;
+
+tokio::task_local! {
+    static LOG: RetryLog;
+}
+
+/// Runs `fut` with its retries told to `log`.
+pub async fn logged<F: Future>(log: RetryLog, fut: F) -> F::Output {
+    LOG.scope(log, fut).await
+}
+
+/// Tells the job's log, when there is one (see `logged`), and the process log.
+pub fn say(line: String) {
+    tracing::warn!("{line}");
+    let _ = LOG.try_with(|log| log.send(line));
+}
+
 /// Tries per request: with the backoff below, about 30 s of trouble is ridden out.
 pub const ATTEMPTS: u32 = 6;
 const FIRST_DELAY: Duration = Duration::from_millis(250);
@@ -24,7 +42,10 @@ where
         match op().await {
             Err(e) if e.kind() == ErrorKind::Unavailable && attempt < ATTEMPTS => {
                 let wait = delay + jitter(delay);
-                tracing::warn!("{what}: {e}; retrying in {wait:?} ({attempt}/{ATTEMPTS})");
+                say(format!(
+                    "{what}: {e}; retrying in {:.1} s ({attempt}/{ATTEMPTS})",
+                    wait.as_secs_f64()
+                ));
                 tokio::time::sleep(wait).await;
                 delay = (delay * 2).min(MAX_DELAY);
                 attempt += 1;
