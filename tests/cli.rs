@@ -214,7 +214,7 @@ fn missing_digest_and_ambiguous_prefix() {
 }
 
 fn colliding_contents() -> (String, String) {
-    use sealvol_engine::digest::{Entry, Hash, version_digest};
+    use sealvol_core::digest::{Entry, Hash, version_digest};
     let mut seen = std::collections::HashMap::new();
     for i in 0u64.. {
         let content = format!("candidate {i}\n");
@@ -416,7 +416,7 @@ fn pull_never_writes_through_a_symlink_in_the_target() {
 
 #[test]
 fn pull_refuses_a_manifest_with_escaping_paths() {
-    use sealvol_engine::digest::{Entry, Hash, version_digest};
+    use sealvol_core::digest::{Entry, Hash, version_digest};
     let env = Env::new();
     let src = env.path("src");
     write(&src.join("f"), b"payload");
@@ -593,7 +593,7 @@ fn push_succeeds_while_another_process_holds_the_state_database() {
     let env = Env::new();
     let src = env.path("src");
     write(&src.join("f"), &noise(100_000, 1));
-    let held = sealvol_engine::state::StateDb::open(&env.state, std::time::Duration::ZERO)
+    let held = sealvol_node::state::StateDb::open(&env.state, std::time::Duration::ZERO)
         .unwrap()
         .expect("state db");
     let r = env.push(&src, "ns/vol", &[]);

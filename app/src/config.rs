@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use sealvol_engine::{Error, Result};
+use sealvol_core::{Error, Result};
 
 use crate::cli::Global;
 
@@ -26,7 +26,7 @@ pub struct ConfigFile {
     pub sync_streams: Option<usize>,
     /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
     #[serde(default)]
-    pub endpoints: sealvol_engine::sources::Endpoints,
+    pub endpoints: sealvol_node::sync::Endpoints,
 }
 
 #[derive(Debug)]
@@ -43,7 +43,7 @@ pub struct Settings {
     pub sync_batch: u64,
     pub sync_streams: usize,
     /// config.toml's `[endpoints]` under the standard environment variables.
-    pub endpoints: sealvol_engine::sources::Endpoints,
+    pub endpoints: sealvol_node::sync::Endpoints,
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
@@ -128,7 +128,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
     };
     let sync_batch = match std::env::var("SEALVOL_SYNC_BATCH").ok().or(file.sync_batch) {
         Some(s) => parse_size(&s)?.max(1),
-        None => sealvol_engine::sync::DEFAULT_BATCH,
+        None => sealvol_node::sync::DEFAULT_BATCH,
     };
     let sync_streams = match std::env::var("SEALVOL_SYNC_STREAMS") {
         Ok(v) => v.parse().map_err(|_| {
@@ -137,7 +137,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         })?,
         Err(_) => file
             .sync_streams
-            .unwrap_or(sealvol_engine::sync::DEFAULT_STREAMS),
+            .unwrap_or(sealvol_node::sync::DEFAULT_STREAMS),
     }
     .clamp(1, 64);
     let settings = Settings {

@@ -14,7 +14,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use sealvol_engine::{Error, ErrorKind, Result};
+use sealvol_core::{Error, ErrorKind, Result};
 
 use cli::{Cli, Command};
 use commands::Ctx;
@@ -71,7 +71,7 @@ fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     if let Some(Command::Digest { dir }) = &cli.command {
-        println!("{}", sealvol_engine::digest::digest_dir(dir)?);
+        println!("{}", sealvol_core::walk::digest_dir(dir)?);
         return Ok(());
     }
     let ctx = Ctx {
@@ -155,7 +155,7 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         }
     })?;
     console::run(
-        std::sync::Arc::new(sealvol_engine::api::Node {
+        std::sync::Arc::new(sealvol_node::api::Node {
             repo,
             state: ctx.settings.state.clone(),
             jobs: commands::jobs::agent_for_console(ctx),

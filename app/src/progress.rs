@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sealvol_engine::progress::{Progress, Quiet};
+use sealvol_core::progress::{Progress, Quiet};
 
 pub struct Bar {
     bar: ProgressBar,

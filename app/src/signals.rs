@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sealvol_engine::{Error, ErrorKind, Result};
+use sealvol_core::{Error, ErrorKind, Result};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 pub struct Signals {

@@ -102,7 +102,7 @@ impl Env {
         for e in walk_files(&self.repo.join("index")) {
             let bytes = std::fs::read(&e).expect("read index");
             let entries =
-                sealvol_engine::objects::decode_index("index", &bytes).expect("decode index");
+                sealvol_core::objects::decode_index("index", &bytes).expect("decode index");
             total += entries.len() as u64;
         }
         total
@@ -113,7 +113,7 @@ impl Env {
         for e in walk_files(&self.repo.join("index")) {
             let bytes = std::fs::read(&e).expect("read index");
             let entries =
-                sealvol_engine::objects::decode_index("index", &bytes).expect("decode index");
+                sealvol_core::objects::decode_index("index", &bytes).expect("decode index");
             total += entries.iter().map(|e| e.stored_len as u64).sum::<u64>();
         }
         total

@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use sealvol_engine::progress::Quiet;
-use sealvol_engine::push::{PushOptions, push};
-use sealvol_engine::{Error, Name, Repository, Result, VolumeName};
+use sealvol_core::progress::Quiet;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::{Error, Name, Repository, Result, VolumeName};
 
 use super::Ctx;
 
@@ -67,7 +67,7 @@ fn push_dir(
     volume: &VolumeName,
     tags: &[&str],
     fill: impl FnOnce(&Path) -> Result<()>,
-) -> Result<sealvol_engine::Digest> {
+) -> Result<sealvol_core::Digest> {
     let dir = work.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
     fill(&dir)?;
@@ -79,7 +79,7 @@ fn push_dir(
         &tags,
         &PushOptions {
             source: Some(format!("demo://{volume}/{name}")),
-            state_dir: None,
+            stat_cache: None,
             progress: &Quiet,
         },
     )?;

@@ -8,11 +8,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sealvol_engine::agent::socket::AgentClient;
-use sealvol_engine::agent::{Agent, AgentSettings, log as job_log};
-use sealvol_engine::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
-use sealvol_engine::sources::SourceUrl;
-use sealvol_engine::{Error, ErrorKind, Result, sync};
+use sealvol_core::{Error, ErrorKind, Result};
+use sealvol_node::agent::socket::AgentClient;
+use sealvol_node::agent::{Agent, AgentSettings, log as job_log};
+use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
+use sealvol_node::sync::{self, SourceUrl};
 
 use super::Ctx;
 use crate::cli::JobsCommand;
@@ -59,6 +59,11 @@ pub fn agent_for_console(ctx: &Ctx) -> Option<std::sync::Arc<dyn JobsApi>> {
     }
 }
 
+/// What the agent reaches remote sources with: every kind this binary knows.
+fn sources() -> Option<std::sync::Arc<dyn sync::Connector>> {
+    Some(std::sync::Arc::new(sealvol_sources::Sources))
+}
+
 fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
     AgentSettings {
         batch_bytes: ctx.settings.sync_batch,
@@ -77,7 +82,7 @@ fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
             return Ok(Host::Remote(c));
         }
         let repo = ctx.open_repo(true)?;
-        if let Some(a) = Agent::start(repo, state, settings(ctx, run_queue))? {
+        if let Some(a) = Agent::start(repo, state, settings(ctx, run_queue), sources())? {
             return Ok(Host::Local(Box::new(a)));
         }
         // Another process holds the database: an agent still starting, or a push
@@ -286,7 +291,8 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
     }
     let signals = crate::signals::Signals::catch()?;
     let repo = ctx.open_repo(true)?;
-    let Some(agent) = Agent::start(repo, &ctx.settings.state, settings(ctx, true))? else {
+    let Some(agent) = Agent::start(repo, &ctx.settings.state, settings(ctx, true), sources())?
+    else {
         return Err(Error::new(
             ErrorKind::Conflict,
             "another process holds the state database",
@@ -297,7 +303,7 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
         eprintln!(
             "agent (pid {}) serving {}",
             std::process::id(),
-            sealvol_engine::agent::socket::path(&ctx.settings.state).display()
+            sealvol_node::agent::socket::path(&ctx.settings.state).display()
         );
     }
     let why = signals.wait(Duration::from_secs(1), || {

@@ -6,8 +6,8 @@ pub mod mount;
 pub mod secret;
 pub mod volume;
 
-use sealvol_engine::progress::Progress;
-use sealvol_engine::{Repository, Result};
+use sealvol_core::progress::Progress;
+use sealvol_core::{Repository, Result};
 
 use crate::config::Settings;
 

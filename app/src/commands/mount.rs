@@ -13,10 +13,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sealvol_engine::cache::ChunkCache;
-use sealvol_engine::mount::{self, MountOptions, MountRecord, records};
-use sealvol_engine::registry::now_rfc3339;
-use sealvol_engine::{Digest, Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::registry::now_rfc3339;
+use sealvol_core::{Digest, Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_mount::{self as mount, MountOptions};
+use sealvol_node::mounts::{self as records, MountRecord};
 
 use super::Ctx;
 use crate::config::parse_size;
@@ -75,7 +76,7 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
 #[allow(clippy::too_many_arguments)]
 fn serve(
     ctx: &Ctx,
-    repo: Arc<sealvol_engine::Repository>,
+    repo: Arc<sealvol_core::Repository>,
     volume: &VolumeName,
     digest: &Digest,
     req: &Request,

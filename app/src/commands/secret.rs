@@ -3,8 +3,8 @@
 
 use std::io::{IsTerminal, Read};
 
-use sealvol_engine::secrets;
-use sealvol_engine::{Error, Result};
+use sealvol_core::{Error, Result};
+use sealvol_node::secrets;
 
 use super::Ctx;
 use crate::cli::SecretCommand;

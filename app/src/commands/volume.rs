@@ -3,11 +3,12 @@
 
 use serde::Serialize;
 
-use sealvol_engine::cache::ChunkCache;
-use sealvol_engine::digest::Entry;
-use sealvol_engine::push::{PushOptions, push};
-use sealvol_engine::verify::{VerifyReport, verify_all, verify_version};
-use sealvol_engine::{Error, ErrorKind, Name, Ref, Repository, Result, VolumeName};
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::digest::Entry;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::verify::{VerifyReport, verify_all, verify_version};
+use sealvol_core::{Error, ErrorKind, Name, Ref, Repository, Result, VolumeName};
+use sealvol_node::state::StatCacheDir;
 
 use super::Ctx;
 use crate::cli::VolumeCommand;
@@ -30,7 +31,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 &tags,
                 &PushOptions {
                     source: None,
-                    state_dir: Some(&ctx.settings.state),
+                    stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
                     progress: progress.as_ref(),
                 },
             )?;
@@ -273,7 +274,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let (ra, rb) = (Ref::parse(&from)?, Ref::parse(&to)?);
             let repo = ctx.open_repo(false)?;
             let (da, db) = (repo.resolve(&ra)?, repo.resolve(&rb)?);
-            let d = sealvol_engine::diff::diff(&repo, (&ra.volume, &da), (&rb.volume, &db))?;
+            let d = sealvol_core::diff::diff(&repo, (&ra.volume, &da), (&rb.volume, &db))?;
             if as_json {
                 json(&d);
             } else {
@@ -291,8 +292,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let digest = repo.resolve(&r)?;
             let progress = ctx.progress();
             let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
-            let report = sealvol_engine::pull::pull(
-                &sealvol_engine::pull::Source {
+            let report = sealvol_core::pull::pull(
+                &sealvol_core::pull::Source {
                     repo: &repo,
                     cache: Some(&cache),
                 },
@@ -402,8 +403,8 @@ fn print_verify(repo: &Repository, report: &VerifyReport, as_json: bool, quiet: 
     }
 }
 
-fn print_diff(d: &sealvol_engine::diff::VersionDiff, all: bool) {
-    use sealvol_engine::diff::Status;
+fn print_diff(d: &sealvol_core::diff::VersionDiff, all: bool) {
+    use sealvol_core::diff::Status;
     let t = &d.totals;
     println!("{} -> {}", d.from, d.to);
     println!(

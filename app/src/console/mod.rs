@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
-use sealvol_engine::api::Api;
+use sealvol_node::api::Api;
 use sealvol_themes::Theme;
 use tokio::sync::mpsc;
 

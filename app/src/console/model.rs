@@ -3,10 +3,10 @@
 //! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
-use sealvol_engine::jobs::{FileState, Job, JobEvent, JobState};
-use sealvol_engine::mount::MountRecord;
-use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
-use sealvol_engine::registry::{TagFile, VersionInfo, VolumeInfo};
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::registry::{TagFile, VersionInfo, VolumeInfo};
+use sealvol_node::jobs::{FileState, Job, JobEvent, JobState};
+use sealvol_node::mounts::MountRecord;
 use sealvol_themes::Role;
 use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
 use sealvol_views::format::short_digest;
@@ -133,8 +133,8 @@ pub enum Loaded {
     Versions(VolumeName, Vec<VersionInfo>),
     Tags(VolumeName, Vec<TagFile>),
     Moved(TagMovePlan),
-    Diff(Box<sealvol_engine::diff::VersionDiff>),
-    Files(VolumeName, Digest, sealvol_engine::files::VersionFiles),
+    Diff(Box<sealvol_core::diff::VersionDiff>),
+    Files(VolumeName, Digest, sealvol_core::files::VersionFiles),
     Mounts(Vec<MountRecord>),
     Jobs(Vec<Job>, Option<Box<JobEvent>>),
     /// A job was cancelled or queued again: say so, and reload.
@@ -172,7 +172,7 @@ pub struct Model {
     tag_sel: usize,
     focus: TagsFocus,
     move_sel: usize,
-    diff: Option<sealvol_engine::diff::VersionDiff>,
+    diff: Option<sealvol_core::diff::VersionDiff>,
     diff_sel: usize,
     /// The files screen's tree, built once per load; and what "shared" compares with.
     file_rows: Vec<sealvol_views::files::Row>,
@@ -1296,8 +1296,8 @@ impl Model {
         }
     }
 
-    fn diff_view(&self, d: &sealvol_engine::diff::VersionDiff) -> sealvol_views::diff::DiffView {
-        use sealvol_engine::diff::Status;
+    fn diff_view(&self, d: &sealvol_core::diff::VersionDiff) -> sealvol_views::diff::DiffView {
+        use sealvol_core::diff::Status;
         use sealvol_views::diff::{Change, DiffFile, DiffTensor, DiffView};
         let change = |s: Status| match s {
             Status::Added => Change::Added,
@@ -1656,8 +1656,8 @@ impl Model {
 
 /// Carries out an effect against the engine. Runs on a blocking task in the console,
 /// and directly in tests.
-pub fn perform(api: &dyn sealvol_engine::api::Api, e: Effect) -> Option<Loaded> {
-    let failed = |e: sealvol_engine::Error| {
+pub fn perform(api: &dyn sealvol_node::api::Api, e: Effect) -> Option<Loaded> {
+    let failed = |e: sealvol_core::Error| {
         Loaded::Failed(match e.hint_text() {
             Some(h) => format!("{e} ({h})"),
             None => e.to_string(),

@@ -3,11 +3,11 @@
 //! real engine in between, as the console's tasks would.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use sealvol_engine::Repository;
-use sealvol_engine::api::{Api, Node};
-use sealvol_engine::progress::Quiet;
-use sealvol_engine::push::{PushOptions, push};
-use sealvol_engine::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::Repository;
+use sealvol_core::progress::Quiet;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_node::api::{Api, Node};
 use sealvol_views::Body;
 
 use super::keymap::Keymap;
@@ -27,7 +27,7 @@ fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeN
     std::fs::write(dir.join("model.bin"), bytes).unwrap();
     let opts = PushOptions {
         source: None,
-        state_dir: None,
+        stat_cache: None,
         progress: &Quiet,
     };
     push(repo, dir, vol, &[], &opts).unwrap().digest
@@ -327,7 +327,7 @@ fn mark_two_versions_to_see_their_diff() {
 fn frame_bench_10k_versions() {
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
-    use sealvol_engine::registry::{VersionInfo, VolumeInfo};
+    use sealvol_core::registry::{VersionInfo, VolumeInfo};
 
     use super::model::{Action, Loaded};
 
@@ -485,7 +485,8 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
         eprintln!("SKIPPED: no /dev/fuse; the console's mounts test did not run");
         return;
     }
-    use sealvol_engine::mount::{self, MountOptions, MountRecord, records};
+    use sealvol_mount::{self as mount, MountOptions};
+    use sealvol_node::mounts::{self as records, MountRecord};
     let mut h = harness(false);
     let dir = h._tmp.path().join("mnt");
     std::fs::create_dir_all(&dir).unwrap();
@@ -504,7 +505,7 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
             digest: h.v1.to_string(),
             requested: format!("{vol}@{}", h.v1),
             cache: None,
-            started: sealvol_engine::registry::now_rfc3339(),
+            started: sealvol_core::registry::now_rfc3339(),
             files: 1,
             bytes: 3,
             stats: m.stats(),
@@ -565,7 +566,7 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
 /// The harness with an agent of its own (hosted here, as the console does), and a job
 /// syncing folder `dir` (missing folders fail) into `weights/synced`.
 fn with_agent(run_queue: bool) -> Harness {
-    use sealvol_engine::agent::{Agent, AgentSettings};
+    use sealvol_node::agent::{Agent, AgentSettings};
     let mut h = harness(false);
     let repo = Repository::open_local(&h._tmp.path().join("repo"), false, false).unwrap();
     let agent = Agent::start(
@@ -576,6 +577,8 @@ fn with_agent(run_queue: bool) -> Harness {
             streams: 2,
             run_queue,
         },
+        // The jobs here sync local folders, which need no remote source.
+        None,
     )
     .unwrap()
     .expect("no other agent");
@@ -584,7 +587,7 @@ fn with_agent(run_queue: bool) -> Harness {
 }
 
 fn submit(h: &Harness, dir: &std::path::Path) -> u64 {
-    let spec = sealvol_engine::jobs::JobSpec {
+    let spec = sealvol_node::jobs::JobSpec {
         source: format!("file://{}", dir.display()),
         volume: "weights/synced".into(),
         tags: vec![],

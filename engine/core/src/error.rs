@@ -1,0 +1,172 @@
+//! One error type for the engine: a kind (what went wrong, for exit codes and for the
+//! console's wording), a message that names the thing concerned, and a hint that tells
+//! the person reading it what to do next.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ErrorKind {
+    /// The input was malformed: a ref, a name, a path. Exit code 2 on the CLI.
+    Usage,
+    /// A volume, version, tag or file that does not exist.
+    NotFound,
+    /// A digest prefix that matches more than one version.
+    Ambiguous,
+    /// Something already exists where the operation needs nothing (a non-empty target).
+    Conflict,
+    /// A compare-and-swap lost against a concurrent writer.
+    Race,
+    /// Data in the repository fails its checks.
+    Corrupt,
+    /// The repository uses a format this build does not know.
+    Format,
+    /// The input changed while it was being read.
+    Changed,
+    /// A source refused our credentials (HTTP 401 or 403).
+    Denied,
+    /// A source failed in a way that may pass: a timeout, a reset connection, a 5xx.
+    /// Retried with backoff before it is reported.
+    Unavailable,
+    /// Someone cancelled the work.
+    Cancelled,
+    /// Any other I/O failure.
+    Io,
+}
+
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    hint: Option<String>,
+    source: Option<io::Error>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            hint: None,
+            source: None,
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Usage, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// Work someone stopped (a cancelled job, an agent shutting down).
+    pub fn cancelled() -> Self {
+        Self::new(ErrorKind::Cancelled, "cancelled").hint("`sealvol jobs retry ID` starts it again")
+    }
+
+    pub fn corrupt(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Corrupt, message)
+            .hint("run `sealvol volume verify` to see everything that is damaged")
+    }
+
+    /// An I/O error with what we were doing and to which path.
+    pub fn io(what: &str, path: &Path, source: io::Error) -> Self {
+        let message = format!("{what} {}", path.display());
+        let hint = match source.kind() {
+            io::ErrorKind::PermissionDenied => {
+                Some("check the permissions of that path, or run as a user who can read it")
+            }
+            io::ErrorKind::StorageFull => Some("free some disk space and run the command again"),
+            _ => None,
+        };
+        Error {
+            kind: ErrorKind::Io,
+            message,
+            hint: hint.map(str::to_string),
+            source: Some(source),
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn hint_text(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        self.source.as_ref().map(io::Error::kind)
+    }
+}
+
+/// An error as it crosses a process boundary (the agent's socket): the text of the
+/// I/O cause is folded into the message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WireError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl From<&Error> for WireError {
+    fn from(e: &Error) -> Self {
+        WireError {
+            kind: e.kind,
+            message: e.to_string(),
+            hint: e.hint.clone(),
+        }
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(w: WireError) -> Self {
+        Error {
+            kind: w.kind,
+            message: w.message,
+            hint: w.hint,
+            source: None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|e| e as _)
+    }
+}
+
+/// Adds "while doing X to path" to an `io::Result`.
+pub trait IoContext<T> {
+    fn ctx(self, what: &str, path: &Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn ctx(self, what: &str, path: &Path) -> Result<T> {
+        self.map_err(|e| Error::io(what, path, e))
+    }
+}

@@ -1,0 +1,32 @@
+//! sealvol's core: sealed, content-addressed volumes of model data in a repository.
+//!
+//! Its one job is the repository and everything that reads or writes it: the formats
+//! (refs, digests, chunking, objects), the object store, the repository and its
+//! registry of versions and tags, the read layer every reader goes through (node-disk
+//! cache, then origin, every chunk checked), and push, pull, verify, diff and files.
+//! It needs no network client, no FUSE and no database, and knows nothing about
+//! terminals: the crates around it (mount, node, sources) and the app build on it.
+
+pub mod cache;
+pub mod chunk;
+pub mod diff;
+pub mod digest;
+pub mod error;
+pub mod files;
+pub mod objects;
+pub mod paths;
+pub mod progress;
+pub mod pull;
+pub mod push;
+pub mod read;
+pub mod refs;
+pub mod registry;
+pub mod repo;
+pub mod store;
+pub mod testutil;
+pub mod verify;
+pub mod walk;
+
+pub use error::{Error, ErrorKind, Result};
+pub use refs::{Digest, Name, Ref, VolumeName};
+pub use repo::Repository;

@@ -1,0 +1,278 @@
+//! The read layer: the one place a chunk is fetched, in tier order (the node-disk
+//! cache, then the origin repository), and checked against its BLAKE3 hash on the way
+//! in: a bad cached chunk is dropped and fetched again, a bad origin chunk fails the
+//! read. A chunk that fails its check is never returned.
+//!
+//! Misses are fetched in runs: chunks that lie next to each other in one pack are read
+//! with one range request, which is what makes a cold sequential read fast on a remote
+//! origin and cheap on a local one.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_channel::{Sender, TrySendError};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::ChunkCache;
+use crate::digest::Hash;
+use crate::error::{Error, Result};
+use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::repo::Repository;
+
+/// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
+/// never copied chunk by chunk.
+#[derive(Clone)]
+pub struct ChunkBytes {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl ChunkBytes {
+    pub fn whole(v: Vec<u8>) -> ChunkBytes {
+        let end = v.len();
+        ChunkBytes {
+            buf: Arc::new(v),
+            start: 0,
+            end,
+        }
+    }
+}
+
+impl AsRef<[u8]> for ChunkBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::ops::Deref for ChunkBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
+struct Fill {
+    buf: Arc<Vec<u8>>,
+    pieces: Vec<(Hash, usize, usize)>,
+}
+
+/// The largest single range read from the origin.
+const MAX_RUN: u64 = 8 << 20;
+
+/// Counters a mount publishes (the Mounts screen and `volume mounts` show them).
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TierStats {
+    /// Reads answered, and the bytes they returned.
+    pub reads: u64,
+    pub bytes_served: u64,
+    /// Chunks found in the mount's memory (read-ahead) without waiting for a tier.
+    pub memory_hits: u64,
+    pub cache_hits: u64,
+    pub cache_bytes: u64,
+    pub origin_chunks: u64,
+    pub origin_bytes: u64,
+    /// Range requests sent to the origin: fewer than chunks when runs coalesce.
+    pub origin_requests: u64,
+    /// Opens handed to the kernel (FUSE passthrough of a whole cached file).
+    #[serde(default)]
+    pub passthrough_opens: u64,
+    /// Whole files kept in the node cache for passthrough.
+    #[serde(default)]
+    pub files_cached: u64,
+    /// Reads that failed (EIO).
+    pub errors: u64,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub reads: AtomicU64,
+    pub bytes_served: AtomicU64,
+    pub memory_hits: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub cache_bytes: AtomicU64,
+    pub origin_chunks: AtomicU64,
+    pub origin_bytes: AtomicU64,
+    pub origin_requests: AtomicU64,
+    pub passthrough_opens: AtomicU64,
+    pub files_cached: AtomicU64,
+    pub errors: AtomicU64,
+    /// When the last read arrived, in milliseconds since the epoch.
+    pub last_read_ms: AtomicU64,
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> TierStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TierStats {
+            reads: g(&self.reads),
+            bytes_served: g(&self.bytes_served),
+            memory_hits: g(&self.memory_hits),
+            cache_hits: g(&self.cache_hits),
+            cache_bytes: g(&self.cache_bytes),
+            origin_chunks: g(&self.origin_chunks),
+            origin_bytes: g(&self.origin_bytes),
+            origin_requests: g(&self.origin_requests),
+            passthrough_opens: g(&self.passthrough_opens),
+            files_cached: g(&self.files_cached),
+            errors: g(&self.errors),
+        }
+    }
+}
+
+pub fn add(a: &AtomicU64, n: u64) {
+    a.fetch_add(n, Ordering::Relaxed);
+}
+
+pub struct Tiers {
+    repo: Arc<Repository>,
+    cache: Option<Arc<ChunkCache>>,
+    /// Cache fills happen on their own thread so a cold read never waits on a disk
+    /// write; when that thread falls behind, fills are skipped (the next read fetches
+    /// from the origin again, which is correct, only slower).
+    filler: Option<Sender<Fill>>,
+    pub counters: Counters,
+}
+
+impl Tiers {
+    pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> Tiers {
+        let filler = cache.as_ref().map(|c| {
+            // A fill holds one whole range buffer, so the queue bounds memory by
+            // buffers (at most 8 × 8 MiB), not by chunks that each pin a buffer.
+            let (tx, rx) = crossbeam_channel::bounded::<Fill>(8);
+            let c = Arc::clone(c);
+            std::thread::Builder::new()
+                .name("sealvol-cache-fill".into())
+                .spawn(move || {
+                    for fill in rx {
+                        for (h, s, e) in fill.pieces {
+                            if let Err(err) = c.put(&h, &fill.buf[s..e]) {
+                                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
+                            }
+                        }
+                    }
+                })
+                .map(|_| tx)
+        });
+        Tiers {
+            repo,
+            cache,
+            filler: filler.and_then(|r| r.ok()),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+
+    pub fn cache(&self) -> Option<&Arc<ChunkCache>> {
+        self.cache.as_ref()
+    }
+
+    /// Chunks `range` of a file, verified, in order.
+    pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        self.fetch_counted(obj, range, &self.counters)
+    }
+
+    /// `fetch`, counting into `counters` (background work keeps its own, so the
+    /// published hit rates describe what readers saw).
+    pub fn fetch_counted(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        counters: &Counters,
+    ) -> Result<Vec<ChunkBytes>> {
+        let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
+        let mut misses = Vec::new();
+        for (slot, i) in range.clone().enumerate() {
+            let h = obj.chunks[i].entry.hash;
+            match self.cache.as_ref().and_then(|c| c.get(&h)) {
+                Some(bytes) => {
+                    add(&counters.cache_hits, 1);
+                    add(&counters.cache_bytes, bytes.len() as u64);
+                    out[slot] = Some(ChunkBytes::whole(bytes));
+                }
+                None => misses.push(i),
+            }
+        }
+        let mut k = 0;
+        while k < misses.len() {
+            // A run: consecutive chunks of the file that sit back to back in one pack.
+            let first = &obj.chunks[misses[k]];
+            let start = first.entry.offset;
+            let mut end = start + first.entry.stored_len as u64;
+            let mut n = 1;
+            while k + n < misses.len() {
+                let c = &obj.chunks[misses[k + n]];
+                if c.pack != first.pack
+                    || c.entry.offset != end
+                    || end - start + c.entry.stored_len as u64 > MAX_RUN
+                {
+                    break;
+                }
+                end += c.entry.stored_len as u64;
+                n += 1;
+            }
+            let pack = obj.packs[first.pack as usize];
+            let bytes = self.repo.pack_range(&pack, start, end - start)?;
+            add(&counters.origin_requests, 1);
+            let buf = Arc::new(bytes);
+            let mut fill = Vec::with_capacity(n);
+            for &i in &misses[k..k + n] {
+                let c = &obj.chunks[i];
+                let at = (c.entry.offset - start) as usize;
+                let piece = ChunkBytes {
+                    buf: Arc::clone(&buf),
+                    start: at,
+                    end: at + c.entry.stored_len as usize,
+                };
+                check_chunk(&piece, &c.entry, &pack)?;
+                add(&counters.origin_chunks, 1);
+                add(&counters.origin_bytes, piece.len() as u64);
+                fill.push((c.entry.hash, piece.start, piece.end));
+                out[i - range.start] = Some(piece);
+            }
+            if let Some(tx) = &self.filler {
+                match tx.try_send(Fill {
+                    buf: Arc::clone(&buf),
+                    pieces: fill,
+                }) {
+                    Ok(()) | Err(TrySendError::Full(_)) => {}
+                    Err(TrySendError::Disconnected(_)) => {}
+                }
+            }
+            k += n;
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+}
+
+/// Reads one chunk and checks it against its hash: a bad chunk is never returned.
+pub fn read_chunk(repo: &Repository, obj: &FileObject, c: &ChunkRef) -> Result<Vec<u8>> {
+    let pack = obj.packs[c.pack as usize];
+    let bytes = repo.pack_range(&pack, c.entry.offset, c.entry.stored_len as u64)?;
+    check_chunk(&bytes, &c.entry, &pack)?;
+    Ok(bytes)
+}
+
+/// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.
+pub fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
+    if Hash::of(bytes) != entry.hash {
+        return Err(Error::corrupt(format!(
+            "chunk {} in pack {} at offset {} fails its hash check",
+            entry.hash.hex(),
+            pack.hex(),
+            entry.offset
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! A repository: its format file (`sealvol.repo`), where each kind of object lives, and
+//! the chunk index that tells a writer which chunks the repository already holds.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::chunk::ChunkParams;
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
+use crate::refs::{Digest, Name, VolumeName};
+use crate::store::{LocalStore, ObjectStore};
+
+/// The newest repository format this build reads and writes.
+pub const FORMAT: u32 = 1;
+const CONFIG_KEY: &str = "sealvol.repo";
+/// Packs are closed when they reach this size (DESIGN.md: tens of MiB, so that object
+/// stores see few large objects).
+pub const PACK_TARGET: u64 = 64 << 20;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RepoConfig {
+    pub format: u32,
+    pub chunker: ChunkerConfig,
+    pub pack_target: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChunkerConfig {
+    pub algorithm: String,
+    #[serde(flatten)]
+    pub params: ChunkParams,
+}
+
+pub struct Repository {
+    store: Box<dyn ObjectStore>,
+    config: RepoConfig,
+    location: String,
+}
+
+impl Repository {
+    /// Opens the repository in a local directory; with `create`, makes it if the
+    /// directory is missing or empty. `durable` fsyncs packs and manifests before they
+    /// become visible (turn it off only for scratch repositories and benchmarks).
+    pub fn open_local(path: &Path, create: bool, durable: bool) -> Result<Repository> {
+        let location = path.display().to_string();
+        let has_config = path.join(CONFIG_KEY).exists();
+        if !has_config {
+            // Another process may be creating the repository right now: `tmp/` alone is
+            // its first step, and a config that appeared since we looked is its second.
+            let empty = match std::fs::read_dir(path) {
+                Ok(rd) => {
+                    let names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+                    names.iter().any(|n| n == CONFIG_KEY) || names.iter().all(|n| n == "tmp")
+                }
+                Err(_) => true,
+            };
+            if !create {
+                return Err(Error::not_found(format!("no repository at {location}"))
+                    .hint("push a directory to create one, or pass --repo / set SEALVOL_REPO"));
+            }
+            if !empty {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!("{location} is not empty and is not a sealvol repository"),
+                )
+                .hint("pass --repo with an empty or new directory"));
+            }
+        }
+        let store = LocalStore::new(path, durable)?;
+        Repository::open(Box::new(store), location, create)
+    }
+
+    pub fn open(store: Box<dyn ObjectStore>, location: String, create: bool) -> Result<Self> {
+        let config = match store.get(CONFIG_KEY)? {
+            Some(bytes) => parse_config(&location, &bytes)?,
+            None if create => {
+                let config = RepoConfig {
+                    format: FORMAT,
+                    chunker: ChunkerConfig {
+                        algorithm: "fastcdc-2020".into(),
+                        params: ChunkParams::DEFAULT,
+                    },
+                    pack_target: PACK_TARGET,
+                };
+                let bytes = serde_json::to_vec_pretty(&config).map_err(json_error)?;
+                store.put_if_absent(CONFIG_KEY, &bytes)?;
+                // Another process may have won the race to create it: read what is there.
+                let bytes = store
+                    .get(CONFIG_KEY)?
+                    .ok_or_else(|| Error::not_found(format!("no repository at {location}")))?;
+                parse_config(&location, &bytes)?
+            }
+            None => {
+                return Err(Error::not_found(format!("no repository at {location}")));
+            }
+        };
+        Ok(Repository {
+            store,
+            config,
+            location,
+        })
+    }
+
+    pub fn store(&self) -> &dyn ObjectStore {
+        self.store.as_ref()
+    }
+
+    pub fn config(&self) -> &RepoConfig {
+        &self.config
+    }
+
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Loads every index object: which chunks exist and where.
+    pub fn load_index(&self) -> Result<ChunkIndex> {
+        let mut index = ChunkIndex::default();
+        for key in self.store.list("index/")? {
+            let Some(id) = key.strip_prefix("index/").and_then(Hash::parse_hex) else {
+                continue;
+            };
+            let Some(bytes) = self.store.get(&key)? else {
+                continue;
+            };
+            let entries = objects::decode_index(&key, &bytes)?;
+            index.add_pack(id, &entries);
+        }
+        Ok(index)
+    }
+
+    /// Writes the missing index of any pack left by a push that was killed between
+    /// publishing the pack and its index, so its chunks are not written again.
+    pub fn recover_orphan_packs(&self) -> Result<usize> {
+        let indexed: HashSet<String> = self
+            .store
+            .list("index/")?
+            .into_iter()
+            .filter_map(|k| k.strip_prefix("index/").map(str::to_string))
+            .collect();
+        let mut recovered = 0;
+        for key in self.store.list("packs/")? {
+            let Some(id) = key.rsplit('/').next() else {
+                continue;
+            };
+            if indexed.contains(id) {
+                continue;
+            }
+            let Some(id) = Hash::parse_hex(id) else {
+                continue;
+            };
+            match self.read_pack_entries(&id) {
+                Ok(entries) if objects::pack_id(&entries) == id => {
+                    self.store
+                        .put_if_absent(&index_key(&id), &objects::encode_index(&entries))?;
+                    recovered += 1;
+                }
+                // A damaged orphan is left for verify to report; it is never indexed.
+                Ok(_) | Err(_) => {
+                    tracing::warn!("pack {key} has no index and cannot be re-indexed")
+                }
+            }
+        }
+        Ok(recovered)
+    }
+
+    /// Bytes of a pack; a pack that is gone is damage to the repository, not an I/O
+    /// error.
+    pub fn pack_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.store
+            .get_range(&pack_key(pack), offset, len)
+            .map_err(|e| {
+                if e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound) {
+                    Error::corrupt(format!("pack {} is missing", pack.hex()))
+                } else {
+                    e
+                }
+            })
+    }
+
+    /// A file's chunk list; a missing one is damage (a manifest names it).
+    pub fn file_object(&self, hash: &Hash) -> Result<FileObject> {
+        let key = file_key(hash);
+        let bytes = self
+            .store
+            .get(&key)?
+            .ok_or_else(|| Error::corrupt(format!("chunk list {key} is missing")))?;
+        FileObject::decode(&key, &bytes)
+    }
+
+    /// Reads a pack's entry table from its trailer.
+    pub fn read_pack_entries(&self, id: &PackId) -> Result<Vec<PackEntry>> {
+        let key = pack_key(id);
+        let size = self
+            .store
+            .size(&key)?
+            .ok_or_else(|| Error::corrupt(format!("pack {} is missing", id.hex())))?;
+        if size < (objects::PACK_MAGIC.len() + FOOTER_LEN) as u64 {
+            return Err(Error::corrupt(format!("{key}: too short to be a pack")));
+        }
+        let footer = self
+            .store
+            .get_range(&key, size - FOOTER_LEN as u64, FOOTER_LEN as u64)?;
+        let count = objects::decode_footer(&key, &footer)?;
+        let table = count.saturating_mul(objects::ENTRY_LEN as u64);
+        if table > size - FOOTER_LEN as u64 {
+            return Err(Error::corrupt(format!("{key}: entry table is damaged")));
+        }
+        let bytes = self
+            .store
+            .get_range(&key, size - FOOTER_LEN as u64 - table, table)?;
+        objects::decode_entries(&key, &bytes, count)
+    }
+}
+
+fn parse_config(location: &str, bytes: &[u8]) -> Result<RepoConfig> {
+    #[derive(Deserialize)]
+    struct Version {
+        format: u32,
+    }
+    let v: Version = serde_json::from_slice(bytes)
+        .map_err(|e| Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")))?;
+    if v.format > FORMAT {
+        return Err(Error::new(
+            ErrorKind::Format,
+            format!(
+                "repository {location} has format {}, newer than this sealvol understands ({FORMAT})",
+                v.format
+            ),
+        )
+        .hint("upgrade sealvol to use this repository"));
+    }
+    let config: RepoConfig = serde_json::from_slice(bytes)
+        .map_err(|e| Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")))?;
+    if !config.chunker.params.is_valid() || config.chunker.algorithm != "fastcdc-2020" {
+        return Err(Error::corrupt(format!(
+            "{location}/{CONFIG_KEY}: unsupported chunker settings"
+        )));
+    }
+    Ok(config)
+}
+
+pub(crate) fn json_error(e: serde_json::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("cannot encode JSON: {e}"))
+}
+
+pub fn pack_key(id: &PackId) -> String {
+    let h = id.hex();
+    format!("packs/{}/{h}", &h[..2])
+}
+
+pub fn index_key(id: &PackId) -> String {
+    format!("index/{}", id.hex())
+}
+
+pub fn file_key(hash: &Hash) -> String {
+    let h = hash.hex();
+    format!("files/{}/{h}", &h[..2])
+}
+
+pub fn manifest_prefix(vol: &VolumeName) -> String {
+    format!("manifests/{}/{}/", vol.namespace, vol.name)
+}
+
+pub fn manifest_key(vol: &VolumeName, digest: &Digest) -> String {
+    format!("{}{}", manifest_prefix(vol), digest.hex())
+}
+
+pub fn tag_prefix(vol: &VolumeName) -> String {
+    format!("tags/{}/{}/", vol.namespace, vol.name)
+}
+
+pub fn tag_key(vol: &VolumeName, tag: &Name) -> String {
+    format!("{}{tag}", tag_prefix(vol))
+}
+
+/// Where a chunk is: the pack's slot in `ChunkIndex::packs` and its entry.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkLoc {
+    pub slot: u32,
+    pub entry: PackEntry,
+}
+
+/// Every chunk a repository holds, by hash.
+#[derive(Default)]
+pub struct ChunkIndex {
+    pub packs: Vec<PackId>,
+    pub chunks: HashMap<Hash, ChunkLoc>,
+}
+
+impl ChunkIndex {
+    pub fn add_pack(&mut self, id: PackId, entries: &[PackEntry]) {
+        let slot = self.packs.len() as u32;
+        self.packs.push(id);
+        for &entry in entries {
+            self.chunks
+                .entry(entry.hash)
+                .or_insert(ChunkLoc { slot, entry });
+        }
+    }
+
+    pub fn stored_bytes(&self) -> u64 {
+        self.chunks
+            .values()
+            .map(|c| c.entry.stored_len as u64)
+            .sum()
+    }
+}

@@ -1,0 +1,369 @@
+//! A repository in a local directory (the embedded default).
+//!
+//! Create-if-absent is "write a temporary file, then hard-link it into place": `link(2)`
+//! fails if the name exists, so a reader never sees a partial object and two writers of
+//! the same object cannot clobber each other. Compare-and-swap takes an exclusive
+//! `flock` on a lock file, which the kernel drops if the process dies, so a `kill -9`
+//! can never leave a tag locked.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::{ETag, ObjectStore};
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::paths::is_clean_relative;
+
+/// Temporary files live here, inside the repository, so that publishing is a link on
+/// one file system. Anything left by a killed process is garbage and safe to delete.
+const TMP: &str = "tmp";
+
+pub struct LocalStore {
+    root: PathBuf,
+    /// fsync objects before they become visible, so a power cut cannot leave a published
+    /// name pointing at unwritten blocks.
+    durable: bool,
+    /// Objects published since the last `sync`, not yet fsynced.
+    unsynced: std::sync::Mutex<Vec<PathBuf>>,
+}
+
+/// Up to this many unsynced objects are fsynced one by one at a barrier; beyond it one
+/// `syncfs` is cheaper, even though it also flushes other processes' dirty pages.
+const FSYNC_ONE_BY_ONE: usize = 256;
+
+impl LocalStore {
+    pub fn new(root: &Path, durable: bool) -> Result<LocalStore> {
+        fs::create_dir_all(root.join(TMP)).ctx("cannot create repository directory", root)?;
+        Ok(LocalStore {
+            root: root.to_path_buf(),
+            durable,
+            unsynced: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf> {
+        if !is_clean_relative(key) {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!("invalid object key {key:?}"),
+            ));
+        }
+        Ok(self.root.join(key))
+    }
+
+    fn temp_path(&self) -> PathBuf {
+        self.root.join(TMP).join(super::unique_temp_name())
+    }
+
+    /// Moves a finished temporary file to `dest` unless `dest` exists (then the temp is
+    /// removed). With `sync`, the file and its new directory entry are made durable.
+    fn publish(&self, tmp: &Path, dest: &Path, sync: bool) -> Result<bool> {
+        if sync {
+            File::open(tmp)
+                .and_then(|f| f.sync_all())
+                .ctx("cannot sync", tmp)?;
+        }
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+        }
+        let created = match rename_noreplace(tmp, dest) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = fs::remove_file(tmp);
+                false
+            }
+            Err(e) => {
+                let _ = fs::remove_file(tmp);
+                return Err(Error::io("cannot publish", dest, e));
+            }
+        };
+        if created && sync {
+            sync_dir(dest.parent().unwrap_or(&self.root));
+        }
+        Ok(created)
+    }
+
+    fn write_temp(&self, data: &[u8]) -> Result<PathBuf> {
+        let tmp = self.temp_path();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .ctx("cannot create", &tmp)?;
+        f.write_all(data).ctx("cannot write", &tmp)?;
+        Ok(tmp)
+    }
+
+    fn lock_path(&self, key: &str) -> PathBuf {
+        let h = blake3::hash(key.as_bytes());
+        self.root
+            .join(TMP)
+            .join(format!("lock-{}", &h.to_hex()[..32]))
+    }
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `dest`: atomic
+/// create-if-absent. Unlike link-then-unlink it deletes no inode, which matters on
+/// ext4, where allocating next to many recently deleted inodes gets slower and slower
+/// (it made a push of 100,000 small files spend 84% of its time in the allocator).
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+    };
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them only.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        // File systems without RENAME_NOREPLACE: link(2) gives the same guarantee.
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            fs::hard_link(from, to)?;
+            let _ = fs::remove_file(from);
+            Ok(())
+        }
+        _ => Err(err),
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    // Best effort: a directory fsync makes the new name durable; failure only weakens
+    // durability against power loss, never correctness.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn etag_of(data: &[u8]) -> ETag {
+    ETag(blake3::hash(data).to_hex()[..32].to_string())
+}
+
+impl ObjectStore for LocalStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let p = self.path(key)?;
+        match fs::read(&p) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("cannot read", &p, e)),
+        }
+    }
+
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let p = self.path(key)?;
+        let f = File::open(&p).ctx("cannot open", &p)?;
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact_at(&mut buf, offset).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                Error::corrupt(format!(
+                    "{} is shorter than expected (wanted {len} bytes at {offset})",
+                    p.display()
+                ))
+            } else {
+                Error::io("cannot read", &p, e)
+            }
+        })?;
+        Ok(buf)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        let p = self.path(key)?;
+        match fs::metadata(&p) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("cannot read", &p, e)),
+        }
+    }
+
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<bool> {
+        let dest = self.path(key)?;
+        if dest.exists() {
+            return Ok(false);
+        }
+        let tmp = self.write_temp(data)?;
+        // Small objects are made durable together at the next `sync` barrier: one fsync
+        // each as they are written would make a push of many small files crawl.
+        let created = self.publish(&tmp, &dest, false)?;
+        if created && self.durable {
+            self.unsynced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(dest);
+        }
+        Ok(created)
+    }
+
+    fn put_file_if_absent(&self, key: &str, file: &Path) -> Result<bool> {
+        let dest = self.path(key)?;
+        self.publish(file, &dest, self.durable)
+    }
+
+    fn staging_path(&self) -> Result<PathBuf> {
+        Ok(self.temp_path())
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
+        Ok(self.get(key)?.map(|b| {
+            let e = etag_of(&b);
+            (b, e)
+        }))
+    }
+
+    fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()> {
+        let dest = self.path(key)?;
+        let lock_path = self.lock_path(key);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .ctx("cannot open lock", &lock_path)?;
+        lock.lock().ctx("cannot lock", &lock_path)?;
+        let current = self.get(key)?.map(|b| etag_of(&b));
+        if current.as_ref() != expected {
+            return Err(Error::new(
+                ErrorKind::Race,
+                format!("{key} was changed by someone else at the same time"),
+            )
+            .hint("look at the current state and try again"));
+        }
+        let tmp = self.write_temp(data)?;
+        if self.durable {
+            File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .ctx("cannot sync", &tmp)?;
+        }
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+        }
+        fs::rename(&tmp, &dest).ctx("cannot replace", &dest)?;
+        if self.durable {
+            sync_dir(dest.parent().unwrap_or(&self.root));
+        }
+        drop(lock);
+        Ok(())
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let base = self.root.join(prefix.trim_end_matches('/'));
+        let mut out = Vec::new();
+        let mut stack = vec![(base, prefix.trim_end_matches('/').to_string())];
+        while let Some((dir, rel)) = stack.pop() {
+            let rd = match fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("cannot list", &dir, e)),
+            };
+            for item in rd {
+                let item = item.ctx("cannot list", &dir)?;
+                let name = item.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if name.starts_with('.') {
+                    continue;
+                }
+                let key = if rel.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                if item.file_type().ctx("cannot read", &item.path())?.is_dir() {
+                    stack.push((item.path(), key));
+                } else {
+                    out.push(key);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn sync(&self) -> Result<()> {
+        if !self.durable {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|p| p.into_inner()));
+        if pending.len() <= FSYNC_ONE_BY_ONE {
+            let mut dirs = std::collections::BTreeSet::new();
+            for p in &pending {
+                File::open(p)
+                    .and_then(|f| f.sync_all())
+                    .ctx("cannot sync", p)?;
+                if let Some(d) = p.parent() {
+                    dirs.insert(d.to_path_buf());
+                }
+            }
+            for d in dirs {
+                sync_dir(&d);
+            }
+            return Ok(());
+        }
+        let dir = File::open(&self.root).ctx("cannot open", &self.root)?;
+        // SAFETY: syncfs only reads the descriptor, which stays open for the call.
+        let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+        if rc != 0 {
+            return Err(Error::io(
+                "cannot sync",
+                &self.root,
+                io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let p = self.path(key)?;
+        match fs::remove_file(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("cannot delete", &p, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_if_absent_and_cas() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(dir.path(), false).unwrap();
+        assert!(s.put_if_absent("a/b", b"one").unwrap());
+        assert!(!s.put_if_absent("a/b", b"two").unwrap());
+        assert_eq!(s.get("a/b").unwrap().unwrap(), b"one");
+        assert!(s.get("a/c").unwrap().is_none());
+
+        s.put_if_match("t/x", b"v1", None).unwrap();
+        let (_, etag) = s.get_versioned("t/x").unwrap().unwrap();
+        assert_eq!(
+            s.put_if_match("t/x", b"v2", None).unwrap_err().kind(),
+            ErrorKind::Race
+        );
+        s.put_if_match("t/x", b"v2", Some(&etag)).unwrap();
+        assert_eq!(
+            s.put_if_match("t/x", b"v3", Some(&etag))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Race
+        );
+        let mut keys = s.list("a/").unwrap();
+        keys.sort();
+        assert_eq!(keys, vec!["a/b".to_string()]);
+        assert!(s.get("../etc/passwd").is_err());
+    }
+}

@@ -1,0 +1,503 @@
+//! The filesystem core of a mount: lookup, getattr, readdir, readlink, open, read,
+//! release and statfs over one sealed version, with errors as errno values. Plain Rust
+//! over the engine; tests call it without a kernel, and `fuse.rs` only translates.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::SystemTime;
+
+use crossbeam_channel::Sender;
+
+use sealvol_core::digest::Hash;
+use sealvol_core::error::{Error, Result};
+
+use sealvol_core::registry::Manifest;
+
+use super::readahead::{Job, Layout, Memo, Stream, start_pool};
+use super::tree::{NodeKind, ROOT, Tree};
+use sealvol_core::read::{ChunkBytes, Tiers, add};
+
+/// An errno with the reason, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    pub const NOENT: Errno = Errno(libc::ENOENT);
+    pub const NOTDIR: Errno = Errno(libc::ENOTDIR);
+    pub const ISDIR: Errno = Errno(libc::EISDIR);
+    pub const IO: Errno = Errno(libc::EIO);
+    pub const ROFS: Errno = Errno(libc::EROFS);
+    pub const INVAL: Errno = Errno(libc::EINVAL);
+    pub const BADF: Errno = Errno(libc::EBADF);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+    /// Permission bits: read-only for everyone, execute where the version says so.
+    pub perm: u16,
+    pub nlink: u32,
+    pub mtime: SystemTime,
+}
+
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: Kind,
+    pub name: String,
+    /// The offset to pass to `readdir` to continue after this entry.
+    pub next: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Statfs {
+    pub blocks: u64,
+    pub files: u64,
+    pub block_size: u32,
+    pub name_max: u32,
+}
+
+/// Bytes a read returns: a slice of one chunk when it fits in one, else a copy.
+pub enum ReadData {
+    Slice(ChunkBytes, usize, usize),
+    Owned(Vec<u8>),
+}
+
+impl AsRef<[u8]> for ReadData {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            ReadData::Slice(b, s, e) => &b[*s..*e],
+            ReadData::Owned(v) => v,
+        }
+    }
+}
+
+struct Handle {
+    hash: Hash,
+    layout: Arc<Layout>,
+    stream: Mutex<Stream>,
+    /// Bytes this handle has read: a file read whole is worth keeping whole.
+    read: AtomicU64,
+}
+
+/// What `open` gives the adapter: a handle for reads through the tiers, and, when the
+/// whole file sits verified in the node cache, that file for the kernel to read
+/// directly (FUSE passthrough).
+#[derive(Debug)]
+pub struct Opened {
+    pub fh: u64,
+    pub backing: Option<std::fs::File>,
+}
+
+pub struct Limits {
+    /// Bytes of chunks held in memory (read-ahead and recent reads).
+    pub memory: usize,
+    /// The largest read-ahead window of one open file.
+    pub max_window: u64,
+    pub prefetch_threads: usize,
+    /// Files at least this large, once read whole, are kept whole in the node cache
+    /// and served by passthrough afterwards. Smaller files gain little from it.
+    pub passthrough_min: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: 96 << 20,
+            max_window: 32 << 20,
+            prefetch_threads: 2,
+            passthrough_min: 16 << 20,
+        }
+    }
+}
+
+pub struct VolumeFs {
+    tree: Tree,
+    mtime: SystemTime,
+    tiers: Arc<Tiers>,
+    memo: Arc<Memo>,
+    max_window: u64,
+    prefetch: Sender<Job>,
+    /// Chunk lists are loaded on first open and shared while any handle holds them.
+    layouts: Mutex<HashMap<Hash, Weak<Layout>>>,
+    handles: RwLock<HashMap<u64, Arc<Handle>>>,
+    next_fh: AtomicU64,
+    passthrough_min: u64,
+    verified: sealvol_core::cache::Verified,
+    /// Whole files being written to the node cache now.
+    keeping: Arc<Mutex<std::collections::HashSet<Hash>>>,
+}
+
+impl VolumeFs {
+    pub fn new(manifest: &Manifest, tiers: Arc<Tiers>, limits: Limits) -> Result<VolumeFs> {
+        let tree = Tree::build(&manifest.entries)?;
+        let mtime = humantime::parse_rfc3339(&manifest.created).unwrap_or(SystemTime::UNIX_EPOCH);
+        let memo = Arc::new(Memo::new(limits.memory));
+        let prefetch = start_pool(
+            limits.prefetch_threads,
+            Arc::clone(&memo),
+            Arc::clone(&tiers),
+        );
+        Ok(VolumeFs {
+            tree,
+            mtime,
+            tiers,
+            memo,
+            // A window larger than a quarter of memory would evict itself before use.
+            max_window: limits.max_window.min(limits.memory as u64 / 4),
+            prefetch,
+            layouts: Mutex::new(HashMap::new()),
+            handles: RwLock::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            passthrough_min: limits.passthrough_min,
+            verified: Default::default(),
+            keeping: Default::default(),
+        })
+    }
+
+    pub fn tiers(&self) -> &Tiers {
+        &self.tiers
+    }
+
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr, Errno> {
+        let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
+        Ok(match &node.kind {
+            NodeKind::Dir { children } => Attr {
+                ino,
+                kind: Kind::Dir,
+                size: 0,
+                perm: 0o555,
+                nlink: 2 + children
+                    .iter()
+                    .filter(|(_, c)| {
+                        matches!(
+                            self.tree.get(*c).map(|n| &n.kind),
+                            Some(NodeKind::Dir { .. })
+                        )
+                    })
+                    .count() as u32,
+                mtime: self.mtime,
+            },
+            NodeKind::File { size, exec, .. } => Attr {
+                ino,
+                kind: Kind::File,
+                size: *size,
+                perm: if *exec { 0o555 } else { 0o444 },
+                nlink: 1,
+                mtime: self.mtime,
+            },
+            NodeKind::Symlink { target } => Attr {
+                ino,
+                kind: Kind::Symlink,
+                size: target.len() as u64,
+                perm: 0o777,
+                nlink: 1,
+                mtime: self.mtime,
+            },
+        })
+    }
+
+    pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr, Errno> {
+        match &self.tree.get(parent).ok_or(Errno::NOENT)?.kind {
+            NodeKind::Dir { .. } => {}
+            _ => return Err(Errno::NOTDIR),
+        }
+        let ino = self.tree.lookup(parent, name).ok_or(Errno::NOENT)?;
+        self.getattr(ino)
+    }
+
+    /// Entries from `offset` on, `.` and `..` first. Offsets are positions, stable for
+    /// the life of the mount because the version never changes. Lazy: the kernel asks
+    /// for a page at a time, and a large directory must not be rebuilt for each page.
+    pub fn readdir(
+        &self,
+        ino: u64,
+        offset: u64,
+    ) -> Result<impl Iterator<Item = DirEntry> + '_, Errno> {
+        let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
+        let NodeKind::Dir { children } = &node.kind else {
+            return Err(Errno::NOTDIR);
+        };
+        let parent = if ino == ROOT { ROOT } else { node.parent };
+        let dots = [(".", ino), ("..", parent)];
+        Ok(dots
+            .into_iter()
+            .chain(children.iter().map(|(n, i)| (n.as_str(), *i)))
+            .enumerate()
+            .skip(offset as usize)
+            .map(|(k, (name, child))| DirEntry {
+                ino: child,
+                kind: match self.tree.get(child).map(|n| &n.kind) {
+                    Some(NodeKind::Dir { .. }) => Kind::Dir,
+                    Some(NodeKind::Symlink { .. }) => Kind::Symlink,
+                    _ => Kind::File,
+                },
+                name: name.to_string(),
+                next: k as u64 + 1,
+            }))
+    }
+
+    pub fn readlink(&self, ino: u64) -> Result<&[u8], Errno> {
+        match &self.tree.get(ino).ok_or(Errno::NOENT)?.kind {
+            NodeKind::Symlink { target } => Ok(target.as_bytes()),
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    /// Opens a file for reading; asking for write access gets `EROFS`. The chunk list
+    /// is loaded here, on first open, not at mount time.
+    pub fn open(&self, ino: u64, flags: i32) -> Result<Opened, Errno> {
+        if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
+            return Err(Errno::ROFS);
+        }
+        let (size, hash) = match &self.tree.get(ino).ok_or(Errno::NOENT)?.kind {
+            NodeKind::File { size, hash, .. } => (*size, *hash),
+            NodeKind::Dir { .. } => return Err(Errno::ISDIR),
+            NodeKind::Symlink { .. } => return Err(Errno::INVAL),
+        };
+        let layout = self.layout(&hash, size).map_err(|e| {
+            tracing::error!("open of inode {ino} failed: {e}");
+            Errno::IO
+        })?;
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                fh,
+                Arc::new(Handle {
+                    hash,
+                    layout,
+                    stream: Mutex::new(Stream::new()),
+                    read: AtomicU64::new(0),
+                }),
+            );
+        let backing = match self.tiers.cache() {
+            Some(cache) if size >= self.passthrough_min && size > 0 => {
+                cache.open_file(&hash, &self.verified)
+            }
+            _ => None,
+        };
+        Ok(Opened { fh, backing })
+    }
+
+    /// The adapter handed this open to the kernel.
+    pub fn note_passthrough(&self) {
+        add(&self.tiers.counters.passthrough_opens, 1);
+    }
+
+    fn layout(&self, hash: &Hash, size: u64) -> Result<Arc<Layout>> {
+        if let Some(l) = self
+            .layouts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(hash)
+            .and_then(Weak::upgrade)
+        {
+            return Ok(l);
+        }
+        let obj = self.tiers.repo().file_object(hash)?;
+        if obj.size != size {
+            return Err(Error::corrupt(format!(
+                "chunk list {} has {} bytes, the manifest says {size}",
+                hash.hex(),
+                obj.size
+            )));
+        }
+        let l = Arc::new(Layout::new(obj));
+        let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(*hash, Arc::downgrade(&l));
+        Ok(l)
+    }
+
+    pub fn release(&self, fh: u64) {
+        let h = self
+            .handles
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&fh);
+        if let Some(h) = h {
+            self.maybe_keep_whole(&h);
+        }
+    }
+
+    /// A large file read whole through the tiers is written whole into the node cache,
+    /// in the background, so later opens can be passed through to the kernel.
+    fn maybe_keep_whole(&self, h: &Handle) {
+        let size = h.layout.obj.size;
+        let Some(cache) = self.tiers.cache() else {
+            return;
+        };
+        if size < self.passthrough_min
+            || h.read.load(Ordering::Relaxed) < size
+            || size > cache.max_bytes() / 4
+            || cache.has_file(&h.hash)
+            || !self
+                .keeping
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(h.hash)
+        {
+            return;
+        }
+        let (tiers, layout, hash, keeping) = (
+            Arc::clone(&self.tiers),
+            Arc::clone(&h.layout),
+            h.hash,
+            Arc::clone(&self.keeping),
+        );
+        let _ = std::thread::Builder::new()
+            .name("sealvol-keep-file".into())
+            .spawn(move || {
+                let quiet = sealvol_core::read::Counters::default();
+                let n = layout.len();
+                let runs = (0..n).step_by(32).map(|s| s..(s + 32).min(n));
+                let chunks = runs.flat_map(|r| {
+                    // Only while readers are idle: on a busy node this copy would halve
+                    // the speed of the reads it is meant to speed up later.
+                    wait_until_idle(&tiers.counters);
+                    match tiers.fetch_counted(&layout.obj, r, &quiet) {
+                        Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
+                        Err(e) => vec![Err(e)],
+                    }
+                });
+                if let Some(cache) = tiers.cache() {
+                    match cache.put_file(&hash, chunks) {
+                        Ok(()) => add(&tiers.counters.files_cached, 1),
+                        Err(e) => tracing::warn!("cannot keep file {} whole: {e}", hash.hex()),
+                    }
+                }
+                keeping
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&hash);
+            });
+    }
+
+    pub fn open_handles(&self) -> usize {
+        self.handles.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Up to `size` bytes at `offset`; fewer only at the end of the file. A chunk that
+    /// cannot be fetched intact fails the read with `EIO`, never with wrong bytes.
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, Errno> {
+        let handle = self
+            .handles
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&fh)
+            .cloned()
+            .ok_or(Errno::BADF)?;
+        let layout = &handle.layout;
+        let file_size = layout.obj.size;
+        let end = offset.saturating_add(size as u64).min(file_size);
+        let counters = &self.tiers.counters;
+        add(&counters.reads, 1);
+        counters
+            .last_read_ms
+            .store(sealvol_core::read::now_ms(), Ordering::Relaxed);
+        if offset >= end {
+            return Ok(ReadData::Owned(Vec::new()));
+        }
+        let prefetch = handle
+            .stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_read(layout, offset, end - offset, self.max_window);
+        if !prefetch.is_empty() {
+            self.schedule(layout, prefetch);
+        }
+        let first = layout.chunk_at(offset);
+        let last = layout.chunk_at(end - 1) + 1;
+        let chunks = self
+            .memo
+            .get(&self.tiers, layout, first..last, true)
+            .map_err(|e| {
+                add(&counters.errors, 1);
+                tracing::error!("read failed: {e}");
+                Errno::IO
+            })?;
+        add(&counters.bytes_served, end - offset);
+        handle.read.fetch_add(end - offset, Ordering::Relaxed);
+        let base = layout.start_of(first);
+        if chunks.len() == 1 {
+            let s = (offset - base) as usize;
+            let e = (end - base) as usize;
+            return Ok(ReadData::Slice(chunks[0].clone(), s, e));
+        }
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        let mut at = base;
+        for c in &chunks {
+            let c_end = at + c.len() as u64;
+            let s = offset.max(at) - at;
+            let e = end.min(c_end) - at;
+            out.extend_from_slice(&c[s as usize..e as usize]);
+            at = c_end;
+        }
+        Ok(ReadData::Owned(out))
+    }
+
+    /// Splits a prefetch into pieces of a few MiB so the workers share it, and drops
+    /// it when the queue is full rather than make a read wait.
+    fn schedule(&self, layout: &Arc<Layout>, range: std::ops::Range<usize>) {
+        const PIECE: u64 = 4 << 20;
+        let mut start = range.start;
+        while start < range.end {
+            let limit = layout.start_of(start) + PIECE;
+            let mut end = start + 1;
+            while end < range.end && layout.start_of(end + 1) <= limit {
+                end += 1;
+            }
+            let job = Job {
+                layout: Arc::clone(layout),
+                range: start..end,
+            };
+            if self.prefetch.try_send(job).is_err() {
+                break;
+            }
+            start = end;
+        }
+    }
+
+    /// Whether whole files are still being written to the node cache.
+    pub fn is_keeping(&self) -> bool {
+        !self
+            .keeping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    pub fn statfs(&self) -> Statfs {
+        Statfs {
+            blocks: self.tree.bytes().div_ceil(4096),
+            files: self.tree.inodes(),
+            block_size: 4096,
+            name_max: 255,
+        }
+    }
+}
+
+/// Returns once no read has arrived for a quarter of a second.
+fn wait_until_idle(counters: &sealvol_core::read::Counters) {
+    while sealvol_core::read::now_ms().saturating_sub(counters.last_read_ms.load(Ordering::Relaxed))
+        < 250
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

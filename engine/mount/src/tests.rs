@@ -1,0 +1,346 @@
+//! The filesystem core, called directly (no kernel): what a mount would answer.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::fs::{Errno, Kind, VolumeFs};
+use super::{MountOptions, open_fs};
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::progress::Quiet;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::refs::{Digest, VolumeName};
+use sealvol_core::repo::Repository;
+use sealvol_core::testutil::noise;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    src: std::path::PathBuf,
+    repo: Arc<Repository>,
+    vol: VolumeName,
+    digest: Digest,
+    cache_dir: std::path::PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(src.join("a/b/c/d/e/f")).unwrap();
+    fs::create_dir_all(src.join("empty-dir")).unwrap();
+    fs::write(src.join("zero"), b"").unwrap();
+    fs::write(src.join("small.txt"), b"hello").unwrap();
+    fs::write(src.join("a/b/c/d/e/f/deep.bin"), noise(300_000, 1)).unwrap();
+    fs::write(src.join("big.bin"), noise(3 << 20, 2)).unwrap();
+    std::os::unix::fs::symlink("small.txt", src.join("link")).unwrap();
+    fs::write(src.join("run.sh"), b"#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
+    let vol = VolumeName::parse("t/mnt").unwrap();
+    let report = push(
+        &repo,
+        &src,
+        &vol,
+        &[],
+        &PushOptions {
+            source: None,
+            stat_cache: None,
+            progress: &Quiet,
+        },
+    )
+    .unwrap();
+    Fixture {
+        cache_dir: dir.path().join("cache"),
+        _dir: dir,
+        src,
+        repo,
+        vol,
+        digest: report.digest,
+    }
+}
+
+impl Fixture {
+    fn fs(&self, cache: Option<Arc<ChunkCache>>) -> VolumeFs {
+        let opts = MountOptions {
+            cache,
+            ..MountOptions::default()
+        };
+        open_fs(Arc::clone(&self.repo), &self.vol, &self.digest, &opts).unwrap()
+    }
+
+    fn cache(&self) -> Arc<ChunkCache> {
+        Arc::new(ChunkCache::open(&self.cache_dir, 1 << 30).unwrap())
+    }
+}
+
+fn resolve(fs: &VolumeFs, path: &str) -> Result<u64, Errno> {
+    let mut ino = super::tree::ROOT;
+    for part in path.split('/') {
+        ino = fs.lookup(ino, part.as_bytes())?.ino;
+    }
+    Ok(ino)
+}
+
+fn read_all(fs: &VolumeFs, path: &str, piece: u32) -> Vec<u8> {
+    let fh = fs
+        .open(resolve(fs, path).unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    let mut out = Vec::new();
+    loop {
+        let d = fs.read(fh, out.len() as u64, piece).unwrap();
+        if d.as_ref().is_empty() {
+            break;
+        }
+        out.extend_from_slice(d.as_ref());
+    }
+    fs.release(fh);
+    out
+}
+
+#[test]
+fn every_file_reads_back_byte_identical() {
+    let f = fixture();
+    let fs = f.fs(None);
+    for path in [
+        "zero",
+        "small.txt",
+        "a/b/c/d/e/f/deep.bin",
+        "big.bin",
+        "run.sh",
+    ] {
+        let want = fs::read(f.src.join(path)).unwrap();
+        for piece in [4096, 128 << 10, 1 << 20] {
+            assert_eq!(
+                read_all(&fs, path, piece),
+                want,
+                "{path} in pieces of {piece}"
+            );
+        }
+        let a = fs.getattr(resolve(&fs, path).unwrap()).unwrap();
+        assert_eq!((a.kind, a.size), (Kind::File, want.len() as u64));
+    }
+    assert_eq!(
+        fs.getattr(resolve(&fs, "run.sh").unwrap()).unwrap().perm,
+        0o555
+    );
+    assert_eq!(
+        fs.getattr(resolve(&fs, "small.txt").unwrap()).unwrap().perm,
+        0o444
+    );
+    assert_eq!(
+        fs.readlink(resolve(&fs, "link").unwrap()).unwrap(),
+        b"small.txt"
+    );
+    let empty = resolve(&fs, "empty-dir").unwrap();
+    assert_eq!(fs.getattr(empty).unwrap().kind, Kind::Dir);
+    assert_eq!(fs.readdir(empty, 0).unwrap().count(), 2, "only . and ..");
+}
+
+#[test]
+fn random_reads_across_chunk_boundaries() {
+    let f = fixture();
+    let fs = f.fs(None);
+    let want = fs::read(f.src.join("big.bin")).unwrap();
+    let fh = fs
+        .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let off = x % (want.len() as u64 + 1000);
+        let len = (x >> 32) % 700_000;
+        let got = fs.read(fh, off, len as u32).unwrap();
+        let s = (off as usize).min(want.len());
+        let e = (off as usize + len as usize).min(want.len());
+        assert_eq!(got.as_ref(), &want[s..e], "read {len} at {off}");
+    }
+}
+
+#[test]
+fn errors_are_errnos() {
+    let f = fixture();
+    let fs = f.fs(None);
+    let small = resolve(&fs, "small.txt").unwrap();
+    assert_eq!(fs.lookup(1, b"missing").unwrap_err(), Errno::NOENT);
+    assert_eq!(fs.lookup(small, b"x").unwrap_err(), Errno::NOTDIR);
+    assert_eq!(fs.open(small, libc::O_WRONLY).unwrap_err(), Errno::ROFS);
+    assert_eq!(fs.open(small, libc::O_RDWR).unwrap_err(), Errno::ROFS);
+    assert_eq!(
+        fs.open(small, libc::O_RDONLY | libc::O_TRUNC).unwrap_err(),
+        Errno::ROFS
+    );
+    assert_eq!(fs.open(1, libc::O_RDONLY).unwrap_err(), Errno::ISDIR);
+    assert_eq!(fs.readlink(small).unwrap_err(), Errno::INVAL);
+    assert_eq!(fs.readdir(small, 0).err(), Some(Errno::NOTDIR));
+    assert_eq!(fs.getattr(999_999).unwrap_err(), Errno::NOENT);
+    assert!(matches!(fs.read(12345, 0, 10), Err(Errno::BADF)));
+}
+
+#[test]
+fn readdir_continues_from_an_offset() {
+    let f = fixture();
+    let fs = f.fs(None);
+    let all: Vec<_> = fs.readdir(1, 0).unwrap().collect();
+    let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            ".",
+            "..",
+            "a",
+            "big.bin",
+            "empty-dir",
+            "link",
+            "run.sh",
+            "small.txt",
+            "zero"
+        ]
+    );
+    let rest: Vec<_> = fs.readdir(1, all[3].next).unwrap().collect();
+    assert_eq!(rest[0].name, "empty-dir");
+    assert!(fs.readdir(1, 100).unwrap().next().is_none());
+}
+
+#[test]
+fn adjacent_chunks_are_fetched_with_one_range_read() {
+    let f = fixture();
+    let fs = f.fs(None);
+    let hash = match &fs
+        .tree()
+        .get(resolve(&fs, "big.bin").unwrap())
+        .unwrap()
+        .kind
+    {
+        super::tree::NodeKind::File { hash, .. } => *hash,
+        _ => unreachable!(),
+    };
+    let obj = f.repo.file_object(&hash).unwrap();
+    let got = fs.tiers().fetch(&obj, 0..obj.chunks.len()).unwrap();
+    assert_eq!(
+        got.iter()
+            .flat_map(|c| c.iter().copied())
+            .collect::<Vec<u8>>(),
+        fs::read(f.src.join("big.bin")).unwrap()
+    );
+    let s = fs.tiers().counters.snapshot();
+    assert!(s.origin_chunks >= 10, "{s:?}");
+    assert_eq!(s.origin_requests, 1, "{s:?}");
+}
+
+#[test]
+fn a_sequential_reader_gets_the_next_chunks_fetched_ahead() {
+    let f = fixture();
+    let fs = f.fs(None);
+    let fh = fs
+        .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    fs.read(fh, 0, 128 << 10).unwrap();
+    fs.read(fh, 128 << 10, 128 << 10).unwrap();
+    // No further reads: whatever arrives now was fetched ahead.
+    let mut s = fs.tiers().counters.snapshot();
+    for _ in 0..500 {
+        if s.origin_bytes >= 2 << 20 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        s = fs.tiers().counters.snapshot();
+    }
+    assert!(
+        s.origin_bytes >= 2 << 20,
+        "read-ahead fetched the next window: {s:?}"
+    );
+    let before = s.memory_hits;
+    fs.read(fh, 256 << 10, 1 << 20).unwrap();
+    assert!(
+        fs.tiers().counters.snapshot().memory_hits > before,
+        "the next read is served from memory"
+    );
+}
+
+fn damage_packs(repo_dir: &Path) {
+    for sub in fs::read_dir(repo_dir.join("packs")).unwrap() {
+        for p in fs::read_dir(sub.unwrap().path()).unwrap() {
+            let p = p.unwrap().path();
+            let mut b = fs::read(&p).unwrap();
+            for i in (0..b.len().saturating_sub(4096)).step_by(4096) {
+                b[i] ^= 0xff;
+            }
+            fs::write(&p, b).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_bad_origin_chunk_fails_the_read_with_eio_never_wrong_bytes() {
+    let f = fixture();
+    damage_packs(&f.repo_dir());
+    let fs = f.fs(None);
+    let fh = fs
+        .open(resolve(&fs, "big.bin").unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    assert_eq!(fs.read(fh, 0, 4096).err(), Some(Errno::IO));
+    assert!(fs.tiers().counters.snapshot().errors >= 1);
+}
+
+impl Fixture {
+    fn repo_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("repo")
+    }
+}
+
+fn wait_for_cache(cache: &ChunkCache, bytes: u64) {
+    for _ in 0..500 {
+        if cache.used_bytes() >= bytes {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!(
+        "the cache holds {} bytes, expected {bytes}",
+        cache.used_bytes()
+    );
+}
+
+#[test]
+fn the_node_cache_serves_heals_and_outlives_the_origin() {
+    let f = fixture();
+    let want = fs::read(f.src.join("big.bin")).unwrap();
+    let cache = f.cache();
+    {
+        let fs = f.fs(Some(Arc::clone(&cache)));
+        assert_eq!(read_all(&fs, "big.bin", 1 << 20), want);
+    }
+    wait_for_cache(&cache, want.len() as u64);
+
+    // A damaged cached chunk is dropped and fetched again from the origin.
+    let some_chunk = fs::read_dir(f.cache_dir.join("chunks"))
+        .unwrap()
+        .flat_map(|d| fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let mut b = fs::read(&some_chunk).unwrap();
+    b[0] ^= 1;
+    fs::write(&some_chunk, b).unwrap();
+    let fs2 = f.fs(Some(Arc::clone(&cache)));
+    assert_eq!(read_all(&fs2, "big.bin", 1 << 20), want);
+    let s = fs2.tiers().counters.snapshot();
+    assert_eq!(
+        s.origin_chunks, 1,
+        "only the damaged chunk came from the origin: {s:?}"
+    );
+    assert!(s.cache_hits > 10, "{s:?}");
+    wait_for_cache(&cache, want.len() as u64);
+
+    // With the origin ruined, a fresh mount still reads every byte from the cache.
+    damage_packs(&f.repo_dir());
+    let fs3 = f.fs(Some(cache));
+    assert_eq!(read_all(&fs3, "big.bin", 1 << 20), want);
+    assert_eq!(fs3.tiers().counters.snapshot().origin_chunks, 0);
+}

@@ -1,0 +1,57 @@
+//! A job's own log, `<state>/jobs/<id>.log`: what happened to it in words, one line
+//! each, kept after the job ends (`sealvol jobs logs ID`). Never a secret's value:
+//! only what the sync chooses to say.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sealvol_core::error::{Error, Result};
+use sealvol_core::registry::now_rfc3339;
+
+#[derive(Debug, Clone)]
+pub struct JobLog {
+    path: PathBuf,
+}
+
+pub fn path(state: &Path, id: u64) -> PathBuf {
+    state.join("jobs").join(format!("{id}.log"))
+}
+
+impl JobLog {
+    pub fn new(state: &Path, id: u64) -> JobLog {
+        JobLog {
+            path: path(state, id),
+        }
+    }
+
+    /// Appends a line; a log that cannot be written is reported, never fatal.
+    pub fn line(&self, text: &str) {
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = self.path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            writeln!(f, "{} {text}", now_rfc3339())
+        };
+        if let Err(e) = write() {
+            tracing::warn!("cannot write {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// The log of job `id`, for `sealvol jobs logs`.
+pub fn read(state: &Path, id: u64) -> Result<String> {
+    let p = path(state, id);
+    match fs::read_to_string(&p) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::not_found(format!("job {id} has no log"))
+                .hint("`sealvol jobs ls` lists the jobs; a job logs once it starts"))
+        }
+        Err(e) => Err(Error::io("cannot read", &p, e)),
+    }
+}

@@ -1,0 +1,440 @@
+//! The agent: the one process that owns the state database runs sync jobs, one at a
+//! time, oldest first, and answers the other `sealvol` processes over a Unix socket in
+//! the state directory (`agent.sock`). The console hosts it when no other agent runs,
+//! `sealvol agent` runs it headless, and a foreground sync hosts it for its own job.
+//!
+//! Holding the database is what makes a process the agent: redb lets one process open
+//! it, so two processes can never both think they are. A killed agent leaves its jobs
+//! RUNNING or SEALING; the next one queues them again, and they resume (see `sync`).
+
+pub mod live;
+pub mod log;
+pub mod socket;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
+use crate::state::StateDb;
+use crate::sync::{self, Connector, SyncOptions};
+use live::LiveJob;
+use log::JobLog;
+use sealvol_core::error::{Error, ErrorKind, Result, WireError};
+use sealvol_core::repo::Repository;
+
+/// How often a watcher gets a live view.
+pub const TICK: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    pub batch_bytes: u64,
+    pub streams: usize,
+    /// Run queued jobs. Off for a process that hosts the agent only to answer questions
+    /// (`sealvol jobs ls` with no agent running): it must not start work it will not
+    /// stay to finish.
+    pub run_queue: bool,
+}
+
+pub struct Agent {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+    stopper: socket::Stopper,
+}
+
+struct Inner {
+    repo: Repository,
+    /// How remote sources are reached (the app's `sealvol-sources`); without one, only
+    /// local folders sync.
+    connector: Option<Arc<dyn Connector>>,
+    db: Arc<StateDb>,
+    state_dir: PathBuf,
+    settings: AgentSettings,
+    running: Mutex<HashMap<u64, Running>>,
+    wake: Condvar,
+    wake_lock: Mutex<()>,
+    stop: AtomicBool,
+    /// When the agent last had something to do (a job, a request).
+    busy_at: Mutex<Instant>,
+}
+
+struct Running {
+    live: Arc<LiveJob>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Agent {
+    /// Becomes the agent for `state_dir`, or returns `None` if another process is.
+    pub fn start(
+        repo: Repository,
+        state_dir: &Path,
+        settings: AgentSettings,
+        connector: Option<Arc<dyn Connector>>,
+    ) -> Result<Option<Agent>> {
+        let Some(db) = StateDb::open(state_dir, Duration::ZERO)? else {
+            return Ok(None);
+        };
+        let requeued = db.requeue_interrupted()?;
+        for id in &requeued {
+            JobLog::new(state_dir, *id).line("the agent that ran this job stopped; queued again");
+        }
+        let inner = Arc::new(Inner {
+            repo,
+            connector,
+            db: Arc::new(db),
+            state_dir: state_dir.to_path_buf(),
+            settings,
+            running: Mutex::new(HashMap::new()),
+            wake: Condvar::new(),
+            wake_lock: Mutex::new(()),
+            stop: AtomicBool::new(false),
+            busy_at: Mutex::new(Instant::now()),
+        });
+        let (listener, stopper) = socket::serve(inner.clone())?;
+        let mut threads = vec![listener];
+        if inner.settings.run_queue {
+            let worker = inner.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("sealvol-agent".into())
+                    .spawn(move || worker.work())
+                    .map_err(|e| {
+                        Error::new(ErrorKind::Io, format!("cannot start the agent: {e}"))
+                    })?,
+            );
+        }
+        Ok(Some(Agent {
+            inner,
+            threads,
+            stopper,
+        }))
+    }
+
+    /// True when nothing runs, nothing waits, and no request came for `idle`.
+    pub fn idle_for(&self, idle: Duration) -> bool {
+        let quiet = self
+            .inner
+            .busy_at
+            .lock()
+            .map(|t| t.elapsed() >= idle)
+            .unwrap_or(false);
+        quiet
+            && self
+                .inner
+                .running
+                .lock()
+                .map(|r| r.is_empty())
+                .unwrap_or(false)
+            && self
+                .inner
+                .db
+                .jobs()
+                .map(|j| !j.iter().any(|j| j.state == JobState::Queued))
+                .unwrap_or(false)
+    }
+}
+
+impl Drop for Agent {
+    /// Stops: a job still running is interrupted and stays queued for the next agent.
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::SeqCst);
+        if let Ok(r) = self.inner.running.lock() {
+            for run in r.values() {
+                run.cancel.store(true, Ordering::SeqCst);
+            }
+        }
+        self.inner.wake.notify_all();
+        self.stopper.stop();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        socket::remove(&self.inner.state_dir);
+    }
+}
+
+impl Inner {
+    fn touch(&self) {
+        if let Ok(mut t) = self.busy_at.lock() {
+            *t = Instant::now();
+        }
+    }
+
+    fn poke(&self) {
+        self.touch();
+        let _guard = self.wake_lock.lock();
+        self.wake.notify_all();
+    }
+
+    /// The worker: runs the oldest queued job, then the next, until the agent stops.
+    fn work(&self) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let next = self
+                .db
+                .jobs()
+                .map(|jobs| jobs.into_iter().rev().find(|j| j.state == JobState::Queued));
+            match next {
+                Ok(Some(job)) => self.run(job.id),
+                Ok(None) => {
+                    let guard = self.wake_lock.lock();
+                    if let Ok(g) = guard {
+                        let _ = self.wake.wait_timeout(g, Duration::from_secs(1));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!("the agent cannot read its jobs: {e}");
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    fn run(&self, id: u64) {
+        self.touch();
+        let log = JobLog::new(&self.state_dir, id);
+        let job = match self.db.move_job(id, JobState::Running, None) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::warn!("job {id}: {e}");
+                return;
+            }
+        };
+        log.line(&format!(
+            "attempt {} started (agent pid {})",
+            job.attempts,
+            std::process::id()
+        ));
+        let live = Arc::new(LiveJob::new(id, self.db.clone(), log.clone()));
+        let cancel = Arc::new(AtomicBool::new(false));
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(
+                id,
+                Running {
+                    live: live.clone(),
+                    cancel: cancel.clone(),
+                },
+            );
+        }
+        let opts = SyncOptions {
+            state_dir: &self.state_dir,
+            batch_bytes: self.settings.batch_bytes,
+            streams: self.settings.streams,
+            progress: live.as_ref(),
+            cancel: cancel.clone(),
+            connector: self.connector.as_deref(),
+        };
+        let result = sync::run(&self.repo, &self.db, &job.spec, &opts);
+        live.flush();
+        let outcome = match result {
+            Ok(report) => {
+                let pinned = report.pinned_ref();
+                log.line(&format!("READY: sealed {pinned}"));
+                // A local push seals without a separate SEALING step.
+                let sealing = match self.db.job(id) {
+                    Ok(j) if j.state == JobState::Running => {
+                        self.db.move_job(id, JobState::Sealing, None).map(|_| ())
+                    }
+                    other => other.map(|_| ()),
+                };
+                sealing.and_then(|_| self.db.job_ready(id, pinned).map(|_| ()))
+            }
+            Err(e) if e.kind() == ErrorKind::Cancelled && self.stop.load(Ordering::SeqCst) => {
+                log.line("interrupted: the agent is stopping; queued for the next one");
+                self.db.move_job(id, JobState::Queued, None).map(|_| ())
+            }
+            Err(e) => {
+                let to = if e.kind() == ErrorKind::Cancelled {
+                    JobState::Cancelled
+                } else {
+                    JobState::Failed
+                };
+                log.line(&format!("{to}: {e}"));
+                if let Some(h) = e.hint_text() {
+                    log.line(&format!("hint: {h}"));
+                }
+                self.db
+                    .move_job(id, to, Some(reason(&e)))
+                    .and_then(|_| {
+                        self.db.update_job(id, |j| {
+                            j.error = Some(WireError::from(&e));
+                            Ok(())
+                        })
+                    })
+                    .map(|_| ())
+            }
+        };
+        if let Err(e) = outcome {
+            tracing::error!("job {id}: cannot record its end: {e}");
+        }
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(&id);
+        }
+        self.touch();
+    }
+
+    fn queued_ahead(&self, id: u64) -> u64 {
+        let jobs = self.db.jobs().unwrap_or_default();
+        let running = jobs
+            .iter()
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Sealing))
+            .count();
+        let queued = jobs
+            .iter()
+            .filter(|j| j.state == JobState::Queued && j.id < id)
+            .count();
+        (running + queued) as u64
+    }
+}
+
+/// A failure as one line, with its hint.
+pub fn reason(e: &Error) -> String {
+    match e.hint_text() {
+        Some(h) => format!("{e} ({h})"),
+        None => e.to_string(),
+    }
+}
+
+impl JobsApi for Inner {
+    fn submit(&self, spec: JobSpec) -> Result<Job> {
+        sync::check_spec(&spec, &self.state_dir)?;
+        // The same sync already waiting or running (a killed agent's, requeued) is that
+        // job, not a second one.
+        let same = self.db.jobs()?.into_iter().rev().find(|j| {
+            matches!(
+                j.state,
+                JobState::Queued | JobState::Running | JobState::Sealing
+            ) && j.spec == spec
+        });
+        if let Some(j) = same {
+            self.poke();
+            return Ok(j);
+        }
+        let job = self.db.add_job(spec)?;
+        JobLog::new(&self.state_dir, job.id).line(&format!(
+            "queued: {} -> {}",
+            job.spec.source, job.spec.volume
+        ));
+        self.poke();
+        Ok(job)
+    }
+
+    fn list(&self) -> Result<Vec<Job>> {
+        self.touch();
+        self.db.jobs()
+    }
+
+    fn show(&self, id: u64) -> Result<Job> {
+        self.touch();
+        self.db.job(id)
+    }
+
+    fn cancel(&self, id: u64) -> Result<Job> {
+        self.touch();
+        let job = self.db.job(id)?;
+        match job.state {
+            JobState::Queued => {
+                JobLog::new(&self.state_dir, id).line("cancelled by the user while queued");
+                self.db.move_job(
+                    id,
+                    JobState::Cancelled,
+                    Some("cancelled by the user".into()),
+                )
+            }
+            JobState::Running => {
+                let flag = self
+                    .running
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.get(&id).map(|run| run.cancel.clone()));
+                let Some(flag) = flag else {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!("job {id} is RUNNING in no agent"),
+                    ));
+                };
+                flag.store(true, Ordering::SeqCst);
+                // The sync stops at its next part; wait for the record to say so.
+                let deadline = Instant::now() + Duration::from_secs(60);
+                loop {
+                    let j = self.db.job(id)?;
+                    if j.state != JobState::Running || Instant::now() > deadline {
+                        return Ok(j);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            _ => Err(crate::jobs::bad_move(&job, JobState::Cancelled)),
+        }
+    }
+
+    fn retry(&self, id: u64) -> Result<Job> {
+        let job = self.db.job(id)?;
+        if !job.state.can_become(JobState::Queued) || job.state == JobState::Running {
+            return Err(crate::jobs::bad_move(&job, JobState::Queued));
+        }
+        sync::check_spec(&job.spec, &self.state_dir)?;
+        let job = self.db.move_job(id, JobState::Queued, None)?;
+        JobLog::new(&self.state_dir, id).line("queued again by the user");
+        self.poke();
+        Ok(job)
+    }
+
+    fn event(&self, id: u64) -> Result<JobEvent> {
+        let job = self.db.job(id)?;
+        let ahead = if job.state == JobState::Queued {
+            self.queued_ahead(id)
+        } else {
+            0
+        };
+        let live = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&id).map(|run| run.live.clone()));
+        Ok(match live {
+            Some(l) => l.snapshot(job, ahead),
+            None => live::still(job, ahead),
+        })
+    }
+
+    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+        loop {
+            self.touch();
+            let ev = self.event(id)?;
+            on_event(&ev);
+            if ev.job.state.is_final() {
+                return Ok(ev.job);
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(Error::new(ErrorKind::Io, "the agent stopped"));
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+}
+
+impl JobsApi for Agent {
+    fn submit(&self, spec: JobSpec) -> Result<Job> {
+        self.inner.submit(spec)
+    }
+    fn list(&self) -> Result<Vec<Job>> {
+        self.inner.list()
+    }
+    fn show(&self, id: u64) -> Result<Job> {
+        self.inner.show(id)
+    }
+    fn cancel(&self, id: u64) -> Result<Job> {
+        self.inner.cancel(id)
+    }
+    fn retry(&self, id: u64) -> Result<Job> {
+        self.inner.retry(id)
+    }
+    fn event(&self, id: u64) -> Result<JobEvent> {
+        self.inner.event(id)
+    }
+    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+        self.inner.watch(id, on_event)
+    }
+}

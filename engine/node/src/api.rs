@@ -1,0 +1,184 @@
+//! The one API the console (and later remote clients) use: plain data in and out, so
+//! that a remote engine can stand behind the same trait. Calls block; callers that
+//! must stay responsive run them on a blocking task.
+
+use std::sync::Arc;
+
+use crate::jobs::{Job, JobEvent, JobsApi};
+use crate::mounts::MountRecord;
+use sealvol_core::diff::VersionDiff;
+use sealvol_core::error::Result;
+use sealvol_core::files::VersionFiles;
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
+use sealvol_core::repo::Repository;
+
+pub trait Api: Send + Sync {
+    /// Where the data lives, for people: a path or a URL.
+    fn location(&self) -> String;
+    fn volumes(&self) -> Result<Vec<VolumeInfo>>;
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>>;
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest>;
+    /// A version's files with chunk counts and bytes shared with the previous version.
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles>;
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>>;
+    /// The digest a ref names (a tag, a prefix, or the newest version).
+    fn resolve(&self, r: &Ref) -> Result<Digest>;
+    fn diff(&self, from: (&VolumeName, &Digest), to: (&VolumeName, &Digest))
+    -> Result<VersionDiff>;
+    /// Moves `tag` to `to`, only if it still points at `expected` (see
+    /// `Repository::move_tag`).
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile>;
+    /// Live mounts on this node. A repository alone knows of none.
+    fn mounts(&self) -> Result<Vec<MountRecord>> {
+        Ok(Vec::new())
+    }
+    /// Sync jobs, newest first. A repository alone has none.
+    fn jobs(&self) -> Result<Vec<Job>> {
+        Ok(Vec::new())
+    }
+    /// The live view of one job.
+    fn job_event(&self, id: u64) -> Result<JobEvent> {
+        Err(no_agent(id))
+    }
+    fn cancel_job(&self, id: u64) -> Result<Job> {
+        Err(no_agent(id))
+    }
+    fn retry_job(&self, id: u64) -> Result<Job> {
+        Err(no_agent(id))
+    }
+}
+
+fn no_agent(id: u64) -> sealvol_core::Error {
+    crate::jobs::not_found(id).hint("this console reaches no agent")
+}
+
+/// A repository together with this node's state directory and its agent: what the
+/// console talks to, so it sees the node's mounts and sync jobs as well as the registry.
+pub struct Node {
+    pub repo: Repository,
+    pub state: std::path::PathBuf,
+    /// The agent (hosted by this process, or reached over its socket).
+    pub jobs: Option<Arc<dyn JobsApi>>,
+}
+
+impl Node {
+    fn agent(&self) -> Result<&dyn JobsApi> {
+        self.jobs.as_deref().ok_or_else(|| {
+            sealvol_core::Error::new(
+                sealvol_core::ErrorKind::Conflict,
+                "this console reaches no agent",
+            )
+            .hint("another process holds the state database without answering on its socket")
+        })
+    }
+}
+
+impl Api for Node {
+    fn location(&self) -> String {
+        Api::location(&self.repo)
+    }
+    fn volumes(&self) -> Result<Vec<VolumeInfo>> {
+        Api::volumes(&self.repo)
+    }
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
+        Api::versions(&self.repo, volume)
+    }
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
+        Api::manifest(&self.repo, volume, digest)
+    }
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
+        Api::files(&self.repo, volume, digest)
+    }
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
+        Api::tags(&self.repo, volume)
+    }
+    fn resolve(&self, r: &Ref) -> Result<Digest> {
+        Api::resolve(&self.repo, r)
+    }
+    fn diff(
+        &self,
+        from: (&VolumeName, &Digest),
+        to: (&VolumeName, &Digest),
+    ) -> Result<VersionDiff> {
+        Api::diff(&self.repo, from, to)
+    }
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile> {
+        Api::move_tag(&self.repo, volume, tag, to, expected)
+    }
+    fn mounts(&self) -> Result<Vec<MountRecord>> {
+        Ok(crate::mounts::list(&crate::mounts::dir(&self.state)))
+    }
+    fn jobs(&self) -> Result<Vec<Job>> {
+        self.agent()?.list()
+    }
+    fn job_event(&self, id: u64) -> Result<JobEvent> {
+        self.agent()?.event(id)
+    }
+    fn cancel_job(&self, id: u64) -> Result<Job> {
+        self.agent()?.cancel(id)
+    }
+    fn retry_job(&self, id: u64) -> Result<Job> {
+        self.agent()?.retry(id)
+    }
+}
+
+impl Api for Repository {
+    fn location(&self) -> String {
+        Repository::location(self).to_string()
+    }
+
+    fn volumes(&self) -> Result<Vec<VolumeInfo>> {
+        self.volume_infos(None)
+    }
+
+    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
+        Repository::versions(self, volume)
+    }
+
+    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
+        Repository::manifest(self, volume, digest)
+    }
+
+    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
+        Repository::tags(self, volume)
+    }
+
+    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
+        sealvol_core::files::version_files(self, volume, digest)
+    }
+
+    fn resolve(&self, r: &Ref) -> Result<Digest> {
+        Repository::resolve(self, r)
+    }
+
+    fn diff(
+        &self,
+        from: (&VolumeName, &Digest),
+        to: (&VolumeName, &Digest),
+    ) -> Result<VersionDiff> {
+        sealvol_core::diff::diff(self, from, to)
+    }
+
+    fn move_tag(
+        &self,
+        volume: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Digest>,
+    ) -> Result<TagFile> {
+        Repository::move_tag(self, volume, tag, to, Some(expected))
+    }
+}

@@ -1,0 +1,115 @@
+//! Mount records: one small JSON file per running mount in `<state>/mounts/`, rewritten
+//! by the mount process every second with its counters. The console's Mounts screen and
+//! `sealvol volume mounts` read them; a record whose process is gone, or whose directory
+//! is no longer mounted, is stale and removed by whoever lists.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use sealvol_core::error::{IoContext, Result};
+use sealvol_core::read::TierStats;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MountRecord {
+    pub pid: u32,
+    /// The mount point, absolute.
+    pub dir: String,
+    pub volume: String,
+    /// The digest this mount serves, fixed at mount time.
+    pub digest: String,
+    /// The ref as the user gave it (a tag resolves once, at mount time).
+    pub requested: String,
+    pub cache: Option<String>,
+    pub started: String,
+    pub files: u64,
+    pub bytes: u64,
+    pub stats: TierStats,
+}
+
+/// Where a node's mount records live, under its state directory.
+pub fn dir(state: &Path) -> PathBuf {
+    state.join("mounts")
+}
+
+fn record_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.json"))
+}
+
+pub fn write(dir: &Path, rec: &MountRecord) -> Result<()> {
+    fs::create_dir_all(dir).ctx("cannot create", dir)?;
+    let path = record_path(dir, rec.pid);
+    let tmp = dir.join(format!(".{}.tmp", rec.pid));
+    let json = serde_json::to_vec_pretty(rec).unwrap_or_default();
+    fs::write(&tmp, json).ctx("cannot write", &tmp)?;
+    fs::rename(&tmp, &path).ctx("cannot write", &path)
+}
+
+pub fn remove(dir: &Path, pid: u32) {
+    let _ = fs::remove_file(record_path(dir, pid));
+}
+
+/// Whether a process runs; a zombie (exited, not yet reaped by its new parent) does not.
+pub fn alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Live mounts, newest first; stale records are deleted on the way.
+pub fn list(dir: &Path) -> Vec<MountRecord> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mounted = sealvol_mount::table::mounted_dirs();
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let rec: Option<MountRecord> = fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        match rec {
+            Some(r) if alive(r.pid) && mounted.contains(&r.dir) => out.push(r),
+            Some(r) if alive(r.pid) => {} // still starting up, or shutting down
+            _ => {
+                let _ = fs::remove_file(&p);
+            }
+        }
+    }
+    out.sort_by(|a, b| b.started.cmp(&a.started).then(a.dir.cmp(&b.dir)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_records_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let rec = MountRecord {
+            pid: u32::MAX - 1,
+            dir: "/nowhere".into(),
+            volume: "a/b".into(),
+            digest: "b3:00".into(),
+            requested: "a/b".into(),
+            cache: None,
+            started: "2026-01-01T00:00:00Z".into(),
+            files: 0,
+            bytes: 0,
+            stats: TierStats::default(),
+        };
+        write(d.path(), &rec).unwrap();
+        assert!(list(d.path()).is_empty());
+        assert!(!record_path(d.path(), rec.pid).exists());
+    }
+}

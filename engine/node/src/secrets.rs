@@ -1,0 +1,221 @@
+//! Secrets for sync sources (tokens, keys): one file per secret in `<state>/secrets/`,
+//! mode 0600 in a 0700 directory. A value is never printed: `Secret` shows as
+//! `<secret NAME>` in every `Debug` and `Display`, so it cannot reach a log, an error or
+//! a job record by accident; `expose` is the one way to the bytes.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_core::refs::Name;
+
+pub struct Secret {
+    name: Name,
+    value: Vec<u8>,
+}
+
+impl Secret {
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    pub fn expose(&self) -> &[u8] {
+        &self.value
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<secret {}>", self.name)
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<secret {}>", self.name)
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        // Not a guarantee (copies may exist), but the stored value does not linger.
+        self.value.iter_mut().for_each(|b| *b = 0);
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SecretInfo {
+    pub name: String,
+    pub bytes: u64,
+    /// RFC 3339, UTC.
+    pub updated: String,
+}
+
+fn dir(state: &Path) -> PathBuf {
+    state.join("secrets")
+}
+
+fn open_dir(state: &Path) -> Result<PathBuf> {
+    let d = dir(state);
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&d)
+        .ctx("cannot create", &d)?;
+    // An existing directory made with a looser umask is tightened.
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).ctx("cannot secure", &d)?;
+    Ok(d)
+}
+
+fn parse_name(name: &str) -> Result<Name> {
+    Name::parse("secret name", name)
+}
+
+/// Stores a value (one trailing newline, as `echo` adds, is dropped). Replacing an
+/// existing secret is atomic: readers see the old value or the new, never a mix.
+pub fn set(state: &Path, name: &str, value: &[u8]) -> Result<()> {
+    let name = parse_name(name)?;
+    let value = value
+        .strip_suffix(b"\r\n")
+        .or_else(|| value.strip_suffix(b"\n"))
+        .unwrap_or(value);
+    if value.is_empty() {
+        return Err(Error::usage(format!("secret {name}: the value is empty"))
+            .hint("pipe the value in: printf %s \"$TOKEN\" | sealvol secret set NAME"));
+    }
+    let d = open_dir(state)?;
+    let tmp = d.join(format!(
+        ".{name}.{}",
+        sealvol_core::store::unique_temp_name()
+    ));
+    let result = (|| -> Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .ctx("cannot write", &tmp)?;
+        f.write_all(value).ctx("cannot write", &tmp)?;
+        f.sync_all().ctx("cannot write", &tmp)?;
+        fs::rename(&tmp, d.join(name.as_str())).ctx("cannot store secret", &d)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+pub fn get(state: &Path, name: &str) -> Result<Secret> {
+    let name = parse_name(name)?;
+    let p = dir(state).join(name.as_str());
+    match fs::read(&p) {
+        Ok(value) => Ok(Secret { name, value }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::not_found(format!("no secret named {name}"))
+                .hint(format!("store it with: sealvol secret set {name} < FILE")))
+        }
+        Err(e) => Err(Error::io("cannot read secret", &p, e)),
+    }
+}
+
+pub fn list(state: &Path) -> Result<Vec<SecretInfo>> {
+    let d = dir(state);
+    let rd = match fs::read_dir(&d) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("cannot list", &d, e)),
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') || parse_name(&name).is_err() {
+            continue;
+        }
+        let Ok(m) = e.metadata() else { continue };
+        let updated = m
+            .modified()
+            .map(|t| humantime::format_rfc3339_millis(t).to_string())
+            .unwrap_or_default();
+        out.push(SecretInfo {
+            name,
+            bytes: m.len(),
+            updated,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+pub fn remove(state: &Path, name: &str) -> Result<()> {
+    let name = parse_name(name)?;
+    let p = dir(state).join(name.as_str());
+    match fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::new(
+            ErrorKind::NotFound,
+            format!("no secret named {name}"),
+        )
+        .hint("`sealvol secret ls` lists them")),
+        Err(e) => Err(Error::io("cannot remove secret", &p, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn set_get_list_remove_and_never_show_the_value() {
+        let d = tempfile::tempdir().unwrap();
+        set(d.path(), "hf-token", b"hf_s3cr3tvalue\n").unwrap();
+        let s = get(d.path(), "hf-token").unwrap();
+        assert_eq!(s.expose(), b"hf_s3cr3tvalue");
+        assert_eq!(format!("{s} {s:?}"), "<secret hf-token> <secret hf-token>");
+        let l = list(d.path()).unwrap();
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].name.as_str(), l[0].bytes), ("hf-token", 14));
+        assert!(!format!("{l:?}").contains("s3cr3t"));
+        let m = fs::metadata(dir(d.path()).join("hf-token")).unwrap();
+        assert_eq!(m.mode() & 0o777, 0o600);
+        assert_eq!(fs::metadata(dir(d.path())).unwrap().mode() & 0o777, 0o700);
+        set(d.path(), "hf-token", b"second").unwrap();
+        assert_eq!(get(d.path(), "hf-token").unwrap().expose(), b"second");
+        remove(d.path(), "hf-token").unwrap();
+        assert!(list(d.path()).unwrap().is_empty());
+        assert_eq!(
+            remove(d.path(), "hf-token").unwrap_err().kind(),
+            ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn bad_names_and_empty_values_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        for name in [
+            "",
+            "../x",
+            "a/b",
+            "UPPER",
+            ".hidden",
+            "x".repeat(64).as_str(),
+        ] {
+            assert_eq!(
+                set(d.path(), name, b"v").unwrap_err().kind(),
+                ErrorKind::Usage,
+                "{name:?}"
+            );
+        }
+        assert_eq!(
+            set(d.path(), "ok", b"\n").unwrap_err().kind(),
+            ErrorKind::Usage
+        );
+        assert!(!dir(d.path()).join("ok").exists());
+        let e = get(d.path(), "missing").unwrap_err();
+        assert!(e.hint_text().unwrap().contains("secret set missing"));
+    }
+}

@@ -1,0 +1,438 @@
+//! Process-local state in an embedded redb database (`state.redb` in the state
+//! directory): the stat cache, (path, size, mtime, ctime, inode, device) → file hash,
+//! which lets a re-push skip reading files that did not change; what syncs stored; and
+//! sync job records.
+//!
+//! redb lets one process open the database at a time. The stat cache is an
+//! accelerator, so a push that finds the database busy works without it; job records
+//! belong to the one process that hosts the agent.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::jobs::{Job, JobProgress, JobSpec, JobState};
+use crate::sync::listing::Object;
+use sealvol_core::digest::Hash;
+use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_core::registry::now_rfc3339;
+use sealvol_core::walk::Stamp;
+
+const STAT_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("stat_cache");
+const STAMP_LEN: usize = 8 + 16 + 16 + 8 + 8;
+const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const SYNCED: TableDefinition<&str, &[u8]> = TableDefinition::new("synced");
+
+pub struct StateDb {
+    db: Database,
+}
+
+impl StateDb {
+    /// Opens (or creates) the database. Returns `None` if another process holds it,
+    /// after waiting `patience` for it to be released.
+    pub fn open(dir: &Path, patience: Duration) -> Result<Option<StateDb>> {
+        std::fs::create_dir_all(dir).ctx("cannot create state directory", dir)?;
+        let path = dir.join("state.redb");
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            match Database::create(&path) {
+                Ok(db) => return Ok(Some(StateDb { db })),
+                Err(DatabaseError::DatabaseAlreadyOpen) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(db_error(&path, e)),
+            }
+        }
+    }
+
+    /// Cached hashes for these paths whose stamps still match exactly.
+    pub fn lookup(&self, items: &[(PathBuf, Stamp)]) -> Result<Vec<Option<Hash>>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(STAT_CACHE) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; items.len()]),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        items
+            .iter()
+            .map(|(path, stamp)| {
+                let Some(key) = path.to_str() else {
+                    return Ok(None);
+                };
+                let Some(v) = table.get(key).map_err(|e| db_error_s(&e))? else {
+                    return Ok(None);
+                };
+                Ok(decode(v.value())
+                    .filter(|(s, _)| s == stamp)
+                    .map(|(_, h)| h))
+            })
+            .collect()
+    }
+
+    pub fn remember(&self, items: &[(PathBuf, Stamp, Hash)]) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        {
+            let mut table = txn.open_table(STAT_CACHE).map_err(|e| db_error_s(&e))?;
+            for (path, stamp, hash) in items {
+                if let Some(key) = path.to_str() {
+                    table
+                        .insert(key, encode(stamp, hash).as_slice())
+                        .map_err(|e| db_error_s(&e))?;
+                }
+            }
+        }
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(())
+    }
+}
+
+/// The stat cache of a state directory, as a push uses it. The database is opened for
+/// the lookup and again for the update, never held in between, so an agent or another
+/// push may hold it meanwhile; when it stays busy the push reads every file instead.
+pub struct StatCacheDir<'a>(pub &'a Path);
+
+/// How long a push waits for the database before it goes without the stat cache.
+const STAT_CACHE_PATIENCE: Duration = Duration::from_millis(200);
+
+impl sealvol_core::push::StatCache for StatCacheDir<'_> {
+    fn lookup(&self, files: &[(PathBuf, Stamp)]) -> Result<Vec<Option<Hash>>> {
+        match StateDb::open(self.0, STAT_CACHE_PATIENCE)? {
+            Some(db) => db.lookup(files),
+            None => Ok(vec![None; files.len()]),
+        }
+    }
+
+    fn remember(&self, files: &[(PathBuf, Stamp, Hash)]) {
+        // The cache only speeds up the next push; failing to update it is not an error.
+        match StateDb::open(self.0, STAT_CACHE_PATIENCE) {
+            Ok(Some(db)) => {
+                if let Err(e) = db.remember(files) {
+                    tracing::warn!("stat cache not updated: {e}");
+                }
+            }
+            Ok(None) => tracing::debug!("state database busy; stat cache not updated"),
+            Err(e) => tracing::warn!("stat cache not updated: {e}"),
+        }
+    }
+}
+
+/// What a sync already stored: (source, key, version, size) → file hash. It lets a
+/// resumed or repeated sync skip the objects whose bytes are already in the repository.
+impl StateDb {
+    pub fn synced_lookup(&self, source: &str, objects: &[Object]) -> Result<Vec<Option<Hash>>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(SYNCED) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![None; objects.len()]),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        objects
+            .iter()
+            .map(|o| {
+                let v = table
+                    .get(synced_key(source, o).as_str())
+                    .map_err(|e| db_error_s(&e))?;
+                Ok(v.and_then(|v| v.value().try_into().ok().map(Hash)))
+            })
+            .collect()
+    }
+
+    pub fn synced_remember(&self, source: &str, items: &[(&Object, Hash)]) -> Result<()> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        {
+            let mut table = txn.open_table(SYNCED).map_err(|e| db_error_s(&e))?;
+            for (o, h) in items {
+                table
+                    .insert(synced_key(source, o).as_str(), h.0.as_slice())
+                    .map_err(|e| db_error_s(&e))?;
+            }
+        }
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(())
+    }
+}
+
+fn synced_key(source: &str, o: &Object) -> String {
+    // NUL cannot occur in a source address or a mapped key.
+    format!("{source}\0{}\0{}\0{}", o.key, o.version, o.size)
+}
+
+/// Sync job records (see `jobs`).
+impl StateDb {
+    pub fn add_job(&self, spec: JobSpec) -> Result<Job> {
+        let now = now_rfc3339();
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        let job = {
+            let mut meta = txn.open_table(META).map_err(|e| db_error_s(&e))?;
+            let id = meta
+                .get("next_job")
+                .map_err(|e| db_error_s(&e))?
+                .map_or(1, |v| v.value());
+            meta.insert("next_job", id + 1)
+                .map_err(|e| db_error_s(&e))?;
+            let job = Job {
+                id,
+                spec,
+                state: JobState::Queued,
+                created: now.clone(),
+                updated: now,
+                attempts: 0,
+                reason: None,
+                error: None,
+                sealed: None,
+                progress: JobProgress::default(),
+            };
+            let mut jobs = txn.open_table(JOBS).map_err(|e| db_error_s(&e))?;
+            jobs.insert(id, job_bytes(&job)?.as_slice())
+                .map_err(|e| db_error_s(&e))?;
+            job
+        };
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(job)
+    }
+
+    pub fn job(&self, id: u64) -> Result<Job> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(JOBS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Err(crate::jobs::not_found(id)),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        let v = table
+            .get(id)
+            .map_err(|e| db_error_s(&e))?
+            .ok_or_else(|| crate::jobs::not_found(id))?;
+        parse_job(v.value())
+    }
+
+    /// Every job, newest first.
+    pub fn jobs(&self) -> Result<Vec<Job>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(JOBS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        let mut out = Vec::new();
+        for item in table.iter().map_err(|e| db_error_s(&e))? {
+            let (_, v) = item.map_err(|e| db_error_s(&e))?;
+            out.push(parse_job(v.value())?);
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Changes a job in one transaction; `f` sees the current record and may refuse.
+    pub fn update_job(&self, id: u64, f: impl FnOnce(&mut Job) -> Result<()>) -> Result<Job> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        let job = {
+            let mut table = txn.open_table(JOBS).map_err(|e| db_error_s(&e))?;
+            let mut job = match table.get(id).map_err(|e| db_error_s(&e))? {
+                Some(v) => parse_job(v.value())?,
+                None => return Err(crate::jobs::not_found(id)),
+            };
+            f(&mut job)?;
+            job.updated = now_rfc3339();
+            table
+                .insert(id, job_bytes(&job)?.as_slice())
+                .map_err(|e| db_error_s(&e))?;
+            job
+        };
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(job)
+    }
+
+    /// Moves a job to `to`, if that move is allowed from where it is now.
+    pub fn move_job(&self, id: u64, to: JobState, reason: Option<String>) -> Result<Job> {
+        self.update_job(id, |job| {
+            if !job.state.can_become(to) {
+                return Err(crate::jobs::bad_move(job, to));
+            }
+            if to == JobState::Running {
+                job.attempts += 1;
+            }
+            if to == JobState::Queued {
+                job.reason = None;
+                job.error = None;
+            }
+            if reason.is_some() {
+                job.reason = reason;
+            }
+            job.state = to;
+            Ok(())
+        })
+    }
+
+    /// A sealed job: SEALING → READY with its pinned ref.
+    pub fn job_ready(&self, id: u64, pinned_ref: String) -> Result<Job> {
+        self.update_job(id, |job| {
+            if !job.state.can_become(JobState::Ready) {
+                return Err(crate::jobs::bad_move(job, JobState::Ready));
+            }
+            job.state = JobState::Ready;
+            job.sealed = Some(pinned_ref);
+            Ok(())
+        })
+    }
+
+    /// Queues again the jobs a dead agent left RUNNING or SEALING; returns their ids.
+    pub fn requeue_interrupted(&self) -> Result<Vec<u64>> {
+        let ids: Vec<u64> = self
+            .jobs()?
+            .into_iter()
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Sealing))
+            .map(|j| j.id)
+            .collect();
+        for id in &ids {
+            self.move_job(*id, JobState::Queued, None)?;
+        }
+        Ok(ids)
+    }
+}
+
+fn job_bytes(job: &Job) -> Result<Vec<u8>> {
+    serde_json::to_vec(job).map_err(|e| Error::new(ErrorKind::Io, format!("job record: {e}")))
+}
+
+fn parse_job(b: &[u8]) -> Result<Job> {
+    serde_json::from_slice(b).map_err(|e| Error::corrupt(format!("a job record is damaged: {e}")))
+}
+
+fn encode(s: &Stamp, h: &Hash) -> Vec<u8> {
+    let mut v = Vec::with_capacity(STAMP_LEN + 32);
+    v.extend_from_slice(&s.size.to_le_bytes());
+    v.extend_from_slice(&s.mtime_ns.to_le_bytes());
+    v.extend_from_slice(&s.ctime_ns.to_le_bytes());
+    v.extend_from_slice(&s.ino.to_le_bytes());
+    v.extend_from_slice(&s.dev.to_le_bytes());
+    v.extend_from_slice(&h.0);
+    v
+}
+
+fn decode(b: &[u8]) -> Option<(Stamp, Hash)> {
+    if b.len() != STAMP_LEN + 32 {
+        return None;
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    let i128_at = |i: usize| i128::from_le_bytes(b[i..i + 16].try_into().unwrap_or_default());
+    let stamp = Stamp {
+        size: u64_at(0),
+        mtime_ns: i128_at(8),
+        ctime_ns: i128_at(24),
+        ino: u64_at(40),
+        dev: u64_at(48),
+    };
+    let mut h = [0u8; 32];
+    h.copy_from_slice(&b[STAMP_LEN..]);
+    Some((stamp, Hash(h)))
+}
+
+fn db_error(path: &Path, e: DatabaseError) -> Error {
+    Error::new(
+        ErrorKind::Io,
+        format!("cannot open state database {}: {e}", path.display()),
+    )
+    .hint("if state.redb is damaged, delete it: that loses the stat cache and job records, never repository data")
+}
+
+fn db_error_s(e: &dyn std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, format!("state database: {e}"))
+        .hint("if state.redb is damaged, delete it: that loses the stat cache and job records, never repository data")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            source: "s3://bucket/ckpt/".into(),
+            volume: "weights/x".into(),
+            tags: vec!["prod".into()],
+            secret: Some("aws-key".into()),
+            include: vec![],
+            exclude: vec!["*.tmp".into()],
+            endpoint: Default::default(),
+        }
+    }
+
+    #[test]
+    fn jobs_live_through_their_states_and_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = {
+            let db = StateDb::open(dir.path(), Duration::ZERO).unwrap().unwrap();
+            let a = db.add_job(spec()).unwrap();
+            let b = db.add_job(spec()).unwrap();
+            assert_eq!((a.id, b.id, a.state), (1, 2, JobState::Queued));
+            db.move_job(a.id, JobState::Running, None).unwrap();
+            db.update_job(a.id, |j| {
+                j.progress.bytes_done = 42;
+                Ok(())
+            })
+            .unwrap();
+            (a.id, b.id)
+        };
+        // A new agent: the RUNNING job goes back to the queue, its progress kept.
+        let db = StateDb::open(dir.path(), Duration::ZERO).unwrap().unwrap();
+        assert_eq!(db.requeue_interrupted().unwrap(), vec![a]);
+        let ja = db.job(a).unwrap();
+        assert_eq!(
+            (ja.state, ja.attempts, ja.progress.bytes_done),
+            (JobState::Queued, 1, 42)
+        );
+        db.move_job(a, JobState::Running, None).unwrap();
+        db.move_job(a, JobState::Sealing, None).unwrap();
+        assert!(
+            db.job_ready(b, "vol:weights/x@b3:00".into()).is_err(),
+            "b is QUEUED"
+        );
+        let done = db.job_ready(a, "vol:weights/x@b3:00".into()).unwrap();
+        assert_eq!(done.attempts, 2);
+        let e = db.move_job(a, JobState::Queued, None).unwrap_err();
+        assert!(e.to_string().contains("READY"), "{e}");
+        assert!(e.hint_text().unwrap().contains("FAILED or CANCELLED"));
+        db.move_job(b, JobState::Cancelled, Some("by ana".into()))
+            .unwrap();
+        let retried = db.move_job(b, JobState::Queued, None).unwrap();
+        assert_eq!(retried.reason, None);
+        let ids: Vec<u64> = db.jobs().unwrap().iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![b, a], "newest first");
+        assert_eq!(db.job(99).unwrap_err().kind(), ErrorKind::NotFound);
+        let stored = std::fs::read(dir.path().join("state.redb")).unwrap();
+        assert!(
+            String::from_utf8_lossy(&stored).contains("aws-key"),
+            "the record names the secret"
+        );
+    }
+
+    #[test]
+    fn remembers_and_rejects_changed_stamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path(), Duration::ZERO).unwrap().unwrap();
+        let stamp = Stamp {
+            size: 5,
+            mtime_ns: 1,
+            ctime_ns: 2,
+            ino: 3,
+            dev: 4,
+        };
+        let p = PathBuf::from("/x/y");
+        db.remember(&[(p.clone(), stamp, Hash([7; 32]))]).unwrap();
+        assert_eq!(
+            db.lookup(&[(p.clone(), stamp)]).unwrap(),
+            vec![Some(Hash([7; 32]))]
+        );
+        let touched = Stamp {
+            ctime_ns: 9,
+            ..stamp
+        };
+        assert_eq!(db.lookup(&[(p, touched)]).unwrap(), vec![None]);
+        // A second opener in the same process sees it busy and goes without.
+        assert!(StateDb::open(dir.path(), Duration::ZERO).unwrap().is_none());
+    }
+}

@@ -1,0 +1,57 @@
+//! The seam between the sync runner and the remote sources. The runner (in this crate)
+//! knows jobs, batches, the state database and sealing; a `Connector` (the
+//! `sealvol-sources` crate, with the heavy S3, Hugging Face, GCS and Azure clients)
+//! knows how to list a remote source and stream its bytes. The app plugs one into the
+//! agent, so that nothing else that builds on the node links those clients. Local
+//! folders need no connector: they are pushed.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use sealvol_core::error::{Error, Result};
+use sealvol_core::push::Inputs;
+
+use super::endpoints::Resolved;
+use super::filter::Filter;
+use super::listing::{Listing, Object};
+use super::url::SourceUrl;
+use crate::secrets::Secret;
+
+/// Where lines about retries and cut connections go as they happen (the job's log),
+/// besides the process log.
+pub type Notes = crossbeam_channel::Sender<String>;
+
+pub trait Connector: Send + Sync {
+    /// Connects to a remote source (never `SourceUrl::Local`) at `at`, with `secret`
+    /// when the job names one.
+    fn connect(
+        &self,
+        url: &SourceUrl,
+        at: &Resolved,
+        secret: Option<&Secret>,
+        notes: Notes,
+    ) -> Result<Box<dyn Remote>>;
+}
+
+/// A connected source.
+pub trait Remote: Send + Sync {
+    /// The objects to sync, filtered, mapped to paths, sorted and checked. A source
+    /// with revisions (Hugging Face) is pinned to the commit it lists.
+    fn list(&mut self, filter: &Filter) -> Result<Listing>;
+
+    /// Starts streaming `objects`, in this order, with up to `streams` ranged reads in
+    /// flight; each read fails if its object is no longer the listed version.
+    fn fetch(
+        &self,
+        objects: Vec<Object>,
+        streams: usize,
+        cancel: Arc<AtomicBool>,
+    ) -> Box<dyn Fetch + '_>;
+}
+
+/// A batch on its way in: the push pipeline reads it as `Inputs`, in listing order.
+pub trait Fetch: Inputs {
+    /// The source error that stopped the pipeline, if one did: the pipeline itself
+    /// only sees an I/O error.
+    fn take_failure(&self) -> Option<Error>;
+}

@@ -1,0 +1,311 @@
+//! Source addresses: `hf://`, `s3://`, `r2://`, `cw://`, `gs://`, `az://`, `file://` and
+//! plain paths. Parsed strictly, so a typo is an error that shows the right form rather
+//! than a sync of the wrong bucket.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use sealvol_core::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HfKind {
+    Model,
+    Dataset,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceUrl {
+    HuggingFace {
+        kind: HfKind,
+        /// `org/name`.
+        repo: String,
+        /// A branch, tag or commit; `main` when not given.
+        revision: String,
+    },
+    S3 {
+        bucket: String,
+        prefix: String,
+    },
+    R2 {
+        account: String,
+        bucket: String,
+        prefix: String,
+    },
+    CoreWeave {
+        bucket: String,
+        prefix: String,
+    },
+    Gcs {
+        bucket: String,
+        prefix: String,
+    },
+    Azure {
+        account: String,
+        container: String,
+        prefix: String,
+    },
+    Local(PathBuf),
+}
+
+const FORMS: &str = "hf://ORG/NAME[@REV], hf://datasets/ORG/NAME[@REV], s3://BUCKET/PREFIX, \
+r2://ACCOUNT/BUCKET/PREFIX, cw://BUCKET/PREFIX, gs://BUCKET/PREFIX, \
+az://ACCOUNT/CONTAINER/PREFIX, file:///PATH or a path";
+
+fn bad(s: &str, why: impl fmt::Display) -> Error {
+    Error::usage(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
+}
+
+fn name_ok(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
+    (min..=max).contains(&s.len())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || extra.contains(&c))
+        && !s.starts_with(['-', '.'])
+        && !s.ends_with(['-', '.'])
+}
+
+fn hf_part_ok(s: &str) -> bool {
+    (1..=96).contains(&s.len())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !s.starts_with(['-', '.'])
+        && !s.ends_with(['-', '.'])
+        && !s.contains("..")
+        && !s.contains("--")
+}
+
+/// A prefix inside a bucket: no NUL, no `..` component, and always ending in `/` (or
+/// empty) so that `s3://b/ckpt` never picks up `ckpt-old/`.
+fn prefix(s: &str, rest: &str) -> Result<String> {
+    if rest.contains('\0') {
+        return Err(bad(s, "the prefix holds a NUL byte"));
+    }
+    if rest.split('/').any(|p| p == "..") {
+        return Err(bad(s, "the prefix has a .. component"));
+    }
+    let p = rest.trim_start_matches('/');
+    Ok(if p.is_empty() || p.ends_with('/') {
+        p.to_string()
+    } else {
+        format!("{p}/")
+    })
+}
+
+impl SourceUrl {
+    pub fn parse(s: &str) -> Result<SourceUrl> {
+        let Some((scheme, rest)) = s.split_once("://") else {
+            if s.is_empty() {
+                return Err(bad(s, "is empty"));
+            }
+            return Ok(SourceUrl::Local(PathBuf::from(s)));
+        };
+        let split1 = |r: &str| -> (String, String) {
+            match r.split_once('/') {
+                Some((a, b)) => (a.to_string(), b.to_string()),
+                None => (r.to_string(), String::new()),
+            }
+        };
+        match scheme {
+            "hf" => {
+                let (kind, rest) = match rest.split_once('/') {
+                    Some(("datasets", r)) => (HfKind::Dataset, r),
+                    Some(("models", r)) => (HfKind::Model, r),
+                    _ => (HfKind::Model, rest),
+                };
+                let (repo, revision) = match rest.split_once('@') {
+                    Some((r, rev)) => (r, rev),
+                    None => (rest, "main"),
+                };
+                let parts: Vec<&str> = repo.split('/').collect();
+                if parts.len() != 2 || !parts.iter().all(|p| hf_part_ok(p)) {
+                    return Err(bad(s, "a Hugging Face repository is ORG/NAME"));
+                }
+                let rev_ok = !revision.is_empty()
+                    && revision.len() <= 255
+                    && revision
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+                    && !revision.starts_with('/')
+                    && !revision.split('/').any(|p| p.is_empty() || p == "..");
+                if !rev_ok {
+                    return Err(bad(s, format!("{revision:?} is not a revision")));
+                }
+                Ok(SourceUrl::HuggingFace {
+                    kind,
+                    repo: repo.to_string(),
+                    revision: revision.to_string(),
+                })
+            }
+            "s3" | "cw" | "gs" => {
+                let (bucket, rest) = split1(rest);
+                if !name_ok(&bucket, 3, 63, &['-', '.', '_'])
+                    || (scheme != "gs" && bucket.contains('_'))
+                {
+                    return Err(bad(s, format!("{bucket:?} is not a bucket name")));
+                }
+                let prefix = prefix(s, &rest)?;
+                Ok(match scheme {
+                    "s3" => SourceUrl::S3 { bucket, prefix },
+                    "cw" => SourceUrl::CoreWeave { bucket, prefix },
+                    _ => SourceUrl::Gcs { bucket, prefix },
+                })
+            }
+            "r2" | "az" => {
+                let (account, rest) = split1(rest);
+                let (bucket, rest) = split1(&rest);
+                let account_ok = if scheme == "az" {
+                    name_ok(&account, 3, 24, &[])
+                } else {
+                    name_ok(&account, 1, 64, &[])
+                };
+                if !account_ok {
+                    return Err(bad(s, format!("{account:?} is not an account name")));
+                }
+                if !name_ok(&bucket, 3, 63, &['-']) {
+                    return Err(bad(
+                        s,
+                        format!(
+                            "{bucket:?} is not a {} name",
+                            if scheme == "az" {
+                                "container"
+                            } else {
+                                "bucket"
+                            }
+                        ),
+                    ));
+                }
+                let prefix = prefix(s, &rest)?;
+                Ok(if scheme == "az" {
+                    SourceUrl::Azure {
+                        account,
+                        container: bucket,
+                        prefix,
+                    }
+                } else {
+                    SourceUrl::R2 {
+                        account,
+                        bucket,
+                        prefix,
+                    }
+                })
+            }
+            "file" => {
+                if !rest.starts_with('/') {
+                    return Err(bad(
+                        s,
+                        "a file:// source needs an absolute path: file:///data/ckpt",
+                    ));
+                }
+                Ok(SourceUrl::Local(PathBuf::from(rest)))
+            }
+            other => Err(bad(s, format!("unknown scheme {other}://"))),
+        }
+    }
+}
+
+/// The canonical form, as recorded in a version's provenance.
+impl fmt::Display for SourceUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceUrl::HuggingFace {
+                kind,
+                repo,
+                revision,
+            } => {
+                let k = if *kind == HfKind::Dataset {
+                    "datasets/"
+                } else {
+                    ""
+                };
+                write!(f, "hf://{k}{repo}@{revision}")
+            }
+            SourceUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            SourceUrl::CoreWeave { bucket, prefix } => write!(f, "cw://{bucket}/{prefix}"),
+            SourceUrl::Gcs { bucket, prefix } => write!(f, "gs://{bucket}/{prefix}"),
+            SourceUrl::R2 {
+                account,
+                bucket,
+                prefix,
+            } => write!(f, "r2://{account}/{bucket}/{prefix}"),
+            SourceUrl::Azure {
+                account,
+                container,
+                prefix,
+            } => write!(f, "az://{account}/{container}/{prefix}"),
+            SourceUrl::Local(p) => write!(f, "file://{}", p.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> SourceUrl {
+        SourceUrl::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn every_scheme_parses_and_prints_canonically() {
+        let cases = [
+            ("hf://Qwen/Qwen3-8B", "hf://Qwen/Qwen3-8B@main"),
+            ("hf://Qwen/Qwen3-8B@v1.0", "hf://Qwen/Qwen3-8B@v1.0"),
+            (
+                "hf://models/Qwen/Qwen3-8B@refs/pr/1",
+                "hf://Qwen/Qwen3-8B@refs/pr/1",
+            ),
+            (
+                "hf://datasets/org/evals@9f3c1a2",
+                "hf://datasets/org/evals@9f3c1a2",
+            ),
+            ("s3://bucket/ckpt", "s3://bucket/ckpt/"),
+            ("s3://bucket", "s3://bucket/"),
+            ("s3://my.bucket/a/b/", "s3://my.bucket/a/b/"),
+            ("cw://bucket-1/x", "cw://bucket-1/x/"),
+            ("gs://my_bucket/p", "gs://my_bucket/p/"),
+            ("r2://0123abcd/bucket/p", "r2://0123abcd/bucket/p/"),
+            (
+                "az://devstoreaccount1/models/qwen",
+                "az://devstoreaccount1/models/qwen/",
+            ),
+            ("file:///data/ckpt", "file:///data/ckpt"),
+        ];
+        for (input, canonical) in cases {
+            assert_eq!(ok(input).to_string(), canonical, "{input}");
+            assert_eq!(
+                ok(canonical).to_string(),
+                canonical,
+                "{canonical} round trip"
+            );
+        }
+        assert_eq!(ok("./ckpt"), SourceUrl::Local("./ckpt".into()));
+    }
+
+    #[test]
+    fn malformed_sources_get_one_line_with_the_forms() {
+        for s in [
+            "",
+            "ftp://x/y",
+            "hf://just-a-name",
+            "hf://a/b/c",
+            "hf://../x",
+            "hf://org/name@",
+            "hf://org/name@../main",
+            "s3://B/x",
+            "s3://ab/x",
+            "s3://bucket/../x",
+            "s3://bad_bucket/x",
+            "r2:///bucket/x",
+            "az://account/Container/x",
+            "az://a/container",
+            "file://relative/path",
+            "s3://bucket/a\0b",
+        ] {
+            let e = SourceUrl::parse(s).unwrap_err();
+            assert!(!e.to_string().contains('\n'), "{s:?}: {e}");
+            assert!(
+                e.hint_text().unwrap().contains("s3://BUCKET/PREFIX"),
+                "{s:?}"
+            );
+        }
+    }
+}

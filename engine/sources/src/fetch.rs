@@ -1,0 +1,279 @@
+//! Streams a batch of source objects into the push pipeline, in listing order, with
+//! several ranged reads in flight: one reader at a time sees a plain `Read` per file,
+//! while up to `concurrency` parts of this and the following files stream ahead. A part
+//! is one ranged GET of up to `PART` bytes, streamed rather than held: each part keeps
+//! at most `AHEAD` pieces waiting, which bounds memory, and a connection cut mid-part
+//! reads on from where it stopped. Large parts keep request counts low (some servers
+//! pay per request in proportion to the object's size); several in flight keep a
+//! high-latency store busy.
+
+use std::io::Read;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Buf, Bytes};
+use tokio::runtime::Handle;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinHandle;
+
+use crate::client::Client;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::push::Inputs;
+use sealvol_node::sync::Fetch;
+use sealvol_node::sync::listing::Object;
+
+/// The size of one ranged read.
+pub const PART: u64 = 512 << 20;
+/// Pieces a part may have waiting for the reader (hyper's pieces are at most a few
+/// hundred KiB: this bounds a part's buffer to tens of MiB).
+const AHEAD: usize = 128;
+
+/// One part's pieces, in order; the sender ends when the part is complete.
+type Part = mpsc::Receiver<Result<Bytes>>;
+
+pub struct Prefetch {
+    files: Vec<Object>,
+    shown: String,
+    parts: Mutex<mpsc::Receiver<Part>>,
+    /// The file the pipeline must open next: parts arrive in listing order only.
+    next: AtomicUsize,
+    feeder: JoinHandle<()>,
+    cancel: Arc<AtomicBool>,
+    /// The first source error, kept whole: the pipeline only sees an `io::Error`.
+    failure: Mutex<Option<Error>>,
+}
+
+impl Prefetch {
+    /// Starts fetching `files` (in this order) from `client`. `shown` prefixes names
+    /// in errors (the source's canonical address).
+    pub fn start(
+        rt: &Handle,
+        client: Arc<Client>,
+        files: Vec<Object>,
+        shown: String,
+        concurrency: usize,
+        cancel: Arc<AtomicBool>,
+        log: sealvol_node::sync::Notes,
+    ) -> Prefetch {
+        let concurrency = concurrency.max(1);
+        let (tx, rx) = mpsc::channel::<Part>(concurrency);
+        let permits = Arc::new(Semaphore::new(concurrency));
+        let plan: Vec<(Object, Range<u64>)> = files
+            .iter()
+            .flat_map(|o| {
+                (0..o.size)
+                    .step_by(PART as usize)
+                    .map(move |start| (o.clone(), start..(start + PART).min(o.size)))
+            })
+            .collect();
+        let prefix = shown.clone();
+        let feeder = rt.spawn(async move {
+            for (obj, range) in plan {
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let (part_tx, part_rx) = mpsc::channel(AHEAD);
+                let client = client.clone();
+                let what = format!("{prefix}{}", obj.key);
+                tokio::spawn(crate::retry::logged(log.clone(), async move {
+                    stream_part(&client, &obj, range, &what, &part_tx).await;
+                    drop(permit);
+                }));
+                if tx.send(part_rx).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Prefetch {
+            files,
+            shown,
+            parts: Mutex::new(rx),
+            next: AtomicUsize::new(0),
+            feeder,
+            cancel,
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// The source error that stopped the pipeline, if one did.
+    pub fn take_failure(&self) -> Option<Error> {
+        self.failure.lock().ok()?.take()
+    }
+
+    fn fail(&self, e: Error) -> std::io::Error {
+        let shown = e.to_string();
+        if let Ok(mut slot) = self.failure.lock()
+            && slot.is_none()
+        {
+            *slot = Some(e);
+        }
+        std::io::Error::other(shown)
+    }
+
+    fn next_part(&self) -> Result<Part> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(Error::cancelled());
+        }
+        self.parts
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::Io, "the fetch queue is poisoned"))?
+            .blocking_recv()
+            .ok_or_else(|| Error::new(ErrorKind::Io, "the fetcher stopped early"))
+    }
+
+    fn next_piece(&self, part: &mut Part) -> Result<Option<Bytes>> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(Error::cancelled());
+        }
+        part.blocking_recv().transpose()
+    }
+}
+
+/// Sends the bytes of `range` of `obj` down `tx`, reopening from where it stopped
+/// after a transient failure (up to `retry::ATTEMPTS` times), or sends the error.
+async fn stream_part(
+    client: &Client,
+    obj: &Object,
+    range: Range<u64>,
+    what: &str,
+    tx: &mpsc::Sender<Result<Bytes>>,
+) {
+    let mut at = range.start;
+    let mut cuts = 0;
+    while at < range.end {
+        let mut body = match client.open(obj, at..range.end).await {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        loop {
+            match body.next(what).await {
+                Ok(Some(piece)) => {
+                    let piece = if at + piece.len() as u64 > range.end {
+                        // A server that sends more than asked: keep only the range.
+                        piece.slice(..(range.end - at) as usize)
+                    } else {
+                        piece
+                    };
+                    at += piece.len() as u64;
+                    if tx.send(Ok(piece)).await.is_err() {
+                        return; // the reader is gone
+                    }
+                    if at >= range.end {
+                        return;
+                    }
+                }
+                Ok(None) => break, // ended short: read on from `at`
+                Err(e) if e.kind() == ErrorKind::Unavailable => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        }
+        cuts += 1;
+        if cuts >= crate::retry::ATTEMPTS {
+            let e = Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{what}: the body ended at byte {at} of {}, {cuts} times",
+                    range.end
+                ),
+            )
+            .hint("the source or the network keeps cutting the connection; retry the job later");
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+        crate::retry::say(format!(
+            "{what}: the connection was cut at byte {at}; reading on from there ({cuts}/{})",
+            crate::retry::ATTEMPTS
+        ));
+        tokio::time::sleep(std::time::Duration::from_millis(250 << cuts.min(5))).await;
+    }
+}
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        // Parts in flight end when their receivers (held here or in the queue) go.
+        self.feeder.abort();
+    }
+}
+
+struct PartReader<'a> {
+    pf: &'a Prefetch,
+    parts_left: u64,
+    part: Option<Part>,
+    current: Bytes,
+}
+
+impl Read for PartReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while !self.current.has_remaining() {
+            let piece = match &mut self.part {
+                Some(part) => self.pf.next_piece(part).map_err(|e| self.pf.fail(e))?,
+                None => None,
+            };
+            match piece {
+                Some(p) => self.current = p,
+                None => {
+                    if self.parts_left == 0 {
+                        return Ok(0);
+                    }
+                    self.part = Some(self.pf.next_part().map_err(|e| self.pf.fail(e))?);
+                    self.parts_left -= 1;
+                }
+            }
+        }
+        let n = buf.len().min(self.current.remaining());
+        self.current.copy_to_slice(&mut buf[..n]);
+        Ok(n)
+    }
+}
+
+impl Inputs for Prefetch {
+    fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>> {
+        let expected = self.next.fetch_add(1, Ordering::SeqCst);
+        if i != expected {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("files must be read in listing order: asked for {i}, next is {expected}"),
+            ));
+        }
+        let size = self.files.get(i).map_or(0, |o| o.size);
+        Ok(Box::new(PartReader {
+            pf: self,
+            parts_left: size.div_ceil(PART),
+            part: None,
+            current: Bytes::new(),
+        }))
+    }
+
+    fn name(&self, i: usize) -> String {
+        let key = self.files.get(i).map_or("?", |o| o.key.as_str());
+        format!("{}{key}", self.shown)
+    }
+
+    fn finished(&self, i: usize, total: u64) -> Result<()> {
+        let listed = self.files.get(i).map_or(0, |o| o.size);
+        if total != listed {
+            return Err(Error::new(
+                ErrorKind::Changed,
+                format!(
+                    "{} was {listed} bytes when listed, read {total}",
+                    self.name(i)
+                ),
+            )
+            .hint("the source changed during the sync; run it again"));
+        }
+        Ok(())
+    }
+}
+
+impl Fetch for Prefetch {
+    fn take_failure(&self) -> Option<Error> {
+        Prefetch::take_failure(self)
+    }
+}

@@ -1,0 +1,228 @@
+//! Hugging Face model and dataset repositories. hf-hub resolves the revision to its
+//! commit, lists the files (paginated) and finds the token (`--secret`, else `HF_TOKEN`
+//! or the `huggingface-cli login` file); the bytes stream from the `resolve` URL at that
+//! commit with ranged GETs, following the redirect large files take to the CDN.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use futures::StreamExt;
+use hf_hub::repository::files::RepoTreeEntry;
+use hf_hub::{HFClient, HFError};
+
+use crate::body::Body;
+use crate::http::{Hints, percent, ranged_get};
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_node::secrets::Secret;
+use sealvol_node::sync::endpoints::Resolved;
+use sealvol_node::sync::listing::{Object, RawObject};
+use sealvol_node::sync::url::{HfKind, SourceUrl};
+
+pub struct Hf {
+    hub: HFClient,
+    http: reqwest::Client,
+    kind: HfKind,
+    owner: String,
+    name: String,
+    revision: String,
+    token: Option<String>,
+    endpoint: String,
+    shown: String,
+}
+
+const TOKEN_HINT: &str = "set HF_TOKEN in the agent's environment, or store the token with \
+`sealvol secret set NAME` and pass --secret NAME; gated models also need their terms accepted on the Hub";
+
+const HINTS: Hints = Hints {
+    denied: TOKEN_HINT,
+    missing: "check the repository, the revision and the file",
+    endpoint: "check the endpoint (HF_ENDPOINT) and the network",
+};
+
+impl Hf {
+    pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Hf> {
+        let SourceUrl::HuggingFace {
+            kind,
+            repo,
+            revision,
+        } = url
+        else {
+            return Err(Error::usage(format!("{url} is not a Hugging Face source")));
+        };
+        let (owner, name) = repo
+            .split_once('/')
+            .ok_or_else(|| Error::usage(format!("{url}: a repository is ORG/NAME")))?;
+        let endpoint = at
+            .url
+            .clone()
+            .unwrap_or_else(|| sealvol_node::sync::endpoints::HF_DEFAULT.to_string());
+        let token = secret.map(crate::secret_text).transpose()?;
+        let mut b = HFClient::builder()
+            .endpoint(&endpoint)
+            .cache_enabled(false)
+            // Our own retry (`sources::retry`) covers every source alike.
+            .retry_max_attempts(1);
+        if let Some(t) = &token {
+            b = b.token(t);
+        }
+        let hub = b.build().map_err(|e| hf_error(&url.to_string(), e))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("sealvol/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot make an HTTP client: {e}")))?;
+        // Without a token of ours, fall back to what hf-hub found (HF_TOKEN, login file).
+        let token = token.or_else(|| std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()));
+        Ok(Hf {
+            hub,
+            http,
+            kind: *kind,
+            owner: owner.to_string(),
+            name: name.to_string(),
+            revision: revision.clone(),
+            token,
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            shown: url.to_string(),
+        })
+    }
+
+    /// The commit the revision names, and every file at that commit.
+    pub async fn list(&mut self) -> Result<(String, Vec<RawObject>)> {
+        let sha = crate::retry::retrying(&self.shown, || async {
+            let sha = match self.kind {
+                HfKind::Model => self
+                    .hub
+                    .model(&self.owner, &self.name)
+                    .info()
+                    .revision(self.revision.clone())
+                    .send()
+                    .await
+                    .map(|i| i.sha),
+                HfKind::Dataset => self
+                    .hub
+                    .dataset(&self.owner, &self.name)
+                    .info()
+                    .revision(self.revision.clone())
+                    .send()
+                    .await
+                    .map(|i| i.sha),
+            };
+            sha.map_err(|e| hf_error(&self.shown, e))
+        })
+        .await?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{}: the Hub named no commit for this revision", self.shown),
+            )
+        })?;
+        let files = crate::retry::retrying(&self.shown, || self.tree(&sha)).await?;
+        // From here on, every read is of this exact commit.
+        self.revision = sha.clone();
+        Ok((sha, files))
+    }
+
+    async fn tree(&self, sha: &str) -> Result<Vec<RawObject>> {
+        let mut out = Vec::new();
+        macro_rules! collect {
+            ($repo:expr) => {{
+                let repo = $repo;
+                let stream = repo
+                    .list_tree()
+                    .revision(sha.to_string())
+                    .recursive(true)
+                    .send()
+                    .map_err(|e| hf_error(&self.shown, e))?;
+                let mut stream = std::pin::pin!(stream);
+                while let Some(entry) = stream.next().await {
+                    if let RepoTreeEntry::File {
+                        oid,
+                        size,
+                        path,
+                        lfs,
+                        ..
+                    } = entry.map_err(|e| hf_error(&self.shown, e))?
+                    {
+                        // The LFS sha256 names the bytes when hf-hub has it; else the git
+                        // blob id (of the pointer, for an LFS file), which changes with them.
+                        let version = lfs.and_then(|l| l.sha256).unwrap_or(oid);
+                        out.push(RawObject {
+                            key: path,
+                            size,
+                            version,
+                        });
+                    }
+                }
+            }};
+        }
+        match self.kind {
+            HfKind::Model => collect!(self.hub.model(&self.owner, &self.name)),
+            HfKind::Dataset => collect!(self.hub.dataset(&self.owner, &self.name)),
+        }
+        Ok(out)
+    }
+
+    fn resolve_url(&self, path: &str) -> String {
+        let prefix = match self.kind {
+            HfKind::Model => "",
+            HfKind::Dataset => "datasets/",
+        };
+        let path: Vec<String> = path.split('/').map(percent).collect();
+        format!(
+            "{}/{prefix}{}/{}/resolve/{}/{}",
+            self.endpoint,
+            self.owner,
+            self.name,
+            self.revision,
+            path.join("/")
+        )
+    }
+
+    /// A stream of bytes `range` of `obj` at the listed commit.
+    pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
+        let what = format!("{}/{}", self.shown.trim_end_matches('/'), obj.key);
+        let url = self.resolve_url(&obj.key);
+        crate::retry::retrying(&what, || async {
+            let mut req = self.http.get(&url);
+            if let Some(t) = &self.token {
+                // reqwest drops this header on a redirect to another host (the CDN).
+                req = req.bearer_auth(t);
+            }
+            ranged_get(req, &what, &range, obj.size, &HINTS, "x-error-code").await
+        })
+        .await
+    }
+}
+
+fn hf_error(shown: &str, e: HFError) -> Error {
+    match e {
+        HFError::AuthRequired { .. } | HFError::Forbidden { .. } => {
+            Error::new(ErrorKind::Denied, format!("{shown}: access denied ({e})")).hint(TOKEN_HINT)
+        }
+        HFError::RepoNotFound { .. } => Error::not_found(format!("{shown}: no such repository"))
+            .hint("check ORG/NAME (datasets are hf://datasets/ORG/NAME); a private repository also needs a token"),
+        // hf-hub reads any 404 of a revision's info as a missing revision; the Hub's
+        // own error code says when it is the repository that is missing.
+        HFError::RevisionNotFound { ref context, .. }
+            if context.as_ref().and_then(|c| c.error_code.as_deref()) == Some("RepoNotFound") =>
+        {
+            Error::not_found(format!("{shown}: no such repository"))
+                .hint("check ORG/NAME (datasets are hf://datasets/ORG/NAME); a private repository also needs a token")
+        }
+        HFError::RevisionNotFound { revision, .. } => {
+            Error::not_found(format!("{shown}: no revision {revision:?}"))
+                .hint("name a branch, a tag or a commit of that repository")
+        }
+        HFError::EntryNotFound { path, .. } => {
+            Error::not_found(format!("{shown}: no file {path:?}"))
+        }
+        HFError::RateLimited { .. } | HFError::Request { .. } => {
+            Error::new(ErrorKind::Unavailable, format!("{shown}: {e}"))
+        }
+        HFError::Http { ref context } if context.status.is_server_error() => {
+            Error::new(ErrorKind::Unavailable, format!("{shown}: {e}"))
+        }
+        other => Error::new(ErrorKind::Io, format!("{shown}: {other}")),
+    }
+}

@@ -1,0 +1,102 @@
+//! Transient source failures (timeouts, resets, 5xx, throttling) are retried with
+//! exponential backoff and jitter; anything else fails at once, since asking again
+//! cannot fix a 403 or a missing bucket.
+
+use std::future::Future;
+use std::time::Duration;
+
+use sealvol_core::error::{ErrorKind, Result};
+use sealvol_node::sync::Notes;
+
+tokio::task_local! {
+    static LOG: Notes;
+}
+
+/// Runs `fut` with its retries told to `log` (the running job's own log).
+pub async fn logged<F: Future>(log: Notes, fut: F) -> F::Output {
+    LOG.scope(log, fut).await
+}
+
+/// Tells the job's log, when there is one (see `logged`), and the process log.
+pub fn say(line: String) {
+    tracing::warn!("{line}");
+    let _ = LOG.try_with(|log| log.send(line));
+}
+
+/// Tries per request: with the backoff below, about 30 s of trouble is ridden out.
+pub const ATTEMPTS: u32 = 6;
+const FIRST_DELAY: Duration = Duration::from_millis(250);
+const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// Runs `op` until it succeeds, fails permanently, or has failed `ATTEMPTS` times.
+pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut delay = FIRST_DELAY;
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Err(e) if e.kind() == ErrorKind::Unavailable && attempt < ATTEMPTS => {
+                let wait = delay + jitter(delay);
+                say(format!(
+                    "{what}: {e}; retrying in {:.1} s ({attempt}/{ATTEMPTS})",
+                    wait.as_secs_f64()
+                ));
+                tokio::time::sleep(wait).await;
+                delay = (delay * 2).min(MAX_DELAY);
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Up to a quarter of `d`, so that many parts failing together do not retry together.
+fn jitter(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.subsec_nanos());
+    d / 4 * (nanos % 1000) / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sealvol_core::error::Error;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_errors_are_retried_and_permanent_ones_are_not() {
+        let calls = AtomicU32::new(0);
+        let r: Result<u32> = retrying("get", || async {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            if n < 2 {
+                Err(Error::new(ErrorKind::Unavailable, "reset"))
+            } else {
+                Ok(n)
+            }
+        })
+        .await;
+        assert_eq!(r.unwrap(), 2);
+
+        calls.store(0, Ordering::SeqCst);
+        let r: Result<u32> = retrying("get", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(Error::new(ErrorKind::Denied, "403"))
+        })
+        .await;
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Denied);
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a 403 is not retried");
+
+        calls.store(0, Ordering::SeqCst);
+        let r: Result<u32> = retrying("get", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(Error::new(ErrorKind::Unavailable, "503"))
+        })
+        .await;
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Unavailable);
+        assert_eq!(calls.load(Ordering::SeqCst), ATTEMPTS);
+    }
+}

@@ -1,0 +1,250 @@
+//! S3 and the S3-compatible stores (R2, CoreWeave, private servers), through the AWS SDK:
+//! its default credential chain (environment, profiles, web-identity/OIDC tokens, ECS
+//! and instance metadata), or a stored secret `KEY_ID:SECRET[:SESSION_TOKEN]`.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use aws_config::BehaviorVersion;
+use aws_config::meta::region::RegionProviderChain;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{Credentials, Region};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+
+use crate::body::Body;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_node::secrets::Secret;
+use sealvol_node::sync::endpoints::Resolved;
+use sealvol_node::sync::listing::{Object, RawObject};
+use sealvol_node::sync::url::SourceUrl;
+
+pub struct S3 {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    /// "" or ending in `/`.
+    prefix: String,
+    /// The source as the user wrote it, canonical, for messages.
+    shown: String,
+    endpoint: String,
+}
+
+const CREDENTIALS_HINT: &str = "give credentials in the agent's environment \
+(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE), \
+or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME";
+
+impl S3 {
+    pub async fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<S3> {
+        let (bucket, prefix, default_region) = match url {
+            SourceUrl::S3 { bucket, prefix } => (bucket, prefix, "us-east-1"),
+            SourceUrl::R2 { bucket, prefix, .. } => (bucket, prefix, "auto"),
+            SourceUrl::CoreWeave { bucket, prefix } => (bucket, prefix, "us-east-1"),
+            other => {
+                return Err(Error::usage(format!("{other} is not an S3 source")));
+            }
+        };
+        let region = RegionProviderChain::default_provider().or_else(Region::new(default_region));
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(region)
+            // Our own retry (`sources::retry`) covers every source alike.
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .read_timeout(Duration::from_secs(60))
+                    .build(),
+            );
+        if let Some(u) = &at.url {
+            loader = loader.endpoint_url(u);
+        }
+        if let Some(s) = secret {
+            loader = loader.credentials_provider(credentials(s)?);
+        }
+        let shared = loader.load().await;
+        let conf = aws_sdk_s3::config::Builder::from(&shared)
+            .force_path_style(at.path_style)
+            .build();
+        Ok(S3 {
+            client: aws_sdk_s3::Client::from_conf(conf),
+            bucket: bucket.clone(),
+            prefix: prefix.clone(),
+            shown: url.to_string(),
+            endpoint: at.url.clone().unwrap_or_else(|| "AWS".into()),
+        })
+    }
+
+    /// Every object under the prefix, a page (1,000 keys) at a time.
+    pub async fn list(&self) -> Result<Vec<RawObject>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = crate::retry::retrying(&self.shown, || async {
+                self.client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(&self.prefix)
+                    .set_continuation_token(token.clone())
+                    .send()
+                    .await
+                    .map_err(|e| self.sdk_error("list", None, e))
+            })
+            .await?;
+            for o in page.contents() {
+                let Some(full) = o.key() else { continue };
+                let Some(key) = full.strip_prefix(&self.prefix) else {
+                    continue;
+                };
+                if key.is_empty() {
+                    continue; // the prefix's own folder marker
+                }
+                out.push(RawObject {
+                    key: key.to_string(),
+                    size: u64::try_from(o.size().unwrap_or(0)).unwrap_or(0),
+                    version: o.e_tag().unwrap_or_default().to_string(),
+                });
+            }
+            token = page.next_continuation_token().map(str::to_string);
+            if token.is_none() || page.is_truncated() != Some(true) {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// A stream of bytes `range` of `obj`, only if it is still the version listed.
+    pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
+        let key = format!("{}{}", self.prefix, obj.key);
+        let what = format!("{}{}", self.shown, obj.key);
+        crate::retry::retrying(&what, || async {
+            let mut req = self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .range(format!("bytes={}-{}", range.start, range.end - 1));
+            if !obj.version.is_empty() {
+                req = req.if_match(&obj.version);
+            }
+            let out = req
+                .send()
+                .await
+                .map_err(|e| self.sdk_error("read", Some(&obj.key), e))?;
+            Ok(Body::S3(out.body))
+        })
+        .await
+    }
+
+    /// Turns an SDK failure into our error: transient ones as `Unavailable` (retried),
+    /// the rest with what to fix.
+    fn sdk_error<E>(&self, doing: &str, key: Option<&str>, e: SdkError<E>) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let at = format!("{}{}", self.shown, key.unwrap_or(""));
+        let (status, code) = match &e {
+            SdkError::ServiceError(se) => (
+                se.raw().status().as_u16(),
+                se.err().code().unwrap_or("").to_string(),
+            ),
+            SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
+                return Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{at}: cannot {doing}: {}", DisplayErrorContext(&e)),
+                );
+            }
+            SdkError::DispatchFailure(d) if d.is_io() || d.is_timeout() => {
+                return Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{at}: cannot reach {}: {}",
+                        self.endpoint,
+                        DisplayErrorContext(&e)
+                    ),
+                )
+                .hint("check the endpoint (AWS_ENDPOINT_URL) and the network");
+            }
+            _ => {
+                return Error::new(
+                    ErrorKind::Usage,
+                    format!("{at}: cannot {doing}: {}", DisplayErrorContext(&e)),
+                )
+                .hint(CREDENTIALS_HINT);
+            }
+        };
+        classify(&at, doing, status, &code, &self.bucket, &self.endpoint)
+    }
+}
+
+fn classify(at: &str, doing: &str, status: u16, code: &str, bucket: &str, endpoint: &str) -> Error {
+    let code_text = if code.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("{code}, HTTP {status}")
+    };
+    match (status, code) {
+        (_, "SlowDown" | "RequestTimeout" | "InternalError" | "ServiceUnavailable")
+        | (429 | 500..=599, _) => Error::new(
+            ErrorKind::Unavailable,
+            format!("{at}: cannot {doing} ({code_text})"),
+        ),
+        (401 | 403, _) => Error::new(
+            ErrorKind::Denied,
+            format!("{at}: access denied ({code_text})"),
+        )
+        .hint(CREDENTIALS_HINT),
+        (_, "NoSuchBucket") => Error::not_found(format!("no bucket {bucket} at {endpoint}"))
+            .hint("check the bucket name, and the endpoint (AWS_ENDPOINT_URL)"),
+        (404, _) => Error::not_found(format!("{at}: not found ({code_text})"))
+            .hint("it was deleted at the source while the sync ran; run the sync again"),
+        (412, _) => Error::new(
+            ErrorKind::Changed,
+            format!("{at} changed at the source while it was synced"),
+        )
+        .hint("run the sync again once the source is stable"),
+        (301 | 307, _) | (_, "PermanentRedirect" | "AuthorizationHeaderMalformed") => Error::usage(
+            format!("{at}: the bucket is in another region ({code_text})"),
+        )
+        .hint("set AWS_REGION to the bucket's region"),
+        _ => Error::usage(format!("{at}: cannot {doing} ({code_text})")),
+    }
+}
+
+fn credentials(s: &Secret) -> Result<Credentials> {
+    let bad = || {
+        Error::usage(format!("{s} is not an S3 key pair"))
+            .hint("store it as KEY_ID:SECRET (or KEY_ID:SECRET:SESSION_TOKEN)")
+    };
+    let text = std::str::from_utf8(s.expose()).map_err(|_| bad())?.trim();
+    let mut parts = text.splitn(3, ':');
+    let (Some(id), Some(key)) = (parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    if id.is_empty() || key.is_empty() {
+        return Err(bad());
+    }
+    Ok(Credentials::new(
+        id,
+        key,
+        parts.next().map(str::to_string),
+        None,
+        "sealvol-secret",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_sorted_into_retry_fix_or_report() {
+        let c = |status, code| classify("s3://b/k", "read", status, code, "b", "http://x").kind();
+        assert_eq!(c(503, "SlowDown"), ErrorKind::Unavailable);
+        assert_eq!(c(500, ""), ErrorKind::Unavailable);
+        assert_eq!(c(400, "RequestTimeout"), ErrorKind::Unavailable);
+        assert_eq!(c(403, "AccessDenied"), ErrorKind::Denied);
+        assert_eq!(c(403, "InvalidAccessKeyId"), ErrorKind::Denied);
+        assert_eq!(c(404, "NoSuchBucket"), ErrorKind::NotFound);
+        assert_eq!(c(404, "NoSuchKey"), ErrorKind::NotFound);
+        assert_eq!(c(412, "PreconditionFailed"), ErrorKind::Changed);
+        assert_eq!(c(301, "PermanentRedirect"), ErrorKind::Usage);
+    }
+}
