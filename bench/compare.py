@@ -35,12 +35,18 @@ def warm(data):
         sh(f"cat {data}/{v}/* > /dev/null")
 
 
-def tools(sealvol, repo):
+def tools(sealvol, repo, baseline=None):
     """name -> (init command, ingest command template with {v} and {dir})"""
     sv = f"SEALVOL_REPO={repo} SEALVOL_STATE={repo}.state {sealvol} -q volume push {{dir}} bench/ck"
-    return {
+    rows = {
         "sealvol": (f"rm -rf {repo} {repo}.state", sv),
         "sealvol (fsync off)": (f"rm -rf {repo} {repo}.state", "SEALVOL_FSYNC=0 " + sv),
+    }
+    if baseline:
+        old = f"SEALVOL_REPO={repo} SEALVOL_STATE={repo}.state {baseline} -q volume push {{dir}} bench/ck"
+        rows["sealvol baseline"] = (f"rm -rf {repo} {repo}.state", old)
+        rows["sealvol baseline (fsync off)"] = (f"rm -rf {repo} {repo}.state", "SEALVOL_FSYNC=0 " + old)
+    return rows | {
         "borg": (f"rm -rf {repo} && borg init -e none {repo}", f"borg create {repo}::{{v}} {{dir}}"),
         "restic": (f"rm -rf {repo} ~/.cache/restic && restic init -q --repo {repo}",
                    f"restic backup -q --repo {repo} {{dir}}"),
@@ -91,6 +97,7 @@ def sealvol_metadata(repo):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--baseline", help="another sealvol build to measure beside --sealvol")
     ap.add_argument("--shared", required=True)
     ap.add_argument("--gib", type=float, default=2.0)
     ap.add_argument("--runs", type=int, default=3)
@@ -107,7 +114,8 @@ def main():
         expected = json.load(f)
     repo = os.path.join(a.work, "repo")
     rows = []
-    for name, (init, ingest) in tools(sealvol, repo).items():
+    baseline = os.path.abspath(a.baseline) if a.baseline else None
+    for name, (init, ingest) in tools(sealvol, repo, baseline).items():
         if a.only and name.split()[0] not in a.only.split(","):
             continue
         print(f"{name}: cold ingest x{a.runs} ...", file=sys.stderr)

@@ -2,11 +2,15 @@
 """Mount benchmark: sealvol against casync and restic mounts of the same checkpoint,
 side by side in one run. Prints a Markdown table for BENCHMARKS.md.
 
-    python3 bench/mount.py --sealvol BIN --data DIR/v1 [--runs 5] [--work DIR]
+    python3 bench/mount.py --sealvol BIN --data DIR/v1 [--baseline BIN] [--runs 5] [--work DIR]
+
+With --baseline (another build of sealvol, say the previous commit's), both builds are
+measured in the same run, each on a repository of its own, so a change can be judged
+against the code before it rather than against old figures.
 
 Measures, each as the median of --runs:
 - mount ready: from starting the mount command until `ls` of the mount answers;
-- the same for a 1 TiB logical volume (repeated content; see engine/examples/repeat_version.rs);
+- the same for a 1 TiB logical volume (repeated content; see engine/core/examples/repeat_version.rs);
 - time to first byte of a cold file (open + first 4 KiB read);
 - cold sequential read of one ~512 MiB shard (nothing in the node cache, the mount's
   kernel page cache dropped; the origin repository may sit in the host page cache,
@@ -60,14 +64,16 @@ def ttfb(path):
     return time.perf_counter() - t
 
 class Sealvol:
-    name = "sealvol"
-    def __init__(self, bin, work, data):
+    def __init__(self, bin, work, data, name="sealvol"):
+        self.name = name
         self.bin, self.work = bin, work
-        self.env = dict(os.environ, SEALVOL_REPO=str(work / "sv-repo"), SEALVOL_STATE=str(work / "sv-state"))
-        self.cache = work / "sv-cache"
-        if not (work / "sv-repo").exists():
+        tag = "" if name == "sealvol" else "-" + name.split("(")[-1].strip(")").replace(" ", "-")
+        repo = work / f"sv-repo{tag}"
+        self.env = dict(os.environ, SEALVOL_REPO=str(repo), SEALVOL_STATE=str(work / f"sv-state{tag}"))
+        self.cache = work / f"sv-cache{tag}"
+        if not repo.exists():
             sh(bin, "volume", "push", str(data), "bench/ckpt", env=self.env)
-        out = sh(str(Path(bin).parent / "examples" / "repeat_version"), str(work / "sv-repo"),
+        out = sh(str(Path(bin).parent / "examples" / "repeat_version"), str(repo),
                  "bench/ckpt", "512", "bench/tib", env=self.env)
         self.big = out.strip()
     def mount(self, mnt, ref="bench/ckpt"):
@@ -147,7 +153,7 @@ def vm_hwm(pid):
     return 0
 
 def measure(tool, work, runs, shard):
-    mnt = work / f"mnt-{tool.name}"
+    mnt = work / f"mnt-{tool.name.replace(' ', '-').replace('(', '').replace(')', '')}"
     umount(mnt)
     mnt.mkdir(exist_ok=True)
     r = {}
@@ -163,7 +169,7 @@ def measure(tool, work, runs, shard):
         first.append(ttfb(root / shard.name))
         drop_file_cache(root / shard.name)
         cold.append(read_rate(root / shard.name)[0])
-        if tool.name == "sealvol":
+        if isinstance(tool, Sealvol):
             tool.unmount(mnt)
             tool.wait_kept()
             tool.mount(mnt)
@@ -183,7 +189,7 @@ def measure(tool, work, runs, shard):
         read_rate(root / f)
     r["rss"] = vm_hwm(tool.pid(mnt))
     tool.unmount(mnt)
-    if tool.name == "sealvol":
+    if isinstance(tool, Sealvol):
         big = []
         for _ in range(runs):
             t = time.perf_counter()
@@ -197,6 +203,7 @@ def measure(tool, work, runs, shard):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--baseline", help="another sealvol build to measure beside --sealvol")
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--work", default="/var/tmp/sealvol-bench/mount", type=Path)
     ap.add_argument("--runs", type=int, default=5)
@@ -208,6 +215,8 @@ def main():
     for name in a.tools.split(","):
         if name == "sealvol":
             tools.append(Sealvol(a.sealvol, a.work, a.data))
+            if a.baseline:
+                tools.append(Sealvol(a.baseline, a.work, a.data, "sealvol (baseline)"))
         elif name == "casync":
             tools.append(Casync(a.work, a.data))
         elif name == "restic":
@@ -218,7 +227,7 @@ def main():
             results[t.name] = measure(t, a.work, a.runs, shard)
         except Exception as e:  # a peer's mount dying should not lose the other rows
             print(f"{t.name}: failed: {e}", file=sys.stderr)
-            umount(a.work / f"mnt-{t.name}")
+            umount(a.work / f"mnt-{t.name.replace(' ', '-').replace('(', '').replace(')', '')}")
     gb = lambda x: "-" if x is None else f"{x / 1e9:.2f} GB/s"
     print(f"\nShard: {shard.name} ({shard.stat().st_size / 2**20:.0f} MiB); median of {a.runs}\n")
     print("| tool | mount ready | ready, 1 TiB volume | TTFB cold | cold read | warm read (node cache) | peak RSS |")

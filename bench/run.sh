@@ -2,7 +2,10 @@
 # Ingest benchmark: sealvol against restic, borg and casync on the same checkpoint
 # series, side by side in one run. Prints a Markdown table for BENCHMARKS.md.
 #
-#   bash bench/run.sh [--gib 2] [--runs 3] [--work /var/tmp/sealvol-bench]
+#   bash bench/run.sh [--gib 2] [--runs 3] [--work /var/tmp/sealvol-bench] [--baseline BIN]
+#
+# --baseline BIN adds rows for another sealvol build (the previous commit's, say), so a
+# change is judged beside the code before it in the same run.
 #
 # Needs: python3 with numpy, restic, borgbackup, casync, hyperfine (Debian packages).
 set -euo pipefail

@@ -26,7 +26,7 @@ pub struct ConfigFile {
     pub sync_streams: Option<usize>,
     /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
     #[serde(default)]
-    pub endpoints: sealvol_node::sync::Endpoints,
+    pub endpoints: sealvol_node::source::Endpoints,
 }
 
 #[derive(Debug)]
@@ -43,7 +43,7 @@ pub struct Settings {
     pub sync_batch: u64,
     pub sync_streams: usize,
     /// config.toml's `[endpoints]` under the standard environment variables.
-    pub endpoints: sealvol_node::sync::Endpoints,
+    pub endpoints: sealvol_node::source::Endpoints,
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;

@@ -12,7 +12,8 @@ use sealvol_core::{Error, ErrorKind, Result};
 use sealvol_node::agent::socket::AgentClient;
 use sealvol_node::agent::{Agent, AgentSettings, log as job_log};
 use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
-use sealvol_node::sync::{self, SourceUrl};
+use sealvol_node::source::{Connector, SourceUrl};
+use sealvol_node::sync;
 
 use super::Ctx;
 use crate::cli::JobsCommand;
@@ -60,7 +61,7 @@ pub fn agent_for_console(ctx: &Ctx) -> Option<std::sync::Arc<dyn JobsApi>> {
 }
 
 /// What the agent reaches remote sources with: every kind this binary knows.
-fn sources() -> Option<std::sync::Arc<dyn sync::Connector>> {
+fn sources() -> Option<std::sync::Arc<dyn Connector>> {
     Some(std::sync::Arc::new(sealvol_sources::Sources))
 }
 

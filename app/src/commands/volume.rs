@@ -3,9 +3,12 @@
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::Entry;
 use sealvol_core::push::{PushOptions, push};
+use sealvol_core::read::{Fill, Tiers};
 use sealvol_core::verify::{VerifyReport, verify_all, verify_version};
 use sealvol_core::{Error, ErrorKind, Name, Ref, Repository, Result, VolumeName};
 use sealvol_node::state::StatCacheDir;
@@ -292,11 +295,10 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let digest = repo.resolve(&r)?;
             let progress = ctx.progress();
             let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
+            // A pull fills the node cache for the mounts that follow.
+            let tiers = Tiers::with_fill(Arc::new(repo), Some(Arc::new(cache)), Fill::Inline);
             let report = sealvol_core::pull::pull(
-                &sealvol_core::pull::Source {
-                    repo: &repo,
-                    cache: Some(&cache),
-                },
+                &tiers,
                 &r.volume,
                 &digest,
                 &dir,

@@ -8,7 +8,7 @@ use std::path::Path;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
-use super::model::Action;
+use super::action::Action;
 
 const DEFAULT: &str = include_str!("keymap.toml");
 

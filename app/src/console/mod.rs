@@ -1,7 +1,10 @@
 //! The interactive console: one loop over key input, engine results and a render
 //! tick. Engine calls run on blocking tasks so input is never blocked; the model
-//! (`model.rs`) decides, the views draw, this file only wires them.
+//! (`model.rs`) decides, `effects.rs` carries out the engine work it asks for, the
+//! views draw, and this file only wires them.
 
+mod action;
+mod effects;
 mod keymap;
 mod model;
 mod terminal;
@@ -16,8 +19,9 @@ use sealvol_node::api::Api;
 use sealvol_themes::Theme;
 use tokio::sync::mpsc;
 
+use effects::{Effect, Loaded};
 pub use keymap::Keymap;
-use model::{Effect, Loaded, Model};
+use model::Model;
 
 pub struct Options {
     pub readonly: bool,
@@ -104,7 +108,7 @@ fn spawn_effects(api: &Arc<dyn Api>, tx: &mpsc::UnboundedSender<Msg>, effects: V
         let api = Arc::clone(api);
         let tx = tx.clone();
         tokio::task::spawn_blocking(move || {
-            if let Some(l) = model::perform(api.as_ref(), e) {
+            if let Some(l) = effects::perform(api.as_ref(), e) {
                 let _ = tx.send(Msg::Loaded(l));
             }
         });

@@ -10,8 +10,9 @@ use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_node::api::{Api, Node};
 use sealvol_views::Body;
 
+use super::effects::{Effect, perform};
 use super::keymap::Keymap;
-use super::model::{Effect, Model, Overlay, perform};
+use super::model::{Model, Overlay};
 
 struct Harness {
     _tmp: tempfile::TempDir,
@@ -329,7 +330,8 @@ fn frame_bench_10k_versions() {
     use ratatui::layout::Rect;
     use sealvol_core::registry::{VersionInfo, VolumeInfo};
 
-    use super::model::{Action, Loaded};
+    use super::action::Action;
+    use super::effects::Loaded;
 
     let (mut m, _) = Model::new("bench".into(), false);
     m.on_loaded(Loaded::Volumes(vec![VolumeInfo {

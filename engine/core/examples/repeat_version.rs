@@ -7,9 +7,7 @@
 //! version costs one manifest; it is exactly what a push of that repeated tree would
 //! seal. `bench/mount.py` uses it to show that mounting 1 TiB is as fast as 1 GiB.
 
-use sealvol_core::digest::{Entry, version_digest};
-use sealvol_core::registry::{MANIFEST_FORMAT, Manifest, now_rfc3339};
-use sealvol_core::repo::manifest_key;
+use sealvol_core::digest::Entry;
 use sealvol_core::{Ref, Repository, VolumeName};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,24 +40,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     entries.sort_by(|a, b| a.path().cmp(b.path()));
-    let digest = version_digest(&entries);
     let mut stats = src.stats;
     stats.bytes *= copies as u64;
     stats.files *= copies as u64;
     stats.chunks *= copies as u64;
     stats.new_bytes = 0;
     stats.new_chunks = 0;
-    let m = Manifest {
-        format: MANIFEST_FORMAT,
-        volume: big.to_string(),
-        digest: digest.to_string(),
-        created: now_rfc3339(),
-        provenance: src.provenance.clone(),
-        stats,
-        entries,
-    };
-    repo.store()
-        .put_if_absent(&manifest_key(&big, &digest), &serde_json::to_vec(&m)?)?;
+    let (digest, _) = repo.seal(&big, &[], entries, stats, src.provenance.clone())?;
     println!("vol:{big}@{digest}");
     Ok(())
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, Result};
 use crate::objects::FileObject;
-use crate::read::read_chunk;
+use crate::read::{Chunks, Origin};
 use crate::refs::{Digest, VolumeName};
 use crate::repo::Repository;
 
@@ -322,41 +322,15 @@ fn read_header(repo: &Repository, obj: &FileObject) -> Result<BTreeMap<String, T
     Ok(out)
 }
 
-/// Calls `f` with each verified piece of `[start, end)` of the file, in order.
-fn for_range(
-    repo: &Repository,
-    obj: &FileObject,
-    start: u64,
-    end: u64,
-    mut f: impl FnMut(&[u8]),
-) -> Result<()> {
-    let mut offset = 0u64;
-    for c in &obj.chunks {
-        let (c0, c1) = (offset, offset + c.entry.raw_len as u64);
-        offset = c1;
-        if c1 <= start {
-            continue;
-        }
-        if c0 >= end {
-            break;
-        }
-        let bytes = read_chunk(repo, obj, c)?;
-        let from = start.saturating_sub(c0) as usize;
-        let to = (end.min(c1) - c0) as usize;
-        f(&bytes[from..to]);
-    }
-    Ok(())
-}
-
 fn read_range(repo: &Repository, obj: &FileObject, start: u64, end: u64) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity((end - start) as usize);
-    for_range(repo, obj, start, end, |b| out.extend_from_slice(b))?;
+    Origin(repo).for_bytes(obj, start, end, &mut |b| out.extend_from_slice(b))?;
     Ok(out)
 }
 
 fn hash_range(repo: &Repository, obj: &FileObject, start: u64, end: u64) -> Result<Hash> {
     let mut h = blake3::Hasher::new();
-    for_range(repo, obj, start, end, |b| {
+    Origin(repo).for_bytes(obj, start, end, &mut |b| {
         h.update(b);
     })?;
     Ok(Hash(*h.finalize().as_bytes()))

@@ -10,15 +10,12 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::cache::ChunkCache;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, IoContext, Result};
-use crate::objects::FileObject;
 use crate::paths::{is_clean_relative, link_stays_inside};
 use crate::progress::Progress;
-use crate::read::read_chunk;
+use crate::read::{Chunks, Tiers};
 use crate::refs::{Digest, VolumeName};
-use crate::repo::Repository;
 
 #[derive(Debug, Clone, Copy)]
 pub struct PullReport {
@@ -26,39 +23,17 @@ pub struct PullReport {
     pub bytes: u64,
 }
 
-/// Where a pull reads chunks: the node-disk cache first when there is one (and it is
-/// filled on the way), then the repository.
-pub struct Source<'a> {
-    pub repo: &'a Repository,
-    pub cache: Option<&'a ChunkCache>,
-}
-
-impl Source<'_> {
-    fn chunk(&self, obj: &FileObject, c: &crate::objects::ChunkRef) -> Result<Vec<u8>> {
-        if let Some(bytes) = self.cache.and_then(|cache| cache.get(&c.entry.hash)) {
-            return Ok(bytes);
-        }
-        let bytes = read_chunk(self.repo, obj, c)?;
-        if let Some(cache) = self.cache
-            && let Err(e) = cache.put(&c.entry.hash, &bytes)
-        {
-            // A full or broken cache makes the pull slower next time, never wrong.
-            tracing::warn!("cache: cannot store chunk {}: {e}", c.entry.hash.hex());
-        }
-        Ok(bytes)
-    }
-}
-
+/// Pulls `volume@digest` into `target`, reading through `tiers` (a pull fills the
+/// node-disk cache on the way: give it `Fill::Inline`).
 pub fn pull(
-    src: &Source,
+    tiers: &Tiers,
     volume: &VolumeName,
     digest: &Digest,
     target: &Path,
     force: bool,
     progress: &dyn Progress,
 ) -> Result<PullReport> {
-    let repo = src.repo;
-    let manifest = repo.manifest(volume, digest)?;
+    let manifest = tiers.repo().manifest(volume, digest)?;
     for e in &manifest.entries {
         let ok = is_clean_relative(e.path())
             && match e {
@@ -95,7 +70,7 @@ pub fn pull(
                         let Some(entry) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
-                        if let Err(e) = pull_file(src, &target, entry, force, progress) {
+                        if let Err(e) = pull_file(tiers, &target, entry, force, progress) {
                             stop.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
@@ -206,7 +181,7 @@ fn remove_leaf(p: &Path) -> Result<()> {
 }
 
 fn pull_file(
-    src: &Source,
+    tiers: &Tiers,
     root: &Path,
     entry: &Entry,
     force: bool,
@@ -222,7 +197,7 @@ fn pull_file(
         return Ok(());
     };
     let dest = safe_join(root, path)?;
-    let obj = src.repo.file_object(hash)?;
+    let obj = tiers.repo().file_object(hash)?;
     if obj.size != *size {
         return Err(Error::corrupt(format!(
             "chunk list of {path} has {} bytes, the manifest says {size}",
@@ -242,12 +217,12 @@ fn pull_file(
         .ctx("cannot create", &tmp)?;
     let result = (|| -> Result<()> {
         let mut whole = blake3::Hasher::new();
-        for c in &obj.chunks {
-            let bytes = src.chunk(&obj, c)?;
-            whole.update(&bytes);
-            f.write_all(&bytes).ctx("cannot write", &tmp)?;
+        tiers.for_each(&obj, 0..obj.chunks.len(), &mut |bytes| {
+            whole.update(bytes);
+            f.write_all(bytes).ctx("cannot write", &tmp)?;
             progress.advance(bytes.len() as u64);
-        }
+            Ok(())
+        })?;
         if Hash(*whole.finalize().as_bytes()) != *hash {
             return Err(Error::corrupt(format!(
                 "{path}: its chunks do not add up to the file's hash"

@@ -6,18 +6,23 @@
 //! Misses are fetched in runs: chunks that lie next to each other in one pack are read
 //! with one range request, which is what makes a cold sequential read fast on a remote
 //! origin and cheap on a local one.
+//!
+//! Every reader goes through `Chunks`: a mount and a pull read `Tiers` (cache, then
+//! origin); verify and diff read `Origin`, the repository alone, because they judge
+//! what the repository holds and not what a cache remembers. The in-cluster peers and
+//! mirrored origins of later tiers belong here too.
 
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crossbeam_channel::{Sender, TrySendError};
+use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;
 use crate::error::{Error, Result};
-use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::objects::{FileObject, PackEntry, PackId};
 use crate::repo::Repository;
 
 /// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
@@ -53,14 +58,8 @@ impl std::ops::Deref for ChunkBytes {
     }
 }
 
-/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
-struct Fill {
-    buf: Arc<Vec<u8>>,
-    pieces: Vec<(Hash, usize, usize)>,
-}
-
 /// The largest single range read from the origin.
-const MAX_RUN: u64 = 8 << 20;
+pub const MAX_RUN: u64 = 8 << 20;
 
 /// Counters a mount publishes (the Mounts screen and `volume mounts` show them).
 #[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -132,40 +131,143 @@ pub fn add(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
 }
 
+/// Where verified chunks come from.
+pub trait Chunks {
+    /// Chunks `range` of a file, verified, in order.
+    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>>;
+
+    /// Calls `f` with chunks `range` of a file, verified, in order, fetching a window of
+    /// up to `MAX_RUN` bytes at a time (so memory stays bounded whatever the file).
+    fn for_each(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        f: &mut dyn FnMut(&ChunkBytes) -> Result<()>,
+    ) -> Result<()> {
+        let mut start = range.start;
+        while start < range.end {
+            let mut end = start;
+            let mut bytes = 0u64;
+            while end < range.end && (end == start || bytes < MAX_RUN) {
+                bytes += obj.chunks[end].entry.stored_len as u64;
+                end += 1;
+            }
+            for c in self.fetch(obj, start..end)? {
+                f(&c)?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the verified bytes `[start, end)` of a file, in order.
+    fn for_bytes(
+        &self,
+        obj: &FileObject,
+        start: u64,
+        end: u64,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        // The chunks that cover the range, and where the first one begins.
+        let (mut first, mut at) = (obj.chunks.len(), 0u64);
+        let mut last = obj.chunks.len();
+        let mut offset = 0u64;
+        for (i, c) in obj.chunks.iter().enumerate() {
+            let c_end = offset + c.entry.raw_len as u64;
+            if first == obj.chunks.len() && c_end > start {
+                (first, at) = (i, offset);
+            }
+            if offset >= end {
+                last = i;
+                break;
+            }
+            offset = c_end;
+        }
+        if first >= last {
+            return Ok(());
+        }
+        self.for_each(obj, first..last, &mut |c| {
+            let c_end = at + c.len() as u64;
+            let from = start.saturating_sub(at) as usize;
+            let to = (end.min(c_end) - at) as usize;
+            f(&c[from..to]);
+            at = c_end;
+            Ok(())
+        })
+    }
+}
+
+/// The origin repository alone, with no cache: what verify and diff read.
+pub struct Origin<'a>(pub &'a Repository);
+
+impl Chunks for Origin<'_> {
+    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        let mut out = vec![None; range.len()];
+        let misses: Vec<usize> = range.clone().collect();
+        read_runs(
+            self.0,
+            obj,
+            &misses,
+            range.start,
+            &mut out,
+            &Counters::default(),
+            &mut |_| {},
+        )?;
+        Ok(out.into_iter().flatten().collect())
+    }
+}
+
+/// How `Tiers` stores what it fetched from the origin in the node-disk cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// On a thread of its own, so a cold read never waits on a disk write; when that
+    /// thread falls behind, fills are skipped (the next read fetches from the origin
+    /// again, which is correct, only slower). For mounts.
+    Background,
+    /// On the reader's thread, every chunk: when the read returns, the cache holds it.
+    /// For pulls, which fill the cache for the mounts that follow.
+    Inline,
+}
+
+/// The tiers in order: the node-disk cache, then the origin, with counters.
 pub struct Tiers {
     repo: Arc<Repository>,
     cache: Option<Arc<ChunkCache>>,
-    /// Cache fills happen on their own thread so a cold read never waits on a disk
-    /// write; when that thread falls behind, fills are skipped (the next read fetches
-    /// from the origin again, which is correct, only slower).
-    filler: Option<Sender<Fill>>,
+    fill: Fill,
+    filler: Option<Sender<FillJob>>,
     pub counters: Counters,
 }
 
 impl Tiers {
+    /// The tiers for a mount: background cache fills.
     pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> Tiers {
-        let filler = cache.as_ref().map(|c| {
-            // A fill holds one whole range buffer, so the queue bounds memory by
-            // buffers (at most 8 × 8 MiB), not by chunks that each pin a buffer.
-            let (tx, rx) = crossbeam_channel::bounded::<Fill>(8);
-            let c = Arc::clone(c);
-            std::thread::Builder::new()
-                .name("sealvol-cache-fill".into())
-                .spawn(move || {
-                    for fill in rx {
-                        for (h, s, e) in fill.pieces {
-                            if let Err(err) = c.put(&h, &fill.buf[s..e]) {
-                                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
-                            }
+        Tiers::with_fill(repo, cache, Fill::Background)
+    }
+
+    pub fn with_fill(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>, fill: Fill) -> Tiers {
+        let filler = match (&cache, fill) {
+            (Some(c), Fill::Background) => {
+                // A fill holds one whole range buffer, so the queue bounds memory by
+                // buffers (at most 8 × 8 MiB), not by chunks that each pin a buffer.
+                let (tx, rx) = crossbeam_channel::bounded::<FillJob>(8);
+                let c = Arc::clone(c);
+                std::thread::Builder::new()
+                    .name("sealvol-cache-fill".into())
+                    .spawn(move || {
+                        for job in rx {
+                            job.store(&c);
                         }
-                    }
-                })
-                .map(|_| tx)
-        });
+                    })
+                    .ok()
+                    .map(|_| tx)
+            }
+            _ => None,
+        };
         Tiers {
             repo,
             cache,
-            filler: filler.and_then(|r| r.ok()),
+            fill,
+            filler,
             counters: Counters::default(),
         }
     }
@@ -176,11 +278,6 @@ impl Tiers {
 
     pub fn cache(&self) -> Option<&Arc<ChunkCache>> {
         self.cache.as_ref()
-    }
-
-    /// Chunks `range` of a file, verified, in order.
-    pub fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
-        self.fetch_counted(obj, range, &self.counters)
     }
 
     /// `fetch`, counting into `counters` (background work keeps its own, so the
@@ -204,68 +301,108 @@ impl Tiers {
                 None => misses.push(i),
             }
         }
-        let mut k = 0;
-        while k < misses.len() {
-            // A run: consecutive chunks of the file that sit back to back in one pack.
-            let first = &obj.chunks[misses[k]];
-            let start = first.entry.offset;
-            let mut end = start + first.entry.stored_len as u64;
-            let mut n = 1;
-            while k + n < misses.len() {
-                let c = &obj.chunks[misses[k + n]];
-                if c.pack != first.pack
-                    || c.entry.offset != end
-                    || end - start + c.entry.stored_len as u64 > MAX_RUN
-                {
-                    break;
-                }
-                end += c.entry.stored_len as u64;
-                n += 1;
+        let mut fill = |job: FillJob| match (self.fill, &self.cache, &self.filler) {
+            (Fill::Inline, Some(cache), _) => job.store(cache),
+            (Fill::Background, _, Some(tx)) => {
+                // Full: skipped; disconnected: the filler is gone. Either way the read
+                // goes on, and a later one fetches from the origin again.
+                let _ = tx.try_send(job);
             }
-            let pack = obj.packs[first.pack as usize];
-            let bytes = self.repo.pack_range(&pack, start, end - start)?;
-            add(&counters.origin_requests, 1);
-            let buf = Arc::new(bytes);
-            let mut fill = Vec::with_capacity(n);
-            for &i in &misses[k..k + n] {
-                let c = &obj.chunks[i];
-                let at = (c.entry.offset - start) as usize;
-                let piece = ChunkBytes {
-                    buf: Arc::clone(&buf),
-                    start: at,
-                    end: at + c.entry.stored_len as usize,
-                };
-                check_chunk(&piece, &c.entry, &pack)?;
-                add(&counters.origin_chunks, 1);
-                add(&counters.origin_bytes, piece.len() as u64);
-                fill.push((c.entry.hash, piece.start, piece.end));
-                out[i - range.start] = Some(piece);
-            }
-            if let Some(tx) = &self.filler {
-                match tx.try_send(Fill {
-                    buf: Arc::clone(&buf),
-                    pieces: fill,
-                }) {
-                    Ok(()) | Err(TrySendError::Full(_)) => {}
-                    Err(TrySendError::Disconnected(_)) => {}
-                }
-            }
-            k += n;
-        }
+            _ => {}
+        };
+        read_runs(
+            &self.repo,
+            obj,
+            &misses,
+            range.start,
+            &mut out,
+            counters,
+            &mut fill,
+        )?;
         Ok(out.into_iter().flatten().collect())
     }
 }
 
-/// Reads one chunk and checks it against its hash: a bad chunk is never returned.
-pub fn read_chunk(repo: &Repository, obj: &FileObject, c: &ChunkRef) -> Result<Vec<u8>> {
-    let pack = obj.packs[c.pack as usize];
-    let bytes = repo.pack_range(&pack, c.entry.offset, c.entry.stored_len as u64)?;
-    check_chunk(&bytes, &c.entry, &pack)?;
-    Ok(bytes)
+impl Chunks for Tiers {
+    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        self.fetch_counted(obj, range, &self.counters)
+    }
+}
+
+/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
+struct FillJob {
+    buf: Arc<Vec<u8>>,
+    pieces: Vec<(Hash, usize, usize)>,
+}
+
+impl FillJob {
+    fn store(&self, cache: &ChunkCache) {
+        for &(h, s, e) in &self.pieces {
+            // A full or broken cache makes later reads slower, never wrong.
+            if let Err(err) = cache.put(&h, &self.buf[s..e]) {
+                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
+            }
+        }
+    }
+}
+
+/// Reads chunks `misses` (indexes into the file's chunks, ascending) from the origin
+/// into `out` (slot `i - base`), in runs: consecutive chunks of the file that sit back
+/// to back in one pack, up to `MAX_RUN` bytes, come in one range read. Every chunk is
+/// checked against its hash before it is placed; each run is then offered to `fill`.
+fn read_runs(
+    repo: &Repository,
+    obj: &FileObject,
+    misses: &[usize],
+    base: usize,
+    out: &mut [Option<ChunkBytes>],
+    counters: &Counters,
+    fill: &mut dyn FnMut(FillJob),
+) -> Result<()> {
+    let mut k = 0;
+    while k < misses.len() {
+        let first = &obj.chunks[misses[k]];
+        let start = first.entry.offset;
+        let mut end = start + first.entry.stored_len as u64;
+        let mut n = 1;
+        while k + n < misses.len() {
+            let c = &obj.chunks[misses[k + n]];
+            if c.pack != first.pack
+                || c.entry.offset != end
+                || end - start + c.entry.stored_len as u64 > MAX_RUN
+            {
+                break;
+            }
+            end += c.entry.stored_len as u64;
+            n += 1;
+        }
+        let pack = obj.packs[first.pack as usize];
+        let bytes = repo.pack_range(&pack, start, end - start)?;
+        add(&counters.origin_requests, 1);
+        let buf = Arc::new(bytes);
+        let mut pieces = Vec::with_capacity(n);
+        for &i in &misses[k..k + n] {
+            let c = &obj.chunks[i];
+            let at = (c.entry.offset - start) as usize;
+            let piece = ChunkBytes {
+                buf: Arc::clone(&buf),
+                start: at,
+                end: at + c.entry.stored_len as usize,
+            };
+            check_chunk(&piece, &c.entry, &pack)?;
+            add(&counters.origin_chunks, 1);
+            add(&counters.origin_bytes, piece.len() as u64);
+            pieces.push((c.entry.hash, piece.start, piece.end));
+            out[i - base] = Some(piece);
+        }
+        fill(FillJob { buf, pieces });
+        k += n;
+    }
+    Ok(())
 }
 
 /// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.
-pub fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
+fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
     if Hash::of(bytes) != entry.hash {
         return Err(Error::corrupt(format!(
             "chunk {} in pack {} at offset {} fails its hash check",

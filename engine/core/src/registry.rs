@@ -1,5 +1,6 @@
-//! Namespaces, volumes, sealed versions and tags: reading manifests, resolving refs and
-//! moving tags by compare-and-swap with an append-only history.
+//! Namespaces, volumes, sealed versions and tags: sealing a version (its manifest),
+//! reading manifests, resolving refs and moving tags by compare-and-swap with an
+//! append-only history.
 
 use std::collections::BTreeMap;
 
@@ -150,7 +151,7 @@ impl Repository {
             .store()
             .list(&prefix)?
             .iter()
-            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter_map(|o| o.key.strip_prefix(&prefix))
             .filter_map(|h| Digest::parse(h).ok())
             .collect())
     }
@@ -165,8 +166,8 @@ impl Repository {
             .store()
             .list(&prefix)?
             .iter()
-            .filter_map(|k| {
-                let mut parts = k.strip_prefix("manifests/")?.split('/');
+            .filter_map(|o| {
+                let mut parts = o.key.strip_prefix("manifests/")?.split('/');
                 let ns = Name::parse("namespace", parts.next()?).ok()?;
                 let name = Name::parse("volume name", parts.next()?).ok()?;
                 Some(VolumeName {
@@ -225,8 +226,8 @@ impl Repository {
     pub fn tags(&self, vol: &VolumeName) -> Result<Vec<TagFile>> {
         let prefix = tag_prefix(vol);
         let mut out = Vec::new();
-        for key in self.store().list(&prefix)? {
-            let Some(name) = key.strip_prefix(&prefix) else {
+        for o in self.store().list(&prefix)? {
+            let Some(name) = o.key.strip_prefix(&prefix) else {
                 continue;
             };
             let Ok(tag) = Name::parse("tag", name) else {
@@ -371,6 +372,42 @@ impl Repository {
             format!("tag {tag} of {vol} keeps changing under us"),
         )
         .hint("try again in a moment"))
+    }
+}
+
+impl Repository {
+    /// Seals a version: writes its manifest (after a barrier: everything the manifest
+    /// names is durable first, and every file it names must already be stored), then
+    /// moves `tags` to it. Returns the digest, and whether the version is new (an
+    /// identical one may have been sealed before, by anyone).
+    pub fn seal(
+        &self,
+        volume: &VolumeName,
+        tags: &[Name],
+        entries: Vec<Entry>,
+        stats: VersionStats,
+        provenance: Provenance,
+    ) -> Result<(Digest, bool)> {
+        let digest = version_digest(&entries);
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            volume: volume.to_string(),
+            digest: digest.to_string(),
+            created: now_rfc3339(),
+            provenance,
+            stats,
+            entries,
+        };
+        let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
+        self.barrier()?;
+        let sealed_new = self
+            .store()
+            .put_if_absent(&manifest_key(volume, &digest), &bytes)?;
+        self.barrier()?;
+        for tag in tags {
+            self.move_tag(volume, tag, &digest, None)?;
+        }
+        Ok((digest, sealed_new))
     }
 }
 

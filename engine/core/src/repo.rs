@@ -1,8 +1,15 @@
-//! A repository: its format file (`sealvol.repo`), where each kind of object lives, and
-//! the chunk index that tells a writer which chunks the repository already holds.
+//! A repository: its format file (`sealvol.repo`), its objects by kind (packs, their
+//! indexes, file chunk lists; manifests and tags in `registry.rs`), and the chunk index
+//! that tells a writer which chunks the repository already holds.
+//!
+//! Only this module and the registry know where an object lives in the store (its
+//! key): every other part asks for a typed object by the hash or name that identifies
+//! it. The write order that keeps the repository consistent (packs → index → chunk
+//! lists → barrier → manifest → tags) is stated in docs/FORMAT.md and kept by the
+//! callers of `publish_pack`, `put_file_object`, `barrier` and `Repository::seal`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +19,46 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
 use crate::refs::{Digest, Name, VolumeName};
 use crate::store::{LocalStore, ObjectStore};
+
+/// The kinds of content-addressed object, each named by a hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `packs/<aa>/<pack id>`: chunks and a trailer listing them.
+    Pack,
+    /// `index/<pack id>`: a pack's entry table, so a writer need not read the pack.
+    Index,
+    /// `files/<aa>/<file hash>`: one file's chunk list.
+    File,
+}
+
+impl Kind {
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::Pack => "packs/",
+            Kind::Index => "index/",
+            Kind::File => "files/",
+        }
+    }
+
+    /// The object's name in the repository, for messages (`packs/ab/ab12…`).
+    pub fn name(self, id: &Hash) -> String {
+        match self {
+            Kind::Pack => pack_key(id),
+            Kind::Index => index_key(id),
+            Kind::File => file_key(id),
+        }
+    }
+}
+
+/// An object found by listing one kind.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// Its name in the repository, for messages.
+    pub name: String,
+    /// The hash its name holds; `None` for a name that is not a well-formed one.
+    pub id: Option<Hash>,
+    pub size: u64,
+}
 
 /// The newest repository format this build reads and writes.
 pub const FORMAT: u32 = 1;
@@ -104,7 +151,8 @@ impl Repository {
         })
     }
 
-    pub fn store(&self) -> &dyn ObjectStore {
+    /// The store itself, for the registry (manifests, tags) only.
+    pub(crate) fn store(&self) -> &dyn ObjectStore {
         self.store.as_ref()
     }
 
@@ -119,15 +167,11 @@ impl Repository {
     /// Loads every index object: which chunks exist and where.
     pub fn load_index(&self) -> Result<ChunkIndex> {
         let mut index = ChunkIndex::default();
-        for key in self.store.list("index/")? {
-            let Some(id) = key.strip_prefix("index/").and_then(Hash::parse_hex) else {
-                continue;
-            };
-            let Some(bytes) = self.store.get(&key)? else {
-                continue;
-            };
-            let entries = objects::decode_index(&key, &bytes)?;
-            index.add_pack(id, &entries);
+        for listed in self.list(Kind::Index)? {
+            let Some(id) = listed.id else { continue };
+            if let Some(entries) = self.index(&id)? {
+                index.add_pack(id, &entries);
+            }
         }
         Ok(index)
     }
@@ -135,36 +179,98 @@ impl Repository {
     /// Writes the missing index of any pack left by a push that was killed between
     /// publishing the pack and its index, so its chunks are not written again.
     pub fn recover_orphan_packs(&self) -> Result<usize> {
-        let indexed: HashSet<String> = self
-            .store
-            .list("index/")?
+        let indexed: HashSet<Hash> = self
+            .list(Kind::Index)?
             .into_iter()
-            .filter_map(|k| k.strip_prefix("index/").map(str::to_string))
+            .filter_map(|l| l.id)
             .collect();
         let mut recovered = 0;
-        for key in self.store.list("packs/")? {
-            let Some(id) = key.rsplit('/').next() else {
-                continue;
-            };
-            if indexed.contains(id) {
+        for pack in self.list(Kind::Pack)? {
+            let Some(id) = pack.id else { continue };
+            if indexed.contains(&id) {
                 continue;
             }
-            let Some(id) = Hash::parse_hex(id) else {
-                continue;
-            };
             match self.read_pack_entries(&id) {
                 Ok(entries) if objects::pack_id(&entries) == id => {
-                    self.store
-                        .put_if_absent(&index_key(&id), &objects::encode_index(&entries))?;
+                    self.put_index(&id, &entries)?;
                     recovered += 1;
                 }
                 // A damaged orphan is left for verify to report; it is never indexed.
                 Ok(_) | Err(_) => {
-                    tracing::warn!("pack {key} has no index and cannot be re-indexed")
+                    tracing::warn!("pack {} has no index and cannot be re-indexed", pack.name)
                 }
             }
         }
         Ok(recovered)
+    }
+
+    /// Every object of one kind, in name order.
+    pub fn list(&self, kind: Kind) -> Result<Vec<Listed>> {
+        let prefix = kind.prefix();
+        Ok(self
+            .store
+            .list(prefix)?
+            .into_iter()
+            .map(|o| {
+                // Packs and chunk lists sit in fan-out folders; the hash is the last part.
+                let id = o.key.rsplit('/').next().and_then(Hash::parse_hex);
+                Listed {
+                    name: o.key,
+                    id,
+                    size: o.size,
+                }
+            })
+            .collect())
+    }
+
+    /// A whole pack, or `None` if it does not exist (verify reads every byte).
+    pub fn pack(&self, id: &PackId) -> Result<Option<Vec<u8>>> {
+        self.store.get(&pack_key(id))
+    }
+
+    /// A fresh local path to build a pack in before `publish_pack` (on the store's file
+    /// system when it is local, so that publishing is a rename).
+    pub fn staging_path(&self) -> Result<PathBuf> {
+        self.store.staging_path()
+    }
+
+    /// Publishes a finished pack file (consumed), then its index: in that order, so an
+    /// index never names a pack that is not there. Returns whether the pack is new.
+    pub fn publish_pack(&self, id: &PackId, file: &Path, entries: &[PackEntry]) -> Result<bool> {
+        let created = self.store.put_file_if_absent(&pack_key(id), file)?;
+        self.put_index(id, entries)?;
+        Ok(created)
+    }
+
+    /// A pack's index, or `None` if it has none (yet). A damaged one is an error of kind
+    /// `Corrupt`; one that cannot be read, of kind `Io`.
+    pub fn index(&self, id: &PackId) -> Result<Option<Vec<PackEntry>>> {
+        let key = index_key(id);
+        match self.store.get(&key)? {
+            Some(bytes) => objects::decode_index(&key, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn put_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<bool> {
+        self.store
+            .put_if_absent(&index_key(id), &objects::encode_index(entries))
+    }
+
+    /// Whether a file's chunk list is stored.
+    pub fn has_file_object(&self, hash: &Hash) -> Result<bool> {
+        Ok(self.store.size(&file_key(hash))?.is_some())
+    }
+
+    /// Stores a file's chunk list (after the packs it names). Returns whether it is new.
+    pub fn put_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
+        self.store.put_if_absent(&file_key(hash), &obj.encode())
+    }
+
+    /// A write barrier: everything written before it is durable when it returns. A
+    /// manifest is written only after one, so it never names unwritten data.
+    pub fn barrier(&self) -> Result<()> {
+        self.store.sync()
     }
 
     /// Bytes of a pack; a pack that is gone is damage to the repository, not an I/O
@@ -247,33 +353,33 @@ pub(crate) fn json_error(e: serde_json::Error) -> Error {
     Error::new(ErrorKind::Io, format!("cannot encode JSON: {e}"))
 }
 
-pub fn pack_key(id: &PackId) -> String {
+fn pack_key(id: &PackId) -> String {
     let h = id.hex();
     format!("packs/{}/{h}", &h[..2])
 }
 
-pub fn index_key(id: &PackId) -> String {
+fn index_key(id: &PackId) -> String {
     format!("index/{}", id.hex())
 }
 
-pub fn file_key(hash: &Hash) -> String {
+fn file_key(hash: &Hash) -> String {
     let h = hash.hex();
     format!("files/{}/{h}", &h[..2])
 }
 
-pub fn manifest_prefix(vol: &VolumeName) -> String {
+pub(crate) fn manifest_prefix(vol: &VolumeName) -> String {
     format!("manifests/{}/{}/", vol.namespace, vol.name)
 }
 
-pub fn manifest_key(vol: &VolumeName, digest: &Digest) -> String {
+pub(crate) fn manifest_key(vol: &VolumeName, digest: &Digest) -> String {
     format!("{}{}", manifest_prefix(vol), digest.hex())
 }
 
-pub fn tag_prefix(vol: &VolumeName) -> String {
+pub(crate) fn tag_prefix(vol: &VolumeName) -> String {
     format!("tags/{}/{}/", vol.namespace, vol.name)
 }
 
-pub fn tag_key(vol: &VolumeName, tag: &Name) -> String {
+pub(crate) fn tag_key(vol: &VolumeName, tag: &Name) -> String {
     format!("{}{tag}", tag_prefix(vol))
 }
 

@@ -8,12 +8,12 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::digest::{Entry, Hash};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::objects::{self, FOOTER_LEN, PackEntry, PackId};
 use crate::progress::Progress;
-use crate::read::read_chunk;
+use crate::read::{Chunks, Origin};
 use crate::refs::{Digest, VolumeName};
-use crate::repo::{Repository, index_key, pack_key};
+use crate::repo::{Kind, Repository};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
@@ -44,21 +44,21 @@ impl VerifyReport {
 /// Checks the whole repository.
 pub fn verify_all(repo: &Repository, progress: &dyn Progress) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    let store = repo.store();
 
     // Packs and their index objects.
     let mut good: HashMap<PackId, HashSet<(u64, Hash)>> = HashMap::new();
-    let pack_keys = store.list("packs/")?;
-    let total: u64 = pack_keys
-        .iter()
-        .filter_map(|k| store.size(k).ok().flatten())
-        .sum();
-    progress.begin("verify", total, pack_keys.len() as u64);
-    for key in &pack_keys {
-        let Some(id) = key.rsplit('/').next().and_then(Hash::parse_hex) else {
-            report.problem(key, "unexpected object name in packs/");
+    let packs = repo.list(Kind::Pack)?;
+    let total: u64 = packs.iter().map(|p| p.size).sum();
+    progress.begin("verify", total, packs.len() as u64);
+    let mut present: HashSet<PackId> = HashSet::new();
+    for listed in &packs {
+        let Some(id) = listed.id else {
+            report.problem(&listed.name, "unexpected object name in packs/");
             continue;
         };
+        if listed.name == Kind::Pack.name(&id) {
+            present.insert(id);
+        }
         report.packs += 1;
         match check_pack(repo, &id, &mut report) {
             Some(entries) => {
@@ -68,21 +68,21 @@ pub fn verify_all(repo: &Repository, progress: &dyn Progress) -> Result<VerifyRe
         }
         progress.file_done();
     }
-    for key in store.list("index/")? {
-        let Some(id) = key.strip_prefix("index/").and_then(Hash::parse_hex) else {
-            report.problem(&key, "unexpected object name in index/");
+    for listed in repo.list(Kind::Index)? {
+        let Some(id) = listed.id else {
+            report.problem(&listed.name, "unexpected object name in index/");
             continue;
         };
-        if !pack_keys.contains(&pack_key(&id)) {
-            report.problem(&key, "indexes a pack that is missing");
+        if !present.contains(&id) {
+            report.problem(&listed.name, "indexes a pack that is missing");
         }
     }
 
     // Chunk lists, each read back in full against its file hash.
     let mut stored_files: HashSet<Hash> = HashSet::new();
-    for key in store.list("files/")? {
-        let Some(hash) = key.rsplit('/').next().and_then(Hash::parse_hex) else {
-            report.problem(&key, "unexpected object name in files/");
+    for listed in repo.list(Kind::File)? {
+        let Some(hash) = listed.id else {
+            report.problem(&listed.name, "unexpected object name in files/");
             continue;
         };
         report.files += 1;
@@ -150,8 +150,8 @@ pub fn verify_version(
 
 /// Returns the pack's entries if the whole pack is sound.
 fn check_pack(repo: &Repository, id: &PackId, report: &mut VerifyReport) -> Option<Vec<PackEntry>> {
-    let key = pack_key(id);
-    let bytes = match repo.store().get(&key) {
+    let key = Kind::Pack.name(id);
+    let bytes = match repo.pack(id) {
         Ok(Some(b)) => b,
         Ok(None) => {
             report.problem(&key, "vanished while being checked");
@@ -209,16 +209,15 @@ fn check_pack(repo: &Repository, id: &PackId, report: &mut VerifyReport) -> Opti
             sound = false;
         }
     }
-    match repo.store().get(&index_key(id)) {
-        Ok(Some(idx)) => match objects::decode_index(&index_key(id), &idx) {
-            Ok(ie) if ie == entries => {}
-            Ok(_) => report.problem(index_key(id), "disagrees with its pack's trailer"),
-            Err(e) => report.problem(index_key(id), e.message().to_string()),
-        },
+    let index = Kind::Index.name(id);
+    match repo.index(id) {
+        Ok(Some(ie)) if ie == entries => {}
+        Ok(Some(_)) => report.problem(index, "disagrees with its pack's trailer"),
         Ok(None) => tracing::info!(
             "{key} has no index yet (left by an interrupted push; the next push re-indexes it)"
         ),
-        Err(e) => report.problem(index_key(id), format!("cannot be read: {e}")),
+        Err(e) if e.kind() == ErrorKind::Corrupt => report.problem(index, e.message().to_string()),
+        Err(e) => report.problem(index, format!("cannot be read: {e}")),
     }
     sound.then_some(entries)
 }
@@ -231,7 +230,7 @@ fn check_file(
     packs: Option<&HashMap<PackId, HashSet<(u64, Hash)>>>,
     report: &mut VerifyReport,
 ) -> bool {
-    let key = crate::repo::file_key(hash);
+    let key = Kind::File.name(hash);
     let obj = match repo.file_object(hash) {
         Ok(o) => o,
         Err(e) => {
@@ -259,20 +258,20 @@ fn check_file(
         }
     }
     let mut whole = blake3::Hasher::new();
-    for c in &obj.chunks {
-        match read_chunk(repo, &obj, c) {
-            Ok(bytes) => {
-                whole.update(&bytes);
-            }
-            Err(e) => {
-                report.problem(&key, e.message().to_string());
-                return false;
-            }
-        }
-        if packs.is_none() {
-            report.chunks += 1;
-            report.bytes += c.entry.stored_len as u64;
-        }
+    let (mut chunks, mut bytes) = (0u64, 0u64);
+    let read = Origin(repo).for_each(&obj, 0..obj.chunks.len(), &mut |c| {
+        whole.update(c);
+        chunks += 1;
+        bytes += c.len() as u64;
+        Ok(())
+    });
+    if packs.is_none() {
+        report.chunks += chunks;
+        report.bytes += bytes;
+    }
+    if let Err(e) = read {
+        report.problem(&key, e.message().to_string());
+        return false;
     }
     if Hash(*whole.finalize().as_bytes()) != *hash {
         report.problem(&key, "its chunks do not add up to the file's hash");

@@ -16,7 +16,7 @@ use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
 use sealvol_core::objects::FileObject;
 
-use sealvol_core::read::{ChunkBytes, Tiers, add};
+use sealvol_core::read::{ChunkBytes, Chunks, Tiers, add};
 
 /// A file's chunk list with the end offset of every chunk, for finding a chunk by offset.
 pub struct Layout {

@@ -9,6 +9,7 @@ use super::{MountOptions, open_fs};
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
+use sealvol_core::read::Chunks;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
 use sealvol_core::testutil::noise;

@@ -3,15 +3,16 @@
 //! Its one job is this machine's state and the work it does for every `sealvol`
 //! process on it: the state database (stat cache, what syncs stored, job records),
 //! sync jobs and the agent that runs them (with its socket, live progress and job
-//! logs), the sync runner with source addresses, filters and listings, secrets for
-//! sources, the records of running mounts, and the `Api` the console talks to. The
-//! remote source clients plug in through `sync::Connector` (`sealvol-sources`), so
-//! nothing here links them.
+//! logs), the sync runner and what it knows of a source (address, endpoint, filters,
+//! listing), secrets for sources, the records of running mounts, and the `Api` the
+//! console talks to. The remote source clients plug in through `source::Connector`
+//! (`sealvol-sources`), so nothing here links them.
 
 pub mod agent;
 pub mod api;
 pub mod jobs;
 pub mod mounts;
 pub mod secrets;
+pub mod source;
 pub mod state;
 pub mod sync;

@@ -26,6 +26,14 @@ impl Secret {
     pub fn expose(&self) -> &[u8] {
         &self.value
     }
+
+    /// The value as text (a token, a key), trimmed; a value that is not UTF-8 is refused
+    /// without being shown.
+    pub fn text(&self) -> Result<String> {
+        std::str::from_utf8(&self.value)
+            .map(|t| t.trim().to_string())
+            .map_err(|_| Error::usage(format!("{self} is not text (not UTF-8)")))
+    }
 }
 
 impl std::fmt::Debug for Secret {

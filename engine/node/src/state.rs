@@ -13,7 +13,7 @@ use std::time::Duration;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::jobs::{Job, JobProgress, JobSpec, JobState};
-use crate::sync::listing::Object;
+use crate::source::listing::Object;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
 use sealvol_core::registry::now_rfc3339;

@@ -16,9 +16,9 @@ use object_store::{GetOptions, GetRange, ObjectStore};
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::{AZURE_DEFAULT, Resolved};
-use sealvol_node::sync::listing::{Object, RawObject};
-use sealvol_node::sync::url::SourceUrl;
+use sealvol_node::source::endpoints::{AZURE_DEFAULT, Resolved};
+use sealvol_node::source::listing::{Object, RawObject};
+use sealvol_node::source::url::SourceUrl;
 
 pub struct Azure {
     store: Box<dyn ObjectStore>,
@@ -53,7 +53,7 @@ impl Azure {
                 .with_allow_http(endpoint.starts_with("http://"));
         }
         if let Some(s) = secret {
-            let text = crate::secret_text(s)?;
+            let text = s.text()?;
             let sas = text.trim_start_matches('?');
             if text.starts_with('?') || sas.starts_with("sv=") {
                 let pairs: Vec<(String, String)> = sas

@@ -10,10 +10,10 @@ use crate::hf::Hf;
 use crate::s3::S3;
 use sealvol_core::error::{Error, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::Resolved;
-use sealvol_node::sync::filter::Filter;
-use sealvol_node::sync::listing::{Listing, Object};
-use sealvol_node::sync::url::SourceUrl;
+use sealvol_node::source::endpoints::Resolved;
+use sealvol_node::source::filter::Filter;
+use sealvol_node::source::listing::{Listing, Object};
+use sealvol_node::source::url::SourceUrl;
 
 pub enum Client {
     S3(S3),

@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 use crate::client::Client;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::push::Inputs;
-use sealvol_node::sync::Fetch;
-use sealvol_node::sync::listing::Object;
+use sealvol_node::source::Fetch;
+use sealvol_node::source::listing::Object;
 
 /// The size of one ranged read.
 pub const PART: u64 = 512 << 20;
@@ -54,7 +54,7 @@ impl Prefetch {
         shown: String,
         concurrency: usize,
         cancel: Arc<AtomicBool>,
-        log: sealvol_node::sync::Notes,
+        log: sealvol_node::source::Notes,
     ) -> Prefetch {
         let concurrency = concurrency.max(1);
         let (tx, rx) = mpsc::channel::<Part>(concurrency);

@@ -20,9 +20,9 @@ use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get, status_error, transport};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::{GCS_DEFAULT, Resolved};
-use sealvol_node::sync::listing::{Object, RawObject};
-use sealvol_node::sync::url::SourceUrl;
+use sealvol_node::source::endpoints::{GCS_DEFAULT, Resolved};
+use sealvol_node::source::listing::{Object, RawObject};
+use sealvol_node::source::url::SourceUrl;
 
 type Credentials = Arc<dyn CredentialProvider<Credential = GcpCredential>>;
 
@@ -95,7 +95,7 @@ impl Gcs {
                     ClientOptions::new().with_allow_http(base.starts_with("http://")),
                 );
             if let Some(s) = secret {
-                b = b.with_service_account_key(crate::secret_text(s)?);
+                b = b.with_service_account_key(s.text()?);
             }
             let store = b.build().map_err(|e| {
                 Error::usage(format!("{url}: cannot set up GCS credentials: {e}"))

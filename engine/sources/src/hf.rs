@@ -14,9 +14,9 @@ use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::Resolved;
-use sealvol_node::sync::listing::{Object, RawObject};
-use sealvol_node::sync::url::{HfKind, SourceUrl};
+use sealvol_node::source::endpoints::Resolved;
+use sealvol_node::source::listing::{Object, RawObject};
+use sealvol_node::source::url::{HfKind, SourceUrl};
 
 pub struct Hf {
     hub: HFClient,
@@ -55,8 +55,8 @@ impl Hf {
         let endpoint = at
             .url
             .clone()
-            .unwrap_or_else(|| sealvol_node::sync::endpoints::HF_DEFAULT.to_string());
-        let token = secret.map(crate::secret_text).transpose()?;
+            .unwrap_or_else(|| sealvol_node::source::endpoints::HF_DEFAULT.to_string());
+        let token = secret.map(Secret::text).transpose()?;
         let mut b = HFClient::builder()
             .endpoint(&endpoint)
             .cache_enabled(false)

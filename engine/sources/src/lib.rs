@@ -3,7 +3,7 @@
 //! Its one job is talking to remote stores: S3 and its kin (R2, CoreWeave), Hugging
 //! Face, GCS and Azure Blob. Each is listed and read with ranged, streamed, conditional
 //! requests (the bytes never land in a local copy), retried with backoff when the
-//! failure may pass. `Sources` is the `sealvol_node::sync::Connector` the app hands the
+//! failure may pass. `Sources` is the `sealvol_node::source::Connector` the app hands the
 //! agent; the runner that turns a listing into a sealed version lives in the node.
 //! The heavy clients (aws-sdk-s3, hf-hub, object_store) are linked here and nowhere
 //! else.
@@ -23,8 +23,8 @@ use std::sync::atomic::AtomicBool;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::Resolved;
-use sealvol_node::sync::{Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
+use sealvol_node::source::endpoints::Resolved;
+use sealvol_node::source::{Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
 
 use client::Client;
 use fetch::Prefetch;
@@ -92,11 +92,4 @@ impl Remote for Connected {
             self.notes.clone(),
         ))
     }
-}
-
-/// A secret that holds text (a token, a key), trimmed.
-fn secret_text(s: &Secret) -> Result<String> {
-    std::str::from_utf8(s.expose())
-        .map(|t| t.trim().to_string())
-        .map_err(|_| Error::usage(format!("{s} is not text (not UTF-8)")))
 }

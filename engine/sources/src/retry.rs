@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use sealvol_core::error::{ErrorKind, Result};
-use sealvol_node::sync::Notes;
+use sealvol_node::source::Notes;
 
 tokio::task_local! {
     static LOG: Notes;

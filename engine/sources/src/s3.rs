@@ -15,9 +15,9 @@ use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::secrets::Secret;
-use sealvol_node::sync::endpoints::Resolved;
-use sealvol_node::sync::listing::{Object, RawObject};
-use sealvol_node::sync::url::SourceUrl;
+use sealvol_node::source::endpoints::Resolved;
+use sealvol_node::source::listing::{Object, RawObject};
+use sealvol_node::source::url::SourceUrl;
 
 pub struct S3 {
     client: aws_sdk_s3::Client,

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{ETag, ObjectStore};
+use super::{ETag, ObjectInfo, ObjectStore, Page};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::paths::is_clean_relative;
 
@@ -260,9 +260,9 @@ impl ObjectStore for LocalStore {
         Ok(())
     }
 
-    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+    fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
         let base = self.root.join(prefix.trim_end_matches('/'));
-        let mut out = Vec::new();
+        let mut objects = Vec::new();
         let mut stack = vec![(base, prefix.trim_end_matches('/').to_string())];
         while let Some((dir, rel)) = stack.pop() {
             let rd = match fs::read_dir(&dir) {
@@ -282,14 +282,28 @@ impl ObjectStore for LocalStore {
                 } else {
                     format!("{rel}/{name}")
                 };
-                if item.file_type().ctx("cannot read", &item.path())?.is_dir() {
+                let meta = match item.metadata() {
+                    Ok(m) => m,
+                    // Deleted since the directory was read.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io("cannot read", &item.path(), e)),
+                };
+                if meta.is_dir() {
                     stack.push((item.path(), key));
-                } else {
-                    out.push(key);
+                } else if after.is_none_or(|a| key.as_str() > a) {
+                    objects.push(ObjectInfo {
+                        key,
+                        size: meta.len(),
+                    });
                 }
             }
         }
-        Ok(out)
+        objects.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        // Listing a directory is cheap: one page holds everything.
+        Ok(Page {
+            objects,
+            next: None,
+        })
     }
 
     fn sync(&self) -> Result<()> {
@@ -361,9 +375,17 @@ mod tests {
                 .kind(),
             ErrorKind::Race
         );
-        let mut keys = s.list("a/").unwrap();
-        keys.sort();
-        assert_eq!(keys, vec!["a/b".to_string()]);
+        s.put_if_absent("a/c/d", b"four").unwrap();
+        let keys: Vec<(String, u64)> = s
+            .list("a/")
+            .unwrap()
+            .into_iter()
+            .map(|o| (o.key, o.size))
+            .collect();
+        assert_eq!(keys, [("a/b".to_string(), 3), ("a/c/d".to_string(), 4)]);
+        let rest = s.list_page("a/", Some("a/b")).unwrap();
+        assert_eq!(rest.objects.len(), 1, "a page starts after the key given");
+        assert_eq!(rest.objects[0].key, "a/c/d");
         assert!(s.get("../etc/passwd").is_err());
     }
 }

@@ -2,6 +2,14 @@
 //! buckets later) offers the same small set of operations, and the two that make the
 //! repository safe for many writers: create-if-absent for immutable objects and
 //! compare-and-swap for tags.
+//!
+//! The trait is shaped by what an object store can do, so that an S3 backend maps each
+//! call to one request: ranged reads; listings that come a page at a time, in key order,
+//! with sizes; conditional writes as the only coordination (`If-None-Match: *` for
+//! `put_if_absent`, `If-Match` on the ETag for `put_if_match`). Calls take `&self` and
+//! may run from many threads at once: a remote backend keeps many requests in flight.
+//! Only the repository (`repo.rs`, `registry.rs`) calls a store; everything else asks
+//! the repository for typed objects.
 
 mod local;
 
@@ -22,6 +30,21 @@ use crate::error::Result;
 /// An opaque version of an object, for compare-and-swap (an S3 ETag, a content hash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ETag(pub String);
+
+/// One object, as a listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+}
+
+/// One page of a listing, in key order; `next` is where the following page starts
+/// (after that key), `None` on the last page.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub objects: Vec<ObjectInfo>,
+    pub next: Option<String>,
+}
 
 pub trait ObjectStore: Send + Sync {
     /// The whole object, or `None` if it does not exist.
@@ -51,8 +74,24 @@ pub trait ObjectStore: Send + Sync {
     /// does not exist). Fails with `ErrorKind::Race` otherwise.
     fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()>;
 
-    /// Every key under `prefix` (which ends in `/`), recursively, in no set order.
-    fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// One page of the objects under `prefix` (which ends in `/`), recursively, in key
+    /// order, starting after the key `after`. A backend pages as its service does (S3:
+    /// 1,000 keys); a local directory answers in one page.
+    fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page>;
+
+    /// Every object under `prefix`, in key order, page by page.
+    fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.list_page(prefix, after.as_deref())?;
+            out.extend(page.objects);
+            match page.next {
+                Some(next) if after.as_deref() != Some(next.as_str()) => after = Some(next),
+                _ => return Ok(out),
+            }
+        }
+    }
 
     fn delete(&self, key: &str) -> Result<()>;
 

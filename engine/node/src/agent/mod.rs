@@ -19,8 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
+use crate::source::Connector;
 use crate::state::StateDb;
-use crate::sync::{self, Connector, SyncOptions};
+use crate::sync::{self, SyncOptions};
 use live::LiveJob;
 use log::JobLog;
 use sealvol_core::error::{Error, ErrorKind, Result, WireError};

@@ -17,14 +17,11 @@ use sealvol_core::progress::Progress;
 use sealvol_core::push::{self, PushReport, StreamFile};
 use sealvol_core::refs::{Name, VolumeName};
 use sealvol_core::registry::{Provenance, now_rfc3339, whoami};
-use sealvol_core::repo::{Repository, file_key};
+use sealvol_core::repo::Repository;
 
-use super::connector::{Connector, Notes};
-use super::filter::Filter;
-use super::listing::Object;
-use super::url::SourceUrl;
 use crate::jobs::JobSpec;
 use crate::secrets;
+use crate::source::{Connector, Filter, Notes, Object, SourceUrl};
 use crate::state::StateDb;
 
 /// Bytes per batch: what a killed sync may have to fetch again.
@@ -148,7 +145,7 @@ fn run_logged(
         .enumerate()
     {
         if let Some(h) = hit
-            && repo.store().size(&file_key(&h))?.is_some()
+            && repo.has_file_object(&h)?
         {
             files.insert(i, (h, push::stored_chunk_count(repo, &h)?));
         }

@@ -1,0 +1,64 @@
+//! What a key (or a click, or a palette command) asks the console to do. The keymap
+//! maps keys to these by name; the model carries them out.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Down,
+    Up,
+    Top,
+    Bottom,
+    PageDown,
+    PageUp,
+    Open,
+    Back,
+    Tags,
+    Mounts,
+    Jobs,
+    CancelJob,
+    RetryJob,
+    Focus,
+    PointTag,
+    UndoMove,
+    Mark,
+    Copy,
+    Filter,
+    Command,
+    Refresh,
+    Help,
+    Quit,
+    Confirm,
+    Cancel,
+}
+
+impl Action {
+    pub fn from_name(s: &str) -> Option<Action> {
+        Some(match s {
+            "down" => Action::Down,
+            "up" => Action::Up,
+            "top" => Action::Top,
+            "bottom" => Action::Bottom,
+            "page-down" => Action::PageDown,
+            "page-up" => Action::PageUp,
+            "open" => Action::Open,
+            "back" => Action::Back,
+            "tags" => Action::Tags,
+            "mounts" => Action::Mounts,
+            "jobs" => Action::Jobs,
+            "cancel-job" => Action::CancelJob,
+            "retry-job" => Action::RetryJob,
+            "focus" => Action::Focus,
+            "point-tag" => Action::PointTag,
+            "undo-move" => Action::UndoMove,
+            "mark" => Action::Mark,
+            "copy" => Action::Copy,
+            "filter" => Action::Filter,
+            "command" => Action::Command,
+            "refresh" => Action::Refresh,
+            "help" => Action::Help,
+            "quit" => Action::Quit,
+            "confirm" => Action::Confirm,
+            "cancel" => Action::Cancel,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! Engine work the model asks for (`Effect`), what comes back (`Loaded`), and the one
+//! function that carries an effect out against the engine's `Api`. The model decides
+//! and never does I/O; the event loop runs `perform` on a blocking task.
+
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::registry::{TagFile, VersionInfo, VolumeInfo};
+use sealvol_node::api::Api;
+use sealvol_node::jobs::{Job, JobEvent};
+use sealvol_node::mounts::MountRecord;
+
+/// A tag move a person has been shown and may confirm. It names the tag and both
+/// digests, so confirming applies exactly what was shown, never "the row under the
+/// cursor", and fails if the tag moved meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagMovePlan {
+    pub volume: VolumeName,
+    pub tag: Name,
+    pub from: Option<Digest>,
+    pub to: Digest,
+}
+
+/// Engine work the model asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    LoadVolumes,
+    LoadVersions(VolumeName),
+    LoadTags(VolumeName),
+    MoveTag(TagMovePlan),
+    Diff(Ref, Ref),
+    LoadFiles(VolumeName, Digest),
+    LoadMounts,
+    /// The job list, and the live view of this job.
+    LoadJobs(Option<u64>),
+    CancelJob(u64),
+    RetryJob(u64),
+    /// `:files REF`: resolve the ref, then open its files.
+    ResolveFiles(Ref),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+}
+
+/// Engine results.
+#[derive(Debug)]
+pub enum Loaded {
+    Volumes(Vec<VolumeInfo>),
+    Versions(VolumeName, Vec<VersionInfo>),
+    Tags(VolumeName, Vec<TagFile>),
+    Moved(TagMovePlan),
+    Diff(Box<sealvol_core::diff::VersionDiff>),
+    Files(VolumeName, Digest, sealvol_core::files::VersionFiles),
+    Mounts(Vec<MountRecord>),
+    Jobs(Vec<Job>, Option<Box<JobEvent>>),
+    /// A job was cancelled or queued again: say so, and reload.
+    JobChanged(Box<Job>),
+    Failed(String),
+}
+
+/// Carries out an effect against the engine. Runs on a blocking task in the console,
+/// and directly in tests.
+pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
+    let failed = |e: sealvol_core::Error| {
+        Loaded::Failed(match e.hint_text() {
+            Some(h) => format!("{e} ({h})"),
+            None => e.to_string(),
+        })
+    };
+    Some(match e {
+        Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
+        Effect::LoadMounts => api.mounts().map(Loaded::Mounts).unwrap_or_else(failed),
+        Effect::LoadJobs(id) => match api.jobs() {
+            Ok(jobs) => {
+                // The selected job, or the newest one when nothing is selected yet.
+                let id = id.or_else(|| jobs.first().map(|j| j.id));
+                let ev = id.and_then(|id| api.job_event(id).ok()).map(Box::new);
+                Loaded::Jobs(jobs, ev)
+            }
+            Err(e) => failed(e),
+        },
+        Effect::CancelJob(id) => api
+            .cancel_job(id)
+            .map(|j| Loaded::JobChanged(Box::new(j)))
+            .unwrap_or_else(failed),
+        Effect::RetryJob(id) => api
+            .retry_job(id)
+            .map(|j| Loaded::JobChanged(Box::new(j)))
+            .unwrap_or_else(failed),
+        Effect::LoadVersions(v) => api
+            .versions(&v)
+            .map(|x| Loaded::Versions(v, x))
+            .unwrap_or_else(failed),
+        Effect::LoadTags(v) => api
+            .tags(&v)
+            .map(|x| Loaded::Tags(v, x))
+            .unwrap_or_else(failed),
+        Effect::MoveTag(plan) => api
+            .move_tag(&plan.volume, &plan.tag, &plan.to, plan.from)
+            .map(|_| Loaded::Moved(plan))
+            .unwrap_or_else(failed),
+        Effect::Diff(a, b) => {
+            let resolve = |r: &Ref| api.resolve(r).map(|d| (r.volume.clone(), d));
+            match resolve(&a).and_then(|x| resolve(&b).map(|y| (x, y))) {
+                Ok(((va, da), (vb, db))) => api
+                    .diff((&va, &da), (&vb, &db))
+                    .map(|d| Loaded::Diff(Box::new(d)))
+                    .unwrap_or_else(failed),
+                Err(e) => failed(e),
+            }
+        }
+        Effect::ResolveFiles(r) => match api.resolve(&r) {
+            Ok(d) => api
+                .files(&r.volume, &d)
+                .map(|f| Loaded::Files(r.volume.clone(), d, f))
+                .unwrap_or_else(failed),
+            Err(e) => failed(e),
+        },
+        Effect::LoadFiles(v, d) => api
+            .files(&v, &d)
+            .map(|f| Loaded::Files(v, d, f))
+            .unwrap_or_else(failed),
+        Effect::Copy(_) => return None,
+    })
+}

@@ -1,0 +1,228 @@
+//! Push of a local directory: walk it, skip the files the stat cache knows unchanged,
+//! read the rest through the pipeline, seal. A file that changes while it is read
+//! fails the push; nothing is sealed.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::pipeline::{HashedFile, run_pipeline};
+use super::{Inputs, PushReport, index_after_recovery, stored_chunk_count};
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::progress::Progress;
+use crate::refs::{Name, VolumeName};
+use crate::registry::{Provenance, VersionStats, whoami};
+use crate::repo::Repository;
+use crate::walk::{Stamp, WalkKind, walk};
+
+/// A file modified this close to the start of a push is not put in the stat cache: a
+/// second write within the file system's timestamp granularity could leave its stamp
+/// unchanged (git's "racily clean" problem).
+const RACY_WINDOW_NS: i128 = 1_000_000_000;
+
+pub struct PushOptions<'a> {
+    /// Provenance source; `file://<absolute dir>` when `None`.
+    pub source: Option<String>,
+    /// Hashes of files earlier pushes read; none when `None`.
+    pub stat_cache: Option<&'a dyn StatCache>,
+    pub progress: &'a dyn Progress,
+}
+
+/// The stat cache: (path, stamp) → content hash of the files earlier pushes read, so a
+/// re-push skips reading unchanged files. It only accelerates: a cache that knows
+/// nothing, or is busy, makes a push read more, never seal anything else.
+pub trait StatCache: Sync {
+    /// The cached hash of each file whose stamp still matches exactly.
+    fn lookup(&self, files: &[(PathBuf, Stamp)]) -> Result<Vec<Option<Hash>>>;
+    /// Remembers these hashes; a failure is logged, never an error of the push.
+    fn remember(&self, files: &[(PathBuf, Stamp, Hash)]);
+}
+
+pub fn push(
+    repo: &Repository,
+    dir: &Path,
+    volume: &VolumeName,
+    tags: &[Name],
+    opts: &PushOptions,
+) -> Result<PushReport> {
+    let started = Instant::now();
+    let start_ns = unix_ns(SystemTime::now());
+    let dir = dir.canonicalize().ctx("cannot open", dir)?;
+    let listing = walk(&dir)?;
+
+    let mut index = index_after_recovery(repo)?;
+
+    // Files whose stat-cache entry still matches and whose chunk list is stored.
+    let files: Vec<(usize, PathBuf, Stamp)> = listing
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e.kind {
+            WalkKind::File { stamp, .. } => Some((i, e.abs.clone(), stamp)),
+            _ => None,
+        })
+        .collect();
+    let mut known: HashMap<usize, Hash> = HashMap::new();
+    if let Some(cache) = opts.stat_cache {
+        let keys: Vec<(PathBuf, Stamp)> = files.iter().map(|(_, p, s)| (p.clone(), *s)).collect();
+        for ((i, _, _), hit) in files.iter().zip(cache.lookup(&keys)?) {
+            if let Some(h) = hit
+                && repo.has_file_object(&h)?
+            {
+                known.insert(*i, h);
+            }
+        }
+    }
+    let to_read: Vec<(usize, u64)> = files
+        .iter()
+        .filter(|(i, _, _)| !known.contains_key(i))
+        .map(|(i, _, s)| (*i, s.size))
+        .collect();
+    let inputs = LocalFiles {
+        files: files
+            .iter()
+            .map(|(i, p, s)| (*i, (p.as_path(), *s)))
+            .collect(),
+    };
+    let read_bytes: u64 = to_read.iter().map(|(_, size)| size).sum();
+    opts.progress
+        .begin("push", read_bytes, to_read.len() as u64);
+
+    let outcome = run_pipeline(repo, &mut index, &to_read, &inputs, opts.progress)?;
+    opts.progress.finish();
+
+    let mut entries = Vec::with_capacity(listing.len());
+    let mut stats = VersionStats {
+        new_bytes: outcome.new_bytes,
+        new_chunks: outcome.new_chunks,
+        ..VersionStats::default()
+    };
+    for (i, e) in listing.iter().enumerate() {
+        let mut hash = Hash([0; 32]);
+        if let WalkKind::File { stamp, .. } = &e.kind {
+            let chunks;
+            (hash, chunks) = match outcome.files.get(&i) {
+                Some(hf) => (hf.hash, hf.chunks.len() as u64),
+                None => {
+                    let h = known[&i];
+                    (h, stored_chunk_count(repo, &h)?)
+                }
+            };
+            stats.bytes += stamp.size;
+            stats.files += 1;
+            stats.chunks += chunks;
+        }
+        entries.push(e.to_entry(hash));
+    }
+    let provenance = Provenance {
+        source: opts
+            .source
+            .clone()
+            .unwrap_or_else(|| format!("file://{}", dir.display())),
+        revision: None,
+        pushed_by: whoami(),
+        listed: None,
+        objects: Default::default(),
+    };
+    let (digest, sealed_new) = repo.seal(volume, tags, entries, stats, provenance)?;
+
+    if let Some(cache) = opts.stat_cache {
+        remember_hashes(cache, &files, &outcome.files, start_ns);
+    }
+
+    Ok(PushReport {
+        volume: volume.clone(),
+        digest,
+        sealed_new,
+        stats,
+        bytes_read: outcome.bytes_read,
+        chunks_reused: outcome.chunks_reused,
+        files_unchanged: known.len() as u64,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Local files of a push, checked against the stamps they had when listed.
+struct LocalFiles<'a> {
+    files: HashMap<usize, (&'a Path, Stamp)>,
+}
+
+impl LocalFiles<'_> {
+    fn get(&self, i: usize) -> Result<(&Path, &Stamp)> {
+        self.files
+            .get(&i)
+            .map(|(p, s)| (*p, s))
+            .ok_or_else(|| Error::new(ErrorKind::Io, format!("no file {i} in this push")))
+    }
+}
+
+impl Inputs for LocalFiles<'_> {
+    fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>> {
+        let (path, stamp) = self.get(i)?;
+        let f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(changed(path)),
+            Err(e) => return Err(Error::io("cannot read", path, e)),
+        };
+        same_stamp(&f, path, stamp)?;
+        Ok(Box::new(f))
+    }
+
+    fn name(&self, i: usize) -> String {
+        self.get(i)
+            .map(|(p, _)| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    fn finished(&self, i: usize, total: u64) -> Result<()> {
+        let (path, stamp) = self.get(i)?;
+        // A version must never seal bytes that differ from what its digest says.
+        let now = std::fs::symlink_metadata(path).map(|m| Stamp::of(&m));
+        if total != stamp.size || now.ok().as_ref() != Some(stamp) {
+            return Err(changed(path));
+        }
+        Ok(())
+    }
+}
+
+fn same_stamp(f: &File, path: &Path, stamp: &Stamp) -> Result<()> {
+    let meta = f.metadata().ctx("cannot read", path)?;
+    if Stamp::of(&meta) != *stamp {
+        return Err(changed(path));
+    }
+    Ok(())
+}
+
+fn changed(path: &Path) -> Error {
+    Error::new(
+        ErrorKind::Changed,
+        format!("{} changed while it was being pushed", path.display()),
+    )
+    .hint("push again once writing has finished; nothing was sealed")
+}
+
+fn remember_hashes(
+    cache: &dyn StatCache,
+    files: &[(usize, PathBuf, Stamp)],
+    hashed: &HashMap<usize, HashedFile>,
+    start_ns: i128,
+) {
+    let items: Vec<(PathBuf, Stamp, Hash)> = files
+        .iter()
+        .filter(|(_, _, s)| {
+            s.mtime_ns < start_ns - RACY_WINDOW_NS && s.ctime_ns < start_ns - RACY_WINDOW_NS
+        })
+        .filter_map(|(i, p, s)| hashed.get(i).map(|hf| (p.clone(), *s, hf.hash)))
+        .collect();
+    if !items.is_empty() {
+        cache.remember(&items);
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i128 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}

@@ -1,0 +1,84 @@
+//! Push: files become a sealed version, uploading only the chunks the repository
+//! lacks.
+//!
+//! - `local`: a local directory, with the stat cache that skips unchanged files;
+//! - `stream`: files streamed from a source (a sync), with no local copy;
+//! - `pipeline`: both read through it. Three stages run at once so that both cores
+//!   work: one thread reads files in large blocks and cuts chunks; a pool hashes
+//!   chunks; the calling thread, in file order, feeds each file's whole-content hash
+//!   and hands new chunks to the pack writer;
+//! - `packs`: the pack writer and publisher threads (fsync, publish, index) off the
+//!   critical path; `buffers`: the recycled block buffers that bound memory.
+//!
+//! Write order is the repository's safety rule: packs → index → chunk lists →
+//! (barrier) → manifest → tags (`Repository::seal`). A push killed at any point leaves
+//! no manifest pointing at missing data, and its finished packs are re-indexed and
+//! reused by the next push.
+
+mod buffers;
+mod local;
+mod packs;
+mod pipeline;
+mod stream;
+
+use std::io::Read;
+use std::time::Duration;
+
+use crate::digest::Hash;
+use crate::error::{Error, Result};
+use crate::refs::{Digest, VolumeName};
+use crate::registry::VersionStats;
+use crate::repo::{ChunkIndex, Repository};
+
+pub use local::{PushOptions, StatCache, push};
+pub use stream::{Ingested, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams};
+
+#[derive(Debug, Clone)]
+pub struct PushReport {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    /// False when an identical version was already sealed.
+    pub sealed_new: bool,
+    pub stats: VersionStats,
+    pub bytes_read: u64,
+    pub chunks_reused: u64,
+    /// Files the stat cache let us skip without reading.
+    pub files_unchanged: u64,
+    pub elapsed: Duration,
+}
+
+impl PushReport {
+    pub fn pinned_ref(&self) -> String {
+        format!("vol:{}@{}", self.volume, self.digest)
+    }
+}
+
+/// Where the pipeline gets a file's bytes: a local file, or a stream from a source.
+pub trait Inputs: Sync {
+    /// Opens file `i` of the listing.
+    fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>>;
+    /// Names file `i` in errors.
+    fn name(&self, i: usize) -> String;
+    /// Called after the last byte of file `i` (`total` bytes) and before it can be
+    /// sealed: an error means the file changed, or ended short, while it was read.
+    fn finished(&self, i: usize, total: u64) -> Result<()>;
+}
+
+/// The chunk index, after indexing any packs an interrupted push left without one.
+pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    let recovered = repo.recover_orphan_packs()?;
+    if recovered > 0 {
+        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
+    }
+    repo.load_index()
+}
+
+pub fn stored_chunk_count(repo: &Repository, h: &Hash) -> Result<u64> {
+    if !repo.has_file_object(h)? {
+        return Err(Error::corrupt(format!(
+            "the chunk list of file {} vanished during the push",
+            h.hex()
+        )));
+    }
+    Ok(repo.file_object(h)?.chunks.len() as u64)
+}

@@ -1,0 +1,326 @@
+//! The push pipeline: files in, chunks placed in packs, chunk lists stored.
+//!
+//! One thread reads each file in large blocks and cuts chunks; a pool hashes them; the
+//! calling thread takes hashed blocks in file order, feeds each file's whole-content
+//! hash, reuses chunks the repository holds and hands new ones to the pack writer.
+//! Bounded queues and the buffer pool bound memory whatever the input.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+
+use super::Inputs;
+use super::buffers::BufferPool;
+use super::packs::{FinishedPack, PackOp, Packer, publish_packs, write_packs};
+use crate::chunk::{Block, BlockReader, ChunkParams};
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::{ChunkRef, FileObject, PackId};
+use crate::progress::Progress;
+use crate::repo::{ChunkIndex, ChunkLoc, Repository};
+
+/// What the pipeline learns about one file it read.
+pub(super) struct HashedFile {
+    pub hash: Hash,
+    pub size: u64,
+    pub chunks: Vec<ChunkLoc>,
+}
+
+/// What one run of the pipeline read and stored.
+pub(super) struct Outcome {
+    /// By listing index.
+    pub files: HashMap<usize, HashedFile>,
+    pub bytes_read: u64,
+    pub new_bytes: u64,
+    pub new_chunks: u64,
+    pub chunks_reused: u64,
+}
+
+/// A block on its way through the pipeline, tagged with its place in the sequence.
+struct Work {
+    seq: u64,
+    file: usize,
+    block: Result<Block>,
+}
+
+struct Hashed {
+    seq: u64,
+    file: usize,
+    block: Result<Block>,
+    hashes: Vec<Hash>,
+}
+
+/// Reads `files` (listing index, size) through `inputs` into packs and stores their
+/// chunk lists: when it returns, each file can be named by its hash in a manifest.
+pub(super) fn run_pipeline(
+    repo: &Repository,
+    index: &mut ChunkIndex,
+    files: &[(usize, u64)],
+    inputs: &dyn Inputs,
+    progress: &dyn Progress,
+) -> Result<Outcome> {
+    let params = repo.config().chunker.params;
+    let pack_target = repo.config().pack_target;
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 8);
+    // Small queues bound memory: each item holds up to one BLOCK of file data.
+    let (work_tx, work_rx) = bounded::<Work>(1);
+    let (done_tx, done_rx) = bounded::<Hashed>(2);
+    let (ops_tx, ops_rx) = bounded::<PackOp>(4);
+    let (pub_tx, pub_rx) = bounded::<FinishedPack>(1);
+    // Blocks in flight: one being read, queued ones, one per hasher, the writer's
+    // reorder window, the pack writer's queue. The pool holds at most this many
+    // buffers, which bounds memory whatever the input.
+    let pool = BufferPool::new(workers + 10);
+
+    std::thread::scope(|s| {
+        let pool = &pool;
+        s.spawn(move || read_files(files, inputs, params, pool, work_tx));
+        for _ in 0..workers {
+            let rx = work_rx.clone();
+            let tx = done_tx.clone();
+            s.spawn(move || hash_blocks(rx, tx));
+        }
+        drop(work_rx);
+        drop(done_tx);
+        let pack_writer = s.spawn(move || write_packs(ops_rx, pub_tx, pool));
+        let publisher = s.spawn(move || publish_packs(repo, pub_rx));
+
+        let result = write_in_order(repo, index, done_rx, pack_target, ops_tx, pool, progress);
+        pool.close();
+        // Both threads end once their input channel's sender is dropped (inside
+        // write_in_order), after finishing what they were given.
+        let written = pack_writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "pack writer panicked")));
+        let published = publisher
+            .join()
+            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "pack publisher panicked")));
+        let outcome = result?;
+        written?;
+        published?;
+        Ok(outcome)
+    })
+    .and_then(|outcome| {
+        store_chunk_lists(repo, index, &outcome)?;
+        Ok(outcome)
+    })
+}
+
+fn read_files(
+    files: &[(usize, u64)],
+    inputs: &dyn Inputs,
+    params: ChunkParams,
+    pool: &BufferPool,
+    tx: Sender<Work>,
+) {
+    let mut seq = 0u64;
+    for &(file, _size) in files {
+        let mut send = |block: Result<Block>| {
+            let failed = block.is_err();
+            let ok = tx.send(Work { seq, file, block }).is_ok();
+            seq += 1;
+            ok && !failed
+        };
+        let r = match inputs.open(file) {
+            Ok(r) => r,
+            Err(e) => {
+                send(Err(e));
+                return;
+            }
+        };
+        let mut reader = BlockReader::new(r, params);
+        let mut total = 0u64;
+        loop {
+            let block = match reader.next_block(pool.take(reader.buffer_capacity())) {
+                Ok(Some(b)) => b,
+                Ok(None) => break,
+                Err(e) => {
+                    send(Err(Error::new(
+                        ErrorKind::Io,
+                        format!("cannot read {}: {e}", inputs.name(file)),
+                    )));
+                    return;
+                }
+            };
+            total += block.data.len() as u64;
+            let last = block.last;
+            // Before the last block leaves, the input confirms it is complete and
+            // unchanged.
+            let block = if last {
+                inputs.finished(file, total).map(|()| block)
+            } else {
+                Ok(block)
+            };
+            if !send(block) || last {
+                break;
+            }
+        }
+    }
+}
+
+fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>) {
+    for w in rx {
+        let hashes = match &w.block {
+            Ok(b) => {
+                let mut off = 0usize;
+                b.lens
+                    .iter()
+                    .map(|&l| {
+                        let h = Hash::of(&b.data[off..off + l as usize]);
+                        off += l as usize;
+                        h
+                    })
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let msg = Hashed {
+            seq: w.seq,
+            file: w.file,
+            block: w.block,
+            hashes,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Per file, while its blocks stream by.
+struct OpenFile {
+    hasher: blake3::Hasher,
+    size: u64,
+    chunks: Vec<ChunkLoc>,
+}
+
+/// Takes hashed blocks in file order: feeds each file's whole-content hash, decides
+/// for every chunk whether the repository has it, and places new ones in packs. The
+/// bytes themselves are written by the pack writer thread, which on small machines
+/// spends more time in the kernel's page cache than this thread spends hashing.
+fn write_in_order(
+    repo: &Repository,
+    index: &mut ChunkIndex,
+    rx: Receiver<Hashed>,
+    pack_target: u64,
+    ops: Sender<PackOp>,
+    pool: &BufferPool,
+    progress: &dyn Progress,
+) -> Result<Outcome> {
+    let mut out = Outcome {
+        files: HashMap::new(),
+        bytes_read: 0,
+        new_bytes: 0,
+        new_chunks: 0,
+        chunks_reused: 0,
+    };
+    let mut waiting: BTreeMap<u64, Hashed> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut open: Option<(usize, OpenFile)> = None;
+    let mut packer = Packer::new(pack_target, ops);
+    for msg in rx {
+        waiting.insert(msg.seq, msg);
+        while let Some(m) = waiting.remove(&next) {
+            next += 1;
+            let block = m.block?;
+            let last = block.last;
+            let data = Arc::new(block.data);
+            let (file_no, of) = open.get_or_insert_with(|| {
+                (
+                    m.file,
+                    OpenFile {
+                        hasher: blake3::Hasher::new(),
+                        size: 0,
+                        chunks: Vec::new(),
+                    },
+                )
+            });
+            debug_assert_eq!(*file_no, m.file);
+            let mut off = 0u32;
+            let (new_before, reused_before) = (out.new_chunks, out.chunks_reused);
+            for (&len, hash) in block.lens.iter().zip(&m.hashes) {
+                let loc = match index.chunks.get(hash) {
+                    Some(loc) => {
+                        out.chunks_reused += 1;
+                        *loc
+                    }
+                    None => {
+                        let loc = packer.place(repo, index, *hash, &data, off, len)?;
+                        index.chunks.insert(*hash, loc);
+                        out.new_chunks += 1;
+                        out.new_bytes += len as u64;
+                        loc
+                    }
+                };
+                of.chunks.push(loc);
+                off += len;
+            }
+            packer.flush(&data)?;
+            // Hashing the whole file overlaps with the pack writer copying this block.
+            of.hasher.update(&data);
+            of.size += data.len() as u64;
+            out.bytes_read += data.len() as u64;
+            progress.chunks(
+                out.new_chunks - new_before,
+                out.chunks_reused - reused_before,
+            );
+            progress.advance(data.len() as u64);
+            pool.give_back_shared(data);
+            if last && let Some((file_no, of)) = open.take() {
+                progress.file_done();
+                out.files.insert(
+                    file_no,
+                    HashedFile {
+                        hash: Hash(*of.hasher.finalize().as_bytes()),
+                        size: of.size,
+                        chunks: of.chunks,
+                    },
+                );
+            }
+        }
+    }
+    if !waiting.is_empty() || open.is_some() {
+        return Err(Error::new(
+            ErrorKind::Io,
+            "push pipeline stopped early (a reader thread failed)",
+        ));
+    }
+    packer.close(index)?;
+    Ok(out)
+}
+
+fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
+    let mut packs: Vec<PackId> = Vec::new();
+    let mut slot_of: HashMap<u32, u32> = HashMap::new();
+    let chunks = hf
+        .chunks
+        .iter()
+        .map(|c| {
+            let pack = *slot_of.entry(c.slot).or_insert_with(|| {
+                packs.push(index.packs[c.slot as usize]);
+                packs.len() as u32 - 1
+            });
+            ChunkRef {
+                pack,
+                entry: c.entry,
+            }
+        })
+        .collect();
+    FileObject {
+        size: hf.size,
+        packs,
+        chunks,
+    }
+}
+
+/// Chunk lists of the files a pipeline read: after their packs and indexes are published.
+fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<()> {
+    for hf in outcome.files.values() {
+        let obj = file_object(index, hf);
+        repo.put_file_object(&hf.hash, &obj)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Local folders, and inputs refused before any job exists.
+
+use super::*;
+
+#[test]
+fn bad_inputs_are_refused_before_any_job_exists() {
+    let env = Env::new();
+    let ep = "http://127.0.0.1:9";
+    for (args, code) in [
+        (vec!["volume", "sync", "ftp://x/y", "a/b"], 2),
+        (vec!["volume", "sync", "s3://bucket/p", "not-a-volume"], 2),
+        (
+            vec!["volume", "sync", "s3://bucket/p", "a/b", "--tag", "Bad Tag"],
+            2,
+        ),
+        (
+            vec![
+                "volume",
+                "sync",
+                "s3://bucket/p",
+                "a/b",
+                "--include",
+                "[oops",
+            ],
+            2,
+        ),
+        (
+            vec![
+                "volume",
+                "sync",
+                "s3://bucket/p",
+                "a/b",
+                "--secret",
+                "nosuch",
+            ],
+            1,
+        ),
+        (vec!["jobs", "show", "42"], 1),
+        (vec!["jobs", "retry", "42"], 1),
+    ] {
+        let (got, err) = fails(s3_cmd(&env, ep), &args);
+        assert_eq!(got, code, "{args:?}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{err}"
+        );
+    }
+    assert!(env.ok(&["jobs", "ls", "--json"]).contains("\"jobs\": []"));
+}
+
+#[test]
+fn a_local_folder_syncs_like_a_push() {
+    let env = Env::new();
+    let src = env.path("src");
+    sample(&src);
+    let out = env.ok(&[
+        "volume",
+        "sync",
+        src.to_str().unwrap(),
+        "x/local",
+        "--tag",
+        "v1",
+    ]);
+    assert!(out.trim().ends_with(&digest_of(&env, &src)), "{out}");
+    let (code, err) = fails(
+        env.cmd(),
+        &[
+            "volume",
+            "sync",
+            src.to_str().unwrap(),
+            "x/local",
+            "--exclude",
+            "*.bin",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("apply to remote sources"), "{err}");
+}
