@@ -5,7 +5,6 @@ mod alloc;
 mod cli;
 mod commands;
 mod config;
-mod console;
 mod output;
 mod progress;
 mod signals;
@@ -144,8 +143,9 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         sealvol_themes::ColorMode::detect(),
     )
     .map_err(|e| Error::usage(e.to_string()).hint("themes: dark, light, high-contrast"))?;
-    let keymap = console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
-        .map_err(Error::usage)?;
+    let keymap =
+        sealvol_console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
+            .map_err(Error::usage)?;
     let repo = ctx.open_repo(false).or_else(|e| {
         if e.kind() == ErrorKind::NotFound {
             // A first run: an empty repository is a fine thing to look at.
@@ -154,13 +154,13 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
             Err(e)
         }
     })?;
-    console::run(
+    sealvol_console::run(
         std::sync::Arc::new(sealvol_node::api::Node {
             repo,
             state: ctx.settings.state.clone(),
             jobs: commands::jobs::agent_for_console(ctx),
         }),
-        console::Options {
+        sealvol_console::Options {
             readonly,
             theme,
             keymap,

@@ -141,13 +141,13 @@ fn browse_then_undo_a_tag_move_with_confirmation() {
 
     // Into the history; the newest move is v1 -> v2; undo it.
     h.keys("tab u");
-    let Some(Overlay::Confirm(plan)) = &h.model.overlay else {
+    let Some(Overlay::Confirm(plan)) = h.model.overlay() else {
         panic!("no confirmation: {}", h.status())
     };
     assert_eq!((plan.from, plan.to), (Some(h.v2), h.v1));
     // The cursor moving now changes nothing about what is being confirmed.
     h.keys("j");
-    let Some(Overlay::Confirm(same)) = &h.model.overlay else {
+    let Some(Overlay::Confirm(same)) = h.model.overlay() else {
         panic!()
     };
     assert_eq!(same.to, h.v1);
@@ -168,7 +168,7 @@ fn browse_then_undo_a_tag_move_with_confirmation() {
 fn a_confirmation_for_a_tag_that_moved_meanwhile_fails_safely() {
     let mut h = harness(false);
     h.keys("j enter t tab u");
-    assert!(matches!(h.model.overlay, Some(Overlay::Confirm(_))));
+    assert!(matches!(h.model.overlay(), Some(Overlay::Confirm(_))));
     // Someone else moves prod before we confirm.
     let vol = VolumeName::parse("weights/tiny").unwrap();
     let other = version(&h.node.repo, &h._tmp.path().join("x"), b"hotfix", &vol);
@@ -193,7 +193,7 @@ fn point_a_tag_from_the_versions_screen_and_cancel() {
     h.keys("p");
     h.typed("canary");
     h.keys("enter");
-    let Some(Overlay::Confirm(plan)) = &h.model.overlay else {
+    let Some(Overlay::Confirm(plan)) = h.model.overlay() else {
         panic!("{}", h.status())
     };
     assert_eq!(
@@ -201,7 +201,7 @@ fn point_a_tag_from_the_versions_screen_and_cancel() {
         ("canary", None, h.v2)
     );
     h.keys("n");
-    assert!(h.model.overlay.is_none());
+    assert!(h.model.overlay().is_none());
     assert!(
         h.node
             .repo
@@ -223,10 +223,10 @@ fn point_a_tag_from_the_versions_screen_and_cancel() {
 fn readonly_disables_every_change() {
     let mut h = harness(true);
     h.keys("j enter p");
-    assert!(h.model.overlay.is_none());
+    assert!(h.model.overlay().is_none());
     assert!(h.status().contains("read-only"), "{}", h.status());
     h.keys("t tab u");
-    assert!(h.model.overlay.is_none());
+    assert!(h.model.overlay().is_none());
     assert_eq!(h.prod(), h.v2);
     assert!(h.model.frame(&h.keys).context.contains("read-only"));
 }
@@ -625,7 +625,7 @@ fn the_jobs_screen_cancels_with_confirmation_and_retries() {
     // Cancel asks first, naming the job; n keeps it.
     h.keys("x");
     assert!(matches!(
-        h.model.overlay,
+        h.model.overlay(),
         Some(Overlay::ConfirmCancel(1, _))
     ));
     h.keys("n");
@@ -635,7 +635,7 @@ fn the_jobs_screen_cancels_with_confirmation_and_retries() {
     assert!(h.status().contains("CANCELLED"));
     // Cancelling again says why not; retry queues it again.
     h.keys("x");
-    assert!(h.model.overlay.is_none());
+    assert!(h.model.overlay().is_none());
     assert!(
         h.status().contains("only queued or running"),
         "{}",
@@ -693,6 +693,6 @@ fn the_jobs_screen_shows_a_ready_job_and_a_failed_one_in_full() {
 fn a_read_only_console_neither_cancels_nor_retries() {
     let mut h = harness(true);
     h.keys("J x R");
-    assert!(h.model.overlay.is_none());
+    assert!(h.model.overlay().is_none());
     assert!(h.status().contains("read-only"), "{}", h.status());
 }

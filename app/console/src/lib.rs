@@ -1,12 +1,17 @@
-//! The interactive console: one loop over key input, engine results and a render
-//! tick. Engine calls run on blocking tasks so input is never blocked; the model
-//! (`model.rs`) decides, `effects.rs` carries out the engine work it asks for, the
-//! views draw, and this file only wires them.
+//! sealvol's interactive console over the engine's `Api`.
+//!
+//! Its one job is the console: one loop over key input, engine results and a render
+//! tick. The model (`model.rs`) keeps a stack of screens (`screens/`, one module each)
+//! and decides; `effects.rs` carries out the engine work it asks for, on blocking tasks
+//! so input is never blocked; the views (`sealvol-views`) draw; this file only wires
+//! them. It knows nothing of how the engine reaches its repository or its sources.
 
 mod action;
 mod effects;
 mod keymap;
 mod model;
+mod palette;
+mod screens;
 mod terminal;
 #[cfg(test)]
 mod tests;

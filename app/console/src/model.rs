@@ -1,0 +1,631 @@
+//! The console's state: a stack of screens (the volumes list at the bottom) and what
+//! they share (`Ctx`). Keys become `Action`s; the model answers those every screen has
+//! (moving, back, filter, palette, help, confirmations) and hands the rest to the
+//! screen on top. Screens ask for engine work as `Effect`s, whose results come back as
+//! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use sealvol_themes::Role;
+use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
+use sealvol_views::format::short_digest;
+use sealvol_views::{Body, FrameView};
+
+pub use crate::screens::{Overlay, PromptKind};
+
+use crate::action::Action;
+use crate::effects::{Effect, Loaded};
+use crate::keymap::{Keymap, Mode};
+use crate::palette::{self, To};
+use crate::screens::files::Files;
+use crate::screens::jobs::Jobs;
+use crate::screens::mounts::Mounts;
+use crate::screens::tags::Tags;
+use crate::screens::volumes::Volumes;
+use crate::screens::{Ctx, Go, Kind, Reply, Screen};
+
+pub struct Model {
+    /// The bottom of the stack, always there.
+    root: Volumes,
+    /// The screens opened over it, the shown one last.
+    above: Vec<Box<dyn Screen>>,
+    ctx: Ctx,
+    spinner: usize,
+    pub quit: bool,
+    /// Rows a page-down moves; set from the terminal height.
+    pub page: usize,
+    location: String,
+}
+
+impl Model {
+    pub fn new(location: String, readonly: bool) -> (Model, Vec<Effect>) {
+        let mut m = Model {
+            root: Volumes::default(),
+            above: Vec::new(),
+            ctx: Ctx {
+                filter: String::new(),
+                status: (StatusKind::Info, String::new()),
+                readonly,
+                busy: 0,
+                mounts: Vec::new(),
+                overlay: None,
+            },
+            spinner: 0,
+            quit: false,
+            page: 20,
+            location,
+        };
+        let e = m.request(vec![Effect::LoadVolumes, Effect::LoadMounts]);
+        (m, e)
+    }
+
+    /// The confirmation, prompt or help shown over the screen, if any.
+    #[cfg(test)]
+    pub fn overlay(&self) -> Option<&Overlay> {
+        self.ctx.overlay.as_ref()
+    }
+
+    fn top(&self) -> &dyn Screen {
+        match self.above.last() {
+            Some(s) => s.as_ref(),
+            None => &self.root,
+        }
+    }
+
+    /// Back to the volumes list.
+    fn back_to_root(&mut self) {
+        self.above.clear();
+    }
+
+    /// Which screen is shown.
+    fn screen(&self) -> Kind {
+        self.top().kind()
+    }
+
+    /// Counts engine work in flight so the status line can show a spinner.
+    fn request(&mut self, effects: Vec<Effect>) -> Vec<Effect> {
+        self.ctx.busy += effects
+            .iter()
+            .filter(|e| !matches!(e, Effect::Copy(_)))
+            .count();
+        effects
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.ctx.busy > 0
+    }
+
+    pub fn tick(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
+    }
+
+    pub fn mode(&self) -> Mode {
+        match self.ctx.overlay {
+            Some(Overlay::Confirm(_) | Overlay::ConfirmCancel(..)) => Mode::Confirm,
+            _ => Mode::Normal,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.top().len(&self.ctx)
+    }
+
+    fn sel(&self) -> usize {
+        self.top().selected()
+    }
+
+    fn set_sel(&mut self, i: usize) {
+        let ctx = &self.ctx;
+        match self.above.last_mut() {
+            Some(s) => s.select(i, ctx),
+            None => self.root.select(i, ctx),
+        }
+    }
+
+    fn clamp(&mut self) {
+        let len = self.len();
+        if self.sel() >= len {
+            self.set_sel(len.saturating_sub(1));
+        }
+    }
+
+    /// Mouse: the wheel moves the selection; a click selects a row of a list screen, and
+    /// a click on the selected row opens it; a click on a breadcrumb goes back to it.
+    /// `row` is the terminal row, counted from the top.
+    pub fn on_mouse(&mut self, ev: &MouseEvent, size: (u16, u16), keymap: &Keymap) -> Vec<Effect> {
+        if self.ctx.overlay.is_some() {
+            return Vec::new();
+        }
+        let (width, height) = size;
+        let body_height = sealvol_views::body_height(height);
+        match ev.kind {
+            MouseEventKind::Down(MouseButton::Left) if ev.row + 1 == height => {
+                // A key hint in the status line does what its key does.
+                let status = self.frame(keymap).status;
+                let Some(i) = sealvol_views::chrome::hint_at(&status, width, ev.column) else {
+                    return Vec::new();
+                };
+                let key = status.hints[i].0.clone();
+                match crate::keymap::Key::parse(&key).map(|k| k.to_event()) {
+                    Some(ev) => self.on_key(&ev, keymap),
+                    None => Vec::new(),
+                }
+            }
+            MouseEventKind::ScrollDown => self.on_action(Action::Down),
+            MouseEventKind::ScrollUp => self.on_action(Action::Up),
+            MouseEventKind::Down(MouseButton::Left) if ev.row == 0 => {
+                // Breadcrumbs: " sealvol › volumes › ns/name › versions".
+                let depth = self.crumb_at(ev.column);
+                let mut effects = Vec::new();
+                while depth.is_some_and(|d| self.above.len() > d) {
+                    effects = self.back();
+                }
+                effects
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                // Single-table screens: row 1 is the table header, rows follow.
+                if !self.top().clickable() {
+                    return Vec::new();
+                }
+                let Some(line) = (ev.row as usize).checked_sub(2) else {
+                    return Vec::new();
+                };
+                let len = self.len();
+                let height = body_height.saturating_sub(1) as usize;
+                let offset = sealvol_views::list::scroll_offset(self.sel(), len, height);
+                let i = offset + line;
+                if line >= height || i >= len {
+                    return Vec::new();
+                }
+                if i == self.sel() {
+                    return self.on_action(Action::Open);
+                }
+                self.set_sel(i);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Which breadcrumb (0 = volumes) a click at `column` of the header lands on.
+    fn crumb_at(&self, column: u16) -> Option<usize> {
+        // Mirrors chrome::draw_header: " sealvol" then " › " before each crumb.
+        let mut x = " sealvol".chars().count();
+        let stack =
+            std::iter::once(&self.root as &dyn Screen).chain(self.above.iter().map(|s| s.as_ref()));
+        for (depth, s) in stack.enumerate() {
+            let name = s.crumb();
+            x += 3;
+            let end = x + name.chars().count();
+            if (x..end).contains(&(column as usize)) {
+                return Some(depth);
+            }
+            x = end;
+        }
+        None
+    }
+
+    pub fn on_key(&mut self, ev: &KeyEvent, keymap: &Keymap) -> Vec<Effect> {
+        if let Some(Overlay::Prompt { kind, input }) = &mut self.ctx.overlay {
+            let kind = *kind;
+            match ev.code {
+                KeyCode::Esc => {
+                    if kind == PromptKind::Filter {
+                        self.ctx.filter.clear();
+                    }
+                    self.ctx.overlay = None;
+                }
+                KeyCode::Enter => {
+                    let text = input.trim().to_string();
+                    self.ctx.overlay = None;
+                    return self.submit(kind, &text);
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                    if kind == PromptKind::Filter {
+                        self.ctx.filter = input.clone();
+                        self.clamp();
+                    }
+                }
+                KeyCode::Char(c) => {
+                    input.push(c);
+                    if kind == PromptKind::Filter {
+                        self.ctx.filter = input.clone();
+                        self.clamp();
+                    }
+                }
+                _ => {}
+            }
+            return Vec::new();
+        }
+        if matches!(self.ctx.overlay, Some(Overlay::Help)) {
+            // Any key closes help; `q` still quits.
+            self.ctx.overlay = None;
+            return match keymap.action(Mode::Normal, ev) {
+                Some(Action::Quit) => self.on_action(Action::Quit),
+                _ => Vec::new(),
+            };
+        }
+        match keymap.action(self.mode(), ev) {
+            Some(a) => self.on_action(a),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn on_action(&mut self, a: Action) -> Vec<Effect> {
+        if let Some(effects) = self.on_confirmation(a) {
+            return effects;
+        }
+        let len = self.len();
+        let last = len.saturating_sub(1);
+        match a {
+            Action::Down => self.set_sel(self.sel().saturating_add(1).min(last)),
+            Action::Up => self.set_sel(self.sel().saturating_sub(1)),
+            Action::Top => self.set_sel(0),
+            Action::Bottom => self.set_sel(last),
+            Action::PageDown => self.set_sel((self.sel() + self.page).min(last)),
+            Action::PageUp => self.set_sel(self.sel().saturating_sub(self.page)),
+            Action::Back => return self.back(),
+            Action::Tags => return self.open_tags(),
+            Action::Mounts => return self.open_live(Kind::Mounts),
+            Action::Jobs => return self.open_live(Kind::Jobs),
+            Action::Copy => return self.copy(),
+            Action::Filter => {
+                self.ctx.overlay = Some(Overlay::Prompt {
+                    kind: PromptKind::Filter,
+                    input: self.ctx.filter.clone(),
+                })
+            }
+            Action::Command => {
+                self.ctx.overlay = Some(Overlay::Prompt {
+                    kind: PromptKind::Command,
+                    input: String::new(),
+                })
+            }
+            Action::Refresh => return self.reload(),
+            Action::Help => self.ctx.overlay = Some(Overlay::Help),
+            Action::Quit => self.quit = true,
+            Action::Confirm | Action::Cancel => {}
+            // A change refused in a read-only console, whatever the screen.
+            Action::PointTag | Action::UndoMove | Action::CancelJob | Action::RetryJob
+                if self.refuse_if_readonly() => {}
+            Action::Open
+            | Action::Focus
+            | Action::PointTag
+            | Action::UndoMove
+            | Action::Mark
+            | Action::CancelJob
+            | Action::RetryJob => {
+                let ctx = &mut self.ctx;
+                let reply = match self.above.last_mut() {
+                    Some(s) => s.on_action(a, ctx),
+                    None => self.root.on_action(a, ctx),
+                };
+                match reply {
+                    Some(r) => return self.apply(r),
+                    None => self.not_here(a),
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// Answers a pending confirmation; `None` when none is shown.
+    fn on_confirmation(&mut self, a: Action) -> Option<Vec<Effect>> {
+        let effect = match self.ctx.overlay.as_ref()? {
+            Overlay::ConfirmCancel(id, _) => {
+                let id = *id;
+                (
+                    Effect::CancelJob(id),
+                    format!("cancelling job {id}…"),
+                    format!("job {id} goes on"),
+                )
+            }
+            Overlay::Confirm(plan) => (
+                Effect::MoveTag(plan.clone()),
+                format!("moving {}…", plan.tag),
+                "cancelled; nothing changed".to_string(),
+            ),
+            Overlay::Help | Overlay::Prompt { .. } => return None,
+        };
+        let (effect, yes, no) = effect;
+        Some(match a {
+            Action::Confirm => {
+                self.ctx.overlay = None;
+                self.ctx.info(yes);
+                self.request(vec![effect])
+            }
+            Action::Cancel => {
+                self.ctx.overlay = None;
+                self.ctx.info(no);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        })
+    }
+
+    /// A screen key pressed where it means nothing: say what would.
+    fn not_here(&mut self, a: Action) {
+        match a {
+            Action::PointTag => self.ctx.info("select a version first (open a volume)"),
+            Action::UndoMove => self
+                .ctx
+                .info("undo works on a tag's history: press t, select the tag, tab, then u"),
+            _ => {}
+        }
+    }
+
+    fn refuse_if_readonly(&mut self) -> bool {
+        if self.ctx.readonly {
+            self.ctx
+                .error("read-only console (--readonly): tags cannot be moved");
+        }
+        self.ctx.readonly
+    }
+
+    /// Carries out a screen's reply: its effects, then where it goes.
+    fn apply(&mut self, r: Reply) -> Vec<Effect> {
+        let mut effects = self.request(r.effects);
+        match r.go {
+            Some(Go::Push(s)) => effects.extend(self.push_screen(s)),
+            Some(Go::FromRoot(s)) => {
+                self.back_to_root();
+                effects.extend(self.push_screen(s));
+            }
+            None => {}
+        }
+        effects
+    }
+
+    pub fn on_loaded(&mut self, l: Loaded) -> Vec<Effect> {
+        self.ctx.busy = self.ctx.busy.saturating_sub(1);
+        match l {
+            Loaded::Failed(msg) => self.ctx.error(msg),
+            Loaded::Moved(plan) => {
+                self.ctx.info(format!(
+                    "{}:{} now points at {} (was {}); undo from its history with u",
+                    plan.volume,
+                    plan.tag,
+                    short_digest(&plan.to.to_string()),
+                    plan.from
+                        .map(|d| short_digest(&d.to_string()))
+                        .unwrap_or_else(|| "nothing".into())
+                ));
+                return self.reload();
+            }
+            Loaded::JobChanged(job) => {
+                self.ctx.info(format!("job {} is {}", job.id, job.state));
+                self.clamp();
+                return self.reload();
+            }
+            // The volumes list takes its data wherever the console is.
+            l @ Loaded::Volumes(_) => {
+                let on_top = self.above.is_empty();
+                self.root.on_loaded(l, &mut self.ctx, on_top);
+            }
+            // The Mounts screen's rows, and the marks of the others.
+            l @ Loaded::Mounts(_) if self.screen() == Kind::Mounts => self.offer(l),
+            Loaded::Mounts(m) => self.ctx.mounts = m,
+            l @ Loaded::Files(..) => {
+                if let Loaded::Files(vol, digest, _) = &l
+                    && self.above.is_empty()
+                {
+                    // Arrived by `:files REF`: open the screen now that the digest is known.
+                    self.above.push(Box::new(Files::new(vol.clone(), *digest)));
+                }
+                self.offer(l);
+            }
+            l => self.offer(l),
+        }
+        self.clamp();
+        Vec::new()
+    }
+
+    /// Gives a result to the screen on top, which takes it if it is for that screen.
+    fn offer(&mut self, l: Loaded) {
+        let ctx = &mut self.ctx;
+        match self.above.last_mut() {
+            Some(s) => s.on_loaded(l, ctx, true),
+            None => self.root.on_loaded(l, ctx, true),
+        }
+    }
+
+    /// The Mounts and Jobs screens show live figures: the loop asks every second.
+    pub fn wants_live_refresh(&self) -> bool {
+        self.top().live() && self.ctx.busy == 0 && self.ctx.overlay.is_none()
+    }
+
+    pub fn refresh_live(&mut self) -> Vec<Effect> {
+        self.reload()
+    }
+
+    fn reload(&mut self) -> Vec<Effect> {
+        let e = self.top().load(&self.ctx);
+        self.request(e)
+    }
+
+    fn push_screen(&mut self, mut s: Box<dyn Screen>) -> Vec<Effect> {
+        self.ctx.filter.clear();
+        s.entered(&mut self.ctx);
+        self.above.push(s);
+        self.reload()
+    }
+
+    fn back(&mut self) -> Vec<Effect> {
+        if !self.ctx.filter.is_empty() {
+            self.ctx.filter.clear();
+            return Vec::new();
+        }
+        if self.above.pop().is_some() {
+            return self.reload();
+        }
+        Vec::new()
+    }
+
+    /// The Mounts or Jobs screen, over the volumes list, unless it is shown already.
+    fn open_live(&mut self, kind: Kind) -> Vec<Effect> {
+        if self.screen() == kind {
+            return Vec::new();
+        }
+        let s: Box<dyn Screen> = match kind {
+            Kind::Jobs => Box::new(Jobs::default()),
+            _ => Box::new(Mounts::default()),
+        };
+        self.back_to_root();
+        self.push_screen(s)
+    }
+
+    fn open_tags(&mut self) -> Vec<Effect> {
+        match self.top().volume(&self.ctx) {
+            Some(v) if self.screen() != Kind::Tags => self.push_screen(Box::new(Tags::new(v))),
+            _ => Vec::new(),
+        }
+    }
+
+    fn copy(&mut self) -> Vec<Effect> {
+        let Some(vol) = self.top().volume(&self.ctx) else {
+            return Vec::new();
+        };
+        let Some(d) = self.top().digest(&self.ctx) else {
+            self.ctx
+                .info("open a volume and select a version to copy its pinned ref");
+            return Vec::new();
+        };
+        let r = format!("vol:{vol}@{d}");
+        self.ctx.info(format!("copied {r}"));
+        vec![Effect::Copy(r)]
+    }
+
+    fn submit(&mut self, kind: PromptKind, text: &str) -> Vec<Effect> {
+        match kind {
+            PromptKind::Filter => {
+                self.ctx.filter = text.to_string();
+                self.clamp();
+                Vec::new()
+            }
+            PromptKind::Command => self.command(text),
+            PromptKind::TagName => {
+                let ctx = &mut self.ctx;
+                match self.above.last_mut() {
+                    Some(s) => s.on_prompt(kind, text, ctx),
+                    None => self.root.on_prompt(kind, text, ctx),
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn command(&mut self, line: &str) -> Vec<Effect> {
+        let current = self.top().volume(&self.ctx);
+        match palette::parse(line, current) {
+            None => Vec::new(),
+            Some(Err(e)) => {
+                self.ctx.error(e);
+                Vec::new()
+            }
+            Some(Ok(To::Quit)) => {
+                self.quit = true;
+                Vec::new()
+            }
+            Some(Ok(To::Volumes)) => {
+                self.back_to_root();
+                self.ctx.filter.clear();
+                self.reload()
+            }
+            Some(Ok(To::Live(kind))) => self.open_live(kind),
+            Some(Ok(To::Screen(s))) => self.apply(Reply::go(Go::FromRoot(s))),
+            Some(Ok(To::Resolve(e))) => {
+                self.back_to_root();
+                self.request(vec![e])
+            }
+        }
+    }
+
+    /// Everything on screen, as a view-model.
+    pub fn frame(&self, keymap: &Keymap) -> FrameView {
+        let top = self.top();
+        let mut crumbs = vec!["volumes".to_string()];
+        crumbs.extend(top.crumbs());
+        let body: Body = top.body(&self.ctx);
+        let kind = if self.ctx.busy > 0 {
+            StatusKind::Busy(self.spinner)
+        } else {
+            self.ctx.status.0.clone()
+        };
+        let mut text = self.ctx.status.1.clone();
+        if !self.ctx.filter.is_empty() && !matches!(self.ctx.overlay, Some(Overlay::Prompt { .. }))
+        {
+            text = format!("/{}  {text}", self.ctx.filter);
+        }
+        let overlay = self.ctx.overlay.as_ref().map(|o| overlay_view(o, keymap));
+        let context = if self.ctx.readonly {
+            format!("{} · read-only", self.location)
+        } else {
+            self.location.clone()
+        };
+        FrameView {
+            crumbs,
+            context,
+            body,
+            status: Status {
+                kind,
+                text,
+                hints: top
+                    .hints()
+                    .iter()
+                    .map(|(k, d)| (k.to_string(), d.to_string()))
+                    .collect(),
+            },
+            overlay,
+        }
+    }
+}
+
+fn overlay_view(o: &Overlay, keymap: &Keymap) -> ViewOverlay {
+    match o {
+        Overlay::Help => ViewOverlay::Help(keymap.help(Mode::Normal)),
+        Overlay::Prompt { kind, input } => ViewOverlay::Prompt {
+            prefix: match kind {
+                PromptKind::Filter => '/',
+                PromptKind::Command => ':',
+                PromptKind::TagName => '@',
+            },
+            input: input.clone(),
+        },
+        Overlay::ConfirmCancel(id, what) => ViewOverlay::Confirm {
+            title: format!("cancel job {id}"),
+            lines: vec![
+                (what.clone(), Role::Text),
+                (
+                    "it stops at its next read; nothing is sealed".into(),
+                    Role::Dim,
+                ),
+                (
+                    "what it stored stays, so a retry does not fetch it again".into(),
+                    Role::Dim,
+                ),
+            ],
+            yes: format!("cancel job {id}"),
+        },
+        Overlay::Confirm(p) => ViewOverlay::Confirm {
+            title: format!("move tag {}", p.tag),
+            lines: vec![
+                (format!("vol:{}:{}", p.volume, p.tag), Role::Tag),
+                (
+                    format!(
+                        "from {}",
+                        p.from
+                            .map(|d| format!("b3:{}", d.short(16)))
+                            .unwrap_or_else(|| "(new tag)".into())
+                    ),
+                    Role::Removed,
+                ),
+                (format!("to   b3:{}", p.to.short(16)), Role::Added),
+                (
+                    format!("everything that resolves :{} will get the new bytes", p.tag),
+                    Role::Dim,
+                ),
+            ],
+            yes: format!("move {}", p.tag),
+        },
+    }
+}

@@ -1,0 +1,127 @@
+//! A version's tree: sizes, chunk counts, and how much of each file the previous
+//! version already had.
+
+use sealvol_core::files::VersionFiles;
+use sealvol_core::refs::{Digest, VolumeName};
+use sealvol_views::Body;
+use sealvol_views::files::{Entry, FilesView, Kind as EntryKind, Row, tree};
+
+use super::{Ctx, Kind, Screen};
+use crate::effects::{Effect, Loaded};
+
+pub struct Files {
+    volume: VolumeName,
+    digest: Digest,
+    /// The tree, built once per load; and what "shared" compares with.
+    rows: Vec<Row>,
+    previous: Option<String>,
+    sel: usize,
+}
+
+impl Files {
+    pub fn new(volume: VolumeName, digest: Digest) -> Files {
+        Files {
+            volume,
+            digest,
+            rows: Vec::new(),
+            previous: None,
+            sel: 0,
+        }
+    }
+
+    /// Whether a result is the files of the version this screen shows.
+    pub fn shows(&self, volume: &VolumeName, digest: &Digest) -> bool {
+        &self.volume == volume && &self.digest == digest
+    }
+
+    fn fill(&mut self, f: VersionFiles, ctx: &mut Ctx) {
+        let entries: Vec<Entry> = f
+            .files
+            .iter()
+            .map(|x| Entry {
+                path: x.path.clone(),
+                kind: match x.kind {
+                    "dir" => EntryKind::EmptyDir,
+                    "symlink" => EntryKind::Symlink,
+                    _ => EntryKind::File { exec: x.exec },
+                },
+                size: x.size,
+                chunks: x.chunks,
+                shared_bytes: x.shared_bytes,
+                target: x.target.clone(),
+            })
+            .collect();
+        self.rows = tree(&entries);
+        self.previous = f.previous.clone();
+        ctx.info(match &f.previous {
+            Some(p) => format!(
+                "{} entries · shared = already in {}",
+                entries.len(),
+                sealvol_views::format::short_digest(p)
+            ),
+            None => format!(
+                "{} entries · the first version: nothing to compare with",
+                entries.len()
+            ),
+        });
+    }
+}
+
+impl Screen for Files {
+    fn crumb(&self) -> String {
+        format!("b3:{}", self.digest.short(12))
+    }
+
+    fn crumbs(&self) -> Vec<String> {
+        vec![self.volume.to_string(), self.crumb()]
+    }
+
+    fn load(&self, _ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::LoadFiles(self.volume.clone(), self.digest)]
+    }
+
+    fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
+        if let Loaded::Files(vol, digest, f) = l
+            && self.shows(&vol, &digest)
+        {
+            self.fill(f, ctx);
+        }
+    }
+
+    fn len(&self, _ctx: &Ctx) -> usize {
+        self.rows.len()
+    }
+
+    fn selected(&self) -> usize {
+        self.sel
+    }
+
+    fn select(&mut self, i: usize, _ctx: &Ctx) {
+        self.sel = i;
+    }
+
+    fn body(&self, _ctx: &Ctx) -> Body {
+        Body::Files(FilesView {
+            version: format!("vol:{}@{}", self.volume, self.digest),
+            previous: self.previous.clone(),
+            rows: self.rows.clone(),
+            selected: self.sel,
+        })
+    }
+
+    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+        &[("c", "copy ref"), ("esc", "back"), ("?", "help")]
+    }
+
+    fn volume(&self, _ctx: &Ctx) -> Option<VolumeName> {
+        Some(self.volume.clone())
+    }
+
+    fn digest(&self, _ctx: &Ctx) -> Option<String> {
+        Some(self.digest.to_string())
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Files
+    }
+}

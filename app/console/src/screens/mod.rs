@@ -1,0 +1,184 @@
+//! The console's screens, one module each. A screen owns its rows, its selection, the
+//! keys only it answers, the engine work that loads it and the view-model it draws;
+//! the model (`model.rs`) keeps the stack of screens and what they share (`Ctx`), and
+//! answers the keys every screen has (moving, back, filter, palette, help).
+//!
+//! Adding a screen: a module here implementing `Screen`, and its line in the palette
+//! (`palette.rs`) and, if it has one, its key in `keymap.toml`.
+
+pub mod diff;
+pub mod files;
+pub mod jobs;
+pub mod mounts;
+pub mod tags;
+pub mod versions;
+pub mod volumes;
+
+use sealvol_core::refs::VolumeName;
+use sealvol_node::mounts::MountRecord;
+use sealvol_views::Body;
+use sealvol_views::chrome::StatusKind;
+
+use crate::action::Action;
+use crate::effects::{Effect, Loaded, TagMovePlan};
+
+/// What every screen may read and change besides its own state.
+pub struct Ctx {
+    /// The `/` filter, applied by each screen to its own rows.
+    pub filter: String,
+    pub status: (StatusKind, String),
+    pub readonly: bool,
+    /// Engine work in flight, for the spinner (and for "nothing yet" versus "empty").
+    pub busy: usize,
+    /// Live mounts on this node: the Mounts screen's rows, and the `◉` marks of the
+    /// volumes and versions screens.
+    pub mounts: Vec<MountRecord>,
+    /// A confirmation or prompt a screen has opened.
+    pub overlay: Option<Overlay>,
+}
+
+impl Ctx {
+    pub fn info(&mut self, text: impl Into<String>) {
+        self.status = (StatusKind::Info, text.into());
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.status = (StatusKind::Error, text.into());
+    }
+
+    pub fn status_is_error(&self) -> bool {
+        self.status.0 == StatusKind::Error
+    }
+
+    /// Whether a row described by `hay` passes the filter (case-insensitive).
+    pub fn matches(&self, hay: &str) -> bool {
+        self.filter.is_empty() || hay.to_lowercase().contains(&self.filter.to_lowercase())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Filter,
+    Command,
+    TagName,
+}
+
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    Help,
+    Confirm(TagMovePlan),
+    /// Cancel this job (id, and what it syncs, as shown).
+    ConfirmCancel(u64, String),
+    Prompt {
+        kind: PromptKind,
+        input: String,
+    },
+}
+
+/// Where the console goes next.
+pub enum Go {
+    /// This screen, over the current one.
+    Push(Box<dyn Screen>),
+    /// Back to the volumes list, then this screen over it.
+    FromRoot(Box<dyn Screen>),
+}
+
+/// What a screen's answer to a key is.
+#[derive(Default)]
+pub struct Reply {
+    pub effects: Vec<Effect>,
+    pub go: Option<Go>,
+}
+
+impl Reply {
+    pub fn effects(effects: Vec<Effect>) -> Reply {
+        Reply { effects, go: None }
+    }
+
+    pub fn go(go: Go) -> Reply {
+        Reply {
+            effects: Vec::new(),
+            go: Some(go),
+        }
+    }
+}
+
+pub trait Screen {
+    /// The screen's name on its breadcrumb in the stack (`volumes`, `ns/name`, `b3:…`).
+    fn crumb(&self) -> String;
+
+    /// The breadcrumbs after `volumes` while this screen is shown.
+    fn crumbs(&self) -> Vec<String>;
+
+    /// Engine work that loads (or reloads) what it shows.
+    fn load(&self, ctx: &Ctx) -> Vec<Effect>;
+
+    /// Called when it is pushed, before it loads.
+    fn entered(&mut self, _ctx: &mut Ctx) {}
+
+    /// Takes a result meant for it (checking it is for this screen's volume, digest…).
+    /// `on_top`: whether it is the screen shown (the volumes list also gets its data
+    /// while another screen is on top).
+    fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, on_top: bool);
+
+    /// Rows the selection moves over, after the filter.
+    fn len(&self, ctx: &Ctx) -> usize;
+
+    fn selected(&self) -> usize;
+
+    fn select(&mut self, i: usize, ctx: &Ctx);
+
+    /// The keys only this screen answers (opening a row, marking, moving a tag…);
+    /// `None` for a key it has nothing to do with.
+    fn on_action(&mut self, _a: Action, _ctx: &mut Ctx) -> Option<Reply> {
+        None
+    }
+
+    /// The text a prompt this screen opened was answered with.
+    fn on_prompt(&mut self, _kind: PromptKind, _text: &str, _ctx: &mut Ctx) {}
+
+    fn body(&self, ctx: &Ctx) -> Body;
+
+    /// Key hints for the status line.
+    fn hints(&self) -> &'static [(&'static str, &'static str)];
+
+    /// The volume the screen is about (or its selected row is): what `t` opens the
+    /// tags of, and what `c` copies a ref of.
+    fn volume(&self, _ctx: &Ctx) -> Option<VolumeName> {
+        None
+    }
+
+    /// The digest of the version the selection names, for `c`.
+    fn digest(&self, _ctx: &Ctx) -> Option<String> {
+        None
+    }
+
+    /// Figures that change by themselves (mounts, jobs): reloaded every second.
+    fn live(&self) -> bool {
+        false
+    }
+
+    /// A single table whose rows a click selects.
+    fn clickable(&self) -> bool {
+        true
+    }
+
+    /// Which screen this is, for "already there" checks and tests.
+    fn kind(&self) -> Kind;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Volumes,
+    Versions,
+    Tags,
+    Files,
+    Diff,
+    Mounts,
+    Jobs,
+}
+
+/// The selected index among `visible` (indexes into a screen's rows), if any.
+pub fn pick(visible: &[usize], selected: usize) -> Option<usize> {
+    visible.get(selected).copied()
+}

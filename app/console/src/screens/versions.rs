@@ -1,0 +1,229 @@
+//! One volume's versions, newest first: digest, created, size, files, bytes added,
+//! tags, mounts. Marks two versions for a diff; points a tag at one (asks first).
+
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::registry::VersionInfo;
+use sealvol_views::Body;
+use sealvol_views::format::short_digest;
+use sealvol_views::versions::{VersionRow, VersionsView};
+
+use super::diff::Diff;
+use super::files::Files;
+use super::{Ctx, Go, Kind, Overlay, PromptKind, Reply, Screen, pick};
+use crate::action::Action;
+use crate::effects::{Effect, Loaded, TagMovePlan};
+
+pub struct Versions {
+    volume: VolumeName,
+    versions: Vec<VersionInfo>,
+    sel: usize,
+    /// The digest marked as the "from" side of a diff.
+    marked: Option<String>,
+}
+
+impl Versions {
+    pub fn new(volume: VolumeName) -> Versions {
+        Versions {
+            volume,
+            versions: Vec::new(),
+            sel: 0,
+            marked: None,
+        }
+    }
+
+    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
+        // No filter: no per-row formatting (10,000 versions are drawn every frame).
+        if ctx.filter.is_empty() {
+            return (0..self.versions.len()).collect();
+        }
+        (0..self.versions.len())
+            .filter(|&i| {
+                let v = &self.versions[i];
+                ctx.matches(&format!("{} {} {}", v.digest, v.tags.join(" "), v.source))
+            })
+            .collect()
+    }
+
+    fn selected_version(&self, ctx: &Ctx) -> Option<&VersionInfo> {
+        self.versions.get(pick(&self.visible(ctx), self.sel)?)
+    }
+
+    /// Where `tag` points, from what this screen loaded: the confirmation must match
+    /// what was shown.
+    fn current_tag_target(&self, tag: &Name) -> Option<Digest> {
+        self.versions
+            .iter()
+            .find(|v| v.tags.iter().any(|t| t == tag.as_str()))
+            .and_then(|v| Digest::parse(&v.digest).ok())
+    }
+
+    /// Mark one version, then another: the diff from the first to the second opens.
+    fn mark(&mut self, ctx: &mut Ctx) -> Reply {
+        let Some(v) = self.selected_version(ctx) else {
+            return Reply::default();
+        };
+        let d = v.digest.clone();
+        if self.marked.as_deref() == Some(d.as_str()) {
+            self.marked = None;
+            ctx.info("unmarked");
+        } else if let Some(first) = self.marked.take() {
+            let vol = &self.volume;
+            let pinned = |digest: &str| Ref::parse(&format!("vol:{vol}@{digest}"));
+            if let (Ok(a), Ok(b)) = (pinned(&first), pinned(&d)) {
+                return Reply::go(Go::Push(Box::new(Diff::new(a, b))));
+            }
+        } else {
+            ctx.info(format!(
+                "marked {}: mark another version to diff",
+                short_digest(&d)
+            ));
+            self.marked = Some(d);
+        }
+        Reply::default()
+    }
+}
+
+impl Screen for Versions {
+    fn crumb(&self) -> String {
+        self.volume.to_string()
+    }
+
+    fn crumbs(&self) -> Vec<String> {
+        vec![self.volume.to_string(), "versions".into()]
+    }
+
+    fn load(&self, _ctx: &Ctx) -> Vec<Effect> {
+        vec![
+            Effect::LoadMounts,
+            Effect::LoadVersions(self.volume.clone()),
+        ]
+    }
+
+    fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
+        if let Loaded::Versions(vol, v) = l
+            && vol == self.volume
+        {
+            self.versions = v;
+            ctx.info(format!("{} version(s) of {vol}", self.versions.len()));
+        }
+    }
+
+    fn len(&self, ctx: &Ctx) -> usize {
+        self.visible(ctx).len()
+    }
+
+    fn selected(&self) -> usize {
+        self.sel
+    }
+
+    fn select(&mut self, i: usize, _ctx: &Ctx) {
+        self.sel = i;
+    }
+
+    fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
+        match a {
+            Action::Open => Some(
+                match self.selected_version(ctx).map(|v| Digest::parse(&v.digest)) {
+                    Some(Ok(d)) => {
+                        Reply::go(Go::Push(Box::new(Files::new(self.volume.clone(), d))))
+                    }
+                    _ => Reply::default(),
+                },
+            ),
+            Action::PointTag if self.selected_version(ctx).is_some() => {
+                ctx.overlay = Some(Overlay::Prompt {
+                    kind: PromptKind::TagName,
+                    input: String::new(),
+                });
+                ctx.info("tag to point at this version (enter to continue, esc to cancel)");
+                Some(Reply::default())
+            }
+            Action::Mark => Some(self.mark(ctx)),
+            _ => None,
+        }
+    }
+
+    fn on_prompt(&mut self, kind: PromptKind, text: &str, ctx: &mut Ctx) {
+        if kind != PromptKind::TagName {
+            return;
+        }
+        let Some(v) = self.selected_version(ctx) else {
+            return;
+        };
+        let Ok(to) = Digest::parse(&v.digest) else {
+            return;
+        };
+        match Name::parse("tag", text) {
+            Ok(tag) => {
+                let from = self.current_tag_target(&tag);
+                if from == Some(to) {
+                    ctx.info(format!("{tag} already points at this version"));
+                    return;
+                }
+                ctx.overlay = Some(Overlay::Confirm(TagMovePlan {
+                    volume: self.volume.clone(),
+                    tag,
+                    from,
+                    to,
+                }));
+            }
+            Err(e) => ctx.error(e.to_string()),
+        }
+    }
+
+    fn body(&self, ctx: &Ctx) -> Body {
+        let idx = self.visible(ctx);
+        let marked = self
+            .marked
+            .as_ref()
+            .and_then(|m| idx.iter().position(|&i| &self.versions[i].digest == m));
+        let vol = self.volume.to_string();
+        Body::Versions(VersionsView {
+            volume: vol.clone(),
+            rows: idx
+                .into_iter()
+                .map(|i| {
+                    let v = &self.versions[i];
+                    VersionRow {
+                        digest: v.digest.clone(),
+                        created: v.created.clone(),
+                        bytes: v.bytes,
+                        files: v.files,
+                        new_bytes: v.new_bytes,
+                        source: v.source.clone(),
+                        tags: v.tags.clone(),
+                        mounts: ctx
+                            .mounts
+                            .iter()
+                            .filter(|m| m.volume == vol && m.digest == v.digest)
+                            .count(),
+                    }
+                })
+                .collect(),
+            selected: self.sel,
+            marked,
+        })
+    }
+
+    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("c", "copy ref"),
+            ("m", "mark/diff"),
+            ("p", "tag"),
+            ("t", "tags"),
+            ("?", "help"),
+        ]
+    }
+
+    fn volume(&self, _ctx: &Ctx) -> Option<VolumeName> {
+        Some(self.volume.clone())
+    }
+
+    fn digest(&self, ctx: &Ctx) -> Option<String> {
+        self.selected_version(ctx).map(|v| v.digest.clone())
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Versions
+    }
+}

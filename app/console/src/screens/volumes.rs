@@ -1,0 +1,139 @@
+//! Every namespace's volumes: versions, latest size, last update, tags, and which
+//! digests are mounted on this node. The bottom of the stack, always there.
+
+use sealvol_core::refs::VolumeName;
+use sealvol_core::registry::VolumeInfo;
+use sealvol_views::Body;
+use sealvol_views::volumes::{VolumeRow, VolumesView};
+
+use super::{Ctx, Go, Kind, Reply, Screen, pick, versions::Versions};
+use crate::action::Action;
+use crate::effects::{Effect, Loaded};
+
+#[derive(Default)]
+pub struct Volumes {
+    volumes: Vec<VolumeInfo>,
+    sel: usize,
+}
+
+impl Volumes {
+    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
+        if ctx.filter.is_empty() {
+            return (0..self.volumes.len()).collect();
+        }
+        (0..self.volumes.len())
+            .filter(|&i| {
+                let v = &self.volumes[i];
+                ctx.matches(&format!("{}/{} {}", v.namespace, v.name, v.tags.join(" ")))
+            })
+            .collect()
+    }
+
+    fn selected_volume(&self, ctx: &Ctx) -> Option<VolumeName> {
+        let v = &self.volumes[pick(&self.visible(ctx), self.sel)?];
+        VolumeName::parse(&format!("{}/{}", v.namespace, v.name)).ok()
+    }
+}
+
+impl Screen for Volumes {
+    fn crumb(&self) -> String {
+        "volumes".into()
+    }
+
+    fn crumbs(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn load(&self, _ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::LoadMounts, Effect::LoadVolumes]
+    }
+
+    fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, on_top: bool) {
+        if let Loaded::Volumes(v) = l {
+            self.volumes = v;
+            let n = self.volumes.len();
+            let ns: std::collections::BTreeSet<&str> =
+                self.volumes.iter().map(|v| v.namespace.as_str()).collect();
+            if on_top {
+                ctx.info(format!("{n} volume(s) in {} namespace(s)", ns.len()));
+            }
+        }
+    }
+
+    fn len(&self, ctx: &Ctx) -> usize {
+        self.visible(ctx).len()
+    }
+
+    fn selected(&self) -> usize {
+        self.sel
+    }
+
+    fn select(&mut self, i: usize, _ctx: &Ctx) {
+        self.sel = i;
+    }
+
+    fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
+        match a {
+            Action::Open => Some(match self.selected_volume(ctx) {
+                Some(v) => Reply::go(Go::Push(Box::new(Versions::new(v)))),
+                None => Reply::default(),
+            }),
+            _ => None,
+        }
+    }
+
+    fn body(&self, ctx: &Ctx) -> Body {
+        let rows: Vec<VolumeRow> = self
+            .visible(ctx)
+            .into_iter()
+            .map(|i| {
+                let v = &self.volumes[i];
+                VolumeRow {
+                    namespace: v.namespace.clone(),
+                    name: v.name.clone(),
+                    versions: v.versions,
+                    tags: v.tags.clone(),
+                    latest_bytes: v.latest_bytes,
+                    updated: v.updated.clone(),
+                    mounted: ctx
+                        .mounts
+                        .iter()
+                        .filter(|m| m.volume == format!("{}/{}", v.namespace, v.name))
+                        .map(|m| m.digest.clone())
+                        .collect(),
+                }
+            })
+            .collect();
+        if rows.is_empty() && ctx.busy == 0 {
+            Body::Empty(if ctx.filter.is_empty() {
+                "no volumes yet: push one with `sealvol volume push DIR NS/NAME`, or run `sealvol --demo`".into()
+            } else {
+                format!("nothing matches /{}", ctx.filter)
+            })
+        } else {
+            Body::Volumes(VolumesView {
+                rows,
+                selected: self.sel,
+            })
+        }
+    }
+
+    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("enter", "versions"),
+            ("t", "tags"),
+            ("M", "mounts"),
+            ("J", "jobs"),
+            ("/", "filter"),
+            ("?", "help"),
+        ]
+    }
+
+    fn volume(&self, ctx: &Ctx) -> Option<VolumeName> {
+        self.selected_volume(ctx)
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Volumes
+    }
+}
