@@ -71,6 +71,15 @@ impl Model {
         }
     }
 
+    /// The screen on top, and what screens share, borrowed apart.
+    fn top_and_ctx(&mut self) -> (&mut dyn Screen, &mut Ctx) {
+        let top: &mut dyn Screen = match self.above.last_mut() {
+            Some(s) => s.as_mut(),
+            None => &mut self.root,
+        };
+        (top, &mut self.ctx)
+    }
+
     /// Back to the volumes list.
     fn back_to_root(&mut self) {
         self.above.clear();
@@ -114,11 +123,8 @@ impl Model {
     }
 
     fn set_sel(&mut self, i: usize) {
-        let ctx = &self.ctx;
-        match self.above.last_mut() {
-            Some(s) => s.select(i, ctx),
-            None => self.root.select(i, ctx),
-        }
+        let (top, ctx) = self.top_and_ctx();
+        top.select(i, ctx);
     }
 
     fn clamp(&mut self) {
@@ -295,12 +301,8 @@ impl Model {
             | Action::Mark
             | Action::CancelJob
             | Action::RetryJob => {
-                let ctx = &mut self.ctx;
-                let reply = match self.above.last_mut() {
-                    Some(s) => s.on_action(a, ctx),
-                    None => self.root.on_action(a, ctx),
-                };
-                match reply {
+                let (top, ctx) = self.top_and_ctx();
+                match top.on_action(a, ctx) {
                     Some(r) => return self.apply(r),
                     None => self.not_here(a),
                 }
@@ -311,7 +313,7 @@ impl Model {
 
     /// Answers a pending confirmation; `None` when none is shown.
     fn on_confirmation(&mut self, a: Action) -> Option<Vec<Effect>> {
-        let effect = match self.ctx.overlay.as_ref()? {
+        let (effect, yes, no) = match self.ctx.overlay.as_ref()? {
             Overlay::ConfirmCancel(id, _) => {
                 let id = *id;
                 (
@@ -327,7 +329,6 @@ impl Model {
             ),
             Overlay::Help | Overlay::Prompt { .. } => return None,
         };
-        let (effect, yes, no) = effect;
         Some(match a {
             Action::Confirm => {
                 self.ctx.overlay = None;
@@ -422,11 +423,8 @@ impl Model {
 
     /// Gives a result to the screen on top, which takes it if it is for that screen.
     fn offer(&mut self, l: Loaded) {
-        let ctx = &mut self.ctx;
-        match self.above.last_mut() {
-            Some(s) => s.on_loaded(l, ctx, true),
-            None => self.root.on_loaded(l, ctx, true),
-        }
+        let (top, ctx) = self.top_and_ctx();
+        top.on_loaded(l, ctx, true);
     }
 
     /// The Mounts and Jobs screens show live figures: the loop asks every second.
@@ -504,11 +502,8 @@ impl Model {
             }
             PromptKind::Command => self.command(text),
             PromptKind::TagName => {
-                let ctx = &mut self.ctx;
-                match self.above.last_mut() {
-                    Some(s) => s.on_prompt(kind, text, ctx),
-                    None => self.root.on_prompt(kind, text, ctx),
-                }
+                let (top, ctx) = self.top_and_ctx();
+                top.on_prompt(kind, text, ctx);
                 Vec::new()
             }
         }
