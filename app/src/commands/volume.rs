@@ -306,6 +306,25 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 progress.as_ref(),
             )?;
             if !ctx.quiet {
+                if report.temporaries_removed > 0 {
+                    eprintln!(
+                        "removed {} temporary file(s) an interrupted pull left",
+                        report.temporaries_removed
+                    );
+                }
+                if !report.removed.is_empty() {
+                    eprintln!(
+                        "removed {} path(s) the version does not hold:",
+                        report.removed.len()
+                    );
+                    const SHOWN: usize = 20;
+                    for p in report.removed.iter().take(SHOWN) {
+                        eprintln!("  - {p}");
+                    }
+                    if report.removed.len() > SHOWN {
+                        eprintln!("  … and {} more", report.removed.len() - SHOWN);
+                    }
+                }
                 eprintln!(
                     "pulled vol:{}@{digest}: {} file(s), {} into {}",
                     r.volume,

@@ -3,7 +3,13 @@
 //!
 //! Nothing is written outside the target: manifest paths must be clean relative paths,
 //! no existing symlink is ever followed, and links from the version are created last.
+//!
+//! After a pull the target is exactly the version (its digest is the version's digest):
+//! what the version does not hold is in the way, refused, or with `force` removed and
+//! reported. Files are written under temporary names (`.sealvol-part-PID-N`) that are
+//! the pull's own: the next pull into the folder removes any a killed pull left.
 
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -17,11 +23,19 @@ use crate::progress::Progress;
 use crate::read::{Chunks, Tiers};
 use crate::refs::{Digest, VolumeName};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PullReport {
     pub files: u64,
     pub bytes: u64,
+    /// What was in the target and is not in the version, removed under `force`
+    /// (directories end in `/`), in path order.
+    pub removed: Vec<String>,
+    /// Temporaries an interrupted pull had left there, removed.
+    pub temporaries_removed: u64,
 }
+
+/// The prefix of a pull's temporary files; nothing else may start with it.
+const PART_PREFIX: &str = ".sealvol-part-";
 
 /// Pulls `volume@digest` into `target`, reading through `tiers` (a pull fills the
 /// node-disk cache on the way: give it `Fill::Inline`).
@@ -47,13 +61,14 @@ pub fn pull(
             )));
         }
     }
-    prepare_target(target, force)?;
+    let cleared = prepare_target(target, &manifest.entries, force)?;
     let target = target.canonicalize().ctx("cannot open", target)?;
 
-    let files: Vec<&Entry> = manifest
+    let files: Vec<(usize, &Entry)> = manifest
         .entries
         .iter()
         .filter(|e| matches!(e, Entry::File { .. }))
+        .enumerate()
         .collect();
     progress.begin("pull", manifest.stats.bytes, files.len() as u64);
     let next = AtomicUsize::new(0);
@@ -67,10 +82,11 @@ pub fn pull(
             .map(|_| {
                 s.spawn(|| -> Result<()> {
                     while !stop.load(Ordering::Relaxed) {
-                        let Some(entry) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        let Some(&(n, entry)) = files.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
                             break;
                         };
-                        if let Err(e) = pull_file(tiers, &target, entry, force, progress) {
+                        if let Err(e) = pull_file(tiers, &target, n, entry, progress) {
                             stop.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
@@ -93,8 +109,9 @@ pub fn pull(
             }
             Entry::Symlink { path, target: to } => {
                 let p = safe_join(&target, path)?;
-                if force && fs::symlink_metadata(&p).is_ok() {
-                    remove_leaf(&p)?;
+                if fs::symlink_metadata(&p).is_ok() {
+                    // Only a link can be here: prepare_target removed anything else.
+                    fs::remove_file(&p).ctx("cannot replace", &p)?;
                 }
                 std::os::unix::fs::symlink(to, &p).ctx("cannot create link", &p)?;
             }
@@ -105,28 +122,160 @@ pub fn pull(
     Ok(PullReport {
         files: manifest.stats.files,
         bytes: manifest.stats.bytes,
+        removed: cleared.removed,
+        temporaries_removed: cleared.temporaries,
     })
 }
 
-fn prepare_target(target: &Path, force: bool) -> Result<()> {
+/// What the version holds at each path, as far as the target's layout goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    File,
+    Link,
+    Dir,
+}
+
+#[derive(Default)]
+struct Cleared {
+    removed: Vec<String>,
+    temporaries: u64,
+}
+
+/// Makes `target` ready to receive the version: creates it, removes the temporaries of
+/// an interrupted pull, and finds what is in the way (anything the version does not
+/// hold, or holds as another kind). Without `force` anything already there refuses
+/// the pull, naming it; with `force` what the version does not hold is removed, and
+/// its files and links are left to be replaced.
+fn prepare_target(target: &Path, entries: &[Entry], force: bool) -> Result<Cleared> {
     match fs::symlink_metadata(target) {
-        Ok(m) if m.is_dir() => {
-            let mut rd = fs::read_dir(target).ctx("cannot list", target)?;
-            if rd.next().is_some() && !force {
-                return Err(Error::new(
-                    ErrorKind::Conflict,
-                    format!("{} is not empty", target.display()),
-                )
-                .hint("pull into an empty directory, or pass --force to overwrite the version's files there"));
-            }
-            Ok(())
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!("{} exists and is not a directory", target.display()),
+            )
+            .hint("pull into a directory: a new path, or an existing empty one"));
         }
-        Ok(_) => Err(Error::new(
-            ErrorKind::Conflict,
-            format!("{} exists and is not a directory", target.display()),
-        )),
-        Err(_) => fs::create_dir_all(target).ctx("cannot create", target),
+        Err(_) => {
+            fs::create_dir_all(target).ctx("cannot create", target)?;
+            return Ok(Cleared::default());
+        }
     }
+    let mut want: HashMap<&str, Want> = HashMap::new();
+    for e in entries {
+        let path = e.path();
+        for (i, _) in path.match_indices('/') {
+            want.insert(&path[..i], Want::Dir);
+        }
+        want.insert(
+            path,
+            match e {
+                Entry::File { .. } => Want::File,
+                Entry::Symlink { .. } => Want::Link,
+                Entry::Dir { .. } => Want::Dir,
+            },
+        );
+    }
+    let mut scan = Scan {
+        want: &want,
+        extra: Vec::new(),
+        kept: Vec::new(),
+        cleared: Cleared::default(),
+    };
+    scan.dir(target, "")?;
+    if !force {
+        let mut in_way: Vec<String> = scan.kept.iter().map(|(rel, _)| rel.clone()).collect();
+        in_way.extend(scan.extra.iter().map(|(rel, _)| rel.clone()));
+        if !in_way.is_empty() {
+            in_way.sort();
+            let shown = in_way
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            let more = match in_way.len() {
+                n if n > 3 => format!(" and {} more", n - 3),
+                _ => String::new(),
+            };
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!("{} is not empty: {shown}{more} in the way", target.display()),
+            )
+            .hint("pull into an empty directory, or pass --force to make it exactly the version (what the version does not hold is removed)"));
+        }
+    }
+    for (rel, path) in &scan.extra {
+        remove_tree(path, rel, &mut scan.cleared.removed)?;
+    }
+    scan.cleared.removed.sort();
+    Ok(scan.cleared)
+}
+
+/// One walk of the target (never following a link), sorting what it finds.
+struct Scan<'a> {
+    want: &'a HashMap<&'a str, Want>,
+    /// Not in the version, or in it as another kind: removed under `force`.
+    extra: Vec<(String, PathBuf)>,
+    /// A file or link the version also holds there: replaced.
+    kept: Vec<(String, PathBuf)>,
+    cleared: Cleared,
+}
+
+impl Scan<'_> {
+    fn dir(&mut self, dir: &Path, prefix: &str) -> Result<()> {
+        for item in fs::read_dir(dir).ctx("cannot list", dir)? {
+            let item = item.ctx("cannot list", dir)?;
+            let path = item.path();
+            let kind = item.file_type().ctx("cannot read", &path)?;
+            let name = item.file_name();
+            let name = name.to_string_lossy();
+            let rel = format!("{prefix}{name}");
+            if kind.is_file() && name.starts_with(PART_PREFIX) {
+                fs::remove_file(&path).ctx("cannot remove", &path)?;
+                self.cleared.temporaries += 1;
+                continue;
+            }
+            let have = if kind.is_dir() {
+                Want::Dir
+            } else if kind.is_symlink() {
+                Want::Link
+            } else {
+                Want::File
+            };
+            // A lossy name cannot be in the version, whose paths are UTF-8.
+            let matches =
+                item.file_name().to_str().is_some() && self.want.get(rel.as_str()) == Some(&have);
+            match (matches, have) {
+                (true, Want::Dir) => self.dir(&path, &format!("{rel}/"))?,
+                (true, _) => self.kept.push((rel, path)),
+                (false, _) => self.extra.push((rel, path)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes a path the version does not hold, recording each thing removed.
+fn remove_tree(path: &Path, rel: &str, removed: &mut Vec<String>) -> Result<()> {
+    let m = fs::symlink_metadata(path).ctx("cannot read", path)?;
+    if m.is_dir() {
+        for item in fs::read_dir(path).ctx("cannot list", path)? {
+            let item = item.ctx("cannot list", path)?;
+            let name = item.file_name();
+            remove_tree(
+                &item.path(),
+                &format!("{rel}/{}", name.to_string_lossy()),
+                removed,
+            )?;
+        }
+        fs::remove_dir(path).ctx("cannot remove", path)?;
+        removed.push(format!("{rel}/"));
+    } else {
+        fs::remove_file(path).ctx("cannot remove", path)?;
+        removed.push(rel.to_string());
+    }
+    Ok(())
 }
 
 /// Joins a clean relative path to the target, creating parent directories and refusing
@@ -166,25 +315,11 @@ fn safe_join(root: &Path, rel: &str) -> Result<PathBuf> {
     Ok(p)
 }
 
-fn remove_leaf(p: &Path) -> Result<()> {
-    let m = fs::symlink_metadata(p).ctx("cannot read", p)?;
-    if m.is_dir() {
-        return Err(Error::new(
-            ErrorKind::Conflict,
-            format!(
-                "{} is a directory where the version has a file",
-                p.display()
-            ),
-        ));
-    }
-    fs::remove_file(p).ctx("cannot replace", p)
-}
-
 fn pull_file(
     tiers: &Tiers,
     root: &Path,
+    index: usize,
     entry: &Entry,
-    force: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
     let Entry::File {
@@ -206,8 +341,7 @@ fn pull_file(
     }
     // Written under a temporary name and renamed once complete and verified, so an
     // interrupted pull never leaves a short file under the real name.
-    let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dest.with_file_name(format!(".{name}.sealvol-{}", std::process::id()));
+    let tmp = dest.with_file_name(format!("{PART_PREFIX}{}-{index}", std::process::id()));
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -233,9 +367,8 @@ fn pull_file(
             fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
                 .ctx("cannot chmod", &tmp)?;
         }
-        if force && fs::symlink_metadata(&dest).is_ok() {
-            remove_leaf(&dest)?;
-        }
+        // Whatever is still at `dest` is a file the version replaces (prepare_target
+        // removed anything else); rename replaces it in one step.
         fs::rename(&tmp, &dest).ctx("cannot rename into place", &dest)
     })();
     if result.is_err() {
