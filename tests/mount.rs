@@ -478,7 +478,7 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
 
     let file = env.path("a-file");
     write(&file, b"x");
-    let e = env.fails(2, &["volume", "mount", "t/bad-input", &s(&file)]);
+    let e = env.fails(1, &["volume", "mount", "t/bad-input", &s(&file)]);
     assert!(e.contains("not a directory"), "{e}");
 
     let full = env.path("full");
@@ -520,7 +520,7 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
 
     let _m = mount(&env, "t/bad-input", &mnt, &[]);
     let e = env.fails(1, &["volume", "mount", "t/bad-input", &s(&mnt)]);
-    assert!(e.contains("already a mount point"), "{e}");
+    assert!(e.contains("already mounted"), "{e}");
     assert_eq!(
         mounts_json(&env).len(),
         1,
@@ -606,4 +606,107 @@ fn unmount_while_busy_says_so_and_lazy_detaches() {
     env.ok(&["volume", "unmount", "--lazy", mnt.to_str().unwrap()]);
     assert!(!is_mounted(&mnt));
     drop(open);
+}
+
+/// Mounts started at the same moment on one directory do not stack: one wins, every
+/// other fails with "already mounted", and the kernel holds one mount there.
+#[test]
+fn mounts_started_at_once_on_one_directory_do_not_stack() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"once");
+    env.push(&src, "t/base", &["--tag", "prod"]);
+    let mnt = env.path("m/d");
+    fs::create_dir_all(&mnt).unwrap();
+    let cache = env.path("cache");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.cmd()
+                .args(["volume", "mount", "t/base:prod", mnt.to_str().unwrap()])
+                .args(["--cache", cache.to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let _m = Mounted {
+        env: &env,
+        dir: mnt.clone(),
+    };
+    let won = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(won, 1, "exactly one mount wins");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("already mounted"), "{e}");
+    }
+    let canonical = mnt.canonicalize().unwrap();
+    let stacked = fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == canonical.to_str())
+        .count();
+    assert_eq!(
+        stacked,
+        1,
+        "the kernel holds one mount at {}",
+        mnt.display()
+    );
+    assert_eq!(fs::read(mnt.join("a.txt")).unwrap(), b"once");
+    assert_eq!(mounts_json(&env).len(), 1);
+}
+
+fn mount_logs(env: &Env) -> String {
+    let mut all = String::new();
+    for e in fs::read_dir(env.state.join("mounts")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            all.push_str(&fs::read_to_string(e.path()).unwrap());
+        }
+    }
+    all
+}
+
+/// The mount's log says who ended it: `sealvol volume unmount`, or someone outside.
+#[test]
+fn the_mount_log_says_who_unmounted_it() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"a");
+    env.push(&src, "t/log", &[]);
+    let mnt = env.path("mnt");
+    let m = mount(&env, "t/log", &mnt, &[]);
+    env.ok(&["volume", "unmount", mnt.to_str().unwrap()]);
+    let log = mount_logs(&env);
+    assert!(log.contains("(by `sealvol volume unmount`)"), "{log}");
+    assert!(!log.contains("from outside"), "{log}");
+    drop(m);
+
+    let m = mount(&env, "t/log", &mnt, &[]);
+    let status = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !mount_logs(&env).contains("from outside") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = mount_logs(&env);
+    assert!(
+        log.contains("(from outside: fusermount3 -u or umount)"),
+        "{log}"
+    );
+    drop(m);
 }

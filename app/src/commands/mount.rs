@@ -52,7 +52,7 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
     let digest = repo.resolve(&r)?;
     if !req.foreground {
         // Checked here too so that a bad mount point is reported with its own kind.
-        mount::check_mount_point(&req.dir)?;
+        drop(mount::check_mount_point(&req.dir)?);
         return spawn_background(ctx, &r.volume, &digest, &req, &cache_dir, cache_bytes);
     }
     crate::alloc::for_mount();
@@ -132,10 +132,16 @@ fn serve(
         );
     }
     ready.ok();
-    let stopped = wait_for_stop(&m, signals, |stats| {
-        rec.stats = stats;
-        let _ = records::write(&dir, &rec);
-    });
+    let pid = rec.pid;
+    let stopped = wait_for_stop(
+        &m,
+        signals,
+        || records::take_unmount_note(&dir, pid),
+        |stats| {
+            rec.stats = stats;
+            let _ = records::write(&dir, &rec);
+        },
+    );
     records::remove(&dir, rec.pid);
     let result = m.unmount();
     if !ctx.quiet {
@@ -144,21 +150,28 @@ fn serve(
     result
 }
 
-/// Blocks until SIGINT/SIGTERM or until someone else unmounts; publishes the counters
-/// every second meanwhile. Returns why it stopped.
+/// Blocks until SIGINT/SIGTERM or until the mount is unmounted; publishes the counters
+/// within 100 ms of a change meanwhile, so `volume mounts` is current right after a
+/// read. Returns why it stopped.
 fn wait_for_stop(
     m: &mount::Mount,
     signals: crate::signals::Signals,
+    mut unmounted_by_us: impl FnMut() -> bool,
     mut publish: impl FnMut(mount::TierStats),
 ) -> &'static str {
-    let mut last = Instant::now();
-    signals.wait(Duration::from_millis(250), || {
+    let mut last = m.stats();
+    signals.wait(Duration::from_millis(100), || {
         if !m.is_running() {
-            return Some("unmounted from outside");
+            return Some(if unmounted_by_us() {
+                "by `sealvol volume unmount`"
+            } else {
+                "from outside: fusermount3 -u or umount"
+            });
         }
-        if last.elapsed() >= Duration::from_secs(1) {
-            publish(m.stats());
-            last = Instant::now();
+        let now = m.stats();
+        if now != last {
+            publish(now);
+            last = now;
         }
         None
     })
@@ -340,7 +353,16 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
         .into_iter()
         .filter(|r| Path::new(&r.dir) == abs)
         .collect();
-    mount::unmount_dir(&abs, lazy)?;
+    let notes = records_dir(ctx);
+    for r in &serving {
+        records::note_unmount(&notes, r.pid);
+    }
+    if let Err(e) = mount::unmount_dir(&abs, lazy) {
+        for r in &serving {
+            records::take_unmount_note(&notes, r.pid);
+        }
+        return Err(e);
+    }
     // Wait for the serving process to notice and exit, so a remount right after works.
     // After a lazy detach it serves the files still open and ends when they close.
     let wait = if lazy {

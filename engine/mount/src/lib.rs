@@ -18,6 +18,7 @@ pub mod readahead;
 pub mod table;
 pub mod tree;
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -53,6 +54,7 @@ pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     fs: Arc<VolumeFs>,
     dir: PathBuf,
+    _claim: MountPointClaim,
 }
 
 /// Builds the filesystem for one version without mounting it (tests, and the first
@@ -86,7 +88,7 @@ pub fn mount(
     dir: &Path,
     opts: MountOptions,
 ) -> Result<Mount> {
-    let dir = check_mount_point(dir)?;
+    let (dir, claim) = check_mount_point(dir)?;
     let fs = Arc::new(open_fs(repo, volume, digest, &opts)?);
     let options = |auto_unmount: bool| {
         let mut mount_options = vec![
@@ -147,6 +149,7 @@ pub fn mount(
         session: Some(session),
         fs,
         dir,
+        _claim: claim,
     })
 }
 
@@ -230,25 +233,42 @@ impl Drop for Mount {
     }
 }
 
-/// The mount point must be an existing, empty directory that is not mounted already:
-/// mounting over files would hide them.
-pub fn check_mount_point(dir: &Path) -> Result<PathBuf> {
+/// A claim on a mount point: an exclusive `flock` on the directory underneath, held
+/// for as long as the mount lives. The kernel's mount table only shows a mount once it
+/// exists, so without the claim two mounts started at once would both find the
+/// directory free and stack.
+pub struct MountPointClaim(#[allow(dead_code)] std::fs::File);
+
+/// The mount point must be an existing, empty directory that is not mounted already
+/// (mounting over files would hide them) and that no other mount is claiming.
+pub fn check_mount_point(dir: &Path) -> Result<(PathBuf, MountPointClaim)> {
     let meta = std::fs::metadata(dir).map_err(|e| {
         Error::io("cannot use mount point", dir, e).hint("create the directory first")
     })?;
     if !meta.is_dir() {
-        return Err(Error::usage(format!(
-            "{} is not a directory; mount onto an empty directory",
-            dir.display()
-        )));
-    }
-    let dir = dir.canonicalize().ctx("cannot use mount point", dir)?;
-    if is_mount_point(&dir) {
         return Err(Error::new(
             ErrorKind::Conflict,
-            format!("{} is already a mount point", dir.display()),
+            format!("{} is not a directory", dir.display()),
         )
-        .hint("unmount it first: sealvol volume unmount DIR"));
+        .hint("mount onto an empty directory"));
+    }
+    let dir = dir.canonicalize().ctx("cannot use mount point", dir)?;
+    let already = || {
+        Error::new(
+            ErrorKind::Conflict,
+            format!("{} is already mounted", dir.display()),
+        )
+        .hint("unmount it first (sealvol volume unmount DIR), or mount onto another directory")
+    };
+    // Opened before the mount table is read: if a mount lands in between, this handle
+    // is on the directory underneath, whose claim that mount holds.
+    let handle = std::fs::File::open(&dir).ctx("cannot use mount point", &dir)?;
+    // SAFETY: flock on a descriptor we own; it does not touch memory.
+    if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(already());
+    }
+    if is_mount_point(&dir) {
+        return Err(already());
     }
     let mut rd = std::fs::read_dir(&dir).ctx("cannot list", &dir)?;
     if rd.next().is_some() {
@@ -261,7 +281,7 @@ pub fn check_mount_point(dir: &Path) -> Result<PathBuf> {
         )
         .hint("mount onto an empty directory"));
     }
-    Ok(dir)
+    Ok((dir, MountPointClaim(handle)))
 }
 
 pub fn is_mount_point(dir: &Path) -> bool {

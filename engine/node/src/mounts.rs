@@ -50,6 +50,21 @@ pub fn remove(dir: &Path, pid: u32) {
     let _ = fs::remove_file(record_path(dir, pid));
 }
 
+fn unmount_note_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.unmounting"))
+}
+
+/// Left by `sealvol volume unmount` for the process serving the mount, just before it
+/// asks the kernel to unmount, so that the mount's log can say who ended it.
+pub fn note_unmount(dir: &Path, pid: u32) {
+    let _ = fs::write(unmount_note_path(dir, pid), b"");
+}
+
+/// Removes the note (the unmount failed, or the mount has read it); whether there was one.
+pub fn take_unmount_note(dir: &Path, pid: u32) -> bool {
+    fs::remove_file(unmount_note_path(dir, pid)).is_ok()
+}
+
 /// Whether a process runs; a zombie (exited, not yet reaped by its new parent) does not.
 pub fn alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
