@@ -142,6 +142,29 @@ impl SlowProxy {
     }
 }
 
+/// tests/servers/failing_server.py: an endpoint that answers every request with 500,
+/// a fault no real S3 server can be made to produce on demand.
+pub struct FailingServer {
+    _process: Process,
+    pub port: u16,
+}
+
+impl FailingServer {
+    pub fn start() -> FailingServer {
+        let (process, line) =
+            spawn_listening(Command::new("python3").arg(servers_dir().join("failing_server.py")));
+        let port = line
+            .rsplit(' ')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("failing_server.py said {line:?}"));
+        FailingServer {
+            _process: process,
+            port,
+        }
+    }
+}
+
 /// tests/servers/hf_server.py serving `args` (`--repo ORG/NAME=DIR`, `--token T`).
 pub struct HfServer {
     _process: Process,

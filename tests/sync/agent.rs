@@ -228,3 +228,62 @@ fn detach_starts_a_background_agent_when_none_runs() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Starts a detached sync of `source` through the agent and waits until its log shows
+/// `seen`; returns the job id.
+fn detached_sync_until(env: &Env, ep: &str, source: &str, seen: &str) -> String {
+    let mut c = s3_cmd(env, ep);
+    c.args(["volume", "sync", source, "w/cancel", "--detach"]);
+    let id = ok(c, &[]).trim().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let logs = env.ok(&["jobs", "logs", &id]);
+        if logs.contains(seen) {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "never saw {seen:?} in\n{logs}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn cancel_ends_it(env: &Env, id: &str) {
+    let t = Instant::now();
+    let job: serde_json::Value =
+        serde_json::from_str(&env.ok(&["jobs", "cancel", id, "--json"])).unwrap();
+    assert_eq!(job["state"], "CANCELLED", "{job}");
+    // Not a speed figure: without the fix the job ran out its retries (26 s) and FAILED.
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let logs = env.ok(&["jobs", "logs", id]);
+    for line in ["cancel requested by the user", "CANCELLED: cancelled"] {
+        assert!(logs.contains(line), "no {line:?} in\n{logs}");
+    }
+    assert!(!logs.contains("FAILED"), "{logs}");
+}
+
+#[test]
+fn cancel_takes_effect_while_a_sync_waits_out_retries() {
+    let down = FailingServer::start();
+    let env = Env::new();
+    let ep = format!("http://127.0.0.1:{}", down.port);
+    let mut agent = start_agent(&env, &ep);
+    let id = detached_sync_until(&env, &ep, "s3://down/ckpt", "retrying in");
+    cancel_ends_it(&env, &id);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+}
+
+#[test]
+fn cancel_takes_effect_during_a_slow_read() {
+    let moto = Moto::start(&[]);
+    let env = Env::new();
+    let (_src, _want) = big_source(&env, &moto);
+    // 4 KiB/s: each part's read stays in flight for minutes.
+    let proxy = SlowProxy::start(moto.port, 4 << 10);
+    let ep = format!("http://127.0.0.1:{}", proxy.port);
+    let mut agent = start_agent(&env, &ep);
+    let id = detached_sync_until(&env, &ep, "s3://big/ckpt", "listed 12 object(s)");
+    std::thread::sleep(Duration::from_millis(300));
+    cancel_ends_it(&env, &id);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+}

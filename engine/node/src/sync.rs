@@ -119,7 +119,13 @@ fn run_logged(
         .hint("run the agent of the sealvol binary, which reaches every kind of source")
     })?;
     let shown = url.to_string();
-    let mut remote = connector.connect(&url, &spec.endpoint, secret.as_ref(), log)?;
+    let mut remote = connector.connect(
+        &url,
+        &spec.endpoint,
+        secret.as_ref(),
+        log,
+        opts.cancel.clone(),
+    )?;
     drop(secret);
     let listed = now_rfc3339();
     let listing = remote.list(&filter)?;
@@ -194,7 +200,7 @@ fn run_logged(
         }
         let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
         let stream: Vec<StreamFile> = part.iter().map(Object::stream_file).collect();
-        let fetch = remote.fetch(part, opts.streams, opts.cancel.clone());
+        let fetch = remote.fetch(part, opts.streams);
         let got = match push::ingest(repo, &mut index, &stream, &*fetch, progress) {
             Ok(got) => got,
             // The pipeline saw an io::Error; the source's own error says more.

@@ -68,6 +68,7 @@ impl Prefetch {
             })
             .collect();
         let prefix = shown.clone();
+        let parts_cancel = cancel.clone();
         let feeder = rt.spawn(async move {
             for (obj, range) in plan {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -76,8 +77,15 @@ impl Prefetch {
                 let (part_tx, part_rx) = mpsc::channel(AHEAD);
                 let client = client.clone();
                 let what = format!("{prefix}{}", obj.key);
+                let cancel = parts_cancel.clone();
                 tokio::spawn(crate::retry::logged(log.clone(), async move {
-                    stream_part(&client, &obj, range, &what, &part_tx).await;
+                    let streamed = crate::retry::cancellable(&cancel, async {
+                        stream_part(&client, &obj, range, &what, &part_tx).await;
+                        Ok(())
+                    });
+                    if let Err(e) = streamed.await {
+                        let _ = part_tx.send(Err(e)).await;
+                    }
                     drop(permit);
                 }));
                 if tx.send(part_rx).await.is_err() {

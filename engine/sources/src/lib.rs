@@ -39,6 +39,7 @@ impl Connector for Sources {
         at: &Resolved,
         secret: Option<&Secret>,
         notes: Notes,
+        cancel: Arc<AtomicBool>,
     ) -> Result<Box<dyn Remote>> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -48,11 +49,15 @@ impl Connector for Sources {
             .map_err(|e| {
                 Error::new(ErrorKind::Io, format!("cannot start the sync runtime: {e}"))
             })?;
-        let client = rt.block_on(Client::connect(url, at, secret))?;
+        let client = rt.block_on(retry::cancellable(
+            &cancel,
+            Client::connect(url, at, secret),
+        ))?;
         Ok(Box::new(Connected {
             client: Arc::new(client),
             shown: url.to_string(),
             notes,
+            cancel,
             rt,
         }))
     }
@@ -64,6 +69,8 @@ struct Connected {
     /// The canonical address, which prefixes object names in errors.
     shown: String,
     notes: Notes,
+    /// The job's cancel flag: every request races it.
+    cancel: Arc<AtomicBool>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -72,23 +79,20 @@ impl Remote for Connected {
         let client = Arc::get_mut(&mut self.client).ok_or_else(|| {
             Error::new(ErrorKind::Io, "a source cannot be listed while it is read")
         })?;
-        self.rt
-            .block_on(retry::logged(self.notes.clone(), client.list(filter)))
+        self.rt.block_on(retry::logged(
+            self.notes.clone(),
+            retry::cancellable(&self.cancel, client.list(filter)),
+        ))
     }
 
-    fn fetch(
-        &self,
-        objects: Vec<Object>,
-        streams: usize,
-        cancel: Arc<AtomicBool>,
-    ) -> Box<dyn Fetch + '_> {
+    fn fetch(&self, objects: Vec<Object>, streams: usize) -> Box<dyn Fetch + '_> {
         Box::new(Prefetch::start(
             self.rt.handle(),
             self.client.clone(),
             objects,
             self.shown.clone(),
             streams,
-            cancel,
+            self.cancel.clone(),
             self.notes.clone(),
         ))
     }

@@ -3,9 +3,10 @@
 //! cannot fix a 403 or a missing bucket.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sealvol_core::error::{ErrorKind, Result};
+use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_node::source::Notes;
 
 tokio::task_local! {
@@ -21,6 +22,27 @@ pub async fn logged<F: Future>(log: Notes, fut: F) -> F::Output {
 pub fn say(line: String) {
     tracing::warn!("{line}");
     let _ = LOG.try_with(|log| log.send(line));
+}
+
+/// Runs `fut` until it ends or `cancel` is set, whichever is first: dropping it ends
+/// whatever it waits on (a slow read, a retry's backoff sleep).
+pub async fn cancellable<T>(
+    cancel: &AtomicBool,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::select! {
+        r = fut => r,
+        () = cancelled(cancel) => Err(Error::cancelled()),
+    }
+}
+
+/// How often a cancel flag is looked at: "within a moment" is this.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+async fn cancelled(cancel: &AtomicBool) {
+    while !cancel.load(Ordering::Relaxed) {
+        tokio::time::sleep(CANCEL_POLL).await;
+    }
 }
 
 /// Tries per request: with the backoff below, about 30 s of trouble is ridden out.
@@ -64,8 +86,7 @@ fn jitter(d: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sealvol_core::error::Error;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
 
     #[tokio::test(start_paused = true)]
     async fn transient_errors_are_retried_and_permanent_ones_are_not() {

@@ -355,8 +355,11 @@ impl JobsApi for Inner {
                         format!("job {id} is RUNNING in no agent"),
                     ));
                 };
+                JobLog::new(&self.state_dir, id).line("cancel requested by the user");
                 flag.store(true, Ordering::SeqCst);
-                // The sync stops at its next part; wait for the record to say so.
+                // Every request of the sync races the flag (a backoff sleep, a slow read
+                // included), so the record says CANCELLED within a moment; only sealing,
+                // which cannot be cancelled, takes longer.
                 let deadline = Instant::now() + Duration::from_secs(60);
                 loop {
                     let j = self.db.job(id)?;

@@ -23,13 +23,16 @@ pub type Notes = crossbeam_channel::Sender<String>;
 
 pub trait Connector: Send + Sync {
     /// Connects to a remote source (never `SourceUrl::Local`) at `at`, with `secret`
-    /// when the job names one.
+    /// when the job names one. Once `cancel` is set, everything the connection does
+    /// (connecting, listing, reading, waiting out a retry) ends within a moment with
+    /// `ErrorKind::Cancelled`.
     fn connect(
         &self,
         url: &SourceUrl,
         at: &Resolved,
         secret: Option<&Secret>,
         notes: Notes,
+        cancel: Arc<AtomicBool>,
     ) -> Result<Box<dyn Remote>>;
 }
 
@@ -41,12 +44,7 @@ pub trait Remote: Send + Sync {
 
     /// Starts streaming `objects`, in this order, with up to `streams` ranged reads in
     /// flight; each read fails if its object is no longer the listed version.
-    fn fetch(
-        &self,
-        objects: Vec<Object>,
-        streams: usize,
-        cancel: Arc<AtomicBool>,
-    ) -> Box<dyn Fetch + '_>;
+    fn fetch(&self, objects: Vec<Object>, streams: usize) -> Box<dyn Fetch + '_>;
 }
 
 /// A batch on its way in: the push pipeline reads it as `Inputs`, in listing order.
