@@ -1,11 +1,13 @@
 //! `sealvol`: the binary. Parses the command line, sets up logging, runs one command and
 //! turns its error into one line on stderr and an exit code (1 failure, 2 usage).
 
+#[macro_use]
+mod output;
+
 mod alloc;
 mod cli;
 mod commands;
 mod config;
-mod output;
 mod progress;
 mod signals;
 
@@ -61,16 +63,12 @@ fn init_logging(verbose: u8, quiet: bool) {
 
 fn run(cli: Cli) -> Result<()> {
     if let Some(Command::Completions { shell }) = &cli.command {
-        clap_complete::generate(
-            *shell,
-            &mut Cli::command(),
-            "sealvol",
-            &mut std::io::stdout(),
-        );
-        return Ok(());
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut Cli::command(), "sealvol", &mut script);
+        return outln!("{}", String::from_utf8_lossy(&script).trim_end());
     }
     if let Some(Command::Digest { dir }) = &cli.command {
-        println!("{}", sealvol_core::walk::digest_dir(dir)?);
+        outln!("{}", sealvol_core::walk::digest_dir(dir)?)?;
         return Ok(());
     }
     let ctx = Ctx {
@@ -87,16 +85,16 @@ fn run(cli: Cli) -> Result<()> {
             let config = config::config_path()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "(no home directory)".into());
-            println!("config file  {config}");
-            println!("repository   {}", s.repo.display());
-            println!("state        {}", s.state.display());
-            println!(
+            outln!("config file  {config}")?;
+            outln!("repository   {}", s.repo.display())?;
+            outln!("state        {}", s.state.display())?;
+            outln!(
                 "cache        {} (bound {})",
                 s.cache.display(),
                 output::size(s.cache_size)
-            );
-            println!("theme        {}", s.theme);
-            println!("fsync        {}", if s.fsync { "on" } else { "off" });
+            )?;
+            outln!("theme        {}", s.theme)?;
+            outln!("fsync        {}", if s.fsync { "on" } else { "off" })?;
             Ok(())
         }
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),

@@ -1,9 +1,31 @@
-//! Plain-text tables and sizes for people; `--json` output is built by the commands.
+//! Standard output for the commands: plain-text tables for people, JSON for programs,
+//! and lines written so that a failed write (a full disk, a closed file) is an error
+//! the command returns, never a panic. (A closed pipe ends the process quietly, as
+//! SIGPIPE does for every Unix tool: see main.)
 
-pub use sealvol_views::format::{size, when};
+use std::io::Write;
+use std::path::Path;
+
+use sealvol_core::{Error, Result};
+pub use sealvol_views::format::{name, size, when};
+
+/// `println!` that returns the write's failure as an `Error` instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::line(format_args!($($arg)*))
+    };
+}
+
+/// One line on standard output.
+pub fn line(args: std::fmt::Arguments) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| Error::io("cannot write to", Path::new("standard output"), e))
+}
 
 /// Prints rows as left-aligned columns under a header; the last column is not padded.
-pub fn table(header: &[&str], rows: &[Vec<String>]) {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -20,17 +42,21 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&format!("{cell:<w$}  "));
             }
         }
-        println!("{}", s.trim_end());
+        outln!("{}", s.trim_end())
     };
-    line(header.to_vec());
+    line(header.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
-pub fn json(value: &impl serde::Serialize) {
-    match serde_json::to_string_pretty(value) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("error: cannot encode JSON: {e}"),
-    }
+pub fn json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| {
+        Error::new(
+            sealvol_core::ErrorKind::Io,
+            format!("cannot encode JSON: {e}"),
+        )
+    })?;
+    outln!("{text}")
 }

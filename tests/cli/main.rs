@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod output;
 mod pull;
 
 use std::os::unix::fs::PermissionsExt;

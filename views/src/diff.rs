@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span as TextSpan};
 use ratatui::widgets::{Block, Borders, Widget};
 use sealvol_themes::{Role, Theme};
 
-use crate::format::size;
+use crate::format::{name, size};
 use crate::list::{Cell, Column, cell, draw_table};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +184,7 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             };
             vec![
                 cell(mark, role),
-                cell(tail(&f.path, 33), role),
+                cell(tail(&name(&f.path), 33), role),
                 cell(size(f.size), Role::Text),
                 cell(changed, role),
                 strip,
@@ -195,7 +195,7 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let title = match vm.files.get(vm.selected) {
-        Some(f) => format!(" tensors of {} ", f.path),
+        Some(f) => format!(" tensors of {} ", name(&f.path)),
         None => " tensors ".into(),
     };
     let block = Block::default()
@@ -221,7 +221,7 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let (mark, role) = t.change.mark();
             vec![
                 cell(mark, role),
-                cell(&t.name, role),
+                cell(name(&t.name), role),
                 cell(&t.kind, Role::Dim),
                 cell(size(t.bytes), Role::Text),
             ]

@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::size;
+use crate::format::{name, size};
 use crate::list::{Column, cell, draw_table};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,16 +131,16 @@ pub fn draw(vm: &FilesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let r = &vm.rows[i];
             let indent = "  ".repeat(r.depth as usize);
             let (name, role) = match r.kind {
-                Kind::Dir | Kind::EmptyDir => (format!("{indent}{}", r.name), Role::Title),
+                Kind::Dir | Kind::EmptyDir => (format!("{indent}{}", name(&r.name)), Role::Title),
                 Kind::File { exec } => (
-                    format!("{indent}{}{}", r.name, if exec { "*" } else { "" }),
+                    format!("{indent}{}{}", name(&r.name), if exec { "*" } else { "" }),
                     Role::Text,
                 ),
                 Kind::Symlink => (
                     format!(
                         "{indent}{} -> {}",
-                        r.name,
-                        r.target.as_deref().unwrap_or("")
+                        name(&r.name),
+                        name(r.target.as_deref().unwrap_or(""))
                     ),
                     Role::Pinned,
                 ),
@@ -225,5 +225,23 @@ mod tests {
                 (0, "z.bin", 7),
             ]
         );
+    }
+
+    #[test]
+    fn names_with_control_characters_draw_as_one_quoted_row() {
+        let vm = FilesView {
+            version: "v".into(),
+            previous: None,
+            rows: tree(&[file("evil\nforged row", 1), file("esc\x1b[2J.txt", 2)]),
+            selected: 0,
+        };
+        let theme = sealvol_themes::Theme::preset("dark").unwrap();
+        let area = Rect::new(0, 0, 70, 5);
+        let mut buf = Buffer::empty(area);
+        draw(&vm, &theme, area, &mut buf);
+        let text: String = buf.content().iter().map(|c| c.symbol()).collect();
+        assert!(text.contains(r#""esc\x1b[2J.txt""#), "{text}");
+        assert!(text.contains(r#""evil\nforged row""#), "{text}");
+        assert!(!text.contains('\x1b'), "{text}");
     }
 }

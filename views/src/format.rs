@@ -1,4 +1,7 @@
-//! Numbers and times the way people read them, shared by the console and the CLI.
+//! Numbers, times and names the way people read them, shared by the console and the CLI.
+
+use std::borrow::Cow;
+use std::fmt::Write;
 
 /// Bytes in binary units: `218.0 MiB`.
 pub fn size(bytes: u64) -> String {
@@ -26,6 +29,43 @@ pub fn short_digest(digest: &str) -> String {
     digest.chars().take(15).collect()
 }
 
+/// A name (a file's path, a link's target, a directory) as it is safe to print or
+/// draw. Control characters would forge rows (a newline) or drive the terminal (ESC),
+/// and bidirectional overrides would reorder what is shown; a name holding any is
+/// shown in double quotes with C escapes, as `ls` and git show them. A name starting
+/// with `"` is quoted too, so that a quoted name is never ambiguous. `--json` carries
+/// names exactly.
+pub fn name(s: &str) -> Cow<'_, str> {
+    if !s.starts_with('"') && !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 && unsafe_char(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if unsafe_char(c) => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -38,5 +78,21 @@ mod tests {
             super::short_digest(&format!("b3:{}", "a".repeat(64))),
             "b3:aaaaaaaaaaaa"
         );
+    }
+
+    #[test]
+    fn names_with_control_characters_are_quoted_and_escaped() {
+        use super::name;
+        assert_eq!(name("weights/model.bin"), "weights/model.bin");
+        assert_eq!(name("día/ünï.txt"), "día/ünï.txt");
+        assert_eq!(
+            name("model.bin\n1 B      b3:0000  innocent.txt"),
+            "\"model.bin\\n1 B      b3:0000  innocent.txt\""
+        );
+        assert_eq!(name("a\x1b[31mred"), "\"a\\x1b[31mred\"");
+        assert_eq!(name("tab\there\\"), "\"tab\\there\\\\\"");
+        assert_eq!(name("\"quoted\""), "\"\\\"quoted\\\"\"");
+        assert_eq!(name("evil\u{202e}txt.exe"), "\"evil\\u{202e}txt.exe\"");
+        assert_eq!(name("del\x7f"), "\"del\\x7f\"");
     }
 }

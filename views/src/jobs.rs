@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline, Widget, Wrap};
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{size, when};
+use crate::format::{name, size, when};
 use crate::list::{Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -301,7 +301,7 @@ fn draw_detail(d: &JobDetail, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 Span::styled(format!(" {mark}"), theme.style(role)),
                 Span::styled(format!("{:<9}", f.state), theme.style(role)),
                 Span::styled(format!("{:>10}  ", size(f.size)), theme.style(Role::Dim)),
-                Span::styled(f.path.clone(), theme.style(Role::Text)),
+                Span::styled(name(&f.path).into_owned(), theme.style(Role::Text)),
             ])
         })
         .collect();

@@ -6,7 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, when};
+use crate::format::{name, short_digest, size, when};
 use crate::list::{Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -104,7 +104,7 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let r = &vm.rows[i];
             let total = r.memory_hits + r.cache_hits + r.origin_chunks;
             vec![
-                cell(&r.dir, Role::Text),
+                cell(name(&r.dir), Role::Text),
                 cell(
                     format!("{}@{}", r.volume, short_digest(&r.digest)),
                     Role::Pinned,

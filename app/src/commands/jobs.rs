@@ -133,7 +133,7 @@ pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
         let client = agent_in_background(ctx)?;
         let job = client.submit(spec)?;
         if r.json {
-            json(&job);
+            json(&job)?;
         } else {
             if !ctx.quiet {
                 eprintln!(
@@ -141,7 +141,7 @@ pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
                     job.id, client.pid, job.id
                 );
             }
-            println!("{}", job.id);
+            outln!("{}", job.id)?;
         }
         return Ok(());
     }
@@ -195,7 +195,7 @@ fn finished(ctx: &Ctx, job: Job, as_json: bool) -> Result<()> {
         });
     }
     if as_json {
-        json(&job);
+        json(&job)?;
         return Ok(());
     }
     if !ctx.quiet {
@@ -210,7 +210,7 @@ fn finished(ctx: &Ctx, job: Job, as_json: bool) -> Result<()> {
         );
     }
     if let Some(r) = &job.sealed {
-        println!("{r}");
+        outln!("{r}")?;
     }
     Ok(())
 }
@@ -323,7 +323,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             let host = connect_or_host(ctx, false)?;
             let jobs = host.api().list()?;
             if as_json {
-                json(&serde_json::json!({ "jobs": jobs }));
+                json(&serde_json::json!({ "jobs": jobs }))?;
             } else if jobs.is_empty() {
                 if !ctx.quiet {
                     eprintln!("no jobs; start one with: sealvol volume sync SOURCE NS/NAME");
@@ -333,7 +333,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
                 table(
                     &["ID", "STATE", "SOURCE", "VOLUME", "DONE", "UPDATED"],
                     &rows,
-                );
+                )?;
             }
             Ok(())
         }
@@ -341,9 +341,9 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             let host = connect_or_host(ctx, false)?;
             let ev = host.api().event(id)?;
             if as_json {
-                json(&ev);
+                json(&ev)?;
             } else {
-                show(&ev);
+                show(&ev)?;
             }
             Ok(())
         }
@@ -351,7 +351,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             let host = connect_or_host(ctx, false)?;
             let job = host.api().cancel(id)?;
             if as_json {
-                json(&job);
+                json(&job)?;
             } else if !ctx.quiet {
                 eprintln!("job {id} {}", job.state);
             }
@@ -366,9 +366,9 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
                 let client = agent_in_background(ctx)?;
                 let job = client.retry(id)?;
                 if as_json {
-                    json(&job);
+                    json(&job)?;
                 } else {
-                    println!("{}", job.id);
+                    outln!("{}", job.id)?;
                 }
                 return Ok(());
             }
@@ -380,7 +380,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             let text = job_log::read(&ctx.settings.state, id)?;
             if as_json {
                 let lines: Vec<&str> = text.lines().collect();
-                json(&serde_json::json!({ "id": id, "lines": lines }));
+                json(&serde_json::json!({ "id": id, "lines": lines }))?;
             } else {
                 print!("{text}");
             }
@@ -413,49 +413,50 @@ fn row(job: &Job) -> Vec<String> {
     ]
 }
 
-fn show(ev: &JobEvent) {
+fn show(ev: &JobEvent) -> Result<()> {
     let job = &ev.job;
     let p = &job.progress;
-    println!("job       {}", job.id);
-    println!("state     {}", job.state);
-    println!("source    {}", job.spec.source);
+    outln!("job       {}", job.id)?;
+    outln!("state     {}", job.state)?;
+    outln!("source    {}", job.spec.source)?;
     if let Some(u) = &job.spec.endpoint.url {
-        println!("endpoint  {u}");
+        outln!("endpoint  {u}")?;
     }
-    println!("volume    {}", job.spec.volume);
+    outln!("volume    {}", job.spec.volume)?;
     if !job.spec.tags.is_empty() {
-        println!("tags      {}", job.spec.tags.join(", "));
+        outln!("tags      {}", job.spec.tags.join(", "))?;
     }
     if let Some(s) = &job.spec.secret {
-        println!("secret    {s}");
+        outln!("secret    {s}")?;
     }
     for i in &job.spec.include {
-        println!("include   {i}");
+        outln!("include   {i}")?;
     }
     for e in &job.spec.exclude {
-        println!("exclude   {e}");
+        outln!("exclude   {e}")?;
     }
-    println!("created   {}", job.created);
-    println!("updated   {}", job.updated);
-    println!("attempts  {}", job.attempts);
-    println!("bytes     {}", done(job));
-    println!("files     {}/{}", p.files_done, p.files_total);
-    println!("chunks    {} new, {} reused", p.chunks_new, p.chunks_reused);
+    outln!("created   {}", job.created)?;
+    outln!("updated   {}", job.updated)?;
+    outln!("attempts  {}", job.attempts)?;
+    outln!("bytes     {}", done(job))?;
+    outln!("files     {}/{}", p.files_done, p.files_total)?;
+    outln!("chunks    {} new, {} reused", p.chunks_new, p.chunks_reused)?;
     if job.state == JobState::Running {
-        println!("rate      {}/s", size(ev.rate));
+        outln!("rate      {}/s", size(ev.rate))?;
         if let Some(eta) = ev.eta_secs {
-            println!("eta       {eta} s");
+            outln!("eta       {eta} s")?;
         }
     }
     if ev.queued_ahead > 0 {
-        println!("ahead     {} job(s)", ev.queued_ahead);
+        outln!("ahead     {} job(s)", ev.queued_ahead)?;
     }
     if let Some(r) = &job.sealed {
-        println!("sealed    {r}");
+        outln!("sealed    {r}")?;
     }
     if let Some(r) = &job.reason {
-        println!("reason    {r}");
+        outln!("reason    {r}")?;
     }
+    Ok(())
 }
 
 /// A job's progress as an indicatif bar on stderr (when it is a terminal).

@@ -21,7 +21,7 @@ use sealvol_node::mounts::{self as records, MountRecord};
 
 use super::Ctx;
 use crate::config::parse_size;
-use crate::output::{json, size, table};
+use crate::output::{json, name, size, table};
 
 pub struct Request {
     pub reference: String,
@@ -394,7 +394,7 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
 pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
     let recs = records::list(&records_dir(ctx));
     if as_json {
-        json(&recs);
+        json(&recs)?;
         return Ok(());
     }
     if recs.is_empty() {
@@ -416,7 +416,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
             let s = &r.stats;
             let chunks = s.memory_hits + s.cache_hits + s.origin_chunks;
             vec![
-                r.dir.clone(),
+                name(&r.dir).into_owned(),
                 format!("{}@{}", r.volume, short(&r.digest)),
                 r.requested.clone(),
                 r.pid.to_string(),
@@ -433,7 +433,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
             "DIR", "SERVES", "AS", "PID", "SERVED", "MEMORY", "CACHE", "ORIGIN", "ERRORS",
         ],
         &rows,
-    );
+    )?;
     Ok(())
 }
 

@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
         SecretCommand::Ls { json: as_json } => {
             let l = secrets::list(state)?;
             if as_json {
-                json(&l);
+                json(&l)?;
             } else if l.is_empty() {
                 if !ctx.quiet {
                     eprintln!("no secrets; store one with: sealvol secret set NAME < FILE");
@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
                     .iter()
                     .map(|s| vec![s.name.clone(), size(s.bytes), when(&s.updated)])
                     .collect();
-                table(&["NAME", "SIZE", "SET"], &rows);
+                table(&["NAME", "SIZE", "SET"], &rows)?;
             }
             Ok(())
         }

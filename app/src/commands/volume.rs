@@ -15,7 +15,7 @@ use sealvol_node::state::StatCacheDir;
 
 use super::Ctx;
 use crate::cli::VolumeCommand;
-use crate::output::{json, size, table, when};
+use crate::output::{json, name, size, table, when};
 
 pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
     match cmd {
@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     eprintln!("tag {t} -> {}", report.digest);
                 }
             }
-            println!("{}", report.pinned_ref());
+            outln!("{}", report.pinned_ref())?;
             Ok(())
         }
         VolumeCommand::Sync {
@@ -94,7 +94,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let repo = ctx.open_repo(false)?;
             let vols = repo.volume_infos(ns.as_ref())?;
             if as_json {
-                json(&serde_json::json!({ "volumes": vols }));
+                json(&serde_json::json!({ "volumes": vols }))?;
             } else if vols.is_empty() {
                 eprintln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
             } else {
@@ -121,7 +121,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         "TAGS",
                     ],
                     &rows,
-                );
+                )?;
             }
             Ok(())
         }
@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     .hint("list volumes with `sealvol volume ls`"));
             }
             if as_json {
-                json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));
+                json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }))?;
             } else {
                 let rows: Vec<Vec<String>> = versions
                     .iter()
@@ -155,7 +155,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 table(
                     &["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"],
                     &rows,
-                );
+                )?;
             }
             Ok(())
         }
@@ -171,7 +171,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 json(&serde_json::json!({
                     "ref": format!("vol:{}@{digest}", r.volume),
                     "files": m.entries,
-                }));
+                }))?;
             } else {
                 let rows: Vec<Vec<String>> = m
                     .entries
@@ -185,15 +185,19 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         } => vec![
                             size(*n),
                             format!("b3:{}", &hash.hex()[..16]),
-                            format!("{path}{}", if *exec { "*" } else { "" }),
+                            format!("{}{}", name(path), if *exec { "*" } else { "" }),
                         ],
-                        Entry::Symlink { path, target } => {
-                            vec!["-".into(), "link".into(), format!("{path} -> {target}")]
+                        Entry::Symlink { path, target } => vec![
+                            "-".into(),
+                            "link".into(),
+                            format!("{} -> {}", name(path), name(target)),
+                        ],
+                        Entry::Dir { path } => {
+                            vec!["-".into(), "dir".into(), format!("{}/", name(path))]
                         }
-                        Entry::Dir { path } => vec!["-".into(), "dir".into(), format!("{path}/")],
                     })
                     .collect();
-                table(&["SIZE", "HASH", "PATH"], &rows);
+                table(&["SIZE", "HASH", "PATH"], &rows)?;
             }
             Ok(())
         }
@@ -213,7 +217,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     None => eprintln!("tag {tag} -> {}", short(&to.to_string())),
                 }
             }
-            println!("vol:{}@{to}", r.volume);
+            outln!("vol:{}@{to}", r.volume)?;
             Ok(())
         }
         VolumeCommand::Tags {
@@ -229,7 +233,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             }
             let tags = repo.tags(&volume)?;
             if as_json {
-                json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }));
+                json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }))?;
                 return Ok(());
             }
             if tags.is_empty() {
@@ -238,9 +242,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             }
             if history {
                 for t in &tags {
-                    println!("{} -> {}", t.tag, short(&t.digest));
+                    outln!("{} -> {}", t.tag, short(&t.digest))?;
                     for m in t.history.iter().rev() {
-                        println!(
+                        outln!(
                             "  {}  {} -> {}  by {}",
                             when(&m.at),
                             m.from
@@ -249,7 +253,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                                 .unwrap_or_else(|| "(new)".into()),
                             short(&m.to),
                             m.by
-                        );
+                        )?;
                     }
                 }
             } else {
@@ -264,7 +268,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(&["TAG", "DIGEST", "MOVED", "MOVES"], &rows);
+                table(&["TAG", "DIGEST", "MOVED", "MOVES"], &rows)?;
             }
             Ok(())
         }
@@ -279,9 +283,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let (da, db) = (repo.resolve(&ra)?, repo.resolve(&rb)?);
             let d = sealvol_core::diff::diff(&repo, (&ra.volume, &da), (&rb.volume, &db))?;
             if as_json {
-                json(&d);
+                json(&d)?;
             } else {
-                print_diff(&d, all);
+                print_diff(&d, all)?;
             }
             Ok(())
         }
@@ -319,7 +323,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                     );
                     const SHOWN: usize = 20;
                     for p in report.removed.iter().take(SHOWN) {
-                        eprintln!("  - {p}");
+                        eprintln!("  - {}", name(p));
                     }
                     if report.removed.len() > SHOWN {
                         eprintln!("  … and {} more", report.removed.len() - SHOWN);
@@ -369,7 +373,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 }
                 None => verify_all(&repo, progress.as_ref())?,
             };
-            print_verify(&repo, &report, as_json, ctx.quiet);
+            print_verify(&repo, &report, as_json, ctx.quiet)?;
             if report.problems.is_empty() {
                 Ok(())
             } else {
@@ -397,17 +401,21 @@ struct VerifyJson<'a> {
     report: &'a VerifyReport,
 }
 
-fn print_verify(repo: &Repository, report: &VerifyReport, as_json: bool, quiet: bool) {
+fn print_verify(
+    repo: &Repository,
+    report: &VerifyReport,
+    as_json: bool,
+    quiet: bool,
+) -> Result<()> {
     if as_json {
-        json(&VerifyJson {
+        return json(&VerifyJson {
             repository: repo.location(),
             ok: report.problems.is_empty(),
             report,
         });
-        return;
     }
     for p in &report.problems {
-        println!("damaged: {}: {}", p.object, p.problem);
+        outln!("damaged: {}: {}", p.object, p.problem)?;
     }
     if !quiet {
         eprintln!(
@@ -420,15 +428,16 @@ fn print_verify(repo: &Repository, report: &VerifyReport, as_json: bool, quiet: 
         );
     }
     if report.problems.is_empty() {
-        println!("ok");
+        outln!("ok")?;
     }
+    Ok(())
 }
 
-fn print_diff(d: &sealvol_core::diff::VersionDiff, all: bool) {
+fn print_diff(d: &sealvol_core::diff::VersionDiff, all: bool) -> Result<()> {
     use sealvol_core::diff::Status;
     let t = &d.totals;
-    println!("{} -> {}", d.from, d.to);
-    println!(
+    outln!("{} -> {}", d.from, d.to)?;
+    outln!(
         "{} added, {} removed, {} modified, {} unchanged; {} in {} chunks not in the older version",
         t.added,
         t.removed,
@@ -436,7 +445,7 @@ fn print_diff(d: &sealvol_core::diff::VersionDiff, all: bool) {
         t.unchanged,
         size(t.changed_bytes),
         t.changed_chunks
-    );
+    )?;
     let mark = |s: Status| match s {
         Status::Added => "+",
         Status::Removed => "-",
@@ -463,24 +472,25 @@ fn print_diff(d: &sealvol_core::diff::VersionDiff, all: bool) {
         } else {
             String::new()
         };
-        println!("{} {}  {sizes}{changed}", mark(f.status), f.path);
+        outln!("{} {}  {sizes}{changed}", mark(f.status), name(&f.path))?;
         if let Some(tensors) = &f.tensors {
             for x in tensors
                 .iter()
                 .filter(|x| all || x.status != Status::Unchanged)
             {
-                println!(
+                outln!(
                     "    {} {}  {} {:?} {}",
                     mark(x.status),
-                    x.name,
-                    x.dtype,
+                    name(&x.name),
+                    name(&x.dtype),
                     x.shape,
                     size(x.bytes)
-                );
+                )?;
             }
         }
         if let Some(note) = &f.tensor_note {
-            println!("    (tensors not compared: {note})");
+            outln!("    (tensors not compared: {note})")?;
         }
     }
+    Ok(())
 }

@@ -1,0 +1,96 @@
+//! What the CLI prints: a write error is one line and exit 1 (never a panic), and names
+//! with control characters cannot forge rows or drive the terminal.
+
+use std::process::Stdio;
+
+use crate::common::{Env, write};
+
+fn to_dev_full(env: &Env, args: &[&str]) -> (Option<i32>, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = env
+        .cmd()
+        .args(args)
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn a_full_disk_on_stdout_is_a_one_line_error_not_a_panic() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"a");
+    let r = env.push(&src, "ns/vol", &[]);
+    let src2 = env.path("src2");
+    write(&src2.join("b.txt"), b"b");
+    let s2 = src2.to_str().unwrap();
+    for args in [
+        vec!["volume", "ls"],
+        vec!["volume", "ls", "--json"],
+        vec!["volume", "files", &r],
+        vec!["volume", "versions", "ns/vol"],
+        vec!["volume", "push", s2, "ns/vol"],
+        vec!["volume", "tag", &r, "prod"],
+        vec!["info"],
+        vec!["digest", s2],
+        vec!["completions", "bash"],
+    ] {
+        let (code, err) = to_dev_full(&env, &args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        let first = err.lines().find(|l| l.starts_with("error:")).unwrap_or("");
+        assert!(
+            first.contains("cannot write to standard output") && first.contains("No space left"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn names_with_control_characters_are_escaped_in_text_and_exact_in_json() {
+    let env = Env::new();
+    let src = env.path("src");
+    let forged = "model.bin\n1 B      b3:0000000000000000  innocent.txt";
+    write(&src.join(forged), b"weights");
+    write(&src.join("red\x1b[31m.txt"), b"colour");
+    let r = env.push(&src, "ns/vol", &[]);
+
+    let files = env.ok(&["volume", "files", &r]);
+    assert_eq!(files.lines().count(), 3, "a header and two rows:\n{files}");
+    assert!(!files.contains('\x1b'), "{files:?}");
+    assert!(
+        files.contains(r#""model.bin\n1 B      b3:0000000000000000  innocent.txt""#),
+        "{files}"
+    );
+    assert!(files.contains(r#""red\x1b[31m.txt""#), "{files}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "files", &r, "--json"])).unwrap();
+    let paths: Vec<&str> = json["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&forged), "{paths:?}");
+
+    let empty = env.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    write(&empty.join("x"), b"x");
+    let r0 = env.push(&empty, "ns/vol", &[]);
+    let diff = env.ok(&["volume", "diff", &r0, &r]);
+    assert!(!diff.contains('\x1b'), "{diff:?}");
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("+ ")).count(),
+        2,
+        "{diff}"
+    );
+}
