@@ -6,6 +6,7 @@ mod common;
 
 mod output;
 mod pull;
+mod tags;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -9,6 +9,7 @@ use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::Entry;
 use sealvol_core::push::{PushOptions, push};
 use sealvol_core::read::{Fill, Tiers};
+use sealvol_core::registry::TagChange;
 use sealvol_core::verify::{VerifyReport, verify_all, verify_version};
 use sealvol_core::{Error, ErrorKind, Name, Ref, Repository, Result, VolumeName};
 use sealvol_node::state::StatCacheDir;
@@ -54,8 +55,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                         "; this version was already sealed"
                     },
                 );
-                for t in &tags {
-                    eprintln!("tag {t} -> {}", report.digest);
+                for t in &report.tags {
+                    eprintln!("{}", tag_line(t));
                 }
             }
             outln!("{}", report.pinned_ref())?;
@@ -206,16 +207,17 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             let tag = Name::parse("tag", &tag)?;
             let repo = ctx.open_repo(false)?;
             let to = repo.resolve(&r)?;
-            let before = repo.tag(&r.volume, &tag)?.map(|t| t.digest);
-            repo.move_tag(&r.volume, &tag, &to, None)?;
+            let moved = repo.move_tag(&r.volume, &tag, &to, None)?;
             if !ctx.quiet {
-                match before {
-                    Some(from) if from != to.to_string() => {
-                        eprintln!("tag {tag}: {} -> {}", short(&from), short(&to.to_string()))
-                    }
-                    Some(_) => eprintln!("tag {tag} already points at {}", short(&to.to_string())),
-                    None => eprintln!("tag {tag} -> {}", short(&to.to_string())),
-                }
+                eprintln!(
+                    "{}",
+                    tag_line(&TagChange {
+                        tag: tag.to_string(),
+                        from: moved.from,
+                        to: to.to_string(),
+                        moved: moved.moved,
+                    })
+                );
             }
             outln!("vol:{}@{to}", r.volume)?;
             Ok(())
@@ -386,6 +388,16 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 ))
             }
         }
+    }
+}
+
+/// What a tag move did, as the compare-and-swap saw it.
+fn tag_line(t: &TagChange) -> String {
+    let to = short(&t.to);
+    match (&t.from, t.moved) {
+        (_, false) => format!("tag {} already points at {to}", t.tag),
+        (Some(from), true) => format!("tag {}: {} -> {to}", t.tag, short(from)),
+        (None, true) => format!("tag {} -> {to} (new)", t.tag),
     }
 }
 

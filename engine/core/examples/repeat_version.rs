@@ -46,7 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stats.chunks *= copies as u64;
     stats.new_bytes = 0;
     stats.new_chunks = 0;
-    let (digest, _) = repo.seal(&big, &[], entries, stats, src.provenance.clone())?;
+    let digest = repo
+        .seal(&big, &[], entries, stats, src.provenance.clone())?
+        .digest;
     println!("vol:{big}@{digest}");
     Ok(())
 }

@@ -78,6 +78,37 @@ pub struct TagFile {
     pub history: Vec<TagMove>,
 }
 
+/// A version just sealed: its digest, whether it is new, and what happened to each tag.
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    pub digest: Digest,
+    /// False when an identical version was already sealed (by anyone).
+    pub new: bool,
+    pub tags: Vec<TagChange>,
+}
+
+/// One tag moved by a push or sync, as the compare-and-swap did it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TagChange {
+    pub tag: String,
+    /// The digest the tag pointed at before; `None` for a new tag.
+    pub from: Option<String>,
+    pub to: String,
+    /// False when the tag already pointed at `to`.
+    pub moved: bool,
+}
+
+/// What a tag move did, from the compare-and-swap itself (not from a read before it,
+/// which a concurrent mover can make stale).
+#[derive(Debug, Clone)]
+pub struct TagMoved {
+    pub file: TagFile,
+    /// The digest the move replaced; `None` for a new tag.
+    pub from: Option<String>,
+    /// False when the tag already pointed there and nothing was written.
+    pub moved: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct VersionInfo {
     pub digest: String,
@@ -313,7 +344,7 @@ impl Repository {
         tag: &Name,
         to: &Digest,
         expected: Option<Option<Digest>>,
-    ) -> Result<TagFile> {
+    ) -> Result<TagMoved> {
         if self.store().size(&manifest_key(vol, to))?.is_none() {
             return Err(missing_version(&Ref::pinned(vol.clone(), *to)));
         }
@@ -351,18 +382,28 @@ impl Repository {
                 }
             }
             if from.as_deref() == Some(&to.to_string()) {
-                return Ok(file);
+                return Ok(TagMoved {
+                    file,
+                    from,
+                    moved: false,
+                });
             }
             file.digest = to.to_string();
             file.history.push(TagMove {
-                from,
+                from: from.clone(),
                 to: to.to_string(),
                 at: now_rfc3339(),
                 by: whoami(),
             });
             let bytes = serde_json::to_vec_pretty(&file).map_err(json_error)?;
             match self.store().put_if_match(&key, &bytes, etag.as_ref()) {
-                Ok(()) => return Ok(file),
+                Ok(()) => {
+                    return Ok(TagMoved {
+                        file,
+                        from,
+                        moved: true,
+                    });
+                }
                 Err(e) if e.kind() == ErrorKind::Race && expected.is_none() => continue,
                 Err(e) => return Err(e),
             }
@@ -378,8 +419,7 @@ impl Repository {
 impl Repository {
     /// Seals a version: writes its manifest (after a barrier: everything the manifest
     /// names is durable first, and every file it names must already be stored), then
-    /// moves `tags` to it. Returns the digest, and whether the version is new (an
-    /// identical one may have been sealed before, by anyone).
+    /// moves `tags` to it.
     pub fn seal(
         &self,
         volume: &VolumeName,
@@ -387,7 +427,7 @@ impl Repository {
         entries: Vec<Entry>,
         stats: VersionStats,
         provenance: Provenance,
-    ) -> Result<(Digest, bool)> {
+    ) -> Result<Sealed> {
         let digest = version_digest(&entries);
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
@@ -404,10 +444,21 @@ impl Repository {
             .store()
             .put_if_absent(&manifest_key(volume, &digest), &bytes)?;
         self.barrier()?;
+        let mut changes = Vec::with_capacity(tags.len());
         for tag in tags {
-            self.move_tag(volume, tag, &digest, None)?;
+            let m = self.move_tag(volume, tag, &digest, None)?;
+            changes.push(TagChange {
+                tag: tag.to_string(),
+                from: m.from,
+                to: digest.to_string(),
+                moved: m.moved,
+            });
         }
-        Ok((digest, sealed_new))
+        Ok(Sealed {
+            digest,
+            new: sealed_new,
+            tags: changes,
+        })
     }
 }
 

@@ -46,6 +46,7 @@ fn guarded_tag_moves_fail_if_the_tag_moved_meanwhile() {
     // Confirmed against the right state, it goes through and is recorded.
     let t = repo.move_tag(&vol, &prod, &b, Some(Some(c))).unwrap();
     let moves: Vec<(Option<String>, String)> = t
+        .file
         .history
         .iter()
         .map(|m| (m.from.clone(), m.to.clone()))

@@ -179,6 +179,6 @@ impl Api for Repository {
         to: &Digest,
         expected: Option<Digest>,
     ) -> Result<TagFile> {
-        Repository::move_tag(self, volume, tag, to, Some(expected))
+        Repository::move_tag(self, volume, tag, to, Some(expected)).map(|m| m.file)
     }
 }

@@ -244,7 +244,7 @@ fn run_logged(
             .map(|o| (o.path.clone(), o.version.clone()))
             .collect(),
     };
-    let (digest, sealed_new, stats) = push::seal_listing(
+    let (sealed, stats) = push::seal_listing(
         repo,
         &volume,
         &tags,
@@ -256,8 +256,9 @@ fn run_logged(
     progress.finish();
     Ok(PushReport {
         volume,
-        digest,
-        sealed_new,
+        digest: sealed.digest,
+        sealed_new: sealed.new,
+        tags: sealed.tags,
         stats,
         bytes_read,
         chunks_reused,

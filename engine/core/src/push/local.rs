@@ -126,7 +126,7 @@ pub fn push(
         listed: None,
         objects: Default::default(),
     };
-    let (digest, sealed_new) = repo.seal(volume, tags, entries, stats, provenance)?;
+    let sealed = repo.seal(volume, tags, entries, stats, provenance)?;
 
     if let Some(cache) = opts.stat_cache {
         remember_hashes(cache, &files, &outcome.files, start_ns);
@@ -134,8 +134,9 @@ pub fn push(
 
     Ok(PushReport {
         volume: volume.clone(),
-        digest,
-        sealed_new,
+        digest: sealed.digest,
+        sealed_new: sealed.new,
+        tags: sealed.tags,
         stats,
         bytes_read: outcome.bytes_read,
         chunks_reused: outcome.chunks_reused,

@@ -45,6 +45,8 @@ pub struct PushReport {
     /// Files the stat cache let us skip without reading.
     pub files_unchanged: u64,
     pub elapsed: Duration,
+    /// What happened to each tag the push moved.
+    pub tags: Vec<crate::registry::TagChange>,
 }
 
 impl PushReport {

@@ -10,7 +10,7 @@ use super::{Inputs, PushReport, index_after_recovery};
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
-use crate::refs::{Digest, Name, VolumeName};
+use crate::refs::{Name, VolumeName};
 use crate::registry::{Provenance, VersionStats};
 use crate::repo::{ChunkIndex, Repository};
 
@@ -42,7 +42,7 @@ pub fn seal_streams(
     progress.begin("sync", total, listing.len() as u64);
     let got = ingest(repo, &mut index, listing, inputs, progress)?;
     progress.finish();
-    let (digest, sealed_new, stats) = seal_listing(
+    let (sealed, stats) = seal_listing(
         repo,
         volume,
         tags,
@@ -53,8 +53,9 @@ pub fn seal_streams(
     )?;
     Ok(PushReport {
         volume: volume.clone(),
-        digest,
-        sealed_new,
+        digest: sealed.digest,
+        sealed_new: sealed.new,
+        tags: sealed.tags,
         stats,
         bytes_read: got.bytes_read,
         chunks_reused: got.chunks_reused,
@@ -125,7 +126,7 @@ pub fn seal_listing(
     files: &HashMap<usize, (Hash, u64)>,
     (new_bytes, new_chunks): (u64, u64),
     provenance: Provenance,
-) -> Result<(Digest, bool, VersionStats)> {
+) -> Result<(crate::registry::Sealed, VersionStats)> {
     let mut order: Vec<usize> = (0..listing.len()).collect();
     order.sort_unstable_by(|&a, &b| listing[a].path.cmp(&listing[b].path));
     let mut stats = VersionStats {
@@ -149,8 +150,7 @@ pub fn seal_listing(
             exec: f.exec,
         });
     }
-    let (digest, sealed_new) = repo.seal(volume, tags, entries, stats, provenance)?;
-    Ok((digest, sealed_new, stats))
+    Ok((repo.seal(volume, tags, entries, stats, provenance)?, stats))
 }
 
 #[cfg(test)]
