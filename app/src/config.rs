@@ -54,7 +54,7 @@ pub fn parse_size(s: &str) -> Result<u64> {
         .with_binary()
         .parse_size(s)
         .map_err(|e| {
-            Error::usage(format!("{s:?} is not a size: {e}"))
+            Error::invalid(format!("{s:?} is not a size: {e}"))
                 .hint("write a byte count with an optional unit, like 500M or 20G")
         })
 }
@@ -71,7 +71,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
     match std::fs::read_to_string(path) {
         Ok(text) => toml::from_str(&text).map_err(|e| {
             let first = e.to_string().lines().next().unwrap_or_default().to_string();
-            Error::usage(format!(
+            Error::invalid(format!(
                 "config file {} is invalid: {first}",
                 path.display()
             ))
@@ -94,7 +94,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
         .or(file.repository)
         .or_else(|| dirs.as_ref().map(|d| d.data_dir().join("repo")))
         .ok_or_else(|| {
-            Error::usage("cannot find a home directory for the default repository")
+            Error::invalid("cannot find a home directory for the default repository")
                 .hint("pass --repo PATH or set SEALVOL_REPO")
         })?;
     let state = global
@@ -109,7 +109,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
             })
         })
         .ok_or_else(|| {
-            Error::usage("cannot find a home directory for local state")
+            Error::invalid("cannot find a home directory for local state")
                 .hint("pass --state DIR or set SEALVOL_STATE")
         })?;
     let cache = std::env::var_os("SEALVOL_CACHE")
@@ -132,7 +132,7 @@ pub fn resolve(global: &Global) -> Result<Settings> {
     };
     let sync_streams = match std::env::var("SEALVOL_SYNC_STREAMS") {
         Ok(v) => v.parse().map_err(|_| {
-            Error::usage(format!("SEALVOL_SYNC_STREAMS={v:?} is not a count"))
+            Error::invalid(format!("SEALVOL_SYNC_STREAMS={v:?} is not a count"))
                 .hint("use a number of parallel reads, like 8")
         })?,
         Err(_) => file

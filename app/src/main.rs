@@ -140,10 +140,10 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         config_dir.as_deref(),
         sealvol_themes::ColorMode::detect(),
     )
-    .map_err(|e| Error::usage(e.to_string()).hint("themes: dark, light, high-contrast"))?;
+    .map_err(|e| Error::invalid(e.to_string()).hint("themes: dark, light, high-contrast"))?;
     let keymap =
         sealvol_console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
-            .map_err(Error::usage)?;
+            .map_err(Error::invalid)?;
     let repo = ctx.open_repo(false).or_else(|e| {
         if e.kind() == ErrorKind::NotFound {
             // A first run: an empty repository is a fine thing to look at.

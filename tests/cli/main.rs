@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod codes;
 mod output;
 mod pull;
 mod tags;
@@ -140,7 +141,7 @@ fn tags_move_with_history_and_refs_may_be_tags() {
 }
 
 #[test]
-fn malformed_refs_and_names_are_usage_errors() {
+fn malformed_refs_and_names_are_refused_with_a_hint() {
     let env = Env::new();
     let src = env.path("src");
     write(&src.join("f"), b"x");
@@ -157,13 +158,13 @@ fn malformed_refs_and_names_are_usage_errors() {
         "ok/vol@b3:123",
         "ok/vol@b3:xyzxyzxyz",
     ] {
-        let err = env.fails(2, &["volume", "files", bad]);
+        let err = env.fails(1, &["volume", "files", bad]);
         assert!(err.contains("hint:"), "{bad:?}: {err}");
         assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1);
     }
-    env.fails(2, &["volume", "push", src.to_str().unwrap(), "Bad/Name"]);
+    env.fails(1, &["volume", "push", src.to_str().unwrap(), "Bad/Name"]);
     env.fails(
-        2,
+        1,
         &[
             "volume",
             "push",
@@ -173,11 +174,11 @@ fn malformed_refs_and_names_are_usage_errors() {
             "no way",
         ],
     );
-    env.fails(2, &["volume", "tag", "ok/vol", "UPPER"]);
+    env.fails(1, &["volume", "tag", "ok/vol", "UPPER"]);
     // Nothing was written by the failed commands.
     let v: serde_json::Value = serde_json::from_str(&env.ok(&["volume", "ls", "--json"])).unwrap();
     assert_eq!(v["volumes"].as_array().unwrap().len(), 1);
-    // clap's own usage errors are exit 2 too.
+    // Only clap's own usage errors are exit 2.
     let out = env.run(&["volume", "push"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -241,7 +242,7 @@ fn pushing_a_file_or_a_missing_dir_fails_clearly() {
     let env = Env::new();
     let f = env.path("file.bin");
     write(&f, b"x");
-    let err = env.fails(2, &["volume", "push", f.to_str().unwrap(), "ns/vol"]);
+    let err = env.fails(1, &["volume", "push", f.to_str().unwrap(), "ns/vol"]);
     assert!(err.contains("is a file, not a directory"), "{err}");
     let err = env.fails(
         1,
@@ -346,7 +347,7 @@ fn symlinks_leaving_the_directory_are_refused() {
         let src = env.path(&format!("src-{name}"));
         write(&src.join("sub/f"), b"x");
         std::os::unix::fs::symlink(target, src.join("sub/link")).unwrap();
-        let err = env.fails(2, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+        let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
         assert!(err.contains("points outside the directory"), "{err}");
     }
 }
@@ -359,7 +360,7 @@ fn non_utf8_file_names_are_refused_by_name() {
     std::fs::create_dir_all(&src).unwrap();
     let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name");
     std::fs::write(src.join(name), b"x").unwrap();
-    let err = env.fails(2, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
     assert!(err.contains("not UTF-8") && err.contains("bad-"), "{err}");
 }
 
@@ -708,7 +709,7 @@ fn config_file_flags_and_environment_in_that_order() {
     assert!(info(&mut c).contains("/flag/wins"));
 
     write(&cfg_dir.join("config.toml"), b"repostory = 1\n");
-    let err = env.fails(2, &["info"]);
+    let err = env.fails(1, &["info"]);
     assert!(err.contains("config.toml is invalid"), "{err}");
 }
 
@@ -864,7 +865,7 @@ fn secrets_come_from_stdin_and_are_never_printed() {
 
     // The value is refused on the command line, and that refusal does not echo it.
     let out = env.run(&["secret", "set", "other", value]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
         !err.contains(value),
@@ -873,10 +874,10 @@ fn secrets_come_from_stdin_and_are_never_printed() {
     assert!(err.contains("stdin"), "{err}");
 
     let out = set("Bad/Name", value);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     seen += &String::from_utf8_lossy(&out.stderr);
     let out = set("empty", "");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("printf"));
 
     env.ok(&["secret", "rm", "hf-token"]);

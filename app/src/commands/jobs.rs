@@ -221,13 +221,10 @@ fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
     if let Some(c) = AgentClient::connect(state)? {
         return Ok(c);
     }
-    std::fs::create_dir_all(state).map_err(|e| Error::io("cannot create", state, e))?;
+    sealvol_node::private::dir(state)?;
     let log_path = state.join("agent.log");
     let open_log = || {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
+        sealvol_node::private::append(&log_path)
             .map_err(|e| Error::io("cannot open log", &log_path, e))
     };
     let exe = std::env::current_exe()

@@ -188,13 +188,10 @@ fn spawn_background(
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
     let dir = records_dir(ctx);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
+    sealvol_node::private::dir(&dir)?;
     let abs = std::path::absolute(&req.dir).unwrap_or_else(|_| req.dir.clone());
     let log_path = dir.join(format!("{}.log", log_name(&abs)));
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
+    let log = sealvol_node::private::append(&log_path)
         .map_err(|e| Error::io("cannot open log", &log_path, e))?;
     let log2 = log
         .try_clone()

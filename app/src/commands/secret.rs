@@ -18,7 +18,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
             value_on_command_line,
         } => {
             if value_on_command_line.is_some() {
-                return Err(Error::usage(
+                return Err(Error::invalid(
                     "secret values are read from stdin, never from the command line",
                 )
                 .hint(format!(

@@ -275,25 +275,25 @@ fn overlap(a0: u64, a1: u64, b0: u64, b1: u64) -> u64 {
 
 fn read_header(repo: &Repository, obj: &FileObject) -> Result<BTreeMap<String, Tensor>> {
     if obj.size < 8 {
-        return Err(Error::usage("too short to be a safetensors file"));
+        return Err(Error::invalid("too short to be a safetensors file"));
     }
     let len_bytes = read_range(repo, obj, 0, 8)?;
     let n = u64::from_le_bytes(len_bytes.try_into().unwrap_or([0; 8]));
     if n > MAX_HEADER || 8 + n > obj.size {
-        return Err(Error::usage(format!(
+        return Err(Error::invalid(format!(
             "safetensors header claims {n} bytes; not a safetensors file, or a damaged one"
         )));
     }
     let raw = read_range(repo, obj, 8, 8 + n)?;
     let json: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&raw)
-        .map_err(|e| Error::usage(format!("safetensors header is not valid JSON: {e}")))?;
+        .map_err(|e| Error::invalid(format!("safetensors header is not valid JSON: {e}")))?;
     let base = 8 + n;
     let mut out = BTreeMap::new();
     for (name, v) in json {
         if name == "__metadata__" {
             continue;
         }
-        let bad = || Error::usage(format!("safetensors header entry {name:?} is malformed"));
+        let bad = || Error::invalid(format!("safetensors header entry {name:?} is malformed"));
         let dtype = v["dtype"].as_str().ok_or_else(bad)?.to_string();
         let shape = v["shape"]
             .as_array()

@@ -10,8 +10,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorKind {
-    /// The input was malformed: a ref, a name, a path. Exit code 2 on the CLI.
+    /// The command line itself is wrong (no command where one is needed). Exit code 2,
+    /// as for clap's own usage errors; everything else exits 1.
     Usage,
+    /// The input was refused: a malformed ref, name, path, size, address or setting.
+    Invalid,
     /// A volume, version, tag or file that does not exist.
     NotFound,
     /// A digest prefix that matches more than one version.
@@ -57,6 +60,10 @@ impl Error {
 
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Usage, message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, message)
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {

@@ -49,7 +49,7 @@ pub fn check_listing<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<()>
     let mut files = BTreeSet::new();
     for p in paths {
         if !files.insert(p) {
-            return Err(Error::usage(format!("source key {p:?} is listed twice"))
+            return Err(Error::invalid(format!("source key {p:?} is listed twice"))
                 .hint("leave it out with --exclude 'PATTERN', or rename it at the source"));
         }
     }
@@ -58,7 +58,7 @@ pub fn check_listing<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<()>
         for part in p.split('/') {
             if !folder.is_empty() {
                 if files.contains(folder.as_str()) {
-                    return Err(Error::usage(format!(
+                    return Err(Error::invalid(format!(
                         "source key {folder:?} is a file and also a folder of {p:?}"
                     ))
                     .hint("leave one out with --exclude 'PATTERN'"));

@@ -21,7 +21,7 @@ pub struct Name(String);
 impl Name {
     pub fn parse(what: &str, s: &str) -> Result<Name> {
         let bad = |why: &str| {
-            Error::usage(format!("invalid {what} {s:?}: {why}")).hint(NAME_RULE.to_string())
+            Error::invalid(format!("invalid {what} {s:?}: {why}")).hint(NAME_RULE.to_string())
         };
         if s.is_empty() {
             return Err(bad("it is empty"));
@@ -67,12 +67,12 @@ impl VolumeName {
         let s = s.strip_prefix("vol:").unwrap_or(s);
         let Some((ns, name)) = s.split_once('/') else {
             return Err(
-                Error::usage(format!("invalid volume {s:?}: expected NAMESPACE/NAME"))
+                Error::invalid(format!("invalid volume {s:?}: expected NAMESPACE/NAME"))
                     .hint("for example weights/qwen3-8b"),
             );
         };
         if name.contains('/') {
-            return Err(Error::usage(format!(
+            return Err(Error::invalid(format!(
                 "invalid volume {s:?}: only one '/' is allowed, between namespace and name"
             )));
         }
@@ -109,7 +109,7 @@ impl Digest {
     pub fn parse(s: &str) -> Result<Digest> {
         match DigestSpec::parse(s)? {
             DigestSpec::Full(d) => Ok(d),
-            DigestSpec::Prefix(p) => Err(Error::usage(format!(
+            DigestSpec::Prefix(p) => Err(Error::invalid(format!(
                 "digest b3:{p} is only a prefix; a full digest has 64 hex digits"
             ))),
         }
@@ -146,7 +146,7 @@ impl DigestSpec {
     pub fn parse(s: &str) -> Result<DigestSpec> {
         let hex_part = s.strip_prefix("b3:").unwrap_or(s);
         let bad = |why: String| {
-            Error::usage(format!("invalid digest {s:?}: {why}"))
+            Error::invalid(format!("invalid digest {s:?}: {why}"))
                 .hint("a digest is b3: followed by 64 hex digits; 8 or more leading digits will do")
         };
         if let Some(c) = hex_part.chars().find(|c| !c.is_ascii_hexdigit()) {
@@ -201,11 +201,11 @@ pub struct Ref {
 impl Ref {
     pub fn parse(s: &str) -> Result<Ref> {
         if s.is_empty() {
-            return Err(Error::usage("empty ref").hint(REF_HINT));
+            return Err(Error::invalid("empty ref").hint(REF_HINT));
         }
         if s.len() > 200 {
             return Err(
-                Error::usage(format!("invalid ref: it is {} characters long", s.len()))
+                Error::invalid(format!("invalid ref: it is {} characters long", s.len()))
                     .hint(REF_HINT),
             );
         }
@@ -288,7 +288,7 @@ mod tests {
             "weights/x@b3:zzzzzzzzzz",
         ] {
             let e = Ref::parse(bad).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Usage, "{bad:?}");
+            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad:?}");
             assert!(!e.message().is_empty());
         }
         let long = format!("weights/{}", "a".repeat(300));

@@ -76,7 +76,7 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
     let meta = fs::metadata(root).ctx("cannot read", root)?;
     if !meta.is_dir() {
         return Err(
-            Error::usage(format!("{} is a file, not a directory", root.display()))
+            Error::invalid(format!("{} is a file, not a directory", root.display()))
                 .hint("push the directory that contains it"),
         );
     }
@@ -90,7 +90,7 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
             let abs = item.path();
             let name = item.file_name();
             let Some(name) = name.to_str() else {
-                return Err(Error::usage(format!(
+                return Err(Error::invalid(format!(
                     "file name is not UTF-8: {}",
                     abs.display()
                 ))
@@ -123,7 +123,7 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
                     kind: WalkKind::Symlink { target },
                 });
             } else {
-                return Err(Error::usage(format!(
+                return Err(Error::invalid(format!(
                     "{} is neither a file, a directory nor a symlink",
                     abs.display()
                 ))
@@ -146,14 +146,14 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
 fn link_target(abs: &Path, rel: &str) -> Result<String> {
     let target = fs::read_link(abs).ctx("cannot read link", abs)?;
     let Some(t) = target.to_str() else {
-        return Err(Error::usage(format!(
+        return Err(Error::invalid(format!(
             "symlink target is not UTF-8: {}",
             abs.display()
         )));
     };
     if !link_stays_inside(rel, t) {
         return Err(Error::new(
-            ErrorKind::Usage,
+            ErrorKind::Invalid,
             format!(
                 "symlink {} points outside the directory (to {t})",
                 abs.display()

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod api;
 pub mod jobs;
 pub mod mounts;
+pub mod private;
 pub mod secrets;
 pub mod source;
 pub mod state;

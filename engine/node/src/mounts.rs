@@ -38,11 +38,15 @@ fn record_path(dir: &Path, pid: u32) -> PathBuf {
 }
 
 pub fn write(dir: &Path, rec: &MountRecord) -> Result<()> {
-    fs::create_dir_all(dir).ctx("cannot create", dir)?;
+    crate::private::dir(dir)?;
     let path = record_path(dir, rec.pid);
     let tmp = dir.join(format!(".{}.tmp", rec.pid));
     let json = serde_json::to_vec_pretty(rec).unwrap_or_default();
-    fs::write(&tmp, json).ctx("cannot write", &tmp)?;
+    let _ = fs::remove_file(&tmp);
+    crate::private::create_new()
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &json))
+        .ctx("cannot write", &tmp)?;
     fs::rename(&tmp, &path).ctx("cannot write", &path)
 }
 

@@ -3,9 +3,8 @@
 //! `<secret NAME>` in every `Debug` and `Display`, so it cannot reach a log, an error or
 //! a job record by accident; `expose` is the one way to the bytes.
 
-use std::fs::{self, DirBuilder, OpenOptions};
+use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -32,7 +31,7 @@ impl Secret {
     pub fn text(&self) -> Result<String> {
         std::str::from_utf8(&self.value)
             .map(|t| t.trim().to_string())
-            .map_err(|_| Error::usage(format!("{self} is not text (not UTF-8)")))
+            .map_err(|_| Error::invalid(format!("{self} is not text (not UTF-8)")))
     }
 }
 
@@ -69,13 +68,7 @@ fn dir(state: &Path) -> PathBuf {
 
 fn open_dir(state: &Path) -> Result<PathBuf> {
     let d = dir(state);
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&d)
-        .ctx("cannot create", &d)?;
-    // An existing directory made with a looser umask is tightened.
-    fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).ctx("cannot secure", &d)?;
+    crate::private::dir(&d)?;
     Ok(d)
 }
 
@@ -92,7 +85,7 @@ pub fn set(state: &Path, name: &str, value: &[u8]) -> Result<()> {
         .or_else(|| value.strip_suffix(b"\n"))
         .unwrap_or(value);
     if value.is_empty() {
-        return Err(Error::usage(format!("secret {name}: the value is empty"))
+        return Err(Error::invalid(format!("secret {name}: the value is empty"))
             .hint("pipe the value in: printf %s \"$TOKEN\" | sealvol secret set NAME"));
     }
     let d = open_dir(state)?;
@@ -101,10 +94,7 @@ pub fn set(state: &Path, name: &str, value: &[u8]) -> Result<()> {
         sealvol_core::store::unique_temp_name()
     ));
     let result = (|| -> Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
+        let mut f = crate::private::create_new()
             .open(&tmp)
             .ctx("cannot write", &tmp)?;
         f.write_all(value).ctx("cannot write", &tmp)?;
@@ -214,13 +204,13 @@ mod tests {
         ] {
             assert_eq!(
                 set(d.path(), name, b"v").unwrap_err().kind(),
-                ErrorKind::Usage,
+                ErrorKind::Invalid,
                 "{name:?}"
             );
         }
         assert_eq!(
             set(d.path(), "ok", b"\n").unwrap_err().kind(),
-            ErrorKind::Usage
+            ErrorKind::Invalid
         );
         assert!(!dir(d.path()).join("ok").exists());
         let e = get(d.path(), "missing").unwrap_err();

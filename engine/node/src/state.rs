@@ -15,7 +15,7 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefini
 use crate::jobs::{Job, JobProgress, JobSpec, JobState};
 use crate::source::listing::Object;
 use sealvol_core::digest::Hash;
-use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::registry::now_rfc3339;
 use sealvol_core::walk::Stamp;
 
@@ -33,12 +33,15 @@ impl StateDb {
     /// Opens (or creates) the database. Returns `None` if another process holds it,
     /// after waiting `patience` for it to be released.
     pub fn open(dir: &Path, patience: Duration) -> Result<Option<StateDb>> {
-        std::fs::create_dir_all(dir).ctx("cannot create state directory", dir)?;
+        crate::private::dir(dir)?;
         let path = dir.join("state.redb");
         let deadline = std::time::Instant::now() + patience;
         loop {
             match Database::create(&path) {
-                Ok(db) => return Ok(Some(StateDb { db })),
+                Ok(db) => {
+                    crate::private::restrict(&path, 0o600)?;
+                    return Ok(Some(StateDb { db }));
+                }
                 Err(DatabaseError::DatabaseAlreadyOpen) => {
                     if std::time::Instant::now() >= deadline {
                         return Ok(None);

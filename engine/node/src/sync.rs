@@ -96,7 +96,7 @@ fn run_logged(
     if let SourceUrl::Local(dir) = &url {
         if !spec.include.is_empty() || !spec.exclude.is_empty() {
             return Err(
-                Error::usage("--include and --exclude apply to remote sources")
+                Error::invalid("--include and --exclude apply to remote sources")
                     .hint("for a local folder, push a folder that holds only what you want"),
             );
         }

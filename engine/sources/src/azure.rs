@@ -39,7 +39,7 @@ impl Azure {
             prefix,
         } = url
         else {
-            return Err(Error::usage(format!("{url} is not an Azure source")));
+            return Err(Error::invalid(format!("{url} is not an Azure source")));
         };
         let mut b = MicrosoftAzureBuilder::from_env()
             .with_account(account)
@@ -67,7 +67,7 @@ impl Azure {
             }
         }
         let store = b.build().map_err(|e| {
-            Error::usage(format!("{url}: cannot set up the client: {e}")).hint(HINT)
+            Error::invalid(format!("{url}: cannot set up the client: {e}")).hint(HINT)
         })?;
         Ok(Azure {
             store: Box::new(store),

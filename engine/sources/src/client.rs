@@ -35,7 +35,7 @@ impl Client {
             SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, secret)?)),
             SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, secret)?)),
             SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, secret)?)),
-            SourceUrl::Local(p) => Err(Error::usage(format!(
+            SourceUrl::Local(p) => Err(Error::invalid(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()
             ))),

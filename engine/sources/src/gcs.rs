@@ -68,7 +68,7 @@ struct Item {
 impl Gcs {
     pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Gcs> {
         let SourceUrl::Gcs { bucket, prefix } = url else {
-            return Err(Error::usage(format!("{url} is not a GCS source")));
+            return Err(Error::invalid(format!("{url} is not a GCS source")));
         };
         let base = at
             .url
@@ -98,7 +98,7 @@ impl Gcs {
                 b = b.with_service_account_key(s.text()?);
             }
             let store = b.build().map_err(|e| {
-                Error::usage(format!("{url}: cannot set up GCS credentials: {e}"))
+                Error::invalid(format!("{url}: cannot set up GCS credentials: {e}"))
                     .hint(HINTS.denied)
             })?;
             Some(store.credentials().clone())

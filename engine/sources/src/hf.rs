@@ -47,11 +47,13 @@ impl Hf {
             revision,
         } = url
         else {
-            return Err(Error::usage(format!("{url} is not a Hugging Face source")));
+            return Err(Error::invalid(format!(
+                "{url} is not a Hugging Face source"
+            )));
         };
         let (owner, name) = repo
             .split_once('/')
-            .ok_or_else(|| Error::usage(format!("{url}: a repository is ORG/NAME")))?;
+            .ok_or_else(|| Error::invalid(format!("{url}: a repository is ORG/NAME")))?;
         let endpoint = at
             .url
             .clone()

@@ -40,7 +40,7 @@ impl S3 {
             SourceUrl::R2 { bucket, prefix, .. } => (bucket, prefix, "auto"),
             SourceUrl::CoreWeave { bucket, prefix } => (bucket, prefix, "us-east-1"),
             other => {
-                return Err(Error::usage(format!("{other} is not an S3 source")));
+                return Err(Error::invalid(format!("{other} is not an S3 source")));
             }
         };
         let region = RegionProviderChain::default_provider().or_else(Region::new(default_region));
@@ -164,7 +164,7 @@ impl S3 {
             }
             _ => {
                 return Error::new(
-                    ErrorKind::Usage,
+                    ErrorKind::Invalid,
                     format!("{at}: cannot {doing}: {}", DisplayErrorContext(&e)),
                 )
                 .hint(CREDENTIALS_HINT);
@@ -200,17 +200,19 @@ fn classify(at: &str, doing: &str, status: u16, code: &str, bucket: &str, endpoi
             format!("{at} changed at the source while it was synced"),
         )
         .hint("run the sync again once the source is stable"),
-        (301 | 307, _) | (_, "PermanentRedirect" | "AuthorizationHeaderMalformed") => Error::usage(
-            format!("{at}: the bucket is in another region ({code_text})"),
-        )
-        .hint("set AWS_REGION to the bucket's region"),
-        _ => Error::usage(format!("{at}: cannot {doing} ({code_text})")),
+        (301 | 307, _) | (_, "PermanentRedirect" | "AuthorizationHeaderMalformed") => {
+            Error::invalid(format!(
+                "{at}: the bucket is in another region ({code_text})"
+            ))
+            .hint("set AWS_REGION to the bucket's region")
+        }
+        _ => Error::invalid(format!("{at}: cannot {doing} ({code_text})")),
     }
 }
 
 fn credentials(s: &Secret) -> Result<Credentials> {
     let bad = || {
-        Error::usage(format!("{s} is not an S3 key pair"))
+        Error::invalid(format!("{s} is not an S3 key pair"))
             .hint("store it as KEY_ID:SECRET (or KEY_ID:SECRET:SESSION_TOKEN)")
     };
     let text = std::str::from_utf8(s.expose()).map_err(|_| bad())?.trim();
@@ -245,6 +247,6 @@ mod tests {
         assert_eq!(c(404, "NoSuchBucket"), ErrorKind::NotFound);
         assert_eq!(c(404, "NoSuchKey"), ErrorKind::NotFound);
         assert_eq!(c(412, "PreconditionFailed"), ErrorKind::Changed);
-        assert_eq!(c(301, "PermanentRedirect"), ErrorKind::Usage);
+        assert_eq!(c(301, "PermanentRedirect"), ErrorKind::Invalid);
     }
 }

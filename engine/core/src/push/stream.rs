@@ -69,7 +69,7 @@ pub fn check_stream_listing(listing: &[StreamFile]) -> Result<()> {
     crate::paths::check_listing(listing.iter().map(|f| f.path.as_str()))?;
     for f in listing {
         if !crate::paths::is_clean_relative(&f.path) {
-            return Err(Error::usage(format!(
+            return Err(Error::invalid(format!(
                 "{:?} is not a clean relative path",
                 f.path
             )));

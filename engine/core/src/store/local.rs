@@ -49,7 +49,7 @@ impl LocalStore {
     fn path(&self, key: &str) -> Result<PathBuf> {
         if !is_clean_relative(key) {
             return Err(Error::new(
-                ErrorKind::Usage,
+                ErrorKind::Invalid,
                 format!("invalid object key {key:?}"),
             ));
         }

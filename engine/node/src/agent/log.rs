@@ -2,7 +2,7 @@
 //! each, kept after the job ends (`sealvol jobs logs ID`). Never a secret's value:
 //! only what the sync chooses to say.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -29,12 +29,9 @@ impl JobLog {
     pub fn line(&self, text: &str) {
         let write = || -> std::io::Result<()> {
             if let Some(dir) = self.path.parent() {
-                fs::create_dir_all(dir)?;
+                crate::private::dir(dir).map_err(std::io::Error::other)?;
             }
-            let mut f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
+            let mut f = crate::private::append(&self.path)?;
             writeln!(f, "{} {text}", now_rfc3339())
         };
         if let Err(e) = write() {

@@ -106,7 +106,7 @@ fn handle(inner: &Inner, conn: UnixStream) {
         let req: Request = match serde_json::from_str(&line) {
             Ok(r) => r,
             Err(e) => {
-                let err = Error::usage(format!("the agent cannot read this request: {e}"))
+                let err = Error::invalid(format!("the agent cannot read this request: {e}"))
                     .hint("client and agent must be the same sealvol version");
                 let _ = send(&mut out, &Reply::Error(WireError::from(&err)));
                 return;

@@ -20,7 +20,7 @@ impl Pattern {
             .backslash_escape(true)
             .build()
             .map_err(|e| {
-                Error::usage(format!("bad pattern {text:?}: {}", e.kind()))
+                Error::invalid(format!("bad pattern {text:?}: {}", e.kind()))
                     .hint("patterns use * ? [abc] {a,b} and **, e.g. --exclude '*.pt'")
             })?;
         Ok(Pattern {

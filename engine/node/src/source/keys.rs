@@ -17,7 +17,7 @@ pub enum Mapped {
 const MAX_PATH: usize = 4096;
 
 fn bad(key: &str, why: &str) -> Error {
-    Error::usage(format!("source key {key:?} {why}"))
+    Error::invalid(format!("source key {key:?} {why}"))
         .hint("leave it out with --exclude 'PATTERN', or rename it at the source")
 }
 

@@ -52,7 +52,7 @@ r2://ACCOUNT/BUCKET/PREFIX, cw://BUCKET/PREFIX, gs://BUCKET/PREFIX, \
 az://ACCOUNT/CONTAINER/PREFIX, file:///PATH or a path";
 
 fn bad(s: &str, why: impl fmt::Display) -> Error {
-    Error::usage(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
+    Error::invalid(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
 }
 
 fn name_ok(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
