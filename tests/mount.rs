@@ -76,7 +76,9 @@ fn mount<'a>(env: &'a Env, reference: &str, dir: &Path, extra: &[&str]) -> Mount
 }
 
 fn mounts_json(env: &Env) -> Vec<serde_json::Value> {
-    serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap()
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
+    v["mounts"].as_array().expect("{\"mounts\": [...]}").clone()
 }
 
 /// Waits until `volume mounts` shows counters that satisfy `f` (published every second).

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+const JSON_HELP: &str = "Print one JSON document on stdout instead of text (shapes: docs/JSON.md)";
+const REF_HELP: &str = "A ref: NS/NAME@b3:DIGEST (8+ hex digits will do), NS/NAME:TAG, or NS/NAME for the newest version";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sealvol",
@@ -57,6 +60,8 @@ pub enum Command {
     Digest {
         /// The directory to hash.
         dir: PathBuf,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 
     /// Push, list, tag, pull and verify volumes.
@@ -82,8 +87,11 @@ pub enum Command {
     },
 
     /// Show the settings in effect and where they come from.
-    #[command(after_help = "Example:\n  sealvol info")]
-    Info,
+    #[command(after_help = "Example:\n  sealvol info --json")]
+    Info {
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
 
     /// Print a shell completion script.
     #[command(
@@ -109,6 +117,8 @@ pub enum VolumeCommand {
         /// Point these tags at the new version (repeatable).
         #[arg(long = "tag", short = 't', value_name = "TAG")]
         tags: Vec<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 
     /// Seal a remote source as a new version: objects stream into the repository, no local copy.
@@ -135,7 +145,7 @@ pub enum VolumeCommand {
         /// Hand the job to the agent (started in the background if none runs), print its id, return.
         #[arg(long)]
         detach: bool,
-        /// Print the finished job (or, with --detach, the queued one) as JSON.
+        /// Print the finished job (or, with --detach, the queued one) as one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -143,9 +153,9 @@ pub enum VolumeCommand {
     /// List namespaces and volumes.
     #[command(after_help = "Example:\n  sealvol volume ls weights")]
     Ls {
-        /// Only this namespace.
+        /// Only this namespace (an error if it holds no volume).
         namespace: Option<String>,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
@@ -154,17 +164,16 @@ pub enum VolumeCommand {
     Versions {
         /// Volume: NAMESPACE/NAME.
         volume: String,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// List the files of a version.
     #[command(after_help = "Example:\n  sealvol volume files weights/qwen3-8b:prod")]
     Files {
-        /// A ref: NS/NAME@b3:DIGEST, NS/NAME:TAG, or NS/NAME for the newest version.
-        #[arg(value_name = "REF")]
+        #[arg(value_name = "REF", help = REF_HELP)]
         reference: String,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
@@ -173,9 +182,23 @@ pub enum VolumeCommand {
         after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod"
     )]
     Tag {
-        #[arg(value_name = "REF")]
+        #[arg(value_name = "REF", help = REF_HELP)]
         reference: String,
+        /// The tag to point (created if new): 1-63 characters of a-z 0-9 . _ -
         tag: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Print the pinned ref (NS/NAME@b3:DIGEST) a ref resolves to now, for scripts.
+    #[command(
+        after_help = "Example:\n  sealvol volume resolve weights/qwen3-8b:prod\n  vol:weights/qwen3-8b@b3:9f3c…"
+    )]
+    Resolve {
+        #[arg(value_name = "REF", help = REF_HELP)]
+        reference: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 
     /// List the tags of a volume, optionally with every move.
@@ -186,7 +209,7 @@ pub enum VolumeCommand {
         /// Show each tag's move history.
         #[arg(long)]
         history: bool,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
@@ -195,28 +218,35 @@ pub enum VolumeCommand {
         after_help = "Examples:\n  sealvol volume diff weights/qwen3-8b:prod weights/qwen3-8b:canary\n  sealvol volume diff weights/qwen3-8b@9f3c1a2b weights/qwen3-8b@77ab01cd --json"
     )]
     Diff {
-        /// The older version.
+        /// The older version (a ref).
         #[arg(value_name = "FROM")]
         from: String,
-        /// The newer version.
+        /// The newer version: a ref, or TAG or @DIGEST relative to FROM's volume.
         #[arg(value_name = "TO")]
         to: String,
+        /// Exit 1 when the versions differ, 0 when they are the same (as `git diff --exit-code`).
+        #[arg(long)]
+        exit_code: bool,
         /// Also list unchanged files and tensors.
         #[arg(long)]
         all: bool,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Write a version's files into a directory, verifying every chunk.
     #[command(after_help = "Example:\n  sealvol volume pull weights/qwen3-8b:prod ./model")]
     Pull {
-        #[arg(value_name = "REF")]
+        #[arg(value_name = "REF", help = REF_HELP)]
         reference: String,
+        /// The directory to write: new, empty, or (with --force) made exactly the version.
         dir: PathBuf,
-        /// Pull into a non-empty directory, replacing the version's files there.
+        /// Pull into a non-empty directory: replace the version's files there and remove
+        /// (and list) everything the version does not hold.
         #[arg(long)]
         force: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 
     /// Mount a version read-only at DIR; bytes stream lazily through the node cache.
@@ -224,7 +254,7 @@ pub enum VolumeCommand {
         after_help = "A tag resolves once, at mount time: the mount keeps serving that digest when the tag moves.\n\nExamples:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  sealvol volume mount weights/qwen3-8b@9f3c1a2b /models/qwen --cache /nvme/sealvol --cache-size 200G --foreground"
     )]
     Mount {
-        #[arg(value_name = "REF")]
+        #[arg(value_name = "REF", help = REF_HELP)]
         reference: String,
         /// An existing, empty directory.
         dir: PathBuf,
@@ -245,6 +275,7 @@ pub enum VolumeCommand {
     /// Unmount a mount made by `volume mount`, and stop the process serving it.
     #[command(after_help = "Example:\n  sealvol volume unmount /models/qwen")]
     Unmount {
+        /// The mount point.
         dir: PathBuf,
         /// Detach now even if files are open under it; it goes when they close.
         #[arg(long)]
@@ -254,7 +285,7 @@ pub enum VolumeCommand {
     /// List active mounts: what digest each serves, bytes served, hits per tier.
     #[command(after_help = "Example:\n  sealvol volume mounts --json")]
     Mounts {
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
@@ -263,9 +294,10 @@ pub enum VolumeCommand {
         after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod"
     )]
     Verify {
+        /// Only this version (a ref: NS/NAME@b3:DIGEST, NS/NAME:TAG or NS/NAME) [default: the whole repository]
         #[arg(value_name = "REF")]
         reference: Option<String>,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 }
@@ -287,13 +319,16 @@ pub enum SecretCommand {
     /// List secret names, sizes and when they were set (never values).
     #[command(after_help = "Example:\n  sealvol secret ls --json")]
     Ls {
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Remove a secret.
     #[command(after_help = "Example:\n  sealvol secret rm hf-token")]
-    Rm { name: String },
+    Rm {
+        /// The secret's name, from `sealvol secret ls`.
+        name: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -301,42 +336,46 @@ pub enum JobsCommand {
     /// List sync jobs, newest first.
     #[command(after_help = "Example:\n  sealvol jobs ls --json")]
     Ls {
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Show one job: its source, state, progress and, if it failed, why.
     #[command(after_help = "Example:\n  sealvol jobs show 7")]
     Show {
+        /// The job's number, from `sealvol jobs ls`.
         id: u64,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Cancel a queued or running job.
     #[command(after_help = "Example:\n  sealvol jobs cancel 7")]
     Cancel {
+        /// The job's number, from `sealvol jobs ls`.
         id: u64,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Run a failed or cancelled job again; what it already stored is not fetched again.
     #[command(after_help = "Example:\n  sealvol jobs retry 7")]
     Retry {
+        /// The job's number, from `sealvol jobs ls`.
         id: u64,
         /// Hand it to the agent and return at once.
         #[arg(long)]
         detach: bool,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 
     /// Print what happened to a job, line by line.
     #[command(after_help = "Example:\n  sealvol jobs logs 7")]
     Logs {
+        /// The job's number, from `sealvol jobs ls`.
         id: u64,
-        #[arg(long)]
+        #[arg(long, help = JSON_HELP)]
         json: bool,
     },
 }

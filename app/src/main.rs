@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.global.verbose, cli.global.quiet);
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(output::exit_code()),
         Err(e) => {
             eprintln!("error: {e}");
             if let Some(hint) = e.hint_text() {
@@ -67,36 +67,23 @@ fn run(cli: Cli) -> Result<()> {
         clap_complete::generate(*shell, &mut Cli::command(), "sealvol", &mut script);
         return outln!("{}", String::from_utf8_lossy(&script).trim_end());
     }
-    if let Some(Command::Digest { dir }) = &cli.command {
-        outln!("{}", sealvol_core::walk::digest_dir(dir)?)?;
-        return Ok(());
+    if let Some(Command::Digest { dir, json }) = &cli.command {
+        return commands::info::digest(dir, *json);
     }
     let ctx = Ctx {
         settings: config::resolve(&cli.global)?,
         quiet: cli.global.quiet,
     };
+    // A theme named on the command line is checked even where no console opens.
+    if let Some(name) = &cli.theme {
+        load_theme(name)?;
+    }
     match cli.command {
         Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
-        Some(Command::Info) => {
-            let s = &ctx.settings;
-            let config = config::config_path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "(no home directory)".into());
-            outln!("config file  {config}")?;
-            outln!("repository   {}", s.repo.display())?;
-            outln!("state        {}", s.state.display())?;
-            outln!(
-                "cache        {} (bound {})",
-                s.cache.display(),
-                output::size(s.cache_size)
-            )?;
-            outln!("theme        {}", s.theme)?;
-            outln!("fsync        {}", if s.fsync { "on" } else { "off" })?;
-            Ok(())
-        }
+        Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
         None if cli.demo => {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
@@ -128,19 +115,33 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+fn config_dir() -> Option<std::path::PathBuf> {
+    config::config_path().and_then(|p| p.parent().map(|d| d.to_path_buf()))
+}
+
+fn load_theme(name: &str) -> Result<sealvol_themes::Theme> {
+    let dir = config_dir();
+    sealvol_themes::Theme::load(name, dir.as_deref(), sealvol_themes::ColorMode::detect()).map_err(
+        |e| {
+            let shown = dir.as_deref().map_or_else(
+                || "<config>/themes".to_string(),
+                |d| d.join("themes").display().to_string(),
+            );
+            Error::invalid(e.to_string()).hint(format!(
+                "themes: {}; add your own as {shown}/NAME.toml",
+                sealvol_themes::Theme::available(dir.as_deref()).join(", ")
+            ))
+        },
+    )
+}
+
 fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
-    let config_dir = config::config_path().and_then(|p| p.parent().map(|d| d.to_path_buf()));
-    let name = theme.unwrap_or(&ctx.settings.theme);
-    let theme = sealvol_themes::Theme::load(
-        name,
-        config_dir.as_deref(),
-        sealvol_themes::ColorMode::detect(),
-    )
-    .map_err(|e| Error::invalid(e.to_string()).hint("themes: dark, light, high-contrast"))?;
+    let config_dir = config_dir();
+    let theme = load_theme(theme.unwrap_or(&ctx.settings.theme))?;
     let keymap =
         sealvol_console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
             .map_err(Error::invalid)?;

@@ -16,6 +16,18 @@ macro_rules! outln {
     };
 }
 
+/// The exit code of a command that succeeded but has something to say by it
+/// (`volume diff --exit-code`: 1 when the versions differ).
+static EXIT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+pub fn exit_with(code: u8) {
+    EXIT.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn exit_code() -> u8 {
+    EXIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One line on standard output.
 pub fn line(args: std::fmt::Arguments) -> Result<()> {
     let mut out = std::io::stdout().lock();

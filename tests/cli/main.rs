@@ -5,6 +5,8 @@
 mod common;
 
 mod codes;
+mod consistency;
+mod json;
 mod output;
 mod pull;
 mod tags;
@@ -861,7 +863,7 @@ fn secrets_come_from_stdin_and_are_never_printed() {
     assert!(seen.contains("hf-token"), "{seen}");
     let listed: serde_json::Value =
         serde_json::from_str(&env.ok(&["secret", "ls", "--json"])).unwrap();
-    assert_eq!(listed[0]["bytes"], value.len());
+    assert_eq!(listed["secrets"][0]["bytes"], value.len());
 
     // The value is refused on the command line, and that refusal does not echo it.
     let out = env.run(&["secret", "set", "other", value]);

@@ -205,12 +205,8 @@ impl Theme {
             })?,
             _ => name.to_string(),
         };
-        let base_text = preset_text(&base_name).ok_or_else(|| {
-            ThemeError(format!(
-                "unknown theme {base_name:?}: the presets are {}",
-                PRESETS.join(", ")
-            ))
-        })?;
+        let base_text = preset_text(&base_name)
+            .ok_or_else(|| ThemeError(format!("unknown theme {base_name:?}")))?;
         let base = parse(&format!("preset {base_name}"), base_text)?;
         let mut specs = base.roles;
         if let Some((_, f)) = user {
@@ -226,6 +222,25 @@ impl Theme {
             mode,
             styles,
         })
+    }
+
+    /// Every theme `load` can find: the presets, then the user's files in
+    /// `config_dir/themes/`, sorted.
+    pub fn available(config_dir: Option<&Path>) -> Vec<String> {
+        let mut names: Vec<String> = PRESETS.iter().map(|p| p.to_string()).collect();
+        let mut user: Vec<String> = config_dir
+            .and_then(|d| std::fs::read_dir(d.join("themes")).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.strip_suffix(".toml")?.to_string();
+                (!names.contains(&name)).then_some(name)
+            })
+            .collect();
+        user.sort();
+        names.extend(user);
+        names
     }
 
     pub fn name(&self) -> &str {

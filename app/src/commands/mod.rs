@@ -1,6 +1,7 @@
 //! One module per command group; `Ctx` carries what every command needs.
 
 pub mod demo;
+pub mod info;
 pub mod jobs;
 pub mod mount;
 pub mod secret;

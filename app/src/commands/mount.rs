@@ -391,7 +391,7 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
 pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
     let recs = records::list(&records_dir(ctx));
     if as_json {
-        json(&recs)?;
+        json(&serde_json::json!({ "mounts": recs }))?;
         return Ok(());
     }
     if recs.is_empty() {

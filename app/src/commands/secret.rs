@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
         SecretCommand::Ls { json: as_json } => {
             let l = secrets::list(state)?;
             if as_json {
-                json(&l)?;
+                json(&serde_json::json!({ "secrets": l }))?;
             } else if l.is_empty() {
                 if !ctx.quiet {
                     eprintln!("no secrets; store one with: sealvol secret set NAME < FILE");

@@ -221,6 +221,24 @@ impl Ref {
         Ok(Ref { volume, target })
     }
 
+    /// A ref typed where a volume is already known (its screens in the console, the
+    /// second ref of a diff): `TAG`, `:TAG` or `@DIGEST` are in `base`; anything with
+    /// a `/` is a whole ref.
+    pub fn parse_in(s: &str, base: &VolumeName) -> Result<Ref> {
+        let body = s.strip_prefix("vol:").unwrap_or(s);
+        if body.contains('/') || body.is_empty() {
+            return Ref::parse(s);
+        }
+        let target = match body.strip_prefix('@') {
+            Some(digest) => Target::Digest(DigestSpec::parse(digest)?),
+            None => Target::Tag(Name::parse("tag", body.strip_prefix(':').unwrap_or(body))?),
+        };
+        Ok(Ref {
+            volume: base.clone(),
+            target,
+        })
+    }
+
     pub fn pinned(volume: VolumeName, digest: Digest) -> Ref {
         Ref {
             volume,
@@ -313,5 +331,27 @@ mod tests {
         assert!(DigestSpec::parse("abababab").unwrap().matches(&d));
         assert!(!DigestSpec::parse("abababac").unwrap().matches(&d));
         assert!(DigestSpec::parse(&d.to_string()).unwrap().matches(&d));
+    }
+
+    #[test]
+    fn refs_relative_to_a_volume() {
+        let base = VolumeName::parse("weights/tiny").unwrap();
+        let r = Ref::parse_in("canary", &base).unwrap();
+        assert_eq!(r.to_string(), "vol:weights/tiny:canary");
+        assert_eq!(
+            Ref::parse_in(":prod", &base).unwrap().to_string(),
+            "vol:weights/tiny:prod"
+        );
+        assert_eq!(
+            Ref::parse_in("@9f3c1a2b", &base).unwrap().to_string(),
+            "vol:weights/tiny@b3:9f3c1a2b"
+        );
+        assert_eq!(
+            Ref::parse_in("other/vol:x", &base).unwrap().to_string(),
+            "vol:other/vol:x"
+        );
+        for bad in ["", "Bad Tag", "@zz", ":"] {
+            assert!(Ref::parse_in(bad, &base).is_err(), "{bad:?}");
+        }
     }
 }

@@ -77,7 +77,7 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
     if !meta.is_dir() {
         return Err(
             Error::invalid(format!("{} is a file, not a directory", root.display()))
-                .hint("push the directory that contains it"),
+                .hint("give the directory that holds it: a version is a whole directory"),
         );
     }
     let mut out = Vec::new();

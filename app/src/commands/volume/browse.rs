@@ -1,0 +1,194 @@
+//! `volume ls | versions | files | resolve`: what the repository holds.
+
+use serde::Serialize;
+
+use sealvol_core::digest::Entry;
+use sealvol_core::{Error, Name, Ref, Result, VolumeName};
+use sealvol_views::format::short_digest;
+
+use crate::commands::Ctx;
+use crate::output::{json, name, size, table, when};
+
+pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
+    let ns = namespace.map(|n| Name::parse("namespace", n)).transpose()?;
+    let repo = ctx.open_repo(false)?;
+    let vols = repo.volume_infos(ns.as_ref())?;
+    if let Some(ns) = &ns
+        && vols.is_empty()
+    {
+        let mut known: Vec<String> = repo
+            .volume_infos(None)?
+            .into_iter()
+            .map(|v| v.namespace)
+            .collect();
+        known.dedup();
+        return Err(Error::not_found(format!("no namespace {ns}")).hint(
+            match known.is_empty() {
+                true => "the repository holds no volumes yet; push one with `sealvol volume push DIR NS/NAME`".to_string(),
+                false => format!("namespaces here: {}", known.join(", ")),
+            },
+        ));
+    }
+    if as_json {
+        return json(&serde_json::json!({ "volumes": vols }));
+    }
+    if vols.is_empty() {
+        eprintln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = vols
+        .iter()
+        .map(|v| {
+            vec![
+                v.namespace.clone(),
+                v.name.clone(),
+                v.versions.to_string(),
+                size(v.latest_bytes),
+                when(&v.updated),
+                v.tags.join(","),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "NAMESPACE",
+            "VOLUME",
+            "VERSIONS",
+            "LATEST",
+            "UPDATED",
+            "TAGS",
+        ],
+        &rows,
+    )
+}
+
+pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let repo = ctx.open_repo(false)?;
+    let versions = repo.versions(&volume)?;
+    if versions.is_empty() {
+        return Err(Error::not_found(format!("no volume {volume}"))
+            .hint("list volumes with `sealvol volume ls`"));
+    }
+    if as_json {
+        return json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));
+    }
+    let rows: Vec<Vec<String>> = versions
+        .iter()
+        .map(|v| {
+            vec![
+                short_digest(&v.digest),
+                when(&v.created),
+                size(v.bytes),
+                v.files.to_string(),
+                size(v.new_bytes),
+                v.tags.join(","),
+            ]
+        })
+        .collect();
+    table(
+        &["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"],
+        &rows,
+    )
+}
+
+/// One entry of `volume files --json`: hashes carry their `b3:` prefix, as in the text.
+#[derive(Serialize)]
+struct FileJson<'a> {
+    path: &'a str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hash: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    exec: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+}
+
+impl<'a> From<&'a Entry> for FileJson<'a> {
+    fn from(e: &'a Entry) -> Self {
+        let blank = FileJson {
+            path: e.path(),
+            kind: "file",
+            size: None,
+            hash: None,
+            exec: false,
+            target: None,
+        };
+        match e {
+            Entry::File {
+                size, hash, exec, ..
+            } => FileJson {
+                size: Some(*size),
+                hash: Some(format!("b3:{}", hash.hex())),
+                exec: *exec,
+                ..blank
+            },
+            Entry::Symlink { target, .. } => FileJson {
+                kind: "link",
+                target: Some(target),
+                ..blank
+            },
+            Entry::Dir { .. } => FileJson {
+                kind: "dir",
+                ..blank
+            },
+        }
+    }
+}
+
+pub fn files(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(false)?;
+    let digest = repo.resolve(&r)?;
+    let m = repo.manifest(&r.volume, &digest)?;
+    if as_json {
+        let files: Vec<FileJson> = m.entries.iter().map(FileJson::from).collect();
+        return json(&serde_json::json!({
+            "ref": format!("vol:{}@{digest}", r.volume),
+            "files": files,
+        }));
+    }
+    let rows: Vec<Vec<String>> = m
+        .entries
+        .iter()
+        .map(|e| match e {
+            Entry::File {
+                path,
+                size: n,
+                hash,
+                exec,
+            } => vec![
+                size(*n),
+                format!("b3:{}", &hash.hex()[..16]),
+                format!("{}{}", name(path), if *exec { "*" } else { "" }),
+            ],
+            Entry::Symlink { path, target } => vec![
+                "-".into(),
+                "link".into(),
+                format!("{} -> {}", name(path), name(target)),
+            ],
+            Entry::Dir { path } => vec!["-".into(), "dir".into(), format!("{}/", name(path))],
+        })
+        .collect();
+    table(&["SIZE", "HASH", "PATH"], &rows)
+}
+
+/// The pinned ref a ref resolves to now, alone on stdout: for scripts and configs.
+pub fn resolve(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(false)?;
+    let digest = repo.resolve(&r)?;
+    let pinned = Ref::pinned(r.volume.clone(), digest);
+    if as_json {
+        return json(&serde_json::json!({
+            "requested": reference,
+            "ref": pinned.to_string(),
+            "volume": r.volume.to_string(),
+            "digest": digest.to_string(),
+        }));
+    }
+    outln!("{pinned}")
+}

@@ -1,0 +1,99 @@
+//! `sealvol volume …`: each subcommand is a thin wrapper that parses input, calls the
+//! engine and prints for people (tables) or for programs (`--json`, one document whose
+//! shape docs/JSON.md gives). One module per group: `transfer` (push, pull), `browse`
+//! (ls, versions, files, resolve), `tags` (tag, tags), `diff` and `verify`; mounts are
+//! `commands::mount`, syncs `commands::jobs`.
+
+mod browse;
+mod diff;
+mod tags;
+mod transfer;
+mod verify;
+
+use sealvol_core::Result;
+
+use super::Ctx;
+use crate::cli::VolumeCommand;
+
+pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
+    match cmd {
+        VolumeCommand::Push {
+            dir,
+            volume,
+            tags,
+            json,
+        } => transfer::push(ctx, &dir, &volume, &tags, json),
+        VolumeCommand::Pull {
+            reference,
+            dir,
+            force,
+            json,
+        } => transfer::pull(ctx, &reference, &dir, force, json),
+        VolumeCommand::Sync {
+            source,
+            volume,
+            tags,
+            secret,
+            include,
+            exclude,
+            detach,
+            json,
+        } => super::jobs::sync(
+            ctx,
+            super::jobs::SyncRequest {
+                source,
+                volume,
+                tags,
+                secret,
+                include,
+                exclude,
+                detach,
+                json,
+            },
+        ),
+        VolumeCommand::Ls { namespace, json } => browse::ls(ctx, namespace.as_deref(), json),
+        VolumeCommand::Versions { volume, json } => browse::versions(ctx, &volume, json),
+        VolumeCommand::Files { reference, json } => browse::files(ctx, &reference, json),
+        VolumeCommand::Resolve { reference, json } => browse::resolve(ctx, &reference, json),
+        VolumeCommand::Tag {
+            reference,
+            tag,
+            json,
+        } => tags::tag(ctx, &reference, &tag, json),
+        VolumeCommand::Tags {
+            volume,
+            history,
+            json,
+        } => tags::tags(ctx, &volume, history, json),
+        VolumeCommand::Diff {
+            from,
+            to,
+            all,
+            exit_code,
+            json,
+        } => diff::diff(ctx, &from, &to, all, exit_code, json),
+        VolumeCommand::Mount {
+            reference,
+            dir,
+            cache,
+            cache_size,
+            foreground,
+            requested,
+        } => super::mount::mount(
+            ctx,
+            super::mount::Request {
+                reference,
+                dir,
+                cache,
+                cache_size,
+                foreground,
+                requested,
+            },
+        ),
+        VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
+        VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
+        VolumeCommand::Verify { reference, json } => {
+            verify::verify(ctx, reference.as_deref(), json)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! `volume tag | tags`: point a tag, list tags and their histories (newest move first,
+//! in the text and in JSON alike).
+
+use sealvol_core::registry::TagChange;
+use sealvol_core::{Error, Name, Ref, Result, VolumeName};
+use sealvol_views::format::short_digest;
+
+use crate::commands::Ctx;
+use crate::output::{json, table, when};
+
+pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let tag = Name::parse("tag", tag)?;
+    let repo = ctx.open_repo(false)?;
+    let to = repo.resolve(&r)?;
+    let moved = repo.move_tag(&r.volume, &tag, &to, None)?;
+    let change = TagChange {
+        tag: tag.to_string(),
+        from: moved.from,
+        to: to.to_string(),
+        moved: moved.moved,
+    };
+    let pinned = Ref::pinned(r.volume.clone(), to);
+    if as_json {
+        return json(&serde_json::json!({
+            "volume": r.volume.to_string(),
+            "ref": pinned.to_string(),
+            "tag": change,
+        }));
+    }
+    if !ctx.quiet {
+        eprintln!("{}", tag_line(&change));
+    }
+    outln!("{pinned}")
+}
+
+/// What a tag move did, as its compare-and-swap saw it (push prints these too).
+pub fn tag_line(t: &TagChange) -> String {
+    let to = short_digest(&t.to);
+    match (&t.from, t.moved) {
+        (_, false) => format!("tag {} already points at {to}", t.tag),
+        (Some(from), true) => format!("tag {}: {} -> {to}", t.tag, short_digest(from)),
+        (None, true) => format!("tag {} -> {to} (new)", t.tag),
+    }
+}
+
+pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let repo = ctx.open_repo(false)?;
+    if repo.version_digests(&volume)?.is_empty() {
+        return Err(Error::not_found(format!("no volume {volume}"))
+            .hint("list volumes with `sealvol volume ls`"));
+    }
+    let mut tags = repo.tags(&volume)?;
+    for t in &mut tags {
+        t.history.reverse();
+    }
+    if as_json {
+        return json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }));
+    }
+    if tags.is_empty() {
+        eprintln!("{volume} has no tags; add one with `sealvol volume tag REF TAG`");
+        return Ok(());
+    }
+    if history {
+        for t in &tags {
+            outln!("{} -> {}", t.tag, short_digest(&t.digest))?;
+            for m in &t.history {
+                outln!(
+                    "  {}  {} -> {}  by {}",
+                    when(&m.at),
+                    m.from
+                        .as_deref()
+                        .map(short_digest)
+                        .unwrap_or_else(|| "(new)".into()),
+                    short_digest(&m.to),
+                    m.by
+                )?;
+            }
+        }
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = tags
+        .iter()
+        .map(|t| {
+            vec![
+                t.tag.clone(),
+                short_digest(&t.digest),
+                t.history.first().map(|m| when(&m.at)).unwrap_or_default(),
+                t.history.len().to_string(),
+            ]
+        })
+        .collect();
+    table(&["TAG", "DIGEST", "MOVED", "MOVES"], &rows)
+}

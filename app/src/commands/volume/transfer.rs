@@ -1,0 +1,150 @@
+//! `volume push | pull`: a directory becomes a sealed version, and a version becomes a
+//! directory that is exactly it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::push::{PushOptions, PushReport, push as push_dir};
+use sealvol_core::read::{Fill, Tiers};
+use sealvol_core::{Name, Ref, Result, VolumeName};
+use sealvol_node::state::StatCacheDir;
+
+use super::tags::tag_line;
+use crate::commands::Ctx;
+use crate::output::{json, name, size};
+
+pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let tags = tags
+        .iter()
+        .map(|t| Name::parse("tag", t))
+        .collect::<Result<Vec<_>>>()?;
+    let repo = ctx.open_repo(true)?;
+    let progress = ctx.progress();
+    let report = push_dir(
+        &repo,
+        dir,
+        &volume,
+        &tags,
+        &PushOptions {
+            source: None,
+            stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
+            progress: progress.as_ref(),
+        },
+    )?;
+    if as_json {
+        return json(&push_json(&report));
+    }
+    if !ctx.quiet {
+        eprintln!("{}", push_summary(&report));
+        for t in &report.tags {
+            eprintln!("{}", tag_line(t));
+        }
+    }
+    outln!("{}", report.pinned_ref())
+}
+
+/// `push --json`: the report.
+fn push_json(r: &PushReport) -> serde_json::Value {
+    serde_json::json!({
+        "ref": r.pinned_ref(),
+        "volume": r.volume.to_string(),
+        "digest": r.digest.to_string(),
+        "sealed_new": r.sealed_new,
+        "files": r.stats.files,
+        "bytes": r.stats.bytes,
+        "bytes_read": r.bytes_read,
+        "new_bytes": r.stats.new_bytes,
+        "new_chunks": r.stats.new_chunks,
+        "chunks_reused": r.chunks_reused,
+        "files_unchanged": r.files_unchanged,
+        "seconds": r.elapsed.as_secs_f64(),
+        "tags": r.tags,
+    })
+}
+
+/// What a push read and wrote. A rate is shown only for a read long enough to have
+/// one; a re-push that read nothing says what it skipped instead.
+fn push_summary(r: &PushReport) -> String {
+    let secs = r.elapsed.as_secs_f64();
+    let read = match (r.bytes_read, secs) {
+        (0, _) => "read nothing".to_string(),
+        (n, s) if s >= 0.5 => format!(
+            "read {} in {s:.1} s ({}/s)",
+            size(n),
+            size((n as f64 / s) as u64)
+        ),
+        (n, _) => format!("read {}", size(n)),
+    };
+    let wrote = match r.stats.new_chunks {
+        0 => "no new chunks".to_string(),
+        n => format!("new {} in {n} chunk(s)", size(r.stats.new_bytes)),
+    };
+    let mut parts = vec![read, wrote];
+    if r.chunks_reused > 0 {
+        parts.push(format!("{} chunk(s) reused", r.chunks_reused));
+    }
+    if r.files_unchanged > 0 {
+        parts.push(format!(
+            "{} unchanged file(s) skipped without reading (stat cache)",
+            r.files_unchanged
+        ));
+    }
+    if !r.sealed_new {
+        parts.push("this version was already sealed".into());
+    }
+    parts.join("; ")
+}
+
+pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(false)?;
+    let digest = repo.resolve(&r)?;
+    let progress = ctx.progress();
+    let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
+    // A pull fills the node cache for the mounts that follow.
+    let tiers = Tiers::with_fill(Arc::new(repo), Some(Arc::new(cache)), Fill::Inline);
+    let report =
+        sealvol_core::pull::pull(&tiers, &r.volume, &digest, dir, force, progress.as_ref())?;
+    let pinned = Ref::pinned(r.volume.clone(), digest);
+    if as_json {
+        return json(&serde_json::json!({
+            "ref": pinned.to_string(),
+            "dir": dir.display().to_string(),
+            "report": report,
+        }));
+    }
+    if ctx.quiet {
+        return Ok(());
+    }
+    if report.temporaries_removed > 0 {
+        eprintln!(
+            "removed {} temporary file(s) an interrupted pull left",
+            report.temporaries_removed
+        );
+    }
+    if !report.removed.is_empty() {
+        eprintln!(
+            "removed {} path(s) the version does not hold:",
+            report.removed.len()
+        );
+        const SHOWN: usize = 20;
+        for p in report.removed.iter().take(SHOWN) {
+            eprintln!("  - {}", name(p));
+        }
+        if report.removed.len() > SHOWN {
+            eprintln!(
+                "  … and {} more (--json lists them all)",
+                report.removed.len() - SHOWN
+            );
+        }
+    }
+    eprintln!(
+        "pulled {pinned}: {} file(s), {} into {}",
+        report.files,
+        size(report.bytes),
+        name(&dir.display().to_string())
+    );
+    Ok(())
+}

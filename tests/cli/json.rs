@@ -1,0 +1,139 @@
+//! Every `--json` command prints one object whose top-level keys are the ones
+//! docs/JSON.md lists for it; digests carry `b3:`; histories are newest first.
+
+use crate::common::{Env, write};
+
+/// The top-level keys docs/JSON.md gives `command` (the first cell of its row).
+fn documented_keys(command: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/JSON.md"))
+        .expect("docs/JSON.md");
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{command}")))
+        .unwrap_or_else(|| panic!("docs/JSON.md has no row for {command}"));
+    let keys = row.split('|').nth(2).expect("a keys cell");
+    let mut keys: Vec<String> = keys
+        .split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, k)| k.to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn keys_of(v: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn every_json_output_is_one_object_with_the_documented_keys() {
+    let env = Env::new();
+    let a = env.path("a");
+    write(&a.join("x"), b"1");
+    let b = env.path("b");
+    write(&b.join("x"), b"2");
+    write(&b.join("y"), b"3");
+    env.push(&a, "t/v", &["--tag", "prod"]);
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = env.path("out");
+    let so = out.to_str().unwrap();
+    env.set_secret("token", "value");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "volume push",
+            vec!["volume", "push", sb, "t/v", "--tag", "canary"],
+        ),
+        ("volume ls", vec!["volume", "ls"]),
+        ("volume versions", vec!["volume", "versions", "t/v"]),
+        ("volume files", vec!["volume", "files", "t/v:prod"]),
+        ("volume resolve", vec!["volume", "resolve", "t/v:prod"]),
+        ("volume tag", vec!["volume", "tag", "t/v:canary", "stable"]),
+        ("volume tags", vec!["volume", "tags", "t/v"]),
+        ("volume diff", vec!["volume", "diff", "t/v:prod", "canary"]),
+        ("volume pull", vec!["volume", "pull", "t/v:prod", so]),
+        ("volume mounts", vec!["volume", "mounts"]),
+        ("volume verify", vec!["volume", "verify"]),
+        ("jobs ls", vec!["jobs", "ls"]),
+        ("secret ls", vec!["secret", "ls"]),
+        ("info", vec!["info"]),
+        ("digest", vec!["digest", sa]),
+    ];
+    for (command, mut args) in cases {
+        args.push("--json");
+        let text = env.ok(&args);
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{command}: not one JSON document ({e}): {text}"));
+        assert_eq!(keys_of(&v), documented_keys(command), "{command}: {text}");
+    }
+
+    // Hashes and digests carry b3:, as in the text output.
+    let files: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "files", "t/v:prod", "--json"])).unwrap();
+    assert!(
+        files["files"][0]["hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("b3:")
+    );
+    // Histories are newest first, in JSON as in the text.
+    let tags: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "t/v", "--json"])).unwrap();
+    env.ok(&["volume", "tag", "t/v:canary", "prod"]);
+    let tags2: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "t/v", "--json"])).unwrap();
+    let prod = |t: &serde_json::Value| {
+        t["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tag"] == "prod")
+            .unwrap()["history"]
+            .clone()
+    };
+    assert_eq!(prod(&tags2)[1], prod(&tags)[0], "the older move moved down");
+    assert!(prod(&tags2)[0]["from"].is_string());
+    let text = env.ok(&["volume", "tags", "t/v", "--history"]);
+    let first_move = text
+        .lines()
+        .skip_while(|l| !l.starts_with("prod"))
+        .nth(1)
+        .unwrap();
+    assert!(
+        !first_move.contains("(new)"),
+        "newest first in the text too: {text}"
+    );
+}
+
+#[test]
+fn every_json_flag_has_help_and_every_ref_argument_says_what_a_ref_is() {
+    let env = Env::new();
+    for sub in [
+        "push", "pull", "ls", "versions", "files", "resolve", "tag", "tags", "diff", "mounts",
+        "verify",
+    ] {
+        let help = env.ok(&["volume", sub, "--help"]);
+        let json = help.lines().find(|l| l.trim_start().starts_with("--json"));
+        assert!(
+            json.is_some_and(|l| l.contains("JSON document")),
+            "volume {sub} --help: {help}"
+        );
+    }
+    for sub in ["mount", "tag", "pull", "verify", "files", "resolve"] {
+        let help = env.ok(&["volume", sub, "--help"]);
+        let r = help
+            .lines()
+            .find(|l| l.trim_start().starts_with("[REF]") || l.trim_start().starts_with("<REF>"));
+        assert!(
+            r.is_some_and(|l| l.contains("NS/NAME")),
+            "volume {sub} --help: {help}"
+        );
+    }
+}
