@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use clap_complete::ArgValueCompleter;
+
+use crate::complete;
 
 const JSON_HELP: &str = "Print one JSON document on stdout instead of text (shapes: docs/JSON.md)";
 const REF_HELP: &str = "A ref: NS/NAME@b3:DIGEST (8+ hex digits will do), NS/NAME:TAG, or NS/NAME for the newest version";
@@ -95,11 +98,12 @@ pub enum Command {
 
     /// Print a shell completion script.
     #[command(
-        after_help = "Example:\n  sealvol completions bash > ~/.local/share/bash-completion/completions/sealvol"
+        after_help = "Examples:\n  echo 'source <(sealvol completions bash)' >> ~/.bashrc\n  sealvol completions fish > ~/.config/fish/completions/sealvol.fish\n  sealvol completions nushell | save -f ~/.config/nushell/sealvol.nu\n\nVolume, tag and digest names complete from the repository in effect (not in nushell)."
     )]
     Completions {
-        /// bash, zsh, fish, elvish or powershell.
-        shell: clap_complete::Shell,
+        /// bash, zsh, fish, elvish, powershell or nushell.
+        #[arg(value_enum)]
+        shell: crate::complete::Shell,
     },
 }
 
@@ -113,6 +117,7 @@ pub enum VolumeCommand {
         /// The directory to seal.
         dir: PathBuf,
         /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
         volume: String,
         /// Point these tags at the new version (repeatable).
         #[arg(long = "tag", short = 't', value_name = "TAG")]
@@ -129,6 +134,7 @@ pub enum VolumeCommand {
         /// Where the bytes are.
         source: String,
         /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
         volume: String,
         /// Point these tags at the new version (repeatable).
         #[arg(long = "tag", short = 't', value_name = "TAG")]
@@ -163,6 +169,7 @@ pub enum VolumeCommand {
     #[command(after_help = "Example:\n  sealvol volume versions weights/qwen3-8b --json")]
     Versions {
         /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
         volume: String,
         #[arg(long, help = JSON_HELP)]
         json: bool,
@@ -171,7 +178,7 @@ pub enum VolumeCommand {
     /// List the files of a version.
     #[command(after_help = "Example:\n  sealvol volume files weights/qwen3-8b:prod")]
     Files {
-        #[arg(value_name = "REF", help = REF_HELP)]
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
         #[arg(long, help = JSON_HELP)]
         json: bool,
@@ -182,7 +189,7 @@ pub enum VolumeCommand {
         after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod"
     )]
     Tag {
-        #[arg(value_name = "REF", help = REF_HELP)]
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
         /// The tag to point (created if new): 1-63 characters of a-z 0-9 . _ -
         tag: String,
@@ -195,7 +202,7 @@ pub enum VolumeCommand {
         after_help = "Example:\n  sealvol volume resolve weights/qwen3-8b:prod\n  vol:weights/qwen3-8b@b3:9f3c…"
     )]
     Resolve {
-        #[arg(value_name = "REF", help = REF_HELP)]
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
         #[arg(long, help = JSON_HELP)]
         json: bool,
@@ -205,6 +212,7 @@ pub enum VolumeCommand {
     #[command(after_help = "Example:\n  sealvol volume tags weights/qwen3-8b --history")]
     Tags {
         /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
         volume: String,
         /// Show each tag's move history.
         #[arg(long)]
@@ -219,10 +227,10 @@ pub enum VolumeCommand {
     )]
     Diff {
         /// The older version (a ref).
-        #[arg(value_name = "FROM")]
+        #[arg(value_name = "FROM", add = ArgValueCompleter::new(complete::refs))]
         from: String,
         /// The newer version: a ref, or TAG or @DIGEST relative to FROM's volume.
-        #[arg(value_name = "TO")]
+        #[arg(value_name = "TO", add = ArgValueCompleter::new(complete::refs))]
         to: String,
         /// Exit 1 when the versions differ, 0 when they are the same (as `git diff --exit-code`).
         #[arg(long)]
@@ -237,7 +245,7 @@ pub enum VolumeCommand {
     /// Write a version's files into a directory, verifying every chunk.
     #[command(after_help = "Example:\n  sealvol volume pull weights/qwen3-8b:prod ./model")]
     Pull {
-        #[arg(value_name = "REF", help = REF_HELP)]
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
         /// The directory to write: new, empty, or (with --force) made exactly the version.
         dir: PathBuf,
@@ -254,7 +262,7 @@ pub enum VolumeCommand {
         after_help = "A tag resolves once, at mount time: the mount keeps serving that digest when the tag moves.\n\nExamples:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  sealvol volume mount weights/qwen3-8b@9f3c1a2b /models/qwen --cache /nvme/sealvol --cache-size 200G --foreground"
     )]
     Mount {
-        #[arg(value_name = "REF", help = REF_HELP)]
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
         /// An existing, empty directory.
         dir: PathBuf,
@@ -295,7 +303,7 @@ pub enum VolumeCommand {
     )]
     Verify {
         /// Only this version (a ref: NS/NAME@b3:DIGEST, NS/NAME:TAG or NS/NAME) [default: the whole repository]
-        #[arg(value_name = "REF")]
+        #[arg(value_name = "REF", add = ArgValueCompleter::new(complete::refs))]
         reference: Option<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,

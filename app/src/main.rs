@@ -7,6 +7,7 @@ mod output;
 mod alloc;
 mod cli;
 mod commands;
+mod complete;
 mod config;
 mod progress;
 mod signals;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    complete::answer_if_asked();
     // A foreground mount sets its own (commands/mount.rs).
     alloc::for_streams();
     let cli = Cli::parse();
@@ -63,9 +65,7 @@ fn init_logging(verbose: u8, quiet: bool) {
 
 fn run(cli: Cli) -> Result<()> {
     if let Some(Command::Completions { shell }) = &cli.command {
-        let mut script = Vec::new();
-        clap_complete::generate(*shell, &mut Cli::command(), "sealvol", &mut script);
-        return outln!("{}", String::from_utf8_lossy(&script).trim_end());
+        return outln!("{}", complete::script(*shell)?.trim_end());
     }
     if let Some(Command::Digest { dir, json }) = &cli.command {
         return commands::info::digest(dir, *json);

@@ -120,3 +120,48 @@ fn a_push_that_read_nothing_says_what_it_skipped_not_a_rate() {
     assert!(err.contains("1 unchanged file(s) skipped"), "{err}");
     assert!(err.contains("already sealed"), "{err}");
 }
+
+/// The shell asks the binary for candidates (`COMPLETE=fish sealvol -- …`, as the
+/// script `sealvol completions fish` installs does): refs complete to the volumes,
+/// tags and digests of the repository in effect.
+#[test]
+fn completions_offer_volume_tag_and_digest_names() {
+    let env = Env::new();
+    let a = env.path("a");
+    write(&a.join("x"), b"1");
+    let r = env.push(&a, "weights/tiny", &["--tag", "prod"]);
+    env.push(&a, "other/vol", &[]);
+    let complete = |line: &[&str]| {
+        let out = env
+            .cmd()
+            .env("COMPLETE", "fish")
+            .arg("--")
+            .args(line)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let got = complete(&["sealvol", "volume", "files", "weights/"]);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        ["weights/tiny", "weights/tiny:prod"]
+    );
+    let got = complete(&["sealvol", "volume", "pull", "weights/tiny@"]);
+    assert_eq!(
+        got.trim(),
+        format!("weights/tiny@{}", r.split('@').nth(1).unwrap())
+    );
+    let got = complete(&["sealvol", "volume", "versions", ""]);
+    let names: Vec<&str> = got.lines().filter(|l| !l.starts_with('-')).collect();
+    assert_eq!(names, ["other/vol", "weights/tiny"]);
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell", "nushell"] {
+        let script = env.ok(&["completions", shell]);
+        assert!(script.contains("sealvol"), "{shell}: {script}");
+    }
+    assert!(env.ok(&["completions", "bash"]).contains("COMPLETE"));
+    assert!(
+        env.ok(&["completions", "nushell"])
+            .contains("export extern sealvol")
+    );
+}
