@@ -125,14 +125,20 @@ pub fn diff(
             (Some(&(sa, ha)), Some(&(sb, hb))) => modified(repo, path, (sa, ha), (sb, hb))?,
             (None, Some(&(sb, hb))) => {
                 let obj = repo.file_object(&hb)?;
-                FileDiff {
+                let mut d = FileDiff {
                     chunks: obj.chunks.len() as u64,
                     changed_chunks: obj.chunks.len() as u64,
                     changed_bytes: sb,
                     ..file(path, Status::Added, None, Some(sb))
-                }
+                };
+                whole_tensors(repo, &mut d, &obj);
+                d
             }
-            (Some(&(sa, _)), None) => file(path, Status::Removed, Some(sa), None),
+            (Some(&(sa, ha)), None) => {
+                let mut d = file(path, Status::Removed, Some(sa), None);
+                whole_tensors(repo, &mut d, &repo.file_object(&ha)?);
+                d
+            }
             (None, None) => continue,
         };
         match d.status {
@@ -202,6 +208,42 @@ fn modified(repo: &Repository, path: &str, a: (u64, Hash), b: (u64, Hash)) -> Re
     }
     d.spans = spans;
     Ok(d)
+}
+
+/// The tensors of a `.safetensors` file added or removed whole: each is added (or
+/// removed) with it, so that the diff lists them as it does for a modified file.
+fn whole_tensors(repo: &Repository, d: &mut FileDiff, obj: &FileObject) {
+    if !d.path.ends_with(".safetensors") {
+        return;
+    }
+    match read_header(repo, obj) {
+        Ok(tensors) => {
+            let mut list: Vec<(u64, TensorDiff)> = tensors
+                .into_iter()
+                .map(|(name, t)| {
+                    (
+                        t.start,
+                        TensorDiff {
+                            name,
+                            status: d.status,
+                            bytes: t.end - t.start,
+                            changed_bytes: if d.status == Status::Added {
+                                t.end - t.start
+                            } else {
+                                0
+                            },
+                            dtype: t.dtype,
+                            shape: t.shape,
+                        },
+                    )
+                })
+                .collect();
+            // File order, as for a modified file.
+            list.sort_by_key(|(start, _)| *start);
+            d.tensors = Some(list.into_iter().map(|(_, t)| t).collect());
+        }
+        Err(e) => d.tensor_note = Some(e.message().to_string()),
+    }
 }
 
 /// A tensor as its safetensors header describes it, with absolute file offsets.

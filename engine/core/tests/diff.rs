@@ -176,3 +176,43 @@ fn files_chunks_and_tensors() {
     );
     assert_eq!(d.totals.unchanged, 3);
 }
+
+/// A `.safetensors` file added (or removed) whole lists its tensors too, in file order.
+#[test]
+fn an_added_or_removed_safetensors_file_lists_its_tensors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = Repository::open_local(&tmp.path().join("repo"), true, false).unwrap();
+    let base = push_dir(
+        &repo,
+        &tmp.path().join("v1"),
+        &[("config.json", b"{}".to_vec())],
+    );
+    let adapter = safetensors(&[("lora.b", noise(4096, 1)), ("lora.a", noise(2048, 2))]);
+    let with = push_dir(
+        &repo,
+        &tmp.path().join("v2"),
+        &[
+            ("config.json", b"{}".to_vec()),
+            ("adapter.safetensors", adapter),
+        ],
+    );
+    let vol = VolumeName::parse("weights/t").unwrap();
+    for (from, to, status) in [
+        (&base, &with, Status::Added),
+        (&with, &base, Status::Removed),
+    ] {
+        let d = diff(&repo, (&vol, from), (&vol, to)).unwrap();
+        let f = d
+            .files
+            .iter()
+            .find(|f| f.path == "adapter.safetensors")
+            .unwrap();
+        assert_eq!(f.status, status);
+        let tensors = f.tensors.as_ref().expect("tensors listed");
+        let listed: Vec<(&str, Status, u64)> = tensors
+            .iter()
+            .map(|t| (t.name.as_str(), t.status, t.bytes))
+            .collect();
+        assert_eq!(listed, [("lora.b", status, 4096), ("lora.a", status, 2048)]);
+    }
+}
