@@ -63,7 +63,7 @@ fn gcs_through_its_emulator_pins_each_object_to_its_generation() {
             "gkey",
         ],
     );
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(err.contains("service account"), "{err}");
     assert!(!err.contains(bogus), "the secret leaked: {err}");
 }

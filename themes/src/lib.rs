@@ -205,8 +205,16 @@ impl Theme {
             })?,
             _ => name.to_string(),
         };
-        let base_text = preset_text(&base_name)
-            .ok_or_else(|| ThemeError(format!("unknown theme {base_name:?}")))?;
+        let base_text = preset_text(&base_name).ok_or_else(|| {
+            if base_name == name {
+                ThemeError(format!("unknown theme {name:?}"))
+            } else {
+                ThemeError(format!(
+                    "theme {name:?} extends {base_name:?}, which is not one: the presets are {}",
+                    PRESETS.join(", ")
+                ))
+            }
+        })?;
         let base = parse(&format!("preset {base_name}"), base_text)?;
         let mut specs = base.roles;
         if let Some((_, f)) = user {
@@ -447,12 +455,14 @@ mod tests {
             let e = Theme::load(name, Some(dir.path()), ColorMode::TrueColor).unwrap_err();
             assert!(e.to_string().contains(wanted), "{name}: {e}");
         }
-        assert!(
-            Theme::preset("solarized")
-                .unwrap_err()
-                .to_string()
-                .contains("presets are")
+        // The app lists what is available in the hint (Theme::available).
+        assert_eq!(
+            Theme::preset("solarized").unwrap_err().to_string(),
+            "unknown theme \"solarized\""
         );
+        let names = Theme::available(Some(dir.path()));
+        assert_eq!(names[..3], PRESETS);
+        assert!(names.contains(&"d".to_string()), "{names:?}");
     }
 
     #[test]

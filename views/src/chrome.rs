@@ -34,7 +34,14 @@ pub enum Overlay {
         yes: String,
     },
     /// The `:` command line, or the `/` filter.
-    Prompt { prefix: char, input: String },
+    /// A line being typed: `prefix` (`/`, `:` or what it asks for), the input (shown
+    /// selected when `fresh`: typing replaces it), and what it can become.
+    Prompt {
+        prefix: String,
+        input: String,
+        fresh: bool,
+        suggestions: Vec<(String, String)>,
+    },
 }
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
@@ -190,23 +197,52 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
                 .block(framed(&format!(" {title} "), Role::Danger, theme))
                 .render(r, buf);
         }
-        Overlay::Prompt { prefix, input } => {
+        Overlay::Prompt {
+            prefix,
+            input,
+            fresh,
+            suggestions,
+        } => {
             let r = Rect {
                 y: area.bottom().saturating_sub(1),
                 height: 1,
                 ..area
             };
             Clear.render(r, buf);
+            let input_role = if *fresh { Role::Selection } else { Role::Text };
             buf.set_line(
                 r.x,
                 r.y,
                 &Line::from(vec![
-                    Span::styled(format!("{prefix}"), theme.style(Role::Key)),
-                    Span::styled(input.clone(), theme.style(Role::Text)),
+                    Span::styled(prefix.clone(), theme.style(Role::Key)),
+                    Span::styled(input.clone(), theme.style(input_role)),
                     Span::styled("█", theme.style(Role::Dim)),
                 ]),
                 r.width,
             );
+            // What the line can become, just above it (the palette's commands).
+            let shown = suggestions
+                .len()
+                .min(area.height.saturating_sub(2) as usize);
+            let width = suggestions
+                .iter()
+                .map(|(u, _)| u.chars().count())
+                .max()
+                .unwrap_or(0);
+            for (i, (usage, about)) in suggestions.iter().take(shown).enumerate() {
+                let y = r.y - (shown - i) as u16;
+                let row = Rect { y, height: 1, ..r };
+                Clear.render(row, buf);
+                buf.set_line(
+                    r.x,
+                    y,
+                    &Line::from(vec![
+                        Span::styled(format!(" {usage:<width$}  "), theme.style(Role::Key)),
+                        Span::styled(about.clone(), theme.style(Role::Dim)),
+                    ]),
+                    r.width,
+                );
+            }
         }
     }
 }

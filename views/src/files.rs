@@ -157,7 +157,7 @@ pub fn draw(vm: &FilesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             } else {
                 let pct = r.shared_bytes as f64 * 100.0 / r.size as f64;
                 cell(
-                    format!("{pct:.1}% · {} new", size(r.size - r.shared_bytes)),
+                    format!("{pct:.1}% · {} not in it", size(r.size - r.shared_bytes)),
                     Role::Modified,
                 )
             };

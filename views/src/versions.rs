@@ -49,7 +49,7 @@ const COLUMNS: [Column; 7] = [
         width: 6,
     },
     Column {
-        title: "NEW",
+        title: "NEW TO REPO",
         width: 12,
     },
     Column {

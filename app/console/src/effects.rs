@@ -33,10 +33,29 @@ pub enum Effect {
     LoadJobs(Option<u64>),
     CancelJob(u64),
     RetryJob(u64),
-    /// `:files REF`: resolve the ref, then open its files.
-    ResolveFiles(Ref),
+    /// A screen the palette names: check that what it names exists first, so that an
+    /// unknown volume, ref or tag is an error and the console stays where it is.
+    Open(Open),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+}
+
+/// What the palette asked to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Open {
+    Versions(VolumeName),
+    Tags(VolumeName),
+    Files(Ref),
+    Diff(Ref, Ref),
+}
+
+/// What the palette opens, once it is known to exist (refs resolved to digests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opened {
+    Versions(VolumeName),
+    Tags(VolumeName),
+    Files(VolumeName, Digest),
+    Diff(Ref, Ref),
 }
 
 /// Engine results.
@@ -50,9 +69,39 @@ pub enum Loaded {
     Files(VolumeName, Digest, sealvol_core::files::VersionFiles),
     Mounts(Vec<MountRecord>),
     Jobs(Vec<Job>, Option<Box<JobEvent>>),
+    Opened(Opened),
     /// A job was cancelled or queued again: say so, and reload.
     JobChanged(Box<Job>),
     Failed(String),
+}
+
+fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
+    let exists = |v: &VolumeName| -> sealvol_core::Result<()> {
+        if api.versions(v)?.is_empty() {
+            return Err(sealvol_core::Error::not_found(format!("no volume {v}"))
+                .hint("`:volumes` lists them"));
+        }
+        Ok(())
+    };
+    Ok(match o {
+        Open::Versions(v) => {
+            exists(&v)?;
+            Opened::Versions(v)
+        }
+        Open::Tags(v) => {
+            exists(&v)?;
+            Opened::Tags(v)
+        }
+        Open::Files(r) => {
+            let d = api.resolve(&r)?;
+            Opened::Files(r.volume, d)
+        }
+        Open::Diff(a, b) => {
+            let da = api.resolve(&a)?;
+            let db = api.resolve(&b)?;
+            Opened::Diff(Ref::pinned(a.volume, da), Ref::pinned(b.volume, db))
+        }
+    })
 }
 
 /// Carries out an effect against the engine. Runs on a blocking task in the console,
@@ -106,13 +155,7 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
                 Err(e) => failed(e),
             }
         }
-        Effect::ResolveFiles(r) => match api.resolve(&r) {
-            Ok(d) => api
-                .files(&r.volume, &d)
-                .map(|f| Loaded::Files(r.volume.clone(), d, f))
-                .unwrap_or_else(failed),
-            Err(e) => failed(e),
-        },
+        Effect::Open(o) => open(api, o).map(Loaded::Opened).unwrap_or_else(failed),
         Effect::LoadFiles(v, d) => api
             .files(&v, &d)
             .map(|f| Loaded::Files(v, d, f))

@@ -10,16 +10,18 @@ use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
 use sealvol_views::format::short_digest;
 use sealvol_views::{Body, FrameView};
 
-pub use crate::screens::{Overlay, PromptKind};
+pub use crate::screens::{Overlay, Prompt, PromptKind};
 
 use crate::action::Action;
-use crate::effects::{Effect, Loaded};
+use crate::effects::{Effect, Loaded, Opened};
 use crate::keymap::{Keymap, Mode};
 use crate::palette::{self, To};
+use crate::screens::diff::Diff;
 use crate::screens::files::Files;
 use crate::screens::jobs::Jobs;
 use crate::screens::mounts::Mounts;
 use crate::screens::tags::Tags;
+use crate::screens::versions::Versions;
 use crate::screens::volumes::Volumes;
 use crate::screens::{Ctx, Go, Kind, Reply, Screen};
 
@@ -82,7 +84,15 @@ impl Model {
 
     /// Back to the volumes list.
     fn back_to_root(&mut self) {
-        self.above.clear();
+        if !self.above.is_empty() {
+            self.above.clear();
+            self.clear_status();
+        }
+    }
+
+    /// Each screen owns its status line: what one said is gone when another is shown.
+    fn clear_status(&mut self) {
+        self.ctx.status = (StatusKind::Info, String::new());
     }
 
     /// Which screen is shown.
@@ -211,37 +221,12 @@ impl Model {
     }
 
     pub fn on_key(&mut self, ev: &KeyEvent, keymap: &Keymap) -> Vec<Effect> {
-        if let Some(Overlay::Prompt { kind, input }) = &mut self.ctx.overlay {
-            let kind = *kind;
-            match ev.code {
-                KeyCode::Esc => {
-                    if kind == PromptKind::Filter {
-                        self.ctx.filter.clear();
-                    }
-                    self.ctx.overlay = None;
-                }
-                KeyCode::Enter => {
-                    let text = input.trim().to_string();
-                    self.ctx.overlay = None;
-                    return self.submit(kind, &text);
-                }
-                KeyCode::Backspace => {
-                    input.pop();
-                    if kind == PromptKind::Filter {
-                        self.ctx.filter = input.clone();
-                        self.clamp();
-                    }
-                }
-                KeyCode::Char(c) => {
-                    input.push(c);
-                    if kind == PromptKind::Filter {
-                        self.ctx.filter = input.clone();
-                        self.clamp();
-                    }
-                }
-                _ => {}
-            }
-            return Vec::new();
+        // An error stays until the next key, whatever that key does.
+        if self.ctx.status_is_error() {
+            self.clear_status();
+        }
+        if let Some(Overlay::Prompt(_)) = &self.ctx.overlay {
+            return self.on_prompt_key(ev);
         }
         if matches!(self.ctx.overlay, Some(Overlay::Help)) {
             // Any key closes help; `q` still quits.
@@ -255,6 +240,57 @@ impl Model {
             Some(a) => self.on_action(a),
             None => Vec::new(),
         }
+    }
+
+    /// A key while a line is being typed.
+    fn on_prompt_key(&mut self, ev: &KeyEvent) -> Vec<Effect> {
+        let names = self.root.names();
+        let Some(Overlay::Prompt(p)) = &mut self.ctx.overlay else {
+            return Vec::new();
+        };
+        let kind = p.kind;
+        match ev.code {
+            KeyCode::Esc => {
+                if kind == PromptKind::Filter {
+                    self.ctx.filter.clear();
+                }
+                self.ctx.overlay = None;
+                return Vec::new();
+            }
+            KeyCode::Enter => {
+                let text = p.input.trim().to_string();
+                self.ctx.overlay = None;
+                return self.submit(kind, &text);
+            }
+            KeyCode::Tab if kind == PromptKind::Command => {
+                if let Some(line) = palette::complete(&p.input, &names) {
+                    p.input = line;
+                }
+                p.fresh = false;
+            }
+            KeyCode::Backspace => {
+                if p.fresh {
+                    p.input.clear();
+                } else {
+                    p.input.pop();
+                }
+                p.fresh = false;
+            }
+            KeyCode::Left | KeyCode::Right | KeyCode::End | KeyCode::Home => p.fresh = false,
+            KeyCode::Char(c) => {
+                if p.fresh {
+                    p.input.clear();
+                }
+                p.input.push(c);
+                p.fresh = false;
+            }
+            _ => {}
+        }
+        if kind == PromptKind::Filter {
+            self.ctx.filter = p.input.clone();
+            self.clamp();
+        }
+        Vec::new()
     }
 
     pub fn on_action(&mut self, a: Action) -> Vec<Effect> {
@@ -276,16 +312,14 @@ impl Model {
             Action::Jobs => return self.open_live(Kind::Jobs),
             Action::Copy => return self.copy(),
             Action::Filter => {
-                self.ctx.overlay = Some(Overlay::Prompt {
-                    kind: PromptKind::Filter,
-                    input: self.ctx.filter.clone(),
-                })
+                self.ctx.overlay = Some(Overlay::Prompt(Prompt::editing(
+                    PromptKind::Filter,
+                    "",
+                    self.ctx.filter.clone(),
+                )))
             }
             Action::Command => {
-                self.ctx.overlay = Some(Overlay::Prompt {
-                    kind: PromptKind::Command,
-                    input: String::new(),
-                })
+                self.ctx.overlay = Some(Overlay::Prompt(Prompt::new(PromptKind::Command, "")))
             }
             Action::Refresh => return self.reload(),
             Action::Help => self.ctx.overlay = Some(Overlay::Help),
@@ -327,7 +361,7 @@ impl Model {
                 format!("moving {}…", plan.tag),
                 "cancelled; nothing changed".to_string(),
             ),
-            Overlay::Help | Overlay::Prompt { .. } => return None,
+            Overlay::Help | Overlay::Prompt(_) => return None,
         };
         Some(match a {
             Action::Confirm => {
@@ -406,14 +440,15 @@ impl Model {
             // The Mounts screen's rows, and the marks of the others.
             l @ Loaded::Mounts(_) if self.screen() == Kind::Mounts => self.offer(l),
             Loaded::Mounts(m) => self.ctx.mounts = m,
-            l @ Loaded::Files(..) => {
-                if let Loaded::Files(vol, digest, _) = &l
-                    && self.above.is_empty()
-                {
-                    // Arrived by `:files REF`: open the screen now that the digest is known.
-                    self.above.push(Box::new(Files::new(vol.clone(), *digest)));
-                }
-                self.offer(l);
+            // What the palette named exists: only now does the console move.
+            Loaded::Opened(o) => {
+                let s: Box<dyn Screen> = match o {
+                    Opened::Versions(v) => Box::new(Versions::new(v)),
+                    Opened::Tags(v) => Box::new(Tags::new(v)),
+                    Opened::Files(v, d) => Box::new(Files::new(v, d)),
+                    Opened::Diff(a, b) => Box::new(Diff::new(a, b)),
+                };
+                return self.apply(Reply::go(Go::FromRoot(s)));
             }
             l => self.offer(l),
         }
@@ -443,6 +478,7 @@ impl Model {
 
     fn push_screen(&mut self, mut s: Box<dyn Screen>) -> Vec<Effect> {
         self.ctx.filter.clear();
+        self.clear_status();
         s.entered(&mut self.ctx);
         self.above.push(s);
         self.reload()
@@ -454,6 +490,7 @@ impl Model {
             return Vec::new();
         }
         if self.above.pop().is_some() {
+            self.clear_status();
             return self.reload();
         }
         Vec::new()
@@ -511,7 +548,7 @@ impl Model {
 
     fn command(&mut self, line: &str) -> Vec<Effect> {
         let current = self.top().volume(&self.ctx);
-        match palette::parse(line, current) {
+        match palette::parse(line, current.as_ref()) {
             None => Vec::new(),
             Some(Err(e)) => {
                 self.ctx.error(e);
@@ -527,11 +564,7 @@ impl Model {
                 self.reload()
             }
             Some(Ok(To::Live(kind))) => self.open_live(kind),
-            Some(Ok(To::Screen(s))) => self.apply(Reply::go(Go::FromRoot(s))),
-            Some(Ok(To::Resolve(e))) => {
-                self.back_to_root();
-                self.request(vec![e])
-            }
+            Some(Ok(To::Open(o))) => self.request(vec![Effect::Open(o)]),
         }
     }
 
@@ -547,8 +580,7 @@ impl Model {
             self.ctx.status.0.clone()
         };
         let mut text = self.ctx.status.1.clone();
-        if !self.ctx.filter.is_empty() && !matches!(self.ctx.overlay, Some(Overlay::Prompt { .. }))
-        {
+        if !self.ctx.filter.is_empty() && !matches!(self.ctx.overlay, Some(Overlay::Prompt(_))) {
             text = format!("/{}  {text}", self.ctx.filter);
         }
         let overlay = self.ctx.overlay.as_ref().map(|o| overlay_view(o, keymap));
@@ -578,13 +610,22 @@ impl Model {
 fn overlay_view(o: &Overlay, keymap: &Keymap) -> ViewOverlay {
     match o {
         Overlay::Help => ViewOverlay::Help(keymap.help(Mode::Normal)),
-        Overlay::Prompt { kind, input } => ViewOverlay::Prompt {
-            prefix: match kind {
-                PromptKind::Filter => '/',
-                PromptKind::Command => ':',
-                PromptKind::TagName => '@',
+        Overlay::Prompt(p) => ViewOverlay::Prompt {
+            prefix: match p.kind {
+                PromptKind::Filter => "/".to_string(),
+                PromptKind::Command => ":".to_string(),
+                PromptKind::TagName => p.label.clone(),
             },
-            input: input.clone(),
+            input: p.input.clone(),
+            fresh: p.fresh,
+            // The palette lists what it can do as you type.
+            suggestions: match p.kind {
+                PromptKind::Command => palette::matching(&p.input)
+                    .iter()
+                    .map(|c| (c.usage.to_string(), c.about.to_string()))
+                    .collect(),
+                _ => Vec::new(),
+            },
         },
         Overlay::ConfirmCancel(id, what) => ViewOverlay::Confirm {
             title: format!("cancel job {id}"),

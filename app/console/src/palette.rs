@@ -1,101 +1,138 @@
-//! The `:` command palette: one line per command, each naming where it goes.
+//! The `:` command palette: one line per command, each naming where it goes. Refs typed
+//! on a volume's screens may be relative to it (`:diff prod canary`, `:files @9f3c`).
+//! What a command names is checked before the console moves (`To::Open`).
 
 use sealvol_core::refs::{Ref, VolumeName};
 
-use crate::effects::Effect;
-use crate::screens::{Kind, Screen, diff::Diff, tags::Tags, versions::Versions};
+use crate::effects::Open;
+use crate::screens::Kind;
 
 /// Where a command goes.
 pub enum To {
     Quit,
     /// The volumes list.
     Volumes,
-    /// This screen, over the volumes list.
-    Screen(Box<dyn Screen>),
     /// One of the live screens (mounts, jobs), unless it is shown already.
     Live(Kind),
-    /// Engine work first: the screen opens when its result comes (`:files REF`, whose
-    /// digest is known only once the ref is resolved).
-    Resolve(Effect),
+    /// A screen over the volumes list, once the engine says what it names exists.
+    Open(Open),
 }
 
-struct Command {
-    names: &'static [&'static str],
-    /// How the unknown-command hint shows it.
-    usage: &'static str,
+pub struct Command {
+    pub names: &'static [&'static str],
+    /// How the unknown-command hint and the palette's list show it.
+    pub usage: &'static str,
+    /// One line on what it does, for the list under the prompt.
+    pub about: &'static str,
+    /// What it takes: completes the word after the name.
+    pub takes: Takes,
     /// The command's words after its name, and the volume the console is on.
-    run: fn(&[&str], Option<VolumeName>) -> Result<To, String>,
+    run: fn(&[&str], Option<&VolumeName>) -> Result<To, String>,
 }
 
-const COMMANDS: &[Command] = &[
+/// What a command's argument is, for completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    Nothing,
+    Volume,
+    Ref,
+}
+
+pub const COMMANDS: &[Command] = &[
     Command {
         names: &["volumes", "vol", "ls"],
         usage: "volumes",
+        about: "back to the list of volumes",
+        takes: Takes::Nothing,
         run: |_, _| Ok(To::Volumes),
     },
     Command {
         names: &["versions", "ver"],
         usage: "versions NS/NAME",
-        run: |args, _| Ok(To::Screen(Box::new(Versions::new(volume(args.first())?)))),
+        about: "a volume's versions",
+        takes: Takes::Volume,
+        run: |args, current| Ok(To::Open(Open::Versions(volume(args.first(), current)?))),
     },
     Command {
         names: &["files"],
         usage: "files REF",
-        run: |args, _| match args.first().map(|a| Ref::parse(a)) {
-            Some(Ok(r)) => Ok(To::Resolve(Effect::ResolveFiles(r))),
-            Some(Err(e)) => Err(e.to_string()),
+        about: "a version's files",
+        takes: Takes::Ref,
+        run: |args, current| match args.first() {
+            Some(a) => Ok(To::Open(Open::Files(reference(a, current)?))),
             None => Err("files needs a ref: :files NS/NAME:TAG".into()),
         },
     },
     Command {
         names: &["tags"],
         usage: "tags NS/NAME",
-        run: |args, current| {
-            let v = volume(args.first()).or_else(|e| current.ok_or(e))?;
-            Ok(To::Screen(Box::new(Tags::new(v))))
-        },
+        about: "a volume's tags and their histories",
+        takes: Takes::Volume,
+        run: |args, current| Ok(To::Open(Open::Tags(volume(args.first(), current)?))),
     },
     Command {
         names: &["diff"],
         usage: "diff A B",
-        run: |args, _| match (
-            args.first().map(|a| Ref::parse(a)),
-            args.get(1).map(|b| Ref::parse(b)),
-        ) {
-            (Some(Ok(a)), Some(Ok(b))) => Ok(To::Screen(Box::new(Diff::new(a, b)))),
-            (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e.to_string()),
-            _ => Err("diff needs two refs: :diff NS/NAME@DIGEST NS/NAME:TAG".into()),
+        about: "what changed between two versions",
+        takes: Takes::Ref,
+        run: |args, current| {
+            match (args.first(), args.get(1)) {
+            (Some(a), Some(b)) => {
+                let a = reference(a, current)?;
+                // B may be relative to A's volume, as in `volume diff`.
+                let b = Ref::parse_in(b, &a.volume).map_err(|e| e.to_string())?;
+                Ok(To::Open(Open::Diff(a, b)))
+            }
+            _ => Err("diff needs two refs: :diff NS/NAME@DIGEST NS/NAME:TAG (or :diff prod canary on a volume)".into()),
+        }
         },
     },
     Command {
         names: &["mounts", "mnt"],
         usage: "mounts",
+        about: "live mounts on this node",
+        takes: Takes::Nothing,
         run: |_, _| Ok(To::Live(Kind::Mounts)),
     },
     Command {
         names: &["jobs"],
         usage: "jobs",
+        about: "sync jobs",
+        takes: Takes::Nothing,
         run: |_, _| Ok(To::Live(Kind::Jobs)),
     },
     Command {
         names: &["q", "quit"],
         usage: "quit",
+        about: "leave the console",
+        takes: Takes::Nothing,
         run: |_, _| Ok(To::Quit),
     },
 ];
 
-fn volume(arg: Option<&&str>) -> Result<VolumeName, String> {
-    match arg {
-        Some(s) => Ref::parse(s).map(|r| r.volume).map_err(|e| e.to_string()),
-        None => Err("name a volume: NS/NAME".into()),
+/// A ref, relative to the current volume when it names none.
+fn reference(s: &str, current: Option<&VolumeName>) -> Result<Ref, String> {
+    match current {
+        Some(v) => Ref::parse_in(s, v),
+        None => Ref::parse(s),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// The named volume, or the current one.
+fn volume(arg: Option<&&str>, current: Option<&VolumeName>) -> Result<VolumeName, String> {
+    match (arg, current) {
+        (Some(s), _) => VolumeName::parse(s).map_err(|e| e.to_string()),
+        (None, Some(v)) => Ok(v.clone()),
+        (None, None) => Err("name a volume: NS/NAME".into()),
     }
 }
 
 /// What a line typed after `:` asks for; `None` for an empty line.
-pub fn parse(line: &str, current: Option<VolumeName>) -> Option<Result<To, String>> {
+pub fn parse(line: &str, current: Option<&VolumeName>) -> Option<Result<To, String>> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let (name, args) = words.split_first()?;
-    Some(match COMMANDS.iter().find(|c| c.names.contains(name)) {
+    Some(match find(name) {
         Some(c) => (c.run)(args, current),
         None => Err(format!(
             "unknown command {name:?}: try {}",
@@ -106,4 +143,127 @@ pub fn parse(line: &str, current: Option<VolumeName>) -> Option<Result<To, Strin
                 .join(", ")
         )),
     })
+}
+
+pub fn find(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.names.contains(&name))
+}
+
+/// The commands whose name starts with what is typed, for the list under the prompt.
+pub fn matching(typed: &str) -> Vec<&'static Command> {
+    let word = typed.split_whitespace().next().unwrap_or("");
+    COMMANDS
+        .iter()
+        .filter(|c| c.names.iter().any(|n| n.starts_with(word)))
+        .collect()
+}
+
+/// Tab: completes the word being typed, from the command names or, after a command,
+/// from `names` (volumes and `volume:tag` refs the console knows). Returns the new
+/// line, or `None` when nothing (or more than one thing with no longer common prefix)
+/// completes it.
+pub fn complete(line: &str, names: &[String]) -> Option<String> {
+    let ends_in_space = line.ends_with(' ');
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (done, word) = match (words.split_last(), ends_in_space) {
+        (None, _) => (Vec::new(), ""),
+        (Some(_), true) => (words.clone(), ""),
+        (Some((last, rest)), false) => (rest.to_vec(), *last),
+    };
+    let candidates: Vec<String> = if done.is_empty() {
+        // Canonical names only: `ver` completes to `versions`, not to its own alias.
+        COMMANDS
+            .iter()
+            .map(|c| c.names[0].to_string())
+            .filter(|n| n.starts_with(word))
+            .collect()
+    } else {
+        match find(done[0]).map(|c| c.takes) {
+            Some(Takes::Volume) => names
+                .iter()
+                .filter(|n| !n.contains(':'))
+                .filter(|n| n.starts_with(word))
+                .cloned()
+                .collect(),
+            Some(Takes::Ref) => names
+                .iter()
+                .filter(|n| n.starts_with(word))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let first = candidates.first()?;
+    let common = candidates.iter().fold(first.clone(), |acc, c| {
+        acc.chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a)
+            .collect()
+    });
+    if common.len() <= word.len() && candidates.len() > 1 {
+        return None;
+    }
+    let mut out: String = done.iter().map(|w| format!("{w} ")).collect();
+    out.push_str(&common);
+    if candidates.len() == 1 {
+        out.push(' ');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tab_completes_commands_then_names() {
+        let names: Vec<String> = [
+            "weights/tiny",
+            "weights/tiny:prod",
+            "weights/tiny:canary",
+            "ds/eval",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(complete("ver", &names).as_deref(), Some("versions "));
+        assert_eq!(complete("ta", &names).as_deref(), Some("tags "));
+        assert_eq!(
+            complete("versions w", &names).as_deref(),
+            Some("versions weights/tiny ")
+        );
+        assert_eq!(
+            complete("diff weights/tiny:p", &names).as_deref(),
+            Some("diff weights/tiny:prod ")
+        );
+        // Two refs share "weights/tiny": completes to the common part, then stops.
+        assert_eq!(complete("files weights/tiny:", &names), None);
+        assert_eq!(
+            complete("files we", &names).as_deref(),
+            Some("files weights/tiny")
+        );
+        assert_eq!(complete("mounts x", &names), None);
+        assert_eq!(complete("zzz", &names), None);
+    }
+
+    #[test]
+    fn refs_are_relative_to_the_volume_shown() {
+        let v = VolumeName::parse("weights/tiny").unwrap();
+        match parse("diff prod canary", Some(&v)) {
+            Some(Ok(To::Open(Open::Diff(a, b)))) => {
+                assert_eq!(a.to_string(), "vol:weights/tiny:prod");
+                assert_eq!(b.to_string(), "vol:weights/tiny:canary");
+            }
+            _ => panic!("not a diff"),
+        }
+        match parse("diff other/vol:x canary", Some(&v)) {
+            Some(Ok(To::Open(Open::Diff(a, b)))) => {
+                assert_eq!(b.to_string(), "vol:other/vol:canary", "B is relative to A");
+                assert_eq!(a.to_string(), "vol:other/vol:x");
+            }
+            _ => panic!("not a diff"),
+        }
+        assert!(matches!(parse("files prod", None), Some(Err(_))));
+    }
 }

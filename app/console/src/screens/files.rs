@@ -12,10 +12,13 @@ use crate::effects::{Effect, Loaded};
 pub struct Files {
     volume: VolumeName,
     digest: Digest,
-    /// The tree, built once per load; and what "shared" compares with.
+    /// The entries, and their tree built once per load; what "shared" compares with.
+    entries: Vec<Entry>,
     rows: Vec<Row>,
     previous: Option<String>,
     sel: usize,
+    /// The tree of the entries that pass the `/` filter, built once per filter.
+    filtered: std::cell::RefCell<Option<(String, Vec<Row>)>>,
 }
 
 impl Files {
@@ -23,10 +26,34 @@ impl Files {
         Files {
             volume,
             digest,
+            entries: Vec::new(),
             rows: Vec::new(),
             previous: None,
             sel: 0,
+            filtered: Default::default(),
         }
+    }
+
+    /// The rows shown: the whole tree, or the tree of the paths the filter matches.
+    fn shown(&self, ctx: &Ctx) -> Vec<Row> {
+        if ctx.filter.is_empty() {
+            return self.rows.clone();
+        }
+        let mut cache = self.filtered.borrow_mut();
+        if let Some((f, rows)) = cache.as_ref()
+            && *f == ctx.filter
+        {
+            return rows.clone();
+        }
+        let kept: Vec<Entry> = self
+            .entries
+            .iter()
+            .filter(|e| ctx.matches(&e.path))
+            .cloned()
+            .collect();
+        let rows = tree(&kept);
+        *cache = Some((ctx.filter.clone(), rows.clone()));
+        rows
     }
 
     /// Whether a result is the files of the version this screen shows.
@@ -52,16 +79,18 @@ impl Files {
             })
             .collect();
         self.rows = tree(&entries);
+        self.entries = entries;
+        self.filtered.replace(None);
         self.previous = f.previous.clone();
         ctx.info(match &f.previous {
             Some(p) => format!(
-                "{} entries · shared = already in {}",
-                entries.len(),
+                "{} entries · shared = already in the previous version, {}",
+                self.entries.len(),
                 sealvol_views::format::short_digest(p)
             ),
             None => format!(
                 "{} entries · the first version: nothing to compare with",
-                entries.len()
+                self.entries.len()
             ),
         });
     }
@@ -88,8 +117,8 @@ impl Screen for Files {
         }
     }
 
-    fn len(&self, _ctx: &Ctx) -> usize {
-        self.rows.len()
+    fn len(&self, ctx: &Ctx) -> usize {
+        self.shown(ctx).len()
     }
 
     fn selected(&self) -> usize {
@@ -100,11 +129,11 @@ impl Screen for Files {
         self.sel = i;
     }
 
-    fn body(&self, _ctx: &Ctx) -> Body {
+    fn body(&self, ctx: &Ctx) -> Body {
         Body::Files(FilesView {
             version: format!("vol:{}@{}", self.volume, self.digest),
             previous: self.previous.clone(),
-            rows: self.rows.clone(),
+            rows: self.shown(ctx),
             selected: self.sel,
         })
     }

@@ -69,10 +69,39 @@ pub enum Overlay {
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),
-    Prompt {
-        kind: PromptKind,
-        input: String,
-    },
+    Prompt(Prompt),
+}
+
+/// A line being typed at the bottom: a filter, a command, a tag name.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub input: String,
+    /// What it asks for, shown before the input (`point a tag at b3:…`).
+    pub label: String,
+    /// The input is an earlier value shown for editing: the first character typed
+    /// replaces it, backspace or an arrow key edits it instead.
+    pub fresh: bool,
+}
+
+impl Prompt {
+    pub fn new(kind: PromptKind, label: impl Into<String>) -> Prompt {
+        Prompt {
+            kind,
+            input: String::new(),
+            label: label.into(),
+            fresh: false,
+        }
+    }
+
+    /// Opens with `input` to edit (the current filter, for a second `/`).
+    pub fn editing(kind: PromptKind, label: impl Into<String>, input: String) -> Prompt {
+        Prompt {
+            fresh: !input.is_empty(),
+            input,
+            ..Prompt::new(kind, label)
+        }
+    }
 }
 
 /// Where the console goes next.

@@ -9,7 +9,7 @@ use sealvol_views::versions::{VersionRow, VersionsView};
 
 use super::diff::Diff;
 use super::files::Files;
-use super::{Ctx, Go, Kind, Overlay, PromptKind, Reply, Screen, pick};
+use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen, pick};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded, TagMovePlan};
 
@@ -131,11 +131,26 @@ impl Screen for Versions {
                 },
             ),
             Action::PointTag if self.selected_version(ctx).is_some() => {
-                ctx.overlay = Some(Overlay::Prompt {
-                    kind: PromptKind::TagName,
-                    input: String::new(),
-                });
-                ctx.info("tag to point at this version (enter to continue, esc to cancel)");
+                let digest = self
+                    .selected_version(ctx)
+                    .map(|v| short_digest(&v.digest))
+                    .unwrap_or_default();
+                let mut tags: Vec<&str> = self
+                    .versions
+                    .iter()
+                    .flat_map(|v| v.tags.iter().map(String::as_str))
+                    .collect();
+                tags.sort_unstable();
+                tags.dedup();
+                let offer = match tags.is_empty() {
+                    true => "a new tag name".to_string(),
+                    false => format!("{} or a new name", tags.join(", ")),
+                };
+                ctx.overlay = Some(Overlay::Prompt(Prompt::new(
+                    PromptKind::TagName,
+                    format!("tag to point at {digest} ({offer}): "),
+                )));
+                ctx.info("enter to see the move before it is made, esc to cancel");
                 Some(Reply::default())
             }
             Action::Mark => Some(self.mark(ctx)),

@@ -29,6 +29,18 @@ impl Volumes {
             .collect()
     }
 
+    /// Every volume and `volume:tag` the console knows, for the palette's Tab.
+    pub fn names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for v in &self.volumes {
+            let name = format!("{}/{}", v.namespace, v.name);
+            out.extend(v.tags.iter().map(|t| format!("{name}:{t}")));
+            out.push(name);
+        }
+        out.sort();
+        out
+    }
+
     fn selected_volume(&self, ctx: &Ctx) -> Option<VolumeName> {
         let v = &self.volumes[pick(&self.visible(ctx), self.sel)?];
         VolumeName::parse(&format!("{}/{}", v.namespace, v.name)).ok()

@@ -14,6 +14,9 @@ use super::effects::{Effect, perform};
 use super::keymap::Keymap;
 use super::model::{Model, Overlay};
 
+mod palette;
+mod status;
+
 struct Harness {
     _tmp: tempfile::TempDir,
     node: Node,
