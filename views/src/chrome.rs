@@ -26,14 +26,17 @@ pub struct Status {
 #[derive(Debug, Clone)]
 pub enum Overlay {
     /// Every binding of the current mode: (key, description).
-    Help(Vec<(String, String)>),
+    /// The keys, in the order given (a key of "" heads a section), scrolled by `offset`.
+    Help {
+        bindings: Vec<(String, String)>,
+        offset: usize,
+    },
     /// A destructive action, named by what it changes, with from → to.
     Confirm {
         title: String,
         lines: Vec<(String, Role)>,
         yes: String,
     },
-    /// The `:` command line, or the `/` filter.
     /// A line being typed: `prefix` (`/`, `:` or what it asks for), the input (shown
     /// selected when `fresh`: typing replaces it), and what it can become.
     Prompt {
@@ -57,10 +60,23 @@ pub fn draw_header(crumbs: &[String], right: &str, theme: &Theme, area: Rect, bu
         };
         spans.push(Span::styled(c.clone(), theme.style(role)));
     }
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     buf.set_line(area.x, area.y, &Line::from(spans), area.width);
-    let w = right.chars().count() as u16;
-    if w + 2 < area.width {
-        buf.set_string(area.right() - w - 1, area.y, right, theme.style(Role::Dim));
+    // The repository's path gets what the breadcrumbs leave (its end, which names it,
+    // after a `…`), and nothing when that is too little to read.
+    let room = (area.width as usize).saturating_sub(used + 3);
+    let n = right.chars().count();
+    let shown: String = if n <= room {
+        right.to_string()
+    } else if room >= 12 {
+        let tail: String = right.chars().skip(n - (room - 1)).collect();
+        format!("…{tail}")
+    } else {
+        String::new()
+    };
+    let w = shown.chars().count() as u16;
+    if w > 0 {
+        buf.set_string(area.right() - w - 1, area.y, shown, theme.style(Role::Dim));
     }
 }
 
@@ -142,7 +158,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 
 pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buffer) {
     match overlay {
-        Overlay::Help(bindings) => {
+        Overlay::Help { bindings, offset } => {
             let key_w = bindings
                 .iter()
                 .map(|(k, _)| k.chars().count())
@@ -153,21 +169,38 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
                 .map(|(_, d)| key_w + d.chars().count() + 4)
                 .max()
                 .unwrap_or(20)
-                .max(30) as u16
+                .max(34) as u16
                 + 2;
             let r = centered(area, width, bindings.len() as u16 + 2);
             Clear.render(r, buf);
+            let rows = r.height.saturating_sub(2) as usize;
+            let offset = (*offset).min(bindings.len().saturating_sub(rows));
             let lines: Vec<Line> = bindings
                 .iter()
+                .skip(offset)
+                .take(rows)
                 .map(|(k, d)| {
+                    if k.is_empty() {
+                        // A section heading.
+                        return Line::from(Span::styled(
+                            format!(" {d}"),
+                            theme.style(Role::Header),
+                        ));
+                    }
                     Line::from(vec![
                         Span::styled(format!(" {k:<key_w$}  "), theme.style(Role::Key)),
                         Span::styled(d.clone(), theme.style(Role::Text)),
                     ])
                 })
                 .collect();
+            let more = bindings.len().saturating_sub(offset + rows);
+            let title = if more > 0 || offset > 0 {
+                format!(" keys: j/k scroll, {more} more below; esc closes ")
+            } else {
+                " keys (esc closes) ".to_string()
+            };
             Paragraph::new(lines)
-                .block(framed(" keys (esc closes) ", Role::Border, theme))
+                .block(framed(&title, Role::Border, theme))
                 .render(r, buf);
         }
         Overlay::Confirm { title, lines, yes } => {

@@ -66,22 +66,27 @@ const FILE_COLUMNS: [Column; 5] = [
     Column {
         title: " ",
         width: 2,
+        keep: 9,
     },
     Column {
         title: "FILE",
         width: 34,
+        keep: 9,
     },
     Column {
         title: "SIZE",
         width: 11,
+        keep: 4,
     },
     Column {
         title: "CHANGED",
         width: 24,
+        keep: 6,
     },
     Column {
         title: "WHERE (new chunks ■)",
         width: 0,
+        keep: 3,
     },
 ];
 
@@ -89,18 +94,22 @@ const TENSOR_COLUMNS: [Column; 4] = [
     Column {
         title: " ",
         width: 2,
+        keep: 9,
     },
     Column {
         title: "TENSOR",
         width: 44,
+        keep: 9,
     },
     Column {
         title: "TYPE",
         width: 20,
+        keep: 3,
     },
     Column {
         title: "SIZE",
         width: 0,
+        keep: 4,
     },
 ];
 

@@ -103,18 +103,22 @@ const COLUMNS: [Column; 4] = [
     Column {
         title: "NAME",
         width: 48,
+        keep: 9,
     },
     Column {
         title: "SIZE",
         width: 11,
+        keep: 6,
     },
     Column {
         title: "CHUNKS",
         width: 8,
+        keep: 2,
     },
     Column {
         title: "SHARED WITH PREVIOUS",
         width: 0,
+        keep: 5,
     },
 ];
 

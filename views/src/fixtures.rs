@@ -53,6 +53,7 @@ pub fn volumes() -> FrameView {
         crumbs: vec!["volumes".into()],
         context: "~/.local/share/sealvol/repo".into(),
         body: Body::Volumes(VolumesView {
+            empty: String::new(),
             rows: vec![
                 row(
                     "adapters",
@@ -217,16 +218,22 @@ pub fn confirm() -> FrameView {
 
 pub fn help() -> FrameView {
     let mut f = volumes();
-    f.overlay = Some(Overlay::Help(vec![
-        ("j/↓ k/↑".into(), "move".into()),
-        ("enter".into(), "open".into()),
-        ("esc".into(), "back".into()),
-        ("/".into(), "filter".into()),
-        (":".into(), "command".into()),
-        ("t".into(), "tags of this volume".into()),
-        ("c".into(), "copy pinned ref".into()),
-        ("q".into(), "quit".into()),
-    ]));
+    f.overlay = Some(Overlay::Help {
+        offset: 0,
+        bindings: vec![
+            ("".into(), "on this screen".into()),
+            ("enter".into(), "open".into()),
+            ("t".into(), "tags of this volume".into()),
+            ("".into(), "everywhere".into()),
+            ("j/↓ k/↑".into(), "move".into()),
+            ("enter".into(), "open".into()),
+            ("esc".into(), "back".into()),
+            ("/".into(), "filter".into()),
+            (":".into(), "command".into()),
+            ("c".into(), "copy pinned ref".into()),
+            ("q".into(), "quit".into()),
+        ],
+    });
     f
 }
 
@@ -400,6 +407,7 @@ pub fn mounts() -> FrameView {
         crumbs: vec!["volumes".into(), "mounts".into()],
         context: "~/.local/share/sealvol/repo".into(),
         body: Body::Mounts(MountsView {
+            empty: String::new(),
             rows: vec![
                 row(
                     "/models/qwen",
@@ -472,6 +480,7 @@ pub fn jobs() -> FrameView {
         crumbs: vec!["volumes".into(), "jobs".into()],
         context: "~/.local/share/sealvol/repo".into(),
         body: Body::Jobs(JobsView {
+            empty: String::new(),
             rows: job_rows(),
             selected: 0,
             detail: Some(JobDetail {
@@ -513,6 +522,7 @@ pub fn job_failed() -> FrameView {
         crumbs: vec!["volumes".into(), "jobs".into()],
         context: "~/.local/share/sealvol/repo".into(),
         body: Body::Jobs(JobsView {
+            empty: String::new(),
             rows: job_rows(),
             selected: 2,
             detail: Some(JobDetail {
@@ -545,5 +555,30 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("confirm", confirm()),
         ("diff", diff()),
         ("help", help()),
+        ("mounts-empty", mounts_empty()),
+        ("jobs-empty", jobs_empty()),
     ]
+}
+
+/// The Mounts screen with nothing mounted: headers, and how to mount.
+pub fn mounts_empty() -> FrameView {
+    let mut f = mounts();
+    f.body = Body::Mounts(MountsView {
+        rows: Vec::new(),
+        selected: 0,
+        empty: "no mounts on this node: `sealvol volume mount REF DIR` makes one".into(),
+    });
+    f
+}
+
+/// The Jobs screen before any sync: headers, and how to start one.
+pub fn jobs_empty() -> FrameView {
+    let mut f = jobs();
+    f.body = Body::Jobs(JobsView {
+        rows: Vec::new(),
+        selected: 0,
+        detail: None,
+        empty: "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one".into(),
+    });
+    f
 }

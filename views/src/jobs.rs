@@ -10,7 +10,7 @@ use ratatui::widgets::{Paragraph, Sparkline, Widget, Wrap};
 use sealvol_themes::{Role, Theme};
 
 use crate::format::{name, size, when};
-use crate::list::{Column, cell, draw_table};
+use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
 pub struct JobRow {
@@ -60,32 +60,40 @@ pub struct JobsView {
     pub rows: Vec<JobRow>,
     pub selected: usize,
     pub detail: Option<JobDetail>,
+    /// Shown under the headers when there are no rows: how to get some.
+    pub empty: String,
 }
 
 const COLUMNS: [Column; 6] = [
     Column {
         title: "ID",
         width: 5,
+        keep: 9,
     },
     Column {
         title: "STATE",
         width: 10,
+        keep: 9,
     },
     Column {
         title: "SOURCE",
         width: 34,
+        keep: 5,
     },
     Column {
         title: "VOLUME",
         width: 22,
+        keep: 8,
     },
     Column {
         title: "DONE",
         width: 8,
+        keep: 6,
     },
     Column {
         title: "UPDATED",
         width: 0,
+        keep: 3,
     },
 ];
 
@@ -129,6 +137,9 @@ pub fn draw(vm: &JobsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             ]
         },
     );
+    if vm.rows.is_empty() {
+        draw_empty(theme, table, buf, &vm.empty);
+    }
     if let Some(d) = &vm.detail {
         draw_detail(d, theme, detail, buf);
     }

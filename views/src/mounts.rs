@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
 use crate::format::{name, short_digest, size, when};
-use crate::list::{Column, cell, draw_table};
+use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
 pub struct MountRow {
@@ -29,44 +29,55 @@ pub struct MountRow {
 pub struct MountsView {
     pub rows: Vec<MountRow>,
     pub selected: usize,
+    /// Shown under the headers when there are no rows: how to get some.
+    pub empty: String,
 }
 
 const COLUMNS: [Column; 9] = [
     Column {
         title: "MOUNT POINT",
         width: 22,
+        keep: 9,
     },
     Column {
         title: "SERVES",
         width: 33,
+        keep: 8,
     },
     Column {
         title: "MOUNTED AS",
         width: 11,
+        keep: 5,
     },
     Column {
         title: "SINCE",
         width: 17,
+        keep: 2,
     },
     Column {
         title: "SERVED",
         width: 10,
+        keep: 6,
     },
     Column {
         title: "MEMORY",
         width: 7,
+        keep: 3,
     },
     Column {
         title: "CACHE",
         width: 7,
+        keep: 3,
     },
     Column {
         title: "ORIGIN",
         width: 7,
+        keep: 3,
     },
     Column {
         title: "ERRORS",
         width: 0,
+        keep: 7,
     },
 ];
 
@@ -126,4 +137,7 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             ]
         },
     );
+    if vm.rows.is_empty() {
+        draw_empty(theme, area, buf, &vm.empty);
+    }
 }

@@ -47,18 +47,22 @@ const TAG_COLUMNS: [Column; 4] = [
     Column {
         title: "TAG",
         width: 14,
+        keep: 9,
     },
     Column {
         title: "POINTS AT",
         width: 17,
+        keep: 8,
     },
     Column {
         title: "MOVED",
         width: 18,
+        keep: 4,
     },
     Column {
         title: "MOVES",
         width: 0,
+        keep: 3,
     },
 ];
 
@@ -66,18 +70,22 @@ const MOVE_COLUMNS: [Column; 4] = [
     Column {
         title: "WHEN",
         width: 18,
+        keep: 6,
     },
     Column {
         title: "FROM",
         width: 17,
+        keep: 8,
     },
     Column {
         title: "TO",
         width: 17,
+        keep: 8,
     },
     Column {
         title: "BY",
         width: 0,
+        keep: 3,
     },
 ];
 

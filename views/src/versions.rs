@@ -35,30 +35,37 @@ const COLUMNS: [Column; 7] = [
     Column {
         title: "DIGEST",
         width: 18,
+        keep: 9,
     },
     Column {
         title: "CREATED",
         width: 17,
+        keep: 5,
     },
     Column {
         title: "SIZE",
         width: 10,
+        keep: 4,
     },
     Column {
         title: "FILES",
         width: 6,
+        keep: 2,
     },
     Column {
         title: "NEW TO REPO",
         width: 12,
+        keep: 3,
     },
     Column {
         title: "TAGS",
         width: 15,
+        keep: 8,
     },
     Column {
         title: "SOURCE",
         width: 0,
+        keep: 1,
     },
 ];
 

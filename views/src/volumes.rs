@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
 use crate::format::{short_digest, size, when};
-use crate::list::{Column, cell, draw_table};
+use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
 pub struct VolumeRow {
@@ -24,32 +24,40 @@ pub struct VolumesView {
     /// Already filtered by the app.
     pub rows: Vec<VolumeRow>,
     pub selected: usize,
+    /// Shown under the headers when there are no rows: how to get some.
+    pub empty: String,
 }
 
 const COLUMNS: [Column; 6] = [
     Column {
         title: "NAMESPACE",
         width: 12,
+        keep: 9,
     },
     Column {
         title: "VOLUME",
         width: 20,
+        keep: 9,
     },
     Column {
         title: "VERSIONS",
         width: 9,
+        keep: 4,
     },
     Column {
         title: "LATEST",
         width: 10,
+        keep: 5,
     },
     Column {
         title: "UPDATED",
         width: 17,
+        keep: 3,
     },
     Column {
         title: "TAGS",
         width: 0,
+        keep: 8,
     },
 ];
 
@@ -86,4 +94,7 @@ pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             ]
         },
     );
+    if vm.rows.is_empty() {
+        draw_empty(theme, area, buf, &vm.empty);
+    }
 }

@@ -1,5 +1,7 @@
-//! Every screen in every preset theme at two terminal sizes, as insta snapshots of the
-//! buffer (text and style spans), plus direct checks of the colours that carry meaning.
+//! Every screen in every preset theme at the two terminal sizes a new user is likely to
+//! have (80×24, and a 50×15 split pane), as insta snapshots of the buffer (text and
+//! style spans), plus direct checks of the colours that carry meaning and of what a
+//! narrow terminal must still show. The wide layout is in `screenshots/` (120×32).
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -20,12 +22,66 @@ fn snapshots_of_every_screen_theme_and_size() {
     for (name, frame) in fixtures::all() {
         for theme in PRESETS {
             let th = Theme::preset(theme).unwrap();
-            for (w, h) in [(80, 24), (120, 40)] {
+            for (w, h) in [(80, 24), (50, 15)] {
                 let buf = render(&frame, &th, w, h);
                 insta::assert_debug_snapshot!(format!("{name}-{theme}-{w}x{h}"), buf);
             }
         }
     }
+}
+
+fn text(buf: &Buffer) -> Vec<String> {
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// At 50×15 the versions screen still shows which version is prod, and no header is
+/// cut mid-word; the help window scrolls instead of losing keys.
+#[test]
+fn a_narrow_terminal_keeps_what_matters() {
+    let th = Theme::preset("dark").unwrap();
+    let lines = text(&render(&fixtures::versions(), &th, 50, 15));
+    assert!(
+        lines[1].contains("DIGEST") && lines[1].contains("TAGS"),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().any(|l| l.contains("prod")), "{lines:#?}");
+    for (name, frame) in fixtures::all() {
+        for (w, h) in [(80, 24), (50, 15)] {
+            let lines = text(&render(&frame, &th, w, h));
+            // The breadcrumbs and the repository path never run into each other.
+            assert!(
+                !lines[0].contains("versions~") && !lines[0].contains("tags~"),
+                "{name}: {}",
+                lines[0]
+            );
+            for word in lines[1].split_whitespace() {
+                assert!(
+                    word.len() > 1 || word == "=" || word.chars().all(|c| !c.is_ascii_uppercase()),
+                    "{name} {w}x{h}: a header cut to {word:?}: {}",
+                    lines[1]
+                );
+            }
+        }
+    }
+    let mut help = fixtures::help();
+    if let Some(sealvol_views::chrome::Overlay::Help { bindings, .. }) = &mut help.overlay {
+        for i in 0..20 {
+            bindings.push((format!("k{i}"), format!("key {i}")));
+        }
+    }
+    let lines = text(&render(&help, &th, 50, 15));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("j/k scroll") && l.contains("more below")),
+        "{lines:#?}"
+    );
 }
 
 /// The first cell whose text starts `needle` on some line.

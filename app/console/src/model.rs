@@ -228,13 +228,25 @@ impl Model {
         if let Some(Overlay::Prompt(_)) = &self.ctx.overlay {
             return self.on_prompt_key(ev);
         }
-        if matches!(self.ctx.overlay, Some(Overlay::Help)) {
-            // Any key closes help; `q` still quits.
-            self.ctx.overlay = None;
-            return match keymap.action(Mode::Normal, ev) {
-                Some(Action::Quit) => self.on_action(Action::Quit),
-                _ => Vec::new(),
-            };
+        if let Some(Overlay::Help(offset)) = self.ctx.overlay {
+            // j/k and the arrows scroll a help longer than the terminal; any other key
+            // closes it, and `q` still quits.
+            let lines = self.help_lines(keymap).len();
+            match keymap.action(Mode::Normal, ev) {
+                Some(Action::Down) => {
+                    self.ctx.overlay =
+                        Some(Overlay::Help((offset + 1).min(lines.saturating_sub(1))))
+                }
+                Some(Action::Up) => {
+                    self.ctx.overlay = Some(Overlay::Help(offset.saturating_sub(1)))
+                }
+                Some(Action::Quit) => {
+                    self.ctx.overlay = None;
+                    return self.on_action(Action::Quit);
+                }
+                _ => self.ctx.overlay = None,
+            }
+            return Vec::new();
         }
         match keymap.action(self.mode(), ev) {
             Some(a) => self.on_action(a),
@@ -322,7 +334,7 @@ impl Model {
                 self.ctx.overlay = Some(Overlay::Prompt(Prompt::new(PromptKind::Command, "")))
             }
             Action::Refresh => return self.reload(),
-            Action::Help => self.ctx.overlay = Some(Overlay::Help),
+            Action::Help => self.ctx.overlay = Some(Overlay::Help(0)),
             Action::Quit => self.quit = true,
             Action::Confirm | Action::Cancel => {}
             // A change refused in a read-only console, whatever the screen.
@@ -361,7 +373,7 @@ impl Model {
                 format!("moving {}…", plan.tag),
                 "cancelled; nothing changed".to_string(),
             ),
-            Overlay::Help | Overlay::Prompt(_) => return None,
+            Overlay::Help(_) | Overlay::Prompt(_) => return None,
         };
         Some(match a {
             Action::Confirm => {
@@ -568,6 +580,25 @@ impl Model {
         }
     }
 
+    /// Help for the screen shown: its own keys first, then every other key.
+    fn help_lines(&self, keymap: &Keymap) -> Vec<(String, String)> {
+        let mut lines: Vec<(String, String)> = vec![("".into(), "on this screen".into())];
+        let here = self.top().hints();
+        lines.extend(
+            here.iter()
+                .filter(|(k, _)| *k != "?" && *k != "esc")
+                .map(|(k, d)| (k.to_string(), d.to_string())),
+        );
+        lines.push(("".into(), "everywhere".into()));
+        lines.extend(
+            keymap
+                .help(Mode::Normal)
+                .into_iter()
+                .filter(|(k, _)| !here.iter().any(|(h, _)| h == k)),
+        );
+        lines
+    }
+
     /// Everything on screen, as a view-model.
     pub fn frame(&self, keymap: &Keymap) -> FrameView {
         let top = self.top();
@@ -583,7 +614,11 @@ impl Model {
         if !self.ctx.filter.is_empty() && !matches!(self.ctx.overlay, Some(Overlay::Prompt(_))) {
             text = format!("/{}  {text}", self.ctx.filter);
         }
-        let overlay = self.ctx.overlay.as_ref().map(|o| overlay_view(o, keymap));
+        let overlay = self
+            .ctx
+            .overlay
+            .as_ref()
+            .map(|o| overlay_view(o, self.help_lines(keymap)));
         let context = if self.ctx.readonly {
             format!("{} · read-only", self.location)
         } else {
@@ -607,9 +642,12 @@ impl Model {
     }
 }
 
-fn overlay_view(o: &Overlay, keymap: &Keymap) -> ViewOverlay {
+fn overlay_view(o: &Overlay, help: Vec<(String, String)>) -> ViewOverlay {
     match o {
-        Overlay::Help => ViewOverlay::Help(keymap.help(Mode::Normal)),
+        Overlay::Help(offset) => ViewOverlay::Help {
+            bindings: help,
+            offset: *offset,
+        },
         Overlay::Prompt(p) => ViewOverlay::Prompt {
             prefix: match p.kind {
                 PromptKind::Filter => "/".to_string(),

@@ -156,7 +156,7 @@ impl Screen for Diff {
 
     fn hints(&self) -> &'static [(&'static str, &'static str)] {
         &[
-            ("j/k", "file"),
+            ("j/k", "file (a .safetensors shows its tensors)"),
             ("/", "filter"),
             ("esc", "back"),
             ("?", "help"),

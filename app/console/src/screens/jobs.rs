@@ -140,6 +140,7 @@ impl Jobs {
             }
         });
         JobsView {
+            empty: String::new(),
             rows,
             selected: self.sel,
             detail,
@@ -219,15 +220,13 @@ impl Screen for Jobs {
 
     fn body(&self, ctx: &Ctx) -> Body {
         let visible = self.visible(ctx);
-        if self.jobs.is_empty() {
-            Body::Empty(
-                "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one".into(),
-            )
-        } else if visible.is_empty() {
-            Body::Empty(format!("no job matches /{}", ctx.filter))
+        let mut view = self.view(&visible, ctx);
+        view.empty = if self.jobs.is_empty() {
+            "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one".into()
         } else {
-            Body::Jobs(self.view(&visible, ctx))
-        }
+            format!("no job matches /{}", ctx.filter)
+        };
+        Body::Jobs(view)
     }
 
     fn hints(&self) -> &'static [(&'static str, &'static str)] {

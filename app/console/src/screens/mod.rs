@@ -65,7 +65,8 @@ pub enum PromptKind {
 
 #[derive(Debug, Clone)]
 pub enum Overlay {
-    Help,
+    /// The keys: this screen's first, scrolled down by this many lines.
+    Help(usize),
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),

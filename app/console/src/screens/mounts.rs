@@ -87,15 +87,13 @@ impl Screen for Mounts {
 
     fn body(&self, ctx: &Ctx) -> Body {
         let visible = self.visible(ctx);
-        if ctx.mounts.is_empty() {
-            return Body::Empty(
-                "no mounts on this node: `sealvol volume mount REF DIR` makes one".into(),
-            );
-        }
-        if visible.is_empty() {
-            return Body::Empty(format!("no mount matches /{}", ctx.filter));
-        }
+        let empty = if ctx.mounts.is_empty() {
+            "no mounts on this node: `sealvol volume mount REF DIR` makes one".to_string()
+        } else {
+            format!("no mount matches /{}", ctx.filter)
+        };
         Body::Mounts(MountsView {
+            empty,
             rows: visible
                 .into_iter()
                 .map(|i| &ctx.mounts[i])

@@ -116,14 +116,14 @@ impl Screen for Volumes {
                 }
             })
             .collect();
-        if rows.is_empty() && ctx.busy == 0 {
-            Body::Empty(if ctx.filter.is_empty() {
-                "no volumes yet: push one with `sealvol volume push DIR NS/NAME`, or run `sealvol --demo`".into()
-            } else {
-                format!("nothing matches /{}", ctx.filter)
-            })
-        } else {
+        let empty = match (ctx.busy, ctx.filter.is_empty()) {
+            (0, true) => "no volumes yet: push one with `sealvol volume push DIR NS/NAME`, or run `sealvol --demo`".to_string(),
+            (0, false) => format!("nothing matches /{}", ctx.filter),
+            _ => String::new(),
+        };
+        {
             Body::Volumes(VolumesView {
+                empty,
                 rows,
                 selected: self.sel,
             })
