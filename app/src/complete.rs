@@ -6,13 +6,10 @@
 
 use std::ffi::OsStr;
 
-use clap::CommandFactory;
 use clap_complete::CompletionCandidate;
 use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Zsh};
 
 use sealvol_core::{Repository, Result, VolumeName};
-
-use crate::cli::{Cli, Global};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum Shell {
@@ -26,12 +23,12 @@ pub enum Shell {
 
 /// Answers a completion request when the shell's script made one (`COMPLETE` is set),
 /// and exits; otherwise returns at once.
-pub fn answer_if_asked() {
-    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
+pub fn answer_if_asked(cli: fn() -> clap::Command) {
+    clap_complete::CompleteEnv::with_factory(cli).complete();
 }
 
-/// The script that registers completions for `shell`.
-pub fn script(shell: Shell) -> Result<String> {
+/// The script that registers completions of `cli` for `shell`.
+pub fn script(shell: Shell, mut cli: clap::Command) -> Result<String> {
     let mut buf = Vec::new();
     let dynamic: &dyn EnvCompleter = match shell {
         Shell::Bash => &Bash,
@@ -42,7 +39,7 @@ pub fn script(shell: Shell) -> Result<String> {
         Shell::Nushell => {
             clap_complete::generate(
                 clap_complete_nushell::Nushell,
-                &mut Cli::command(),
+                &mut cli,
                 "sealvol",
                 &mut buf,
             );
@@ -63,13 +60,8 @@ pub fn script(shell: Shell) -> Result<String> {
 
 /// The repository the completed command would use, if there is one.
 fn repository() -> Option<Repository> {
-    let global = Global {
-        repo: std::env::var_os("SEALVOL_REPO").map(Into::into),
-        state: None,
-        verbose: 0,
-        quiet: true,
-    };
-    let settings = crate::config::resolve(&global).ok()?;
+    let repo = std::env::var_os("SEALVOL_REPO").map(Into::into);
+    let settings = crate::config::resolve(repo, None).ok()?;
     Repository::open_local(&settings.repo, false, false).ok()
 }
 

@@ -7,8 +7,6 @@ use serde::Deserialize;
 
 use sealvol_core::{Error, Result};
 
-use crate::cli::Global;
-
 /// `config.toml` in the XDG config directory. Every key is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,24 +80,22 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
     }
 }
 
-pub fn resolve(global: &Global) -> Result<Settings> {
+/// The settings in effect: `repo` and `state` from the command line or their `SEALVOL_*`
+/// variables (clap reads both), then config.toml, then the XDG defaults.
+pub fn resolve(repo: Option<PathBuf>, state: Option<PathBuf>) -> Result<Settings> {
     let file = match config_path() {
         Some(p) => load_file(&p)?,
         None => ConfigFile::default(),
     };
     let dirs = dirs();
-    let repo = global
-        .repo
-        .clone()
+    let repo = repo
         .or(file.repository)
         .or_else(|| dirs.as_ref().map(|d| d.data_dir().join("repo")))
         .ok_or_else(|| {
             Error::invalid("cannot find a home directory for the default repository")
                 .hint("pass --repo PATH or set SEALVOL_REPO")
         })?;
-    let state = global
-        .state
-        .clone()
+    let state = state
         .or(file.state)
         .or_else(|| {
             dirs.as_ref().map(|d| {

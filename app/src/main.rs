@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    complete::answer_if_asked();
+    complete::answer_if_asked(Cli::command);
     // A foreground mount sets its own (commands/mount.rs).
     alloc::for_streams();
     let cli = Cli::parse();
@@ -65,13 +65,13 @@ fn init_logging(verbose: u8, quiet: bool) {
 
 fn run(cli: Cli) -> Result<()> {
     if let Some(Command::Completions { shell }) = &cli.command {
-        return outln!("{}", complete::script(*shell)?.trim_end());
+        return outln!("{}", complete::script(*shell, Cli::command())?.trim_end());
     }
     if let Some(Command::Digest { dir, json }) = &cli.command {
         return commands::info::digest(dir, *json);
     }
     let ctx = Ctx {
-        settings: config::resolve(&cli.global)?,
+        settings: config::resolve(cli.global.repo.clone(), cli.global.state.clone())?,
         quiet: cli.global.quiet,
     };
     // A theme named on the command line is checked even where no console opens.

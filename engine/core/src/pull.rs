@@ -8,6 +8,7 @@
 //! what the version does not hold is in the way, refused, or with `force` removed and
 //! reported. Files are written under temporary names (`.sealvol-part-PID-N`) that are
 //! the pull's own: the next pull into the folder removes any a killed pull left.
+//! These promises are written once, in docs/SEMANTICS.md ("What a pull promises").
 
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
