@@ -87,7 +87,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
         })
         .collect();
     table(
-        &["DIGEST", "CREATED", "SIZE", "FILES", "NEW", "TAGS"],
+        &["DIGEST", "CREATED", "SIZE", "FILES", "NEW TO REPO", "TAGS"],
         &rows,
     )
 }
