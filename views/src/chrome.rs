@@ -130,7 +130,17 @@ pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer)
         _ => Role::Status,
     };
     let style = theme.style(Role::Status).patch(theme.style(role));
-    buf.set_string(area.x, area.y, status_text(status), style);
+    // Text wider than the terminal ends in `…` rather than at the edge mid-word.
+    let text = status_text(status);
+    let room = area.width as usize;
+    let text = if text.chars().count() > room && room > 1 {
+        let mut cut: String = text.chars().take(room - 1).collect();
+        cut.push('…');
+        cut
+    } else {
+        text
+    };
+    buf.set_string(area.x, area.y, text, style);
     let Some(columns) = hint_columns(status, area.width) else {
         return;
     };
