@@ -235,3 +235,45 @@ fn pull_never_writes_through_a_symlink_in_the_target() {
     assert!(std::fs::symlink_metadata(out.join("sub")).unwrap().is_dir());
     assert_eq!(digest(&env, &out), pinned_digest(&r));
 }
+
+/// Pulling over a close version writes only what differs: a file already there with
+/// the version's bytes keeps its inode; a changed one is replaced; the result is the
+/// version exactly, modes included.
+#[test]
+fn pull_force_over_a_close_version_keeps_what_is_already_right() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let env = Env::new();
+    let a = env.path("a");
+    write(&a.join("big.bin"), &noise(2 << 20, 1));
+    write(&a.join("config.json"), b"{\"v\": 1}");
+    let b = env.path("b");
+    write(&b.join("big.bin"), &noise(2 << 20, 1));
+    write(&b.join("config.json"), b"{\"v\": 2}");
+    let ra = env.push(&a, "w/close", &[]);
+    let rb = env.push(&b, "w/close", &[]);
+    let out = env.path("out");
+    env.ok(&["volume", "pull", &ra, out.to_str().unwrap()]);
+    let ino = |p: &str| std::fs::metadata(out.join(p)).unwrap().ino();
+    let (big, config) = (ino("big.bin"), ino("config.json"));
+    // A mode the version does not have is put right even on a kept file.
+    std::fs::set_permissions(out.join("big.bin"), std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let o = env.run(&["volume", "pull", &rb, out.to_str().unwrap(), "--force"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("kept 1 file(s) already there"), "{err}");
+    assert_eq!(ino("big.bin"), big, "the identical file was not rewritten");
+    assert_ne!(ino("config.json"), config, "the changed file was");
+    let mode = std::fs::metadata(out.join("big.bin"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o644);
+    assert_eq!(digest(&env, &out), pinned_digest(&rb));
+
+    // A file of the right size but other bytes is not mistaken for the version's.
+    write(&out.join("big.bin"), &noise(2 << 20, 9));
+    env.ok(&["volume", "pull", &rb, out.to_str().unwrap(), "--force"]);
+    assert_eq!(digest(&env, &out), pinned_digest(&rb));
+}

@@ -140,6 +140,12 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) 
             );
         }
     }
+    if report.kept > 0 {
+        eprintln!(
+            "kept {} file(s) already there with the version's bytes",
+            report.kept
+        );
+    }
     eprintln!(
         "pulled {pinned}: {} file(s), {} into {}",
         report.files,
