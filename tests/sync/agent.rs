@@ -287,3 +287,25 @@ fn cancel_takes_effect_during_a_slow_read() {
     agent.kill().unwrap();
     agent.wait().unwrap();
 }
+
+#[test]
+fn cancel_takes_effect_during_a_local_folder_sync() {
+    let env = Env::new();
+    // A sparse 16 GiB file: read at memory speed, but long enough that only a cancel
+    // that every read looks at can stop it within a moment.
+    let src = env.path("big-local");
+    std::fs::create_dir_all(&src).unwrap();
+    let f = std::fs::File::create(src.join("sparse.bin")).unwrap();
+    f.set_len(16 << 30).unwrap();
+    let ep = "http://127.0.0.1:9";
+    let mut agent = start_agent(&env, ep);
+    let id = detached_sync_until(&env, ep, src.to_str().unwrap(), "attempt 1 started");
+    std::thread::sleep(Duration::from_millis(300));
+    cancel_ends_it(&env, &id);
+    assert!(
+        !env.ok(&["volume", "ls"]).contains("w/cancel"),
+        "nothing sealed"
+    );
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+}

@@ -78,6 +78,7 @@ fn push_dir(
         volume,
         &tags,
         &PushOptions {
+            cancel: None,
             source: Some(format!("demo://{volume}/{name}")),
             stat_cache: None,
             progress: &Quiet,

@@ -11,6 +11,7 @@ fn version(repo: &Repository, dir: &std::path::Path, content: &[u8]) -> sealvol_
     std::fs::write(dir.join("f"), content).unwrap();
     let vol = VolumeName::parse("ns/vol").unwrap();
     let opts = PushOptions {
+        cancel: None,
         source: None,
         stat_cache: None,
         progress: &Quiet,

@@ -44,6 +44,7 @@ fn fixture() -> Fixture {
         &vol,
         &[],
         &PushOptions {
+            cancel: None,
             source: None,
             stat_cache: None,
             progress: &Quiet,

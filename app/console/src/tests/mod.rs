@@ -30,6 +30,7 @@ fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeN
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("model.bin"), bytes).unwrap();
     let opts = PushOptions {
+        cancel: None,
         source: None,
         stat_cache: None,
         progress: &Quiet,

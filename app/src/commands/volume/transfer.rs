@@ -28,6 +28,7 @@ pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool)
         &volume,
         &tags,
         &PushOptions {
+            cancel: None,
             source: None,
             stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
             progress: progress.as_ref(),

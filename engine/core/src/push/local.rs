@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::pipeline::{HashedFile, run_pipeline};
@@ -29,6 +30,9 @@ pub struct PushOptions<'a> {
     /// Hashes of files earlier pushes read; none when `None`.
     pub stat_cache: Option<&'a dyn StatCache>,
     pub progress: &'a dyn Progress,
+    /// Set by someone who wants the push stopped (a sync job being cancelled): every
+    /// read looks at it, so a push of a slow folder ends within a read. Nothing is sealed.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// The stat cache: (path, stamp) → content hash of the files earlier pushes read, so a
@@ -81,6 +85,7 @@ pub fn push(
         .map(|(i, _, s)| (*i, s.size))
         .collect();
     let inputs = LocalFiles {
+        cancel: opts.cancel,
         files: files
             .iter()
             .map(|(i, p, s)| (*i, (p.as_path(), *s)))
@@ -90,7 +95,12 @@ pub fn push(
     opts.progress
         .begin("push", read_bytes, to_read.len() as u64);
 
-    let outcome = run_pipeline(repo, &mut index, &to_read, &inputs, opts.progress)?;
+    let outcome = match run_pipeline(repo, &mut index, &to_read, &inputs, opts.progress) {
+        Err(_) if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) => {
+            return Err(Error::cancelled());
+        }
+        r => r?,
+    };
     opts.progress.finish();
 
     let mut entries = Vec::with_capacity(listing.len());
@@ -148,6 +158,23 @@ pub fn push(
 /// Local files of a push, checked against the stamps they had when listed.
 struct LocalFiles<'a> {
     files: HashMap<usize, (&'a Path, Stamp)>,
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// A file read that fails once the push is cancelled.
+struct Cancellable<'a> {
+    file: File,
+    cancel: &'a AtomicBool,
+}
+
+impl Read for Cancellable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.load(Ordering::Relaxed) {
+            // Not `Interrupted`, which readers retry.
+            return Err(std::io::Error::other("cancelled"));
+        }
+        self.file.read(buf)
+    }
 }
 
 impl LocalFiles<'_> {
@@ -168,7 +195,10 @@ impl Inputs for LocalFiles<'_> {
             Err(e) => return Err(Error::io("cannot read", path, e)),
         };
         same_stamp(&f, path, stamp)?;
-        Ok(Box::new(f))
+        Ok(match self.cancel {
+            Some(cancel) => Box::new(Cancellable { file: f, cancel }),
+            None => Box::new(f),
+        })
     }
 
     fn name(&self, i: usize) -> String {
