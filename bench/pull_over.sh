@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Pull over a folder that already holds a close version (a rollback, a canary promoted):
+# `volume pull v2 DIR --force` where DIR holds v1, and a re-pull of the same version,
+# this build beside BASELINE in one run (hyperfine, medians). rsync's --checksum is the
+# peer for "write only what differs" on one machine.
+#
+#   bash bench/pull_over.sh BASELINE_BIN [--work /var/tmp/sealvol-bench]
+#
+# Needs hyperfine and rsync (Debian packages), python3 with numpy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base="${1:?usage: bench/pull_over.sh BASELINE_BIN}"
+work="${3:-/var/tmp/sealvol-bench}"
+cargo build --release --quiet -p sealvol
+new="$(realpath "${CARGO_TARGET_DIR:-target}/release/sealvol")"
+data="$work/ck-2.0"
+[ -d "$data/v2" ] || python3 "${SEALVOL_SHARED:-../shared}/bench/gen_checkpoints.py" "$data" --gib 2
+run="$(mktemp -d "$work/pull-over.XXXX")"
+trap 'rm -rf "$run"' EXIT
+export SEALVOL_REPO="$run/repo" SEALVOL_STATE="$run/state" XDG_CONFIG_HOME="$run/cfg" XDG_CACHE_HOME="$run/cache"
+"$new" volume push "$data/v1" b/ck --tag v1 -q >/dev/null
+"$new" volume push "$data/v2" b/ck --tag v2 -q >/dev/null
+out="$run/out"
+hyperfine -N --runs 7 --export-markdown "$run/over.md" \
+  --prepare "bash -c 'rm -rf $out && $new volume pull b/ck:v1 $out -q'" \
+  -n "baseline: pull v2 over v1" "$base volume pull b/ck:v2 $out --force -q" \
+  -n "this build: pull v2 over v1" "$new volume pull b/ck:v2 $out --force -q" \
+  -n "rsync --checksum v2 over v1" "rsync -a --checksum --delete $data/v2/ $out/" >/dev/null
+hyperfine -N --runs 7 --export-markdown "$run/same.md" \
+  -n "baseline: re-pull v2" "$base volume pull b/ck:v2 $out --force -q" \
+  -n "this build: re-pull v2" "$new volume pull b/ck:v2 $out --force -q" \
+  -n "rsync --checksum, nothing changed" "rsync -a --checksum --delete $data/v2/ $out/" >/dev/null
+cat "$run/over.md" "$run/same.md"
