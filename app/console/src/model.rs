@@ -256,7 +256,6 @@ impl Model {
 
     /// A key while a line is being typed.
     fn on_prompt_key(&mut self, ev: &KeyEvent) -> Vec<Effect> {
-        let names = self.root.names();
         let Some(Overlay::Prompt(p)) = &mut self.ctx.overlay else {
             return Vec::new();
         };
@@ -275,7 +274,7 @@ impl Model {
                 return self.submit(kind, &text);
             }
             KeyCode::Tab if kind == PromptKind::Command => {
-                if let Some(line) = palette::complete(&p.input, &names) {
+                if let Some(line) = palette::complete(&p.input, &self.root.names()) {
                     p.input = line;
                 }
                 p.fresh = false;
@@ -618,7 +617,7 @@ impl Model {
             .ctx
             .overlay
             .as_ref()
-            .map(|o| overlay_view(o, self.help_lines(keymap)));
+            .map(|o| overlay_view(o, || self.help_lines(keymap)));
         let context = if self.ctx.readonly {
             format!("{} · read-only", self.location)
         } else {
@@ -642,10 +641,11 @@ impl Model {
     }
 }
 
-fn overlay_view(o: &Overlay, help: Vec<(String, String)>) -> ViewOverlay {
+/// `help` is called only when help is what is shown.
+fn overlay_view(o: &Overlay, help: impl FnOnce() -> Vec<(String, String)>) -> ViewOverlay {
     match o {
         Overlay::Help(offset) => ViewOverlay::Help {
-            bindings: help,
+            bindings: help(),
             offset: *offset,
         },
         Overlay::Prompt(p) => ViewOverlay::Prompt {

@@ -21,6 +21,8 @@ use sealvol_node::mounts::{self as records, MountRecord};
 
 use super::Ctx;
 use crate::config::parse_size;
+use sealvol_views::format::short_digest;
+
 use crate::output::{json, name, size, table};
 
 pub struct Request {
@@ -414,7 +416,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
             let chunks = s.memory_hits + s.cache_hits + s.origin_chunks;
             vec![
                 name(&r.dir).into_owned(),
-                format!("{}@{}", r.volume, short(&r.digest)),
+                format!("{}@{}", r.volume, short_digest(&r.digest)),
                 r.requested.clone(),
                 r.pid.to_string(),
                 size(s.bytes_served),
@@ -432,9 +434,4 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
         &rows,
     )?;
     Ok(())
-}
-
-fn short(digest: &str) -> &str {
-    let end = digest.len().min(3 + 12);
-    &digest[..end]
 }

@@ -34,26 +34,26 @@ impl Files {
         }
     }
 
-    /// The rows shown: the whole tree, or the tree of the paths the filter matches.
-    fn shown(&self, ctx: &Ctx) -> Vec<Row> {
+    /// Calls `f` with the rows shown: the whole tree, or the tree of the paths the
+    /// filter matches (built once per filter, not per frame or key).
+    fn with_shown<R>(&self, ctx: &Ctx, f: impl FnOnce(&[Row]) -> R) -> R {
         if ctx.filter.is_empty() {
-            return self.rows.clone();
+            return f(&self.rows);
         }
         let mut cache = self.filtered.borrow_mut();
-        if let Some((f, rows)) = cache.as_ref()
-            && *f == ctx.filter
+        if cache
+            .as_ref()
+            .is_none_or(|(filter, _)| *filter != ctx.filter)
         {
-            return rows.clone();
+            let kept: Vec<Entry> = self
+                .entries
+                .iter()
+                .filter(|e| ctx.matches(&e.path))
+                .cloned()
+                .collect();
+            *cache = Some((ctx.filter.clone(), tree(&kept)));
         }
-        let kept: Vec<Entry> = self
-            .entries
-            .iter()
-            .filter(|e| ctx.matches(&e.path))
-            .cloned()
-            .collect();
-        let rows = tree(&kept);
-        *cache = Some((ctx.filter.clone(), rows.clone()));
-        rows
+        f(cache.as_ref().map_or(&[][..], |(_, rows)| rows))
     }
 
     /// Whether a result is the files of the version this screen shows.
@@ -118,7 +118,7 @@ impl Screen for Files {
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.shown(ctx).len()
+        self.with_shown(ctx, <[Row]>::len)
     }
 
     fn selected(&self) -> usize {
@@ -133,7 +133,7 @@ impl Screen for Files {
         Body::Files(FilesView {
             version: format!("vol:{}@{}", self.volume, self.digest),
             previous: self.previous.clone(),
-            rows: self.shown(ctx),
+            rows: self.with_shown(ctx, <[Row]>::to_vec),
             selected: self.sel,
         })
     }
