@@ -89,6 +89,24 @@ pub enum Command {
         idle_exit: Option<std::time::Duration>,
     },
 
+    /// Fix what `volume verify` finds: rebuild indexes, relink chunks to healthy copies, restore tags.
+    #[command(
+        after_help = "Examples:\n  sealvol repair --dry-run\n  sealvol repair\n  sealvol repair --from ./ckpt\n\nNothing is deleted: damaged objects move to quarantine/ in the repository.\nVersions still missing data are listed; --from DIR heals them from a folder holding their files."
+    )]
+    Repair {
+        /// Show what would be done; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Read every pack first, to find damage no read has recorded yet.
+        #[arg(long)]
+        read_data: bool,
+        /// A folder holding the files of damaged versions (their source), to heal them from.
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info --json")]
     Info {
@@ -297,14 +315,20 @@ pub enum VolumeCommand {
         json: bool,
     },
 
-    /// Check the repository (or one version) and report everything damaged.
+    /// Check the repository (or one version): name each damaged object, what it breaks, and the fix.
     #[command(
-        after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify weights/qwen3-8b:prod"
+        after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify --read-data\n  sealvol volume verify --read-data-subset 1/10\n  sealvol volume verify weights/qwen3-8b:prod\n\nWithout --read-data, every object's structure is checked and a random sample of packs is read\n(at least 1/16 of the chunk data, and at least 256 MiB: a small repository is read whole).\nA version (REF) is always read whole. Damaged copies found are recorded, so no push reuses them."
     )]
     Verify {
         /// Only this version (a ref: NS/NAME@b3:DIGEST, NS/NAME:TAG or NS/NAME) [default: the whole repository]
         #[arg(value_name = "REF", add = ArgValueCompleter::new(complete::refs))]
         reference: Option<String>,
+        /// Read every pack and check every chunk's hash.
+        #[arg(long)]
+        read_data: bool,
+        /// Read some packs: N/T (run 1/T … T/T to cover everything) or P% (a random share).
+        #[arg(long, value_name = "N/T|P%")]
+        read_data_subset: Option<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -84,6 +84,12 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
+        Some(Command::Repair {
+            dry_run,
+            read_data,
+            from,
+            json,
+        }) => commands::repair::repair(&ctx, dry_run, read_data, from.as_deref(), json),
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
         None if cli.demo => {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {

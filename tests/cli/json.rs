@@ -61,6 +61,7 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("volume pull", vec!["volume", "pull", "t/v:prod", so]),
         ("volume mounts", vec!["volume", "mounts"]),
         ("volume verify", vec!["volume", "verify"]),
+        ("repair", vec!["repair"]),
         ("jobs ls", vec!["jobs", "ls"]),
         ("secret ls", vec!["secret", "ls"]),
         ("info", vec!["info"]),

@@ -491,9 +491,10 @@ fn verify_names_each_damaged_object() {
                     .contains("fails its hash check")),
         "{problems:?}"
     );
-    assert!(
-        problems.iter().any(|p| p["object"].as_str().unwrap() == r),
-        "{problems:?}"
+    assert_eq!(
+        v["damaged_versions"][0]["version"], r,
+        "{}",
+        v["damaged_versions"]
     );
 
     let err = env.fails(
@@ -502,7 +503,7 @@ fn verify_names_each_damaged_object() {
     );
     assert!(err.contains("fails its hash check"), "{err}");
     let err = env.fails(1, &["volume", "verify", &r]);
-    assert!(err.contains("problem(s) found"), "{err}");
+    assert!(err.contains("damaged object(s) found"), "{err}");
 }
 
 #[test]

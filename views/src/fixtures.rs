@@ -43,6 +43,7 @@ pub fn volumes() -> FrameView {
         tags: tags.iter().map(|t| t.to_string()).collect(),
         latest_bytes: bytes,
         updated: updated.into(),
+        damaged: 0,
         mounted: if name == "qwen3-8b" {
             vec![digest(2)]
         } else {
@@ -106,6 +107,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             source: "hf://Qwen/Qwen3-8B@a1b2c3d".into(),
             tags: vec!["canary".into()],
             mounts: 0,
+            damaged: None,
         },
         VersionRow {
             digest: digest(2),
@@ -116,6 +118,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             source: "file:///data/ckpt/step-2000".into(),
             tags: vec!["prod".into()],
             mounts: 2,
+            damaged: None,
         },
         VersionRow {
             digest: digest(1),
@@ -126,6 +129,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             source: "file:///data/ckpt/step-1000".into(),
             tags: vec![],
             mounts: 0,
+            damaged: None,
         },
     ]
 }
@@ -156,6 +160,7 @@ pub fn tags_view() -> TagsView {
             TagRow {
                 tag: "canary".into(),
                 digest: digest(3),
+                damaged: None,
                 history: vec![MoveRow {
                     from: None,
                     to: digest(3),
@@ -166,6 +171,7 @@ pub fn tags_view() -> TagsView {
             TagRow {
                 tag: "prod".into(),
                 digest: digest(2),
+                damaged: None,
                 history: vec![
                     MoveRow {
                         from: None,
@@ -557,7 +563,30 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("help", help()),
         ("mounts-empty", mounts_empty()),
         ("jobs-empty", jobs_empty()),
+        ("versions-damaged", versions_damaged()),
     ]
+}
+
+/// A volume with a damaged manifest: the version is listed, marked, and says why.
+pub fn versions_damaged() -> FrameView {
+    let mut f = versions();
+    let mut rows = version_rows();
+    rows.push(VersionRow {
+        digest: digest(4),
+        tags: vec!["old".into()],
+        damaged: Some(
+            "manifest is damaged: EOF while parsing an object at line 1 column 412".into(),
+        ),
+        ..VersionRow::default()
+    });
+    f.body = Body::Versions(VersionsView {
+        volume: "weights/qwen3-8b".into(),
+        rows,
+        selected: 3,
+        marked: None,
+    });
+    f.status = status("1 damaged version: `sealvol volume verify` says what is wrong");
+    f
 }
 
 /// The Mounts screen with nothing mounted: headers, and how to mount.

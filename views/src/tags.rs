@@ -24,6 +24,8 @@ pub struct TagRow {
     pub digest: String,
     /// Oldest first, as stored.
     pub history: Vec<MoveRow>,
+    /// Why the tag cannot be used (a damaged file, or a version that does not exist).
+    pub damaged: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,7 +107,11 @@ pub fn draw(vm: &TagsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let t = &vm.tags[i];
             vec![
                 cell(&t.tag, Role::Tag),
-                cell(short_digest(&t.digest), Role::Pinned),
+                match (&t.damaged, t.digest.is_empty()) {
+                    (None, _) => cell(short_digest(&t.digest), Role::Pinned),
+                    (Some(_), true) => cell("⚠ damaged", Role::Error),
+                    (Some(_), false) => cell(format!("⚠ {}", short_digest(&t.digest)), Role::Error),
+                },
                 cell(
                     t.history.last().map(|m| when(&m.at)).unwrap_or_default(),
                     Role::Dim,
@@ -117,7 +123,10 @@ pub fn draw(vm: &TagsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let Some(tag) = vm.tags.get(vm.selected) else {
         return;
     };
-    let title = format!(" history of {} ", tag.tag);
+    let title = match &tag.damaged {
+        Some(why) => format!(" history of {}: {why} ", tag.tag),
+        None => format!(" history of {} ", tag.tag),
+    };
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.style(Role::Border))

@@ -20,6 +20,8 @@ pub struct VersionRow {
     pub tags: Vec<String>,
     /// Live mounts on this node serving this version.
     pub mounts: usize,
+    /// Why its manifest cannot be read (its other fields are then empty).
+    pub damaged: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -102,6 +104,17 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             } else {
                 Role::Added
             };
+            if let Some(why) = &r.damaged {
+                return vec![
+                    cell(format!("{mark}{}", short_digest(&r.digest)), Role::Error),
+                    cell("⚠ damaged", Role::Error),
+                    cell("-", Role::Dim),
+                    cell("-", Role::Dim),
+                    cell("-", Role::Dim),
+                    tags,
+                    cell(why, Role::Error),
+                ];
+            }
             vec![
                 cell(format!("{mark}{}", short_digest(&r.digest)), digest_role),
                 cell(when(&r.created), Role::Dim),

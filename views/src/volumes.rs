@@ -14,6 +14,8 @@ pub struct VolumeRow {
     pub versions: usize,
     pub tags: Vec<String>,
     pub latest_bytes: u64,
+    /// Damaged manifests and tags (listed by the repository, marked here).
+    pub damaged: usize,
     pub updated: String,
     /// Digests served by live mounts on this node.
     pub mounted: Vec<String>,
@@ -75,7 +77,10 @@ pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             vec![
                 cell(&r.namespace, Role::Dim),
                 cell(&r.name, Role::Text),
-                cell(r.versions.to_string(), Role::Text),
+                match r.damaged {
+                    0 => cell(r.versions.to_string(), Role::Text),
+                    n => cell(format!("{} ⚠{n} damaged", r.versions), Role::Error),
+                },
                 cell(size(r.latest_bytes), Role::Text),
                 cell(when(&r.updated), Role::Dim),
                 if r.mounted.is_empty() {

@@ -4,6 +4,7 @@ pub mod demo;
 pub mod info;
 pub mod jobs;
 pub mod mount;
+pub mod repair;
 pub mod secret;
 pub mod volume;
 
@@ -21,6 +22,12 @@ impl Ctx {
     /// Opens the repository; `create` for commands that write (push) or seed it.
     pub fn open_repo(&self, create: bool) -> Result<Repository> {
         Repository::open_local(&self.settings.repo, create, self.settings.fsync)
+    }
+
+    /// Opens the repository for verify and repair, which work on one whose
+    /// `sealvol.repo` is damaged: the damage is returned, not raised.
+    pub fn open_repo_damaged(&self) -> Result<(Repository, Option<String>)> {
+        Repository::open_local_damaged(&self.settings.repo, self.settings.fsync)
     }
 
     pub fn progress(&self) -> Box<dyn Progress> {

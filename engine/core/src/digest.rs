@@ -20,6 +20,14 @@ impl Hash {
         Hash(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The hash of a whole file's content, read on every core.
+    pub fn of_file(path: &std::path::Path) -> crate::Result<Hash> {
+        let mut h = blake3::Hasher::new();
+        h.update_mmap_rayon(path)
+            .map_err(|e| crate::Error::io("cannot read", path, e))?;
+        Ok(Hash(*h.finalize().as_bytes()))
+    }
+
     pub fn hex(&self) -> String {
         hex::encode(self.0)
     }

@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod chunk;
+pub mod damage;
 pub mod diff;
 pub mod digest;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod push;
 pub mod read;
 pub mod refs;
 pub mod registry;
+pub mod repair;
 pub mod repo;
 pub mod store;
 pub mod testutil;

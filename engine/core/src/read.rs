@@ -1,7 +1,7 @@
 //! The read layer: the one place a chunk is fetched, in tier order (the node-disk
 //! cache, then the origin repository), and checked against its BLAKE3 hash on the way
 //! in: a bad cached chunk is dropped and fetched again, a bad origin chunk fails the
-//! read. A chunk that fails its check is never returned.
+//! read and is written down as damage (`damage.rs`). A chunk that fails its check is never returned.
 //!
 //! Misses are fetched in runs: chunks that lie next to each other in one pack are read
 //! with one range request, which is what makes a cold sequential read fast on a remote
@@ -389,7 +389,11 @@ fn read_runs(
                 start: at,
                 end: at + c.entry.stored_len as usize,
             };
-            check_chunk(&piece, &c.entry, &pack)?;
+            if let Err(e) = check_chunk(&piece, &c.entry, &pack) {
+                // Written down, so that no push builds on this copy again.
+                crate::damage::record(repo, &pack, &c.entry, "read", "fails its hash check");
+                return Err(e);
+            }
             add(&counters.origin_chunks, 1);
             add(&counters.origin_bytes, piece.len() as u64);
             pieces.push((c.entry.hash, piece.start, piece.end));

@@ -76,6 +76,11 @@ pub struct TagFile {
     pub tag: String,
     pub digest: String,
     pub history: Vec<TagMove>,
+    /// Set by listings (never stored): why this tag cannot be used, for a tag file that
+    /// is damaged (`digest` is then empty and `history` what could be read of it) or
+    /// that points at a version that does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 /// A version just sealed: its digest, whether it is new, and what happened to each tag.
@@ -96,6 +101,9 @@ pub struct TagChange {
     pub to: String,
     /// False when the tag already pointed at `to`.
     pub moved: bool,
+    /// The tag's file was damaged: where its bytes were kept before the move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_damaged: Option<String>,
 }
 
 /// What a tag move did, from the compare-and-swap itself (not from a read before it,
@@ -107,6 +115,8 @@ pub struct TagMoved {
     pub from: Option<String>,
     /// False when the tag already pointed there and nothing was written.
     pub moved: bool,
+    /// Where the damaged tag file this move replaced was kept (`quarantine/…`).
+    pub kept_damaged: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,6 +129,10 @@ pub struct VersionInfo {
     pub source: String,
     pub pushed_by: String,
     pub tags: Vec<String>,
+    /// Why the manifest cannot be read, for a damaged one (listed, never skipped
+    /// silently; its other fields are then empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -129,6 +143,9 @@ pub struct VolumeInfo {
     pub tags: Vec<String>,
     pub latest_bytes: u64,
     pub updated: String,
+    /// Damaged manifests and tags of this volume (listed, and skipped by everything
+    /// that needs a readable one).
+    pub damaged: usize,
 }
 
 pub fn now_rfc3339() -> String {
@@ -212,17 +229,20 @@ impl Repository {
         Ok(vols)
     }
 
+    /// Every volume with its counts. A damaged manifest or tag is counted in `damaged`
+    /// and takes nothing else down.
     pub fn volume_infos(&self, namespace: Option<&Name>) -> Result<Vec<VolumeInfo>> {
         let mut out = Vec::new();
         for vol in self.volumes(namespace)? {
-            let versions = self.versions(&vol)?;
-            let tags = self.tags(&vol)?.into_iter().map(|t| t.tag).collect();
-            let latest = versions.first();
+            let (versions, tags) = self.versions_and_tags(&vol)?;
+            let latest = versions.iter().find(|v| v.damaged.is_none());
             out.push(VolumeInfo {
                 namespace: vol.namespace.to_string(),
                 name: vol.name.to_string(),
                 versions: versions.len(),
-                tags,
+                damaged: versions.iter().filter(|v| v.damaged.is_some()).count()
+                    + tags.iter().filter(|t| t.damaged.is_some()).count(),
+                tags: tags.into_iter().map(|t| t.tag).collect(),
                 latest_bytes: latest.map(|v| v.bytes).unwrap_or(0),
                 updated: latest.map(|v| v.created.clone()).unwrap_or_default(),
             });
@@ -230,31 +250,76 @@ impl Repository {
         Ok(out)
     }
 
-    /// Versions of a volume, newest first, with the tags pointing at each.
+    /// Versions of a volume, newest first, with the tags pointing at each; damaged
+    /// manifests last, marked.
     pub fn versions(&self, vol: &VolumeName) -> Result<Vec<VersionInfo>> {
-        let mut by_digest: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for t in self.tags(vol)? {
-            by_digest.entry(t.digest).or_default().push(t.tag);
-        }
-        let mut out = Vec::new();
-        for d in self.version_digests(vol)? {
-            let m = self.manifest(vol, &d)?;
-            out.push(VersionInfo {
-                digest: m.digest.clone(),
-                created: m.created.clone(),
-                bytes: m.stats.bytes,
-                files: m.stats.files,
-                new_bytes: m.stats.new_bytes,
-                source: m.provenance.source.clone(),
-                pushed_by: m.provenance.pushed_by.clone(),
-                tags: by_digest.remove(&m.digest).unwrap_or_default(),
-            });
-        }
-        out.sort_by(|a, b| b.created.cmp(&a.created).then(a.digest.cmp(&b.digest)));
-        Ok(out)
+        Ok(self.versions_and_tags(vol)?.0)
     }
 
+    fn versions_and_tags(&self, vol: &VolumeName) -> Result<(Vec<VersionInfo>, Vec<TagFile>)> {
+        let digests = self.version_digests(vol)?;
+        let tags = self.tags_of(vol, &digests)?;
+        let mut by_digest: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for t in tags.iter().filter(|t| !t.digest.is_empty()) {
+            by_digest.entry(&t.digest).or_default().push(t.tag.clone());
+        }
+        let mut out = Vec::new();
+        for d in digests {
+            let info = match self.manifest(vol, &d) {
+                Ok(m) => VersionInfo {
+                    tags: by_digest.remove(m.digest.as_str()).unwrap_or_default(),
+                    digest: m.digest,
+                    created: m.created,
+                    bytes: m.stats.bytes,
+                    files: m.stats.files,
+                    new_bytes: m.stats.new_bytes,
+                    source: m.provenance.source,
+                    pushed_by: m.provenance.pushed_by,
+                    damaged: None,
+                },
+                // Deleted since the listing: not a version any more.
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::Format) => {
+                    let digest = d.to_string();
+                    VersionInfo {
+                        tags: by_digest.remove(digest.as_str()).unwrap_or_default(),
+                        digest,
+                        created: String::new(),
+                        bytes: 0,
+                        files: 0,
+                        new_bytes: 0,
+                        source: String::new(),
+                        pushed_by: String::new(),
+                        damaged: Some(e.message().to_string()),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            out.push(info);
+        }
+        out.sort_by(|a, b| {
+            (
+                a.damaged.is_some(),
+                std::cmp::Reverse(&a.created),
+                &a.digest,
+            )
+                .cmp(&(
+                    b.damaged.is_some(),
+                    std::cmp::Reverse(&b.created),
+                    &b.digest,
+                ))
+        });
+        Ok((out, tags))
+    }
+
+    /// Every tag of a volume, sorted by name; a damaged one, or one pointing at a
+    /// version that does not exist, is listed with `damaged` set.
     pub fn tags(&self, vol: &VolumeName) -> Result<Vec<TagFile>> {
+        let digests = self.version_digests(vol)?;
+        self.tags_of(vol, &digests)
+    }
+
+    fn tags_of(&self, vol: &VolumeName, digests: &[Digest]) -> Result<Vec<TagFile>> {
         let prefix = tag_prefix(vol);
         let mut out = Vec::new();
         for o in self.store().list(&prefix)? {
@@ -264,21 +329,41 @@ impl Repository {
             let Ok(tag) = Name::parse("tag", name) else {
                 continue;
             };
-            if let Some(t) = self.tag(vol, &tag)? {
-                out.push(t);
-            }
+            let t = match self.tag(vol, &tag) {
+                Ok(Some(mut t)) => {
+                    if !digests.iter().any(|d| d.to_string() == t.digest) {
+                        t.damaged = Some(format!(
+                            "points at {}, which is not a version of {vol}",
+                            t.digest
+                        ));
+                    }
+                    t
+                }
+                Ok(None) => continue,
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    let bytes = self.store().get(&o.key)?.unwrap_or_default();
+                    TagFile {
+                        tag: tag.to_string(),
+                        digest: String::new(),
+                        history: salvage_history(&bytes),
+                        damaged: Some(e.message().to_string()),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            out.push(t);
         }
         out.sort_by(|a, b| a.tag.cmp(&b.tag));
         Ok(out)
     }
 
+    /// A tag file, or `None` if the tag does not exist; one that cannot be parsed, or
+    /// names no valid digest, is an error of kind `Corrupt`.
     pub fn tag(&self, vol: &VolumeName, tag: &Name) -> Result<Option<TagFile>> {
         let key = tag_key(vol, tag);
         match self.store().get(&key)? {
             None => Ok(None),
-            Some(b) => serde_json::from_slice(&b)
-                .map(Some)
-                .map_err(|e| Error::corrupt(format!("{key} is damaged: {e}"))),
+            Some(b) => parse_tag(&key, &b).map(Some),
         }
     }
 
@@ -317,19 +402,39 @@ impl Repository {
                 }
             }
             Target::Tag(tag) => {
-                let t = self.tag(vol, tag)?.ok_or_else(|| {
-                    Error::not_found(format!("no tag {tag} on vol:{vol}"))
-                        .hint(format!("list tags with `sealvol volume tags {vol}`"))
-                })?;
-                Digest::parse(&t.digest)
-                    .map_err(|_| Error::corrupt(format!("tag {tag} of {vol} is damaged")))
+                let t = self
+                    .tag(vol, tag)
+                    .map_err(|e| {
+                        e.hint(format!(
+                            "`sealvol repair` restores it from its history, or set it again with `sealvol volume tag {vol}@DIGEST {tag}`"
+                        ))
+                    })?
+                    .ok_or_else(|| {
+                        Error::not_found(format!("no tag {tag} on vol:{vol}"))
+                            .hint(format!("list tags with `sealvol volume tags {vol}`"))
+                    })?;
+                let d = Digest::parse(&t.digest)?;
+                if self.store().size(&manifest_key(vol, &d))?.is_none() {
+                    return Err(Error::corrupt(format!(
+                        "tag {tag} of {vol} points at {d}, which is not a version of {vol}"
+                    ))
+                    .hint(format!(
+                        "`sealvol repair` moves it back to the last version it held that exists, or set it with `sealvol volume tag {vol}@DIGEST {tag}`"
+                    )));
+                }
+                Ok(d)
             }
             Target::Latest => {
                 let versions = self.versions(vol)?;
-                let v = versions.first().ok_or_else(|| {
-                    Error::not_found(format!("volume {vol} has no versions"))
-                        .hint("list volumes with `sealvol volume ls`")
-                })?;
+                let v =
+                    versions
+                        .iter()
+                        .find(|v| v.damaged.is_none())
+                        .ok_or_else(|| match versions.is_empty() {
+                            true => Error::not_found(format!("volume {vol} has no versions"))
+                                .hint("list volumes with `sealvol volume ls`"),
+                            false => Error::corrupt(format!("every version of {vol} is damaged")),
+                        })?;
                 Digest::parse(&v.digest)
             }
         }
@@ -351,17 +456,33 @@ impl Repository {
         let key = tag_key(vol, tag);
         for _attempt in 0..16 {
             let current = self.store().get_versioned(&key)?;
+            let mut kept_at = None;
             let (mut file, etag) = match &current {
-                Some((bytes, etag)) => {
-                    let f: TagFile = serde_json::from_slice(bytes)
-                        .map_err(|e| Error::corrupt(format!("{key} is damaged: {e}")))?;
-                    (f, Some(etag.clone()))
-                }
+                Some((bytes, etag)) => match parse_tag(&key, bytes) {
+                    Ok(f) => (f, Some(etag.clone())),
+                    // A damaged tag does not stop a move: its bytes are kept in
+                    // quarantine, what can be read of its history carries over.
+                    Err(e) => {
+                        let at = self.quarantine_copy(&key, bytes)?;
+                        tracing::warn!("{}; kept at {at}", e.message());
+                        kept_at = Some(at);
+                        let history = salvage_history(bytes);
+                        let digest = history.last().map(|m| m.to.clone()).unwrap_or_default();
+                        let file = TagFile {
+                            tag: tag.to_string(),
+                            digest,
+                            history,
+                            damaged: None,
+                        };
+                        (file, Some(etag.clone()))
+                    }
+                },
                 None => (
                     TagFile {
                         tag: tag.to_string(),
                         digest: String::new(),
                         history: Vec::new(),
+                        damaged: None,
                     },
                     None,
                 ),
@@ -381,11 +502,12 @@ impl Repository {
                     .hint("look at the tag again and decide anew"));
                 }
             }
-            if from.as_deref() == Some(&to.to_string()) {
+            if from.as_deref() == Some(&to.to_string()) && kept_at.is_none() {
                 return Ok(TagMoved {
                     file,
                     from,
                     moved: false,
+                    kept_damaged: None,
                 });
             }
             file.digest = to.to_string();
@@ -402,6 +524,7 @@ impl Repository {
                         file,
                         from,
                         moved: true,
+                        kept_damaged: kept_at,
                     });
                 }
                 Err(e) if e.kind() == ErrorKind::Race && expected.is_none() => continue,
@@ -440,9 +563,18 @@ impl Repository {
         };
         let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
         self.barrier()?;
-        let sealed_new = self
-            .store()
-            .put_if_absent(&manifest_key(volume, &digest), &bytes)?;
+        let key = manifest_key(volume, &digest);
+        let mut sealed_new = self.store().put_if_absent(&key, &bytes)?;
+        if !sealed_new && let Err(e) = self.manifest(volume, &digest) {
+            // The version was sealed before, but its manifest is damaged: this push of
+            // the same bytes seals it again, and the damaged one is kept in quarantine.
+            if e.kind() != ErrorKind::Corrupt {
+                return Err(e);
+            }
+            let at = self.quarantine(&key)?;
+            tracing::warn!("{}; kept at {at}, sealed again", e.message());
+            sealed_new = self.store().put_if_absent(&key, &bytes)?;
+        }
         self.barrier()?;
         let mut changes = Vec::with_capacity(tags.len());
         for tag in tags {
@@ -452,6 +584,7 @@ impl Repository {
                 from: m.from,
                 to: digest.to_string(),
                 moved: m.moved,
+                kept_damaged: m.kept_damaged,
             });
         }
         Ok(Sealed {
@@ -480,6 +613,69 @@ fn user_of_uid() -> String {
         }
         format!("uid{uid}")
     }
+}
+
+/// A tag file, checked: valid JSON naming a valid digest.
+fn parse_tag(key: &str, bytes: &[u8]) -> Result<TagFile> {
+    let mut t: TagFile = serde_json::from_slice(bytes)
+        .map_err(|e| Error::corrupt(format!("{key} is damaged: {e}")))?;
+    if Digest::parse(&t.digest).is_err() {
+        return Err(Error::corrupt(format!(
+            "{key} is damaged: {:?} is not a digest",
+            t.digest
+        )));
+    }
+    t.damaged = None;
+    Ok(t)
+}
+
+/// What can be read of a damaged tag file's history: every complete move, in order, up
+/// to the first one that is cut or unreadable. A tag file is written whole by one
+/// rename, so damage is from outside (a disk, a hand edit), and a cut file keeps its
+/// oldest moves.
+pub fn salvage_history(bytes: &[u8]) -> Vec<TagMove> {
+    let text = String::from_utf8_lossy(bytes);
+    let Some(start) = text
+        .find("\"history\"")
+        .and_then(|h| text[h..].find('[').map(|b| h + b + 1))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let (mut depth, mut in_string, mut escaped, mut from) = (0usize, false, false, 0usize);
+    for (i, ch) in text[start..].char_indices() {
+        let i = start + i;
+        if in_string {
+            match (escaped, ch) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match ch {
+            '"' => in_string = true,
+            '{' => {
+                if depth == 0 {
+                    from = i;
+                }
+                depth += 1;
+            }
+            '}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    match serde_json::from_str::<TagMove>(&text[from..=i]) {
+                        Ok(m) if Digest::parse(&m.to).is_ok() => out.push(m),
+                        _ => break,
+                    }
+                }
+            }
+            ']' if depth == 0 => break,
+            _ => {}
+        }
+    }
+    out
 }
 
 fn missing_version(r: &Ref) -> Error {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkParams;
+use crate::damage::Health;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
@@ -63,6 +64,8 @@ pub struct Listed {
 /// The newest repository format this build reads and writes.
 pub const FORMAT: u32 = 1;
 const CONFIG_KEY: &str = "sealvol.repo";
+/// Where damaged objects are moved; nothing reads or deletes them.
+pub const QUARANTINE: &str = "quarantine/";
 /// Packs are closed when they reach this size (DESIGN.md: tens of MiB, so that object
 /// stores see few large objects).
 pub const PACK_TARGET: u64 = 64 << 20;
@@ -72,6 +75,20 @@ pub struct RepoConfig {
     pub format: u32,
     pub chunker: ChunkerConfig,
     pub pack_target: u64,
+}
+
+impl RepoConfig {
+    /// The settings of a new repository.
+    pub fn default_new() -> RepoConfig {
+        RepoConfig {
+            format: FORMAT,
+            chunker: ChunkerConfig {
+                algorithm: "fastcdc-2020".into(),
+                params: ChunkParams::DEFAULT,
+            },
+            pack_target: PACK_TARGET,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,18 +137,41 @@ impl Repository {
         Repository::open(Box::new(store), location, create)
     }
 
+    /// Opens an existing local repository whose `sealvol.repo` may be damaged, for
+    /// verify and repair: with the default settings in its place, and the damage.
+    pub fn open_local_damaged(path: &Path, durable: bool) -> Result<(Repository, Option<String>)> {
+        match Repository::open_local(path, false, durable) {
+            Err(e) if e.kind() == ErrorKind::Corrupt && path.join(CONFIG_KEY).exists() => {
+                let store = LocalStore::new(path, durable)?;
+                let repo = Repository {
+                    store: Box::new(store),
+                    config: RepoConfig::default_new(),
+                    location: path.display().to_string(),
+                };
+                Ok((repo, Some(e.message().to_string())))
+            }
+            other => other.map(|r| (r, None)),
+        }
+    }
+
+    /// Writes `sealvol.repo` anew with this repository's settings, keeping the damaged
+    /// one in quarantine (repair, after checking the settings against stored chunks).
+    pub fn rewrite_config(&self) -> Result<Option<String>> {
+        let kept = match self.store.get(CONFIG_KEY)? {
+            Some(_) => Some(self.quarantine(CONFIG_KEY)?),
+            None => None,
+        };
+        let bytes = serde_json::to_vec_pretty(&self.config).map_err(json_error)?;
+        self.store.put_if_absent(CONFIG_KEY, &bytes)?;
+        self.store.sync()?;
+        Ok(kept)
+    }
+
     pub fn open(store: Box<dyn ObjectStore>, location: String, create: bool) -> Result<Self> {
         let config = match store.get(CONFIG_KEY)? {
             Some(bytes) => parse_config(&location, &bytes)?,
             None if create => {
-                let config = RepoConfig {
-                    format: FORMAT,
-                    chunker: ChunkerConfig {
-                        algorithm: "fastcdc-2020".into(),
-                        params: ChunkParams::DEFAULT,
-                    },
-                    pack_target: PACK_TARGET,
-                };
+                let config = RepoConfig::default_new();
                 let bytes = serde_json::to_vec_pretty(&config).map_err(json_error)?;
                 store.put_if_absent(CONFIG_KEY, &bytes)?;
                 // Another process may have won the race to create it: read what is there.
@@ -164,14 +204,35 @@ impl Repository {
         &self.location
     }
 
-    /// Loads every index object: which chunks exist and where.
+    /// Loads every index object: which chunks exist and where, leaving out every copy
+    /// that `Health` knows unusable, so a writer never builds on one. A damaged index
+    /// is replaced, for this writer, by its pack's trailer.
     pub fn load_index(&self) -> Result<ChunkIndex> {
-        let mut index = ChunkIndex::default();
+        let mut index = ChunkIndex {
+            health: Health::load(self)?,
+            ..ChunkIndex::default()
+        };
         for listed in self.list(Kind::Index)? {
             let Some(id) = listed.id else { continue };
-            if let Some(entries) = self.index(&id)? {
-                index.add_pack(id, &entries);
-            }
+            let entries = match self.index(&id) {
+                Ok(Some(entries)) => entries,
+                Ok(None) => continue,
+                Err(e) if e.kind() == ErrorKind::Corrupt => match self.read_pack_entries(&id) {
+                    Ok(entries) if objects::pack_id(&entries) == id => {
+                        tracing::warn!(
+                            "{}; using its pack's trailer (`sealvol repair` rewrites it)",
+                            e.message()
+                        );
+                        entries
+                    }
+                    _ => {
+                        tracing::warn!("{}, and so is its pack's trailer", e.message());
+                        continue;
+                    }
+                },
+                Err(e) => return Err(e),
+            };
+            index.add_pack(id, &entries);
         }
         Ok(index)
     }
@@ -202,6 +263,11 @@ impl Repository {
             }
         }
         Ok(recovered)
+    }
+
+    /// Removes staging files of writers that are gone (a `kill -9` mid-push).
+    pub fn clean_staging(&self) -> Result<(u64, u64)> {
+        self.store.clean_staging()
     }
 
     /// Every object of one kind, in name order.
@@ -252,19 +318,58 @@ impl Repository {
         }
     }
 
+    /// Writes a pack's index from its trailer's entries, over a damaged or disagreeing
+    /// one (kept in quarantine).
+    pub fn rewrite_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<()> {
+        let key = index_key(id);
+        if let Some(old) = self.store.get(&key)? {
+            self.quarantine_copy(&key, &old)?;
+        }
+        self.store.put(&key, &objects::encode_index(entries))
+    }
+
     fn put_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<bool> {
         self.store
             .put_if_absent(&index_key(id), &objects::encode_index(entries))
     }
 
-    /// Whether a file's chunk list is stored.
-    pub fn has_file_object(&self, hash: &Hash) -> Result<bool> {
-        Ok(self.store.size(&file_key(hash))?.is_some())
-    }
-
     /// Stores a file's chunk list (after the packs it names). Returns whether it is new.
     pub fn put_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
         self.store.put_if_absent(&file_key(hash), &obj.encode())
+    }
+
+    /// Replaces a chunk list that names unusable copies (or cannot be read) with one
+    /// that names healthy copies of the same chunks. Both describe the same bytes, so a
+    /// reader holding either reads the same file or gets a clear error, never other data.
+    pub fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+        self.store.put(&file_key(hash), &obj.encode())
+    }
+
+    /// A file's chunk list, if it is stored and readable and every chunk it names is
+    /// usable; what a writer may build on.
+    pub fn healthy_file_object(&self, hash: &Hash, health: &Health) -> Result<Option<FileObject>> {
+        match self.file_object(hash) {
+            Ok(obj) if health.file_ok(&obj) => Ok(Some(obj)),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::Corrupt => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves a damaged object out of the repository's way into `quarantine/`, where
+    /// nothing reads it and nothing deletes it: the last copy of anything is kept for a
+    /// person to look at. Returns where it went.
+    pub fn quarantine(&self, key: &str) -> Result<String> {
+        let to = format!("{QUARANTINE}{}/{key}", quarantine_stamp());
+        self.store.move_object(key, &to)?;
+        Ok(to)
+    }
+
+    /// Keeps a copy of bytes about to be overwritten (a damaged tag) in `quarantine/`.
+    pub fn quarantine_copy(&self, key: &str, bytes: &[u8]) -> Result<String> {
+        let to = format!("{QUARANTINE}{}/{key}", quarantine_stamp());
+        self.store.put_if_absent(&to, bytes)?;
+        Ok(to)
     }
 
     /// A write barrier: everything written before it is durable when it returns. A
@@ -327,8 +432,12 @@ fn parse_config(location: &str, bytes: &[u8]) -> Result<RepoConfig> {
     struct Version {
         format: u32,
     }
-    let v: Version = serde_json::from_slice(bytes)
-        .map_err(|e| Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")))?;
+    let damaged = |e: serde_json::Error| {
+        Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")).hint(
+            "`sealvol volume verify` shows what else is damaged; `sealvol repair` writes it anew",
+        )
+    };
+    let v: Version = serde_json::from_slice(bytes).map_err(damaged)?;
     if v.format > FORMAT {
         return Err(Error::new(
             ErrorKind::Format,
@@ -339,14 +448,25 @@ fn parse_config(location: &str, bytes: &[u8]) -> Result<RepoConfig> {
         )
         .hint("upgrade sealvol to use this repository"));
     }
-    let config: RepoConfig = serde_json::from_slice(bytes)
-        .map_err(|e| Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")))?;
+    let config: RepoConfig = serde_json::from_slice(bytes).map_err(damaged)?;
     if !config.chunker.params.is_valid() || config.chunker.algorithm != "fastcdc-2020" {
         return Err(Error::corrupt(format!(
             "{location}/{CONFIG_KEY}: unsupported chunker settings"
         )));
     }
     Ok(config)
+}
+
+/// `quarantine/<stamp>/…`: one folder per process that quarantined something, so a
+/// second damaged copy of one object never replaces the first.
+fn quarantine_stamp() -> String {
+    static STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STAMP
+        .get_or_init(|| {
+            let t = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+            format!("{}-{}", t.replace([':', '-'], ""), std::process::id())
+        })
+        .clone()
 }
 
 pub(crate) fn json_error(e: serde_json::Error) -> Error {
@@ -390,22 +510,32 @@ pub struct ChunkLoc {
     pub entry: PackEntry,
 }
 
-/// Every chunk a repository holds, by hash.
+/// Every usable chunk a repository holds, by hash, and what is known damaged.
 #[derive(Default)]
 pub struct ChunkIndex {
     pub packs: Vec<PackId>,
     pub chunks: HashMap<Hash, ChunkLoc>,
+    pub health: Health,
 }
 
 impl ChunkIndex {
+    /// Adds a pack's usable chunks; where a chunk has several copies, the first usable
+    /// one is kept.
     pub fn add_pack(&mut self, id: PackId, entries: &[PackEntry]) {
         let slot = self.packs.len() as u32;
         self.packs.push(id);
         for &entry in entries {
-            self.chunks
-                .entry(entry.hash)
-                .or_insert(ChunkLoc { slot, entry });
+            if self.health.check(&id, &entry).is_ok() {
+                self.chunks
+                    .entry(entry.hash)
+                    .or_insert(ChunkLoc { slot, entry });
+            }
         }
+    }
+
+    /// A pack just written by this process: it is not in the health listing yet.
+    pub fn add_new_pack(&mut self, id: PackId, size: u64) {
+        self.health.add_pack(id, size);
     }
 
     pub fn stored_bytes(&self) -> u64 {

@@ -144,7 +144,8 @@ fn run_logged(
         None => shown.clone(),
     };
 
-    // What an earlier run of this (or an identical) sync already stored.
+    let mut index = push::index_after_recovery(repo)?;
+    // What an earlier run of this (or an identical) sync already stored, intact.
     let mut files: HashMap<usize, (Hash, u64)> = HashMap::new();
     for (i, hit) in db
         .synced_lookup(&source_id, objects)?
@@ -152,9 +153,9 @@ fn run_logged(
         .enumerate()
     {
         if let Some(h) = hit
-            && repo.has_file_object(&h)?
+            && let Some(chunks) = push::stored_file(repo, &index, &h)?
         {
-            files.insert(i, (h, push::stored_chunk_count(repo, &h)?));
+            files.insert(i, (h, chunks));
         }
     }
     let progress = opts.progress;
@@ -191,8 +192,8 @@ fn run_logged(
         ));
     }
 
-    let mut index = push::index_after_recovery(repo)?;
     let (mut new_bytes, mut new_chunks, mut bytes_read, mut chunks_reused) = (0, 0, 0, 0);
+    let mut files_healed = 0;
     let all_batches = batches(&todo, |i| objects[i].size, opts.batch_bytes);
     let count = all_batches.len();
     for (n, batch) in all_batches.into_iter().enumerate() {
@@ -228,6 +229,7 @@ fn run_logged(
         new_chunks += got.new_chunks;
         bytes_read += got.bytes_read;
         chunks_reused += got.chunks_reused;
+        files_healed += got.files_healed;
     }
     if opts.cancel.load(Ordering::Relaxed) {
         return Err(Error::cancelled());
@@ -263,6 +265,7 @@ fn run_logged(
         stats,
         bytes_read,
         chunks_reused,
+        files_healed,
         files_unchanged: (objects.len() - todo.len()) as u64,
         elapsed: started.elapsed(),
     })

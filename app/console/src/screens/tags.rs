@@ -149,6 +149,7 @@ impl Screen for Tags {
                 .map(|t| TagRow {
                     tag: t.tag.clone(),
                     digest: t.digest.clone(),
+                    damaged: t.damaged.clone(),
                     history: t
                         .history
                         .iter()

@@ -207,6 +207,7 @@ impl Screen for Versions {
                         new_bytes: v.new_bytes,
                         source: v.source.clone(),
                         tags: v.tags.clone(),
+                        damaged: v.damaged.clone(),
                         mounts: ctx
                             .mounts
                             .iter()

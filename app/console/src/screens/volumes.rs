@@ -106,6 +106,7 @@ impl Screen for Volumes {
                     versions: v.versions,
                     tags: v.tags.clone(),
                     latest_bytes: v.latest_bytes,
+                    damaged: v.damaged,
                     updated: v.updated.clone(),
                     mounted: ctx
                         .mounts

@@ -345,6 +345,7 @@ fn frame_bench_10k_versions() {
         tags: vec!["prod".into()],
         latest_bytes: 1 << 34,
         updated: "2026-11-30T00:00:00.000Z".into(),
+        damaged: 0,
     }]));
     m.on_action(Action::Open);
     let versions: Vec<VersionInfo> = (0..10_000)
@@ -357,6 +358,7 @@ fn frame_bench_10k_versions() {
             source: format!("file:///data/ckpt/step-{i}"),
             pushed_by: "ci@runner".into(),
             tags: if i == 42 { vec!["prod".into()] } else { vec![] },
+            damaged: None,
         })
         .collect();
     m.on_loaded(Loaded::Versions(

@@ -36,13 +36,17 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
         eprintln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
         return Ok(());
     }
+    warn_damaged(vols.iter().map(|v| v.damaged).sum());
     let rows: Vec<Vec<String>> = vols
         .iter()
         .map(|v| {
             vec![
                 v.namespace.clone(),
                 v.name.clone(),
-                v.versions.to_string(),
+                match v.damaged {
+                    0 => v.versions.to_string(),
+                    n => format!("{} ({n} damaged)", v.versions),
+                },
                 size(v.latest_bytes),
                 when(&v.updated),
                 v.tags.join(","),
@@ -73,9 +77,16 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
     if as_json {
         return json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));
     }
+    warn_damaged(versions.iter().filter(|v| v.damaged.is_some()).count());
     let rows: Vec<Vec<String>> = versions
         .iter()
         .map(|v| {
+            if v.damaged.is_some() {
+                let mut row = vec![short_digest(&v.digest), "damaged".into()];
+                row.extend(["-", "-", "-"].map(String::from));
+                row.push(v.tags.join(","));
+                return row;
+            }
             vec![
                 short_digest(&v.digest),
                 when(&v.created),
@@ -90,6 +101,15 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
         &["DIGEST", "CREATED", "SIZE", "FILES", "NEW TO REPO", "TAGS"],
         &rows,
     )
+}
+
+/// Damaged manifests and tags are listed, marked, and counted once on stderr.
+fn warn_damaged(n: usize) {
+    if n > 0 {
+        eprintln!(
+            "warning: {n} damaged manifest(s) or tag(s); `sealvol volume verify` says what is wrong, `sealvol repair` what can be fixed"
+        );
+    }
 }
 
 /// One entry of `volume files --json`: hashes carry their `b3:` prefix, as in the text.

@@ -10,6 +10,8 @@ mod tags;
 mod transfer;
 mod verify;
 
+pub use verify::affected_line;
+
 use sealvol_core::Result;
 
 use super::Ctx;
@@ -92,8 +94,19 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         ),
         VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
         VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
-        VolumeCommand::Verify { reference, json } => {
-            verify::verify(ctx, reference.as_deref(), json)
-        }
+        VolumeCommand::Verify {
+            reference,
+            read_data,
+            read_data_subset,
+            json,
+        } => verify::verify(
+            ctx,
+            &verify::VerifyArgs {
+                reference: reference.as_deref(),
+                read_data,
+                subset: read_data_subset.as_deref(),
+                json,
+            },
+        ),
     }
 }

@@ -19,6 +19,7 @@ pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
         from: moved.from,
         to: to.to_string(),
         moved: moved.moved,
+        kept_damaged: moved.kept_damaged,
     };
     let pinned = Ref::pinned(r.volume.clone(), to);
     if as_json {
@@ -37,10 +38,14 @@ pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
 /// What a tag move did, as its compare-and-swap saw it (push prints these too).
 pub fn tag_line(t: &TagChange) -> String {
     let to = short_digest(&t.to);
-    match (&t.from, t.moved) {
+    let line = match (&t.from, t.moved) {
         (_, false) => format!("tag {} already points at {to}", t.tag),
         (Some(from), true) => format!("tag {}: {} -> {to}", t.tag, short_digest(from)),
         (None, true) => format!("tag {} -> {to} (new)", t.tag),
+    };
+    match &t.kept_damaged {
+        Some(at) => format!("{line} (its damaged file was kept at {at})"),
+        None => line,
     }
 }
 
@@ -62,9 +67,18 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         eprintln!("{volume} has no tags; add one with `sealvol volume tag REF TAG`");
         return Ok(());
     }
+    let damaged = tags.iter().filter(|t| t.damaged.is_some()).count();
+    if damaged > 0 {
+        eprintln!(
+            "warning: {damaged} damaged tag(s); `sealvol volume verify` says what is wrong, `sealvol repair` restores them"
+        );
+    }
     if history {
         for t in &tags {
-            outln!("{} -> {}", t.tag, short_digest(&t.digest))?;
+            match &t.damaged {
+                Some(why) => outln!("{} damaged: {}", t.tag, why)?,
+                None => outln!("{} -> {}", t.tag, short_digest(&t.digest))?,
+            }
             for m in &t.history {
                 outln!(
                     "  {}  {} -> {}  by {}",
@@ -85,7 +99,11 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         .map(|t| {
             vec![
                 t.tag.clone(),
-                short_digest(&t.digest),
+                match (&t.damaged, t.digest.is_empty()) {
+                    (Some(_), true) => "damaged".to_string(),
+                    (Some(_), false) => format!("{} (missing)", short_digest(&t.digest)),
+                    (None, _) => short_digest(&t.digest),
+                },
                 t.history.first().map(|m| when(&m.at)).unwrap_or_default(),
                 t.history.len().to_string(),
             ]

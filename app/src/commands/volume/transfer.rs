@@ -59,6 +59,7 @@ fn push_json(r: &PushReport) -> serde_json::Value {
         "new_bytes": r.stats.new_bytes,
         "new_chunks": r.stats.new_chunks,
         "chunks_reused": r.chunks_reused,
+        "files_healed": r.files_healed,
         "files_unchanged": r.files_unchanged,
         "seconds": r.elapsed.as_secs_f64(),
         "tags": r.tags,
@@ -90,6 +91,12 @@ fn push_summary(r: &PushReport) -> String {
         parts.push(format!(
             "{} unchanged file(s) skipped without reading (stat cache)",
             r.files_unchanged
+        ));
+    }
+    if r.files_healed > 0 {
+        parts.push(format!(
+            "healed {} stored file(s) whose chunks were damaged",
+            r.files_healed
         ));
     }
     if !r.sealed_new {

@@ -1,33 +1,60 @@
-//! `volume verify`: read everything back and report what is damaged.
+//! `volume verify`: check every object, name what is damaged and what it breaks, and
+//! say how to fix it.
 
 use serde::Serialize;
 
-use sealvol_core::verify::{VerifyReport, verify_all, verify_version};
+use sealvol_core::verify::{Affected, ReadData, VerifyReport, survey_all, survey_version};
 use sealvol_core::{Error, ErrorKind, Ref, Repository, Result};
 
 use crate::commands::Ctx;
 use crate::output::{json, name, size};
 
-pub fn verify(ctx: &Ctx, reference: Option<&str>, as_json: bool) -> Result<()> {
-    let repo = ctx.open_repo(false)?;
+pub struct VerifyArgs<'a> {
+    pub reference: Option<&'a str>,
+    pub read_data: bool,
+    pub subset: Option<&'a str>,
+    pub json: bool,
+}
+
+pub fn verify(ctx: &Ctx, args: &VerifyArgs) -> Result<()> {
+    let read = match (args.read_data, args.subset) {
+        (true, Some(_)) => {
+            return Err(
+                Error::invalid("--read-data and --read-data-subset do not go together")
+                    .hint("--read-data reads every pack; --read-data-subset reads some"),
+            );
+        }
+        (true, None) => ReadData::All,
+        (false, Some(s)) => ReadData::parse_subset(s)?,
+        (false, None) => ReadData::Sample,
+    };
+    let (repo, config_damage) = ctx.open_repo_damaged()?;
     let progress = ctx.progress();
-    let report = match reference {
+    let survey = match args.reference {
         Some(r) => {
+            if args.read_data || args.subset.is_some() {
+                return Err(Error::invalid("verify REF always reads every chunk of the version")
+                    .hint("drop --read-data / --read-data-subset, or drop REF to check the whole repository"));
+            }
             let r = Ref::parse(r)?;
             let digest = repo.resolve(&r)?;
-            verify_version(&repo, &r.volume, &digest, progress.as_ref())?
+            survey_version(&repo, &r.volume, &digest, progress.as_ref())?
         }
-        None => verify_all(&repo, progress.as_ref())?,
+        None => survey_all(&repo, read, config_damage, true, progress.as_ref())?,
     };
-    print_verify(&repo, &report, as_json, ctx.quiet)?;
+    let report = survey.report();
+    print_verify(&repo, &report, args.json, ctx.quiet)?;
     if report.problems.is_empty() {
         Ok(())
     } else {
         Err(Error::new(
             ErrorKind::Corrupt,
-            format!("{} problem(s) found", report.problems.len()),
+            format!("{} damaged object(s) found", report.problems.len()),
         )
-        .hint("restore the damaged objects from a mirror, or re-push the affected versions"))
+        .hint(match report.fix.first() {
+            Some(f) => format!("run `{}`; the lines above say what it does", f.command),
+            None => "see the lines above".into(),
+        }))
     }
 }
 
@@ -37,6 +64,39 @@ struct VerifyJson<'a> {
     ok: bool,
     #[serde(flatten)]
     report: &'a VerifyReport,
+}
+
+/// `vol:…@… (tags a, b): file, file` or `tag ns/vol:t`.
+pub fn affected_line(a: &Affected) -> String {
+    let mut line = match &a.version {
+        Some(v) => name(v).into_owned(),
+        None => format!(
+            "tag {}",
+            a.tags
+                .iter()
+                .map(|t| name(t).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if a.version.is_some() && !a.tags.is_empty() {
+        line.push_str(&format!(" (tags {})", a.tags.join(", ")));
+    }
+    if a.whole {
+        line.push_str(": the whole version (its manifest cannot be read)");
+    } else if !a.files.is_empty() {
+        let shown: Vec<String> = a
+            .files
+            .iter()
+            .take(8)
+            .map(|f| name(f).into_owned())
+            .collect();
+        line.push_str(&format!(": {}", shown.join(", ")));
+        if a.files.len() > 8 {
+            line.push_str(&format!(" and {} more", a.files.len() - 8));
+        }
+    }
+    line
 }
 
 fn print_verify(
@@ -53,20 +113,58 @@ fn print_verify(
         });
     }
     for p in &report.problems {
-        outln!("damaged: {}: {}", name(&p.object), p.problem)?;
+        outln!("damaged {}", name(&p.object))?;
+        for d in &p.details {
+            outln!("  {}", name(d))?;
+        }
+        for a in &p.affects {
+            outln!("  breaks {}", affected_line(a))?;
+        }
+        if p.affects.is_empty() {
+            outln!("  breaks nothing sealed: no version reads it")?;
+        }
+    }
+    for n in &report.notes {
+        eprintln!("note: {}", name(n));
     }
     if !quiet {
+        let read = match report.read_data.as_str() {
+            "all" | "this version" => format!("read {} of chunk data", size(report.bytes)),
+            _ if report.packs_read == report.packs => {
+                format!("read {} of chunk data (every pack)", size(report.bytes))
+            }
+            "none" => "read no chunk data".into(),
+            other => format!(
+                "read {} of chunk data in {} of {} pack(s) ({other}; --read-data reads them all)",
+                size(report.bytes),
+                report.packs_read,
+                report.packs
+            ),
+        };
         eprintln!(
-            "checked {} pack(s), {} chunk(s), {} file(s), {} version(s), {}",
-            report.packs,
-            report.chunks,
-            report.files,
-            report.versions,
-            size(report.bytes)
+            "checked {} pack(s), {} chunk(s), {} chunk list(s), {} version(s), {} tag(s); {read}",
+            report.packs, report.chunks, report.files, report.versions, report.tags
         );
     }
     if report.problems.is_empty() {
-        outln!("ok")?;
+        for f in &report.fix {
+            eprintln!("to heal: {}  ({})", f.command, f.why);
+        }
+        return outln!("ok");
+    }
+    if !report.damaged_versions.is_empty() {
+        outln!(
+            "{} version(s) cannot be read back in full:",
+            report.damaged_versions.len()
+        )?;
+        for a in &report.damaged_versions {
+            outln!("  {}", affected_line(a))?;
+        }
+    }
+    outln!("to fix:")?;
+    for f in &report.fix {
+        outln!("  {}", f.command)?;
+        outln!("      {}", f.why)?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::pipeline::{HashedFile, run_pipeline};
-use super::{Inputs, PushReport, index_after_recovery, stored_chunk_count};
+use super::{Inputs, PushReport, index_after_recovery, stored_file};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::progress::Progress;
@@ -68,14 +68,15 @@ pub fn push(
             _ => None,
         })
         .collect();
-    let mut known: HashMap<usize, Hash> = HashMap::new();
+    // (hash, chunk count) by listing index.
+    let mut known: HashMap<usize, (Hash, u64)> = HashMap::new();
     if let Some(cache) = opts.stat_cache {
         let keys: Vec<(PathBuf, Stamp)> = files.iter().map(|(_, p, s)| (p.clone(), *s)).collect();
         for ((i, _, _), hit) in files.iter().zip(cache.lookup(&keys)?) {
             if let Some(h) = hit
-                && repo.has_file_object(&h)?
+                && let Some(chunks) = stored_file(repo, &index, &h)?
             {
-                known.insert(*i, h);
+                known.insert(*i, (h, chunks));
             }
         }
     }
@@ -115,10 +116,7 @@ pub fn push(
             let chunks;
             (hash, chunks) = match outcome.files.get(&i) {
                 Some(hf) => (hf.hash, hf.chunks.len() as u64),
-                None => {
-                    let h = known[&i];
-                    (h, stored_chunk_count(repo, &h)?)
-                }
+                None => known[&i],
             };
             stats.bytes += stamp.size;
             stats.files += 1;
@@ -150,9 +148,48 @@ pub fn push(
         stats,
         bytes_read: outcome.bytes_read,
         chunks_reused: outcome.chunks_reused,
+        files_healed: outcome.files_healed,
         files_unchanged: known.len() as u64,
         elapsed: started.elapsed(),
     })
+}
+
+/// Reads `entries` (files of a walk) into the repository without sealing anything: their
+/// chunk lists are stored, and a stored one that names damaged copies is replaced
+/// (`repair --from`). Returns each file's content hash, in order.
+pub fn store_files(
+    repo: &Repository,
+    entries: &[&crate::walk::WalkEntry],
+    progress: &dyn Progress,
+) -> Result<Vec<Hash>> {
+    let mut index = index_after_recovery(repo)?;
+    let mut files = HashMap::new();
+    let mut to_read = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let WalkKind::File { stamp, .. } = e.kind {
+            files.insert(i, (e.abs.as_path(), stamp));
+            to_read.push((i, stamp.size));
+        }
+    }
+    let inputs = LocalFiles {
+        files,
+        cancel: None,
+    };
+    progress.begin(
+        "heal",
+        to_read.iter().map(|(_, s)| s).sum(),
+        to_read.len() as u64,
+    );
+    let outcome = run_pipeline(repo, &mut index, &to_read, &inputs, progress)?;
+    progress.finish();
+    to_read
+        .iter()
+        .map(|(i, _)| {
+            outcome.files.get(i).map(|hf| hf.hash).ok_or_else(|| {
+                Error::new(ErrorKind::Io, format!("{} was not read", entries[*i].path))
+            })
+        })
+        .collect()
 }
 
 /// Local files of a push, checked against the stamps they had when listed.

@@ -30,7 +30,7 @@ use crate::refs::{Digest, VolumeName};
 use crate::registry::VersionStats;
 use crate::repo::{ChunkIndex, Repository};
 
-pub use local::{PushOptions, StatCache, push};
+pub use local::{PushOptions, StatCache, push, store_files};
 pub use stream::{Ingested, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams};
 
 #[derive(Debug, Clone)]
@@ -42,6 +42,8 @@ pub struct PushReport {
     pub stats: VersionStats,
     pub bytes_read: u64,
     pub chunks_reused: u64,
+    /// Stored files whose chunk lists named damaged copies, healed by this push.
+    pub files_healed: u64,
     /// Files the stat cache let us skip without reading.
     pub files_unchanged: u64,
     pub elapsed: Duration,
@@ -66,8 +68,15 @@ pub trait Inputs: Sync {
     fn finished(&self, i: usize, total: u64) -> Result<()>;
 }
 
-/// The chunk index, after indexing any packs an interrupted push left without one.
+/// The chunk index, after cleaning up what interrupted writers left: their staging
+/// files, and packs they published without an index.
 pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    let (files, bytes) = repo.clean_staging()?;
+    if files > 0 {
+        tracing::warn!(
+            "removed {files} staging file(s) ({bytes} bytes) left in the repository by killed processes"
+        );
+    }
     let recovered = repo.recover_orphan_packs()?;
     if recovered > 0 {
         tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
@@ -75,8 +84,11 @@ pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
     repo.load_index()
 }
 
-/// Chunks of a file already stored (one the stat cache or an earlier sync knows), for
-/// the version's stats.
-pub fn stored_chunk_count(repo: &Repository, h: &Hash) -> Result<u64> {
-    Ok(repo.file_object(h)?.chunks.len() as u64)
+/// The chunk count of a file already stored (one the stat cache or an earlier sync
+/// knows), if its chunk list is intact and names only usable copies; `None` means the
+/// file must be read again, which heals it.
+pub fn stored_file(repo: &Repository, index: &ChunkIndex, h: &Hash) -> Result<Option<u64>> {
+    Ok(repo
+        .healthy_file_object(h, &index.health)?
+        .map(|obj| obj.chunks.len() as u64))
 }

@@ -116,6 +116,8 @@ impl Packer {
         };
         let id = objects::pack_id(&p.entries);
         index.packs[p.slot as usize] = id;
+        let trailer = (p.entries.len() * objects::ENTRY_LEN + objects::FOOTER_LEN) as u64;
+        index.add_new_pack(id, p.offset + trailer);
         self.send(PackOp::Close(id, p.entries))
     }
 }

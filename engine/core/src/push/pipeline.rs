@@ -35,6 +35,8 @@ pub(super) struct Outcome {
     pub new_bytes: u64,
     pub new_chunks: u64,
     pub chunks_reused: u64,
+    /// Stored chunk lists that named damaged copies and were replaced.
+    pub files_healed: u64,
 }
 
 /// A block on its way through the pipeline, tagged with its place in the sequence.
@@ -104,8 +106,8 @@ pub(super) fn run_pipeline(
         published?;
         Ok(outcome)
     })
-    .and_then(|outcome| {
-        store_chunk_lists(repo, index, &outcome)?;
+    .and_then(|mut outcome| {
+        outcome.files_healed = store_chunk_lists(repo, index, &outcome)?;
         Ok(outcome)
     })
 }
@@ -216,6 +218,7 @@ fn write_in_order(
         new_bytes: 0,
         new_chunks: 0,
         chunks_reused: 0,
+        files_healed: 0,
     };
     let mut waiting: BTreeMap<u64, Hashed> = BTreeMap::new();
     let mut next = 0u64;
@@ -316,11 +319,21 @@ fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
     }
 }
 
-/// Chunk lists of the files a pipeline read: after their packs and indexes are published.
-fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<()> {
+/// Chunk lists of the files a pipeline read: after their packs and indexes are
+/// published. A stored chunk list that names an unusable copy (or cannot be read) is
+/// replaced by the new one, which names only usable copies: a push of the same bytes
+/// heals the file. Returns how many were replaced.
+fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<u64> {
+    let mut healed = 0;
     for hf in outcome.files.values() {
         let obj = file_object(index, hf);
-        repo.put_file_object(&hf.hash, &obj)?;
+        if !repo.put_file_object(&hf.hash, &obj)?
+            && repo.healthy_file_object(&hf.hash, &index.health)?.is_none()
+        {
+            repo.replace_file_object(&hf.hash, &obj)?;
+            tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
+            healed += 1;
+        }
     }
-    Ok(())
+    Ok(healed)
 }

@@ -59,6 +59,7 @@ pub fn seal_streams(
         stats,
         bytes_read: got.bytes_read,
         chunks_reused: got.chunks_reused,
+        files_healed: got.files_healed,
         files_unchanged: 0,
         elapsed: started.elapsed(),
     })
@@ -86,6 +87,7 @@ pub struct Ingested {
     pub new_bytes: u64,
     pub new_chunks: u64,
     pub chunks_reused: u64,
+    pub files_healed: u64,
 }
 
 /// Reads every file of `listing` through `inputs` into packs, and stores their chunk
@@ -113,6 +115,7 @@ pub fn ingest(
         new_bytes: outcome.new_bytes,
         new_chunks: outcome.new_chunks,
         chunks_reused: outcome.chunks_reused,
+        files_healed: outcome.files_healed,
     })
 }
 

@@ -226,7 +226,7 @@ impl ObjectStore for LocalStore {
     }
 
     fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()> {
-        let dest = self.path(key)?;
+        self.path(key)?;
         let lock_path = self.lock_path(key);
         let lock = OpenOptions::new()
             .create(true)
@@ -243,19 +243,7 @@ impl ObjectStore for LocalStore {
             )
             .hint("look at the current state and try again"));
         }
-        let tmp = self.write_temp(data)?;
-        if self.durable {
-            File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .ctx("cannot sync", &tmp)?;
-        }
-        if let Some(parent) = dest.parent() {
-            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
-        }
-        fs::rename(&tmp, &dest).ctx("cannot replace", &dest)?;
-        if self.durable {
-            sync_dir(dest.parent().unwrap_or(&self.root));
-        }
+        self.put(key, data)?;
         drop(lock);
         Ok(())
     }
@@ -337,6 +325,71 @@ impl ObjectStore for LocalStore {
             ));
         }
         Ok(())
+    }
+
+    fn put(&self, key: &str, data: &[u8]) -> Result<()> {
+        let dest = self.path(key)?;
+        let tmp = self.write_temp(data)?;
+        if self.durable {
+            File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .ctx("cannot sync", &tmp)?;
+        }
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+        }
+        if let Err(e) = fs::rename(&tmp, &dest) {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io("cannot replace", &dest, e));
+        }
+        if self.durable {
+            sync_dir(dest.parent().unwrap_or(&self.root));
+        }
+        Ok(())
+    }
+
+    fn move_object(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dest) = (self.path(from)?, self.path(to)?);
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).ctx("cannot create directory", parent)?;
+        }
+        rename_noreplace(&src, &dest).map_err(|e| Error::io("cannot move", &src, e))?;
+        if self.durable {
+            sync_dir(dest.parent().unwrap_or(&self.root));
+            sync_dir(src.parent().unwrap_or(&self.root));
+        }
+        Ok(())
+    }
+
+    fn clean_staging(&self) -> Result<(u64, u64)> {
+        let dir = self.root.join(TMP);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((0, 0)),
+            Err(e) => return Err(Error::io("cannot list", &dir, e)),
+        };
+        let (mut files, mut bytes) = (0, 0);
+        for item in rd.flatten() {
+            let name = item.file_name();
+            let Some(name) = name.to_str() else { continue };
+            // Lock files are names for `flock`, which the kernel releases when its
+            // holder dies; deleting one could let two processes lock different inodes.
+            if name.starts_with("lock-") {
+                continue;
+            }
+            let Ok(meta) = item.metadata() else { continue };
+            let Ok(modified) = meta.modified() else {
+                continue;
+            };
+            if meta.is_file()
+                && !super::owner_may_live(name, modified)
+                && fs::remove_file(item.path()).is_ok()
+            {
+                files += 1;
+                bytes += meta.len();
+            }
+        }
+        Ok((files, bytes))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

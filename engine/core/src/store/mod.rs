@@ -17,12 +17,85 @@ use std::path::Path;
 
 pub use local::LocalStore;
 
-/// A file name no other writer in any process will pick: the pid and a counter shared
-/// by everything in this process (several stores or caches may share a directory).
+/// A file name no other writer in any process will pick: the host, the pid and a
+/// counter shared by everything in this process (several stores or caches may share a
+/// directory), `<host>-<pid>-<n>.tmp`. The host and pid let a later writer tell whether
+/// the file's owner may still be writing it (`owner_may_live`).
 pub fn unique_temp_name() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{}-{n}.tmp", std::process::id())
+    format!("{}-{}-{n}.tmp", host(), std::process::id())
+}
+
+/// This machine's name as it goes into temporary file names (`-` and `/` replaced).
+fn host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let h: String = h
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if h.is_empty() { "host".into() } else { h }
+    })
+}
+
+/// A temporary file of another machine (or a name we did not make) is left alone this
+/// long: we cannot see whether its owner lives.
+const FOREIGN_STALE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Whether the owner of a temporary file made by `unique_temp_name` may still be
+/// writing it. On this machine the owner is the process with that pid, if it started
+/// before the file was last written (a later process with the same pid is not it).
+/// Names of another machine, or not ours, count as live for a day.
+pub fn owner_may_live(name: &str, modified: std::time::SystemTime) -> bool {
+    let old = modified.elapsed().is_ok_and(|age| age > FOREIGN_STALE);
+    let Some(stem) = name.strip_suffix(".tmp") else {
+        return !old;
+    };
+    let mut parts = stem.rsplitn(3, '-');
+    let (Some(_n), Some(pid)) = (parts.next(), parts.next()) else {
+        return !old;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return !old;
+    };
+    // Names from before the host was part of them (`<pid>-<n>.tmp`) are this machine's.
+    if parts.next().is_some_and(|h| h != host()) {
+        return !old;
+    }
+    match process_started(pid) {
+        None => false,
+        Some(started) => started <= modified + std::time::Duration::from_secs(1),
+    }
+}
+
+/// When process `pid` started, from `/proc`; `None` if there is no such process.
+fn process_started(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields after the last
+    // `)` are plain; start time is field 22, the 20th after it.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    let secs = btime as f64 + ticks as f64 / hz as f64;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(secs))
 }
 
 use crate::error::Result;
@@ -94,6 +167,30 @@ pub trait ObjectStore: Send + Sync {
     }
 
     fn delete(&self, key: &str) -> Result<()>;
+
+    /// Removes staging files whose owner is gone (`owner_may_live`), never one a live
+    /// process may still be writing; returns how many and their bytes. A backend with
+    /// no staging area of its own has nothing to do.
+    fn clean_staging(&self) -> Result<(u64, u64)> {
+        Ok((0, 0))
+    }
+
+    /// Writes the object whether or not it exists, atomically: a reader sees the old
+    /// bytes or the new, never a mix. Only for objects whose every version says the
+    /// same thing (a chunk list replaced by one naming healthy copies of its chunks).
+    fn put(&self, key: &str, data: &[u8]) -> Result<()>;
+
+    /// Moves an object to a new key that must not exist (quarantine). Not atomic on
+    /// every backend: the copy is complete before the original goes, so a crash leaves
+    /// both, never neither.
+    fn move_object(&self, from: &str, to: &str) -> Result<()> {
+        let bytes = self
+            .get(from)?
+            .ok_or_else(|| crate::Error::not_found(format!("no object {from}")))?;
+        self.put_if_absent(to, &bytes)?;
+        self.sync()?;
+        self.delete(from)
+    }
 
     /// A write barrier: every object written before it is durable when it returns.
     /// Pushes call it before publishing a manifest, so a power cut cannot leave a

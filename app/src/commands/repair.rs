@@ -1,0 +1,94 @@
+//! `repair`: fix what verify finds, moving damaged objects to quarantine/, and say what
+//! is still missing and how to heal it.
+
+use std::path::Path;
+
+use sealvol_core::repair::{RepairOptions, RepairReport, repair as run_repair};
+use sealvol_core::{Error, ErrorKind, Result};
+
+use crate::commands::Ctx;
+use crate::commands::volume::affected_line;
+use crate::output::{json, name};
+
+pub fn repair(
+    ctx: &Ctx,
+    dry_run: bool,
+    read_data: bool,
+    from: Option<&Path>,
+    as_json: bool,
+) -> Result<()> {
+    if let Some(dir) = from
+        && !dir.is_dir()
+    {
+        return Err(
+            Error::invalid(format!("--from {}: no such folder", dir.display()))
+                .hint("give the folder that holds the files of the damaged versions"),
+        );
+    }
+    let (repo, config_damage) = ctx.open_repo_damaged()?;
+    let progress = ctx.progress();
+    let report = run_repair(
+        &repo,
+        config_damage,
+        &RepairOptions {
+            dry_run,
+            read_data,
+            from,
+            progress: progress.as_ref(),
+        },
+    )?;
+    if as_json {
+        json(&serde_json::json!({ "repository": repo.location(), "report": report }))?;
+    } else {
+        print_repair(&report)?;
+    }
+    if report.dry_run || (report.remaining.is_empty() && report.remaining_versions.is_empty()) {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{} version(s) still miss data after repair",
+                report.remaining_versions.len()
+            ),
+        )
+        .hint(match report.fix.first() {
+            Some(f) => format!("run `{}`", f.command),
+            None => "re-push or re-sync the affected versions from their source".into(),
+        }))
+    }
+}
+
+fn print_repair(r: &RepairReport) -> Result<()> {
+    let verb = if r.dry_run { "would" } else { "did" };
+    if r.actions.is_empty() {
+        outln!("nothing to repair")?;
+    }
+    for a in &r.actions {
+        outln!("{verb} {}: {}", a.action, name(&a.object))?;
+        outln!("  {}", name(&a.detail))?;
+    }
+    if !r.remaining_versions.is_empty() {
+        outln!(
+            "{} version(s) {} miss data:",
+            r.remaining_versions.len(),
+            if r.dry_run { "would still" } else { "still" }
+        )?;
+        for a in &r.remaining_versions {
+            outln!("  {}", affected_line(a))?;
+        }
+        if r.dry_run {
+            outln!(
+                "heal them with `sealvol repair --from DIR` (a folder holding their files), or re-push or re-sync them from their source"
+            )?;
+        }
+    }
+    for f in &r.fix {
+        outln!("to heal: {}", f.command)?;
+        outln!("      {}", f.why)?;
+    }
+    if !r.dry_run && r.remaining.is_empty() && r.remaining_versions.is_empty() {
+        outln!("ok: the repository verifies")?;
+    }
+    Ok(())
+}
