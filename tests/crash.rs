@@ -76,6 +76,12 @@ fn kill_9_during_push_loses_nothing_and_wastes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     let after = env.stored_chunk_bytes();
+    // The killed pushes' staging files are gone: their owners are dead.
+    let staging: Vec<_> = common::walk_files(&env.repo.join("tmp"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+        .collect();
+    assert!(staging.is_empty(), "left behind: {staging:?}");
     let unrelated = 9;
     assert_eq!(after, total + unrelated, "every byte stored once");
     assert!(

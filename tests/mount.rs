@@ -389,6 +389,22 @@ fn a_damaged_origin_fails_reads_with_eio_not_wrong_bytes() {
         log.contains("fails its hash check"),
         "the log says why: {log}"
     );
+    // The mount wrote the damage down: a push of the same bytes now writes a fresh copy
+    // instead of reusing the bad one, and the version reads back.
+    assert!(
+        !walk_files(&env.repo.join("damage")).is_empty(),
+        "no damage record"
+    );
+    let push: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "push",
+        src.to_str().unwrap(),
+        "t/bad",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(push["files_healed"], 1, "{push}");
+    env.ok(&["volume", "verify", "t/bad"]);
 }
 
 #[test]

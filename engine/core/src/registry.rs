@@ -684,3 +684,35 @@ fn missing_version(r: &Ref) -> Error {
         r.volume
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_tag_file_keeps_its_complete_moves() {
+        let d = |n: u8| format!("b3:{}", hex::encode([n; 32]));
+        let file = TagFile {
+            tag: "prod".into(),
+            digest: d(3),
+            history: (1..=3)
+                .map(|n| TagMove {
+                    from: (n > 1).then(|| d(n - 1)),
+                    to: d(n),
+                    at: "2026-12-01T00:00:00.000Z".into(),
+                    by: "a \"quoted\" {user}".into(),
+                })
+                .collect(),
+            damaged: None,
+        };
+        let text = serde_json::to_string_pretty(&file).unwrap();
+        assert_eq!(salvage_history(text.as_bytes()), file.history);
+        let cut = &text[..text.rfind("\"to\"").unwrap()];
+        assert_eq!(salvage_history(cut.as_bytes()), file.history[..2]);
+        assert!(salvage_history(b"{\"tag\":").is_empty());
+        assert!(salvage_history(b"").is_empty());
+        // A move whose digest is garbage ends the salvage there.
+        let bad = text.replacen(&d(2), "b3:nothex", 1);
+        assert_eq!(salvage_history(bad.as_bytes()).len(), 1);
+    }
+}

@@ -843,6 +843,14 @@ impl Survey {
                     tags: a.tags.into_iter().collect(),
                 });
             }
+            if !self.whole && affects.is_empty() {
+                // Checking one version: damage that does not break it is worth a note.
+                report.notes.push(format!(
+                    "{object}, which this version reads, {}; it does not break the version (`sealvol repair` fixes it)",
+                    a.details.join("; ")
+                ));
+                continue;
+            }
             report.problems.push(Problem {
                 object,
                 problem: a.details.join("; "),

@@ -703,3 +703,44 @@ fn a_read_only_console_neither_cancels_nor_retries() {
     assert!(h.model.overlay().is_none());
     assert!(h.status().contains("read-only"), "{}", h.status());
 }
+
+#[test]
+fn a_damaged_manifest_and_tag_are_marked_and_the_rest_still_browses() {
+    let h0 = harness(false);
+    let repo = h0._tmp.path().join("repo");
+    let manifest = repo.join("manifests/weights/tiny").join(h0.v1.hex());
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(repo.join("tags/weights/tiny/prod"), b"{\"tag\":").unwrap();
+    // A fresh console over the damaged repository.
+    let (model, effects) = Model::new("test-repo".into(), false);
+    let mut h = Harness { model, ..h0 };
+    h.run(effects);
+    let Body::Volumes(v) = h.model.frame(&h.keys).body else {
+        panic!("volumes first")
+    };
+    let tiny = v.rows.iter().find(|r| r.name == "tiny").unwrap();
+    assert_eq!(tiny.damaged, 2, "one manifest, one tag");
+    assert_eq!(v.rows.len(), 2, "the other volume still lists");
+    h.keys("down enter");
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!("versions")
+    };
+    assert_eq!(v.rows.len(), 2);
+    let bad = v.rows.last().unwrap();
+    assert_eq!(bad.digest, h.v1.to_string(), "damaged versions sort last");
+    assert!(
+        bad.damaged.as_deref().unwrap().contains("damaged"),
+        "{bad:?}"
+    );
+    assert!(v.rows[0].damaged.is_none());
+    h.keys("t");
+    let Body::Tags(t) = h.model.frame(&h.keys).body else {
+        panic!("tags")
+    };
+    assert!(
+        t.tags
+            .iter()
+            .any(|t| t.tag == "prod" && t.damaged.is_some())
+    );
+}

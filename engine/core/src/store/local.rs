@@ -407,6 +407,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stale_staging_files_go_and_live_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(dir.path(), false).unwrap();
+        let tmp = dir.path().join(TMP);
+        // Ours, being written: kept.
+        let mine = tmp.join(crate::store::unique_temp_name());
+        std::fs::write(&mine, b"mine").unwrap();
+        // A pid that cannot exist (above the kernel's pid_max limit of 2^22).
+        std::fs::write(
+            tmp.join(format!("{}-4194400-0.tmp", crate::store::host())),
+            b"x",
+        )
+        .unwrap();
+        std::fs::write(tmp.join("4194401-3.tmp"), b"old name").unwrap();
+        // Our pid, but written before this process started: a dead namesake's.
+        let namesake = tmp.join(crate::store::unique_temp_name());
+        std::fs::write(&namesake, b"y").unwrap();
+        let f = File::options().write(true).open(&namesake).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+            .unwrap();
+        // Locks are never removed.
+        std::fs::write(tmp.join("lock-abc"), b"").unwrap();
+        // Another machine's, recent: kept (we cannot see its owner).
+        std::fs::write(tmp.join("elsewhere-1-0.tmp"), b"z").unwrap();
+        assert_eq!(s.clean_staging().unwrap(), (3, 1 + 8 + 1));
+        let mut left: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mine = mine.file_name().unwrap().to_str().unwrap().to_string();
+        let mut want = vec!["elsewhere-1-0.tmp".to_string(), "lock-abc".into(), mine];
+        want.sort();
+        assert_eq!(left, want);
+    }
+
+    #[test]
     fn create_if_absent_and_cas() {
         let dir = tempfile::tempdir().unwrap();
         let s = LocalStore::new(dir.path(), false).unwrap();
