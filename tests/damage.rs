@@ -937,3 +937,60 @@ fn a_sync_never_builds_on_a_damaged_chunk() {
     f.env.ok(&["volume", "verify", &f.base]);
     f.pulls(again.trim(), &f.base_src);
 }
+
+#[test]
+fn a_reader_holding_a_chunk_list_from_before_a_repair_still_reads_it() {
+    use sealvol_core::read::{Chunks, Origin};
+    let f = fixture();
+    let entries = f.base_entries();
+    // a.bin's first chunk goes bad; b.bin lives in the same pack and is healthy.
+    flip(&f.base_pack, entries[0].offset + 2);
+    let files: Value =
+        serde_json::from_str(&f.env.ok(&["volume", "files", &f.base, "--json"])).unwrap();
+    let b = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"] == "b.bin")
+        .unwrap();
+    let hash = Hash::parse_hex(b["hash"].as_str().unwrap().trim_start_matches("b3:")).unwrap();
+    // What a mount that opened b.bin before the repair holds.
+    let old = file_object(&f.env.repo, &hash);
+    let (ok, r) = f.repair(&["--read-data"]);
+    assert!(!ok, "a.bin has no other copy: {r:#}");
+    assert!(!f.base_pack.exists(), "the damaged pack went to quarantine");
+    let repo = sealvol_core::Repository::open_local(&f.env.repo, false, false).unwrap();
+    let mut whole = blake3::Hasher::new();
+    Origin(&repo)
+        .for_each(&old, 0..old.chunks.len(), &mut |c| {
+            whole.update(c);
+            Ok(())
+        })
+        .expect("the old chunk list still reads, from the salvaged copies");
+    assert_eq!(whole.finalize().as_bytes(), &hash.0);
+    assert_ne!(
+        file_object(&f.env.repo, &hash),
+        old,
+        "the stored list was relinked"
+    );
+}
+
+#[test]
+fn repair_waits_for_no_one_and_refuses_while_a_push_writes() {
+    let f = fixture();
+    flip(&f.base_pack, f.base_entries()[0].offset + 2);
+    f.verify(&["--read-data"]);
+    let repo = sealvol_core::Repository::open_local(&f.env.repo, false, false).unwrap();
+    let writing = repo.writers_lock(false).unwrap();
+    let err = f.env.fails(1, &["repair"]);
+    assert!(
+        err.contains("writing to this repository") && err.contains("--dry-run"),
+        "{err}"
+    );
+    let (ok, _) = f.repair(&["--dry-run"]);
+    assert!(ok, "a dry run needs no lock");
+    assert!(f.base_pack.exists(), "nothing moved");
+    drop(writing);
+    let (_, r) = f.repair(&[]);
+    assert!(!r["report"]["actions"].as_array().unwrap().is_empty());
+}

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackEntry, PackId};
 use crate::repo::Repository;
 
@@ -377,32 +377,107 @@ fn read_runs(
             n += 1;
         }
         let pack = obj.packs[first.pack as usize];
-        let bytes = repo.pack_range(&pack, start, end - start)?;
         add(&counters.origin_requests, 1);
-        let buf = Arc::new(bytes);
+        let bytes = match repo.pack_range(&pack, start, end - start) {
+            Ok(b) => Ok(Arc::new(b)),
+            // The pack is gone or cut short: each chunk may have a copy elsewhere.
+            Err(e) if e.kind() == ErrorKind::Corrupt => Err(e),
+            Err(e) => return Err(e),
+        };
         let mut pieces = Vec::with_capacity(n);
         for &i in &misses[k..k + n] {
             let c = &obj.chunks[i];
-            let at = (c.entry.offset - start) as usize;
-            let piece = ChunkBytes {
-                buf: Arc::clone(&buf),
-                start: at,
-                end: at + c.entry.stored_len as usize,
+            let piece = match &bytes {
+                Ok(buf) => {
+                    let at = (c.entry.offset - start) as usize;
+                    let piece = ChunkBytes {
+                        buf: Arc::clone(buf),
+                        start: at,
+                        end: at + c.entry.stored_len as usize,
+                    };
+                    match check_chunk(&piece, &c.entry, &pack) {
+                        Ok(()) => {
+                            pieces.push((c.entry.hash, piece.start, piece.end));
+                            Ok(piece)
+                        }
+                        Err(e) => {
+                            // Written down, so that no push builds on this copy again.
+                            crate::damage::record(
+                                repo,
+                                &pack,
+                                &c.entry,
+                                "read",
+                                "fails its hash check",
+                            );
+                            Err(e)
+                        }
+                    }
+                }
+                // The run failed as a whole (a pack cut short): this chunk alone may
+                // still be there.
+                Err(e) => match repo.pack_range(&pack, c.entry.offset, c.entry.stored_len as u64) {
+                    Ok(b) if check_chunk(&b, &c.entry, &pack).is_ok() => {
+                        add(&counters.origin_requests, 1);
+                        let whole = ChunkBytes::whole(b);
+                        fill(FillJob {
+                            buf: Arc::clone(&whole.buf),
+                            pieces: vec![(c.entry.hash, whole.start, whole.end)],
+                        });
+                        Ok(whole)
+                    }
+                    _ => Err(Error::corrupt(e.message().to_string())),
+                },
             };
-            if let Err(e) = check_chunk(&piece, &c.entry, &pack) {
-                // Written down, so that no push builds on this copy again.
-                crate::damage::record(repo, &pack, &c.entry, "read", "fails its hash check");
-                return Err(e);
-            }
+            let piece = match piece {
+                Ok(p) => p,
+                Err(e) => {
+                    let other = elsewhere(repo, &pack, &c.entry, counters)?.ok_or(e)?;
+                    fill(FillJob {
+                        buf: Arc::clone(&other.buf),
+                        pieces: vec![(c.entry.hash, other.start, other.end)],
+                    });
+                    other
+                }
+            };
             add(&counters.origin_chunks, 1);
             add(&counters.origin_bytes, piece.len() as u64);
-            pieces.push((c.entry.hash, piece.start, piece.end));
             out[i - base] = Some(piece);
         }
-        fill(FillJob { buf, pieces });
+        if let Ok(buf) = bytes {
+            fill(FillJob { buf, pieces });
+        }
         k += n;
     }
     Ok(())
+}
+
+/// A chunk whose copy in `pack` cannot be used, read from another copy the repository
+/// holds (a chunk list written before a repair relinked it still reads), checked.
+fn elsewhere(
+    repo: &Repository,
+    pack: &PackId,
+    entry: &PackEntry,
+    counters: &Counters,
+) -> Result<Option<ChunkBytes>> {
+    let Some((other, e)) = repo.other_copy(pack, entry)? else {
+        return Ok(None);
+    };
+    add(&counters.origin_requests, 1);
+    let bytes = match repo.pack_range(&other, e.offset, e.stored_len as u64) {
+        Ok(b) => b,
+        Err(_) => return Ok(None),
+    };
+    if check_chunk(&bytes, &e, &other).is_err() {
+        crate::damage::record(repo, &other, &e, "read", "fails its hash check");
+        return Ok(None);
+    }
+    tracing::info!(
+        "chunk {} read from pack {} instead of {}",
+        entry.hash.hex(),
+        other.hex(),
+        pack.hex()
+    );
+    Ok(Some(ChunkBytes::whole(bytes)))
 }
 
 /// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.

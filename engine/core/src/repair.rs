@@ -86,6 +86,12 @@ pub fn repair(
         ..RepairReport::default()
     };
     let write = !opts.dry_run;
+    // Alone: a push building on a pack this moves would name a copy that is gone.
+    let alone = if write {
+        repo.writers_lock(true)?
+    } else {
+        None
+    };
     let read = if opts.read_data {
         ReadData::All
     } else {
@@ -309,6 +315,10 @@ pub fn repair(
             }
         }
     }
+
+    // What is left only adds objects and moves tags, which other writers may do too;
+    // healing pushes, which take the lock shared.
+    drop(alone);
 
     // 7. Healing from a folder.
     let mut healed: HashSet<(VolumeName, Digest)> = HashSet::new();

@@ -102,6 +102,9 @@ pub struct Repository {
     store: Box<dyn ObjectStore>,
     config: RepoConfig,
     location: String,
+    /// The chunk index, loaded only when a reader finds a copy unusable and looks for
+    /// another (`other_copy`); with when it was loaded.
+    copies: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<ChunkIndex>)>>,
 }
 
 impl Repository {
@@ -147,6 +150,7 @@ impl Repository {
                     store: Box::new(store),
                     config: RepoConfig::default_new(),
                     location: path.display().to_string(),
+                    copies: Default::default(),
                 };
                 Ok((repo, Some(e.message().to_string())))
             }
@@ -188,6 +192,7 @@ impl Repository {
             store,
             config,
             location,
+            copies: Default::default(),
         })
     }
 
@@ -237,6 +242,42 @@ impl Repository {
         Ok(index)
     }
 
+    /// Another usable copy of a chunk than the one at `entry` in `pack`, which a reader
+    /// found unusable (its pack gone after a repair, or its bytes failing their hash):
+    /// so that a reader holding an old chunk list still reads a chunk that has a
+    /// healthy copy. The index is loaded on the first miss and again when it is older
+    /// than `COPIES_FRESH`, never on the path of a healthy read.
+    pub fn other_copy(
+        &self,
+        pack: &PackId,
+        entry: &PackEntry,
+    ) -> Result<Option<(PackId, PackEntry)>> {
+        const COPIES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
+        // The copy the index prefers, unless it is the one that just failed.
+        let look = |index: &ChunkIndex| {
+            index
+                .chunks
+                .get(&entry.hash)
+                .map(|loc| (index.packs[loc.slot as usize], loc.entry))
+        };
+        let same = |found: &(PackId, PackEntry)| found.0 == *pack && found.1.offset == entry.offset;
+        let mut cached = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, index)) = cached.as_ref() {
+            match look(index) {
+                Some(found) if !same(&found) => return Ok(Some(found)),
+                // Loaded before this copy was found bad: load again, at most every second.
+                Some(_) if at.elapsed() < std::time::Duration::from_secs(1) => return Ok(None),
+                Some(_) => {}
+                None if at.elapsed() < COPIES_FRESH => return Ok(None),
+                None => {}
+            }
+        }
+        let index = std::sync::Arc::new(self.load_index()?);
+        let found = look(&index).filter(|f| !same(f));
+        *cached = Some((std::time::Instant::now(), index));
+        Ok(found)
+    }
+
     /// Writes the missing index of any pack left by a push that was killed between
     /// publishing the pack and its index, so its chunks are not written again.
     pub fn recover_orphan_packs(&self) -> Result<usize> {
@@ -263,6 +304,11 @@ impl Repository {
             }
         }
         Ok(recovered)
+    }
+
+    /// See `ObjectStore::writers_lock`.
+    pub fn writers_lock(&self, exclusive: bool) -> Result<Option<crate::store::WriterGuard>> {
+        self.store.writers_lock(exclusive)
     }
 
     /// Removes staging files of writers that are gone (a `kill -9` mid-push).
@@ -516,6 +562,8 @@ pub struct ChunkIndex {
     pub packs: Vec<PackId>,
     pub chunks: HashMap<Hash, ChunkLoc>,
     pub health: Health,
+    /// A writer's share of the writers lock, held as long as it builds on this index.
+    pub writing: Option<crate::store::WriterGuard>,
 }
 
 impl ChunkIndex {

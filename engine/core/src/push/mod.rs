@@ -71,6 +71,8 @@ pub trait Inputs: Sync {
 /// The chunk index, after cleaning up what interrupted writers left: their staging
 /// files, and packs they published without an index.
 pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    // Before the index is read: a repair running now finishes first.
+    let writing = repo.writers_lock(false)?;
     let (files, bytes) = repo.clean_staging()?;
     if files > 0 {
         tracing::warn!(
@@ -81,7 +83,9 @@ pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
     if recovered > 0 {
         tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
     }
-    repo.load_index()
+    let mut index = repo.load_index()?;
+    index.writing = writing;
+    Ok(index)
 }
 
 /// The chunk count of a file already stored (one the stat cache or an earlier sync

@@ -361,6 +361,39 @@ impl ObjectStore for LocalStore {
         Ok(())
     }
 
+    fn writers_lock(&self, exclusive: bool) -> Result<Option<super::WriterGuard>> {
+        let path = self.root.join(TMP).join("lock-writers");
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ctx("cannot open lock", &path)?;
+        if exclusive {
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        "another sealvol process is writing to this repository (a push or a sync)",
+                    )
+                    .hint("run this again when it has finished; `--dry-run` works meanwhile"));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(Error::io("cannot lock", &path, e)),
+            }
+        } else {
+            match f.try_lock_shared() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => {
+                    tracing::warn!("waiting for a repair of {} to finish", self.root.display());
+                    f.lock_shared().ctx("cannot lock", &path)?;
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(Error::io("cannot lock", &path, e)),
+            }
+        }
+        Ok(Some(super::WriterGuard(Box::new(f))))
+    }
+
     fn clean_staging(&self) -> Result<(u64, u64)> {
         let dir = self.root.join(TMP);
         let rd = match fs::read_dir(&dir) {

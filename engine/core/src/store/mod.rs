@@ -100,6 +100,9 @@ fn process_started(pid: u32) -> Option<std::time::SystemTime> {
 
 use crate::error::Result;
 
+/// Holds `ObjectStore::writers_lock` until dropped.
+pub struct WriterGuard(#[allow(dead_code)] pub(crate) Box<dyn std::any::Any + Send + Sync>);
+
 /// An opaque version of an object, for compare-and-swap (an S3 ETag, a content hash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ETag(pub String);
@@ -167,6 +170,17 @@ pub trait ObjectStore: Send + Sync {
     }
 
     fn delete(&self, key: &str) -> Result<()>;
+
+    /// Held while a process writes chunks and chunk lists (shared: any number of
+    /// pushes and syncs at once) or rearranges them (exclusive: repair, which must not
+    /// move a pack a push is about to name). Shared waits for an exclusive holder;
+    /// exclusive fails at once if anyone holds it. Released when the guard drops or its
+    /// process dies. A backend without locks returns no guard (repair on it must then
+    /// run while nothing writes; the trash issue's garbage collection brings the
+    /// protocol that makes this safe on object stores).
+    fn writers_lock(&self, _exclusive: bool) -> Result<Option<WriterGuard>> {
+        Ok(None)
+    }
 
     /// Removes staging files whose owner is gone (`owner_may_live`), never one a live
     /// process may still be writing; returns how many and their bytes. A backend with
