@@ -366,7 +366,9 @@ fn choose(present: &[(PackId, u64)], read: ReadData) -> HashSet<PackId> {
 }
 
 /// Trailers of `present` packs, and chunk data of `chosen` ones (only the `wanted`
-/// copies, when given); damage records; bad copies recorded as they are found.
+/// copies, when given); damage records; bad copies recorded as they are found. Packs
+/// are surveyed on every core: hashing is the cost once the data is in memory.
+#[allow(clippy::too_many_arguments)]
 fn survey_packs(
     repo: &Repository,
     s: &mut Survey,
@@ -386,8 +388,66 @@ fn survey_packs(
         .map(|(_, size)| size)
         .sum();
     progress.begin("verify", to_read, chosen.len() as u64);
-    for &(id, size) in present {
-        let trailer = read_trailer(repo, &id, size);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    let ctx = PackSurvey {
+        repo,
+        chosen,
+        wanted,
+        record,
+        records: &records,
+        progress,
+    };
+    let results: Vec<Result<Vec<(usize, PackFacts, u64)>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(id, size)) = present.get(i) else {
+                            return Ok(out);
+                        };
+                        let (facts, bytes) = ctx.pack(&id, size)?;
+                        out.push((i, facts, bytes));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(crate::Error::new(ErrorKind::Io, "a verify thread panicked")))
+            })
+            .collect()
+    });
+    for r in results {
+        for (i, facts, bytes) in r? {
+            s.bytes_read += bytes;
+            s.packs_read += facts.read as u64;
+            s.packs.insert(present[i].0, facts);
+        }
+    }
+    s.records = records.into_iter().collect();
+    Ok(())
+}
+
+/// What surveying one pack needs.
+struct PackSurvey<'a> {
+    repo: &'a Repository,
+    chosen: &'a HashSet<PackId>,
+    wanted: Option<&'a HashMap<PackId, HashSet<(u64, Hash)>>>,
+    record: bool,
+    records: &'a HashSet<(PackId, Hash)>,
+    progress: &'a dyn Progress,
+}
+
+impl PackSurvey<'_> {
+    /// One pack's facts, and the chunk bytes read.
+    fn pack(&self, id: &PackId, size: u64) -> Result<(PackFacts, u64)> {
+        let repo = self.repo;
+        let trailer = read_trailer(repo, id, size);
         let mut facts = PackFacts {
             size,
             trailer: trailer.clone(),
@@ -397,7 +457,7 @@ fn survey_packs(
         // The copies this pack should hold: from its trailer, else from its index.
         let entries = match trailer {
             Ok(e) => Some(e),
-            Err(_) => match repo.index(&id) {
+            Err(_) => match repo.index(id) {
                 Ok(Some(e)) => Some(e),
                 _ => None,
             },
@@ -414,40 +474,40 @@ fn survey_packs(
                 );
             }
         }
-        if chosen.contains(&id)
+        let mut bytes = 0;
+        if self.chosen.contains(id)
             && let Some(entries) = &entries
         {
             let mut check: Vec<&PackEntry> = entries
                 .iter()
                 .filter(|e| e.offset + e.stored_len as u64 <= size)
                 .filter(|e| {
-                    wanted.is_none_or(|w| {
-                        w.get(&id)
+                    self.wanted.is_none_or(|w| {
+                        w.get(id)
                             .is_some_and(|set| set.contains(&(e.offset, e.hash)))
                     })
                 })
                 .collect();
             check.sort_by_key(|e| e.offset);
-            for (e, ok) in hash_copies(repo, &id, &check, &mut s.bytes_read, progress)? {
+            for (e, ok) in hash_copies(repo, id, &check, &mut bytes, self.progress)? {
                 if !ok {
                     let why = format!(
                         "chunk {} at offset {} fails its hash check",
                         e.hash.hex(),
                         e.offset
                     );
-                    if record {
-                        damage::record(repo, &id, &e, "verify", "fails its hash check");
+                    if self.record {
+                        damage::record(repo, id, &e, "verify", "fails its hash check");
                     }
                     facts.bad.insert((e.offset, e.hash), why);
                 }
             }
             facts.read = true;
-            s.packs_read += 1;
-            progress.file_done();
+            self.progress.file_done();
         }
         // What earlier reads found, unless this run read the copy and found it sound.
         for e in entries.iter().flatten() {
-            if records.contains(&(id, e.hash))
+            if self.records.contains(&(*id, e.hash))
                 && !facts.read
                 && !facts.bad.contains_key(&(e.offset, e.hash))
             {
@@ -457,10 +517,8 @@ fn survey_packs(
                 );
             }
         }
-        s.packs.insert(id, facts);
+        Ok((facts, bytes))
     }
-    s.records = records.into_iter().collect();
-    Ok(())
 }
 
 /// Reads the copies `check` (sorted by offset) in runs and says of each whether its
