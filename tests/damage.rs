@@ -757,14 +757,24 @@ fn a_tag_pointing_at_a_missing_digest_is_moved_back_by_repair() {
 fn an_empty_format_file_is_named_and_written_anew() {
     let f = fixture();
     std::fs::write(f.env.repo.join("sealvol.repo"), b"").unwrap();
-    let err = f.env.fails(1, &["volume", "ls"]);
+    // Reading needs none of its settings: everything still lists and pulls, with a
+    // warning; a push is refused until repair has written it anew.
+    let ls = f.env.run(&["volume", "ls"]);
+    assert!(ls.status.success());
+    let warning = String::from_utf8_lossy(&ls.stderr);
     assert!(
-        err.contains("sealvol.repo is damaged") && err.contains("repair"),
-        "{err}"
+        warning.contains("sealvol.repo is damaged") && warning.contains("repair"),
+        "{warning}"
     );
-    f.env.fails(
+    f.others_still_work();
+    f.pulls(&f.base, &f.base_src);
+    let err = f.env.fails(
         1,
         &["volume", "push", f.base_src.to_str().unwrap(), "t/base"],
+    );
+    assert!(
+        err.contains("nothing can be pushed") && err.contains("sealvol repair"),
+        "{err}"
     );
     let v = f.verify(&[]);
     assert_eq!(v["problems"][0]["object"], "sealvol.repo", "{v:#}");

@@ -24,12 +24,6 @@ impl Ctx {
         Repository::open_local(&self.settings.repo, create, self.settings.fsync)
     }
 
-    /// Opens the repository for verify and repair, which work on one whose
-    /// `sealvol.repo` is damaged: the damage is returned, not raised.
-    pub fn open_repo_damaged(&self) -> Result<(Repository, Option<String>)> {
-        Repository::open_local_damaged(&self.settings.repo, self.settings.fsync)
-    }
-
     pub fn progress(&self) -> Box<dyn Progress> {
         crate::progress::for_terminal(self.quiet)
     }

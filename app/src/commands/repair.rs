@@ -25,11 +25,10 @@ pub fn repair(
                 .hint("give the folder that holds the files of the damaged versions"),
         );
     }
-    let (repo, config_damage) = ctx.open_repo_damaged()?;
+    let mut repo = ctx.open_repo(false)?;
     let progress = ctx.progress();
     let report = run_repair(
-        &repo,
-        config_damage,
+        &mut repo,
         &RepairOptions {
             dry_run,
             read_data,

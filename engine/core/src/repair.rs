@@ -76,11 +76,8 @@ impl RepairReport {
     }
 }
 
-pub fn repair(
-    repo: &Repository,
-    config_damage: Option<String>,
-    opts: &RepairOptions,
-) -> Result<RepairReport> {
+pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairReport> {
+    let config_damage = repo.config_damage().map(str::to_string);
     let mut report = RepairReport {
         dry_run: opts.dry_run,
         ..RepairReport::default()

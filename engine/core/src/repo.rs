@@ -102,6 +102,10 @@ pub struct Repository {
     store: Box<dyn ObjectStore>,
     config: RepoConfig,
     location: String,
+    /// Why `sealvol.repo` cannot be read, when it cannot: the repository is then open
+    /// with the default settings for reading, verify and repair, and refuses writers
+    /// (`check_writable`) until repair writes it anew.
+    config_damage: Option<String>,
     /// The chunk index, loaded only when a reader finds a copy unusable and looks for
     /// another (`other_copy`); with when it was loaded.
     copies: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<ChunkIndex>)>>,
@@ -140,27 +144,9 @@ impl Repository {
         Repository::open(Box::new(store), location, create)
     }
 
-    /// Opens an existing local repository whose `sealvol.repo` may be damaged, for
-    /// verify and repair: with the default settings in its place, and the damage.
-    pub fn open_local_damaged(path: &Path, durable: bool) -> Result<(Repository, Option<String>)> {
-        match Repository::open_local(path, false, durable) {
-            Err(e) if e.kind() == ErrorKind::Corrupt && path.join(CONFIG_KEY).exists() => {
-                let store = LocalStore::new(path, durable)?;
-                let repo = Repository {
-                    store: Box::new(store),
-                    config: RepoConfig::default_new(),
-                    location: path.display().to_string(),
-                    copies: Default::default(),
-                };
-                Ok((repo, Some(e.message().to_string())))
-            }
-            other => other.map(|r| (r, None)),
-        }
-    }
-
     /// Writes `sealvol.repo` anew with this repository's settings, keeping the damaged
     /// one in quarantine (repair, after checking the settings against stored chunks).
-    pub fn rewrite_config(&self) -> Result<Option<String>> {
+    pub fn rewrite_config(&mut self) -> Result<Option<String>> {
         let kept = match self.store.get(CONFIG_KEY)? {
             Some(_) => Some(self.quarantine(CONFIG_KEY)?),
             None => None,
@@ -168,12 +154,27 @@ impl Repository {
         let bytes = serde_json::to_vec_pretty(&self.config).map_err(json_error)?;
         self.store.put_if_absent(CONFIG_KEY, &bytes)?;
         self.store.sync()?;
+        self.config_damage = None;
         Ok(kept)
     }
 
     pub fn open(store: Box<dyn ObjectStore>, location: String, create: bool) -> Result<Self> {
+        let mut config_damage = None;
         let config = match store.get(CONFIG_KEY)? {
-            Some(bytes) => parse_config(&location, &bytes)?,
+            Some(bytes) => match parse_config(&location, &bytes) {
+                Ok(c) => c,
+                // Reading needs none of its settings: what is stored still lists, mounts
+                // and pulls. Writing does (`check_writable`).
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    tracing::warn!(
+                        "{}; reading with the default settings, and nothing can be written until `sealvol repair` writes it anew",
+                        e.message()
+                    );
+                    config_damage = Some(e.message().to_string());
+                    RepoConfig::default_new()
+                }
+                Err(e) => return Err(e),
+            },
             None if create => {
                 let config = RepoConfig::default_new();
                 let bytes = serde_json::to_vec_pretty(&config).map_err(json_error)?;
@@ -192,6 +193,7 @@ impl Repository {
             store,
             config,
             location,
+            config_damage,
             copies: Default::default(),
         })
     }
@@ -203,6 +205,21 @@ impl Repository {
 
     pub fn config(&self) -> &RepoConfig {
         &self.config
+    }
+
+    /// Why `sealvol.repo` is damaged, if it is.
+    pub fn config_damage(&self) -> Option<&str> {
+        self.config_damage.as_deref()
+    }
+
+    /// Refuses writers while `sealvol.repo` is damaged: chunking with other settings
+    /// than the repository's would stop deduplication for good.
+    pub fn check_writable(&self) -> Result<()> {
+        match &self.config_damage {
+            None => Ok(()),
+            Some(why) => Err(Error::corrupt(format!("{why}; nothing can be pushed until it is repaired"))
+                .hint("`sealvol repair` checks the stored chunks against the default settings and writes it anew")),
+        }
     }
 
     pub fn location(&self) -> &str {

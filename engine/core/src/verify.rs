@@ -389,7 +389,9 @@ fn survey_packs(
         .sum();
     progress.begin("verify", to_read, chosen.len() as u64);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4);
     let ctx = PackSurvey {
         repo,
         chosen,
@@ -417,8 +419,9 @@ fn survey_packs(
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(crate::Error::new(ErrorKind::Io, "a verify thread panicked")))
+                h.join().unwrap_or_else(|_| {
+                    Err(crate::Error::new(ErrorKind::Io, "a verify thread panicked"))
+                })
             })
             .collect()
     });
@@ -821,6 +824,7 @@ impl Survey {
                 }
             }
         }
+        let mut history_notes = Vec::new();
         for t in &self.tags {
             let full = format!("{}:{}", t.volume, t.tag);
             match &t.file {
@@ -828,6 +832,17 @@ impl Survey {
                     note(&mut acc, &t.key, why.clone()).tags.insert(full);
                 }
                 Ok(f) => {
+                    for (n, m) in f.history.iter().enumerate() {
+                        let from_ok = m.from.as_deref().is_none_or(|d| Digest::parse(d).is_ok());
+                        if Digest::parse(&m.to).is_err() || !from_ok {
+                            // The tag still resolves: worth a note, not damage.
+                            history_notes.push(format!(
+                                "{}: move {} of its history names no valid digest",
+                                t.key,
+                                n + 1
+                            ));
+                        }
+                    }
                     let target = format!("vol:{}@{}", t.volume, f.digest);
                     if !versions.contains(&target) {
                         note(
@@ -858,6 +873,7 @@ impl Survey {
             tags: self.tags.len() as u64,
             bytes: self.bytes_read,
             read_data: self.read_data.clone(),
+            notes: history_notes,
             ..VerifyReport::default()
         };
         let mut all: BTreeMap<String, (BTreeSet<String>, bool)> = BTreeMap::new();
@@ -971,17 +987,33 @@ impl Survey {
             sources.insert((version.clone(), source));
         }
         for (version, source) in sources {
-            let (command, from) = match source.as_deref().and_then(|s| s.strip_prefix("file://")) {
-                Some(dir) => (format!("sealvol repair --from {dir}"), "its source folder"),
-                None => (
-                    "sealvol repair --from DIR".to_string(),
-                    "a folder holding its files",
-                ),
+            let volume = version
+                .trim_start_matches("vol:")
+                .split('@')
+                .next()
+                .unwrap_or_default();
+            let fix = match source.as_deref() {
+                Some(s) if s.starts_with("file://") => Fix {
+                    command: format!("sealvol repair --from {}", &s["file://".len()..]),
+                    why: format!(
+                        "heals {version} from its source folder, if repair alone cannot (its data has no healthy copy)"
+                    ),
+                },
+                // A sync's source: the same objects seal the same digest.
+                Some(s) if s.contains("://") => Fix {
+                    command: format!("sealvol volume sync {s} {volume}"),
+                    why: format!(
+                        "heals {version} from its source, if repair alone cannot (the same objects seal the same digest)"
+                    ),
+                },
+                _ => Fix {
+                    command: "sealvol repair --from DIR".into(),
+                    why: format!(
+                        "heals {version} from a folder holding its files, if repair alone cannot"
+                    ),
+                },
             };
-            out.push(Fix {
-                command,
-                why: format!("heals {version} from {from}, if repair alone cannot (its data has no healthy copy)"),
-            });
+            out.push(fix);
         }
         out
     }

@@ -28,7 +28,8 @@ pub fn verify(ctx: &Ctx, args: &VerifyArgs) -> Result<()> {
         (false, Some(s)) => ReadData::parse_subset(s)?,
         (false, None) => ReadData::Sample,
     };
-    let (repo, config_damage) = ctx.open_repo_damaged()?;
+    let repo = ctx.open_repo(false)?;
+    let config_damage = repo.config_damage().map(str::to_string);
     let progress = ctx.progress();
     let survey = match args.reference {
         Some(r) => {

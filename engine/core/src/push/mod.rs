@@ -71,6 +71,7 @@ pub trait Inputs: Sync {
 /// The chunk index, after cleaning up what interrupted writers left: their staging
 /// files, and packs they published without an index.
 pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    repo.check_writable()?;
     // Before the index is read: a repair running now finishes first.
     let writing = repo.writers_lock(false)?;
     let (files, bytes) = repo.clean_staging()?;

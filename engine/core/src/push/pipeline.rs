@@ -18,7 +18,7 @@ use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackId};
 use crate::progress::Progress;
-use crate::repo::{ChunkIndex, ChunkLoc, Repository};
+use crate::repo::{ChunkIndex, ChunkLoc, Kind, Repository};
 
 /// What the pipeline learns about one file it read.
 pub(super) struct HashedFile {
@@ -327,13 +327,21 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
     let mut healed = 0;
     for hf in outcome.files.values() {
         let obj = file_object(index, hf);
-        if !repo.put_file_object(&hf.hash, &obj)?
-            && repo.healthy_file_object(&hf.hash, &index.health)?.is_none()
-        {
-            repo.replace_file_object(&hf.hash, &obj)?;
-            tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
-            healed += 1;
+        if repo.put_file_object(&hf.hash, &obj)? {
+            continue;
         }
+        match repo.file_object(&hf.hash) {
+            Ok(old) if index.health.file_ok(&old) => continue,
+            Ok(_) => repo.replace_file_object(&hf.hash, &obj)?,
+            // Unreadable: kept in quarantine, then written anew.
+            Err(e) if e.kind() == ErrorKind::Corrupt => {
+                repo.quarantine(&Kind::File.name(&hf.hash))?;
+                repo.put_file_object(&hf.hash, &obj)?;
+            }
+            Err(e) => return Err(e),
+        }
+        tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
+        healed += 1;
     }
     Ok(healed)
 }
