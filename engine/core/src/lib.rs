@@ -9,11 +9,11 @@
 
 pub mod cache;
 pub mod chunk;
-pub mod damage;
 pub mod diff;
 pub mod digest;
 pub mod error;
 pub mod files;
+pub mod health;
 pub mod objects;
 pub mod paths;
 pub mod progress;
@@ -24,6 +24,7 @@ pub mod refs;
 pub mod registry;
 pub mod repair;
 pub mod repo;
+pub mod stamp;
 pub mod store;
 pub mod testutil;
 pub mod verify;

@@ -1,7 +1,8 @@
 //! The read layer: the one place a chunk is fetched, in tier order (the node-disk
 //! cache, then the origin repository), and checked against its BLAKE3 hash on the way
-//! in: a bad cached chunk is dropped and fetched again, a bad origin chunk fails the
-//! read and is written down as damage (`damage.rs`). A chunk that fails its check is never returned.
+//! in: a bad cached chunk is dropped and fetched again; a bad origin copy is written
+//! down as damage (`health.rs`) and another copy is tried before the read fails. A
+//! chunk that fails its check is never returned.
 //!
 //! Misses are fetched in runs: chunks that lie next to each other in one pack are read
 //! with one range request, which is what makes a cold sequential read fast on a remote
@@ -402,13 +403,7 @@ fn read_runs(
                         }
                         Err(e) => {
                             // Written down, so that no push builds on this copy again.
-                            crate::damage::record(
-                                repo,
-                                &pack,
-                                &c.entry,
-                                "read",
-                                "fails its hash check",
-                            );
+                            repo.record_damage(&pack, &c.entry, "read");
                             Err(e)
                         }
                     }
@@ -468,7 +463,7 @@ fn elsewhere(
         Err(_) => return Ok(None),
     };
     if check_chunk(&bytes, &e, &other).is_err() {
-        crate::damage::record(repo, &other, &e, "read", "fails its hash check");
+        repo.record_damage(&other, &e, "read");
         return Ok(None);
     }
     tracing::info!(

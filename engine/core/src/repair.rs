@@ -25,7 +25,6 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::chunk::{ChunkParams, Cutter};
-use crate::damage;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::objects::{self, ChunkRef, FileObject, PackEntry, PackId};
@@ -125,7 +124,7 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
             }
             if sound {
                 if write {
-                    damage::clear(repo, &pack, &chunk)?;
+                    repo.clear_damage(&pack, &chunk)?;
                 }
                 report.act(
                     "clear record",
@@ -408,7 +407,7 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
     if write {
         for (pack, chunk) in &s.records {
             if damaged_packs.contains(pack) || !s.packs.contains_key(pack) {
-                damage::clear(repo, pack, chunk)?;
+                repo.clear_damage(pack, chunk)?;
             }
         }
         s = verify::survey_all(repo, ReadData::None, None, false, opts.progress)?;
@@ -535,7 +534,7 @@ fn salvage_chunks(
         let b = match repo.pack_range(pack, e.offset, e.stored_len as u64) {
             Ok(b) if Hash::of(&b) == e.hash => b,
             Ok(_) => {
-                damage::record(repo, pack, e, "repair", "fails its hash check");
+                repo.record_damage(pack, e, "repair");
                 lost += 1;
                 continue;
             }

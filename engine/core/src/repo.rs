@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkParams;
-use crate::damage::Health;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
+use crate::health::{DamageRecord, Health};
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
 use crate::refs::{Digest, Name, VolumeName};
 use crate::store::{LocalStore, ObjectStore};
@@ -231,7 +231,7 @@ impl Repository {
     /// is replaced, for this writer, by its pack's trailer.
     pub fn load_index(&self) -> Result<ChunkIndex> {
         let mut index = ChunkIndex {
-            health: Health::load(self)?,
+            health: self.health()?,
             ..ChunkIndex::default()
         };
         for listed in self.list(Kind::Index)? {
@@ -257,6 +257,70 @@ impl Repository {
             index.add_pack(id, &entries);
         }
         Ok(index)
+    }
+
+    /// What is known unusable: the packs present (a listing) and the damage records.
+    pub fn health(&self) -> Result<Health> {
+        let packs = self.list(Kind::Pack)?.into_iter().filter_map(|l| {
+            l.id.filter(|id| l.name == Kind::Pack.name(id))
+                .map(|id| (id, l.size))
+        });
+        let damaged = self.damage_records()?.into_iter().map(|(p, c, _)| (p, c));
+        Ok(Health::new(
+            packs.collect::<Vec<_>>(),
+            damaged.collect::<Vec<_>>(),
+        ))
+    }
+
+    /// Every damage record: (pack, chunk, record). A record that cannot be parsed still
+    /// counts, by its name: it was written only because something was found bad.
+    pub fn damage_records(&self) -> Result<Vec<(PackId, Hash, Option<DamageRecord>)>> {
+        let mut out = Vec::new();
+        for o in self.store.list(DAMAGE_PREFIX)? {
+            let mut parts = o.key[DAMAGE_PREFIX.len()..].split('/');
+            let (Some(p), Some(c), None) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            let (Some(pack), Some(chunk)) = (Hash::parse_hex(p), Hash::parse_hex(c)) else {
+                continue;
+            };
+            let record = self
+                .store
+                .get(&o.key)?
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            out.push((pack, chunk, record));
+        }
+        Ok(out)
+    }
+
+    /// Writes down that the copy of `entry` in `pack` fails its hash. Idempotent; a
+    /// failure to write is logged, never made the reader's error (which already says
+    /// what is wrong).
+    pub fn record_damage(&self, pack: &PackId, entry: &PackEntry, found_by: &str) {
+        let rec = DamageRecord {
+            pack: pack.hex(),
+            chunk: entry.hash.hex(),
+            offset: entry.offset,
+            problem: "fails its hash check".into(),
+            found_by: found_by.to_string(),
+            by: crate::stamp::whoami(),
+            at: crate::stamp::now_rfc3339(),
+        };
+        let write = serde_json::to_vec_pretty(&rec)
+            .map_err(json_error)
+            .and_then(|b| self.store.put_if_absent(&damage_key(pack, &entry.hash), &b));
+        if let Err(e) = write {
+            tracing::warn!(
+                "cannot record damage to chunk {} in pack {}: {e}",
+                entry.hash.hex(),
+                pack.hex()
+            );
+        }
+    }
+
+    /// Removes the record of a copy that reads fine again, or whose pack left.
+    pub fn clear_damage(&self, pack: &PackId, chunk: &Hash) -> Result<()> {
+        self.store.delete(&damage_key(pack, chunk))
     }
 
     /// Another usable copy of a chunk than the one at `entry` in `pack`, which a reader
@@ -539,6 +603,12 @@ pub(crate) fn json_error(e: serde_json::Error) -> Error {
 fn pack_key(id: &PackId) -> String {
     let h = id.hex();
     format!("packs/{}/{h}", &h[..2])
+}
+
+const DAMAGE_PREFIX: &str = "damage/";
+
+fn damage_key(pack: &PackId, chunk: &Hash) -> String {
+    format!("{DAMAGE_PREFIX}{}/{}", pack.hex(), chunk.hex())
 }
 
 fn index_key(id: &PackId) -> String {

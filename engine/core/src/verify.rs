@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::damage::{self, Health};
 use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
@@ -299,7 +298,7 @@ pub fn survey_version(
         }
         s.files.insert(h, f);
     }
-    let health = Health::load(repo)?;
+    let health = repo.health()?;
     let present: Vec<(PackId, u64)> = wanted
         .keys()
         .filter_map(|p| health.pack_size(p).map(|size| (*p, size)))
@@ -378,7 +377,8 @@ fn survey_packs(
     record: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let records: HashSet<(PackId, Hash)> = damage::records(repo)?
+    let records: HashSet<(PackId, Hash)> = repo
+        .damage_records()?
         .into_iter()
         .map(|(p, c, _)| (p, c))
         .collect();
@@ -500,7 +500,7 @@ impl PackSurvey<'_> {
                         e.offset
                     );
                     if self.record {
-                        damage::record(repo, id, &e, "verify", "fails its hash check");
+                        repo.record_damage(id, &e, "verify");
                     }
                     facts.bad.insert((e.offset, e.hash), why);
                 }
