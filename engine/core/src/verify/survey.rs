@@ -1,0 +1,312 @@
+//! The survey: every object of the repository (or of one version) as found, for the
+//! report and for `repair`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use super::ReadData;
+use super::packs::{PackFacts, Packs, choose, survey_packs};
+use crate::digest::{Entry, Hash};
+use crate::error::{ErrorKind, Result};
+use crate::objects::{FileObject, PackEntry, PackId};
+use crate::progress::Progress;
+use crate::refs::{Digest, Name, VolumeName};
+use crate::registry::{Manifest, TagFile};
+use crate::repo::{Kind, Repository};
+
+/// An index object as found.
+#[derive(Debug, Clone)]
+pub enum IndexFacts {
+    Ok(Vec<PackEntry>),
+    Damaged(String),
+}
+
+/// A tag as found.
+#[derive(Debug, Clone)]
+pub struct TagFacts {
+    pub volume: VolumeName,
+    pub tag: Name,
+    pub key: String,
+    /// The tag file, or why it cannot be read (then `salvaged` holds what could be).
+    pub file: std::result::Result<TagFile, String>,
+    pub salvaged: Vec<crate::registry::TagMove>,
+}
+
+/// Everything verify found, for its report and for `repair`.
+#[derive(Default)]
+pub struct Survey {
+    pub config: Option<String>,
+    pub packs: BTreeMap<PackId, PackFacts>,
+    pub indexes: BTreeMap<PackId, IndexFacts>,
+    /// Chunk lists by file hash: the list, or why it cannot be read.
+    pub files: BTreeMap<Hash, std::result::Result<FileObject, String>>,
+    pub manifests: Vec<(VolumeName, Digest, std::result::Result<Manifest, String>)>,
+    pub tags: Vec<TagFacts>,
+    /// Objects whose names are not what their folder holds.
+    pub strays: Vec<String>,
+    /// Versions whose damaged manifest `repair` moved to quarantine, and that no push
+    /// has sealed again: (volume, digest, where the manifest is).
+    pub lost: Vec<(VolumeName, Digest, String)>,
+    pub records: Vec<(PackId, Hash)>,
+    pub bytes_read: u64,
+    pub packs_read: u64,
+    pub read_data: String,
+    /// The whole repository (false: one version and what it uses).
+    pub whole: bool,
+}
+
+impl Survey {
+    fn take(&mut self, p: Packs) {
+        self.packs = p.packs;
+        self.bytes_read = p.bytes_read;
+        self.packs_read = p.packs_read;
+        self.records = p.records;
+    }
+
+    /// The entries a pack is known to hold: its trailer's, else its index's.
+    pub fn entries(&self, pack: &PackId) -> Option<&[PackEntry]> {
+        match (
+            self.packs.get(pack).map(|p| &p.trailer),
+            self.indexes.get(pack),
+        ) {
+            (Some(Ok(e)), _) => Some(e),
+            (_, Some(IndexFacts::Ok(e))) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Why the copy a chunk list names cannot be used, and which object is to blame.
+    pub fn copy_problem(&self, pack: &PackId, entry: &PackEntry) -> Option<(String, String)> {
+        let pack_name = Kind::Pack.name(pack);
+        let Some(facts) = self.packs.get(pack) else {
+            return Some((pack_name, "is missing".into()));
+        };
+        if let Some(why) = facts.bad.get(&(entry.offset, entry.hash)) {
+            return Some((pack_name, why.clone()));
+        }
+        match self.entries(pack) {
+            None => Some((
+                pack_name,
+                "its trailer and its index are both damaged".into(),
+            )),
+            Some(entries) if !entries.contains(entry) => Some((
+                String::new(),
+                format!(
+                    "names chunk {} at offset {}, which pack {} does not hold",
+                    entry.hash.hex(),
+                    entry.offset,
+                    pack.hex()
+                ),
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// Whether the copy at `entry` in `pack` is known good (present, in its pack's
+    /// table, not damaged).
+    pub fn copy_ok(&self, pack: &PackId, entry: &PackEntry) -> bool {
+        self.copy_problem(pack, entry).is_none()
+    }
+}
+
+/// Surveys the repository. `config` is the damage of `sealvol.repo`, if it was opened
+/// despite it.
+/// With `record`, every bad copy it reads is written down as a damage record.
+pub fn survey_all(
+    repo: &Repository,
+    read: ReadData,
+    config: Option<String>,
+    record: bool,
+    progress: &dyn Progress,
+) -> Result<Survey> {
+    let mut s = Survey {
+        config,
+        read_data: read.describe(),
+        whole: true,
+        ..Survey::default()
+    };
+    let listed = repo.list(Kind::Pack)?;
+    let mut present = Vec::new();
+    for l in listed {
+        match l.id {
+            Some(id) if l.name == Kind::Pack.name(&id) => present.push((id, l.size)),
+            _ => s.strays.push(l.name),
+        }
+    }
+    let chosen = choose(&present, read);
+    s.take(survey_packs(
+        repo, &present, &chosen, None, record, progress,
+    )?);
+    for l in repo.list(Kind::Index)? {
+        let Some(id) = l.id.filter(|id| l.name == Kind::Index.name(id)) else {
+            s.strays.push(l.name);
+            continue;
+        };
+        s.indexes.insert(id, index_facts(repo, &id)?);
+    }
+    for l in repo.list(Kind::File)? {
+        let Some(hash) = l.id.filter(|h| l.name == Kind::File.name(h)) else {
+            s.strays.push(l.name);
+            continue;
+        };
+        s.files.insert(hash, file_facts(repo, &hash)?);
+    }
+    for vol in repo.volumes(None)? {
+        for digest in repo.version_digests(&vol)? {
+            let m = manifest_facts(repo, &vol, &digest)?;
+            s.manifests.push((vol.clone(), digest, m));
+        }
+        s.tags.extend(tag_facts(repo, &vol)?);
+    }
+    s.lost = lost_versions(repo, &s.manifests)?;
+    progress.finish();
+    Ok(s)
+}
+
+/// Manifests in quarantine whose version has not been sealed again.
+fn lost_versions(
+    repo: &Repository,
+    live: &[(VolumeName, Digest, std::result::Result<Manifest, String>)],
+) -> Result<Vec<(VolumeName, Digest, String)>> {
+    let mut out: Vec<(VolumeName, Digest, String)> = Vec::new();
+    for o in repo.store().list(crate::repo::QUARANTINE)? {
+        let mut parts = o.key.split('/').skip(2);
+        let (Some("manifests"), Some(ns), Some(name), Some(hex), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            continue;
+        };
+        let (Ok(vol), Ok(digest)) = (
+            VolumeName::parse(&format!("{ns}/{name}")),
+            Digest::parse(hex),
+        ) else {
+            continue;
+        };
+        if !live.iter().any(|(v, d, _)| *v == vol && *d == digest)
+            && !out.iter().any(|(v, d, _)| *v == vol && *d == digest)
+        {
+            out.push((vol, digest, o.key));
+        }
+    }
+    Ok(out)
+}
+
+/// Surveys one version: its manifest, its chunk lists, every chunk they name (read and
+/// hashed), the packs those lie in, and the tags that point at it.
+pub fn survey_version(
+    repo: &Repository,
+    vol: &VolumeName,
+    digest: &Digest,
+    progress: &dyn Progress,
+) -> Result<Survey> {
+    let mut s = Survey {
+        read_data: "this version".into(),
+        ..Survey::default()
+    };
+    let m = manifest_facts(repo, vol, digest)?;
+    let mut hashes = BTreeSet::new();
+    if let Ok(m) = &m {
+        for e in &m.entries {
+            if let Entry::File { hash, .. } = e {
+                hashes.insert(*hash);
+            }
+        }
+    }
+    s.manifests.push((vol.clone(), *digest, m));
+    let mut wanted: HashMap<PackId, HashSet<(u64, Hash)>> = HashMap::new();
+    for h in hashes {
+        let f = file_facts(repo, &h)?;
+        if let Ok(obj) = &f {
+            for c in &obj.chunks {
+                wanted
+                    .entry(obj.packs[c.pack as usize])
+                    .or_default()
+                    .insert((c.entry.offset, c.entry.hash));
+            }
+        }
+        s.files.insert(h, f);
+    }
+    let health = repo.health()?;
+    let present: Vec<(PackId, u64)> = wanted
+        .keys()
+        .filter_map(|p| health.pack_size(p).map(|size| (*p, size)))
+        .collect();
+    let chosen: HashSet<PackId> = present.iter().map(|(p, _)| *p).collect();
+    s.take(survey_packs(
+        repo,
+        &present,
+        &chosen,
+        Some(&wanted),
+        true,
+        progress,
+    )?);
+    for p in wanted.keys() {
+        s.indexes.insert(*p, index_facts(repo, p)?);
+    }
+    s.tags = tag_facts(repo, vol)?
+        .into_iter()
+        .filter(|t| match &t.file {
+            Ok(f) => f.digest == digest.to_string(),
+            Err(_) => t
+                .salvaged
+                .last()
+                .is_some_and(|m| m.to == digest.to_string()),
+        })
+        .collect();
+    progress.finish();
+    Ok(s)
+}
+
+fn index_facts(repo: &Repository, id: &PackId) -> Result<IndexFacts> {
+    Ok(match repo.index(id) {
+        Ok(Some(e)) => IndexFacts::Ok(e),
+        Ok(None) => return Ok(IndexFacts::Damaged("is missing".into())),
+        Err(e) if e.kind() == ErrorKind::Corrupt => IndexFacts::Damaged(e.message().to_string()),
+        Err(e) => return Err(e),
+    })
+}
+
+fn file_facts(repo: &Repository, hash: &Hash) -> Result<std::result::Result<FileObject, String>> {
+    Ok(match repo.file_object(hash) {
+        Ok(o) => Ok(o),
+        Err(e) if e.kind() == ErrorKind::Corrupt => Err(e.message().to_string()),
+        Err(e) => return Err(e),
+    })
+}
+
+fn manifest_facts(
+    repo: &Repository,
+    vol: &VolumeName,
+    digest: &Digest,
+) -> Result<std::result::Result<Manifest, String>> {
+    Ok(match repo.manifest(vol, digest) {
+        Ok(m) => Ok(m),
+        Err(e) if matches!(e.kind(), ErrorKind::Corrupt) => Err(e.message().to_string()),
+        Err(e) => return Err(e),
+    })
+}
+
+fn tag_facts(repo: &Repository, vol: &VolumeName) -> Result<Vec<TagFacts>> {
+    let mut out = Vec::new();
+    for t in repo.tags(vol)? {
+        let Ok(tag) = Name::parse("tag", &t.tag) else {
+            continue;
+        };
+        let key = crate::repo::tag_key(vol, &tag);
+        let file = match (&t.damaged, t.digest.is_empty()) {
+            (Some(why), true) => Err(why.clone()),
+            _ => Ok(t.clone()),
+        };
+        out.push(TagFacts {
+            volume: vol.clone(),
+            tag,
+            key,
+            salvaged: t.history.clone(),
+            file,
+        });
+    }
+    Ok(out)
+}
