@@ -564,7 +564,18 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("mounts-empty", mounts_empty()),
         ("jobs-empty", jobs_empty()),
         ("versions-damaged", versions_damaged()),
+        ("volumes-damaged", volumes_damaged()),
     ]
+}
+
+/// The volumes screen when one volume has a damaged manifest and a damaged tag.
+pub fn volumes_damaged() -> FrameView {
+    let mut f = volumes();
+    if let Body::Volumes(v) = &mut f.body {
+        v.rows[3].damaged = 2;
+    }
+    f.status = status("2 damaged objects in weights/tiny-llama: `sealvol volume verify`");
+    f
 }
 
 /// A volume with a damaged manifest: the version is listed, marked, and says why.

@@ -77,13 +77,15 @@ pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             vec![
                 cell(&r.namespace, Role::Dim),
                 cell(&r.name, Role::Text),
-                match r.damaged {
-                    0 => cell(r.versions.to_string(), Role::Text),
-                    n => cell(format!("{} ⚠{n} damaged", r.versions), Role::Error),
-                },
+                cell(r.versions.to_string(), Role::Text),
                 cell(size(r.latest_bytes), Role::Text),
                 cell(when(&r.updated), Role::Dim),
-                if r.mounted.is_empty() {
+                if r.damaged > 0 {
+                    cell(
+                        format!("⚠ {} damaged  {}", r.damaged, r.tags.join(" ")),
+                        Role::Error,
+                    )
+                } else if r.mounted.is_empty() {
                     cell(r.tags.join(" "), Role::Tag)
                 } else {
                     let served: Vec<String> = r

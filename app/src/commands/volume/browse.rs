@@ -43,13 +43,16 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
             vec![
                 v.namespace.clone(),
                 v.name.clone(),
-                match v.damaged {
-                    0 => v.versions.to_string(),
-                    n => format!("{} ({n} damaged)", v.versions),
-                },
+                v.versions.to_string(),
                 size(v.latest_bytes),
                 when(&v.updated),
-                v.tags.join(","),
+                match v.damaged {
+                    0 => v.tags.join(","),
+                    n => format!(
+                        "{} [{n} damaged: see `sealvol volume verify`]",
+                        v.tags.join(",")
+                    ),
+                },
             ]
         })
         .collect();
