@@ -295,7 +295,7 @@ impl Repair<'_> {
             }
             let still = match missing {
                 0 => String::new(),
-                n => format!("; {n} have no healthy copy anywhere"),
+                n => format!("; {n} without a healthy copy anywhere"),
             };
             self.report.act(
                 "relink",

@@ -325,7 +325,17 @@ impl Survey {
     /// The commands that fix what the report found.
     fn fixes(&self, report: &VerifyReport) -> Vec<Fix> {
         let mut out = Vec::new();
-        if !report.problems.is_empty() {
+        // A pack repair already quarantined is past repair: only a source heals it.
+        let repairable = report.problems.iter().any(|p| {
+            !p.object.starts_with("packs/")
+                || !p
+                    .object
+                    .rsplit('/')
+                    .next()
+                    .and_then(Hash::parse_hex)
+                    .is_some_and(|id| self.quarantined_packs.contains(&id))
+        });
+        if repairable {
             out.push(Fix {
                 command: "sealvol repair".into(),
                 why: "rebuilds indexes from pack trailers, relinks chunk lists to healthy copies, restores tags from their history, and moves what is damaged to quarantine/ (`--dry-run` shows the plan first)".into(),

@@ -46,6 +46,8 @@ pub struct Survey {
     /// Versions whose damaged manifest `repair` moved to quarantine, and that no push
     /// has sealed again: (volume, digest, where the manifest is).
     pub lost: Vec<(VolumeName, Digest, String)>,
+    /// Packs repair moved to quarantine.
+    pub quarantined_packs: HashSet<PackId>,
     pub records: Vec<(PackId, Hash)>,
     pub bytes_read: u64,
     pub packs_read: u64,
@@ -78,7 +80,13 @@ impl Survey {
     pub fn copy_problem(&self, pack: &PackId, entry: &PackEntry) -> Option<(String, String)> {
         let pack_name = Kind::Pack.name(pack);
         let Some(facts) = self.packs.get(pack) else {
-            return Some((pack_name, "is missing".into()));
+            let why = match self.quarantined_packs.contains(pack) {
+                true => {
+                    "is in quarantine: repair moved it there, damaged, after copying out its healthy chunks; what it held only there is lost"
+                }
+                false => "is missing",
+            };
+            return Some((pack_name, why.into()));
         };
         if let Some(why) = facts.bad.get(&(entry.offset, entry.hash)) {
             return Some((pack_name, why.clone()));
@@ -157,19 +165,28 @@ pub fn survey_all(
         }
         s.tags.extend(tag_facts(repo, &vol)?);
     }
-    s.lost = lost_versions(repo, &s.manifests)?;
+    (s.lost, s.quarantined_packs) = in_quarantine(repo, &s.manifests)?;
     progress.finish();
     Ok(s)
 }
 
-/// Manifests in quarantine whose version has not been sealed again.
-fn lost_versions(
+/// What repair moved to quarantine that still matters: manifests whose version has not
+/// been sealed again, and packs (by id).
+#[allow(clippy::type_complexity)]
+fn in_quarantine(
     repo: &Repository,
     live: &[(VolumeName, Digest, std::result::Result<Manifest, String>)],
-) -> Result<Vec<(VolumeName, Digest, String)>> {
+) -> Result<(Vec<(VolumeName, Digest, String)>, HashSet<PackId>)> {
     let mut out: Vec<(VolumeName, Digest, String)> = Vec::new();
+    let mut packs = HashSet::new();
     for o in repo.store().list(crate::repo::QUARANTINE)? {
         let mut parts = o.key.split('/').skip(2);
+        if o.key.split('/').nth(2) == Some("packs")
+            && let Some(id) = o.key.rsplit('/').next().and_then(Hash::parse_hex)
+        {
+            packs.insert(id);
+            continue;
+        }
         let (Some("manifests"), Some(ns), Some(name), Some(hex), None) = (
             parts.next(),
             parts.next(),
@@ -191,7 +208,7 @@ fn lost_versions(
             out.push((vol, digest, o.key));
         }
     }
-    Ok(out)
+    Ok((out, packs))
 }
 
 /// Surveys one version: its manifest, its chunk lists, every chunk they name (read and
