@@ -245,6 +245,42 @@ fn nothing_can_change_a_mounted_version() {
 }
 
 #[test]
+fn a_damaged_manifest_or_tag_elsewhere_does_not_stop_a_mount() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("model.txt"), b"good");
+    env.push(&src, "t/good", &["--tag", "prod"]);
+    write(&src.join("model.txt"), b"bad");
+    let bad = env.push(&src, "t/bad", &["--tag", "prod"]);
+    write(&src.join("model.txt"), b"sibling");
+    env.push(&src, "t/bad", &["--tag", "next"]);
+    let hex = bad.rsplit("b3:").next().unwrap();
+    fs::write(env.repo.join("manifests/t/bad").join(hex), b"{\"format\":").unwrap();
+    fs::write(env.repo.join("tags/t/bad/next"), b"").unwrap();
+    let mnt = env.path("mnt");
+    let _m = mount(&env, "t/good:prod", &mnt, &[]);
+    assert_eq!(fs::read(mnt.join("model.txt")).unwrap(), b"good");
+    // The damaged volume's newest readable version still mounts by name.
+    let mnt2 = env.path("mnt2");
+    let _m2 = mount(&env, "t/bad", &mnt2, &[]);
+    assert_eq!(fs::read(mnt2.join("model.txt")).unwrap(), b"sibling");
+    fs::create_dir_all(env.path("mnt3")).unwrap();
+    let err = env.fails(
+        1,
+        &[
+            "volume",
+            "mount",
+            "t/bad:prod",
+            env.path("mnt3").to_str().unwrap(),
+        ],
+    );
+    assert!(err.contains("damaged"), "{err}");
+}
+
+#[test]
 fn a_tag_resolves_once_at_mount_time() {
     if !fuse_available() {
         return;
