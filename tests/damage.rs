@@ -57,6 +57,29 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
+    /// The base pack's id, as its file is named.
+    fn pack_id(&self) -> String {
+        self.base_pack
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Pushes `t/base`'s folder again; its `--json` report.
+    fn push_base(&self) -> Value {
+        let src = self.base_src.to_str().unwrap();
+        serde_json::from_str(&self.env.ok(&["volume", "push", src, "t/base", "--json"])).unwrap()
+    }
+
+    /// A pull of `r` fails with a clear error; returns it.
+    fn pull_fails(&self, r: &str) -> String {
+        let out = self.env.path("refused");
+        self.env
+            .fails(1, &["volume", "pull", r, out.to_str().unwrap()])
+    }
+
     fn verify(&self, extra: &[&str]) -> Value {
         let mut args = vec!["volume", "verify", "--json"];
         args.extend_from_slice(extra);
@@ -108,8 +131,7 @@ impl Fixture {
     /// The files of `t/base` whose chunk lists name a copy in the base pack for which
     /// `broken` holds: what verify must report, computed from the objects themselves.
     fn expected(&self, broken: impl Fn(&PackEntry) -> bool) -> BTreeSet<String> {
-        let pack_id =
-            Hash::parse_hex(self.base_pack.file_name().unwrap().to_str().unwrap()).unwrap();
+        let pack_id = Hash::parse_hex(&self.pack_id()).unwrap();
         let files: Value =
             serde_json::from_str(&self.env.ok(&["volume", "files", &self.base, "--json"])).unwrap();
         let mut out = BTreeSet::new();
@@ -131,8 +153,7 @@ impl Fixture {
     }
 
     fn base_entries(&self) -> Vec<PackEntry> {
-        let id = self.base_pack.file_name().unwrap().to_str().unwrap();
-        let bytes = std::fs::read(self.env.repo.join("index").join(id)).unwrap();
+        let bytes = std::fs::read(self.env.repo.join("index").join(self.pack_id())).unwrap();
         objects::decode_index("index", &bytes).unwrap()
     }
 
@@ -272,19 +293,7 @@ fn a_flipped_byte_breaks_one_file_and_a_push_heals_it() {
     f.others_still_work();
 
     // A push of the same bytes writes a fresh copy of that chunk, and only that one.
-    let out = f.env.run(&[
-        "volume",
-        "push",
-        f.base_src.to_str().unwrap(),
-        "t/base",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let push: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let push = f.push_base();
     assert_eq!(push["new_chunks"], 1, "{push}");
     assert_eq!(push["files_healed"], 1, "{push}");
     f.env.ok(&["volume", "verify", &f.base]);
@@ -313,15 +322,7 @@ fn a_flipped_byte_with_no_other_copy_is_healed_by_repair_from_the_source() {
     flip(&f.base_pack, victim.offset + 1);
     let want = f.expected(|e| *e == victim);
     // A read that fails its hash records the damage, as verify does.
-    let err = f.env.fails(
-        1,
-        &[
-            "volume",
-            "pull",
-            &f.base,
-            f.env.path("out").to_str().unwrap(),
-        ],
-    );
+    let err = f.pull_fails(&f.base);
     assert!(err.contains("fails its hash check"), "{err}");
     assert!(
         !walk_files(&f.env.repo.join("damage")).is_empty(),
@@ -392,13 +393,7 @@ fn a_truncated_pack_breaks_only_the_files_past_the_cut() {
 #[test]
 fn a_deleted_pack_breaks_every_file_in_it_and_a_push_writes_them_all_again() {
     let f = fixture();
-    let id = f
-        .base_pack
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = f.pack_id();
     std::fs::remove_file(&f.base_pack).unwrap();
     std::fs::remove_file(f.env.repo.join("index").join(&id)).unwrap();
     let v = f.verify(&[]);
@@ -414,14 +409,7 @@ fn a_deleted_pack_breaks_every_file_in_it_and_a_push_writes_them_all_again() {
         "{v:#}"
     );
     f.others_still_work();
-    let push: Value = serde_json::from_str(&f.env.ok(&[
-        "volume",
-        "push",
-        f.base_src.to_str().unwrap(),
-        "t/base",
-        "--json",
-    ]))
-    .unwrap();
+    let push = f.push_base();
     assert_eq!(push["chunks_reused"], 0, "nothing to reuse: {push}");
     // The same chunks in the same order make the same pack, under the same name: the
     // chunk lists are right again without being replaced.
@@ -434,25 +422,12 @@ fn a_deleted_pack_breaks_every_file_in_it_and_a_push_writes_them_all_again() {
 fn a_deleted_pack_with_a_copy_elsewhere_is_relinked_by_repair() {
     let f = fixture();
     duplicate_pack(&f.env.repo, &f.base_pack);
-    let id = f
-        .base_pack
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = f.pack_id();
     std::fs::remove_file(&f.base_pack).unwrap();
     std::fs::remove_file(f.env.repo.join("index").join(&id)).unwrap();
     assert_eq!(f.damaged(&[]).get(&f.base).map(|s| s.len()), Some(4));
     // A push reuses the healthy copies: it writes nothing, yet the version reads back.
-    let push: Value = serde_json::from_str(&f.env.ok(&[
-        "volume",
-        "push",
-        f.base_src.to_str().unwrap(),
-        "t/base",
-        "--json",
-    ]))
-    .unwrap();
+    let push = f.push_base();
     assert_eq!(push["new_chunks"], 0, "{push}");
     assert_eq!(push["files_healed"], 4, "{push}");
     f.env.ok(&["volume", "verify", &f.base]);
@@ -463,13 +438,7 @@ fn a_deleted_pack_with_a_copy_elsewhere_is_relinked_by_repair() {
 fn repair_relinks_to_a_healthy_copy_without_any_source() {
     let f = fixture();
     duplicate_pack(&f.env.repo, &f.base_pack);
-    let id = f
-        .base_pack
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = f.pack_id();
     std::fs::remove_file(&f.base_pack).unwrap();
     let (ok, r) = f.repair(&[]);
     assert!(ok, "{r:#}");
@@ -493,13 +462,7 @@ fn repair_relinks_to_a_healthy_copy_without_any_source() {
 #[test]
 fn a_deleted_index_breaks_nothing_and_is_written_again() {
     let f = fixture();
-    let id = f
-        .base_pack
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let id = f.pack_id();
     std::fs::remove_file(f.env.repo.join("index").join(&id)).unwrap();
     let out = f.env.run(&["volume", "verify"]);
     assert!(out.status.success(), "no version is broken");
@@ -560,15 +523,7 @@ fn a_cut_manifest_is_listed_as_damaged_and_takes_nothing_else_down() {
         BTreeMap::from([(f.base.clone(), set(&["*"]))])
     );
     assert_eq!(v["problems"][0]["affects"][0]["tags"][0], "t/base:prod");
-    let err = f.env.fails(
-        1,
-        &[
-            "volume",
-            "pull",
-            "t/base:prod",
-            f.env.path("x").to_str().unwrap(),
-        ],
-    );
+    let err = f.pull_fails("t/base:prod");
     assert!(err.contains("damaged"), "{err}");
 
     // A push of the same bytes seals it again.
@@ -630,15 +585,7 @@ fn a_broken_tag_is_listed_and_a_push_or_repair_sets_it_again() {
     let tags = f.env.ok(&["volume", "tags", "t/base"]);
     assert!(tags.contains("damaged"), "{tags}");
     f.env.ok(&["volume", "tag", &f.base, "canary"]);
-    let err = f.env.fails(
-        1,
-        &[
-            "volume",
-            "pull",
-            "t/base:prod",
-            f.env.path("x").to_str().unwrap(),
-        ],
-    );
+    let err = f.pull_fails("t/base:prod");
     assert!(err.contains("repair"), "{err}");
     f.others_still_work();
 
@@ -733,15 +680,7 @@ fn a_tag_pointing_at_a_missing_digest_is_moved_back_by_repair() {
         "{v:#}"
     );
     assert!(damaged_of(&v).is_empty());
-    let err = f.env.fails(
-        1,
-        &[
-            "volume",
-            "pull",
-            "t/base:prod",
-            f.env.path("x").to_str().unwrap(),
-        ],
-    );
+    let err = f.pull_fails("t/base:prod");
     assert!(err.contains("not a version"), "{err}");
     f.others_still_work();
     let (ok, r) = f.repair(&[]);
@@ -784,14 +723,7 @@ fn an_empty_format_file_is_named_and_written_anew() {
     f.assert_verifies();
     f.others_still_work();
     f.pulls(&f.base, &f.base_src);
-    let push: Value = serde_json::from_str(&f.env.ok(&[
-        "volume",
-        "push",
-        f.base_src.to_str().unwrap(),
-        "t/base",
-        "--json",
-    ]))
-    .unwrap();
+    let push = f.push_base();
     assert_eq!(
         push["new_chunks"], 0,
         "the same chunker settings: everything deduplicates"

@@ -96,6 +96,11 @@ impl Health {
         self.first_unusable(obj).is_none()
     }
 
+    /// The packs present.
+    pub fn packs(&self) -> impl Iterator<Item = &PackId> {
+        self.packs.keys()
+    }
+
     pub fn has_pack(&self, pack: &PackId) -> bool {
         self.packs.contains_key(pack)
     }

@@ -316,9 +316,12 @@ impl Repository {
             let Ok(tag) = Name::parse("tag", name) else {
                 continue;
             };
-            let t = match self.tag(vol, &tag) {
-                Ok(Some(mut t)) => {
-                    if !digests.iter().any(|d| d.to_string() == t.digest) {
+            let Some(bytes) = self.store().get(&o.key)? else {
+                continue;
+            };
+            let t = match parse_tag(&o.key, &bytes) {
+                Ok(mut t) => {
+                    if !Digest::parse(&t.digest).is_ok_and(|d| digests.contains(&d)) {
                         t.damaged = Some(format!(
                             "points at {}, which is not a version of {vol}",
                             t.digest
@@ -326,17 +329,12 @@ impl Repository {
                     }
                     t
                 }
-                Ok(None) => continue,
-                Err(e) if e.kind() == ErrorKind::Corrupt => {
-                    let bytes = self.store().get(&o.key)?.unwrap_or_default();
-                    TagFile {
-                        tag: tag.to_string(),
-                        digest: String::new(),
-                        history: salvage_history(&bytes),
-                        damaged: Some(e.message().to_string()),
-                    }
-                }
-                Err(e) => return Err(e),
+                Err(e) => TagFile {
+                    tag: tag.to_string(),
+                    digest: String::new(),
+                    history: salvage_history(&bytes),
+                    damaged: Some(e.message().to_string()),
+                },
             };
             out.push(t);
         }

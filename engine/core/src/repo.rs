@@ -228,13 +228,40 @@ impl Repository {
 
     /// Loads every index object: which chunks exist and where, leaving out every copy
     /// that `Health` knows unusable, so a writer never builds on one. A damaged index
-    /// is replaced, for this writer, by its pack's trailer.
-    pub fn load_index(&self) -> Result<ChunkIndex> {
+    /// is replaced, for this writer, by its pack's trailer. With `recover`, a pack left
+    /// without an index (a push killed between publishing the two) is indexed from its
+    /// trailer, so its chunks are not written again. One listing of packs and one of
+    /// indexes serve all of it.
+    pub fn load_index(&self, recover: bool) -> Result<ChunkIndex> {
         let mut index = ChunkIndex {
             health: self.health()?,
             ..ChunkIndex::default()
         };
-        for listed in self.list(Kind::Index)? {
+        let listed = self.list(Kind::Index)?;
+        if recover {
+            let indexed: HashSet<Hash> = listed.iter().filter_map(|l| l.id).collect();
+            let orphans: Vec<PackId> = index
+                .health
+                .packs()
+                .filter(|id| !indexed.contains(*id))
+                .copied()
+                .collect();
+            for id in orphans {
+                match self.read_pack_entries(&id) {
+                    Ok(entries) if objects::pack_id(&entries) == id => {
+                        self.put_index(&id, &entries)?;
+                        tracing::info!("re-indexed pack {} left by an interrupted push", id.hex());
+                        index.add_pack(id, &entries);
+                    }
+                    // A damaged orphan is left for verify to report; it is never indexed.
+                    Ok(_) | Err(_) => tracing::warn!(
+                        "pack {} has no index and cannot be re-indexed",
+                        Kind::Pack.name(&id)
+                    ),
+                }
+            }
+        }
+        for listed in listed {
             let Some(id) = listed.id else { continue };
             let entries = match self.index(&id) {
                 Ok(Some(entries)) => entries,
@@ -353,38 +380,10 @@ impl Repository {
                 None => {}
             }
         }
-        let index = std::sync::Arc::new(self.load_index()?);
+        let index = std::sync::Arc::new(self.load_index(false)?);
         let found = look(&index).filter(|f| !same(f));
         *cached = Some((std::time::Instant::now(), index));
         Ok(found)
-    }
-
-    /// Writes the missing index of any pack left by a push that was killed between
-    /// publishing the pack and its index, so its chunks are not written again.
-    pub fn recover_orphan_packs(&self) -> Result<usize> {
-        let indexed: HashSet<Hash> = self
-            .list(Kind::Index)?
-            .into_iter()
-            .filter_map(|l| l.id)
-            .collect();
-        let mut recovered = 0;
-        for pack in self.list(Kind::Pack)? {
-            let Some(id) = pack.id else { continue };
-            if indexed.contains(&id) {
-                continue;
-            }
-            match self.read_pack_entries(&id) {
-                Ok(entries) if objects::pack_id(&entries) == id => {
-                    self.put_index(&id, &entries)?;
-                    recovered += 1;
-                }
-                // A damaged orphan is left for verify to report; it is never indexed.
-                Ok(_) | Err(_) => {
-                    tracing::warn!("pack {} has no index and cannot be re-indexed", pack.name)
-                }
-            }
-        }
-        Ok(recovered)
     }
 
     /// See `ObjectStore::writers_lock`.

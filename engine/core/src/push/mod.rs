@@ -80,11 +80,7 @@ pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
             "removed {files} staging file(s) ({bytes} bytes) left in the repository by killed processes"
         );
     }
-    let recovered = repo.recover_orphan_packs()?;
-    if recovered > 0 {
-        tracing::info!("re-indexed {recovered} pack(s) left by an interrupted push");
-    }
-    let mut index = repo.load_index()?;
+    let mut index = repo.load_index(true)?;
     index.writing = writing;
     Ok(index)
 }
