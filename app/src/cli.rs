@@ -25,7 +25,7 @@ pub struct Cli {
     #[arg(long)]
     pub demo: bool,
 
-    /// Console: disable every change (tag moves, undo).
+    /// Console: disable every change (tag moves, undo, delete, restore).
     #[arg(long)]
     pub readonly: bool,
 
@@ -103,6 +103,21 @@ pub enum Command {
         /// A folder holding the files of damaged versions (their source), to heal them from.
         #[arg(long, value_name = "DIR")]
         from: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Show or change the repository's settings: the trash's retention and gc's grace period.
+    #[command(
+        after_help = "Examples:\n  sealvol settings\n  sealvol settings --retention 14d\n  sealvol settings --gc-grace 30m\n\nThe grace period must be longer than any push takes between its last check and its\nmanifest (milliseconds); longer also spares long pushes from rewriting their data."
+    )]
+    Settings {
+        /// How long a deleted version stays restorable, e.g. 7d, 36h.
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        retention: Option<std::time::Duration>,
+        /// Garbage collection's grace period, e.g. 15m (at least 1s).
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        gc_grace: Option<std::time::Duration>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -311,6 +326,72 @@ pub enum VolumeCommand {
     /// List active mounts: what digest each serves, bytes served, hits per tier.
     #[command(after_help = "Example:\n  sealvol volume mounts --json")]
     Mounts {
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Move a version to the trash; it stays restorable for the retention window (7 days).
+    #[command(
+        after_help = "Examples:\n  sealvol volume delete weights/qwen3-8b@b3:9f3c1a2b\n  sealvol volume delete weights/qwen3-8b@9f3c1a2b --untag --yes\n\nA version a tag points at is refused: move the tag first, or pass --untag.\nA mount already serving the version keeps serving it until gc purges it."
+    )]
+    Delete {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// Remove the tags that point at it (each removal is kept in the tag's history).
+        #[arg(long)]
+        untag: bool,
+        /// Do not ask (needed when standard input is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Remove a tag; the removal is a move to nothing in its history, undone by tagging again.
+    #[command(
+        after_help = "Examples:\n  sealvol volume untag weights/qwen3-8b:canary\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b canary   (undoes it)"
+    )]
+    Untag {
+        /// NS/NAME:TAG
+        #[arg(value_name = "NS/NAME:TAG", add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// List deleted versions: who deleted them, when, time left, size, the tags they had.
+    #[command(
+        after_help = "Examples:\n  sealvol volume trash\n  sealvol volume trash weights/qwen3-8b --json"
+    )]
+    Trash {
+        /// Only this volume (an error if there is no such volume).
+        #[arg(value_name = "NS/NAME", add = ArgValueCompleter::new(complete::volumes))]
+        volume: Option<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Bring a deleted version back from the trash, exactly as it was sealed.
+    #[command(after_help = "Example:\n  sealvol volume restore weights/qwen3-8b@b3:9f3c1a2b")]
+    Restore {
+        /// NS/NAME@DIGEST of a version in the trash (8+ hex digits will do).
+        #[arg(value_name = "REF")]
+        reference: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Purge expired versions from the trash and reclaim what no version references.
+    #[command(
+        after_help = "Examples:\n  sealvol volume gc --dry-run\n  sealvol volume gc\n  sealvol volume gc --no-wait     (condemn now; the next gc sweeps)\n\nSafe while other processes and machines push: what is unreferenced is condemned first,\nand deleted only after the grace period (`sealvol settings`) if it is still unreferenced.\nPacks that are mostly dead are rewritten. Only one gc runs at a time."
+    )]
+    Gc {
+        /// Say what would be purged, condemned, rewritten and freed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not wait out the grace period: condemn now and leave the sweep to the next gc.
+        #[arg(long)]
+        no_wait: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -84,6 +84,11 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
+        Some(Command::Settings {
+            retention,
+            gc_grace,
+            json,
+        }) => commands::info::settings(&ctx, retention, gc_grace, json),
         Some(Command::Repair {
             dry_run,
             read_data,

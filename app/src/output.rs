@@ -64,11 +64,15 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> Result<()> {
 }
 
 pub fn json(value: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| {
-        Error::new(
-            sealvol_core::ErrorKind::Io,
-            format!("cannot encode JSON: {e}"),
-        )
-    })?;
+    // Through a `Value`, whose maps are sorted: keys come out in alphabetical order
+    // for structs too (docs/JSON.md).
+    let text = serde_json::to_value(value)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .map_err(|e| {
+            Error::new(
+                sealvol_core::ErrorKind::Io,
+                format!("cannot encode JSON: {e}"),
+            )
+        })?;
     outln!("{text}")
 }

@@ -7,6 +7,7 @@ use crate::chrome::{Overlay, Status, StatusKind};
 use crate::jobs::{FileLine, JobDetail, JobRow, JobsView};
 use crate::mounts::{MountRow, MountsView};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
+use crate::trash::{TrashRow, TrashView};
 use crate::versions::{VersionRow, VersionsView};
 use crate::volumes::{VolumeRow, VolumesView};
 use crate::{Body, FrameView};
@@ -565,7 +566,105 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("jobs-empty", jobs_empty()),
         ("versions-damaged", versions_damaged()),
         ("volumes-damaged", volumes_damaged()),
+        ("trash", trash()),
+        ("trash-empty", trash_empty()),
+        ("confirm-delete", confirm_delete()),
     ]
+}
+
+/// The trash: versions deleted from two volumes, one past its window.
+pub fn trash() -> FrameView {
+    let row =
+        |vol: &str, n: u8, at: &str, left: &str, gone: bool, bytes: u64, tags: &[&str]| TrashRow {
+            volume: vol.into(),
+            digest: digest(n),
+            deleted_at: at.into(),
+            deleted_by: "ana@node7".into(),
+            left: left.into(),
+            gone,
+            bytes,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+        };
+    FrameView {
+        crumbs: vec!["volumes".into(), "trash".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Trash(TrashView {
+            volume: None,
+            rows: vec![
+                row(
+                    "weights/qwen3-8b",
+                    5,
+                    "2026-11-30T23:12:00.000Z",
+                    "6d 22h",
+                    false,
+                    16_384 << 20,
+                    &["canary"],
+                ),
+                row(
+                    "adapters/support-lora",
+                    6,
+                    "2026-11-28T08:40:00.000Z",
+                    "4d 8h",
+                    false,
+                    160 << 20,
+                    &[],
+                ),
+                row(
+                    "weights/qwen3-8b",
+                    7,
+                    "2026-11-22T10:02:00.000Z",
+                    "expired",
+                    true,
+                    16_380 << 20,
+                    &["prod"],
+                ),
+            ],
+            selected: 0,
+            empty: String::new(),
+        }),
+        status: status("3 version(s) in the trash · U restores the selected one"),
+        overlay: None,
+    }
+}
+
+/// The trash with nothing in it.
+pub fn trash_empty() -> FrameView {
+    let mut f = trash();
+    f.body = Body::Trash(TrashView {
+        volume: Some("weights/qwen3-8b".into()),
+        rows: Vec::new(),
+        selected: 0,
+        empty: "the trash of weights/qwen3-8b is empty: d on the versions screen deletes a version"
+            .into(),
+    });
+    f.crumbs = vec!["volumes".into(), "weights/qwen3-8b".into(), "trash".into()];
+    f.status = status("nothing in the trash");
+    f
+}
+
+/// Deleting a tagged version from the versions screen: the confirmation names the
+/// digest and the tag it removes.
+pub fn confirm_delete() -> FrameView {
+    let mut f = versions();
+    f.overlay = Some(Overlay::Confirm {
+        title: "delete a version".into(),
+        lines: vec![
+            (
+                format!("weights/qwen3-8b@{}", &digest(2)[..19]),
+                Role::Pinned,
+            ),
+            (
+                "goes to the trash: restorable until its window ends (7 days by default)".into(),
+                Role::Text,
+            ),
+            (
+                "removes tag prod, which points at it (its history keeps the move)".into(),
+                Role::Danger,
+            ),
+        ],
+        yes: "delete".into(),
+    });
+    f
 }
 
 /// The volumes screen when one volume has a damaged manifest and a damaged tag.

@@ -24,6 +24,21 @@ pub fn when(rfc3339: &str) -> String {
     rfc3339.replace('T', " ").chars().take(16).collect()
 }
 
+/// How long from `now` until `until` (RFC 3339): `6d 23h`, `5h 12m`, `40m`; `0m` once
+/// it has passed. The trash shows a deleted version's time left this way.
+pub fn time_left(until: &str, now: std::time::SystemTime) -> String {
+    let Ok(end) = humantime::parse_rfc3339_weak(until) else {
+        return String::new();
+    };
+    let secs = end.duration_since(now).map(|d| d.as_secs()).unwrap_or(0);
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    match (d, h) {
+        (0, 0) => format!("{m}m"),
+        (0, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
 /// `b3:9f3c…` shortened to `b3:` + 12 hex digits, the width tables give a digest.
 pub fn short_digest(digest: &str) -> String {
     digest.chars().take(15).collect()

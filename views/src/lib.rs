@@ -12,6 +12,7 @@ pub mod list;
 pub mod mounts;
 pub mod svg;
 pub mod tags;
+pub mod trash;
 pub mod versions;
 pub mod volumes;
 
@@ -31,6 +32,7 @@ pub enum Body {
     Files(files::FilesView),
     Mounts(mounts::MountsView),
     Jobs(jobs::JobsView),
+    Trash(trash::TrashView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -68,6 +70,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Files(vm) => files::draw(vm, theme, body, buf),
         Body::Mounts(vm) => mounts::draw(vm, theme, body, buf),
         Body::Jobs(vm) => jobs::draw(vm, theme, body, buf),
+        Body::Trash(vm) => trash::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

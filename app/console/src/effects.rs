@@ -4,6 +4,7 @@
 
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{TagFile, VersionInfo, VolumeInfo};
+use sealvol_core::trash::TrashedVersion;
 use sealvol_node::api::Api;
 use sealvol_node::jobs::{Job, JobEvent};
 use sealvol_node::mounts::MountRecord;
@@ -17,6 +18,24 @@ pub struct TagMovePlan {
     pub tag: Name,
     pub from: Option<Digest>,
     pub to: Digest,
+}
+
+/// A version a person has been shown and may confirm moving to the trash: the digest,
+/// and the tags that point at it (removed with it, each a move in its history).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletePlan {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    pub tags: Vec<String>,
+}
+
+/// A version in the trash a person has been shown and may confirm restoring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestorePlan {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    /// The tags it had when deleted (a restore does not move them back).
+    pub tags: Vec<String>,
 }
 
 /// Engine work the model asks for.
@@ -33,6 +52,10 @@ pub enum Effect {
     LoadJobs(Option<u64>),
     CancelJob(u64),
     RetryJob(u64),
+    /// The trash, of one volume or all.
+    LoadTrash(Option<VolumeName>),
+    Delete(DeletePlan),
+    Restore(RestorePlan),
     /// A screen the palette names: check that what it names exists first, so that an
     /// unknown volume, ref or tag is an error and the console stays where it is.
     Open(Open),
@@ -47,6 +70,7 @@ pub enum Open {
     Tags(VolumeName),
     Files(Ref),
     Diff(Ref, Ref),
+    Trash(Option<VolumeName>),
 }
 
 /// What the palette opens, once it is known to exist (refs resolved to digests).
@@ -56,6 +80,7 @@ pub enum Opened {
     Tags(VolumeName),
     Files(VolumeName, Digest),
     Diff(Ref, Ref),
+    Trash(Option<VolumeName>),
 }
 
 /// Engine results.
@@ -72,12 +97,20 @@ pub enum Loaded {
     Opened(Opened),
     /// A job was cancelled or queued again: say so, and reload.
     JobChanged(Box<Job>),
+    Trash(Option<VolumeName>, Vec<TrashedVersion>),
+    /// Moved to the trash; restorable until this time (RFC 3339).
+    Deleted(DeletePlan, String),
+    Restored(RestorePlan),
     Failed(String),
 }
 
 fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
     let exists = |v: &VolumeName| -> sealvol_core::Result<()> {
-        if api.versions(v)?.is_empty() {
+        if !api
+            .volumes()?
+            .iter()
+            .any(|i| i.namespace == v.namespace.as_str() && i.name == v.name.as_str())
+        {
             return Err(sealvol_core::Error::not_found(format!("no volume {v}"))
                 .hint("`:volumes` lists them"));
         }
@@ -95,6 +128,12 @@ fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
         Open::Files(r) => {
             let d = api.resolve(&r)?;
             Opened::Files(r.volume, d)
+        }
+        Open::Trash(v) => {
+            if let Some(v) = &v {
+                exists(v)?;
+            }
+            Opened::Trash(v)
         }
         Open::Diff(a, b) => {
             let da = api.resolve(&a)?;
@@ -156,6 +195,18 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
             }
         }
         Effect::Open(o) => open(api, o).map(Loaded::Opened).unwrap_or_else(failed),
+        Effect::LoadTrash(v) => api
+            .trash(v.as_ref())
+            .map(|t| Loaded::Trash(v, t))
+            .unwrap_or_else(failed),
+        Effect::Delete(plan) => api
+            .delete_version(&plan.volume, &plan.digest, !plan.tags.is_empty())
+            .map(|d| Loaded::Deleted(plan, d.expires))
+            .unwrap_or_else(failed),
+        Effect::Restore(plan) => api
+            .restore_version(&plan.volume, &plan.digest)
+            .map(|_| Loaded::Restored(plan))
+            .unwrap_or_else(failed),
         Effect::LoadFiles(v, d) => api
             .files(&v, &d)
             .map(|f| Loaded::Files(v, d, f))

@@ -80,6 +80,7 @@ impl Key {
             "end" => KeyCode::End,
             "pageup" => KeyCode::PageUp,
             "pagedown" => KeyCode::PageDown,
+            "delete" => KeyCode::Delete,
             c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
             _ => return None,
         };

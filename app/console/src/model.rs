@@ -21,6 +21,7 @@ use crate::screens::files::Files;
 use crate::screens::jobs::Jobs;
 use crate::screens::mounts::Mounts;
 use crate::screens::tags::Tags;
+use crate::screens::trash::Trash;
 use crate::screens::versions::Versions;
 use crate::screens::volumes::Volumes;
 use crate::screens::{Ctx, Go, Kind, Reply, Screen};
@@ -119,7 +120,12 @@ impl Model {
 
     pub fn mode(&self) -> Mode {
         match self.ctx.overlay {
-            Some(Overlay::Confirm(_) | Overlay::ConfirmCancel(..)) => Mode::Confirm,
+            Some(
+                Overlay::Confirm(_)
+                | Overlay::ConfirmCancel(..)
+                | Overlay::ConfirmDelete(_)
+                | Overlay::ConfirmRestore(_),
+            ) => Mode::Confirm,
             _ => Mode::Normal,
         }
     }
@@ -321,6 +327,7 @@ impl Model {
             Action::Tags => return self.open_tags(),
             Action::Mounts => return self.open_live(Kind::Mounts),
             Action::Jobs => return self.open_live(Kind::Jobs),
+            Action::Trash => return self.open_trash(),
             Action::Copy => return self.copy(),
             Action::Filter => {
                 self.ctx.overlay = Some(Overlay::Prompt(Prompt::editing(
@@ -337,7 +344,12 @@ impl Model {
             Action::Quit => self.quit = true,
             Action::Confirm | Action::Cancel => {}
             // A change refused in a read-only console, whatever the screen.
-            Action::PointTag | Action::UndoMove | Action::CancelJob | Action::RetryJob
+            Action::PointTag
+            | Action::UndoMove
+            | Action::CancelJob
+            | Action::RetryJob
+            | Action::Delete
+            | Action::Restore
                 if self.refuse_if_readonly() => {}
             Action::Open
             | Action::Focus
@@ -345,7 +357,9 @@ impl Model {
             | Action::UndoMove
             | Action::Mark
             | Action::CancelJob
-            | Action::RetryJob => {
+            | Action::RetryJob
+            | Action::Delete
+            | Action::Restore => {
                 let (top, ctx) = self.top_and_ctx();
                 match top.on_action(a, ctx) {
                     Some(r) => return self.apply(r),
@@ -372,6 +386,16 @@ impl Model {
                 format!("moving {}…", plan.tag),
                 "cancelled; nothing changed".to_string(),
             ),
+            Overlay::ConfirmDelete(plan) => (
+                Effect::Delete(plan.clone()),
+                format!("moving b3:{} to the trash…", plan.digest.short(12)),
+                "cancelled; nothing changed".to_string(),
+            ),
+            Overlay::ConfirmRestore(plan) => (
+                Effect::Restore(plan.clone()),
+                format!("restoring b3:{}…", plan.digest.short(12)),
+                "cancelled; it stays in the trash".to_string(),
+            ),
             Overlay::Help(_) | Overlay::Prompt(_) => return None,
         };
         Some(match a {
@@ -396,14 +420,21 @@ impl Model {
             Action::UndoMove => self
                 .ctx
                 .info("undo works on a tag's history: press t, select the tag, tab, then u"),
+            Action::Delete => self
+                .ctx
+                .info("delete works on a version: open a volume, select it, then d"),
+            Action::Restore => self
+                .ctx
+                .info("restore works in the trash: press T, select the version, then U"),
             _ => {}
         }
     }
 
     fn refuse_if_readonly(&mut self) -> bool {
         if self.ctx.readonly {
-            self.ctx
-                .error("read-only console (--readonly): tags cannot be moved");
+            self.ctx.error(
+                "read-only console (--readonly): nothing can be changed (tags, jobs, deletes, restores)",
+            );
         }
         self.ctx.readonly
     }
@@ -438,6 +469,34 @@ impl Model {
                 ));
                 return self.reload();
             }
+            Loaded::Deleted(plan, expires) => {
+                self.ctx.info(format!(
+                    "moved {}@b3:{} to the trash until {}{}; undo: T, then U",
+                    plan.volume,
+                    plan.digest.short(12),
+                    sealvol_views::format::when(&expires),
+                    match plan.tags.is_empty() {
+                        true => String::new(),
+                        false => format!(" (removed tag {})", plan.tags.join(", ")),
+                    }
+                ));
+                return self.reload();
+            }
+            Loaded::Restored(plan) => {
+                self.ctx.info(format!(
+                    "restored {}@b3:{}{}",
+                    plan.volume,
+                    plan.digest.short(12),
+                    match plan.tags.is_empty() {
+                        true => String::new(),
+                        false => format!(
+                            "; it had tag {}: point it again with p on the versions screen",
+                            plan.tags.join(", ")
+                        ),
+                    }
+                ));
+                return self.reload();
+            }
             Loaded::JobChanged(job) => {
                 self.ctx.info(format!("job {} is {}", job.id, job.state));
                 self.clamp();
@@ -458,6 +517,7 @@ impl Model {
                     Opened::Tags(v) => Box::new(Tags::new(v)),
                     Opened::Files(v, d) => Box::new(Files::new(v, d)),
                     Opened::Diff(a, b) => Box::new(Diff::new(a, b)),
+                    Opened::Trash(v) => Box::new(Trash::new(v)),
                 };
                 return self.apply(Reply::go(Go::FromRoot(s)));
             }
@@ -518,6 +578,18 @@ impl Model {
         };
         self.back_to_root();
         self.push_screen(s)
+    }
+
+    /// The trash: of the volume shown (on its versions or tags screen), else of all.
+    fn open_trash(&mut self) -> Vec<Effect> {
+        if self.screen() == Kind::Trash {
+            return Vec::new();
+        }
+        let volume = match self.screen() {
+            Kind::Volumes => None,
+            _ => self.top().volume(&self.ctx),
+        };
+        self.push_screen(Box::new(Trash::new(volume)))
     }
 
     fn open_tags(&mut self) -> Vec<Effect> {
@@ -680,6 +752,60 @@ fn overlay_view(o: &Overlay, help: impl FnOnce() -> Vec<(String, String)>) -> Vi
             ],
             yes: format!("cancel job {id}"),
         },
+        Overlay::ConfirmDelete(p) => {
+            let mut lines = vec![
+                (
+                    format!("vol:{}@b3:{}", p.volume, p.digest.short(16)),
+                    Role::Pinned,
+                ),
+                (
+                    "goes to the trash: restorable until its window ends (7 days by default)"
+                        .into(),
+                    Role::Text,
+                ),
+            ];
+            if !p.tags.is_empty() {
+                lines.push((
+                    format!(
+                        "removes tag {}, which points at it (its history keeps the move)",
+                        p.tags.join(", ")
+                    ),
+                    Role::Danger,
+                ));
+            }
+            lines.push((
+                "mounts serving it keep serving it until it is purged".into(),
+                Role::Dim,
+            ));
+            ViewOverlay::Confirm {
+                title: "delete a version".into(),
+                lines,
+                yes: "delete".into(),
+            }
+        }
+        Overlay::ConfirmRestore(p) => {
+            let mut lines = vec![
+                (
+                    format!("vol:{}@b3:{}", p.volume, p.digest.short(16)),
+                    Role::Pinned,
+                ),
+                (
+                    "comes back exactly as sealed: same digest, provenance and files".into(),
+                    Role::Text,
+                ),
+            ];
+            if !p.tags.is_empty() {
+                lines.push((
+                    format!("it had tag {}; tags are not moved back", p.tags.join(", ")),
+                    Role::Dim,
+                ));
+            }
+            ViewOverlay::Confirm {
+                title: "restore a version".into(),
+                lines,
+                yes: "restore".into(),
+            }
+        }
         Overlay::Confirm(p) => ViewOverlay::Confirm {
             title: format!("move tag {}", p.tag),
             lines: vec![

@@ -102,6 +102,19 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(To::Live(Kind::Jobs)),
     },
     Command {
+        names: &["trash"],
+        usage: "trash [NS/NAME]",
+        about: "deleted versions, and the time left to restore them",
+        takes: Takes::Volume,
+        run: |args, _| {
+            let v = args
+                .first()
+                .map(|s| VolumeName::parse(s).map_err(|e| e.to_string()))
+                .transpose()?;
+            Ok(To::Open(Open::Trash(v)))
+        },
+    },
+    Command {
         names: &["q", "quit"],
         usage: "quit",
         about: "leave the console",

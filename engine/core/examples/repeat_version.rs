@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stats.new_bytes = 0;
     stats.new_chunks = 0;
     let digest = repo
-        .seal(&big, &[], entries, stats, src.provenance.clone())?
+        .seal(&big, &[], entries, stats, src.provenance.clone(), None)?
         .digest;
     println!("vol:{big}@{digest}");
     Ok(())

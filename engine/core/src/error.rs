@@ -36,6 +36,10 @@ pub enum ErrorKind {
     Unavailable,
     /// Someone cancelled the work.
     Cancelled,
+    /// A garbage collection removed data the operation was building on (a push that
+    /// reused a chunk list or pack of a deleted version): running it again writes the
+    /// data anew. Pushes and syncs do that themselves.
+    Collected,
     /// Any other I/O failure.
     Io,
 }

@@ -38,6 +38,9 @@ pub enum Unusable {
     PackShort,
     /// A read found that its bytes fail their hash (a damage record says so).
     FailsHash,
+    /// Its pack is condemned by a garbage collection (for writers only: the pack is
+    /// still there for readers, but nothing new may be built on it).
+    Condemned,
 }
 
 impl Unusable {
@@ -46,6 +49,9 @@ impl Unusable {
             Unusable::PackMissing => format!("pack {} is missing", pack.hex()),
             Unusable::PackShort => format!("pack {} is cut short", pack.hex()),
             Unusable::FailsHash => format!("its copy in pack {} fails its hash check", pack.hex()),
+            Unusable::Condemned => {
+                format!("pack {} is condemned by a garbage collection", pack.hex())
+            }
         }
     }
 }
@@ -56,6 +62,8 @@ impl Unusable {
 pub struct Health {
     packs: HashMap<PackId, u64>,
     damaged: HashSet<(PackId, Hash)>,
+    /// Packs a garbage collection has condemned, as a writer sees them (docs/GC.md).
+    condemned: HashSet<PackId>,
 }
 
 impl Health {
@@ -67,7 +75,13 @@ impl Health {
         Health {
             packs: packs.into_iter().collect(),
             damaged: damaged.into_iter().collect(),
+            condemned: HashSet::new(),
         }
+    }
+
+    /// What a writer must also avoid: packs a garbage collection condemned.
+    pub(crate) fn avoid(&mut self, condemned: impl IntoIterator<Item = PackId>) {
+        self.condemned.extend(condemned);
     }
 
     /// Whether the copy of a chunk at `entry` in `pack` can be read.
@@ -80,6 +94,9 @@ impl Health {
         }
         if self.damaged.contains(&(*pack, entry.hash)) {
             return Err(Unusable::FailsHash);
+        }
+        if self.condemned.contains(pack) {
+            return Err(Unusable::Condemned);
         }
         Ok(())
     }

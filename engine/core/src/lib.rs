@@ -2,17 +2,20 @@
 //!
 //! Its one job is the repository and everything that reads or writes it: the formats
 //! (refs, digests, chunking, objects), the object store, the repository and its
-//! registry of versions and tags, the read layer every reader goes through (node-disk
-//! cache, then origin, every chunk checked), and push, pull, verify, diff and files.
+//! registry of versions and tags with its trash, the read layer every reader goes
+//! through (node-disk cache, then origin, every chunk checked), and push, pull, verify,
+//! repair, garbage collection, diff and files.
 //! It needs no network client, no FUSE and no database, and knows nothing about
 //! terminals: the crates around it (mount, node, sources) and the app build on it.
 
 pub mod cache;
 pub mod chunk;
+pub mod copy;
 pub mod diff;
 pub mod digest;
 pub mod error;
 pub mod files;
+pub mod gc;
 pub mod health;
 pub mod objects;
 pub mod paths;
@@ -27,6 +30,7 @@ pub mod repo;
 pub mod stamp;
 pub mod store;
 pub mod testutil;
+pub mod trash;
 pub mod verify;
 pub mod walk;
 

@@ -11,6 +11,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName};
 use crate::repo::{Repository, json_error, manifest_key, manifest_prefix, tag_key, tag_prefix};
 pub use crate::stamp::{now_rfc3339, whoami};
+use crate::trash::Unbin;
+
+/// How long a seal waits for a purge of the same version to finish before giving up.
+const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Newest manifest format this build writes.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -61,20 +65,25 @@ impl Manifest {
     }
 }
 
-/// One move of a tag; the first has no `from`.
+/// One move of a tag; the first has no `from`. A removal (`volume untag`) is a move to
+/// nothing: `to` is empty here and `null` in the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TagMove {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    #[serde(with = "empty_as_null")]
     pub to: String,
     pub at: String,
     pub by: String,
 }
 
-/// `tags/<ns>/<vol>/<tag>`: where the tag points now and how it got there.
+/// `tags/<ns>/<vol>/<tag>`: where the tag points now and how it got there. A removed
+/// tag keeps its file, with no digest (empty here, `null` in the file), so that its
+/// history stays and the removal can be undone like any move.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TagFile {
     pub tag: String,
+    #[serde(with = "empty_as_null")]
     pub digest: String,
     pub history: Vec<TagMove>,
     /// Set by listings (never stored): why this tag cannot be used, for a tag file that
@@ -84,12 +93,37 @@ pub struct TagFile {
     pub damaged: Option<String>,
 }
 
+impl TagFile {
+    /// Removed by `volume untag` (and not damaged, which also leaves no digest).
+    pub fn removed(&self) -> bool {
+        self.digest.is_empty() && self.damaged.is_none()
+    }
+}
+
+/// "Nothing" is an empty string in memory and `null` in a file.
+mod empty_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
+        match v.is_empty() {
+            true => s.serialize_none(),
+            false => s.serialize_str(v),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+    }
+}
+
 /// A version just sealed: its digest, whether it is new, and what happened to each tag.
 #[derive(Debug, Clone)]
 pub struct Sealed {
     pub digest: Digest,
     /// False when an identical version was already sealed (by anyone).
     pub new: bool,
+    /// The identical version was in the trash, and this seal restored it.
+    pub restored: bool,
     pub tags: Vec<TagChange>,
 }
 
@@ -147,6 +181,8 @@ pub struct VolumeInfo {
     /// Damaged manifests and tags of this volume (listed, and skipped by everything
     /// that needs a readable one).
     pub damaged: usize,
+    /// Versions in the trash (not counted in `versions`).
+    pub trashed: usize,
 }
 
 impl Repository {
@@ -179,7 +215,15 @@ impl Repository {
         Ok(m)
     }
 
-    /// Digests of every version of a volume (unordered).
+    /// Digests of the versions of a volume that are not in the trash (unordered).
+    pub fn live_digests(&self, vol: &VolumeName) -> Result<Vec<Digest>> {
+        let trashed = self.trashed_digests(vol)?;
+        let mut all = self.version_digests(vol)?;
+        all.retain(|d| !trashed.contains(d));
+        Ok(all)
+    }
+
+    /// Digests of every version of a volume, in the trash or not (unordered).
     pub fn version_digests(&self, vol: &VolumeName) -> Result<Vec<Digest>> {
         let prefix = manifest_prefix(vol);
         Ok(self
@@ -221,6 +265,7 @@ impl Repository {
     pub fn volume_infos(&self, namespace: Option<&Name>) -> Result<Vec<VolumeInfo>> {
         let mut out = Vec::new();
         for vol in self.volumes(namespace)? {
+            let trashed = self.trashed_digests(&vol)?.len();
             let (versions, tags) = self.versions_and_tags(&vol)?;
             let latest = versions.iter().find(|v| v.damaged.is_none());
             out.push(VolumeInfo {
@@ -232,20 +277,21 @@ impl Repository {
                 tags: tags.into_iter().map(|t| t.tag).collect(),
                 latest_bytes: latest.map(|v| v.bytes).unwrap_or(0),
                 updated: latest.map(|v| v.created.clone()).unwrap_or_default(),
+                trashed,
             });
         }
         Ok(out)
     }
 
-    /// Versions of a volume, newest first, with the tags pointing at each; damaged
-    /// manifests last, marked.
+    /// Versions of a volume (not those in the trash), newest first, with the tags
+    /// pointing at each; damaged manifests last, marked.
     pub fn versions(&self, vol: &VolumeName) -> Result<Vec<VersionInfo>> {
         Ok(self.versions_and_tags(vol)?.0)
     }
 
     fn versions_and_tags(&self, vol: &VolumeName) -> Result<(Vec<VersionInfo>, Vec<TagFile>)> {
-        let digests = self.version_digests(vol)?;
-        let tags = self.tags_of(vol, &digests)?;
+        let digests = self.live_digests(vol)?;
+        let tags = self.tags_of(vol, &digests, false)?;
         let mut by_digest: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for t in tags.iter().filter(|t| !t.digest.is_empty()) {
             by_digest.entry(&t.digest).or_default().push(t.tag.clone());
@@ -300,13 +346,19 @@ impl Repository {
     }
 
     /// Every tag of a volume, sorted by name; a damaged one, or one pointing at a
-    /// version that does not exist, is listed with `damaged` set.
+    /// version that does not exist (or is in the trash), is listed with `damaged` set.
     pub fn tags(&self, vol: &VolumeName) -> Result<Vec<TagFile>> {
-        let digests = self.version_digests(vol)?;
-        self.tags_of(vol, &digests)
+        let digests = self.live_digests(vol)?;
+        self.tags_of(vol, &digests, false)
     }
 
-    fn tags_of(&self, vol: &VolumeName, digests: &[Digest]) -> Result<Vec<TagFile>> {
+    /// `tags`, and the removed tags too (their history, for undoing the removal).
+    pub fn tags_with_removed(&self, vol: &VolumeName) -> Result<Vec<TagFile>> {
+        let digests = self.live_digests(vol)?;
+        self.tags_of(vol, &digests, true)
+    }
+
+    fn tags_of(&self, vol: &VolumeName, digests: &[Digest], removed: bool) -> Result<Vec<TagFile>> {
         let prefix = tag_prefix(vol);
         let mut out = Vec::new();
         for o in self.store().list(&prefix)? {
@@ -320,6 +372,10 @@ impl Repository {
                 continue;
             };
             let t = match parse_tag(&o.key, &bytes) {
+                Ok(t) if t.removed() => match removed {
+                    true => t,
+                    false => continue,
+                },
                 Ok(mut t) => {
                     if !Digest::parse(&t.digest).is_ok_and(|d| digests.contains(&d)) {
                         t.damaged = Some(format!(
@@ -342,8 +398,9 @@ impl Repository {
         Ok(out)
     }
 
-    /// A tag file, or `None` if the tag does not exist; one that cannot be parsed, or
-    /// names no valid digest, is an error of kind `Corrupt`.
+    /// A tag file, or `None` if the tag does not exist (a removed one has an empty
+    /// `digest`); one that cannot be parsed, or names no valid digest, is an error of
+    /// kind `Corrupt`.
     pub fn tag(&self, vol: &VolumeName, tag: &Name) -> Result<Option<TagFile>> {
         let key = tag_key(vol, tag);
         match self.store().get(&key)? {
@@ -360,17 +417,28 @@ impl Repository {
                 if self.store().size(&manifest_key(vol, d))?.is_none() {
                     return Err(missing_version(r));
                 }
+                if let Some(t) = self.in_trash(vol, d)? {
+                    return Err(self.trashed_error(vol, d, &t));
+                }
                 Ok(*d)
             }
             Target::Digest(spec @ DigestSpec::Prefix(p)) => {
-                let mut found: Vec<Digest> = self
-                    .version_digests(vol)?
-                    .into_iter()
-                    .filter(|d| spec.matches(d))
+                let all = self.version_digests(vol)?;
+                let trashed = self.trashed_digests(vol)?;
+                let mut found: Vec<Digest> = all
+                    .iter()
+                    .filter(|d| spec.matches(d) && !trashed.contains(d))
+                    .copied()
                     .collect();
                 found.sort();
                 match found.len() {
-                    0 => Err(missing_version(r)),
+                    0 => match trashed.iter().find(|d| spec.matches(d)) {
+                        Some(d) => match self.in_trash(vol, d)? {
+                            Some(t) => Err(self.trashed_error(vol, d, &t)),
+                            None => Err(missing_version(r)),
+                        },
+                        None => Err(missing_version(r)),
+                    },
                     1 => Ok(found[0]),
                     n => Err(Error::new(
                         ErrorKind::Ambiguous,
@@ -398,7 +466,24 @@ impl Repository {
                         Error::not_found(format!("no tag {tag} on vol:{vol}"))
                             .hint(format!("list tags with `sealvol volume tags {vol}`"))
                     })?;
+                if t.removed() {
+                    let last = t.history.last();
+                    return Err(Error::not_found(format!(
+                        "tag {tag} of vol:{vol} was removed{}",
+                        last.map(|m| format!(" by {} on {}", m.by, m.at.get(..16).unwrap_or(&m.at).replace('T', " ")))
+                            .unwrap_or_default()
+                    ))
+                    .hint(format!(
+                        "its history: `sealvol volume tags {vol} --history`; point it again with `sealvol volume tag {vol}@DIGEST {tag}`"
+                    )));
+                }
                 let d = Digest::parse(&t.digest)?;
+                if let Some(t) = self.in_trash(vol, &d)? {
+                    return Err(self.trashed_error(vol, &d, &t).hint(format!(
+                        "tag {tag} points at a version in the trash: restore it with `sealvol volume restore {vol}@{}`, or move the tag",
+                        d.short(16)
+                    )));
+                }
                 if self.store().size(&manifest_key(vol, &d))?.is_none() {
                     return Err(Error::corrupt(format!(
                         "tag {tag} of {vol} points at {d}, which is not a version of {vol}"
@@ -426,8 +511,9 @@ impl Repository {
     }
 
     /// Points `tag` at `to`. With `expected`, only if the tag currently points there
-    /// (`Some(None)`: only if it does not exist yet), so a confirmation shown to a person
-    /// cannot apply to a tag that moved meanwhile. Without it, retries lost races.
+    /// (`Some(None)`: only if it does not exist yet, or was removed), so a confirmation
+    /// shown to a person cannot apply to a tag that moved meanwhile. Without it, retries
+    /// lost races.
     pub fn move_tag(
         &self,
         vol: &VolumeName,
@@ -438,6 +524,48 @@ impl Repository {
         if self.store().size(&manifest_key(vol, to))?.is_none() {
             return Err(missing_version(&Ref::pinned(vol.clone(), *to)));
         }
+        if let Some(t) = self.in_trash(vol, to)? {
+            return Err(self.trashed_error(vol, to, &t));
+        }
+        self.change_tag(vol, tag, Some(to), expected)
+    }
+
+    /// Removes a tag: a move to nothing, kept in its history so that it can be undone
+    /// (point the tag again). With `expected`, only if it points there now.
+    pub fn remove_tag(
+        &self,
+        vol: &VolumeName,
+        tag: &Name,
+        expected: Option<Digest>,
+    ) -> Result<TagMoved> {
+        match self.tag(vol, tag) {
+            Ok(Some(t)) if !t.removed() => {}
+            Ok(Some(_)) => {
+                return Err(
+                    Error::not_found(format!("tag {tag} of {vol} was already removed")).hint(
+                        format!("see its history with `sealvol volume tags {vol} --history`"),
+                    ),
+                );
+            }
+            Ok(None) => {
+                return Err(Error::not_found(format!("no tag {tag} on vol:{vol}"))
+                    .hint(format!("list tags with `sealvol volume tags {vol}`")));
+            }
+            // A damaged tag can be removed: what is readable of its history is kept.
+            Err(e) if e.kind() == ErrorKind::Corrupt => {}
+            Err(e) => return Err(e),
+        }
+        self.change_tag(vol, tag, None, expected.map(Some))
+    }
+
+    fn change_tag(
+        &self,
+        vol: &VolumeName,
+        tag: &Name,
+        to: Option<&Digest>,
+        expected: Option<Option<Digest>>,
+    ) -> Result<TagMoved> {
+        let to_text = to.map(|d| d.to_string()).unwrap_or_default();
         let key = tag_key(vol, tag);
         for _attempt in 0..16 {
             let current = self.store().get_versioned(&key)?;
@@ -487,7 +615,7 @@ impl Repository {
                     .hint("look at the tag again and decide anew"));
                 }
             }
-            if from.as_deref() == Some(&to.to_string()) && kept_at.is_none() {
+            if file.digest == to_text && kept_at.is_none() {
                 return Ok(TagMoved {
                     file,
                     from,
@@ -495,10 +623,10 @@ impl Repository {
                     kept_damaged: None,
                 });
             }
-            file.digest = to.to_string();
+            file.digest = to_text.clone();
             file.history.push(TagMove {
                 from: from.clone(),
-                to: to.to_string(),
+                to: to_text.clone(),
                 at: now_rfc3339(),
                 by: whoami(),
             });
@@ -527,7 +655,8 @@ impl Repository {
 impl Repository {
     /// Seals a version: writes its manifest (after a barrier: everything the manifest
     /// names is durable first, and every file it names must already be stored), then
-    /// moves `tags` to it.
+    /// moves `tags` to it. `since` is when the writer loaded its chunk index
+    /// (`ChunkIndex::since`): what it built on was in the repository then.
     pub fn seal(
         &self,
         volume: &VolumeName,
@@ -535,6 +664,7 @@ impl Repository {
         entries: Vec<Entry>,
         stats: VersionStats,
         provenance: Provenance,
+        since: Option<std::time::SystemTime>,
     ) -> Result<Sealed> {
         let digest = version_digest(&entries);
         let manifest = Manifest {
@@ -549,17 +679,50 @@ impl Repository {
         let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
         self.barrier()?;
         let key = manifest_key(volume, &digest);
-        let mut sealed_new = self.store().put_if_absent(&key, &bytes)?;
-        if !sealed_new && let Err(e) = self.manifest(volume, &digest) {
-            // The version was sealed before, but its manifest is damaged: this push of
-            // the same bytes seals it again, and the damaged one is kept in quarantine.
-            if e.kind() != ErrorKind::Corrupt {
-                return Err(e);
+        let mut restored = false;
+        let purge_wait = std::time::Instant::now();
+        let sealed_new = loop {
+            // Garbage collection must not sweep what this manifest names: the files
+            // and packs are rescued from any collection that condemned them, or the
+            // seal fails for the push to run again (docs/GC.md).
+            let protected = crate::gc::protect(self, &manifest.entries, since)?;
+            let created = self.store().put_if_absent(&key, &bytes)?;
+            protected.sealed();
+            if created {
+                break true;
             }
-            let at = self.quarantine(&key)?;
-            tracing::warn!("{}; kept at {at}, sealed again", e.message());
-            sealed_new = self.store().put_if_absent(&key, &bytes)?;
-        }
+            if let Err(e) = self.manifest(volume, &digest) {
+                // The version was sealed before, but its manifest is damaged: this push
+                // of the same bytes seals it again, the damaged one kept in quarantine.
+                if e.kind() != ErrorKind::Corrupt {
+                    return Err(e);
+                }
+                let at = self.quarantine(&key)?;
+                tracing::warn!("{}; kept at {at}, sealed again", e.message());
+                continue;
+            }
+            match self.unbin_for_seal(volume, &digest)? {
+                Unbin::WasLive => break false,
+                Unbin::Restored => {
+                    restored = true;
+                    break false;
+                }
+                Unbin::Again => continue,
+                Unbin::Purging if purge_wait.elapsed() < PURGE_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Unbin::Purging => {
+                    return Err(Error::new(
+                        ErrorKind::Race,
+                        format!(
+                            "vol:{volume}@{} is being purged from the trash by a garbage collection",
+                            digest.short(16)
+                        ),
+                    )
+                    .hint("push again once it has finished (`sealvol volume gc` holds its lease meanwhile)"));
+                }
+            }
+        };
         self.barrier()?;
         let mut changes = Vec::with_capacity(tags.len());
         for tag in tags {
@@ -575,6 +738,7 @@ impl Repository {
         Ok(Sealed {
             digest,
             new: sealed_new,
+            restored,
             tags: changes,
         })
     }
@@ -584,7 +748,8 @@ impl Repository {
 fn parse_tag(key: &str, bytes: &[u8]) -> Result<TagFile> {
     let mut t: TagFile = serde_json::from_slice(bytes)
         .map_err(|e| Error::corrupt(format!("{key} is damaged: {e}")))?;
-    if Digest::parse(&t.digest).is_err() {
+    let removal = t.digest.is_empty() && t.history.last().is_some_and(|m| m.to.is_empty());
+    if !removal && Digest::parse(&t.digest).is_err() {
         return Err(Error::corrupt(format!(
             "{key} is damaged: {:?} is not a digest",
             t.digest
@@ -631,7 +796,7 @@ pub fn salvage_history(bytes: &[u8]) -> Vec<TagMove> {
                 depth -= 1;
                 if depth == 0 {
                     match serde_json::from_str::<TagMove>(&text[from..=i]) {
-                        Ok(m) if Digest::parse(&m.to).is_ok() => out.push(m),
+                        Ok(m) if m.to.is_empty() || Digest::parse(&m.to).is_ok() => out.push(m),
                         _ => break,
                     }
                 }

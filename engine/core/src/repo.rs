@@ -59,12 +59,15 @@ pub struct Listed {
     /// The hash its name holds; `None` for a name that is not a well-formed one.
     pub id: Option<Hash>,
     pub size: u64,
+    /// When it was written, by the store's clock.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// The newest repository format this build reads and writes.
 pub const FORMAT: u32 = 1;
 const CONFIG_KEY: &str = "sealvol.repo";
-/// Where damaged objects are moved; nothing reads or deletes them.
+/// Where damaged objects are moved; nothing reads them, and garbage collection removes
+/// them once they are older than the retention window.
 pub const QUARANTINE: &str = "quarantine/";
 /// Packs are closed when they reach this size (DESIGN.md: tens of MiB, so that object
 /// stores see few large objects).
@@ -75,6 +78,42 @@ pub struct RepoConfig {
     pub format: u32,
     pub chunker: ChunkerConfig,
     pub pack_target: u64,
+    /// How long a deleted version stays in the trash, restorable (docs/GC.md).
+    #[serde(default = "default_retention", with = "duration_text")]
+    pub retention: std::time::Duration,
+    /// Garbage collection's grace period: objects younger than this are never
+    /// condemned, and a sweep waits this long after condemning (docs/GC.md).
+    #[serde(default = "default_gc_grace", with = "duration_text")]
+    pub gc_grace: std::time::Duration,
+}
+
+/// A deleted version is restorable for 7 days.
+pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+/// Far longer than a push takes from its last check to its manifest (milliseconds), and
+/// long enough that most pushes finish before their unsealed objects could be condemned.
+pub const GC_GRACE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+fn default_retention() -> std::time::Duration {
+    RETENTION
+}
+
+fn default_gc_grace() -> std::time::Duration {
+    GC_GRACE
+}
+
+/// Durations in `sealvol.repo` as people write them: `"7days"`, `"15m"`.
+mod duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl RepoConfig {
@@ -87,6 +126,8 @@ impl RepoConfig {
                 params: ChunkParams::DEFAULT,
             },
             pack_target: PACK_TARGET,
+            retention: RETENTION,
+            gc_grace: GC_GRACE,
         }
     }
 }
@@ -156,6 +197,35 @@ impl Repository {
         self.store.sync()?;
         self.config_damage = None;
         Ok(kept)
+    }
+
+    /// Changes repository settings (`retention`, `gc_grace`) by compare-and-swap on
+    /// `sealvol.repo`, so two people changing settings at once cannot lose one change.
+    pub fn change_settings(&mut self, change: impl Fn(&mut RepoConfig)) -> Result<&RepoConfig> {
+        self.check_writable()?;
+        for _ in 0..16 {
+            let (bytes, etag) = self
+                .store
+                .get_versioned(CONFIG_KEY)?
+                .ok_or_else(|| Error::not_found(format!("no repository at {}", self.location)))?;
+            let mut config = parse_config(&self.location, &bytes)?;
+            change(&mut config);
+            let new = serde_json::to_vec_pretty(&config).map_err(json_error)?;
+            match self.store.put_if_match(CONFIG_KEY, &new, Some(&etag)) {
+                Ok(()) => {
+                    self.store.sync()?;
+                    self.config = config;
+                    return Ok(&self.config);
+                }
+                Err(e) if e.kind() == ErrorKind::Race => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Race,
+            "the repository's settings keep changing under us",
+        )
+        .hint("try again in a moment"))
     }
 
     pub fn open(store: Box<dyn ObjectStore>, location: String, create: bool) -> Result<Self> {
@@ -233,10 +303,16 @@ impl Repository {
     /// trailer, so its chunks are not written again. One listing of packs and one of
     /// indexes serve all of it.
     pub fn load_index(&self, recover: bool) -> Result<ChunkIndex> {
+        let since = self.store.now()?;
         let mut index = ChunkIndex {
             health: self.health()?,
+            since: Some(since),
             ..ChunkIndex::default()
         };
+        if recover {
+            // A writer builds nothing on what a garbage collection condemned.
+            index.health.avoid(crate::gc::condemned_packs(self)?);
+        }
         let listed = self.list(Kind::Index)?;
         if recover {
             let indexed: HashSet<Hash> = listed.iter().filter_map(|l| l.id).collect();
@@ -410,6 +486,7 @@ impl Repository {
                     name: o.key,
                     id,
                     size: o.size,
+                    modified: o.modified,
                 }
             })
             .collect())
@@ -467,7 +544,15 @@ impl Repository {
     /// Replaces a chunk list that names unusable copies (or cannot be read) with one
     /// that names healthy copies of the same chunks. Both describe the same bytes, so a
     /// reader holding either reads the same file or gets a clear error, never other data.
+    /// The packs it names are first rescued from garbage collection (docs/GC.md).
     pub fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+        crate::gc::protect_packs(self, &obj.packs)?;
+        self.store.put(&file_key(hash), &obj.encode())
+    }
+
+    /// `replace_file_object` for garbage collection's repack, whose new lists name only
+    /// packs it has just written: no round can hold them.
+    pub(crate) fn relink_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
         self.store.put(&file_key(hash), &obj.encode())
     }
 
@@ -483,12 +568,26 @@ impl Repository {
     }
 
     /// Moves a damaged object out of the repository's way into `quarantine/`, where
-    /// nothing reads it and nothing deletes it: the last copy of anything is kept for a
-    /// person to look at. Returns where it went.
+    /// nothing reads it: the last copy of anything is kept for a person to look at, for
+    /// the retention window. Returns where it went.
     pub fn quarantine(&self, key: &str) -> Result<String> {
         let to = format!("{QUARANTINE}{}/{key}", quarantine_stamp());
         self.store.move_object(key, &to)?;
         Ok(to)
+    }
+
+    /// Removes quarantine folders made before `before` (garbage collection, after the
+    /// retention window); returns how many objects went.
+    pub(crate) fn prune_quarantine(&self, before: std::time::SystemTime) -> Result<u64> {
+        let mut removed = 0;
+        for o in self.store.list(QUARANTINE)? {
+            let stamp = o.key[QUARANTINE.len()..].split('/').next().unwrap_or("");
+            if quarantine_time(stamp).is_some_and(|t| t < before) {
+                self.store.delete(&o.key)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Keeps a copy of bytes about to be overwritten (a damaged tag) in `quarantine/`.
@@ -516,6 +615,31 @@ impl Repository {
                     e
                 }
             })
+    }
+
+    /// A file's chunk list, or `None` if it is not stored.
+    pub fn file_object_if_stored(&self, hash: &Hash) -> Result<Option<FileObject>> {
+        let key = file_key(hash);
+        match self.store.get(&key)? {
+            Some(bytes) => FileObject::decode(&key, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Deletes an object of one kind (garbage collection's sweep).
+    pub(crate) fn delete_object(&self, kind: Kind, id: &Hash) -> Result<()> {
+        self.store.delete(&kind.name(id))
+    }
+
+    /// Removes every damage record of a pack that is gone.
+    pub(crate) fn clear_pack_damage(&self, pack: &PackId) -> Result<()> {
+        for o in self
+            .store
+            .list(&format!("{DAMAGE_PREFIX}{}/", pack.hex()))?
+        {
+            self.store.delete(&o.key)?;
+        }
+        Ok(())
     }
 
     /// A file's chunk list; a missing one is damage (a manifest names it).
@@ -595,6 +719,21 @@ fn quarantine_stamp() -> String {
         .clone()
 }
 
+/// When a quarantine folder (`20261201T115157Z-<pid>`) was made.
+fn quarantine_time(stamp: &str) -> Option<std::time::SystemTime> {
+    let t = stamp.get(..16)?;
+    let text = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        t.get(..4)?,
+        t.get(4..6)?,
+        t.get(6..8)?,
+        t.get(9..11)?,
+        t.get(11..13)?,
+        t.get(13..15)?
+    );
+    humantime::parse_rfc3339(&text).ok()
+}
+
 pub(crate) fn json_error(e: serde_json::Error) -> Error {
     Error::new(ErrorKind::Io, format!("cannot encode JSON: {e}"))
 }
@@ -650,6 +789,9 @@ pub struct ChunkIndex {
     pub health: Health,
     /// A writer's share of the writers lock, held as long as it builds on this index.
     pub writing: Option<crate::store::WriterGuard>,
+    /// When it was loaded, by the store's clock: what a writer built on was in the
+    /// repository then (garbage collection's protection starts from it).
+    pub since: Option<std::time::SystemTime>,
 }
 
 impl ChunkIndex {

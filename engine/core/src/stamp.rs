@@ -1,8 +1,39 @@
 //! Who made a change and when, as every record the repository keeps states it
-//! (manifests, tag moves, damage records): `user@host` and RFC 3339 in UTC.
+//! (manifests, tag moves, damage records, the trash): `user@host` and RFC 3339 in UTC.
+
+use std::time::SystemTime;
+
+/// The time records are stamped with and the trash's window is measured by. Tests of
+/// retention set `SEALVOL_NOW` (RFC 3339) to be days ahead instead of sleeping; it
+/// moves no other clock (object ages in garbage collection are the store's own).
+pub fn now() -> SystemTime {
+    static FIXED: std::sync::OnceLock<Option<SystemTime>> = std::sync::OnceLock::new();
+    let fixed = FIXED.get_or_init(|| {
+        let v = std::env::var("SEALVOL_NOW").ok()?;
+        match humantime::parse_rfc3339_weak(&v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(
+                    "SEALVOL_NOW={v:?} is not an RFC 3339 time ({e}); using the real clock"
+                );
+                None
+            }
+        }
+    });
+    fixed.unwrap_or_else(SystemTime::now)
+}
 
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    rfc3339(now())
+}
+
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// A stamp written by `now_rfc3339`, read back.
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(s).ok()
 }
 
 pub fn whoami() -> String {

@@ -12,6 +12,7 @@ use sealvol_core::files::VersionFiles;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
 use sealvol_core::repo::Repository;
+use sealvol_core::trash::{Deleted, Restored, TrashedVersion};
 
 pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
@@ -35,6 +36,11 @@ pub trait Api: Send + Sync {
         to: &Digest,
         expected: Option<Digest>,
     ) -> Result<TagFile>;
+    /// Versions in the trash, of one volume or all.
+    fn trash(&self, volume: Option<&VolumeName>) -> Result<Vec<TrashedVersion>>;
+    /// Moves a version to the trash; `untag` removes the tags that point at it.
+    fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted>;
+    fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored>;
     /// Live mounts on this node. A repository alone knows of none.
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(Vec::new())
@@ -118,6 +124,15 @@ impl Api for Node {
     ) -> Result<TagFile> {
         Api::move_tag(&self.repo, volume, tag, to, expected)
     }
+    fn trash(&self, volume: Option<&VolumeName>) -> Result<Vec<TrashedVersion>> {
+        Api::trash(&self.repo, volume)
+    }
+    fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted> {
+        Api::delete_version(&self.repo, volume, digest, untag)
+    }
+    fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
+        Api::restore_version(&self.repo, volume, digest)
+    }
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(crate::mounts::list(&crate::mounts::dir(&self.state)))
     }
@@ -180,5 +195,17 @@ impl Api for Repository {
         expected: Option<Digest>,
     ) -> Result<TagFile> {
         Repository::move_tag(self, volume, tag, to, Some(expected)).map(|m| m.file)
+    }
+
+    fn trash(&self, volume: Option<&VolumeName>) -> Result<Vec<TrashedVersion>> {
+        Repository::trash(self, volume)
+    }
+
+    fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted> {
+        Repository::delete_version(self, &Ref::pinned(volume.clone(), *digest), untag)
+    }
+
+    fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
+        Repository::restore_version(self, &Ref::pinned(volume.clone(), *digest))
     }
 }

@@ -73,7 +73,20 @@ pub fn run(
         });
         // `log` and every clone of it are dropped by the time this returns, which
         // ends the thread above.
-        run_logged(repo, db, spec, opts, log)
+        let mut attempt = 1;
+        let result = loop {
+            match run_logged(repo, db, spec, opts, log.clone()) {
+                // A garbage collection removed something this run reused: what is still
+                // stored is skipped again, the rest fetched anew.
+                Err(e) if e.kind() == ErrorKind::Collected && attempt < push::COLLECTED_RETRIES => {
+                    opts.progress.note(&format!("{e}; running the sync again"));
+                    attempt += 1;
+                }
+                r => break r,
+            }
+        };
+        drop(log);
+        result
     })
 }
 
@@ -252,8 +265,12 @@ fn run_logged(
         &volume,
         &tags,
         &listing_files,
-        &files,
-        (new_bytes, new_chunks),
+        &push::StoredFiles {
+            files: &files,
+            new_bytes,
+            new_chunks,
+            since: index.since,
+        },
         provenance,
     )?;
     progress.finish();

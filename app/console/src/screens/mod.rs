@@ -11,6 +11,7 @@ pub mod files;
 pub mod jobs;
 pub mod mounts;
 pub mod tags;
+pub mod trash;
 pub mod versions;
 pub mod volumes;
 
@@ -20,7 +21,7 @@ use sealvol_views::Body;
 use sealvol_views::chrome::StatusKind;
 
 use crate::action::Action;
-use crate::effects::{Effect, Loaded, TagMovePlan};
+use crate::effects::{DeletePlan, Effect, Loaded, RestorePlan, TagMovePlan};
 
 /// What every screen may read and change besides its own state.
 pub struct Ctx {
@@ -70,6 +71,10 @@ pub enum Overlay {
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),
+    /// Move this version to the trash.
+    ConfirmDelete(DeletePlan),
+    /// Bring this version back from the trash.
+    ConfirmRestore(RestorePlan),
     Prompt(Prompt),
 }
 
@@ -206,6 +211,7 @@ pub enum Kind {
     Diff,
     Mounts,
     Jobs,
+    Trash,
 }
 
 /// The selected index among `visible` (indexes into a screen's rows), if any.

@@ -11,7 +11,7 @@ use super::diff::Diff;
 use super::files::Files;
 use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen, pick};
 use crate::action::Action;
-use crate::effects::{Effect, Loaded, TagMovePlan};
+use crate::effects::{DeletePlan, Effect, Loaded, TagMovePlan};
 
 pub struct Versions {
     volume: VolumeName,
@@ -104,7 +104,10 @@ impl Screen for Versions {
             && vol == self.volume
         {
             self.versions = v;
-            ctx.info(format!("{} version(s) of {vol}", self.versions.len()));
+            // A reload after a change keeps the line that says what changed.
+            if ctx.status.1.is_empty() {
+                ctx.info(format!("{} version(s) of {vol}", self.versions.len()));
+            }
         }
     }
 
@@ -154,6 +157,24 @@ impl Screen for Versions {
                 Some(Reply::default())
             }
             Action::Mark => Some(self.mark(ctx)),
+            Action::Delete => {
+                match self.selected_version(ctx) {
+                    Some(v) if v.damaged.is_some() => ctx.error(
+                        "a damaged version cannot be deleted here: `sealvol volume verify` says what is wrong",
+                    ),
+                    Some(v) => {
+                        if let Ok(digest) = Digest::parse(&v.digest) {
+                            ctx.overlay = Some(Overlay::ConfirmDelete(DeletePlan {
+                                volume: self.volume.clone(),
+                                digest,
+                                tags: v.tags.clone(),
+                            }));
+                        }
+                    }
+                    None => ctx.info("nothing selected"),
+                }
+                Some(Reply::default())
+            }
             _ => None,
         }
     }
@@ -227,6 +248,8 @@ impl Screen for Versions {
             ("m", "mark/diff"),
             ("p", "tag"),
             ("t", "tags"),
+            ("d", "delete"),
+            ("T", "trash"),
             ("?", "help"),
         ]
     }

@@ -233,6 +233,94 @@ fn readonly_disables_every_change() {
     assert!(h.model.overlay().is_none());
     assert_eq!(h.prod(), h.v2);
     assert!(h.model.frame(&h.keys).context.contains("read-only"));
+    // Neither delete nor restore: the trash can be looked at, nothing more.
+    h.keys("esc esc d");
+    assert!(h.model.overlay().is_none());
+    assert!(h.status().contains("read-only"), "{}", h.status());
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    h.node
+        .repo
+        .delete_version(&Ref::pinned(vol.clone(), h.v1), false)
+        .unwrap();
+    h.keys("T");
+    let Body::Trash(t) = h.model.frame(&h.keys).body else {
+        panic!("{}", h.status())
+    };
+    assert_eq!(t.rows.len(), 1);
+    h.keys("U");
+    assert!(h.model.overlay().is_none());
+    assert!(h.node.repo.in_trash(&vol, &h.v1).unwrap().is_some());
+}
+
+#[test]
+fn delete_from_versions_then_restore_from_the_trash_with_confirmations() {
+    let mut h = harness(false);
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    // weights/tiny's versions, newest first: v2 (prod), then v1. Delete v1.
+    h.keys("j enter j d");
+    let Some(Overlay::ConfirmDelete(plan)) = h.model.overlay() else {
+        panic!("no confirmation: {}", h.status())
+    };
+    assert_eq!(
+        plan.digest, h.v1,
+        "the confirmation names the selected digest"
+    );
+    assert!(plan.tags.is_empty());
+    // The cursor moving changes nothing about what is confirmed.
+    h.keys("k");
+    h.keys("y");
+    assert!(h.node.repo.in_trash(&vol, &h.v1).unwrap().is_some());
+    assert!(
+        h.status().contains("to the trash") && h.status().contains("undo: T"),
+        "{}",
+        h.status()
+    );
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(v.rows.len(), 1, "deleted versions leave the list");
+
+    // The tagged one: the confirmation says the tag goes too; cancel it.
+    h.keys("d");
+    let Some(Overlay::ConfirmDelete(plan)) = h.model.overlay() else {
+        panic!()
+    };
+    assert_eq!(
+        (plan.digest, plan.tags.clone()),
+        (h.v2, vec!["prod".to_string()])
+    );
+    h.keys("n");
+    assert_eq!(h.prod(), h.v2);
+
+    // The trash of this volume, then restore (asks, naming the digest).
+    h.keys("T");
+    let Body::Trash(t) = h.model.frame(&h.keys).body else {
+        panic!("{}", h.status())
+    };
+    assert_eq!(t.rows.len(), 1);
+    assert_eq!(t.rows[0].digest, h.v1.to_string());
+    assert!(t.rows[0].left.starts_with("6d"), "{:?}", t.rows[0]);
+    h.keys("U");
+    let Some(Overlay::ConfirmRestore(plan)) = h.model.overlay() else {
+        panic!("{}", h.status())
+    };
+    assert_eq!(plan.digest, h.v1);
+    h.keys("y");
+    assert!(h.node.repo.in_trash(&vol, &h.v1).unwrap().is_none());
+    assert!(h.status().contains("restored"), "{}", h.status());
+    let Body::Trash(t) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert!(t.rows.is_empty());
+    // And the palette reaches every volume's trash; an unknown volume is an error.
+    h.keys(":");
+    h.typed("trash weights/nothing");
+    h.keys("enter");
+    assert!(h.status().contains("no volume"), "{}", h.status());
+    h.keys(":");
+    h.typed("trash");
+    h.keys("enter");
+    assert!(matches!(h.model.frame(&h.keys).body, Body::Trash(_)));
 }
 
 #[test]
@@ -346,6 +434,7 @@ fn frame_bench_10k_versions() {
         latest_bytes: 1 << 34,
         updated: "2026-11-30T00:00:00.000Z".into(),
         damaged: 0,
+        trashed: 0,
     }]));
     m.on_action(Action::Open);
     let versions: Vec<VersionInfo> = (0..10_000)

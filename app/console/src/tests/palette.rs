@@ -15,6 +15,7 @@ fn kind(h: &super::Harness) -> &'static str {
         Body::Diff(_) => "diff",
         Body::Mounts(_) => "mounts",
         Body::Jobs(_) => "jobs",
+        Body::Trash(_) => "trash",
         Body::Empty(_) => "empty",
     }
 }

@@ -6,8 +6,10 @@
 
 mod browse;
 mod diff;
+mod gc;
 mod tags;
 mod transfer;
+mod trash;
 mod verify;
 
 pub use verify::affected_line;
@@ -94,6 +96,20 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         ),
         VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
         VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
+        VolumeCommand::Delete {
+            reference,
+            untag,
+            yes,
+            json,
+        } => trash::delete(ctx, &reference, untag, yes, json),
+        VolumeCommand::Untag { reference, json } => trash::untag(ctx, &reference, json),
+        VolumeCommand::Trash { volume, json } => trash::trash(ctx, volume.as_deref(), json),
+        VolumeCommand::Restore { reference, json } => trash::restore(ctx, &reference, json),
+        VolumeCommand::Gc {
+            dry_run,
+            no_wait,
+            json,
+        } => gc::gc(ctx, dry_run, no_wait, json),
         VolumeCommand::Verify {
             reference,
             read_data,

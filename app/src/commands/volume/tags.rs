@@ -56,7 +56,11 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         return Err(Error::not_found(format!("no volume {volume}"))
             .hint("list volumes with `sealvol volume ls`"));
     }
-    let mut tags = repo.tags(&volume)?;
+    // The history shows removed tags too: their removal is undone by tagging again.
+    let mut tags = match history {
+        true => repo.tags_with_removed(&volume)?,
+        false => repo.tags(&volume)?,
+    };
     for t in &mut tags {
         t.history.reverse();
     }
@@ -77,6 +81,7 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         for t in &tags {
             match &t.damaged {
                 Some(why) => outln!("{} damaged: {}", t.tag, why)?,
+                None if t.removed() => outln!("{} (removed)", t.tag)?,
                 None => outln!("{} -> {}", t.tag, short_digest(&t.digest))?,
             }
             for m in &t.history {
@@ -87,7 +92,10 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
                         .as_deref()
                         .map(short_digest)
                         .unwrap_or_else(|| "(new)".into()),
-                    short_digest(&m.to),
+                    match m.to.is_empty() {
+                        true => "(removed)".to_string(),
+                        false => short_digest(&m.to),
+                    },
                     m.by
                 )?;
             }

@@ -45,7 +45,29 @@ pub trait StatCache: Sync {
     fn remember(&self, files: &[(PathBuf, Stamp, Hash)]);
 }
 
+/// Pushes `dir` as a version of `volume` and moves `tags` to it. If a garbage
+/// collection removes something the push reused before it could seal, the push runs
+/// again (the stat cache keeps that cheap) and reads anew only what went.
 pub fn push(
+    repo: &Repository,
+    dir: &Path,
+    volume: &VolumeName,
+    tags: &[Name],
+    opts: &PushOptions,
+) -> Result<PushReport> {
+    let mut attempt = 1;
+    loop {
+        match push_once(repo, dir, volume, tags, opts) {
+            Err(e) if e.kind() == ErrorKind::Collected && attempt < super::COLLECTED_RETRIES => {
+                tracing::warn!("{e}; pushing again");
+                attempt += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+fn push_once(
     repo: &Repository,
     dir: &Path,
     volume: &VolumeName,
@@ -134,7 +156,7 @@ pub fn push(
         listed: None,
         objects: Default::default(),
     };
-    let sealed = repo.seal(volume, tags, entries, stats, provenance)?;
+    let sealed = repo.seal(volume, tags, entries, stats, provenance, index.since)?;
 
     if let Some(cache) = opts.stat_cache {
         remember_hashes(cache, &files, &outcome.files, start_ns);

@@ -31,7 +31,9 @@ use crate::registry::VersionStats;
 use crate::repo::{ChunkIndex, Repository};
 
 pub use local::{PushOptions, StatCache, push, store_files};
-pub use stream::{Ingested, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams};
+pub use stream::{
+    Ingested, StoredFiles, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams,
+};
 
 #[derive(Debug, Clone)]
 pub struct PushReport {
@@ -67,6 +69,11 @@ pub trait Inputs: Sync {
     /// sealed: an error means the file changed, or ended short, while it was read.
     fn finished(&self, i: usize, total: u64) -> Result<()>;
 }
+
+/// How many times a push or sync runs when a garbage collection keeps removing what it
+/// reused (each run avoids what the collections condemned, so a second one succeeds
+/// unless yet another collection swept meanwhile).
+pub const COLLECTED_RETRIES: u32 = 3;
 
 /// The chunk index, after cleaning up what interrupted writers left: their staging
 /// files, and packs they published without an index.

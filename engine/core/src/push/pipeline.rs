@@ -331,8 +331,16 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
             continue;
         }
         match repo.file_object(&hf.hash) {
-            Ok(old) if index.health.file_ok(&old) => continue,
-            Ok(_) => repo.replace_file_object(&hf.hash, &obj)?,
+            Ok(old) => match index.health.first_unusable(&old) {
+                None => continue,
+                // Not damage: the list named a pack a garbage collection condemned, and
+                // now names this push's copies.
+                Some((_, _, crate::health::Unusable::Condemned)) => {
+                    repo.replace_file_object(&hf.hash, &obj)?;
+                    continue;
+                }
+                Some(_) => repo.replace_file_object(&hf.hash, &obj)?,
+            },
             // Unreadable: kept in quarantine, then written anew.
             Err(e) if e.kind() == ErrorKind::Corrupt => {
                 repo.quarantine(&Kind::File.name(&hf.hash))?;

@@ -47,8 +47,12 @@ pub fn seal_streams(
         volume,
         tags,
         listing,
-        &got.files,
-        (got.new_bytes, got.new_chunks),
+        &StoredFiles {
+            files: &got.files,
+            new_bytes: got.new_bytes,
+            new_chunks: got.new_chunks,
+            since: index.since,
+        },
         provenance,
     )?;
     Ok(PushReport {
@@ -119,17 +123,27 @@ pub fn ingest(
     })
 }
 
-/// Seals `listing` whose files are all stored: `files` gives each one's hash and chunk
-/// count by listing index; `(new_bytes, new_chunks)` is what this version added.
+/// The files of a listing, all stored, as a seal needs them.
+pub struct StoredFiles<'a> {
+    /// Each file's hash and chunk count, by listing index.
+    pub files: &'a HashMap<usize, (Hash, u64)>,
+    /// What this version added to the repository.
+    pub new_bytes: u64,
+    pub new_chunks: u64,
+    /// When the writer loaded its chunk index (`Repository::seal`).
+    pub since: Option<std::time::SystemTime>,
+}
+
+/// Seals `listing` whose files are all stored.
 pub fn seal_listing(
     repo: &Repository,
     volume: &VolumeName,
     tags: &[Name],
     listing: &[StreamFile],
-    files: &HashMap<usize, (Hash, u64)>,
-    (new_bytes, new_chunks): (u64, u64),
+    stored: &StoredFiles,
     provenance: Provenance,
 ) -> Result<(crate::registry::Sealed, VersionStats)> {
+    let (files, new_bytes, new_chunks) = (stored.files, stored.new_bytes, stored.new_chunks);
     let mut order: Vec<usize> = (0..listing.len()).collect();
     order.sort_unstable_by(|&a, &b| listing[a].path.cmp(&listing[b].path));
     let mut stats = VersionStats {
@@ -153,7 +167,10 @@ pub fn seal_listing(
             exec: f.exec,
         });
     }
-    Ok((repo.seal(volume, tags, entries, stats, provenance)?, stats))
+    Ok((
+        repo.seal(volume, tags, entries, stats, provenance, stored.since)?,
+        stats,
+    ))
 }
 
 #[cfg(test)]

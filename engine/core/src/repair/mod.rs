@@ -220,7 +220,8 @@ impl Repair<'_> {
             return Ok(());
         }
         if self.write {
-            let (packs, saved, lost) = copies::salvage(self.repo, &salvage, &mut self.good)?;
+            let (packs, saved, lost) =
+                crate::copy::copy_chunks(self.repo, &salvage, "repair", &mut self.good)?;
             let failed = match lost {
                 0 => String::new(),
                 n => format!("; {n} failed their hash on the way and were left"),

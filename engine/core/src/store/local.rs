@@ -282,6 +282,7 @@ impl ObjectStore for LocalStore {
                     objects.push(ObjectInfo {
                         key,
                         size: meta.len(),
+                        modified: meta.modified().ok(),
                     });
                 }
             }
@@ -302,9 +303,15 @@ impl ObjectStore for LocalStore {
         if pending.len() <= FSYNC_ONE_BY_ONE {
             let mut dirs = std::collections::BTreeSet::new();
             for p in &pending {
-                File::open(p)
-                    .and_then(|f| f.sync_all())
-                    .ctx("cannot sync", p)?;
+                match File::open(p).and_then(|f| f.sync_all()) {
+                    Ok(()) => {}
+                    // Deleted since (a garbage collection removed an index this process
+                    // re-wrote for a condemned pack): nothing is left to make durable,
+                    // and whether anything needed it is the collection's protocol's
+                    // business (docs/GC.md), not the barrier's.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io("cannot sync", p, e)),
+                }
                 if let Some(d) = p.parent() {
                     dirs.insert(d.to_path_buf());
                 }

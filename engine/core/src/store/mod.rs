@@ -28,7 +28,7 @@ pub fn unique_temp_name() -> String {
 }
 
 /// This machine's name as it goes into temporary file names (`-` and `/` replaced).
-fn host() -> &'static str {
+pub(crate) fn host() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -77,6 +77,19 @@ pub fn owner_may_live(name: &str, modified: std::time::SystemTime) -> bool {
     }
 }
 
+/// Whether a process of this machine that started at `started` is known to be gone:
+/// no process has its pid, or the one that has it started later. Another machine's
+/// process is never known gone.
+pub(crate) fn process_gone(host_name: &str, pid: u32, started: std::time::SystemTime) -> bool {
+    if host_name != host() {
+        return false;
+    }
+    match process_started(pid) {
+        None => true,
+        Some(at) => at > started + std::time::Duration::from_secs(1),
+    }
+}
+
 /// When process `pid` started, from `/proc`; `None` if there is no such process.
 fn process_started(pid: u32) -> Option<std::time::SystemTime> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -112,6 +125,8 @@ pub struct ETag(pub String);
 pub struct ObjectInfo {
     pub key: String,
     pub size: u64,
+    /// When it was last written, by the store's clock (S3: `LastModified`).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// One page of a listing, in key order; `next` is where the following page starts
@@ -204,6 +219,13 @@ pub trait ObjectStore: Send + Sync {
         self.put_if_absent(to, &bytes)?;
         self.sync()?;
         self.delete(from)
+    }
+
+    /// The store's own clock, which `ObjectInfo::modified` is measured by: garbage
+    /// collection compares object ages with it, never with a machine's clock (an
+    /// object store service gives its time; a local directory is this machine's).
+    fn now(&self) -> Result<std::time::SystemTime> {
+        Ok(std::time::SystemTime::now())
     }
 
     /// A write barrier: every object written before it is durable when it returns.

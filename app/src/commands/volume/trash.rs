@@ -1,0 +1,169 @@
+//! `volume delete | untag | trash | restore`: the trash and tag removal.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use sealvol_core::refs::Target;
+use sealvol_core::trash::TrashedVersion;
+use sealvol_core::{Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_views::format::short_digest;
+
+use crate::commands::Ctx;
+use crate::output::{json, size, table, when};
+
+pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(false)?;
+    let d = repo.resolve(&r)?;
+    let pinned = Ref::pinned(r.volume.clone(), d);
+    if !yes {
+        let retention = humantime::format_duration(repo.config().retention);
+        ask(&format!(
+            "move {pinned} to the trash (restorable for {retention})?"
+        ))?;
+    }
+    // By digest from here on: what was asked about is what goes.
+    let deleted = repo.delete_version(&pinned, untag)?;
+    if as_json {
+        return json(&deleted);
+    }
+    if !ctx.quiet {
+        for t in &deleted.untagged {
+            eprintln!("tag {t} removed (undo: `sealvol volume tag {pinned} {t}`)");
+        }
+        eprintln!(
+            "moved to the trash until {}; undo: `sealvol volume restore {}@{}`",
+            when(&deleted.expires),
+            r.volume,
+            d.short(16)
+        );
+    }
+    outln!("{pinned}")
+}
+
+/// Asks on the terminal; without one, refuses (a script says `--yes`).
+fn ask(question: &str) -> Result<()> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "standard input is not a terminal, so there is no one to ask",
+        )
+        .hint("pass --yes to delete without asking"));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::io("cannot read", std::path::Path::new("standard input"), e))?;
+    match answer.trim() {
+        "y" | "Y" | "yes" => Ok(()),
+        _ => Err(Error::new(ErrorKind::Cancelled, "not deleted").hint("nothing was changed")),
+    }
+}
+
+pub fn untag(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let Target::Tag(tag) = &r.target else {
+        return Err(Error::invalid(format!("{reference} names no tag"))
+            .hint("give NS/NAME:TAG, e.g. weights/qwen3-8b:canary"));
+    };
+    let repo = ctx.open_repo(false)?;
+    repo.check_writable()?;
+    let moved = repo.remove_tag(&r.volume, tag, None)?;
+    let was = moved.from.clone().unwrap_or_default();
+    if as_json {
+        return json(&serde_json::json!({
+            "volume": r.volume.to_string(),
+            "tag": tag.to_string(),
+            "was": was,
+        }));
+    }
+    if !ctx.quiet {
+        eprintln!(
+            "tag {tag} removed (it pointed at {}); undo: `sealvol volume tag {}@{} {tag}`",
+            short_digest(&was),
+            r.volume,
+            was.strip_prefix("b3:")
+                .unwrap_or(&was)
+                .get(..16)
+                .unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+pub fn trash(ctx: &Ctx, volume: Option<&str>, as_json: bool) -> Result<()> {
+    let vol = volume.map(VolumeName::parse).transpose()?;
+    let repo = ctx.open_repo(false)?;
+    let items = repo.trash(vol.as_ref())?;
+    if as_json {
+        return json(&serde_json::json!({
+            "retention_secs": repo.config().retention.as_secs(),
+            "trash": items,
+        }));
+    }
+    if items.is_empty() {
+        eprintln!(
+            "the trash is empty (deleted versions stay {})",
+            humantime::format_duration(repo.config().retention)
+        );
+        return Ok(());
+    }
+    let now = sealvol_core::stamp::now();
+    let rows: Vec<Vec<String>> = items.iter().map(|t| row(t, now)).collect();
+    table(
+        &["VOLUME", "DIGEST", "DELETED", "BY", "LEFT", "SIZE", "TAGS"],
+        &rows,
+    )
+}
+
+fn row(t: &TrashedVersion, now: std::time::SystemTime) -> Vec<String> {
+    vec![
+        t.volume.clone(),
+        short_digest(&t.digest),
+        when(&t.deleted_at),
+        t.deleted_by.clone(),
+        match (t.purging, t.expired) {
+            (true, _) => "purging".into(),
+            (false, true) => "expired".into(),
+            (false, false) => time_left(&t.expires, now),
+        },
+        size(t.bytes),
+        t.tags.join(","),
+    ]
+}
+
+/// "6d 23h", "5h 12m", "40m": how long until `until`.
+fn time_left(until: &str, now: std::time::SystemTime) -> String {
+    let Some(end) = sealvol_core::stamp::parse_rfc3339(until) else {
+        return String::new();
+    };
+    let secs = end.duration_since(now).map(|d| d.as_secs()).unwrap_or(0);
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    match (d, h) {
+        (0, 0) => format!("{}m", m.max(1)),
+        (0, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+pub fn restore(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(false)?;
+    let restored = repo.restore_version(&r)?;
+    if as_json {
+        return json(&restored);
+    }
+    let pinned = format!("vol:{}@{}", restored.volume, restored.digest);
+    if !ctx.quiet {
+        eprintln!("restored {pinned}");
+        if !restored.tags.is_empty() {
+            eprintln!(
+                "it had tag(s) {}; point them again with `sealvol volume tag {pinned} TAG`",
+                restored.tags.join(", ")
+            );
+        }
+    }
+    outln!("{pinned}")
+}

@@ -1,0 +1,102 @@
+//! The mark: what every version (live or in the trash) references, from its manifest
+//! down through its files' chunk lists to the chunk copies in packs.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::digest::{Entry, Hash};
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::{PackEntry, PackId};
+use crate::progress::Progress;
+use crate::refs::{Digest, VolumeName};
+use crate::repo::{Kind, Repository};
+
+/// What the versions reference.
+#[derive(Default)]
+pub struct Marked {
+    pub versions: usize,
+    /// Chunk lists, by file hash.
+    pub files: HashSet<Hash>,
+    /// Per pack, the copies referenced (by offset).
+    pub live: HashMap<PackId, HashMap<u64, PackEntry>>,
+    /// Per pack, the chunk lists that name it (for repacking).
+    pub users: HashMap<PackId, Vec<Hash>>,
+    /// Chunk lists a manifest names that are not stored (a version missing data).
+    pub missing_files: usize,
+}
+
+impl Marked {
+    pub fn live_bytes(&self, pack: &PackId) -> u64 {
+        self.live
+            .get(pack)
+            .map_or(0, |l| l.values().map(|e| e.stored_len as u64).sum())
+    }
+}
+
+/// Marks from every manifest except those in `skip` (versions a dry run would purge).
+/// A manifest or chunk list that cannot be read stops the mark: what it references is
+/// unknown, and deleting on a guess could delete a version's data.
+pub fn mark(
+    repo: &Repository,
+    skip: &HashSet<(VolumeName, Digest)>,
+    progress: &dyn Progress,
+) -> Result<Marked> {
+    let mut m = Marked::default();
+    let mut versions = Vec::new();
+    for vol in repo.volumes(None)? {
+        for d in repo.version_digests(&vol)? {
+            if !skip.contains(&(vol.clone(), d)) {
+                versions.push((vol.clone(), d));
+            }
+        }
+    }
+    progress.begin("mark", 0, versions.len() as u64);
+    for (vol, d) in &versions {
+        let manifest = match repo.manifest(vol, d) {
+            Ok(manifest) => manifest,
+            // Purged since the listing (only a gc purges, and it holds the lease).
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(refuse(e, &format!("vol:{vol}@{}", d.short(16)))),
+        };
+        m.versions += 1;
+        for e in &manifest.entries {
+            if let Entry::File { hash, .. } = e {
+                m.files.insert(*hash);
+            }
+        }
+        progress.file_done();
+    }
+    for h in &m.files {
+        let obj = match repo.file_object_if_stored(h) {
+            Ok(Some(obj)) => obj,
+            Ok(None) => {
+                m.missing_files += 1;
+                continue;
+            }
+            Err(e) => return Err(refuse(e, &Kind::File.name(h))),
+        };
+        for p in &obj.packs {
+            m.users.entry(*p).or_default().push(*h);
+        }
+        for c in &obj.chunks {
+            let pack = obj.packs[c.pack as usize];
+            m.live
+                .entry(pack)
+                .or_default()
+                .insert(c.entry.offset, c.entry);
+        }
+    }
+    Ok(m)
+}
+
+fn refuse(e: Error, what: &str) -> Error {
+    Error::new(
+        e.kind(),
+        format!(
+            "{}; garbage collection cannot tell what {what} references, so it deletes nothing",
+            e.message()
+        ),
+    )
+    .hint(
+        "`sealvol volume verify` shows the damage and `sealvol repair` fixes it; then run gc again",
+    )
+}

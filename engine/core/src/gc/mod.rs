@@ -1,0 +1,478 @@
+//! Garbage collection: purge versions whose time in the trash is over, then reclaim
+//! the chunk lists and packs that no version (live or in the trash) references, and
+//! rewrite packs that are mostly dead, safely while other processes on other machines
+//! push to the same repository, with create-if-absent and compare-and-swap as the only
+//! coordination. docs/GC.md is the argument; this is the order of its steps:
+//!
+//! 1. take the lease (`lease`): one collection at a time, taken over when stale;
+//! 2. purge expired versions from the trash (`Repository::purge`);
+//! 3. list objects, then mark what every manifest references (`mark`);
+//! 4. rewrite mostly-dead packs and relink the chunk lists that name them (`repack`);
+//! 5. condemn what is unreferenced and older than the grace period: a new round
+//!    (`rounds`), which writers may still rescue from;
+//! 6. wait the grace period, then sweep every round that is due: compare-and-swap it
+//!    to sweeping, mark again, delete what is still unreferenced.
+
+mod lease;
+mod mark;
+mod repack;
+pub mod rounds;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::digest::Hash;
+use crate::error::{ErrorKind, Result};
+use crate::objects::PackId;
+use crate::progress::Progress;
+use crate::refs::{Digest, VolumeName};
+use crate::repo::{Kind, Repository};
+use crate::trash::Purge;
+
+pub use lease::LEASE_TTL;
+use rounds::{RoundState, Stored};
+pub(crate) use rounds::{condemned_packs, protect, protect_packs};
+
+/// A pack whose live chunks are less than this share of its bytes is rewritten.
+pub const REPACK_BELOW: f64 = 0.5;
+
+pub struct GcOptions<'a> {
+    /// Say what would be done; change nothing.
+    pub dry_run: bool,
+    /// Wait out the grace period and sweep what this run condemned (false: leave the
+    /// sweep to the next run, which does it without waiting once the period is over).
+    pub wait: bool,
+    pub progress: &'a dyn Progress,
+}
+
+/// A version purged from the trash.
+#[derive(Debug, Clone, Serialize)]
+pub struct PurgedVersion {
+    pub volume: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct GcReport {
+    pub dry_run: bool,
+    /// The grace period in effect (seconds).
+    pub grace_secs: u64,
+    pub purged: Vec<PurgedVersion>,
+    /// Past their window, but a tag points at them again: kept in the trash.
+    pub kept_tagged: Vec<PurgedVersion>,
+    /// Still in the trash, within their window.
+    pub in_trash: usize,
+    /// Versions marked (live and in the trash).
+    pub versions: usize,
+    /// Objects before the run: packs and their bytes, chunk lists.
+    pub packs_before: usize,
+    pub pack_bytes_before: u64,
+    pub files_before: usize,
+    /// Unreferenced, but younger than the grace period: left for a later run.
+    pub young_packs: usize,
+    pub young_files: usize,
+    /// Condemned by this run.
+    pub condemned_packs: usize,
+    pub condemned_files: usize,
+    pub condemned_bytes: u64,
+    /// Mostly-dead packs rewritten: how many, their bytes, the new packs and bytes.
+    pub repacked: usize,
+    pub repacked_bytes: u64,
+    pub repack_new_packs: usize,
+    pub repack_new_bytes: u64,
+    /// Chunk lists pointed at the new copies.
+    pub relinked_files: usize,
+    /// Rounds swept by this run (its own and earlier ones that were due).
+    pub rounds_swept: usize,
+    pub deleted_packs: u64,
+    pub deleted_files: u64,
+    /// Rescued by writers from the rounds swept.
+    pub rescued: u64,
+    pub bytes_freed: u64,
+    /// Condemned, but the sweep was left to a later run (`--no-wait`).
+    pub sweep_pending: bool,
+    pub notes: Vec<String>,
+    pub seconds: f64,
+}
+
+/// Runs one garbage collection (see the module's steps).
+pub fn collect(repo: &Repository, opts: &GcOptions) -> Result<GcReport> {
+    repo.check_writable()?;
+    let started = Instant::now();
+    let grace = repo.config().gc_grace;
+    let mut report = GcReport {
+        dry_run: opts.dry_run,
+        grace_secs: grace.as_secs(),
+        ..GcReport::default()
+    };
+    // A repair (which moves packs) finishes first, and waits for us.
+    let _writing = repo.writers_lock(false)?;
+    let lease = match opts.dry_run {
+        true => None,
+        false => Some(lease::Lease::take(repo)?),
+    };
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        if let Some(l) = &lease {
+            s.spawn(|| l.keep(&done));
+        }
+        let r = run(repo, opts, lease.as_ref(), grace, &mut report);
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    result?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn run(
+    repo: &Repository,
+    opts: &GcOptions,
+    lease: Option<&lease::Lease>,
+    grace: Duration,
+    report: &mut GcReport,
+) -> Result<()> {
+    let progress = opts.progress;
+    if !opts.dry_run {
+        let (files, bytes) = repo.clean_staging()?;
+        if files > 0 {
+            report.notes.push(format!(
+                "removed {files} staging file(s) ({bytes} bytes) left by killed processes"
+            ));
+        }
+    }
+
+    // 2. The trash.
+    let skip = purge_expired(repo, opts.dry_run, report)?;
+
+    // 3. Objects, then the mark: anything listed here existed before the mark began.
+    let earlier = rounds::list(repo)?;
+    let packs = repo.list(Kind::Pack)?;
+    let files = repo.list(Kind::File)?;
+    report.packs_before = packs.len();
+    report.pack_bytes_before = packs.iter().map(|p| p.size).sum();
+    report.files_before = files.len();
+    let marked = mark::mark(repo, &skip, progress)?;
+    report.versions = marked.versions;
+    if marked.missing_files > 0 {
+        report.notes.push(format!(
+            "{} chunk list(s) that versions name are missing; `sealvol volume verify` says which versions",
+            marked.missing_files
+        ));
+    }
+    let now = repo.store().now()?;
+    let old = |m: Option<SystemTime>| {
+        m.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace))
+    };
+    let pending: HashSet<PackId> = earlier
+        .iter()
+        .filter(|s| s.round.state != RoundState::Swept)
+        .flat_map(|s| s.round.pack_ids().collect::<Vec<_>>())
+        .collect();
+    let pending_files: HashSet<Hash> = earlier
+        .iter()
+        .filter(|s| s.round.state != RoundState::Swept)
+        .flat_map(|s| s.round.file_ids().collect::<Vec<_>>())
+        .collect();
+    let sizes: HashMap<PackId, u64> = packs.iter().filter_map(|l| Some((l.id?, l.size))).collect();
+
+    let mut condemn_packs: Vec<PackId> = Vec::new();
+    for l in &packs {
+        let Some(id) = l.id.filter(|id| l.name == Kind::Pack.name(id)) else {
+            continue;
+        };
+        if marked.live.contains_key(&id) || pending.contains(&id) {
+            continue;
+        }
+        match old(l.modified) {
+            true => condemn_packs.push(id),
+            false => report.young_packs += 1,
+        }
+    }
+    let mut condemn_files: Vec<Hash> = Vec::new();
+    for l in &files {
+        let Some(h) = l.id.filter(|h| l.name == Kind::File.name(h)) else {
+            continue;
+        };
+        if marked.files.contains(&h) || pending_files.contains(&h) {
+            continue;
+        }
+        match old(l.modified) {
+            true => condemn_files.push(h),
+            false => report.young_files += 1,
+        }
+    }
+
+    // 4. Mostly-dead packs: their live chunks are copied, their users relinked, and
+    // they join the condemned.
+    let candidates = repack::candidates(repo, &marked, &packs, &pending, &old)?;
+    report.repacked_bytes = candidates
+        .iter()
+        .map(|id| sizes.get(id).copied().unwrap_or(0))
+        .sum();
+    if opts.dry_run {
+        report.repacked = candidates.len();
+        report.repack_new_bytes = candidates.iter().map(|id| marked.live_bytes(id)).sum();
+    } else if !candidates.is_empty() {
+        let done = repack::repack(repo, &marked, &candidates, progress)?;
+        report.repacked = done.rewritten.len();
+        report.repacked_bytes = done
+            .rewritten
+            .iter()
+            .map(|id| sizes.get(id).copied().unwrap_or(0))
+            .sum();
+        report.repack_new_packs = done.new_packs;
+        report.repack_new_bytes = done.new_bytes;
+        report.relinked_files = done.relinked;
+        if done.kept > 0 {
+            report.notes.push(format!(
+                "{} pack(s) were not rewritten: a chunk in them fails its hash (`sealvol volume verify` names it)",
+                done.kept
+            ));
+        }
+        condemn_packs.extend(done.rewritten);
+    }
+    report.condemned_packs = condemn_packs.len();
+    report.condemned_files = condemn_files.len();
+    report.condemned_bytes = condemn_packs
+        .iter()
+        .map(|id| sizes.get(id).copied().unwrap_or(0))
+        .sum::<u64>()
+        + files
+            .iter()
+            .filter(|l| l.id.is_some_and(|h| condemn_files.contains(&h)))
+            .map(|l| l.size)
+            .sum::<u64>();
+    if opts.dry_run {
+        report.notes.push(due_note(&earlier, now, grace));
+        return Ok(());
+    }
+    stop_if_lost(lease)?;
+
+    // 5. The round.
+    let mut due: Vec<Stored> = earlier
+        .into_iter()
+        .filter(|s| match s.round.state {
+            RoundState::Condemned => s.round.condemned_time().is_some_and(|t| t + grace <= now),
+            RoundState::Sweeping => true,
+            RoundState::Swept => false,
+        })
+        .collect();
+    let mut mine = None;
+    if !condemn_packs.is_empty() || !condemn_files.is_empty() {
+        let key = rounds::new_key(now);
+        let round = rounds::new_round(&key, now, &condemn_packs, &condemn_files);
+        rounds::write(repo, &key, &round, None)?;
+        mine = Some(key);
+    }
+
+    // 6. Wait, then sweep.
+    if let Some(key) = mine {
+        if opts.wait {
+            wait(grace, progress, lease)?;
+            if let Some(s) = rounds::read(repo, &key)? {
+                due.push(s);
+            }
+        } else {
+            report.sweep_pending = true;
+        }
+    }
+    if !due.is_empty() {
+        sweep(repo, due, &sizes, progress, report)?;
+    }
+    prune(repo, now, report)?;
+    Ok(())
+}
+
+/// Step 2: purges what is past its window (a dry run only says which), and returns the
+/// versions a dry run's mark must leave out as if they were purged.
+fn purge_expired(
+    repo: &Repository,
+    dry_run: bool,
+    report: &mut GcReport,
+) -> Result<HashSet<(VolumeName, Digest)>> {
+    let now = crate::stamp::now();
+    let retention = repo.config().retention;
+    let mut skip = HashSet::new();
+    for (vol, d) in repo.all_trashed()? {
+        let item = PurgedVersion {
+            volume: vol.to_string(),
+            digest: d.to_string(),
+        };
+        let outcome = match dry_run {
+            false => repo.purge(&vol, &d, now)?,
+            true => match repo.in_trash(&vol, &d)? {
+                None => Purge::NotInTrash,
+                Some(r) if r.expires(retention).is_none_or(|end| now < end) => Purge::TooEarly,
+                Some(_) if repo.tags(&vol)?.iter().any(|t| t.digest == d.to_string()) => {
+                    Purge::Tagged
+                }
+                Some(_) => {
+                    skip.insert((vol, d));
+                    Purge::Purged
+                }
+            },
+        };
+        match outcome {
+            Purge::Purged => report.purged.push(item),
+            Purge::Tagged => report.kept_tagged.push(item),
+            Purge::TooEarly => report.in_trash += 1,
+            Purge::NotInTrash => {}
+        }
+    }
+    Ok(skip)
+}
+
+/// Step 6: the grace period, as a countdown.
+fn wait(grace: Duration, progress: &dyn Progress, lease: Option<&lease::Lease>) -> Result<()> {
+    let secs = grace.as_secs_f64();
+    progress.begin("wait", (secs * 1000.0) as u64, 0);
+    let start = Instant::now();
+    let mut shown = 0u64;
+    while start.elapsed() < grace {
+        stop_if_lost(lease)?;
+        std::thread::sleep(Duration::from_millis(100).min(grace.saturating_sub(start.elapsed())));
+        let ms = (start.elapsed().as_millis() as u64).min((secs * 1000.0) as u64);
+        progress.advance(ms - shown);
+        shown = ms;
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Step 6: every due round goes to sweeping (after which no writer can rescue from
+/// it), then one mark decides, then what it does not reference is deleted.
+fn sweep(
+    repo: &Repository,
+    due: Vec<Stored>,
+    sizes: &HashMap<PackId, u64>,
+    progress: &dyn Progress,
+    report: &mut GcReport,
+) -> Result<()> {
+    let mut sweeping = Vec::new();
+    for mut s in due {
+        loop {
+            if s.round.state == RoundState::Swept {
+                break;
+            }
+            let mut r = s.round.clone();
+            r.state = RoundState::Sweeping;
+            r.sweep_started = Some(crate::stamp::rfc3339(repo.store().now()?));
+            match rounds::write(repo, &s.key, &r, Some(&s.etag)) {
+                Ok(()) => {
+                    sweeping.push((s.key.clone(), r));
+                    break;
+                }
+                // A writer rescued something meanwhile: read it again.
+                Err(e) if e.kind() == ErrorKind::Race => match rounds::read(repo, &s.key)? {
+                    Some(again) => s = again,
+                    None => break,
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if sweeping.is_empty() {
+        return Ok(());
+    }
+    let marked = mark::mark(repo, &HashSet::new(), progress)?;
+    let total: u64 = sweeping
+        .iter()
+        .map(|(_, r)| (r.packs.len() + r.files.len()) as u64)
+        .sum();
+    progress.begin("sweep", 0, total);
+    for (key, mut r) in sweeping {
+        let (mut packs, mut files, mut freed) = (0u64, 0u64, 0u64);
+        for id in r.pack_ids().collect::<Vec<_>>() {
+            progress.file_done();
+            if marked.live.contains_key(&id) {
+                continue;
+            }
+            // Index first: a pack left without one (a crash here) is still a pack,
+            // condemned in this round; an index without its pack would be damage.
+            repo.delete_object(Kind::Index, &id)?;
+            repo.delete_object(Kind::Pack, &id)?;
+            // A writer may have re-indexed the pack between the two deletes.
+            repo.delete_object(Kind::Index, &id)?;
+            repo.clear_pack_damage(&id)?;
+            packs += 1;
+            freed += sizes.get(&id).copied().unwrap_or(0);
+        }
+        for h in r.file_ids().collect::<Vec<_>>() {
+            progress.file_done();
+            if marked.files.contains(&h) {
+                continue;
+            }
+            let size = repo.store().size(&Kind::File.name(&h))?.unwrap_or(0);
+            repo.delete_object(Kind::File, &h)?;
+            files += 1;
+            freed += size;
+        }
+        repo.barrier()?;
+        report.rounds_swept += 1;
+        report.deleted_packs += packs;
+        report.deleted_files += files;
+        report.bytes_freed += freed;
+        report.rescued += r.rescued;
+        r.state = RoundState::Swept;
+        r.swept_at = Some(crate::stamp::rfc3339(repo.store().now()?));
+        r.deleted_packs = packs;
+        r.deleted_files = files;
+        r.bytes_freed = freed;
+        // No writer changes a sweeping round, so this cannot race.
+        let etag = repo.store().get_versioned(&key)?.map(|(_, e)| e);
+        rounds::write(repo, &key, &r, etag.as_ref())?;
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Removes swept rounds older than `KEEP_SWEPT`, and quarantine folders older than the
+/// retention window.
+fn prune(repo: &Repository, now: SystemTime, report: &mut GcReport) -> Result<()> {
+    for s in rounds::list(repo)? {
+        let swept = s
+            .round
+            .swept_at
+            .as_deref()
+            .and_then(crate::stamp::parse_rfc3339);
+        if s.round.state == RoundState::Swept
+            && swept.is_some_and(|t| t + rounds::KEEP_SWEPT <= now)
+        {
+            repo.store().delete(&s.key)?;
+        }
+    }
+    let removed = repo.prune_quarantine(now - repo.config().retention)?;
+    if removed > 0 {
+        report.notes.push(format!(
+            "removed {removed} object(s) kept in quarantine/ longer than the retention window"
+        ));
+    }
+    Ok(())
+}
+
+fn stop_if_lost(lease: Option<&lease::Lease>) -> Result<()> {
+    match lease.is_some_and(|l| l.lost()) {
+        true => Err(crate::Error::new(
+            ErrorKind::Race,
+            "another garbage collection took over this one's lease (it stopped renewing in time)",
+        )
+        .hint("what was done so far is safe; the other collection carries on")),
+        false => Ok(()),
+    }
+}
+
+fn due_note(earlier: &[Stored], now: SystemTime, grace: Duration) -> String {
+    let due = earlier
+        .iter()
+        .filter(|s| match s.round.state {
+            RoundState::Condemned => s.round.condemned_time().is_some_and(|t| t + grace <= now),
+            RoundState::Sweeping => true,
+            RoundState::Swept => false,
+        })
+        .count();
+    format!("{due} earlier round(s) are due to be swept")
+}

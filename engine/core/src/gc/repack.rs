@@ -1,0 +1,165 @@
+//! Rewriting mostly-dead packs: their live chunks are copied into new packs (each
+//! checked against its hash), every chunk list that names them is pointed at the new
+//! copies, and the old packs, now unreferenced, are condemned with the rest. A reader
+//! holding an old chunk list finds the new copy through the index (`other_copy`).
+
+use std::collections::{HashMap, HashSet};
+use std::time::SystemTime;
+
+use super::REPACK_BELOW;
+use super::mark::Marked;
+use crate::error::{ErrorKind, Result};
+use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::progress::Progress;
+use crate::repo::{Kind, Listed, Repository};
+
+/// Packs worth rewriting: referenced, older than the grace period, not already
+/// condemned, and less than `REPACK_BELOW` live by bytes.
+pub(super) fn candidates(
+    repo: &Repository,
+    marked: &Marked,
+    packs: &[Listed],
+    pending: &HashSet<PackId>,
+    old: &dyn Fn(Option<SystemTime>) -> bool,
+) -> Result<Vec<PackId>> {
+    let mut out = Vec::new();
+    for l in packs {
+        let Some(id) = l.id.filter(|id| l.name == Kind::Pack.name(id)) else {
+            continue;
+        };
+        if !marked.live.contains_key(&id) || pending.contains(&id) || !old(l.modified) {
+            continue;
+        }
+        let Ok(Some(entries)) = repo.index(&id) else {
+            continue;
+        };
+        let all: u64 = entries.iter().map(|e| e.stored_len as u64).sum();
+        if all > 0 && (marked.live_bytes(&id) as f64) < REPACK_BELOW * all as f64 {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) struct Repacked {
+    /// Old packs whose every live chunk now has a new copy that the chunk lists name.
+    pub rewritten: Vec<PackId>,
+    pub new_packs: usize,
+    pub new_bytes: u64,
+    pub relinked: usize,
+    /// Packs left as they were: a live chunk in them fails its hash.
+    pub kept: usize,
+}
+
+pub(super) fn repack(
+    repo: &Repository,
+    marked: &Marked,
+    packs: &[PackId],
+    progress: &dyn Progress,
+) -> Result<Repacked> {
+    let mut chunks: Vec<(PackId, PackEntry)> = Vec::new();
+    for id in packs {
+        if let Some(live) = marked.live.get(id) {
+            let mut entries: Vec<PackEntry> = live.values().copied().collect();
+            entries.sort_by_key(|e| e.offset);
+            chunks.extend(entries.into_iter().map(|e| (*id, e)));
+        }
+    }
+    let bytes: u64 = chunks.iter().map(|(_, e)| e.stored_len as u64).sum();
+    progress.begin("repack", bytes, packs.len() as u64);
+    // Copies by chunk hash; `copy_chunks` checks every chunk before copying it.
+    let mut good = HashMap::new();
+    let (new, _copied, _failed) = crate::copy::copy_chunks(repo, &chunks, "gc", &mut good)?;
+    progress.advance(bytes);
+    let moved: HashMap<(PackId, u64), (PackId, PackEntry)> = chunks
+        .iter()
+        .filter_map(|(p, e)| good.get(&e.hash).map(|n| ((*p, e.offset), *n)))
+        .collect();
+    // A pack keeps its place where one of its live chunks could not be copied.
+    let kept: HashSet<PackId> = chunks
+        .iter()
+        .filter(|(p, e)| !moved.contains_key(&(*p, e.offset)))
+        .map(|(p, _)| *p)
+        .collect();
+    // Every chunk list that names a rewritten pack, read as it is now.
+    let users: HashSet<crate::digest::Hash> = packs
+        .iter()
+        .filter_map(|id| marked.users.get(id))
+        .flatten()
+        .copied()
+        .collect();
+    let mut relinked = 0;
+    for h in users {
+        let obj = match repo.file_object_if_stored(&h) {
+            Ok(Some(obj)) => obj,
+            Ok(None) => continue,
+            Err(e) if e.kind() == ErrorKind::Corrupt => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(new_obj) = relink(&obj, &moved) {
+            // Same bytes, other copies: the one replacement a chunk list allows.
+            repo.relink_file_object(&h, &new_obj)?;
+            relinked += 1;
+        }
+    }
+    repo.barrier()?;
+    let new_bytes = new
+        .iter()
+        .map(|id| {
+            repo.store()
+                .size(&Kind::Pack.name(id))
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        })
+        .sum();
+    progress.finish();
+    Ok(Repacked {
+        rewritten: packs
+            .iter()
+            .filter(|p| !kept.contains(p))
+            .copied()
+            .collect(),
+        new_packs: new.len(),
+        new_bytes,
+        relinked,
+        kept: kept.len(),
+    })
+}
+
+/// The chunk list with every moved copy replaced by its new one; `None` if it names
+/// none of them.
+fn relink(
+    obj: &FileObject,
+    moved: &HashMap<(PackId, u64), (PackId, PackEntry)>,
+) -> Option<FileObject> {
+    let mut changed = false;
+    let mut packs: Vec<PackId> = Vec::new();
+    let mut chunks = Vec::with_capacity(obj.chunks.len());
+    for c in &obj.chunks {
+        let old = obj.packs[c.pack as usize];
+        let (pack, entry) = match moved.get(&(old, c.entry.offset)) {
+            Some(&(p, e)) if e.hash == c.entry.hash => {
+                changed = true;
+                (p, e)
+            }
+            _ => (old, c.entry),
+        };
+        let slot = match packs.iter().position(|p| *p == pack) {
+            Some(i) => i,
+            None => {
+                packs.push(pack);
+                packs.len() - 1
+            }
+        };
+        chunks.push(ChunkRef {
+            pack: slot as u32,
+            entry,
+        });
+    }
+    changed.then_some(FileObject {
+        size: obj.size,
+        packs,
+        chunks,
+    })
+}

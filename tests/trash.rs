@@ -1,0 +1,352 @@
+//! The trash through the real binary: delete, restore, untag and the trash listing, with
+//! every bad input the issue names. The retention window is crossed by setting the
+//! clock ahead (`SEALVOL_NOW`), never by sleeping.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Env, assert_same_tree, noise, write};
+use serde_json::Value;
+
+/// Two versions of `t/v`: `old` (tag prod) and `new` (tag canary), and their folders.
+struct Two {
+    env: Env,
+    old_src: PathBuf,
+    old: String,
+    new: String,
+}
+
+fn two() -> Two {
+    let env = Env::new();
+    let old_src = env.path("old");
+    write(&old_src.join("w.bin"), &noise(2 << 20, 1));
+    write(&old_src.join("c.json"), b"{}\n");
+    let new_src = env.path("new");
+    write(&new_src.join("w.bin"), &noise(2 << 20, 2));
+    write(&new_src.join("c.json"), b"{}\n");
+    let old = env.push(&old_src, "t/v", &["--tag", "prod"]);
+    let new = env.push(&new_src, "t/v", &["--tag", "canary"]);
+    Two {
+        env,
+        old_src,
+        old,
+        new,
+    }
+}
+
+/// `vol:t/v@b3:<hex>` → `t/v@<first n hex>`.
+fn prefix(pinned: &str, n: usize) -> String {
+    let hex = pinned.split("@b3:").nth(1).unwrap();
+    format!("t/v@{}", &hex[..n])
+}
+
+fn json(env: &Env, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    serde_json::from_str(&env.ok(&a)).unwrap()
+}
+
+fn repo_files(env: &Env) -> Vec<(PathBuf, Vec<u8>)> {
+    common::walk_files(&env.repo)
+        .into_iter()
+        .filter(|p| !p.starts_with(env.repo.join("tmp")))
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
+}
+
+#[test]
+fn delete_then_restore_gives_back_the_same_version_and_bytes() {
+    let t = two();
+    let env = &t.env;
+    let before = json(env, &["volume", "files", &t.old]);
+    let out = env.ok(&["volume", "delete", &t.old, "--untag", "--yes"]);
+    assert_eq!(out.trim(), t.old);
+    // Gone from listings; a pull names the trash and the restore command.
+    let versions = env.ok(&["volume", "versions", "t/v"]);
+    assert!(!versions.contains(&t.old[8..23]), "{versions}");
+    let err = env.fails(
+        1,
+        &["volume", "pull", &t.old, env.path("p1").to_str().unwrap()],
+    );
+    assert!(
+        err.contains("in the trash") && err.contains("sealvol volume restore"),
+        "{err}"
+    );
+    let ls = json(env, &["volume", "ls"]);
+    assert_eq!(ls["volumes"][0]["versions"], 1);
+    assert_eq!(ls["volumes"][0]["trashed"], 1);
+
+    // The trash says who, when, how long, how big, and the tags it had.
+    let trash = json(env, &["volume", "trash", "t/v"]);
+    let item = &trash["trash"][0];
+    assert_eq!(item["digest"].as_str().unwrap(), &t.old[8..]);
+    assert_eq!(item["tags"], serde_json::json!(["prod"]));
+    assert_eq!(item["bytes"], (2 << 20) + 3);
+    assert!(item["deleted_by"].as_str().unwrap().contains('@'));
+    assert_eq!(item["expired"], false);
+    let text = env.ok(&["volume", "trash"]);
+    assert!(text.contains("6d 23h") && text.contains("prod"), "{text}");
+
+    let out = env.ok(&["volume", "restore", &prefix(&t.old, 12)]);
+    assert_eq!(out.trim(), t.old);
+    assert_eq!(json(env, &["volume", "files", &t.old]), before);
+    let pulled = env.path("pulled");
+    env.ok(&["volume", "pull", &t.old, pulled.to_str().unwrap()]);
+    assert_same_tree(&t.old_src, &pulled);
+    env.ok(&["volume", "verify"]);
+    assert!(
+        json(env, &["volume", "trash"])["trash"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_tagged_version_is_protected_until_untag() {
+    let t = two();
+    let env = &t.env;
+    let err = env.fails(1, &["volume", "delete", &t.old, "--yes"]);
+    assert!(err.contains("tag prod") && err.contains("--untag"), "{err}");
+    assert!(
+        env.ok(&["volume", "versions", "t/v"])
+            .contains(&t.old[8..23])
+    );
+    // The same through the tag itself.
+    env.fails(1, &["volume", "delete", "t/v:canary", "--yes"]);
+    // With --untag the removal is in the tag's history.
+    env.ok(&["volume", "delete", "t/v:canary", "--yes", "--untag"]);
+    let tags = json(env, &["volume", "tags", "t/v"]);
+    assert_eq!(tags["tags"].as_array().unwrap().len(), 1, "{tags}");
+    let history = env.ok(&["volume", "tags", "t/v", "--history"]);
+    assert!(history.contains("canary (removed)"), "{history}");
+}
+
+#[test]
+fn bad_deletes_and_restores_are_clear_errors_that_change_nothing() {
+    let t = two();
+    let env = &t.env;
+    let before = repo_files(env);
+    // A version that does not exist.
+    let missing = format!("t/v@{}", "0".repeat(12));
+    let err = env.fails(1, &["volume", "delete", &missing, "--yes"]);
+    assert!(err.contains("no version"), "{err}");
+    env.fails(1, &["volume", "delete", "t/nothing@deadbeef00", "--yes"]);
+    // Without a terminal and without --yes there is no one to ask.
+    let out = env
+        .cmd()
+        .args(["volume", "delete", &t.new, "--untag"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    // Restoring one that was never deleted, or that does not exist.
+    let err = env.fails(1, &["volume", "restore", &prefix(&t.old, 10)]);
+    assert!(
+        err.contains("not in the trash: it is a live version"),
+        "{err}"
+    );
+    let err = env.fails(1, &["volume", "restore", &missing]);
+    assert!(err.contains("no version") && err.contains("trash"), "{err}");
+    // A tag is not something to restore.
+    env.fails(1, &["volume", "restore", "t/v:prod"]);
+    // The trash of a volume that does not exist is an error, not an empty list.
+    let err = env.fails(1, &["volume", "trash", "t/nothing"]);
+    assert!(err.contains("no volume t/nothing"), "{err}");
+    assert_eq!(
+        repo_files(env),
+        before,
+        "a refused command changed the repository"
+    );
+
+    // Deleting one that is already deleted.
+    env.ok(&["volume", "delete", &t.new, "--untag", "--yes"]);
+    let err = env.fails(1, &["volume", "delete", &t.new, "--yes"]);
+    assert!(err.contains("in the trash"), "{err}");
+    let err = env.fails(1, &["volume", "restore", "t/v:canary"]);
+    assert!(
+        err.contains("names a live version") || err.contains("removed"),
+        "{err}"
+    );
+}
+
+/// Two one-file trees whose digests share their first 8 hex digits (the shortest
+/// prefix a person may type), found by the birthday bound: about 2^16 tries.
+fn colliding_pair() -> (Vec<u8>, Vec<u8>) {
+    use sealvol_core::digest::{Entry, Hash, version_digest};
+    let mut seen: std::collections::HashMap<[u8; 4], u64> = Default::default();
+    for n in 0u64.. {
+        let content = n.to_le_bytes().to_vec();
+        let d = version_digest(&[Entry::File {
+            path: "x".into(),
+            size: 8,
+            hash: Hash::of(&content),
+            exec: false,
+        }]);
+        let key = [d.0[0], d.0[1], d.0[2], d.0[3]];
+        if let Some(m) = seen.insert(key, n) {
+            return (m.to_le_bytes().to_vec(), content);
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn an_ambiguous_digest_prefix_is_refused_for_delete_and_restore() {
+    let env = Env::new();
+    let (x, y) = colliding_pair();
+    let (a, b) = (env.path("a"), env.path("b"));
+    write(&a.join("x"), &x);
+    write(&b.join("x"), &y);
+    let va = env.push(&a, "t/v", &[]);
+    let vb = env.push(&b, "t/v", &[]);
+    assert_ne!(va, vb);
+    let shared = prefix(&va, 8);
+    assert_eq!(shared, prefix(&vb, 8));
+    let before = repo_files(&env);
+    let err = env.fails(1, &["volume", "delete", &shared, "--yes"]);
+    assert!(
+        err.contains("matches 2 versions") && err.contains("more hex digits"),
+        "{err}"
+    );
+    assert_eq!(repo_files(&env), before);
+    // One in the trash: the prefix now names one live version and one trashed one, so
+    // it is no longer ambiguous for either command.
+    env.ok(&["volume", "delete", &va, "--yes"]);
+    assert_eq!(env.ok(&["volume", "resolve", &shared]).trim(), vb);
+    env.ok(&["volume", "delete", &vb, "--yes"]);
+    let err = env.fails(1, &["volume", "restore", &shared]);
+    assert!(
+        err.contains("matches 2 versions") && err.contains("in the trash"),
+        "{err}"
+    );
+    let out = env.ok(&["volume", "restore", &prefix(&vb, 64)]);
+    assert_eq!(out.trim(), vb);
+    assert_eq!(env.ok(&["volume", "restore", &shared]).trim(), va);
+}
+
+#[test]
+fn restore_after_the_window_fails_and_gc_then_purges() {
+    let t = two();
+    let env = &t.env;
+    env.ok(&["volume", "delete", &t.old, "--untag", "--yes"]);
+    // Six days on: still restorable. Eight days on: not.
+    let soon = later(6);
+    let late = later(8);
+    let trash: Value =
+        serde_json::from_str(&run_at(env, &soon, &["volume", "trash", "--json"])).unwrap();
+    assert_eq!(trash["trash"][0]["expired"], false);
+    let out = env
+        .cmd()
+        .env("SEALVOL_NOW", &late)
+        .args(["volume", "restore", &prefix(&t.old, 12)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("restore window") && err.contains("ended"),
+        "{err}"
+    );
+    let text = run_at(env, &late, &["volume", "trash"]);
+    assert!(text.contains("expired"), "{text}");
+    // A gc at that time purges it; the other version is untouched.
+    let report: Value = serde_json::from_str(&run_at(
+        env,
+        &late,
+        &["volume", "gc", "--no-wait", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(
+        report["report"]["purged"][0]["digest"].as_str().unwrap(),
+        &t.old[8..]
+    );
+    let err = env.fails(1, &["volume", "restore", &prefix(&t.old, 12)]);
+    assert!(err.contains("no version"), "{err}");
+    env.ok(&["volume", "pull", &t.new, env.path("p").to_str().unwrap()]);
+    env.ok(&["volume", "verify"]);
+}
+
+#[test]
+fn untag_then_undo_by_tagging_again() {
+    let t = two();
+    let env = &t.env;
+    env.ok(&["volume", "untag", "t/v:prod"]);
+    let err = env.fails(1, &["volume", "resolve", "t/v:prod"]);
+    assert!(err.contains("was removed"), "{err}");
+    let err = env.fails(1, &["volume", "untag", "t/v:prod"]);
+    assert!(err.contains("already removed"), "{err}");
+    env.fails(1, &["volume", "untag", "t/v:nosuchtag"]);
+    env.fails(1, &["volume", "untag", "t/v"]);
+    let hist = json(env, &["volume", "tags", "t/v"]);
+    assert!(
+        hist["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tag"] != "prod")
+    );
+    // Undo: point it back; the history holds the move, the removal and the move back.
+    env.ok(&["volume", "tag", &t.old, "prod"]);
+    assert_eq!(env.ok(&["volume", "resolve", "t/v:prod"]).trim(), t.old);
+    let tags = json(env, &["volume", "tags", "t/v"]);
+    let prod = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "prod")
+        .unwrap()
+        .clone();
+    let history = prod["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "{prod}");
+    assert!(
+        history[1]["to"].is_null(),
+        "the removal is a move to nothing: {prod}"
+    );
+    assert_eq!(history[0]["from"], Value::Null);
+    env.ok(&["volume", "verify"]);
+}
+
+#[test]
+fn pushing_a_trashed_version_again_brings_it_back() {
+    let t = two();
+    let env = &t.env;
+    env.ok(&["volume", "delete", &t.old, "--untag", "--yes"]);
+    let again = env.push(&t.old_src, "t/v", &[]);
+    assert_eq!(again, t.old);
+    assert!(
+        env.ok(&["volume", "versions", "t/v"])
+            .contains(&t.old[8..23])
+    );
+    assert!(
+        json(env, &["volume", "trash"])["trash"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn later(days: u64) -> String {
+    let t = std::time::SystemTime::now() + std::time::Duration::from_secs(days * 86_400);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+fn run_at(env: &Env, now: &str, args: &[&str]) -> String {
+    let out = env
+        .cmd()
+        .env("SEALVOL_NOW", now)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} at {now}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
