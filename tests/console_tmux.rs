@@ -209,3 +209,39 @@ fn the_console_is_the_agent_and_shows_a_sync_from_another_terminal() {
     // The console's agent is gone with it; no socket is left behind.
     assert!(!env.state.join("agent.sock").exists());
 }
+
+#[test]
+fn delete_and_restore_by_keyboard_in_a_real_terminal() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 120, 32);
+    t.wait_for("tiny-llama");
+    t.keys(&["j", "j", "Enter"]);
+    t.wait_for("pinned only");
+    // The oldest version has no tag: delete it, then undo from the trash.
+    t.keys(&["G", "d"]);
+    let s = t.wait_for("delete a version");
+    assert!(s.contains("vol:weights/tiny-llama@b3:"), "{s}");
+    t.keys(&["y"]);
+    let s = t.wait_for("to the trash until");
+    assert!(s.contains("undo: T, then U"), "{s}");
+    assert!(
+        !s.contains("pinned only"),
+        "the deleted version is still listed:\n{s}"
+    );
+    t.keys(&["T"]);
+    let s = t.wait_for("HAD TAGS");
+    assert!(s.contains("6d 23h") && s.contains("LEFT"), "{s}");
+    t.keys(&["U"]);
+    t.wait_for("restore a version");
+    t.keys(&["y"]);
+    t.wait_for("restored weights/tiny-llama@b3:");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    let versions: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "weights/tiny-llama", "--json"]))
+            .unwrap();
+    assert_eq!(versions["versions"].as_array().unwrap().len(), 3);
+    let trash: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "trash", "--json"])).unwrap();
+    assert!(trash["trash"].as_array().unwrap().is_empty());
+}

@@ -20,25 +20,13 @@ use common::{Env, assert_same_tree, noise, walk_files, write};
 use serde_json::Value;
 
 fn later(days: u64) -> String {
-    let t = std::time::SystemTime::now() + Duration::from_secs(days * 86_400);
-    humantime::format_rfc3339_seconds(t).to_string()
+    common::days_ahead(days)
 }
 
 fn gc_at(env: &Env, now: &str, extra: &[&str]) -> Value {
     let mut args = vec!["volume", "gc", "--json"];
     args.extend_from_slice(extra);
-    let out = env
-        .cmd()
-        .env("SEALVOL_NOW", now)
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str::<Value>(&String::from_utf8_lossy(&out.stdout)).unwrap()["report"].clone()
+    serde_json::from_str::<Value>(&env.ok_at(now, &args)).unwrap()["report"].clone()
 }
 
 /// Every object of the repository with its bytes (staging and lock files aside).

@@ -764,3 +764,74 @@ fn the_mount_log_says_who_unmounted_it() {
     );
     drop(m);
 }
+
+#[test]
+fn a_deleted_version_keeps_serving_where_mounted_and_mounts_again_once_restored() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(3 << 20, 41));
+    write(&src.join("b.bin"), &noise(3 << 20, 42));
+    // Never read until the version is purged.
+    write(&src.join("c.bin"), &noise(2 << 20, 44));
+    let r = env.push(&src, "t/del", &[]);
+    let same = |dir: &Path| {
+        assert_eq!(fs::read(dir.join("a.bin")).unwrap(), noise(3 << 20, 41));
+        assert_eq!(fs::read(dir.join("b.bin")).unwrap(), noise(3 << 20, 42));
+        assert_eq!(fs::metadata(dir.join("c.bin")).unwrap().len(), 2 << 20);
+    };
+    let other = env.path("other");
+    write(&other.join("o.bin"), &noise(1 << 20, 43));
+    env.push(&other, "t/del", &[]);
+    let mnt = env.path("mnt");
+    let _m = mount(&env, &r, &mnt, &[]);
+    assert_eq!(fs::read(mnt.join("a.bin")).unwrap(), noise(3 << 20, 41));
+
+    // In the trash: the running mount serves it all; a new mount is refused, by name.
+    let held = fs::File::open(mnt.join("a.bin")).unwrap();
+    env.ok(&["volume", "delete", &r, "--yes"]);
+    same(&mnt);
+    let again = env.path("again");
+    fs::create_dir_all(&again).unwrap();
+    let err = env.fails(1, &["volume", "mount", &r, again.to_str().unwrap()]);
+    assert!(
+        err.contains("in the trash") && err.contains("sealvol volume restore"),
+        "{err}"
+    );
+    assert!(!is_mounted(&again));
+
+    // Restored: the same digest mounts again, with the same bytes.
+    env.ok(&["volume", "restore", &r]);
+    {
+        let _m2 = mount(&env, &r, &again, &[]);
+        same(&again);
+        assert!(mounts_json(&env).iter().all(|m| format!(
+            "vol:{}@{}",
+            m["volume"].as_str().unwrap(),
+            m["digest"].as_str().unwrap()
+        ) == r));
+    }
+
+    // Purged and swept while still mounted (docs/SEMANTICS.md): a file held open keeps
+    // being served from what the mount holds and the node cache; opening a file whose
+    // chunk list the sweep removed fails with EIO. Never wrong bytes.
+    env.ok(&["volume", "delete", &r, "--yes"]);
+    env.ok(&["settings", "--gc-grace", "1s"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let gc = env.ok_at(&common::days_ahead(8), &["volume", "gc"]);
+    assert!(gc.contains("purged"), "{gc}");
+    let mut whole = vec![0u8; 3 << 20];
+    held.read_exact_at(&mut whole, 0).unwrap();
+    assert_eq!(
+        whole,
+        noise(3 << 20, 41),
+        "a file held open keeps being served"
+    );
+    for name in ["b.bin", "c.bin"] {
+        let err = fs::read(mnt.join(name)).expect_err("its chunk list is gone");
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "{name}: {err}");
+    }
+    env.ok(&["volume", "verify"]);
+}

@@ -332,21 +332,34 @@ fn pushing_a_trashed_version_again_brings_it_back() {
 }
 
 fn later(days: u64) -> String {
-    let t = std::time::SystemTime::now() + std::time::Duration::from_secs(days * 86_400);
-    humantime::format_rfc3339_seconds(t).to_string()
+    common::days_ahead(days)
 }
 
 fn run_at(env: &Env, now: &str, args: &[&str]) -> String {
-    let out = env
-        .cmd()
-        .env("SEALVOL_NOW", now)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?} at {now}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    env.ok_at(now, args)
+}
+
+#[test]
+fn settings_show_in_info_and_bad_values_are_refused() {
+    let t = two();
+    let env = &t.env;
+    let info: Value = serde_json::from_str(&env.ok(&["info", "--json"])).unwrap();
+    assert_eq!(info["retention_secs"], 7 * 86_400);
+    assert_eq!(info["gc_grace_secs"], 15 * 60);
+    let before = std::fs::read(env.repo.join("sealvol.repo")).unwrap();
+    let err = env.fails(1, &["settings", "--gc-grace", "0s"]);
+    assert!(err.contains("at least 1s"), "{err}");
+    let err = env.fails(1, &["settings", "--retention", "0s"]);
+    assert!(err.contains("longer than 0s"), "{err}");
+    env.fails(2, &["settings", "--retention", "a week"]);
+    assert_eq!(
+        std::fs::read(env.repo.join("sealvol.repo")).unwrap(),
+        before
     );
-    String::from_utf8(out.stdout).unwrap()
+    env.ok(&["settings", "--retention", "14d"]);
+    let text = env.ok(&["info"]);
+    assert!(text.contains("retention    14days"), "{text}");
+    // The window follows the setting: 10 days on, a version deleted now is restorable.
+    env.ok(&["volume", "delete", &t.new, "--untag", "--yes"]);
+    run_at(env, &later(10), &["volume", "restore", &prefix(&t.new, 12)]);
 }

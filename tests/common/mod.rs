@@ -88,6 +88,23 @@ impl Env {
         child.wait_with_output().expect("wait for sealvol")
     }
 
+    /// Runs with the trash's clock set to `now` (`SEALVOL_NOW`) and expects success;
+    /// returns stdout. Retention tests cross the window this way instead of sleeping.
+    pub fn ok_at(&self, now: &str, args: &[&str]) -> String {
+        let out = self
+            .cmd()
+            .env("SEALVOL_NOW", now)
+            .args(args)
+            .output()
+            .expect("run sealvol");
+        assert!(
+            out.status.success(),
+            "sealvol {args:?} at {now} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
     /// Pushes `dir` and returns the pinned ref (last line of stdout).
     pub fn push(&self, dir: &Path, volume: &str, extra: &[&str]) -> String {
         let d = dir.to_str().expect("utf-8 path");
@@ -138,6 +155,12 @@ pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// RFC 3339 for `days` from now: a clock for `Env::ok_at`.
+pub fn days_ahead(days: u64) -> String {
+    let t = std::time::SystemTime::now() + std::time::Duration::from_secs(days * 86_400);
+    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// Deterministic incompressible bytes.

@@ -302,17 +302,16 @@ impl Repository {
     /// without an index (a push killed between publishing the two) is indexed from its
     /// trailer, so its chunks are not written again. One listing of packs and one of
     /// indexes serve all of it.
-    pub fn load_index(&self, recover: bool) -> Result<ChunkIndex> {
+    /// `avoid`: packs a writer must not build on (what garbage collection condemned),
+    /// left out like unusable copies.
+    pub fn load_index(&self, recover: bool, avoid: &[PackId]) -> Result<ChunkIndex> {
         let since = self.store.now()?;
         let mut index = ChunkIndex {
             health: self.health()?,
             since: Some(since),
             ..ChunkIndex::default()
         };
-        if recover {
-            // A writer builds nothing on what a garbage collection condemned.
-            index.health.avoid(crate::gc::condemned_packs(self)?);
-        }
+        index.health.avoid(avoid.iter().copied());
         let listed = self.list(Kind::Index)?;
         if recover {
             let indexed: HashSet<Hash> = listed.iter().filter_map(|l| l.id).collect();
@@ -456,7 +455,7 @@ impl Repository {
                 None => {}
             }
         }
-        let index = std::sync::Arc::new(self.load_index(false)?);
+        let index = std::sync::Arc::new(self.load_index(false, &[])?);
         let found = look(&index).filter(|f| !same(f));
         *cached = Some((std::time::Instant::now(), index));
         Ok(found)
@@ -541,18 +540,11 @@ impl Repository {
         self.store.put_if_absent(&file_key(hash), &obj.encode())
     }
 
-    /// Replaces a chunk list that names unusable copies (or cannot be read) with one
-    /// that names healthy copies of the same chunks. Both describe the same bytes, so a
-    /// reader holding either reads the same file or gets a clear error, never other data.
-    /// The packs it names are first rescued from garbage collection (docs/GC.md).
-    pub fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
-        crate::gc::protect_packs(self, &obj.packs)?;
-        self.store.put(&file_key(hash), &obj.encode())
-    }
-
-    /// `replace_file_object` for garbage collection's repack, whose new lists name only
-    /// packs it has just written: no round can hold them.
-    pub(crate) fn relink_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+    /// Replaces a chunk list with one that names other copies of the same chunks. Both
+    /// describe the same bytes, so a reader holding either reads the same file or gets
+    /// a clear error, never other data. Writers go through `gc::replace_chunk_list`,
+    /// which first rescues the packs the new list names from garbage collection.
+    pub(crate) fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
         self.store.put(&file_key(hash), &obj.encode())
     }
 

@@ -43,7 +43,10 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
             vec![
                 v.namespace.clone(),
                 v.name.clone(),
-                v.versions.to_string(),
+                match v.trashed {
+                    0 => v.versions.to_string(),
+                    n => format!("{} (+{n} in trash)", v.versions),
+                },
                 size(v.latest_bytes),
                 when(&v.updated),
                 match v.damaged {
@@ -74,6 +77,19 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
     let versions = repo.versions(&volume)?;
     if versions.is_empty() {
+        let trashed = repo.trash(Some(&volume)).map(|t| t.len()).unwrap_or(0);
+        if trashed > 0 {
+            // Known, but everything is in the trash: an empty list, said so.
+            if as_json {
+                return json(
+                    &serde_json::json!({ "volume": volume.to_string(), "versions": versions }),
+                );
+            }
+            eprintln!(
+                "{volume} has no versions outside the trash ({trashed} there: `sealvol volume trash {volume}`)"
+            );
+            return Ok(());
+        }
         return Err(Error::not_found(format!("no volume {volume}"))
             .hint("list volumes with `sealvol volume ls`"));
     }

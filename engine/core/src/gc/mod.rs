@@ -34,7 +34,7 @@ use crate::trash::Purge;
 
 pub use lease::LEASE_TTL;
 use rounds::{RoundState, Stored};
-pub(crate) use rounds::{condemned_packs, protect, protect_packs};
+pub(crate) use rounds::{condemned_packs, protect, replace_chunk_list};
 
 /// A pack whose live chunks are less than this share of its bytes is rewritten.
 pub const REPACK_BELOW: f64 = 0.5;

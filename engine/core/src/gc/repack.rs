@@ -97,8 +97,9 @@ pub(super) fn repack(
             Err(e) => return Err(e),
         };
         if let Some(new_obj) = relink(&obj, &moved) {
-            // Same bytes, other copies: the one replacement a chunk list allows.
-            repo.relink_file_object(&h, &new_obj)?;
+            // Same bytes, other copies: the one replacement a chunk list allows. No
+            // rescue needed: the new list names only packs this gc has just written.
+            repo.replace_file_object(&h, &new_obj)?;
             relinked += 1;
         }
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};
-use crate::objects::PackId;
+use crate::objects::{FileObject, PackId};
 use crate::repo::{Kind, Repository, json_error};
 use crate::stamp::{parse_rfc3339, rfc3339, whoami};
 use crate::store::ETag;
@@ -270,21 +270,18 @@ pub(crate) fn protect(
 }
 
 /// The writer's side for a chunk list it replaces (a heal, a relink): the packs the new
-/// list names are rescued from any round that holds them, before the list is visible,
+/// list names are rescued from any round that holds them before the list is visible,
 /// or the replacement fails with `ErrorKind::Collected` (docs/GC.md, case 2).
-pub(crate) fn protect_packs(repo: &Repository, packs: &[PackId]) -> Result<()> {
+pub(crate) fn replace_chunk_list(repo: &Repository, hash: &Hash, obj: &FileObject) -> Result<()> {
     let rounds = list(repo)?;
-    if rounds.is_empty() {
-        return Ok(());
-    }
     let uses = Uses {
         files: HashSet::new(),
-        packs: packs.iter().copied().collect(),
+        packs: obj.packs.iter().copied().collect(),
     };
     for s in rounds {
         rescue(repo, s, &uses)?;
     }
-    Ok(())
+    repo.replace_file_object(hash, obj)
 }
 
 /// Takes what `uses` needs out of one round, or waits out its sweep.

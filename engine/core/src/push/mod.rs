@@ -87,7 +87,8 @@ pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
             "removed {files} staging file(s) ({bytes} bytes) left in the repository by killed processes"
         );
     }
-    let mut index = repo.load_index(true)?;
+    // Nothing new is built on what a garbage collection condemned (docs/GC.md).
+    let mut index = repo.load_index(true, &crate::gc::condemned_packs(repo)?)?;
     index.writing = writing;
     Ok(index)
 }

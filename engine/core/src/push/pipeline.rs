@@ -336,10 +336,10 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
                 // Not damage: the list named a pack a garbage collection condemned, and
                 // now names this push's copies.
                 Some((_, _, crate::health::Unusable::Condemned)) => {
-                    repo.replace_file_object(&hf.hash, &obj)?;
+                    crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
                     continue;
                 }
-                Some(_) => repo.replace_file_object(&hf.hash, &obj)?,
+                Some(_) => crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?,
             },
             // Unreadable: kept in quarantine, then written anew.
             Err(e) if e.kind() == ErrorKind::Corrupt => {

@@ -292,7 +292,7 @@ impl Repair<'_> {
                 continue;
             }
             if self.write {
-                self.repo.replace_file_object(hash, &relinked)?;
+                crate::gc::replace_chunk_list(self.repo, hash, &relinked)?;
             }
             let still = match missing {
                 0 => String::new(),
