@@ -61,7 +61,7 @@ bytes() { du -sb "$1" | cut -f1; }
 # Prints "seconds max_rss_kib" for the command given.
 timed() {
   local out="$run/time.$$"
-  /usr/bin/time -f "%e %M" -o "$out" "$@" >/dev/null 2>"$run/stderr" ||
+  /usr/bin/time -f "%e %M" -o "$out" "$@" >"$run/out" 2>"$run/stderr" ||
     { cat "$run/stderr" >&2; exit 1; }
   cat "$out"
 }
@@ -78,9 +78,11 @@ for i in $(seq "$runs"); do
     python3 -c 'import json,sys; print(" ".join(s["short_id"] for s in json.load(sys.stdin)))') >/dev/null
   borg delete --glob-archives 'odd-*' "$run/borg"
   for t in sv restic borg; do eval "before_$t=$(bytes "$run/$t")"; done
-  read -r s1 m1 < <(SEALVOL_REPO="$run/sv" SEALVOL_NOW="$later" timed "$sv" -q volume gc --no-wait)
+  read -r s1 m1 < <(SEALVOL_REPO="$run/sv" SEALVOL_NOW="$later" timed "$sv" volume gc --no-wait --json)
+  cp "$run/out" "$run/gc1.json"
   sleep 1.2
-  read -r s2 m2 < <(SEALVOL_REPO="$run/sv" SEALVOL_NOW="$later" timed "$sv" -q volume gc --no-wait)
+  read -r s2 m2 < <(SEALVOL_REPO="$run/sv" SEALVOL_NOW="$later" timed "$sv" volume gc --no-wait --json)
+  cp "$run/out" "$run/gc2.json"
   read -r rs rm_ < <(timed restic -r "$run/restic" prune -q)
   read -r bs bm < <(timed borg compact "$run/borg")
   sv_s="$(echo "$s1 + $s2" | bc)"
@@ -99,4 +101,13 @@ for t in sealvol restic borg; do
     END { printf "| %s | %.2f | %.0f | %.0f | %.0f |\n", t, s[int((runs+1)/2)], m/1024, f/1048576, a/1048576 }'
 done
 echo
+python3 - "$run/gc1.json" "$run/gc2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["report"] for p in sys.argv[1:])
+print(f"sealvol, last run: purged {len(a['purged'])} versions; first gc condemned {a['condemned_packs']} packs and "
+      f"{a['condemned_files']} chunk lists ({a['condemned_bytes'] / 2**20:.0f} MiB), rewrote {a['repacked']} packs "
+      f"({a['repacked_bytes'] / 2**20:.0f} MiB into {a['repack_new_bytes'] / 2**20:.0f} MiB); second gc swept "
+      f"{b['rounds_swept']} round: deleted {b['deleted_packs']} packs and {b['deleted_files']} chunk lists "
+      f"({b['bytes_freed'] / 2**20:.0f} MiB); {b['packs_before']} packs before it")
+PY
 echo "commands: sealvol volume gc --no-wait ×2 (1 s grace between); restic 0.14 prune (after forget of the odd snapshots); borg 1.2 compact (after delete --glob-archives 'odd-*')"

@@ -41,7 +41,8 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
     let b = env.path("b");
     write(&b.join("x"), b"2");
     write(&b.join("y"), b"3");
-    env.push(&a, "t/v", &["--tag", "prod"]);
+    let ra = env.push(&a, "t/v", &["--tag", "prod"]);
+    let restore = format!("t/v@{}", &ra["vol:t/v@b3:".len()..][..12]);
     let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
     let out = env.path("out");
     let so = out.to_str().unwrap();
@@ -66,6 +67,15 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("secret ls", vec!["secret", "ls"]),
         ("info", vec!["info"]),
         ("digest", vec!["digest", sa]),
+        ("settings", vec!["settings"]),
+        ("volume untag", vec!["volume", "untag", "t/v:stable"]),
+        (
+            "volume delete",
+            vec!["volume", "delete", "t/v:prod", "--untag", "--yes"],
+        ),
+        ("volume trash", vec!["volume", "trash"]),
+        ("volume restore", vec!["volume", "restore", &restore]),
+        ("volume gc", vec!["volume", "gc", "--dry-run"]),
     ];
     for (command, mut args) in cases {
         args.push("--json");
@@ -74,6 +84,8 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
             .unwrap_or_else(|e| panic!("{command}: not one JSON document ({e}): {text}"));
         assert_eq!(keys_of(&v), documented_keys(command), "{command}: {text}");
     }
+    // `volume delete --untag` removed prod: point it back for what follows.
+    env.ok(&["volume", "tag", &ra, "prod"]);
 
     // Hashes and digests carry b3:, as in the text output.
     let files: serde_json::Value =
@@ -118,7 +130,7 @@ fn every_json_flag_has_help_and_every_ref_argument_says_what_a_ref_is() {
     let env = Env::new();
     for sub in [
         "push", "pull", "ls", "versions", "files", "resolve", "tag", "tags", "diff", "mounts",
-        "verify",
+        "verify", "delete", "untag", "trash", "restore", "gc",
     ] {
         let help = env.ok(&["volume", sub, "--help"]);
         let json = help.lines().find(|l| l.trim_start().starts_with("--json"));
@@ -127,7 +139,9 @@ fn every_json_flag_has_help_and_every_ref_argument_says_what_a_ref_is() {
             "volume {sub} --help: {help}"
         );
     }
-    for sub in ["mount", "tag", "pull", "verify", "files", "resolve"] {
+    for sub in [
+        "mount", "tag", "pull", "verify", "files", "resolve", "delete", "restore",
+    ] {
         let help = env.ok(&["volume", sub, "--help"]);
         let r = help
             .lines()
