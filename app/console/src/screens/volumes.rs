@@ -137,7 +137,7 @@ impl Screen for Volumes {
             ("t", "tags"),
             ("M", "mounts"),
             ("J", "jobs"),
-            ("/", "filter"),
+            ("T", "trash"),
             ("?", "help"),
         ]
     }
