@@ -315,10 +315,11 @@ impl Repository {
         let listed = self.list(Kind::Index)?;
         if recover {
             let indexed: HashSet<Hash> = listed.iter().filter_map(|l| l.id).collect();
+            // Not a pack a garbage collection condemned: it may be deleted under us.
             let orphans: Vec<PackId> = index
                 .health
                 .packs()
-                .filter(|id| !indexed.contains(*id))
+                .filter(|id| !indexed.contains(*id) && !avoid.contains(id))
                 .copied()
                 .collect();
             for id in orphans {

@@ -430,10 +430,31 @@ fn sweep(
     Ok(())
 }
 
-/// Removes swept rounds older than `KEEP_SWEPT`, and quarantine folders older than the
-/// retention window.
+/// Removes indexes left behind for swept packs, swept rounds older than `KEEP_SWEPT`,
+/// and quarantine folders older than the retention window.
 fn prune(repo: &Repository, now: SystemTime, report: &mut GcReport) -> Result<()> {
-    for s in rounds::list(repo)? {
+    let all = rounds::list(repo)?;
+    // An index a push re-wrote for a pack while the sweep removed it.
+    let collected: HashSet<PackId> = all
+        .iter()
+        .filter(|s| s.round.state == RoundState::Swept)
+        .flat_map(|s| s.round.pack_ids().collect::<Vec<_>>())
+        .collect();
+    if !collected.is_empty() {
+        let present: HashSet<PackId> = repo
+            .list(Kind::Pack)?
+            .into_iter()
+            .filter_map(|l| l.id)
+            .collect();
+        for l in repo.list(Kind::Index)? {
+            if let Some(id) =
+                l.id.filter(|id| collected.contains(id) && !present.contains(id))
+            {
+                repo.delete_object(Kind::Index, &id)?;
+            }
+        }
+    }
+    for s in all {
         let swept = s
             .round
             .swept_at

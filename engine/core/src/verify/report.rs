@@ -114,6 +114,9 @@ impl Survey {
                         note(&mut acc, &name, "disagrees with its pack's trailer".into());
                     }
                 }
+                // Left by a push that re-indexed the pack while a sweep removed it:
+                // nothing uses it, and the next gc removes it.
+                (IndexFacts::Ok(_), None) if self.whole && self.collected_packs.contains(id) => {}
                 (IndexFacts::Ok(_), None) if self.whole => {
                     note(&mut acc, &name, "indexes a pack that is missing".into());
                 }
@@ -310,6 +313,14 @@ impl Survey {
                 report.notes.push(format!(
                     "{} has no index (a push was stopped before writing it); the next push or `sealvol repair` writes it from the pack's trailer",
                     Kind::Pack.name(id)
+                ));
+            }
+        }
+        for id in self.indexes.keys() {
+            if self.whole && !self.packs.contains_key(id) && self.collected_packs.contains(id) {
+                report.notes.push(format!(
+                    "{} indexes a pack garbage collection removed; the next `sealvol volume gc` removes it",
+                    Kind::Index.name(id)
                 ));
             }
         }

@@ -48,6 +48,8 @@ pub struct Survey {
     pub lost: Vec<(VolumeName, Digest, String)>,
     /// Packs repair moved to quarantine.
     pub quarantined_packs: HashSet<PackId>,
+    /// Packs a garbage collection round names (condemned, being swept, or swept).
+    pub collected_packs: HashSet<PackId>,
     pub records: Vec<(PackId, Hash)>,
     pub bytes_read: u64,
     pub packs_read: u64,
@@ -166,6 +168,10 @@ pub fn survey_all(
         s.tags.extend(tag_facts(repo, &vol)?);
     }
     (s.lost, s.quarantined_packs) = in_quarantine(repo, &s.manifests)?;
+    s.collected_packs = crate::gc::rounds::list(repo)?
+        .iter()
+        .flat_map(|r| r.round.pack_ids().collect::<Vec<_>>())
+        .collect();
     progress.finish();
     Ok(s)
 }
