@@ -247,7 +247,9 @@ fn run(
             .map(|l| l.size)
             .sum::<u64>();
     if opts.dry_run {
-        report.notes.push(due_note(&earlier, now, grace));
+        if let Some(note) = due_note(&earlier, now, grace) {
+            report.notes.push(note);
+        }
         return Ok(());
     }
     stop_if_lost(lease)?;
@@ -255,11 +257,7 @@ fn run(
     // 5. The round.
     let mut due: Vec<Stored> = earlier
         .into_iter()
-        .filter(|s| match s.round.state {
-            RoundState::Condemned => s.round.condemned_time().is_some_and(|t| t + grace <= now),
-            RoundState::Sweeping => true,
-            RoundState::Swept => false,
-        })
+        .filter(|s| is_due(s, now, grace))
         .collect();
     let mut mine = None;
     if !condemn_packs.is_empty() || !condemn_files.is_empty() {
@@ -486,14 +484,17 @@ fn stop_if_lost(lease: Option<&lease::Lease>) -> Result<()> {
     }
 }
 
-fn due_note(earlier: &[Stored], now: SystemTime, grace: Duration) -> String {
-    let due = earlier
-        .iter()
-        .filter(|s| match s.round.state {
-            RoundState::Condemned => s.round.condemned_time().is_some_and(|t| t + grace <= now),
-            RoundState::Sweeping => true,
-            RoundState::Swept => false,
-        })
-        .count();
-    format!("{due} earlier round(s) are due to be swept")
+/// A round a run sweeps without waiting: condemned at least the grace period ago, or
+/// left sweeping by a collection that was killed.
+fn is_due(s: &Stored, now: SystemTime, grace: Duration) -> bool {
+    match s.round.state {
+        RoundState::Condemned => s.round.condemned_time().is_some_and(|t| t + grace <= now),
+        RoundState::Sweeping => true,
+        RoundState::Swept => false,
+    }
+}
+
+fn due_note(earlier: &[Stored], now: SystemTime, grace: Duration) -> Option<String> {
+    let due = earlier.iter().filter(|s| is_due(s, now, grace)).count();
+    (due > 0).then(|| format!("{due} earlier round(s) are due to be swept: a run would sweep them"))
 }
