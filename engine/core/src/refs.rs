@@ -247,6 +247,30 @@ impl Ref {
     }
 }
 
+/// A digest prefix that names more than one version (`among`: where, e.g. " in the
+/// trash").
+pub(crate) fn ambiguous_prefix(
+    spec: &DigestSpec,
+    vol: &VolumeName,
+    found: &[Digest],
+    among: &str,
+) -> Error {
+    let typed = match spec {
+        DigestSpec::Full(d) => d.hex(),
+        DigestSpec::Prefix(p) => p.clone(),
+    };
+    let names: Vec<String> = found.iter().map(|d| d.short(16)).collect();
+    Error::new(
+        crate::error::ErrorKind::Ambiguous,
+        format!(
+            "digest prefix {typed} matches {} versions of {vol}{among}: {}",
+            found.len(),
+            names.join(", ")
+        ),
+    )
+    .hint("type more hex digits")
+}
+
 const REF_HINT: &str =
     "a ref looks like vol:weights/qwen3-8b@b3:9f3c1a2b or vol:weights/qwen3-8b:prod";
 

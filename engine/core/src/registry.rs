@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::{Entry, version_digest};
 use crate::error::{Error, ErrorKind, Result};
-use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName};
+use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName, ambiguous_prefix};
 use crate::repo::{Repository, json_error, manifest_key, manifest_prefix, tag_key, tag_prefix};
 pub use crate::stamp::{now_rfc3339, whoami};
 use crate::trash::Unbin;
@@ -422,7 +422,7 @@ impl Repository {
                 }
                 Ok(*d)
             }
-            Target::Digest(spec @ DigestSpec::Prefix(p)) => {
+            Target::Digest(spec @ DigestSpec::Prefix(_)) => {
                 let all = self.version_digests(vol)?;
                 let trashed = self.trashed_digests(vol)?;
                 let mut found: Vec<Digest> = all
@@ -440,18 +440,7 @@ impl Repository {
                         None => Err(missing_version(r)),
                     },
                     1 => Ok(found[0]),
-                    n => Err(Error::new(
-                        ErrorKind::Ambiguous,
-                        format!(
-                            "digest prefix {p} matches {n} versions of {vol}: {}",
-                            found
-                                .iter()
-                                .map(|d| d.short(16))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                    .hint("type more hex digits")),
+                    _ => Err(ambiguous_prefix(spec, vol, &found, "")),
                 }
             }
             Target::Tag(tag) => {
@@ -470,7 +459,7 @@ impl Repository {
                     let last = t.history.last();
                     return Err(Error::not_found(format!(
                         "tag {tag} of vol:{vol} was removed{}",
-                        last.map(|m| format!(" by {} on {}", m.by, m.at.get(..16).unwrap_or(&m.at).replace('T', " ")))
+                        last.map(|m| format!(" by {} on {}", m.by, crate::stamp::to_minute(&m.at)))
                             .unwrap_or_default()
                     ))
                     .hint(format!(

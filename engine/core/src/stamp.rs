@@ -31,6 +31,11 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// A stamp as messages show it, to the minute: `2026-12-01 13:25`.
+pub fn to_minute(stamp: &str) -> String {
+    stamp.get(..16).unwrap_or(stamp).replace('T', " ")
+}
+
 /// A stamp written by `now_rfc3339`, read back.
 pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(s).ok()

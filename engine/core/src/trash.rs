@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName};
+use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName, ambiguous_prefix};
 use crate::repo::{Repository, json_error, manifest_key};
-use crate::stamp::{now, now_rfc3339, parse_rfc3339, rfc3339, whoami};
+use crate::stamp::{now, now_rfc3339, parse_rfc3339, rfc3339, to_minute, whoami};
 use crate::store::ETag;
 
 pub(crate) const TRASH_PREFIX: &str = "trash/";
@@ -178,11 +178,7 @@ impl Repository {
 
     /// The error for a ref that names a version in the trash.
     pub(crate) fn trashed_error(&self, vol: &VolumeName, d: &Digest, r: &TrashRecord) -> Error {
-        let when = r
-            .deleted_at
-            .get(..16)
-            .unwrap_or(&r.deleted_at)
-            .replace('T', " ");
+        let when = to_minute(&r.deleted_at);
         Error::not_found(format!(
             "vol:{vol}@{} is in the trash (deleted by {} on {when})",
             d.short(16),
@@ -300,9 +296,9 @@ impl Repository {
             return Err(Error::not_found(format!(
                 "vol:{vol}@{} was deleted on {}; its restore window ({}) ended on {}",
                 d.short(16),
-                day(&record.deleted_at),
+                to_minute(&record.deleted_at),
                 humantime::format_duration(retention),
-                day(&rfc3339(end)),
+                to_minute(&rfc3339(end)),
             ))
             .hint("it can no longer be restored; `sealvol volume gc` purges it"));
         }
@@ -371,19 +367,7 @@ impl Repository {
                     false => not_in_trash(r),
                 })
             }
-            n => Err(Error::new(
-                ErrorKind::Ambiguous,
-                format!(
-                    "digest prefix {} matches {n} versions of {vol} in the trash: {}",
-                    spec_text(spec),
-                    found
-                        .iter()
-                        .map(|d| d.short(16))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-            .hint("type more hex digits")),
+            _ => Err(ambiguous_prefix(spec, vol, &found, " in the trash")),
         }
     }
 
@@ -524,15 +508,4 @@ fn not_in_trash(r: &Ref) -> Error {
         "list the trash with `sealvol volume trash {}`",
         r.volume
     ))
-}
-
-fn spec_text(spec: &DigestSpec) -> String {
-    match spec {
-        DigestSpec::Full(d) => d.to_string(),
-        DigestSpec::Prefix(p) => p.clone(),
-    }
-}
-
-fn day(stamp: &str) -> String {
-    stamp.get(..16).unwrap_or(stamp).replace('T', " ")
 }

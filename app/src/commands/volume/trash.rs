@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use sealvol_core::refs::Target;
 use sealvol_core::trash::TrashedVersion;
 use sealvol_core::{Error, ErrorKind, Ref, Result, VolumeName};
-use sealvol_views::format::short_digest;
+use sealvol_views::format::{short_digest, time_left};
 
 use crate::commands::Ctx;
 use crate::output::{json, size, table, when};
@@ -132,20 +132,6 @@ fn row(t: &TrashedVersion, now: std::time::SystemTime) -> Vec<String> {
         size(t.bytes),
         t.tags.join(","),
     ]
-}
-
-/// "6d 23h", "5h 12m", "40m": how long until `until`.
-fn time_left(until: &str, now: std::time::SystemTime) -> String {
-    let Some(end) = sealvol_core::stamp::parse_rfc3339(until) else {
-        return String::new();
-    };
-    let secs = end.duration_since(now).map(|d| d.as_secs()).unwrap_or(0);
-    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
-    match (d, h) {
-        (0, 0) => format!("{}m", m.max(1)),
-        (0, _) => format!("{h}h {m}m"),
-        _ => format!("{d}d {h}h"),
-    }
 }
 
 pub fn restore(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {

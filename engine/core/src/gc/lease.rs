@@ -67,7 +67,7 @@ impl<'a> Lease<'a> {
                                 held.pid,
                                 held.host,
                                 held.by,
-                                held.started.get(..19).unwrap_or(&held.started).replace('T', " ")
+                                crate::stamp::to_minute(&held.started)
                             ),
                         )
                         .hint(format!(
