@@ -79,6 +79,10 @@ pub enum Command {
     #[command(subcommand)]
     Jobs(JobsCommand),
 
+    /// List watches (`volume watch`), show one with its pushes, stop one.
+    #[command(subcommand)]
+    Watch(WatchCommand),
+
     /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
     #[command(
         after_help = "Examples:\n  sealvol agent\n  sealvol agent --idle-exit 10m\n\nOne process per state directory is the agent: this command, a console, or a foreground sync."
@@ -185,6 +189,43 @@ pub enum VolumeCommand {
         #[arg(long)]
         detach: bool,
         /// Print the finished job (or, with --detach, the queued one) as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Seal each checkpoint a trainer writes into DIR as soon as it is complete.
+    #[command(
+        after_help = "Examples:\n  sealvol volume watch ./out weights/run-7 --tag step-{step} --tag latest\n  sealvol volume watch ./out weights/run-7 --keep-last 3 --keep-every 1000 --detach\n  sealvol volume watch ./adapter adapters/support --layout flat --settle 30s\n\nA checkpoint is pushed once it has settled: no change for --settle, and no file of it\nopen for writing by any process this user may inspect (/proc/*/fd). Temporary names\n(*.tmp, .*, tmp*) are left out until they are renamed. Only new chunks are written.\nWithout --detach it runs until ctrl-c; with it, the agent runs it until `sealvol watch stop`."
+    )]
+    Watch {
+        /// The folder the trainer writes into (it may not exist yet).
+        dir: PathBuf,
+        /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
+        volume: String,
+        /// Point these tags at each new checkpoint: `latest` moves, `step-{step}` names one (repeatable).
+        #[arg(long = "tag", short = 't', value_name = "TAG")]
+        tags: Vec<String>,
+        /// steps: each subfolder named by a step (checkpoint-500/) is one checkpoint.
+        /// flat: DIR itself is the checkpoint, pushed whenever it settles after a change.
+        #[arg(long, value_enum, default_value = "steps")]
+        layout: WatchLayout,
+        /// How long a checkpoint must stay unchanged before it is pushed (at least 500ms).
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+        settle: std::time::Duration,
+        /// Keep the N newest checkpoints; move older ones no other tag holds to the trash.
+        #[arg(long, value_name = "N")]
+        keep_last: Option<u32>,
+        /// Keep every checkpoint whose step is a multiple of K (with --layout steps).
+        #[arg(long, value_name = "K")]
+        keep_every: Option<u64>,
+        /// Poll for changes instead of waiting for inotify events (automatic on network file systems).
+        #[arg(long)]
+        poll: bool,
+        /// Hand the watch to the agent (started in the background if none runs), print its id, return.
+        #[arg(long)]
+        detach: bool,
+        /// One JSON document per push (or, with --detach, the watch).
         #[arg(long)]
         json: bool,
     },
@@ -441,6 +482,49 @@ pub enum SecretCommand {
     Rm {
         /// The secret's name, from `sealvol secret ls`.
         name: String,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum WatchLayout {
+    Steps,
+    Flat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WatchCommand {
+    /// List watches: their folder, volume, state and last sealed version.
+    #[command(after_help = "Example:\n  sealvol watch ls --json")]
+    Ls {
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Show one watch: what it is doing, what it sealed, and its recent pushes.
+    #[command(after_help = "Example:\n  sealvol watch show 3")]
+    Show {
+        /// The watch's number, from `sealvol watch ls`.
+        id: u64,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Stop a watch; the versions it sealed stay.
+    #[command(after_help = "Example:\n  sealvol watch stop 3")]
+    Stop {
+        /// The watch's number, from `sealvol watch ls`.
+        id: u64,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Print a watch's log: each push, each abandoned one and why.
+    #[command(after_help = "Example:\n  sealvol watch logs 3")]
+    Logs {
+        /// The watch's number, from `sealvol watch ls`.
+        id: u64,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 }
 

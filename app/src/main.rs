@@ -82,6 +82,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
+        Some(Command::Watch(cmd)) => commands::watch::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Settings {

@@ -79,6 +79,7 @@ fn push_dir(
         &tags,
         &PushOptions {
             cancel: None,
+            guard: None,
             source: Some(format!("demo://{volume}/{name}")),
             stat_cache: None,
             progress: &Quiet,

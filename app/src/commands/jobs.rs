@@ -1,4 +1,4 @@
-//! `sealvol volume sync`, `sealvol jobs` and `sealvol agent`. Each talks to the agent of
+//! `sealvol volume sync`, `sealvol jobs` and `sealvol agent` (and the agent for `watch`). Each talks to the agent of
 //! the state directory: over its socket when another process is the agent, or by
 //! becoming the agent for as long as the command runs.
 
@@ -33,13 +33,13 @@ pub struct SyncRequest {
 
 /// The agent, wherever it runs. A hosted one stops (its running job is queued again
 /// for the next agent) when this is dropped.
-enum Host {
+pub(super) enum Host {
     Remote(AgentClient),
     Local(Box<Agent>),
 }
 
 impl Host {
-    fn api(&self) -> &dyn JobsApi {
+    pub(super) fn api(&self) -> &dyn JobsApi {
         match self {
             Host::Remote(c) => c,
             Host::Local(a) => a.as_ref(),
@@ -75,7 +75,7 @@ fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
 
 /// The running agent, or this process as the agent. `run_queue`: whether a hosted
 /// agent may start queued jobs (not for commands that only read).
-fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
+pub(super) fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
     let state = &ctx.settings.state;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -173,7 +173,7 @@ fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
         }
     }
     let bar = JobBar::new(ctx.quiet);
-    let job = host.api().watch(id, &mut |ev| bar.draw(ev))?;
+    let job = host.api().follow(id, &mut |ev| bar.draw(ev))?;
     bar.done();
     finished(ctx, job, as_json)
 }
@@ -216,7 +216,7 @@ fn finished(ctx: &Ctx, job: Job, as_json: bool) -> Result<()> {
 }
 
 /// Starts `sealvol agent` in the background when none runs, and connects to it.
-fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
+pub(super) fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
     let state = &ctx.settings.state;
     if let Some(c) = AgentClient::connect(state)? {
         return Ok(c);

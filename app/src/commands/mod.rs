@@ -7,6 +7,7 @@ pub mod mount;
 pub mod repair;
 pub mod secret;
 pub mod volume;
+pub mod watch;
 
 use sealvol_core::progress::Progress;
 use sealvol_core::{Repository, Result};

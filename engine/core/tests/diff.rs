@@ -52,6 +52,7 @@ fn push_dir(repo: &Repository, dir: &Path, files: &[(&str, Vec<u8>)]) -> Digest 
     let vol = VolumeName::parse("weights/t").unwrap();
     let opts = PushOptions {
         cancel: None,
+        guard: None,
         source: None,
         stat_cache: None,
         progress: &Quiet,

@@ -12,6 +12,7 @@ fn version(repo: &Repository, dir: &std::path::Path, content: &[u8]) -> sealvol_
     let vol = VolumeName::parse("ns/vol").unwrap();
     let opts = PushOptions {
         cancel: None,
+        guard: None,
         source: None,
         stat_cache: None,
         progress: &Quiet,

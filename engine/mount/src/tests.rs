@@ -45,6 +45,7 @@ fn fixture() -> Fixture {
         &[],
         &PushOptions {
             cancel: None,
+            guard: None,
             source: None,
             stat_cache: None,
             progress: &Quiet,

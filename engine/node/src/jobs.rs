@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::watch::{Watch, WatchSpec, WatchView};
 use sealvol_core::error::{Error, ErrorKind, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,7 +144,7 @@ pub enum FileState {
 }
 
 /// What the CLI and the console can ask of the agent, whether it runs in this process
-/// or in another one behind the socket.
+/// or in another one behind the socket: sync jobs, and watches.
 pub trait JobsApi: Send + Sync {
     /// Queues a sync; the agent starts it when it is at the head of the queue.
     fn submit(&self, spec: JobSpec) -> Result<Job>;
@@ -157,7 +158,16 @@ pub trait JobsApi: Send + Sync {
     /// The current live view of a job.
     fn event(&self, id: u64) -> Result<JobEvent>;
     /// Calls `on_event` with live views until the job ends; returns its final record.
-    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job>;
+    fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job>;
+    /// Starts a watch (or starts again a stopped one of the same folder and volume,
+    /// with what it sealed). `owner`: the pid of the foreground command it ends with;
+    /// `None` hands it to the agent for good (`--detach`).
+    fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch>;
+    /// Every watch, oldest first, with what it is doing.
+    fn watches(&self) -> Result<Vec<WatchView>>;
+    fn watch_view(&self, id: u64) -> Result<WatchView>;
+    /// Stops a watch; what it sealed stays.
+    fn stop_watch(&self, id: u64) -> Result<Watch>;
 }
 
 pub(crate) fn not_found(id: u64) -> Error {

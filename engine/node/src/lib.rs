@@ -1,9 +1,9 @@
 //! sealvol's node: what one machine keeps and runs beside the repository.
 //!
 //! Its one job is this machine's state and the work it does for every `sealvol`
-//! process on it: the state database (stat cache, what syncs stored, job records),
-//! sync jobs and the agent that runs them (with its socket, live progress and job
-//! logs), the sync runner and what it knows of a source (address, endpoint, filters,
+//! process on it: the state database (stat cache, what syncs stored, job and watch
+//! records), sync jobs and watches and the agent that runs them (with its socket, live
+//! progress and logs), the sync runner, the watch runner and what it knows of a source (address, endpoint, filters,
 //! listing), secrets for sources, the records of running mounts, and the `Api` the
 //! console talks to. The remote source clients plug in through `source::Connector`
 //! (`sealvol-sources`), so nothing here links them.
@@ -17,3 +17,4 @@ pub mod secrets;
 pub mod source;
 pub mod state;
 pub mod sync;
+pub mod watch;

@@ -1,7 +1,7 @@
 //! Process-local state in an embedded redb database (`state.redb` in the state
 //! directory): the stat cache, (path, size, mtime, ctime, inode, device) → file hash,
 //! which lets a re-push skip reading files that did not change; what syncs stored; and
-//! sync job records.
+//! sync job and watch records.
 //!
 //! redb lets one process open the database at a time. The stat cache is an
 //! accelerator, so a push that finds the database busy works without it; job records
@@ -14,6 +14,7 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefini
 
 use crate::jobs::{Job, JobProgress, JobSpec, JobState};
 use crate::source::listing::Object;
+use crate::watch::Watch;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::registry::now_rfc3339;
@@ -24,6 +25,7 @@ const STAMP_LEN: usize = 8 + 16 + 16 + 8 + 8;
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const SYNCED: TableDefinition<&str, &[u8]> = TableDefinition::new("synced");
+const WATCHES: TableDefinition<u64, &[u8]> = TableDefinition::new("watches");
 
 pub struct StateDb {
     db: Database,
@@ -296,6 +298,105 @@ impl StateDb {
         }
         Ok(ids)
     }
+}
+
+/// The stat cache of the process that holds the database (the agent's watches).
+impl sealvol_core::push::StatCache for StateDb {
+    fn lookup(&self, files: &[(PathBuf, Stamp)]) -> Result<Vec<Option<Hash>>> {
+        StateDb::lookup(self, files)
+    }
+
+    fn remember(&self, files: &[(PathBuf, Stamp, Hash)]) {
+        if let Err(e) = StateDb::remember(self, files) {
+            tracing::warn!("stat cache not updated: {e}");
+        }
+    }
+}
+
+/// Watch records (see `watch`).
+impl StateDb {
+    /// Stores a new watch and returns it with its id.
+    pub fn add_watch(&self, make: impl FnOnce(u64, String) -> Watch) -> Result<Watch> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        let watch = {
+            let mut meta = txn.open_table(META).map_err(|e| db_error_s(&e))?;
+            let id = meta
+                .get("next_watch")
+                .map_err(|e| db_error_s(&e))?
+                .map_or(1, |v| v.value());
+            meta.insert("next_watch", id + 1)
+                .map_err(|e| db_error_s(&e))?;
+            let watch = make(id, now_rfc3339());
+            let mut table = txn.open_table(WATCHES).map_err(|e| db_error_s(&e))?;
+            table
+                .insert(id, to_bytes(&watch)?.as_slice())
+                .map_err(|e| db_error_s(&e))?;
+            watch
+        };
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(watch)
+    }
+
+    pub fn watch(&self, id: u64) -> Result<Watch> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(WATCHES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                return Err(crate::watch::not_found(id));
+            }
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        let v = table
+            .get(id)
+            .map_err(|e| db_error_s(&e))?
+            .ok_or_else(|| crate::watch::not_found(id))?;
+        from_bytes(v.value(), "watch")
+    }
+
+    /// Every watch, oldest first.
+    pub fn watches(&self) -> Result<Vec<Watch>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let table = match txn.open_table(WATCHES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        let mut out = Vec::new();
+        for item in table.iter().map_err(|e| db_error_s(&e))? {
+            let (_, v) = item.map_err(|e| db_error_s(&e))?;
+            out.push(from_bytes(v.value(), "watch")?);
+        }
+        Ok(out)
+    }
+
+    /// Changes a watch in one transaction; `f` sees the current record and may refuse.
+    pub fn update_watch(&self, id: u64, f: impl FnOnce(&mut Watch) -> Result<()>) -> Result<Watch> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        let watch = {
+            let mut table = txn.open_table(WATCHES).map_err(|e| db_error_s(&e))?;
+            let mut watch: Watch = match table.get(id).map_err(|e| db_error_s(&e))? {
+                Some(v) => from_bytes(v.value(), "watch")?,
+                None => return Err(crate::watch::not_found(id)),
+            };
+            f(&mut watch)?;
+            watch.updated = now_rfc3339();
+            table
+                .insert(id, to_bytes(&watch)?.as_slice())
+                .map_err(|e| db_error_s(&e))?;
+            watch
+        };
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(watch)
+    }
+}
+
+fn to_bytes<T: serde::Serialize>(v: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| Error::new(ErrorKind::Io, format!("record: {e}")))
+}
+
+fn from_bytes<T: serde::de::DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(b)
+        .map_err(|e| Error::corrupt(format!("a {what} record is damaged: {e}")))
 }
 
 fn job_bytes(job: &Job) -> Result<Vec<u8>> {

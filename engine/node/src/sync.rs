@@ -115,6 +115,7 @@ fn run_logged(
         }
         let push_opts = push::PushOptions {
             cancel: Some(opts.cancel.as_ref()),
+            guard: None,
             source: None,
             stat_cache: None,
             progress: opts.progress,

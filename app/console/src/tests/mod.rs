@@ -31,6 +31,7 @@ fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeN
     std::fs::write(dir.join("model.bin"), bytes).unwrap();
     let opts = PushOptions {
         cancel: None,
+        guard: None,
         source: None,
         stat_cache: None,
         progress: &Quiet,

@@ -29,6 +29,7 @@ pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool)
         &tags,
         &PushOptions {
             cancel: None,
+            guard: None,
             source: None,
             stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
             progress: progress.as_ref(),

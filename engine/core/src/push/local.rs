@@ -33,6 +33,18 @@ pub struct PushOptions<'a> {
     /// Set by someone who wants the push stopped (a sync job being cancelled): every
     /// read looks at it, so a push of a slow folder ends within a read. Nothing is sealed.
     pub cancel: Option<&'a AtomicBool>,
+    /// Set by a watch, whose checkpoint may still be written to while it is pushed.
+    pub guard: Option<&'a dyn SealGuard>,
+}
+
+/// What a watch adds to a push of a folder that a trainer may still be writing.
+pub trait SealGuard: Sync {
+    /// Entries left out of the version, by relative path (temporary files).
+    fn skip(&self, path: &str) -> bool;
+    /// Called once every file is read and before anything is sealed. An error (the
+    /// folder changed meanwhile: a file added, removed or rewritten) abandons the push;
+    /// nothing is sealed.
+    fn still_settled(&self) -> Result<()>;
 }
 
 /// The stat cache: (path, stamp) → content hash of the files earlier pushes read, so a
@@ -77,7 +89,10 @@ fn push_once(
     let started = Instant::now();
     let start_ns = unix_ns(SystemTime::now());
     let dir = dir.canonicalize().ctx("cannot open", dir)?;
-    let listing = walk(&dir)?;
+    let mut listing = walk(&dir)?;
+    if let Some(g) = opts.guard {
+        listing.retain(|e| !g.skip(&e.path));
+    }
 
     let mut index = index_after_recovery(repo)?;
 
@@ -156,6 +171,9 @@ fn push_once(
         listed: None,
         objects: Default::default(),
     };
+    if let Some(g) = opts.guard {
+        g.still_settled()?;
+    }
     let sealed = repo.seal(volume, tags, entries, stats, provenance, index.since)?;
 
     if let Some(cache) = opts.stat_cache {

@@ -30,7 +30,7 @@ use crate::refs::{Digest, VolumeName};
 use crate::registry::VersionStats;
 use crate::repo::{ChunkIndex, Repository};
 
-pub use local::{PushOptions, StatCache, push, store_files};
+pub use local::{PushOptions, SealGuard, StatCache, push, store_files};
 pub use stream::{
     Ingested, StoredFiles, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams,
 };

@@ -30,6 +30,7 @@ pub(super) fn from_folder(r: &mut Repair, dir: &Path) -> Result<()> {
                     stat_cache: None,
                     progress: r.opts.progress,
                     cancel: None,
+                    guard: None,
                 };
                 push::push(r.repo, dir, &vol, &[], &options)?;
             }

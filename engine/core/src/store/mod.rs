@@ -91,7 +91,7 @@ pub(crate) fn process_gone(host_name: &str, pid: u32, started: std::time::System
 }
 
 /// When process `pid` started, from `/proc`; `None` if there is no such process.
-fn process_started(pid: u32) -> Option<std::time::SystemTime> {
+pub fn process_started(pid: u32) -> Option<std::time::SystemTime> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields after the last
     // `)` are plain; start time is field 22, the 20th after it.

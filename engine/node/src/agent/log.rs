@@ -25,6 +25,13 @@ impl JobLog {
         }
     }
 
+    /// The log of watch `id`, `<state>/watches/<id>.log`.
+    pub fn watch(state: &Path, id: u64) -> JobLog {
+        JobLog {
+            path: watch_path(state, id),
+        }
+    }
+
     /// Appends a line; a log that cannot be written is reported, never fatal.
     pub fn line(&self, text: &str) {
         let write = || -> std::io::Result<()> {
@@ -37,6 +44,23 @@ impl JobLog {
         if let Err(e) = write() {
             tracing::warn!("cannot write {}: {e}", self.path.display());
         }
+    }
+}
+
+pub fn watch_path(state: &Path, id: u64) -> PathBuf {
+    state.join("watches").join(format!("{id}.log"))
+}
+
+/// The log of watch `id`, for `sealvol watch logs`.
+pub fn read_watch(state: &Path, id: u64) -> Result<String> {
+    let p = watch_path(state, id);
+    match fs::read_to_string(&p) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::not_found(format!("watch {id} has no log"))
+                .hint("`sealvol watch ls` lists the watches; a watch logs once it starts"))
+        }
+        Err(e) => Err(Error::io("cannot read", &p, e)),
     }
 }
 

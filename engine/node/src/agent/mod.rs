@@ -1,5 +1,6 @@
 //! The agent: the one process that owns the state database runs sync jobs, one at a
-//! time, oldest first, and answers the other `sealvol` processes over a Unix socket in
+//! time, oldest first, runs every active watch on a thread of its own (`watches`), and
+//! answers the other `sealvol` processes over a Unix socket in
 //! the state directory (`agent.sock`). The console hosts it when no other agent runs,
 //! `sealvol agent` runs it headless, and a foreground sync hosts it for its own job.
 //!
@@ -10,11 +11,12 @@
 pub mod live;
 pub mod log;
 pub mod socket;
+mod watches;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,7 @@ use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use crate::source::Connector;
 use crate::state::StateDb;
 use crate::sync::{self, SyncOptions};
+use crate::watch::{Watch, WatchSpec, WatchView};
 use live::LiveJob;
 use log::JobLog;
 use sealvol_core::error::{Error, ErrorKind, Result, WireError};
@@ -47,6 +50,8 @@ pub struct Agent {
 }
 
 struct Inner {
+    /// Itself, for the threads it starts (a watch's runner).
+    me: Weak<Inner>,
     repo: Repository,
     /// How remote sources are reached (the app's `sealvol-sources`); without one, only
     /// local folders sync.
@@ -55,6 +60,7 @@ struct Inner {
     state_dir: PathBuf,
     settings: AgentSettings,
     running: Mutex<HashMap<u64, Running>>,
+    watches: watches::Watches,
     wake: Condvar,
     wake_lock: Mutex<()>,
     stop: AtomicBool,
@@ -82,13 +88,15 @@ impl Agent {
         for id in &requeued {
             JobLog::new(state_dir, *id).line("the agent that ran this job stopped; queued again");
         }
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
             repo,
             connector,
             db: Arc::new(db),
             state_dir: state_dir.to_path_buf(),
             settings,
             running: Mutex::new(HashMap::new()),
+            watches: Default::default(),
             wake: Condvar::new(),
             wake_lock: Mutex::new(()),
             stop: AtomicBool::new(false),
@@ -97,6 +105,7 @@ impl Agent {
         let (listener, stopper) = socket::serve(inner.clone())?;
         let mut threads = vec![listener];
         if inner.settings.run_queue {
+            inner.resume_watches()?;
             let worker = inner.clone();
             threads.push(
                 std::thread::Builder::new()
@@ -114,8 +123,12 @@ impl Agent {
         }))
     }
 
-    /// True when nothing runs, nothing waits, and no request came for `idle`.
+    /// True when nothing runs (no job, no watch), nothing waits, and no request came
+    /// for `idle`.
     pub fn idle_for(&self, idle: Duration) -> bool {
+        if self.inner.watches.any() {
+            return false;
+        }
         let quiet = self
             .inner
             .busy_at
@@ -148,6 +161,7 @@ impl Drop for Agent {
             }
         }
         self.inner.wake.notify_all();
+        self.inner.watches.halt();
         self.stopper.stop();
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -403,7 +417,7 @@ impl JobsApi for Inner {
         })
     }
 
-    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+    fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
         loop {
             self.touch();
             let ev = self.event(id)?;
@@ -416,6 +430,19 @@ impl JobsApi for Inner {
             }
             std::thread::sleep(TICK);
         }
+    }
+
+    fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
+        Inner::add_watch(self, spec, owner)
+    }
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        self.watch_list()
+    }
+    fn watch_view(&self, id: u64) -> Result<WatchView> {
+        Inner::watch_view(self, id)
+    }
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        Inner::stop_watch(self, id)
     }
 }
 
@@ -438,7 +465,19 @@ impl JobsApi for Agent {
     fn event(&self, id: u64) -> Result<JobEvent> {
         self.inner.event(id)
     }
-    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
-        self.inner.watch(id, on_event)
+    fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+        self.inner.follow(id, on_event)
+    }
+    fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
+        self.inner.add_watch(spec, owner)
+    }
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        self.inner.watch_list()
+    }
+    fn watch_view(&self, id: u64) -> Result<WatchView> {
+        self.inner.watch_view(id)
+    }
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        self.inner.stop_watch(id)
     }
 }

@@ -1,5 +1,5 @@
 //! The agent's Unix socket, `<state>/agent.sock` (mode 0600): one JSON request per
-//! line, one JSON reply per line; a `watch` gets a reply line per live view until the
+//! line, one JSON reply per line; a `follow` gets a reply line per live view until the
 //! job ends. Any `sealvol` process reaches the agent through `AgentClient`, which
 //! offers the same `JobsApi` as the agent itself.
 
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Inner, TICK};
 use crate::jobs::{Job, JobEvent, JobSpec, JobsApi};
+use crate::watch::{Watch, WatchSpec, WatchView};
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result, WireError};
 
 pub fn path(state: &Path) -> PathBuf {
@@ -31,7 +32,11 @@ enum Request {
     Cancel { id: u64 },
     Retry { id: u64 },
     Event { id: u64 },
-    Watch { id: u64 },
+    Follow { id: u64 },
+    AddWatch { spec: WatchSpec, owner: Option<u32> },
+    Watches,
+    WatchView { id: u64 },
+    StopWatch { id: u64 },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -41,6 +46,9 @@ enum Reply {
     Job(Box<Job>),
     Jobs(Vec<Job>),
     Event(Box<JobEvent>),
+    Watch(Box<Watch>),
+    Watches(Vec<WatchView>),
+    WatchView(Box<WatchView>),
     Error(WireError),
 }
 
@@ -142,7 +150,24 @@ fn handle(inner: &Inner, conn: UnixStream) {
                 &mut out,
                 &reply(inner.event(id).map(|e| Reply::Event(Box::new(e)))),
             ),
-            Request::Watch { id } => watch(inner, id, &mut out),
+            Request::Follow { id } => follow(inner, id, &mut out),
+            Request::AddWatch { spec, owner } => send(
+                &mut out,
+                &reply(
+                    inner
+                        .add_watch(spec, owner)
+                        .map(|w| Reply::Watch(Box::new(w))),
+                ),
+            ),
+            Request::Watches => send(&mut out, &reply(inner.watch_list().map(Reply::Watches))),
+            Request::WatchView { id } => send(
+                &mut out,
+                &reply(inner.watch_view(id).map(|v| Reply::WatchView(Box::new(v)))),
+            ),
+            Request::StopWatch { id } => send(
+                &mut out,
+                &reply(inner.stop_watch(id).map(|w| Reply::Watch(Box::new(w)))),
+            ),
         };
         if sent.is_err() {
             return;
@@ -150,8 +175,8 @@ fn handle(inner: &Inner, conn: UnixStream) {
     }
 }
 
-/// Sends live views until the job ends or the watcher goes away.
-fn watch(inner: &Inner, id: u64, out: &mut UnixStream) -> std::io::Result<()> {
+/// Sends live views until the job ends or the follower goes away.
+fn follow(inner: &Inner, id: u64, out: &mut UnixStream) -> std::io::Result<()> {
     loop {
         inner.touch();
         let ev = match inner.event(id) {
@@ -297,14 +322,42 @@ impl JobsApi for AgentClient {
         }
     }
 
-    fn watch(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
-        let mut r = self.request(&Request::Watch { id })?;
+    fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+        let mut r = self.request(&Request::Follow { id })?;
         loop {
             match self.read(&mut r)? {
                 Reply::Event(e) => on_event(&e),
                 Reply::Job(j) => return Ok(*j),
                 other => return Err(unexpected(&other)),
             }
+        }
+    }
+
+    fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
+        match self.call(&Request::AddWatch { spec, owner })? {
+            Reply::Watch(w) => Ok(*w),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        match self.call(&Request::Watches)? {
+            Reply::Watches(w) => Ok(w),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn watch_view(&self, id: u64) -> Result<WatchView> {
+        match self.call(&Request::WatchView { id })? {
+            Reply::WatchView(v) => Ok(*v),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        match self.call(&Request::StopWatch { id })? {
+            Reply::Watch(w) => Ok(*w),
+            other => Err(unexpected(&other)),
         }
     }
 }
