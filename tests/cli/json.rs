@@ -76,6 +76,15 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("volume trash", vec!["volume", "trash"]),
         ("volume restore", vec!["volume", "restore", &restore]),
         ("volume gc", vec!["volume", "gc", "--dry-run"]),
+        (
+            "volume watch",
+            vec!["volume", "watch", sa, "t/w", "--detach", "--settle", "1s"],
+        ),
+        ("watch ls", vec!["watch", "ls"]),
+        ("watch show", vec!["watch", "show", "1"]),
+        ("watch logs", vec!["watch", "logs", "1"]),
+        // Last: it lets the background agent go idle and end.
+        ("watch stop", vec!["watch", "stop", "1"]),
     ];
     for (command, mut args) in cases {
         args.push("--json");

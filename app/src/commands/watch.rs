@@ -57,7 +57,7 @@ fn spec(ctx: &Ctx, r: &WatchRequest) -> Result<WatchSpec> {
             WatchLayout::Steps => Layout::Steps,
             WatchLayout::Flat => Layout::Flat,
         },
-        settle_ms: r.settle.as_millis() as u64,
+        settle_secs: r.settle.as_secs_f64(),
         keep_last: r.keep_last,
         keep_every: r.keep_every,
         poll: r.poll,
@@ -125,6 +125,9 @@ pub fn start(ctx: &Ctx, r: WatchRequest) -> Result<()> {
             }
         }
         last = view.watch.pushes.last().cloned();
+        if let Some(n) = view.notifier.as_ref().filter(|n| n.starts_with("polling")) {
+            status.once(&format!("change events: {n}"));
+        }
         status.draw(&view);
         (view.watch.state == WatchState::Stopped).then_some("stopped")
     });
@@ -170,13 +173,18 @@ fn pushes_after<'a>(pushes: &'a [PushRecord], last: Option<&PushRecord>) -> &'a 
 struct Status {
     bar: Option<ProgressBar>,
     quiet: bool,
+    said: RefCell<std::collections::HashSet<String>>,
 }
 
 impl Status {
     fn new(quiet: bool) -> Status {
         use std::io::IsTerminal;
         if quiet || !std::io::stderr().is_terminal() {
-            return Status { bar: None, quiet };
+            return Status {
+                bar: None,
+                quiet,
+                said: Default::default(),
+            };
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         bar.set_style(
@@ -187,12 +195,20 @@ impl Status {
         Status {
             bar: Some(bar),
             quiet,
+            said: Default::default(),
         }
     }
 
     fn draw(&self, v: &WatchView) {
         if let Some(bar) = &self.bar {
-            bar.set_message(v.phase.to_string());
+            bar.set_message(v.now.to_string());
+        }
+    }
+
+    /// Says `line` the first time only.
+    fn once(&self, line: &str) {
+        if self.said.borrow_mut().insert(line.to_string()) {
+            self.say(line);
         }
     }
 
@@ -222,11 +238,8 @@ impl Status {
                     p.name,
                     size(p.bytes_new),
                     size(p.bytes_total),
-                    p.latency_ms
-                        .map(|l| format!(
-                            ", sealed {:.1} s after its last write",
-                            l as f64 / 1000.0
-                        ))
+                    p.latency_secs
+                        .map(|l| format!(", sealed {l:.1} s after its last write"))
                         .unwrap_or_default(),
                     if p.trashed.is_empty() {
                         String::new()
@@ -324,7 +337,7 @@ fn row(v: &WatchView) -> Vec<String> {
         w.last_sealed()
             .map(|s| format!("{} {}", s.name, short(&s.digest)))
             .unwrap_or_else(|| "-".into()),
-        v.phase.to_string(),
+        v.now.to_string(),
     ]
 }
 
@@ -337,13 +350,13 @@ fn show(v: &WatchView) -> Result<()> {
     let s = &w.spec;
     outln!("watch     {}", w.id)?;
     outln!("state     {}", w.state)?;
-    outln!("now       {}", v.phase)?;
+    outln!("now       {}", v.now)?;
     outln!("dir       {}", s.dir)?;
     outln!("volume    {}", s.volume)?;
     outln!("layout    {}", s.layout)?;
     outln!(
         "settle    {}",
-        humantime::format_duration(Duration::from_millis(s.settle_ms))
+        humantime::format_duration(Duration::from_millis((s.settle_secs * 1000.0) as u64))
     )?;
     if !s.tags.is_empty() {
         outln!("tags      {}", s.tags.join(", "))?;
@@ -383,8 +396,8 @@ fn show(v: &WatchView) -> Result<()> {
                     format!("{:?}", p.outcome).to_lowercase(),
                     p.digest.as_deref().map(short).unwrap_or("-").to_string(),
                     format!("{}/{}", size(p.bytes_new), size(p.bytes_total)),
-                    p.latency_ms
-                        .map(|l| format!("{:.1}s", l as f64 / 1000.0))
+                    p.latency_secs
+                        .map(|l| format!("{l:.1}s"))
                         .unwrap_or_else(|| "-".into()),
                     p.reason.clone().unwrap_or_default(),
                 ]

@@ -43,7 +43,7 @@ impl std::fmt::Display for Layout {
 }
 
 /// What a watch does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatchSpec {
     /// The watched folder, absolute (it may not exist yet).
     pub dir: String,
@@ -53,7 +53,7 @@ pub struct WatchSpec {
     #[serde(default)]
     pub tags: Vec<String>,
     pub layout: Layout,
-    pub settle_ms: u64,
+    pub settle_secs: f64,
     #[serde(default)]
     pub keep_last: Option<u32>,
     #[serde(default)]
@@ -69,7 +69,7 @@ pub const MIN_SETTLE: Duration = Duration::from_millis(500);
 
 impl WatchSpec {
     pub fn settle(&self) -> Duration {
-        Duration::from_millis(self.settle_ms)
+        Duration::from_secs_f64(self.settle_secs)
     }
 
     pub fn templates(&self) -> Result<Vec<TagTemplate>> {
@@ -222,10 +222,10 @@ pub struct PushRecord {
     pub files_read: u64,
     pub files_unchanged: u64,
     /// How long the push took.
-    pub push_ms: u64,
+    pub push_secs: f64,
     /// From the checkpoint's last write to its seal.
     #[serde(default)]
-    pub latency_ms: Option<u64>,
+    pub latency_secs: Option<f64>,
     #[serde(default)]
     pub tags: Vec<String>,
     /// Versions retention moved to the trash after this push.
@@ -285,7 +285,7 @@ impl Watch {
 }
 
 /// What a watch is doing right now (not stored: the runner publishes it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Phase {
     /// The folder does not exist yet.
@@ -295,7 +295,7 @@ pub enum Phase {
     /// A checkpoint was written to; it is pushed once it has been quiet long enough.
     Settling {
         name: String,
-        left_ms: u64,
+        left_secs: f64,
         why: String,
     },
     Pushing {
@@ -305,21 +305,27 @@ pub enum Phase {
     },
     /// Everything seen is sealed.
     Idle,
-    /// The last push failed; it is tried again after `retry_ms`, or at the next change.
+    /// The last push failed; it is tried again after `retry_secs`, or at the next change.
     Failed {
         reason: String,
-        retry_ms: u64,
+        retry_secs: f64,
     },
     Stopped,
 }
 
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secs = |ms: &u64| humantime::format_duration(Duration::from_millis(ms / 100 * 100));
+        let secs = |s: &f64| {
+            humantime::format_duration(Duration::from_millis((s * 10.0).round() as u64 * 100))
+        };
         match self {
             Phase::Waiting { why } => write!(f, "waiting: {why}"),
-            Phase::Settling { name, left_ms, why } => {
-                write!(f, "settling {name}: {} left ({why})", secs(left_ms))
+            Phase::Settling {
+                name,
+                left_secs,
+                why,
+            } => {
+                write!(f, "settling {name}: {} left ({why})", secs(left_secs))
             }
             Phase::Pushing {
                 name,
@@ -330,8 +336,8 @@ impl std::fmt::Display for Phase {
                 write!(f, "pushing {name}: {pct}%")
             }
             Phase::Idle => f.write_str("idle"),
-            Phase::Failed { reason, retry_ms } => {
-                write!(f, "failed: {reason} (again in {})", secs(retry_ms))
+            Phase::Failed { reason, retry_secs } => {
+                write!(f, "failed: {reason} (again in {})", secs(retry_secs))
             }
             Phase::Stopped => f.write_str("stopped"),
         }
@@ -342,8 +348,8 @@ impl std::fmt::Display for Phase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatchView {
     pub watch: Watch,
-    #[serde(flatten)]
-    pub phase: Phase,
+    /// What it is doing now.
+    pub now: Phase,
     /// How changes are seen: `inotify`, or polling and why.
     #[serde(default)]
     pub notifier: Option<String>,

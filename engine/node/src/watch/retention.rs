@@ -115,7 +115,7 @@ mod tests {
                 volume: "w/x".into(),
                 tags: vec![],
                 layout: Layout::Steps,
-                settle_ms: 1000,
+                settle_secs: 1.0,
                 keep_last,
                 keep_every,
                 poll: false,

@@ -71,7 +71,7 @@ impl Live {
             .and_then(|s| s.phase.clone())
             .unwrap_or(Phase::Idle);
         WatchView {
-            phase,
+            now: phase,
             notifier: s.as_ref().and_then(|s| s.notifier.clone()),
             pending: s.map(|s| s.pending.clone()).unwrap_or_default(),
             watch,
@@ -89,7 +89,7 @@ pub fn still(watch: Watch) -> WatchView {
     };
     WatchView {
         watch,
-        phase,
+        now: phase,
         notifier: None,
         pending: Vec::new(),
     }
@@ -256,7 +256,7 @@ impl<'a> Runner<'a> {
             Err(e) => {
                 self.ctx.live.set(Phase::Failed {
                     reason: e.clone(),
-                    retry_ms: LOOK_FOR_DIR.as_millis() as u64,
+                    retry_secs: LOOK_FOR_DIR.as_secs_f64(),
                 });
                 self.log.line(&format!("cannot follow changes: {e}"));
                 return false;
@@ -439,9 +439,15 @@ impl<'a> Runner<'a> {
         if now < c.not_before {
             return None;
         }
+        if !c.path.is_dir() {
+            // Deleted or renamed away before it was sealed: nothing to push.
+            self.candidates.remove(name);
+            self.publish_pending();
+            return None;
+        }
         let settling = |left: Duration, why: String| Phase::Settling {
             name: name.to_string(),
-            left_ms: left.as_millis() as u64,
+            left_secs: left.as_secs_f64(),
             why,
         };
         if let Some(t) = c.last_event {
@@ -597,7 +603,7 @@ impl<'a> Runner<'a> {
                 }
                 self.ctx.live.set(Phase::Settling {
                     name: name.to_string(),
-                    left_ms: self.settle.as_millis() as u64,
+                    left_secs: self.settle.as_secs_f64(),
                     why: "changed while it was pushed".into(),
                 });
             }
@@ -622,7 +628,7 @@ impl<'a> Runner<'a> {
         self.record_failure(name, Outcome::Failed, e);
         self.ctx.live.set(Phase::Failed {
             reason,
-            retry_ms: self.backoff.as_millis() as u64,
+            retry_secs: self.backoff.as_secs_f64(),
         });
         if let Some(c) = self.candidates.get_mut(name) {
             c.not_before = Instant::now() + self.backoff;
@@ -642,8 +648,8 @@ impl<'a> Runner<'a> {
             bytes_new: 0,
             files_read: 0,
             files_unchanged: 0,
-            push_ms: 0,
-            latency_ms: None,
+            push_secs: 0.0,
+            latency_secs: None,
             tags: Vec::new(),
             trashed: Vec::new(),
             reason: Some(crate::agent::reason(e)),
@@ -667,7 +673,7 @@ impl<'a> Runner<'a> {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
-        let latency_ms = (now_ns > newest_ns).then(|| ((now_ns - newest_ns) / 1_000_000) as u64);
+        let latency_secs = (now_ns > newest_ns).then(|| (now_ns - newest_ns) as f64 / 1e9);
         // A flat folder that settled with the files of its last version: nothing new.
         let repeat = self.watch.spec.layout == Layout::Flat
             && self.watch.last_sealed().is_some_and(|s| s.digest == digest);
@@ -686,14 +692,14 @@ impl<'a> Runner<'a> {
             bytes_new: report.stats.new_bytes,
             files_read: report.stats.files - report.files_unchanged,
             files_unchanged: report.files_unchanged,
-            push_ms: started.elapsed().as_millis() as u64,
-            latency_ms,
+            push_secs: started.elapsed().as_secs_f64(),
+            latency_secs,
             tags: tags.iter().map(|t| t.to_string()).collect(),
             trashed: Vec::new(),
             reason: None,
         };
         self.log.line(&format!(
-            "{name}: {} {} ({} new of {} bytes, {} ms)",
+            "{name}: {} {} ({} new of {} bytes, {:.3} s)",
             if report.sealed_new {
                 "sealed"
             } else {
@@ -702,7 +708,7 @@ impl<'a> Runner<'a> {
             report.pinned_ref(),
             rec.bytes_new,
             rec.bytes_total,
-            rec.push_ms
+            rec.push_secs
         ));
         self.candidates.remove(name);
         let sealed = SealedCheckpoint {

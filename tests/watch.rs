@@ -1,0 +1,657 @@
+//! Watch mode against a scripted trainer (`gen_training_run.py`): every complete
+//! checkpoint becomes exactly one version whose digest is `sealvol digest` of the
+//! finished folder, none is ever sealed half-written, tags and retention do what they
+//! say, a watcher killed mid-push catches up without duplicates, and the folder may
+//! appear late, be renamed into place, hold 10,000 files or be held open by a writer.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Env, noise, write};
+use serde_json::Value;
+
+fn shared_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os("SEALVOL_SHARED") {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+/// The scripted trainer, run to the end: one JSON line per finished checkpoint.
+fn train(out: &Path, args: &[&str]) -> Vec<Value> {
+    let script = shared_dir().join("bench/gen_training_run.py");
+    assert!(
+        script.exists(),
+        "missing {} (set SEALVOL_SHARED)",
+        script.display()
+    );
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(out)
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(
+        o.status.success(),
+        "gen_training_run.py failed (is numpy installed?): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_agent(env: &Env) -> Proc {
+    let child = env
+        .cmd()
+        .arg("agent")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sealvol agent");
+    let sock = env.state.join("agent.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "the agent did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Proc(child)
+}
+
+fn view(env: &Env, id: &str) -> Value {
+    serde_json::from_str(&env.ok(&["watch", "show", id, "--json"])).expect("watch show --json")
+}
+
+/// Waits until watch `id` satisfies `pred`; returns its view.
+fn wait_for(env: &Env, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let v = view(env, id);
+        if pred(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "watch {id} never {what}: {v:#}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sealed(v: &Value) -> Vec<(String, String)> {
+    v["watch"]["sealed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["digest"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn digest(env: &Env, dir: &Path) -> String {
+    env.ok(&["digest", dir.to_str().unwrap()])
+        .trim()
+        .to_string()
+}
+
+/// Every live version of `vol`, by digest.
+fn versions(env: &Env, vol: &str) -> BTreeSet<String> {
+    let v: Value = serde_json::from_str(&env.ok(&["volume", "versions", vol, "--json"])).unwrap();
+    v["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["digest"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn resolve(env: &Env, r: &str) -> String {
+    let v: Value = serde_json::from_str(&env.ok(&["volume", "resolve", r, "--json"])).unwrap();
+    v["digest"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_slow_trainer_s_checkpoints_each_become_one_version_and_none_half_written() {
+    let env = Env::new();
+    let run = env.path("run");
+    let watch = env
+        .cmd()
+        .args([
+            "volume",
+            "watch",
+            run.to_str().unwrap(),
+            "w/run",
+            "--tag",
+            "step-{step}",
+            "--tag",
+            "latest",
+            "--settle",
+            "1s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sealvol volume watch");
+    // The folder does not exist yet: the watch waits for it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
+        assert!(Instant::now() < deadline, "the watch did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v = wait_for(&env, "1", "waited for its folder", |v| {
+        v["now"]["phase"] == "waiting"
+    });
+    assert!(
+        v["now"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist yet"),
+        "{v}"
+    );
+
+    // Written slowly, a MiB at a time with pauses: half-written files stay open, and
+    // the pause between two files is a moment with nothing open.
+    let done = train(
+        &run,
+        &[
+            "--gib",
+            "0.03",
+            "--steps",
+            "5",
+            "--pause",
+            "0.03",
+            "--chunk-mib",
+            "1",
+        ],
+    );
+    let v = wait_for(&env, "1", "sealed 5 checkpoints", |v| sealed(v).len() == 5);
+
+    let names: Vec<String> = sealed(&v).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "checkpoint-500",
+            "checkpoint-1000",
+            "checkpoint-1500",
+            "checkpoint-2000",
+            "checkpoint-2500"
+        ],
+        "each once, in step order"
+    );
+    let mut finished = BTreeSet::new();
+    for (name, d) in sealed(&v) {
+        assert_eq!(
+            d,
+            digest(&env, &run.join(&name)),
+            "{name} sealed as it ended"
+        );
+        finished.insert(d);
+    }
+    // Nothing else was ever sealed: no version of a half-written checkpoint.
+    assert_eq!(versions(&env, "w/run"), finished);
+    assert_eq!(
+        resolve(&env, "w/run:latest"),
+        digest(&env, &run.join("checkpoint-2500"))
+    );
+    assert_eq!(
+        resolve(&env, "w/run:step-1000"),
+        digest(&env, &run.join("checkpoint-1000"))
+    );
+    // Only the changed layers were written.
+    let pushes = v["watch"]["pushes"].as_array().unwrap();
+    let sealed_pushes: Vec<&Value> = pushes.iter().filter(|p| p["outcome"] == "sealed").collect();
+    assert_eq!(sealed_pushes.len(), 5, "{pushes:#?}");
+    for (p, d) in sealed_pushes.iter().zip(&done).skip(1) {
+        let changed = d["changed"].as_u64().unwrap();
+        let new = p["bytes_new"].as_u64().unwrap();
+        assert!(
+            new <= changed + (1 << 20),
+            "{}: {new} bytes written for {changed} changed",
+            p["name"]
+        );
+        assert!(p["latency_secs"].as_f64().is_some(), "{p}");
+    }
+
+    // The trainer deletes an old checkpoint: its version stays.
+    std::fs::remove_dir_all(run.join("checkpoint-500")).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(versions(&env, "w/run").len(), 5);
+
+    // ctrl-c stops the watch; what it sealed stays.
+    // SAFETY: kill with a pid of our own child.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let out = watch.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().collect::<BTreeSet<_>>(),
+        finished.iter().map(String::as_str).collect(),
+        "one digest per sealed checkpoint on stdout"
+    );
+    let v = view(&env, "1");
+    assert_eq!(v["watch"]["state"], "STOPPED");
+    assert_eq!(versions(&env, "w/run").len(), 5);
+}
+
+#[test]
+fn retention_trashes_what_the_rules_let_go_and_nothing_a_tag_holds() {
+    let env = Env::new();
+    let staging = env.path("staging");
+    train(&staging, &["--gib", "0.01", "--steps", "6"]);
+    let run = env.path("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/ret",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--tag",
+        "step-{step}",
+        "--tag",
+        "latest",
+        "--keep-last",
+        "2",
+        "--keep-every",
+        "1000",
+    ]);
+    let id = id.trim();
+    let mut digests = Vec::new();
+    for (i, step) in [500, 1000, 1500, 2000, 2500, 3000].iter().enumerate() {
+        let name = format!("checkpoint-{step}");
+        // Renamed into place, finished, as a trainer that writes elsewhere first does.
+        std::fs::rename(staging.join(&name), run.join(&name)).unwrap();
+        wait_for(&env, id, "sealed the next checkpoint", |v| {
+            sealed(v).len() == i + 1
+        });
+        digests.push(digest(&env, &run.join(&name)));
+        if *step == 500 {
+            env.ok(&["volume", "tag", "w/ret:step-500", "prod"]);
+        }
+    }
+    // A folder still being written under a temporary name is left alone...
+    let tmp = run.join("tmp-checkpoint-3500");
+    write(&tmp.join("model.safetensors"), &noise(1 << 20, 7));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        sealed(&view(&env, id)).len(),
+        6,
+        "a tmp folder is no checkpoint"
+    );
+    // ...until it is renamed.
+    std::fs::rename(&tmp, run.join("checkpoint-3500")).unwrap();
+    let v = wait_for(&env, id, "sealed the renamed folder", |v| {
+        sealed(v).len() == 7
+    });
+    digests.push(digest(&env, &run.join("checkpoint-3500")));
+
+    // Kept: 500 (prod holds it), 1000, 2000 and 3000 (multiples of 1000), 3000 and 3500
+    // (the last two). Trashed: 1500 and 2500, restorable.
+    let live = versions(&env, "w/ret");
+    let want: BTreeSet<String> = [0, 1, 3, 5, 6]
+        .iter()
+        .map(|i| digests[*i].clone())
+        .collect();
+    assert_eq!(live, want, "{v:#}");
+    let trash: Value =
+        serde_json::from_str(&env.ok(&["volume", "trash", "w/ret", "--json"])).unwrap();
+    let trashed: BTreeSet<String> = trash["trash"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["digest"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        trashed,
+        [2, 4].iter().map(|i| digests[*i].clone()).collect()
+    );
+    // The trashed checkpoints lost their own step tag, nothing else.
+    assert!(
+        env.run(&["volume", "resolve", "w/ret:step-1500"])
+            .status
+            .code()
+            != Some(0)
+    );
+    assert_eq!(resolve(&env, "w/ret:step-500"), digests[0]);
+    assert_eq!(resolve(&env, "w/ret:latest"), digests[6]);
+    env.ok(&["volume", "restore", &format!("w/ret@{}", digests[2])]);
+    assert!(versions(&env, "w/ret").contains(&digests[2]));
+}
+
+#[test]
+fn a_watcher_killed_mid_push_catches_up_without_sealing_anything_twice() {
+    let env = Env::new();
+    let staging = env.path("staging");
+    train(&staging, &["--gib", "0.1", "--steps", "4"]);
+    let run = env.path("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/kill",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--tag",
+        "latest",
+    ]);
+    let id = id.trim().to_string();
+    for step in [500, 1000] {
+        let name = format!("checkpoint-{step}");
+        std::fs::rename(staging.join(&name), run.join(&name)).unwrap();
+    }
+    // Killed while it reads a checkpoint.
+    let v = wait_for(&env, &id, "pushed", |v| {
+        v["now"]["phase"] == "pushing"
+            && v["now"]["bytes_done"].as_u64() < v["now"]["bytes_total"].as_u64().map(|t| t * 3 / 4)
+    });
+    // SAFETY: kill with a pid of our own child.
+    unsafe { libc::kill(agent.0.id() as i32, libc::SIGKILL) };
+    let _ = agent.0.wait();
+    let pushing = v["now"]["name"].as_str().unwrap().to_string();
+
+    // Written while nothing watched.
+    for step in [1500, 2000] {
+        let name = format!("checkpoint-{step}");
+        std::fs::rename(staging.join(&name), run.join(&name)).unwrap();
+    }
+    agent = start_agent(&env);
+    let v = wait_for(&env, &id, "caught up", |v| sealed(v).len() == 4);
+    let names: Vec<String> = sealed(&v).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "checkpoint-500",
+            "checkpoint-1000",
+            "checkpoint-1500",
+            "checkpoint-2000"
+        ],
+        "{pushing} was being pushed when the agent died"
+    );
+    for (name, d) in sealed(&v) {
+        assert_eq!(d, digest(&env, &run.join(&name)), "{name}");
+    }
+    assert_eq!(versions(&env, "w/kill").len(), 4);
+    // `latest` only ever moved forward, once per checkpoint.
+    let tags: Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "w/kill", "--history", "--json"]))
+            .unwrap();
+    let latest = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "latest")
+        .unwrap();
+    let moves = latest["history"].as_array().unwrap();
+    assert!(moves.len() <= 4, "{moves:#?}");
+    assert_eq!(
+        resolve(&env, "w/kill:latest"),
+        digest(&env, &run.join("checkpoint-2000"))
+    );
+    drop(agent);
+}
+
+#[test]
+fn a_checkpoint_changed_during_its_push_is_abandoned_then_sealed_whole() {
+    let env = Env::new();
+    let run = env.path("run");
+    let ck = run.join("checkpoint-100");
+    write(&ck.join("model.safetensors"), &noise(160 << 20, 11));
+    let agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/ab",
+        "--detach",
+        "--settle",
+        "500ms",
+    ]);
+    let id = id.trim();
+    // Frozen while it reads (a real agent, stopped by a signal), then the trainer adds
+    // a file: the push must notice before it seals.
+    wait_for(&env, id, "started reading", |v| {
+        v["now"]["phase"] == "pushing"
+            && v["now"]["bytes_done"].as_u64() < v["now"]["bytes_total"].as_u64().map(|t| t / 2)
+    });
+    // SAFETY: signals to a pid of our own child.
+    unsafe { libc::kill(agent.0.id() as i32, libc::SIGSTOP) };
+    write(&ck.join("extra.json"), b"{\"late\": true}");
+    unsafe { libc::kill(agent.0.id() as i32, libc::SIGCONT) };
+    let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
+    let outcomes: Vec<&str> = v["watch"]["pushes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["abandoned", "sealed"]);
+    let whole = digest(&env, &ck);
+    assert_eq!(sealed(&v)[0].1, whole);
+    assert_eq!(versions(&env, "w/ab"), BTreeSet::from([whole]));
+}
+
+#[test]
+fn a_file_held_open_for_writing_keeps_its_checkpoint_from_being_sealed() {
+    let env = Env::new();
+    let run = env.path("run");
+    let ck = run.join("step_7");
+    write(&ck.join("config.json"), b"{}");
+    // Another process holds a file of it open for writing, quietly, past the settle.
+    let mut writer = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>>\"$1/weights.bin\"; read _")
+        .arg("sh")
+        .arg(&ck)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/open",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--poll",
+    ]);
+    let id = id.trim();
+    let v = wait_for(&env, id, "saw the writer", |v| {
+        v["now"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("open for writing"))
+    });
+    assert!(
+        v["notifier"].as_str().unwrap().starts_with("polling"),
+        "{v}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(sealed(&view(&env, id)).is_empty());
+    write(&ck.join("weights.bin"), &noise(1 << 20, 3));
+    drop(writer.stdin.take());
+    writer.wait().unwrap();
+    let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
+    assert_eq!(sealed(&v)[0].1, digest(&env, &ck));
+}
+
+#[test]
+fn a_flat_folder_is_sealed_each_time_it_settles_after_a_change() {
+    let env = Env::new();
+    let staging = env.path("staging");
+    train(&staging, &["--gib", "0.01", "--steps", "3"]);
+    let flat = env.path("adapter");
+    std::fs::create_dir_all(&flat).unwrap();
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        flat.to_str().unwrap(),
+        "w/flat",
+        "--layout",
+        "flat",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--tag",
+        "latest",
+        "--keep-last",
+        "2",
+    ]);
+    let id = id.trim();
+    let mut digests = Vec::new();
+    for (i, step) in [500, 1000, 1500].iter().enumerate() {
+        // torch.save's way: each file to a temporary name, then renamed over the old one.
+        let src = staging.join(format!("checkpoint-{step}"));
+        for f in std::fs::read_dir(&src).unwrap().flatten() {
+            let tmp = flat.join(format!("{}.tmp", f.file_name().to_string_lossy()));
+            std::fs::copy(f.path(), &tmp).unwrap();
+            std::fs::rename(&tmp, flat.join(f.file_name())).unwrap();
+        }
+        let want = digest(&env, &src);
+        wait_for(&env, id, "sealed the new state", |v| {
+            sealed(v).len() == i + 1 && sealed(v)[i].1 == want
+        });
+        digests.push(want);
+    }
+    // The same bytes written again: nothing new.
+    let cfg = flat.join("config.json");
+    let bytes = std::fs::read(&cfg).unwrap();
+    std::fs::write(&cfg, &bytes).unwrap();
+    let v = wait_for(&env, id, "looked again", |v| {
+        v["watch"]["pushes"].as_array().unwrap().len() == 4
+    });
+    assert_eq!(v["watch"]["pushes"][3]["outcome"], "unchanged", "{v:#}");
+    assert_eq!(sealed(&v).len(), 3);
+    assert_eq!(
+        versions(&env, "w/flat"),
+        BTreeSet::from([digests[1].clone(), digests[2].clone()]),
+        "--keep-last 2"
+    );
+    assert_eq!(resolve(&env, "w/flat:latest"), digests[2]);
+}
+
+#[test]
+fn a_checkpoint_of_ten_thousand_files_is_sealed_once() {
+    let env = Env::new();
+    let staging = env.path("staging/checkpoint-1");
+    for i in 0..10_000 {
+        write(
+            &staging.join(format!("part-{:02}/f{i:05}.bin", i % 100)),
+            &noise(256, i as u64),
+        );
+    }
+    let run = env.path("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/many",
+        "--detach",
+        "--settle",
+        "500ms",
+    ]);
+    let id = id.trim();
+    std::fs::rename(&staging, run.join("checkpoint-1")).unwrap();
+    let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
+    assert_eq!(sealed(&v)[0].1, digest(&env, &run.join("checkpoint-1")));
+    assert_eq!(v["watch"]["pushes"].as_array().unwrap().len(), 1);
+    let files: Value =
+        serde_json::from_str(&env.ok(&["volume", "files", "w/many", "--json"])).unwrap();
+    assert_eq!(files["files"].as_array().unwrap().len(), 10_000);
+}
+
+#[test]
+fn bad_watch_inputs_are_refused_with_nothing_recorded() {
+    let env = Env::new();
+    let run = env.path("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let file = env.path("file.bin");
+    write(&file, b"x");
+    env.push(&run, "w/seed", &[]);
+    let r = run.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![file.to_str().unwrap(), "w/x"], "is a file"),
+        (vec!["s3://bucket/run", "w/x"], "not a local folder"),
+        (vec![env.repo.to_str().unwrap(), "w/x"], "overlaps"),
+        (vec![r, "not-a-volume"], "NAMESPACE/NAME"),
+        (vec![r, "w/x", "--settle", "100ms"], "too short"),
+        (vec![r, "w/x", "--keep-last", "0"], "--keep-last 0"),
+        (vec![r, "w/x", "--keep-every", "0"], "--keep-every 0"),
+        (vec![r, "w/x", "--tag", "step-{epoch}"], "placeholder"),
+        (vec![r, "w/x", "--tag", "bad tag"], "tag"),
+        (
+            vec![r, "w/x", "--layout", "flat", "--tag", "s-{step}"],
+            "needs a step",
+        ),
+        (
+            vec![r, "w/x", "--layout", "flat", "--keep-every", "10"],
+            "--layout steps",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["volume", "watch"];
+        all.extend(&args);
+        let err = env.fails(1, &all);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            err.lines().filter(|l| l.starts_with("error:")).count() == 1,
+            "{err}"
+        );
+    }
+    let out = env.fails(2, &["volume", "watch", r, "w/x", "--settle", "10 parsecs"]);
+    assert!(out.contains("--settle"), "{out}");
+    // Nothing was recorded.
+    let ls: Value = serde_json::from_str(&env.ok(&["watch", "ls", "--json"])).unwrap();
+    assert_eq!(ls["watches"], serde_json::json!([]));
+    // Unknown watches are errors, not empty answers.
+    for cmd in ["show", "stop", "logs"] {
+        let err = env.fails(1, &["watch", cmd, "9"]);
+        assert!(
+            err.contains("no watch 9") || err.contains("watch 9 has no log"),
+            "{err}"
+        );
+    }
+    // One folder, one volume, one set of options at a time; a stopped watch says so.
+    let _agent = start_agent(&env);
+    let id = env.ok(&["volume", "watch", r, "w/x", "--detach", "--settle", "1s"]);
+    let id = id.trim();
+    let err = env.fails(
+        1,
+        &["volume", "watch", r, "w/x", "--detach", "--settle", "2s"],
+    );
+    assert!(err.contains(&format!("watch {id}")), "{err}");
+    let same = env.ok(&["volume", "watch", r, "w/x", "--detach", "--settle", "1s"]);
+    assert_eq!(same.trim(), id, "the same watch again is that watch");
+    env.ok(&["watch", "stop", id]);
+    let err = env.fails(1, &["watch", "stop", id]);
+    assert!(err.contains("already stopped"), "{err}");
+}
