@@ -10,6 +10,7 @@ use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use crate::trash::{TrashRow, TrashView};
 use crate::versions::{VersionRow, VersionsView};
 use crate::volumes::{VolumeRow, VolumesView};
+use crate::watch::{Now, PushLine, WatchDetail, WatchRow, WatchesView};
 use crate::{Body, FrameView};
 
 fn digest(seed: u8) -> String {
@@ -569,7 +570,210 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("trash", trash()),
         ("trash-empty", trash_empty()),
         ("confirm-delete", confirm_delete()),
+        ("watch", watch()),
+        ("watch-failed", watch_failed()),
+        ("watch-empty", watch_empty()),
     ]
+}
+
+fn watch_rows() -> Vec<WatchRow> {
+    let row =
+        |id, state: &str, dir: &str, volume: &str, phase: &str, sealed, last: Option<&str>| {
+            WatchRow {
+                id,
+                state: state.into(),
+                dir: dir.into(),
+                volume: volume.into(),
+                phase: phase.into(),
+                sealed,
+                last: last.map(Into::into),
+            }
+        };
+    vec![
+        row(
+            1,
+            "ACTIVE",
+            "/data/runs/run-7",
+            "weights/run-7",
+            "settling",
+            6,
+            Some("b3:3e4cd1d9b432efea"),
+        ),
+        row(
+            2,
+            "ACTIVE",
+            "/data/adapters/support",
+            "adapters/support",
+            "failed",
+            2,
+            Some("b3:09a561d82a46f094"),
+        ),
+        row(
+            3,
+            "ACTIVE",
+            "/data/runs/run-8",
+            "weights/run-8",
+            "waiting",
+            0,
+            None,
+        ),
+        row(
+            4,
+            "STOPPED",
+            "/data/runs/run-6",
+            "weights/run-6",
+            "stopped",
+            31,
+            Some("b3:a0520204564fc82f"),
+        ),
+    ]
+}
+
+fn watch_pushes() -> Vec<PushLine> {
+    let p = |at: &str,
+             name: &str,
+             outcome: &str,
+             digest: Option<&str>,
+             new: u64,
+             latency: Option<f64>,
+             note: Option<&str>| {
+        PushLine {
+            at: at.into(),
+            name: name.into(),
+            outcome: outcome.into(),
+            digest: digest.map(Into::into),
+            bytes_new: new,
+            bytes_total: if digest.is_some() { 15_960 << 20 } else { 0 },
+            latency_secs: latency,
+            note: note.map(Into::into),
+        }
+    };
+    vec![
+        p(
+            "2026-12-01T14:55:12.000Z",
+            "checkpoint-3000",
+            "sealed",
+            Some("b3:3e4cd1d9b432efea"),
+            1_638 << 20,
+            Some(2.7),
+            Some("1 to the trash"),
+        ),
+        p(
+            "2026-12-01T14:31:40.000Z",
+            "checkpoint-2500",
+            "sealed",
+            Some("b3:376e927109e4d408"),
+            1_641 << 20,
+            Some(2.9),
+            Some("1 to the trash"),
+        ),
+        p(
+            "2026-12-01T14:31:21.000Z",
+            "checkpoint-2500",
+            "abandoned",
+            None,
+            0,
+            None,
+            Some("changed while it was pushed"),
+        ),
+        p(
+            "2026-12-01T14:08:02.000Z",
+            "checkpoint-2000",
+            "sealed",
+            Some("b3:09a561d82a46f094"),
+            1_640 << 20,
+            Some(2.6),
+            None,
+        ),
+        p(
+            "2026-12-01T13:44:37.000Z",
+            "checkpoint-1500",
+            "sealed",
+            Some("b3:a0520204564fc82f"),
+            1_639 << 20,
+            Some(3.1),
+            None,
+        ),
+    ]
+}
+
+/// The Watch screen: a run's checkpoint settling, the last one sealed, the history.
+pub fn watch() -> FrameView {
+    let pushes = watch_pushes();
+    FrameView {
+        crumbs: vec!["volumes".into(), "watch".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Watch(WatchesView {
+            empty: String::new(),
+            rows: watch_rows(),
+            selected: 0,
+            detail: Some(Box::new(WatchDetail {
+                id: 1,
+                state: "ACTIVE".into(),
+                dir: "/data/runs/run-7".into(),
+                volume: "weights/run-7".into(),
+                layout: "steps".into(),
+                settle_secs: 10.0,
+                tags: vec!["step-{step}".into(), "latest".into()],
+                retention: Some("the last 3 · every step that is a multiple of 1000".into()),
+                runs: "in the agent".into(),
+                now: Now {
+                    phase: "settling".into(),
+                    name: Some("checkpoint-3500".into()),
+                    why: Some("a file changed 3.6s ago".into()),
+                    left_secs: 6.4,
+                    ..Now::default()
+                },
+                notifier: Some("inotify".into()),
+                pending: vec!["checkpoint-3500".into()],
+                last: pushes.first().cloned(),
+                pushes,
+                reason: None,
+            })),
+        }),
+        status: status("4 watch(es): 3 active, 1 stopped"),
+        overlay: None,
+    }
+}
+
+/// A watch whose last push failed: the reason in full, and when it tries again.
+pub fn watch_failed() -> FrameView {
+    let mut f = watch();
+    if let Body::Watch(v) = &mut f.body {
+        v.selected = 1;
+        v.detail = Some(Box::new(WatchDetail {
+            id: 2,
+            state: "ACTIVE".into(),
+            dir: "/data/adapters/support".into(),
+            volume: "adapters/support".into(),
+            layout: "flat".into(),
+            settle_secs: 30.0,
+            tags: vec!["latest".into()],
+            runs: "for pid 4242 (foreground)".into(),
+            now: Now {
+                phase: "failed".into(),
+                why: Some("cannot write /data/repo/packs/3e/3e4c….pack: No space left on device (os error 28) (free space in the repository, then it is tried again)".into()),
+                retry_secs: 40.0,
+                ..Now::default()
+            },
+            notifier: Some("polling every 5s (/data/adapters/support is on NFS, whose other clients' writes raise no events here)".into()),
+            ..WatchDetail::default()
+        }));
+    }
+    f
+}
+
+/// The Watch screen before any watch: headers, and how to start one.
+pub fn watch_empty() -> FrameView {
+    let mut f = watch();
+    f.body = Body::Watch(WatchesView {
+        rows: Vec::new(),
+        selected: 0,
+        detail: None,
+        empty: "no watches: `sealvol volume watch DIR NS/NAME --detach` starts one".into(),
+    });
+    f.status = status("");
+    f
 }
 
 /// The trash: versions deleted from two volumes, one past its window.

@@ -146,7 +146,7 @@ pub fn draw(vm: &JobsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
 }
 
 /// `[━━━━━━──────]` in `width` cells.
-fn bar(done: u64, total: u64, width: usize) -> (String, String) {
+pub(crate) fn bar(done: u64, total: u64, width: usize) -> (String, String) {
     let filled = if total == 0 {
         0
     } else {
@@ -155,7 +155,13 @@ fn bar(done: u64, total: u64, width: usize) -> (String, String) {
     ("━".repeat(filled), "─".repeat(width - filled))
 }
 
-fn gauge<'a>(label: &'a str, done: u64, total: u64, text: String, width: u16) -> Line<'a> {
+pub(crate) fn gauge<'a>(
+    label: &'a str,
+    done: u64,
+    total: u64,
+    text: String,
+    width: u16,
+) -> Line<'a> {
     // The same width for every gauge, so that they line up.
     let w = (width as usize / 3).clamp(10, 40);
     let (on, off) = bar(done, total, w);

@@ -15,6 +15,7 @@ pub mod tags;
 pub mod trash;
 pub mod versions;
 pub mod volumes;
+pub mod watch;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -33,6 +34,7 @@ pub enum Body {
     Mounts(mounts::MountsView),
     Jobs(jobs::JobsView),
     Trash(trash::TrashView),
+    Watch(watch::WatchesView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -71,6 +73,7 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Mounts(vm) => mounts::draw(vm, theme, body, buf),
         Body::Jobs(vm) => jobs::draw(vm, theme, body, buf),
         Body::Trash(vm) => trash::draw(vm, theme, body, buf),
+        Body::Watch(vm) => watch::draw(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

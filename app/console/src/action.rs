@@ -14,7 +14,9 @@ pub enum Action {
     Tags,
     Mounts,
     Jobs,
-    CancelJob,
+    Watch,
+    /// Cancel the selected job, or stop the selected watch (asks first).
+    Stop,
     RetryJob,
     Trash,
     Delete,
@@ -47,7 +49,9 @@ impl Action {
             "tags" => Action::Tags,
             "mounts" => Action::Mounts,
             "jobs" => Action::Jobs,
-            "cancel-job" => Action::CancelJob,
+            "watch" => Action::Watch,
+            // `cancel-job` is its name from before watches, kept for users' keymaps.
+            "stop" | "cancel-job" => Action::Stop,
             "retry-job" => Action::RetryJob,
             "trash" => Action::Trash,
             "delete-version" => Action::Delete,

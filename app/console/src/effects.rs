@@ -8,6 +8,7 @@ use sealvol_core::trash::TrashedVersion;
 use sealvol_node::api::Api;
 use sealvol_node::jobs::{Job, JobEvent};
 use sealvol_node::mounts::MountRecord;
+use sealvol_node::watch::{Watch, WatchView};
 
 /// A tag move a person has been shown and may confirm. It names the tag and both
 /// digests, so confirming applies exactly what was shown, never "the row under the
@@ -52,6 +53,8 @@ pub enum Effect {
     LoadJobs(Option<u64>),
     CancelJob(u64),
     RetryJob(u64),
+    LoadWatches,
+    StopWatch(u64),
     /// The trash, of one volume or all.
     LoadTrash(Option<VolumeName>),
     Delete(DeletePlan),
@@ -97,6 +100,9 @@ pub enum Loaded {
     Opened(Opened),
     /// A job was cancelled or queued again: say so, and reload.
     JobChanged(Box<Job>),
+    Watches(Vec<WatchView>),
+    /// A watch was stopped: say so, and reload.
+    WatchStopped(Box<Watch>),
     Trash(Option<VolumeName>, Vec<TrashedVersion>),
     /// Moved to the trash; restorable until this time (RFC 3339).
     Deleted(DeletePlan, String),
@@ -171,6 +177,11 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::RetryJob(id) => api
             .retry_job(id)
             .map(|j| Loaded::JobChanged(Box::new(j)))
+            .unwrap_or_else(failed),
+        Effect::LoadWatches => api.watches().map(Loaded::Watches).unwrap_or_else(failed),
+        Effect::StopWatch(id) => api
+            .stop_watch(id)
+            .map(|w| Loaded::WatchStopped(Box::new(w)))
             .unwrap_or_else(failed),
         Effect::LoadVersions(v) => api
             .versions(&v)

@@ -24,6 +24,7 @@ use crate::screens::tags::Tags;
 use crate::screens::trash::Trash;
 use crate::screens::versions::Versions;
 use crate::screens::volumes::Volumes;
+use crate::screens::watch::Watches;
 use crate::screens::{Ctx, Go, Kind, Reply, Screen};
 
 pub struct Model {
@@ -123,6 +124,7 @@ impl Model {
             Some(
                 Overlay::Confirm(_)
                 | Overlay::ConfirmCancel(..)
+                | Overlay::ConfirmStopWatch(..)
                 | Overlay::ConfirmDelete(_)
                 | Overlay::ConfirmRestore(_),
             ) => Mode::Confirm,
@@ -327,6 +329,7 @@ impl Model {
             Action::Tags => return self.open_tags(),
             Action::Mounts => return self.open_live(Kind::Mounts),
             Action::Jobs => return self.open_live(Kind::Jobs),
+            Action::Watch => return self.open_live(Kind::Watch),
             Action::Trash => return self.open_trash(),
             Action::Copy => return self.copy(),
             Action::Filter => {
@@ -346,7 +349,7 @@ impl Model {
             // A change refused in a read-only console, whatever the screen.
             Action::PointTag
             | Action::UndoMove
-            | Action::CancelJob
+            | Action::Stop
             | Action::RetryJob
             | Action::Delete
             | Action::Restore
@@ -356,7 +359,7 @@ impl Model {
             | Action::PointTag
             | Action::UndoMove
             | Action::Mark
-            | Action::CancelJob
+            | Action::Stop
             | Action::RetryJob
             | Action::Delete
             | Action::Restore => {
@@ -379,6 +382,14 @@ impl Model {
                     Effect::CancelJob(id),
                     format!("cancelling job {id}…"),
                     format!("job {id} goes on"),
+                )
+            }
+            Overlay::ConfirmStopWatch(id, _) => {
+                let id = *id;
+                (
+                    Effect::StopWatch(id),
+                    format!("stopping watch {id}…"),
+                    format!("watch {id} goes on"),
                 )
             }
             Overlay::Confirm(plan) => (
@@ -502,6 +513,14 @@ impl Model {
                 self.clamp();
                 return self.reload();
             }
+            Loaded::WatchStopped(w) => {
+                self.ctx.info(format!(
+                    "watch {} stopped; the {} version(s) it sealed stay",
+                    w.id,
+                    w.sealed.len()
+                ));
+                return self.reload();
+            }
             // The volumes list takes its data wherever the console is.
             l @ Loaded::Volumes(_) => {
                 let on_top = self.above.is_empty();
@@ -567,13 +586,14 @@ impl Model {
         Vec::new()
     }
 
-    /// The Mounts or Jobs screen, over the volumes list, unless it is shown already.
+    /// The Mounts, Jobs or Watch screen, over the volumes list, unless it is shown already.
     fn open_live(&mut self, kind: Kind) -> Vec<Effect> {
         if self.screen() == kind {
             return Vec::new();
         }
         let s: Box<dyn Screen> = match kind {
             Kind::Jobs => Box::new(Jobs::default()),
+            Kind::Watch => Box::new(Watches::default()),
             _ => Box::new(Mounts::default()),
         };
         self.back_to_root();
@@ -751,6 +771,21 @@ fn overlay_view(o: &Overlay, help: impl FnOnce() -> Vec<(String, String)>) -> Vi
                 ),
             ],
             yes: format!("cancel job {id}"),
+        },
+        Overlay::ConfirmStopWatch(id, what) => ViewOverlay::Confirm {
+            title: format!("stop watch {id}"),
+            lines: vec![
+                (what.clone(), Role::Text),
+                (
+                    "a push under way stops at its next read; nothing half-sealed".into(),
+                    Role::Dim,
+                ),
+                (
+                    "the versions it sealed stay; the same `volume watch` starts it again".into(),
+                    Role::Dim,
+                ),
+            ],
+            yes: format!("stop watch {id}"),
         },
         Overlay::ConfirmDelete(p) => {
             let mut lines = vec![

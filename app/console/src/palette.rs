@@ -102,6 +102,13 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(To::Live(Kind::Jobs)),
     },
     Command {
+        names: &["watch", "watches"],
+        usage: "watch",
+        about: "watches: a training run's checkpoints as they are sealed",
+        takes: Takes::Nothing,
+        run: |_, _| Ok(To::Live(Kind::Watch)),
+    },
+    Command {
         names: &["trash"],
         usage: "trash [NS/NAME]",
         about: "deleted versions, and the time left to restore them",

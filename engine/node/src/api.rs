@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::jobs::{Job, JobEvent, JobsApi};
 use crate::mounts::MountRecord;
+use crate::watch::{Watch, WatchView};
 use sealvol_core::diff::VersionDiff;
 use sealvol_core::error::Result;
 use sealvol_core::files::VersionFiles;
@@ -58,6 +59,13 @@ pub trait Api: Send + Sync {
     }
     fn retry_job(&self, id: u64) -> Result<Job> {
         Err(no_agent(id))
+    }
+    /// Watches, oldest first, each with what it is doing. A repository alone has none.
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        Ok(Vec::new())
+    }
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        Err(crate::watch::not_found(id).hint("this console reaches no agent"))
     }
 }
 
@@ -147,6 +155,12 @@ impl Api for Node {
     }
     fn retry_job(&self, id: u64) -> Result<Job> {
         self.agent()?.retry(id)
+    }
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        self.agent()?.watches()
+    }
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        self.agent()?.stop_watch(id)
     }
 }
 

@@ -209,7 +209,7 @@ impl Screen for Jobs {
                 Some((v, d)) => Reply::go(Go::Push(Box::new(Files::new(v, d)))),
                 None => Reply::default(),
             },
-            Action::CancelJob => {
+            Action::Stop => {
                 self.plan_cancel(ctx);
                 Reply::default()
             }

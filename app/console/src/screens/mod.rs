@@ -14,6 +14,7 @@ pub mod tags;
 pub mod trash;
 pub mod versions;
 pub mod volumes;
+pub mod watch;
 
 use sealvol_core::refs::VolumeName;
 use sealvol_node::mounts::MountRecord;
@@ -71,6 +72,8 @@ pub enum Overlay {
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),
+    /// Stop this watch (id, and what it watches, as shown).
+    ConfirmStopWatch(u64, String),
     /// Move this version to the trash.
     ConfirmDelete(DeletePlan),
     /// Bring this version back from the trash.
@@ -211,6 +214,7 @@ pub enum Kind {
     Diff,
     Mounts,
     Jobs,
+    Watch,
     Trash,
 }
 

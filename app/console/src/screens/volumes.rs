@@ -137,6 +137,7 @@ impl Screen for Volumes {
             ("t", "tags"),
             ("M", "mounts"),
             ("J", "jobs"),
+            ("W", "watch"),
             ("T", "trash"),
             ("?", "help"),
         ]

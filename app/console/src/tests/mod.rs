@@ -16,8 +16,9 @@ use super::model::{Model, Overlay};
 
 mod palette;
 mod status;
+mod watch;
 
-struct Harness {
+pub(super) struct Harness {
     _tmp: tempfile::TempDir,
     node: Node,
     model: Model,
@@ -663,7 +664,7 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
 
 /// The harness with an agent of its own (hosted here, as the console does), and a job
 /// syncing folder `dir` (missing folders fail) into `weights/synced`.
-fn with_agent(run_queue: bool) -> Harness {
+pub(super) fn with_agent(run_queue: bool) -> Harness {
     use sealvol_node::agent::{Agent, AgentSettings};
     let mut h = harness(false);
     let repo = Repository::open_local(&h._tmp.path().join("repo"), false, false).unwrap();

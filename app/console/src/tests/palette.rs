@@ -16,6 +16,7 @@ fn kind(h: &super::Harness) -> &'static str {
         Body::Mounts(_) => "mounts",
         Body::Jobs(_) => "jobs",
         Body::Trash(_) => "trash",
+        Body::Watch(_) => "watch",
         Body::Empty(_) => "empty",
     }
 }
