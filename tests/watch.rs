@@ -517,8 +517,10 @@ fn a_flat_folder_is_sealed_each_time_it_settles_after_a_change() {
         "--layout",
         "flat",
         "--detach",
+        // Longer than the stat cache's racy window (1 s), so that what a push read is
+        // cached for the next.
         "--settle",
-        "500ms",
+        "1500ms",
         "--tag",
         "latest",
         "--keep-last",
@@ -548,6 +550,9 @@ fn a_flat_folder_is_sealed_each_time_it_settles_after_a_change() {
         v["watch"]["pushes"].as_array().unwrap().len() == 4
     });
     assert_eq!(v["watch"]["pushes"][3]["outcome"], "unchanged", "{v:#}");
+    // Only the rewritten file was read again: the stat cache knew the other three.
+    assert_eq!(v["watch"]["pushes"][3]["files_unchanged"], 3, "{v:#}");
+    assert_eq!(v["watch"]["pushes"][3]["files_read"], 1, "{v:#}");
     assert_eq!(sealed(&v).len(), 3);
     assert_eq!(
         versions(&env, "w/flat"),
@@ -587,6 +592,49 @@ fn a_checkpoint_of_ten_thousand_files_is_sealed_once() {
     let files: Value =
         serde_json::from_str(&env.ok(&["volume", "files", "w/many", "--json"])).unwrap();
     assert_eq!(files["files"].as_array().unwrap().len(), 10_000);
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_sealed_waits_for_a_fix_and_the_next_goes_on() {
+    let env = Env::new();
+    let run = env.path("run");
+    write(&run.join("checkpoint-1/model.bin"), &noise(4096, 1));
+    std::os::unix::fs::symlink("/etc/hostname", run.join("checkpoint-1/leak")).unwrap();
+    write(&run.join("checkpoint-2/model.bin"), &noise(4096, 2));
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/fix",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--tag",
+        "latest",
+    ]);
+    let id = id.trim();
+    let v = wait_for(&env, id, "sealed the next one", |v| sealed(v).len() == 1);
+    assert_eq!(sealed(&v)[0].0, "checkpoint-2");
+    let failed = &v["watch"]["pushes"][0];
+    assert_eq!(failed["outcome"], "failed", "{v:#}");
+    assert_eq!(failed["name"], "checkpoint-1");
+    assert!(
+        failed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("points outside"),
+        "{failed}"
+    );
+    assert_eq!(v["pending"], serde_json::json!(["checkpoint-1"]));
+    // Fixed: it is sealed, and `latest` stays on the higher step.
+    std::fs::remove_file(run.join("checkpoint-1/leak")).unwrap();
+    let v = wait_for(&env, id, "sealed the fixed one", |v| sealed(v).len() == 2);
+    assert_eq!(sealed(&v)[1].1, digest(&env, &run.join("checkpoint-1")));
+    assert_eq!(
+        resolve(&env, "w/fix:latest"),
+        digest(&env, &run.join("checkpoint-2"))
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::names::TagTemplate;
 use super::{Layout, Watch};
 use sealvol_core::error::{ErrorKind, Result};
-use sealvol_core::refs::{Ref, VolumeName};
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::repo::Repository;
 
 /// The indexes into `watch.sealed` of the live checkpoints the rules let go.
@@ -78,14 +78,14 @@ pub fn trash_one(
     if let Some(other) = holding.iter().find(|t| !own.contains(&t.tag)) {
         return Ok(Kept::Held(other.tag.clone()));
     }
-    let r = Ref::parse(&format!("{volume}@{digest}"))?;
+    let r = Ref::pinned(volume.clone(), Digest::parse(digest)?);
     let d = match repo.resolve(&r) {
         Ok(d) => d,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Kept::Gone),
         Err(e) => return Err(e),
     };
     for t in &holding {
-        let name = sealvol_core::refs::Name::parse("tag", &t.tag)?;
+        let name = Name::parse("tag", &t.tag)?;
         match repo.remove_tag(volume, &name, Some(d)) {
             Ok(_) => {}
             // Moved or removed meanwhile: it no longer holds this version.
