@@ -638,6 +638,52 @@ fn a_checkpoint_that_cannot_be_sealed_waits_for_a_fix_and_the_next_goes_on() {
 }
 
 #[test]
+fn an_empty_checkpoint_folder_waits_for_its_files_and_a_replaced_folder_is_followed() {
+    let env = Env::new();
+    let run = env.path("run");
+    std::fs::create_dir_all(run.join("checkpoint-1")).unwrap();
+    let _agent = start_agent(&env);
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "w/late",
+        "--detach",
+        "--settle",
+        "500ms",
+    ]);
+    let id = id.trim();
+    // Made before its files, as a trainer gathering its state first does: an empty
+    // folder is no checkpoint, however long it stays empty.
+    wait_for(&env, id, "saw the empty folder", |v| {
+        v["now"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("no file in it yet"))
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(sealed(&view(&env, id)).is_empty());
+    write(&run.join("checkpoint-1/model.bin"), &noise(1 << 16, 1));
+    let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
+    assert_eq!(sealed(&v)[0].1, digest(&env, &run.join("checkpoint-1")));
+
+    // The whole folder replaced by another of the same name: followed anew.
+    std::fs::remove_dir_all(&run).unwrap();
+    let staging = env.path("next");
+    write(&staging.join("checkpoint-2/model.bin"), &noise(1 << 16, 2));
+    std::fs::rename(&staging, &run).unwrap();
+    let v = wait_for(&env, id, "sealed the new folder's checkpoint", |v| {
+        sealed(v).len() == 2
+    });
+    assert_eq!(
+        sealed(&v)[1],
+        (
+            "checkpoint-2".to_string(),
+            digest(&env, &run.join("checkpoint-2"))
+        )
+    );
+}
+
+#[test]
 fn bad_watch_inputs_are_refused_with_nothing_recorded() {
     let env = Env::new();
     let run = env.path("run");

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
-use notify::event::{AccessKind, AccessMode, EventKind};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{PollWatcher, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, NoCache, new_debouncer_opt};
 
-/// How long the debouncer holds events to pair renames and merge bursts; the runner
-/// measures quiet from each event's own time, so this adds no wait to a settle.
+/// How long the debouncer holds events to pair renames and merge bursts, and how often
+/// its thread wakes; the runner measures quiet from each event's own time, so this adds
+/// no wait to a settle.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// What the runner hears.
@@ -26,6 +27,9 @@ pub enum Signal {
     /// The notifier cannot go on as it is (out of watches, say); the runner starts
     /// polling instead.
     Failed(String),
+    /// The watched folder itself was removed or renamed away: what is at its path now
+    /// (nothing yet, or another folder) must be watched anew.
+    Lost,
 }
 
 /// How changes are seen.
@@ -97,8 +101,8 @@ fn events(
 ) -> notify::Result<Debouncer<RecommendedWatcher, NoCache>> {
     let mut d = new_debouncer_opt::<_, RecommendedWatcher, NoCache>(
         DEBOUNCE,
-        None,
-        handler(tx),
+        Some(DEBOUNCE),
+        handler(tx, dir.to_path_buf()),
         NoCache,
         notify::Config::default(),
     )?;
@@ -114,19 +118,30 @@ fn polling(
 ) -> Result<(Notifier, Mode), String> {
     let every = poll_every(settle);
     let config = notify::Config::default().with_poll_interval(every);
-    let mut d =
-        new_debouncer_opt::<_, PollWatcher, NoCache>(DEBOUNCE, None, handler(tx), NoCache, config)
-            .map_err(|e| format!("cannot poll {}: {e}", dir.display()))?;
+    let mut d = new_debouncer_opt::<_, PollWatcher, NoCache>(
+        DEBOUNCE,
+        Some(DEBOUNCE),
+        handler(tx, dir.to_path_buf()),
+        NoCache,
+        config,
+    )
+    .map_err(|e| format!("cannot poll {}: {e}", dir.display()))?;
     d.watch(dir, RecursiveMode::Recursive)
         .map_err(|e| format!("cannot poll {}: {e}", dir.display()))?;
     Ok((Notifier::Polling(d), Mode::Polling { every, why }))
 }
 
-fn handler(tx: Sender<Signal>) -> impl FnMut(DebounceEventResult) + Send + 'static {
+fn handler(tx: Sender<Signal>, root: PathBuf) -> impl FnMut(DebounceEventResult) + Send + 'static {
     move |r: DebounceEventResult| match r {
         Ok(events) => {
             for ev in events {
-                if ev.event.need_rescan() {
+                let moved = matches!(
+                    ev.event.kind,
+                    EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+                );
+                if moved && ev.event.paths.first() == Some(&root) {
+                    let _ = tx.send(Signal::Lost);
+                } else if ev.event.need_rescan() {
                     let _ = tx.send(Signal::Rescan);
                 } else if counts(&ev.event.kind) {
                     let _ = tx.send(Signal::Changed {

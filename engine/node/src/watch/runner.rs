@@ -27,6 +27,8 @@ use sealvol_core::repo::Repository;
 
 /// How often the runner looks at its checkpoints when nothing happens.
 const TICK: Duration = Duration::from_millis(250);
+/// How often the runner wakes when no checkpoint is pending.
+const IDLE_TICK: Duration = Duration::from_secs(1);
 /// How often a missing folder is looked for.
 const LOOK_FOR_DIR: Duration = Duration::from_secs(1);
 /// How often the open files of other processes are read for one checkpoint.
@@ -137,6 +139,8 @@ struct Runner<'a> {
     notifier: Option<(Notifier, Mode)>,
     /// The folder as the kernel names it (events and `/proc` use it).
     canon: PathBuf,
+    /// Which folder that was when it was opened: (device, inode).
+    opened: (u64, u64),
     candidates: BTreeMap<String, Candidate>,
     backoff: Duration,
     /// Sealed checkpoints found changed afterwards, said once each.
@@ -162,6 +166,7 @@ impl<'a> Runner<'a> {
             rx,
             notifier: None,
             canon: PathBuf::new(),
+            opened: (0, 0),
             candidates: BTreeMap::new(),
             backoff: FIRST_BACKOFF,
             noted: Default::default(),
@@ -199,7 +204,13 @@ impl<'a> Runner<'a> {
                 self.sleep(LOOK_FOR_DIR);
                 continue;
             }
-            match self.rx.recv_timeout(TICK) {
+            // Nothing pending: only the stop flag, the owner and the folder to look at.
+            let wait = if self.candidates.is_empty() {
+                IDLE_TICK
+            } else {
+                TICK
+            };
+            match self.rx.recv_timeout(wait) {
                 Ok(sig) => {
                     self.hear(sig);
                     while let Ok(sig) = self.rx.try_recv() {
@@ -209,9 +220,14 @@ impl<'a> Runner<'a> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            if !self.dir.is_dir() {
+            if self.notifier.is_none() {
+                continue;
+            }
+            // Gone, or replaced by another folder of the same name, whose changes the
+            // old watch would never hear.
+            if identity(&self.dir) != Some(self.opened) {
                 self.log.line(&format!(
-                    "{} is gone; waiting for it to come back",
+                    "{} is gone or was replaced; waiting for it",
                     self.watch.spec.dir
                 ));
                 self.notifier = None;
@@ -246,10 +262,11 @@ impl<'a> Runner<'a> {
         if !self.dir.is_dir() {
             return false;
         }
-        let Ok(canon) = self.dir.canonicalize() else {
+        let (Ok(canon), Some(opened)) = (self.dir.canonicalize(), identity(&self.dir)) else {
             return false;
         };
         self.canon = canon;
+        self.opened = opened;
         let forced = self.watch.spec.poll.then(|| "--poll was given".to_string());
         match notifier::start(&self.canon, forced, self.settle, self.tx.clone()) {
             Ok((n, mode)) => self.use_notifier(n, mode),
@@ -313,6 +330,15 @@ impl<'a> Runner<'a> {
                 for c in self.candidates.values_mut() {
                     c.last_event = Some(Instant::now());
                 }
+            }
+            Signal::Lost => {
+                self.log.line(&format!(
+                    "{} was removed or renamed; watching what is there now",
+                    self.watch.spec.dir
+                ));
+                self.notifier = None;
+                self.candidates.clear();
+                self.publish_pending();
             }
             Signal::Failed(e) => {
                 if matches!(self.notifier, Some((_, Mode::Events))) {
@@ -477,6 +503,15 @@ impl<'a> Runner<'a> {
                 return None;
             }
         };
+        if fp.files == 0 {
+            // A folder made before its files are written (a trainer gathering state
+            // first) is no checkpoint yet, however long it stays empty.
+            self.ctx
+                .live
+                .set(settling(settle, "no file in it yet".into()));
+            c.not_before = now + WRITER_CHECK;
+            return None;
+        }
         match fp.quiet_for(SystemTime::now()) {
             Some(q) if q < settle => {
                 self.ctx.live.set(settling(
@@ -673,7 +708,8 @@ impl<'a> Runner<'a> {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
-        let latency_secs = (now_ns > newest_ns).then(|| (now_ns - newest_ns) as f64 / 1e9);
+        let latency_secs =
+            (newest_ns > 0 && now_ns > newest_ns).then(|| (now_ns - newest_ns) as f64 / 1e9);
         // A flat folder that settled with the files of its last version: nothing new.
         let repeat = self.watch.spec.layout == Layout::Flat
             && self.watch.last_sealed().is_some_and(|s| s.digest == digest);
@@ -784,6 +820,13 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// A folder's (device, inode), if it is a folder.
+fn identity(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    m.is_dir().then(|| (m.dev(), m.ino()))
+}
+
 fn round(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64 / 100 * 100)
 }
@@ -804,7 +847,7 @@ struct Guard<'a> {
 impl Guard<'_> {
     fn touches(&self, sig: &Signal) -> bool {
         match sig {
-            Signal::Rescan => true,
+            Signal::Rescan | Signal::Lost => true,
             Signal::Failed(_) => false,
             Signal::Changed { paths, .. } => paths.iter().any(|p| {
                 let Ok(rel) = p.strip_prefix(&self.canon) else {

@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::names::has_temporary;
 use sealvol_core::error::Result;
 use sealvol_core::walk::{WalkKind, walk};
 
@@ -18,6 +19,7 @@ pub struct Fingerprint {
     entries: Vec<(String, u64, i128, i128, u64)>,
     /// The newest ctime or mtime among them, in ns since the epoch.
     pub newest_ns: i128,
+    /// The files a version would hold (temporary ones left out), and their bytes.
     pub bytes: u64,
     pub files: u64,
 }
@@ -36,8 +38,10 @@ impl Fingerprint {
         for e in listing {
             let (size, mtime, ctime, ino) = match e.kind {
                 WalkKind::File { stamp, .. } => {
-                    fp.bytes += stamp.size;
-                    fp.files += 1;
+                    if !has_temporary(&e.path) {
+                        fp.bytes += stamp.size;
+                        fp.files += 1;
+                    }
                     (stamp.size, stamp.mtime_ns, stamp.ctime_ns, stamp.ino)
                 }
                 // Links and empty folders: their own stamps, without following them.
@@ -192,7 +196,9 @@ mod tests {
         assert!(before.quiet_for(SystemTime::now()).unwrap() < Duration::from_secs(5));
         assert_eq!(before, Fingerprint::of(dir.path()).unwrap());
         fs::write(dir.path().join("b.tmp"), b"").unwrap();
-        assert_ne!(before, Fingerprint::of(dir.path()).unwrap());
+        let with_tmp = Fingerprint::of(dir.path()).unwrap();
+        assert_ne!(before, with_tmp, "a temporary file is a change");
+        assert_eq!(with_tmp.files, 1, "but not a file of the version");
         let ahead = SystemTime::now() - Duration::from_secs(3600);
         assert_eq!(before.quiet_for(ahead), None, "stamps from the future");
     }
