@@ -245,3 +245,42 @@ fn delete_and_restore_by_keyboard_in_a_real_terminal() {
         serde_json::from_str(&env.ok(&["volume", "trash", "--json"])).unwrap();
     assert!(trash["trash"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_watch_from_another_terminal_runs_in_the_console_and_stops_by_keyboard() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 120, 36);
+    t.wait_for("tiny-llama");
+    let run = env.path("run");
+    common::write(
+        &run.join("checkpoint-40/model.safetensors"),
+        &common::noise(1 << 20, 9),
+    );
+    let out = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "weights/run",
+        "--detach",
+        "--settle",
+        "500ms",
+        "--tag",
+        "latest",
+    ]);
+    assert_eq!(out.trim(), "1", "the watch went to the console's agent");
+    t.keys(&["W"]);
+    let s = t.wait_for("checkpoint-40  b3:");
+    assert!(s.contains("weights/run") && s.contains("idle"), "{s}");
+    t.keys(&["x"]);
+    t.wait_for("stop watch 1");
+    t.keys(&["y"]);
+    t.wait_for("watch 1 stopped");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    let ls: serde_json::Value = serde_json::from_str(&env.ok(&["watch", "ls", "--json"])).unwrap();
+    assert_eq!(ls["watches"][0]["watch"]["state"], "STOPPED");
+    assert_eq!(
+        ls["watches"][0]["watch"]["sealed"][0]["name"],
+        "checkpoint-40"
+    );
+}
