@@ -23,6 +23,12 @@ fn later(days: u64) -> String {
     common::days_ahead(days)
 }
 
+/// RFC 3339 for `days` (fractions too) from now: a clock for `Env::ok_at`.
+fn at_day(days: f64) -> String {
+    let t = std::time::SystemTime::now() + Duration::from_secs_f64(days * 86_400.0);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 fn gc_at(env: &Env, now: &str, extra: &[&str]) -> Value {
     let mut args = vec!["volume", "gc", "--json"];
     args.extend_from_slice(extra);
@@ -194,27 +200,33 @@ fn gc_refuses_to_delete_anything_when_a_manifest_cannot_be_read() {
 #[test]
 fn kill_9_anywhere_in_gc_leaves_a_repository_that_verifies() {
     let env = Env::new();
-    // Twelve versions of 1.5 MiB each, every other one deleted: enough objects that
-    // kills land in the mark, the wait, the repack and the sweep.
+    // Sixteen versions of 1.5 MiB each; the even ones deleted on days 0 to 7, so that
+    // each of the eight collections below (on days 7.5 to 14.5) purges one more version
+    // and so has work of its own to be killed in: the purge, the mark, the repack, the
+    // wait (1 s of grace) and the sweep of what the collection before it condemned. A
+    // schedule of kills alone is not enough: on a loaded machine a collection that
+    // found everything condemned already ends at once.
     let mut versions = Vec::new();
-    for i in 0..12u64 {
+    for i in 0..16u64 {
         let src = env.path(&format!("src{i}"));
         write(&src.join("a.bin"), &noise(1 << 20, 200 + i));
         write(&src.join("b.bin"), &noise(1 << 19, 300 + i / 2));
         let r = env.push(&src, "t/k", &[]);
         versions.push((src, r));
     }
-    for (_, r) in versions.iter().step_by(2) {
-        env.ok(&["volume", "delete", r, "--yes"]);
+    for (day, (_, r)) in versions.iter().step_by(2).enumerate() {
+        env.ok_at(&at_day(day as f64), &["volume", "delete", r, "--yes"]);
     }
     env.ok(&["settings", "--gc-grace", "1s"]);
     std::thread::sleep(Duration::from_millis(1100));
-    let late = later(8);
     let mut killed = 0;
-    for delay_ms in [5u64, 30, 80, 200, 600, 1050, 1150, 1300] {
+    for (day, delay_ms) in [5u64, 30, 80, 200, 600, 1050, 1150, 1300]
+        .into_iter()
+        .enumerate()
+    {
         let mut child = env
             .cmd()
-            .env("SEALVOL_NOW", &late)
+            .env("SEALVOL_NOW", at_day(day as f64 + 7.5))
             .args(["-q", "volume", "gc"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -235,7 +247,8 @@ fn kill_9_anywhere_in_gc_leaves_a_repository_that_verifies() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    assert!(killed >= 4, "only {killed} kills landed during a gc");
+    let late = later(20);
+    assert!(killed >= 6, "only {killed} kills landed during a gc");
     // The next gc takes the dead one's lease at once and finishes the work.
     let report = gc_at(&env, &late, &[]);
     let rest = gc_at(&env, &late, &[]);

@@ -73,6 +73,13 @@ fn start_agent(env: &Env) -> Proc {
     Proc(child)
 }
 
+/// `volume watch DIR VOL --detach` with `extra`; returns the watch's id.
+fn detach(env: &Env, dir: &Path, volume: &str, extra: &[&str]) -> String {
+    let mut args = vec!["volume", "watch", dir.to_str().unwrap(), volume, "--detach"];
+    args.extend_from_slice(extra);
+    env.ok(&args).trim().to_string()
+}
+
 fn view(env: &Env, id: &str) -> Value {
     serde_json::from_str(&env.ok(&["watch", "show", id, "--json"])).expect("watch show --json")
 }
@@ -261,24 +268,23 @@ fn retention_trashes_what_the_rules_let_go_and_nothing_a_tag_holds() {
     let run = env.path("run");
     std::fs::create_dir_all(&run).unwrap();
     let _agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
+    let id = &detach(
+        &env,
+        &run,
         "w/ret",
-        "--detach",
-        "--settle",
-        "500ms",
-        "--tag",
-        "step-{step}",
-        "--tag",
-        "latest",
-        "--keep-last",
-        "2",
-        "--keep-every",
-        "1000",
-    ]);
-    let id = id.trim();
+        &[
+            "--settle",
+            "500ms",
+            "--tag",
+            "step-{step}",
+            "--tag",
+            "latest",
+            "--keep-last",
+            "2",
+            "--keep-every",
+            "1000",
+        ],
+    );
     let mut digests = Vec::new();
     for (i, step) in [500, 1000, 1500, 2000, 2500, 3000].iter().enumerate() {
         let name = format!("checkpoint-{step}");
@@ -349,24 +355,18 @@ fn a_watcher_killed_mid_push_catches_up_without_sealing_anything_twice() {
     let run = env.path("run");
     std::fs::create_dir_all(&run).unwrap();
     let mut agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
+    let id = &detach(
+        &env,
+        &run,
         "w/kill",
-        "--detach",
-        "--settle",
-        "500ms",
-        "--tag",
-        "latest",
-    ]);
-    let id = id.trim().to_string();
+        &["--settle", "500ms", "--tag", "latest"],
+    );
     for step in [500, 1000] {
         let name = format!("checkpoint-{step}");
         std::fs::rename(staging.join(&name), run.join(&name)).unwrap();
     }
     // Killed while it reads a checkpoint.
-    let v = wait_for(&env, &id, "pushed", |v| {
+    let v = wait_for(&env, id, "pushed", |v| {
         v["now"]["phase"] == "pushing"
             && v["now"]["bytes_done"].as_u64() < v["now"]["bytes_total"].as_u64().map(|t| t * 3 / 4)
     });
@@ -381,7 +381,7 @@ fn a_watcher_killed_mid_push_catches_up_without_sealing_anything_twice() {
         std::fs::rename(staging.join(&name), run.join(&name)).unwrap();
     }
     agent = start_agent(&env);
-    let v = wait_for(&env, &id, "caught up", |v| sealed(v).len() == 4);
+    let v = wait_for(&env, id, "caught up", |v| sealed(v).len() == 4);
     let names: Vec<String> = sealed(&v).into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
@@ -423,16 +423,7 @@ fn a_checkpoint_changed_during_its_push_is_abandoned_then_sealed_whole() {
     let ck = run.join("checkpoint-100");
     write(&ck.join("model.safetensors"), &noise(160 << 20, 11));
     let agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
-        "w/ab",
-        "--detach",
-        "--settle",
-        "500ms",
-    ]);
-    let id = id.trim();
+    let id = &detach(&env, &run, "w/ab", &["--settle", "500ms"]);
     // Frozen while it reads (a real agent, stopped by a signal), then the trainer adds
     // a file: the push must notice before it seals.
     wait_for(&env, id, "started reading", |v| {
@@ -472,17 +463,7 @@ fn a_file_held_open_for_writing_keeps_its_checkpoint_from_being_sealed() {
         .spawn()
         .unwrap();
     let _agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
-        "w/open",
-        "--detach",
-        "--settle",
-        "500ms",
-        "--poll",
-    ]);
-    let id = id.trim();
+    let id = &detach(&env, &run, "w/open", &["--settle", "500ms", "--poll"]);
     let v = wait_for(&env, id, "saw the writer", |v| {
         v["now"]["why"]
             .as_str()
@@ -575,16 +556,7 @@ fn a_checkpoint_of_ten_thousand_files_is_sealed_once() {
     let run = env.path("run");
     std::fs::create_dir_all(&run).unwrap();
     let _agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
-        "w/many",
-        "--detach",
-        "--settle",
-        "500ms",
-    ]);
-    let id = id.trim();
+    let id = &detach(&env, &run, "w/many", &["--settle", "500ms"]);
     std::fs::rename(&staging, run.join("checkpoint-1")).unwrap();
     let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
     assert_eq!(sealed(&v)[0].1, digest(&env, &run.join("checkpoint-1")));
@@ -602,18 +574,12 @@ fn a_checkpoint_that_cannot_be_sealed_waits_for_a_fix_and_the_next_goes_on() {
     std::os::unix::fs::symlink("/etc/hostname", run.join("checkpoint-1/leak")).unwrap();
     write(&run.join("checkpoint-2/model.bin"), &noise(4096, 2));
     let _agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
+    let id = &detach(
+        &env,
+        &run,
         "w/fix",
-        "--detach",
-        "--settle",
-        "500ms",
-        "--tag",
-        "latest",
-    ]);
-    let id = id.trim();
+        &["--settle", "500ms", "--tag", "latest"],
+    );
     let v = wait_for(&env, id, "sealed the next one", |v| sealed(v).len() == 1);
     assert_eq!(sealed(&v)[0].0, "checkpoint-2");
     let failed = &v["watch"]["pushes"][0];
@@ -643,16 +609,7 @@ fn an_empty_checkpoint_folder_waits_for_its_files_and_a_replaced_folder_is_follo
     let run = env.path("run");
     std::fs::create_dir_all(run.join("checkpoint-1")).unwrap();
     let _agent = start_agent(&env);
-    let id = env.ok(&[
-        "volume",
-        "watch",
-        run.to_str().unwrap(),
-        "w/late",
-        "--detach",
-        "--settle",
-        "500ms",
-    ]);
-    let id = id.trim();
+    let id = &detach(&env, &run, "w/late", &["--settle", "500ms"]);
     // Made before its files, as a trainer gathering its state first does: an empty
     // folder is no checkpoint, however long it stays empty.
     wait_for(&env, id, "saw the empty folder", |v| {

@@ -63,6 +63,18 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> Result<()> {
     Ok(())
 }
 
+/// A job's or a watch's log: as it is, or as `{"id", "lines"}` with `--json`.
+pub fn log(id: u64, text: &str, as_json: bool) -> Result<()> {
+    if as_json {
+        let lines: Vec<&str> = text.lines().collect();
+        return json(&serde_json::json!({ "id": id, "lines": lines }));
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("cannot write to", Path::new("standard output"), e))
+}
+
 pub fn json(value: &impl serde::Serialize) -> Result<()> {
     // Through a `Value`, whose maps are sorted: keys come out in alphabetical order
     // for structs too (docs/JSON.md).

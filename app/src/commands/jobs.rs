@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sealvol_core::{Error, ErrorKind, Result};
 use sealvol_node::agent::socket::AgentClient;
-use sealvol_node::agent::{Agent, AgentSettings, log as job_log};
+use sealvol_node::agent::{Agent, AgentSettings};
 use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
+use sealvol_node::log as job_log;
 use sealvol_node::source::{Connector, SourceUrl};
 use sealvol_node::sync;
 
@@ -374,14 +375,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             follow(ctx, &host, job, as_json)
         }
         JobsCommand::Logs { id, json: as_json } => {
-            let text = job_log::read(&ctx.settings.state, id)?;
-            if as_json {
-                let lines: Vec<&str> = text.lines().collect();
-                json(&serde_json::json!({ "id": id, "lines": lines }))?;
-            } else {
-                print!("{text}");
-            }
-            Ok(())
+            crate::output::log(id, &job_log::read(&ctx.settings.state, id)?, as_json)
         }
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sealvol_core::{Error, Result};
-use sealvol_node::agent::log as job_log;
 use sealvol_node::jobs::JobsApi;
+use sealvol_node::log as job_log;
 use sealvol_node::watch::{Layout, Outcome, PushRecord, WatchSpec, WatchState, WatchView};
 
 use super::Ctx;
@@ -314,14 +314,7 @@ pub fn run(ctx: &Ctx, cmd: WatchCommand) -> Result<()> {
             Ok(())
         }
         WatchCommand::Logs { id, json: as_json } => {
-            let text = job_log::read_watch(&ctx.settings.state, id)?;
-            if as_json {
-                let lines: Vec<&str> = text.lines().collect();
-                json(&serde_json::json!({ "id": id, "lines": lines }))?;
-            } else {
-                print!("{text}");
-            }
-            Ok(())
+            crate::output::log(id, &job_log::read_watch(&ctx.settings.state, id)?, as_json)
         }
     }
 }

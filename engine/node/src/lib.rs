@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod api;
 pub mod jobs;
+pub mod log;
 pub mod mounts;
 pub mod private;
 pub mod secrets;

@@ -171,85 +171,40 @@ fn synced_key(source: &str, o: &Object) -> String {
 impl StateDb {
     pub fn add_job(&self, spec: JobSpec) -> Result<Job> {
         let now = now_rfc3339();
-        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
-        let job = {
-            let mut meta = txn.open_table(META).map_err(|e| db_error_s(&e))?;
-            let id = meta
-                .get("next_job")
-                .map_err(|e| db_error_s(&e))?
-                .map_or(1, |v| v.value());
-            meta.insert("next_job", id + 1)
-                .map_err(|e| db_error_s(&e))?;
-            let job = Job {
-                id,
-                spec,
-                state: JobState::Queued,
-                created: now.clone(),
-                updated: now,
-                attempts: 0,
-                reason: None,
-                error: None,
-                sealed: None,
-                progress: JobProgress::default(),
-            };
-            let mut jobs = txn.open_table(JOBS).map_err(|e| db_error_s(&e))?;
-            jobs.insert(id, job_bytes(&job)?.as_slice())
-                .map_err(|e| db_error_s(&e))?;
-            job
-        };
-        txn.commit().map_err(|e| db_error_s(&e))?;
-        Ok(job)
+        self.add_record(JOBS, "next_job", |id| Job {
+            id,
+            spec,
+            state: JobState::Queued,
+            created: now.clone(),
+            updated: now,
+            attempts: 0,
+            reason: None,
+            error: None,
+            sealed: None,
+            progress: JobProgress::default(),
+        })
     }
 
     pub fn job(&self, id: u64) -> Result<Job> {
-        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
-        let table = match txn.open_table(JOBS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Err(crate::jobs::not_found(id)),
-            Err(e) => return Err(db_error_s(&e)),
-        };
-        let v = table
-            .get(id)
-            .map_err(|e| db_error_s(&e))?
-            .ok_or_else(|| crate::jobs::not_found(id))?;
-        parse_job(v.value())
+        self.record(JOBS, id, "job")?
+            .ok_or_else(|| crate::jobs::not_found(id))
     }
 
     /// Every job, newest first.
     pub fn jobs(&self) -> Result<Vec<Job>> {
-        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
-        let table = match txn.open_table(JOBS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(db_error_s(&e)),
-        };
-        let mut out = Vec::new();
-        for item in table.iter().map_err(|e| db_error_s(&e))? {
-            let (_, v) = item.map_err(|e| db_error_s(&e))?;
-            out.push(parse_job(v.value())?);
-        }
-        out.reverse();
-        Ok(out)
+        let mut jobs: Vec<Job> = self.records(JOBS, "job")?;
+        jobs.reverse();
+        Ok(jobs)
     }
 
     /// Changes a job in one transaction; `f` sees the current record and may refuse.
     pub fn update_job(&self, id: u64, f: impl FnOnce(&mut Job) -> Result<()>) -> Result<Job> {
-        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
-        let job = {
-            let mut table = txn.open_table(JOBS).map_err(|e| db_error_s(&e))?;
-            let mut job = match table.get(id).map_err(|e| db_error_s(&e))? {
-                Some(v) => parse_job(v.value())?,
-                None => return Err(crate::jobs::not_found(id)),
-            };
-            f(&mut job)?;
+        self.update_record(JOBS, id, "job", |job: &mut Job| {
+            f(job)?;
             job.updated = now_rfc3339();
-            table
-                .insert(id, job_bytes(&job)?.as_slice())
-                .map_err(|e| db_error_s(&e))?;
-            job
-        };
-        txn.commit().map_err(|e| db_error_s(&e))?;
-        Ok(job)
+            Ok(())
+        })?
+        .ok_or_else(|| crate::jobs::not_found(id))
     }
 
     /// Moves a job to `to`, if that move is allowed from where it is now.
@@ -315,78 +270,122 @@ impl sealvol_core::push::StatCache for StateDb {
 
 /// Watch records (see `watch`).
 impl StateDb {
-    /// Stores a new watch and returns it with its id.
+    /// Stores a new watch, made by `make` from its id and the time.
     pub fn add_watch(&self, make: impl FnOnce(u64, String) -> Watch) -> Result<Watch> {
-        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
-        let watch = {
-            let mut meta = txn.open_table(META).map_err(|e| db_error_s(&e))?;
-            let id = meta
-                .get("next_watch")
-                .map_err(|e| db_error_s(&e))?
-                .map_or(1, |v| v.value());
-            meta.insert("next_watch", id + 1)
-                .map_err(|e| db_error_s(&e))?;
-            let watch = make(id, now_rfc3339());
-            let mut table = txn.open_table(WATCHES).map_err(|e| db_error_s(&e))?;
-            table
-                .insert(id, to_bytes(&watch)?.as_slice())
-                .map_err(|e| db_error_s(&e))?;
-            watch
-        };
-        txn.commit().map_err(|e| db_error_s(&e))?;
-        Ok(watch)
+        let now = now_rfc3339();
+        self.add_record(WATCHES, "next_watch", |id| make(id, now))
     }
 
     pub fn watch(&self, id: u64) -> Result<Watch> {
-        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
-        let table = match txn.open_table(WATCHES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => {
-                return Err(crate::watch::not_found(id));
-            }
-            Err(e) => return Err(db_error_s(&e)),
-        };
-        let v = table
-            .get(id)
-            .map_err(|e| db_error_s(&e))?
-            .ok_or_else(|| crate::watch::not_found(id))?;
-        from_bytes(v.value(), "watch")
+        self.record(WATCHES, id, "watch")?
+            .ok_or_else(|| crate::watch::not_found(id))
     }
 
     /// Every watch, oldest first.
     pub fn watches(&self) -> Result<Vec<Watch>> {
+        self.records(WATCHES, "watch")
+    }
+
+    /// Changes a watch in one transaction; `f` sees the current record and may refuse.
+    pub fn update_watch(&self, id: u64, f: impl FnOnce(&mut Watch) -> Result<()>) -> Result<Watch> {
+        self.update_record(WATCHES, id, "watch", |w: &mut Watch| {
+            f(w)?;
+            w.updated = now_rfc3339();
+            Ok(())
+        })?
+        .ok_or_else(|| crate::watch::not_found(id))
+    }
+}
+
+/// Records kept as JSON by id (jobs, watches): the transactions they share.
+type Records = TableDefinition<'static, u64, &'static [u8]>;
+
+impl StateDb {
+    /// Stores the record `make` builds from the next id of `counter`.
+    fn add_record<T: serde::Serialize>(
+        &self,
+        table: Records,
+        counter: &str,
+        make: impl FnOnce(u64) -> T,
+    ) -> Result<T> {
+        let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
+        let record = {
+            let mut meta = txn.open_table(META).map_err(|e| db_error_s(&e))?;
+            let id = meta
+                .get(counter)
+                .map_err(|e| db_error_s(&e))?
+                .map_or(1, |v| v.value());
+            meta.insert(counter, id + 1).map_err(|e| db_error_s(&e))?;
+            let record = make(id);
+            let mut t = txn.open_table(table).map_err(|e| db_error_s(&e))?;
+            t.insert(id, to_bytes(&record)?.as_slice())
+                .map_err(|e| db_error_s(&e))?;
+            record
+        };
+        txn.commit().map_err(|e| db_error_s(&e))?;
+        Ok(record)
+    }
+
+    fn record<T: serde::de::DeserializeOwned>(
+        &self,
+        table: Records,
+        id: u64,
+        what: &str,
+    ) -> Result<Option<T>> {
         let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
-        let table = match txn.open_table(WATCHES) {
+        let t = match txn.open_table(table) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(db_error_s(&e)),
+        };
+        match t.get(id).map_err(|e| db_error_s(&e))? {
+            Some(v) => from_bytes(v.value(), what).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every record, by id (oldest first).
+    fn records<T: serde::de::DeserializeOwned>(
+        &self,
+        table: Records,
+        what: &str,
+    ) -> Result<Vec<T>> {
+        let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
+        let t = match txn.open_table(table) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
             Err(e) => return Err(db_error_s(&e)),
         };
         let mut out = Vec::new();
-        for item in table.iter().map_err(|e| db_error_s(&e))? {
+        for item in t.iter().map_err(|e| db_error_s(&e))? {
             let (_, v) = item.map_err(|e| db_error_s(&e))?;
-            out.push(from_bytes(v.value(), "watch")?);
+            out.push(from_bytes(v.value(), what)?);
         }
         Ok(out)
     }
 
-    /// Changes a watch in one transaction; `f` sees the current record and may refuse.
-    pub fn update_watch(&self, id: u64, f: impl FnOnce(&mut Watch) -> Result<()>) -> Result<Watch> {
+    /// Changes record `id` in one transaction; `None` if there is none.
+    fn update_record<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        table: Records,
+        id: u64,
+        what: &str,
+        f: impl FnOnce(&mut T) -> Result<()>,
+    ) -> Result<Option<T>> {
         let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
-        let watch = {
-            let mut table = txn.open_table(WATCHES).map_err(|e| db_error_s(&e))?;
-            let mut watch: Watch = match table.get(id).map_err(|e| db_error_s(&e))? {
-                Some(v) => from_bytes(v.value(), "watch")?,
-                None => return Err(crate::watch::not_found(id)),
+        let record = {
+            let mut t = txn.open_table(table).map_err(|e| db_error_s(&e))?;
+            let mut record: T = match t.get(id).map_err(|e| db_error_s(&e))? {
+                Some(v) => from_bytes(v.value(), what)?,
+                None => return Ok(None),
             };
-            f(&mut watch)?;
-            watch.updated = now_rfc3339();
-            table
-                .insert(id, to_bytes(&watch)?.as_slice())
+            f(&mut record)?;
+            t.insert(id, to_bytes(&record)?.as_slice())
                 .map_err(|e| db_error_s(&e))?;
-            watch
+            record
         };
         txn.commit().map_err(|e| db_error_s(&e))?;
-        Ok(watch)
+        Ok(Some(record))
     }
 }
 
@@ -397,14 +396,6 @@ fn to_bytes<T: serde::Serialize>(v: &T) -> Result<Vec<u8>> {
 fn from_bytes<T: serde::de::DeserializeOwned>(b: &[u8], what: &str) -> Result<T> {
     serde_json::from_slice(b)
         .map_err(|e| Error::corrupt(format!("a {what} record is damaged: {e}")))
-}
-
-fn job_bytes(job: &Job) -> Result<Vec<u8>> {
-    serde_json::to_vec(job).map_err(|e| Error::new(ErrorKind::Io, format!("job record: {e}")))
-}
-
-fn parse_job(b: &[u8]) -> Result<Job> {
-    serde_json::from_slice(b).map_err(|e| Error::corrupt(format!("a job record is damaged: {e}")))
 }
 
 fn encode(s: &Stamp, h: &Hash) -> Vec<u8> {

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::log::JobLog;
 use crate::jobs::{FileRow, FileState, Job, JobEvent, JobProgress, JobState};
+use crate::log::JobLog;
 use crate::state::StateDb;
 use sealvol_core::progress::Progress;
 

@@ -9,7 +9,6 @@
 //! RUNNING or SEALING; the next one queues them again, and they resume (see `sync`).
 
 pub mod live;
-pub mod log;
 pub mod socket;
 mod watches;
 
@@ -21,12 +20,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
+use crate::log::{JobLog, one_line};
 use crate::source::Connector;
 use crate::state::StateDb;
 use crate::sync::{self, SyncOptions};
 use crate::watch::{Watch, WatchSpec, WatchView};
 use live::LiveJob;
-use log::JobLog;
 use sealvol_core::error::{Error, ErrorKind, Result, WireError};
 use sealvol_core::repo::Repository;
 
@@ -270,7 +269,7 @@ impl Inner {
                     log.line(&format!("hint: {h}"));
                 }
                 self.db
-                    .move_job(id, to, Some(reason(&e)))
+                    .move_job(id, to, Some(one_line(&e)))
                     .and_then(|_| {
                         self.db.update_job(id, |j| {
                             j.error = Some(WireError::from(&e));
@@ -300,14 +299,6 @@ impl Inner {
             .filter(|j| j.state == JobState::Queued && j.id < id)
             .count();
         (running + queued) as u64
-    }
-}
-
-/// A failure as one line, with its hint.
-pub fn reason(e: &Error) -> String {
-    match e.hint_text() {
-        Some(h) => format!("{e} ({h})"),
-        None => e.to_string(),
     }
 }
 

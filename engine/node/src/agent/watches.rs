@@ -10,8 +10,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Inner;
-use crate::agent::log::JobLog;
-use crate::watch::runner::{self, Live};
+use crate::log::JobLog;
+use crate::watch::live::{self, Live};
+use crate::watch::runner;
 use crate::watch::{Owner, Watch, WatchSpec, WatchState, WatchView};
 use sealvol_core::error::{Error, ErrorKind, Result};
 
@@ -216,7 +217,7 @@ impl Inner {
     fn view_of(&self, w: Watch) -> WatchView {
         match (w.state, self.watches.live(w.id)) {
             (WatchState::Active, Some(live)) => live.view(w),
-            _ => runner::still(w),
+            _ => live::still(w),
         }
     }
 

@@ -1,6 +1,9 @@
 //! Watches: a folder a trainer writes checkpoints into becomes sealed versions, each
 //! pushed once it has settled (`settle`), only its new chunks written, tags moved, and
-//! older versions moved to the trash by the retention rules (`retention`).
+//! older versions moved to the trash by the retention rules (`retention`). `names`
+//! says which names are checkpoints, steps and temporary files; `notifier` hears
+//! changes (inotify, or polling); `push` pushes one checkpoint and abandons it if it
+//! changes meanwhile; `live` is what a running watch is doing, for those who ask.
 //!
 //! A watch is a durable record of the agent (`Watch`, in the state database), like a
 //! sync job: the agent runs every active one on its own thread (`runner`), and an
@@ -9,8 +12,10 @@
 //! checkpoint folder, so no checkpoint is pushed twice, and a checkpoint that
 //! retention trashed is not brought back by a later catch-up.
 
+pub mod live;
 pub mod names;
 pub mod notifier;
+mod push;
 pub mod retention;
 pub mod runner;
 pub mod settle;

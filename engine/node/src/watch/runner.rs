@@ -5,28 +5,24 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::names::{TagTemplate, has_temporary, is_temporary, step_of};
+use super::live::Live;
+use super::names::{TagTemplate, is_temporary, step_of};
 use super::notifier::{self, Mode, Notifier, Signal};
-use super::retention::{self, Kept};
 use super::settle::{Fingerprint, writer_under};
-use super::{Layout, Outcome, Phase, PushRecord, SealedCheckpoint, Watch, WatchState, WatchView};
-use crate::agent::log::JobLog;
+use super::{Layout, Outcome, Phase, Watch, WatchState};
+use crate::log::JobLog;
 use crate::state::StateDb;
-use sealvol_core::error::{Error, ErrorKind, Result};
-use sealvol_core::progress::Progress;
-use sealvol_core::push::{self, PushOptions, PushReport, SealGuard};
-use sealvol_core::refs::{Name, VolumeName};
-use sealvol_core::registry::now_rfc3339;
+use sealvol_core::error::{ErrorKind, Result};
+use sealvol_core::refs::VolumeName;
 use sealvol_core::repo::Repository;
 
 /// How often the runner looks at its checkpoints when nothing happens.
-const TICK: Duration = Duration::from_millis(250);
+pub(super) const TICK: Duration = Duration::from_millis(250);
 /// How often the runner wakes when no checkpoint is pending.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 /// How often a missing folder is looked for.
@@ -34,68 +30,10 @@ const LOOK_FOR_DIR: Duration = Duration::from_secs(1);
 /// How often the open files of other processes are read for one checkpoint.
 const WRITER_CHECK: Duration = Duration::from_secs(1);
 /// A failed push is tried again after this, doubling up to `MAX_BACKOFF`.
-const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// How often the process that owns a foreground watch is checked for.
 const OWNER_CHECK: Duration = Duration::from_secs(1);
-
-/// What a running watch is doing, shared with whoever asks (`watch show`, the console).
-#[derive(Default)]
-pub struct Live {
-    inner: Mutex<LiveState>,
-}
-
-#[derive(Default)]
-struct LiveState {
-    phase: Option<Phase>,
-    notifier: Option<String>,
-    pending: Vec<String>,
-}
-
-impl Live {
-    fn set(&self, phase: Phase) {
-        if let Ok(mut s) = self.inner.lock() {
-            s.phase = Some(phase);
-        }
-    }
-
-    fn update(&self, f: impl FnOnce(&mut LiveState)) {
-        if let Ok(mut s) = self.inner.lock() {
-            f(&mut s);
-        }
-    }
-
-    /// The record with what its runner is doing now.
-    pub fn view(&self, watch: Watch) -> WatchView {
-        let s = self.inner.lock().ok();
-        let phase = s
-            .as_ref()
-            .and_then(|s| s.phase.clone())
-            .unwrap_or(Phase::Idle);
-        WatchView {
-            now: phase,
-            notifier: s.as_ref().and_then(|s| s.notifier.clone()),
-            pending: s.map(|s| s.pending.clone()).unwrap_or_default(),
-            watch,
-        }
-    }
-}
-
-/// A record with no runner: stopped, or waiting for an agent.
-pub fn still(watch: Watch) -> WatchView {
-    let phase = match watch.state {
-        WatchState::Stopped => Phase::Stopped,
-        WatchState::Active => Phase::Waiting {
-            why: "no agent runs it yet".into(),
-        },
-    };
-    WatchView {
-        watch,
-        now: phase,
-        notifier: None,
-        pending: Vec::new(),
-    }
-}
 
 pub struct Context<'a> {
     pub repo: &'a Repository,
@@ -113,40 +51,40 @@ pub fn run(id: u64, ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-struct Candidate {
-    path: PathBuf,
-    step: Option<u64>,
+pub(super) struct Candidate {
+    pub(super) path: PathBuf,
+    pub(super) step: Option<u64>,
     /// The newest change event seen for it.
-    last_event: Option<Instant>,
+    pub(super) last_event: Option<Instant>,
     /// Not looked at again before this.
-    not_before: Instant,
+    pub(super) not_before: Instant,
     /// Its stamps could not tell (a clock ahead): the fingerprint and since when it held.
-    stable: Option<(Fingerprint, Instant)>,
+    pub(super) stable: Option<(Fingerprint, Instant)>,
     /// It cannot be sealed as it is (a socket inside, say): left until it changes.
-    blocked: bool,
+    pub(super) blocked: bool,
 }
 
-struct Runner<'a> {
-    ctx: &'a Context<'a>,
-    watch: Watch,
-    volume: VolumeName,
-    templates: Vec<TagTemplate>,
-    dir: PathBuf,
-    settle: Duration,
-    log: JobLog,
-    tx: Sender<Signal>,
-    rx: Receiver<Signal>,
-    notifier: Option<(Notifier, Mode)>,
+pub(super) struct Runner<'a> {
+    pub(super) ctx: &'a Context<'a>,
+    pub(super) watch: Watch,
+    pub(super) volume: VolumeName,
+    pub(super) templates: Vec<TagTemplate>,
+    pub(super) dir: PathBuf,
+    pub(super) settle: Duration,
+    pub(super) log: JobLog,
+    pub(super) tx: Sender<Signal>,
+    pub(super) rx: Receiver<Signal>,
+    pub(super) notifier: Option<(Notifier, Mode)>,
     /// The folder as the kernel names it (events and `/proc` use it).
-    canon: PathBuf,
+    pub(super) canon: PathBuf,
     /// Which folder that was when it was opened: (device, inode).
-    opened: (u64, u64),
-    candidates: BTreeMap<String, Candidate>,
-    backoff: Duration,
+    pub(super) opened: (u64, u64),
+    pub(super) candidates: BTreeMap<String, Candidate>,
+    pub(super) backoff: Duration,
     /// Sealed checkpoints found changed afterwards, said once each.
-    noted: std::collections::HashSet<String>,
-    said_polling: bool,
-    owner_checked: Instant,
+    pub(super) noted: std::collections::HashSet<String>,
+    pub(super) said_polling: bool,
+    pub(super) owner_checked: Instant,
 }
 
 impl<'a> Runner<'a> {
@@ -175,7 +113,7 @@ impl<'a> Runner<'a> {
         })
     }
 
-    fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.ctx.stop.load(Ordering::SeqCst)
     }
 
@@ -314,7 +252,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn hear(&mut self, sig: Signal) {
+    pub(super) fn hear(&mut self, sig: Signal) {
         match sig {
             Signal::Changed { paths, at } => {
                 for p in paths {
@@ -421,7 +359,7 @@ impl<'a> Runner<'a> {
         self.publish_pending();
     }
 
-    fn publish_pending(&self) {
+    pub(super) fn publish_pending(&self) {
         let mut order: Vec<(&Option<u64>, &String)> =
             self.candidates.iter().map(|(n, c)| (&c.step, n)).collect();
         order.sort();
@@ -438,7 +376,7 @@ impl<'a> Runner<'a> {
             .min_by_key(|(n, c)| (c.step, (*n).clone()))
             .map(|(n, _)| n.clone());
         let Some(name) = next else {
-            if !matches!(self.live_phase(), Some(Phase::Failed { .. })) {
+            if !matches!(self.ctx.live.phase(), Some(Phase::Failed { .. })) {
                 self.ctx.live.set(Phase::Idle);
             }
             return;
@@ -446,15 +384,6 @@ impl<'a> Runner<'a> {
         if let Some(fp) = self.settled(&name) {
             self.push(&name, fp);
         }
-    }
-
-    fn live_phase(&self) -> Option<Phase> {
-        self.ctx
-            .live
-            .inner
-            .lock()
-            .ok()
-            .and_then(|s| s.phase.clone())
     }
 
     /// The checkpoint's fingerprint if it has settled; otherwise says why not.
@@ -555,269 +484,6 @@ impl<'a> Runner<'a> {
         }
         Some(fp)
     }
-
-    fn tags_for(&self, step: Option<u64>) -> Result<Vec<Name>> {
-        // A tag that moves (`latest`) follows the newest step, not a late straggler.
-        let newest = match (step, self.watch.top_step()) {
-            (Some(s), Some(top)) => s >= top,
-            _ => true,
-        };
-        self.templates
-            .iter()
-            .filter(|t| t.per_step() || newest)
-            .map(|t| t.expand(step))
-            .collect()
-    }
-
-    fn push(&mut self, name: &str, fp: Fingerprint) {
-        let Some(c) = self.candidates.get(name) else {
-            return;
-        };
-        let (path, step) = (c.path.clone(), c.step);
-        let tags = match self.tags_for(step) {
-            Ok(t) => t,
-            Err(e) => {
-                self.fail(name, &e);
-                return;
-            }
-        };
-        let bytes_total = fp.bytes;
-        let newest_ns = fp.newest_ns;
-        self.ctx.live.set(Phase::Pushing {
-            name: name.to_string(),
-            bytes_done: 0,
-            bytes_total,
-        });
-        let guard = Guard {
-            dir: path.clone(),
-            canon: self.canon.clone(),
-            layout: self.watch.spec.layout,
-            name: name.to_string(),
-            fingerprint: fp,
-            rx: &self.rx,
-            heard: Mutex::new(Vec::new()),
-        };
-        let progress = Gauge {
-            live: self.ctx.live,
-            name: name.to_string(),
-            total: std::sync::atomic::AtomicU64::new(bytes_total),
-            done: std::sync::atomic::AtomicU64::new(0),
-        };
-        let started = Instant::now();
-        let result = push::push(
-            self.ctx.repo,
-            &path,
-            &self.volume,
-            &tags,
-            &PushOptions {
-                source: None,
-                stat_cache: Some(self.ctx.db),
-                progress: &progress,
-                cancel: Some(self.ctx.stop),
-                guard: Some(&guard),
-            },
-        );
-        let heard = guard.heard.into_inner().unwrap_or_default();
-        for sig in heard {
-            self.hear(sig);
-        }
-        match result {
-            Ok(report) => {
-                self.backoff = FIRST_BACKOFF;
-                self.sealed(name, step, &report, started, newest_ns, &tags);
-            }
-            Err(e) if e.kind() == ErrorKind::Cancelled && self.stopping() => {}
-            Err(e) if e.kind() == ErrorKind::Changed => {
-                self.log.line(&format!(
-                    "{name} changed while it was pushed; nothing sealed, tried again once it settles ({e})"
-                ));
-                self.record_failure(name, Outcome::Abandoned, &e);
-                if let Some(c) = self.candidates.get_mut(name) {
-                    c.last_event = Some(Instant::now());
-                    c.not_before = Instant::now();
-                }
-                self.ctx.live.set(Phase::Settling {
-                    name: name.to_string(),
-                    left_secs: self.settle.as_secs_f64(),
-                    why: "changed while it was pushed".into(),
-                });
-            }
-            Err(e) if e.kind() == ErrorKind::Invalid => {
-                self.log.line(&format!(
-                    "{name} cannot be sealed as it is: {e}; waiting for it to change"
-                ));
-                self.record_failure(name, Outcome::Failed, &e);
-                if let Some(c) = self.candidates.get_mut(name) {
-                    c.blocked = true;
-                }
-            }
-            Err(e) => self.fail(name, &e),
-        }
-    }
-
-    /// A push that failed for a reason outside the checkpoint (the repository, the
-    /// disk): tried again after a growing pause.
-    fn fail(&mut self, name: &str, e: &Error) {
-        let reason = crate::agent::reason(e);
-        self.log.line(&format!("{name}: push failed: {reason}"));
-        self.record_failure(name, Outcome::Failed, e);
-        self.ctx.live.set(Phase::Failed {
-            reason,
-            retry_secs: self.backoff.as_secs_f64(),
-        });
-        if let Some(c) = self.candidates.get_mut(name) {
-            c.not_before = Instant::now() + self.backoff;
-        }
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-    }
-
-    fn record_failure(&mut self, name: &str, outcome: Outcome, e: &Error) {
-        let step = self.candidates.get(name).and_then(|c| c.step);
-        let rec = PushRecord {
-            at: now_rfc3339(),
-            name: name.to_string(),
-            step,
-            outcome,
-            digest: None,
-            bytes_total: 0,
-            bytes_new: 0,
-            files_read: 0,
-            files_unchanged: 0,
-            push_secs: 0.0,
-            latency_secs: None,
-            tags: Vec::new(),
-            trashed: Vec::new(),
-            reason: Some(crate::agent::reason(e)),
-        };
-        self.save(|w| {
-            w.push_record(rec);
-            Ok(())
-        });
-    }
-
-    fn sealed(
-        &mut self,
-        name: &str,
-        step: Option<u64>,
-        report: &PushReport,
-        started: Instant,
-        newest_ns: i128,
-        tags: &[Name],
-    ) {
-        let digest = report.digest.to_string();
-        let now_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i128);
-        let latency_secs =
-            (newest_ns > 0 && now_ns > newest_ns).then(|| (now_ns - newest_ns) as f64 / 1e9);
-        // A flat folder that settled with the files of its last version: nothing new.
-        let repeat = self.watch.spec.layout == Layout::Flat
-            && self.watch.last_sealed().is_some_and(|s| s.digest == digest);
-        let outcome = if report.sealed_new {
-            Outcome::Sealed
-        } else {
-            Outcome::Unchanged
-        };
-        let mut rec = PushRecord {
-            at: now_rfc3339(),
-            name: name.to_string(),
-            step,
-            outcome,
-            digest: Some(digest.clone()),
-            bytes_total: report.stats.bytes,
-            bytes_new: report.stats.new_bytes,
-            files_read: report.stats.files - report.files_unchanged,
-            files_unchanged: report.files_unchanged,
-            push_secs: started.elapsed().as_secs_f64(),
-            latency_secs,
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            trashed: Vec::new(),
-            reason: None,
-        };
-        self.log.line(&format!(
-            "{name}: {} {} ({} new of {} bytes, {:.3} s)",
-            if report.sealed_new {
-                "sealed"
-            } else {
-                "already sealed as"
-            },
-            report.pinned_ref(),
-            rec.bytes_new,
-            rec.bytes_total,
-            rec.push_secs
-        ));
-        self.candidates.remove(name);
-        let sealed = SealedCheckpoint {
-            name: name.to_string(),
-            step,
-            digest,
-            sealed_at: now_rfc3339(),
-            trashed: false,
-        };
-        self.save(|w| {
-            if !repeat {
-                w.sealed.push(sealed);
-            }
-            Ok(())
-        });
-        rec.trashed = self.retain();
-        self.save(|w| {
-            w.push_record(rec);
-            Ok(())
-        });
-        self.publish_pending();
-        self.ctx.live.set(Phase::Idle);
-    }
-
-    /// Moves what the retention rules let go to the trash; returns their digests.
-    fn retain(&mut self) -> Vec<String> {
-        let mut trashed = Vec::new();
-        for i in retention::doomed(&self.watch) {
-            let s = self.watch.sealed[i].clone();
-            match retention::trash_one(
-                self.ctx.repo,
-                &self.volume,
-                &self.templates,
-                s.step,
-                &s.digest,
-            ) {
-                Ok(Kept::Trashed) => {
-                    self.log.line(&format!(
-                        "retention: {} ({}) moved to the trash",
-                        s.name, s.digest
-                    ));
-                    trashed.push(s.digest.clone());
-                    self.mark_trashed(&s.digest);
-                }
-                Ok(Kept::Gone) => self.mark_trashed(&s.digest),
-                Ok(Kept::Held(why)) => {
-                    tracing::debug!("retention keeps {}: {why}", s.name);
-                }
-                Err(e) => {
-                    self.log
-                        .line(&format!("retention: cannot trash {}: {e}", s.name));
-                }
-            }
-        }
-        trashed
-    }
-
-    fn mark_trashed(&mut self, digest: &str) {
-        self.save(|w| {
-            for s in w.sealed.iter_mut().filter(|s| s.digest == digest) {
-                s.trashed = true;
-            }
-            Ok(())
-        });
-    }
-
-    /// Changes the record in the database and keeps the runner's copy in step.
-    fn save(&mut self, f: impl FnOnce(&mut Watch) -> Result<()>) {
-        match self.ctx.db.update_watch(self.watch.id, f) {
-            Ok(w) => self.watch = w,
-            Err(e) => tracing::error!("watch {}: cannot update its record: {e}", self.watch.id),
-        }
-    }
 }
 
 /// A folder's (device, inode), if it is a folder.
@@ -829,95 +495,4 @@ fn identity(dir: &Path) -> Option<(u64, u64)> {
 
 fn round(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64 / 100 * 100)
-}
-
-/// The watch's side of a push: temporary files left out, and a last look before the
-/// seal that abandons it when the checkpoint changed while it was read.
-struct Guard<'a> {
-    dir: PathBuf,
-    canon: PathBuf,
-    layout: Layout,
-    name: String,
-    fingerprint: Fingerprint,
-    rx: &'a Receiver<Signal>,
-    /// Signals taken off the channel meanwhile, for the runner to hear afterwards.
-    heard: Mutex<Vec<Signal>>,
-}
-
-impl Guard<'_> {
-    fn touches(&self, sig: &Signal) -> bool {
-        match sig {
-            Signal::Rescan | Signal::Lost => true,
-            Signal::Failed(_) => false,
-            Signal::Changed { paths, .. } => paths.iter().any(|p| {
-                let Ok(rel) = p.strip_prefix(&self.canon) else {
-                    return false;
-                };
-                match self.layout {
-                    Layout::Flat => true,
-                    Layout::Steps => rel
-                        .components()
-                        .next()
-                        .is_some_and(|c| c.as_os_str() == self.name.as_str()),
-                }
-            }),
-        }
-    }
-}
-
-impl SealGuard for Guard<'_> {
-    fn skip(&self, path: &str) -> bool {
-        has_temporary(path)
-    }
-
-    fn still_settled(&self) -> Result<()> {
-        let changed = || {
-            Error::new(
-                ErrorKind::Changed,
-                format!("{} changed while it was being pushed", self.dir.display()),
-            )
-        };
-        let mut touched = false;
-        if let Ok(mut heard) = self.heard.lock() {
-            while let Ok(sig) = self.rx.try_recv() {
-                touched |= self.touches(&sig);
-                heard.push(sig);
-            }
-        }
-        if touched || Fingerprint::of(&self.dir).ok().as_ref() != Some(&self.fingerprint) {
-            return Err(changed());
-        }
-        Ok(())
-    }
-}
-
-/// A push's progress as the watch's phase.
-struct Gauge<'a> {
-    live: &'a Live,
-    name: String,
-    total: std::sync::atomic::AtomicU64,
-    done: std::sync::atomic::AtomicU64,
-}
-
-impl Progress for Gauge<'_> {
-    fn begin(&self, _phase: &str, bytes: u64, _files: u64) {
-        self.total.store(bytes, Ordering::Relaxed);
-        self.done.store(0, Ordering::Relaxed);
-        self.show();
-    }
-
-    fn advance(&self, bytes: u64) {
-        self.done.fetch_add(bytes, Ordering::Relaxed);
-        self.show();
-    }
-}
-
-impl Gauge<'_> {
-    fn show(&self) {
-        self.live.set(Phase::Pushing {
-            name: self.name.clone(),
-            bytes_done: self.done.load(Ordering::Relaxed),
-            bytes_total: self.total.load(Ordering::Relaxed),
-        });
-    }
 }

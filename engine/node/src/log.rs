@@ -1,12 +1,21 @@
-//! A job's own log, `<state>/jobs/<id>.log`: what happened to it in words, one line
-//! each, kept after the job ends (`sealvol jobs logs ID`). Never a secret's value:
-//! only what the sync chooses to say.
+//! The logs of jobs and watches, `<state>/jobs/<id>.log` and `<state>/watches/<id>.log`:
+//! what happened to each in words, one line each, kept after it ends (`sealvol jobs logs
+//! ID`, `sealvol watch logs ID`). Never a secret's value: only what the work chooses to
+//! say. And the one-line form of a failure that such lines and records carry.
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sealvol_core::error::{Error, Result};
+
+/// A failure as one line, with its hint.
+pub fn one_line(e: &Error) -> String {
+    match e.hint_text() {
+        Some(h) => format!("{e} ({h})"),
+        None => e.to_string(),
+    }
+}
 use sealvol_core::registry::now_rfc3339;
 
 #[derive(Debug, Clone)]
