@@ -641,6 +641,61 @@ fn an_empty_checkpoint_folder_waits_for_its_files_and_a_replaced_folder_is_follo
 }
 
 #[test]
+fn out_of_inotify_watches_the_watch_polls_and_says_so() {
+    let env = Env::new();
+    let run = env.path("run");
+    for i in 1..=3u64 {
+        write(&run.join(format!("checkpoint-{i}/w.bin")), &noise(4096, i));
+    }
+    // A user namespace of its own, whose inotify watch limit (per user namespace) the
+    // test lowers to 2 without touching the rest of the machine: the watch of the run
+    // and its three checkpoint folders needs 4.
+    let mut c = Command::new("unshare");
+    for (k, v) in env.cmd().get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let script = "echo 2 > /proc/sys/fs/inotify/max_user_watches && exec \"$0\" \"$@\"";
+    let watch = c
+        .args(["-Ur", "sh", "-c", script, env!("CARGO_BIN_EXE_sealvol")])
+        .args([
+            "volume",
+            "watch",
+            run.to_str().unwrap(),
+            "w/poll",
+            "--settle",
+            "500ms",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux)");
+    let watch = Proc(watch);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
+        assert!(Instant::now() < deadline, "the watch did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v = wait_for(&env, "1", "sealed all three by polling", |v| {
+        sealed(v).len() == 3
+    });
+    let how = v["notifier"].as_str().unwrap();
+    assert!(
+        how.starts_with("polling") && how.contains("inotify refused"),
+        "{how}"
+    );
+    let log = env.ok(&["watch", "logs", "1"]);
+    assert_eq!(
+        log.matches("change events: polling").count(),
+        1,
+        "said once: {log}"
+    );
+    drop(watch);
+}
+
+#[test]
 fn bad_watch_inputs_are_refused_with_nothing_recorded() {
     let env = Env::new();
     let run = env.path("run");
