@@ -284,3 +284,51 @@ fn a_watch_from_another_terminal_runs_in_the_console_and_stops_by_keyboard() {
         "checkpoint-40"
     );
 }
+
+#[test]
+fn quitting_the_console_hands_its_watches_to_a_background_agent() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 120, 36);
+    t.wait_for("tiny-llama");
+    let run = env.path("run");
+    common::write(&run.join("step_1/w.bin"), &common::noise(1 << 16, 1));
+    let id = env.ok(&[
+        "volume",
+        "watch",
+        run.to_str().unwrap(),
+        "weights/handed",
+        "--detach",
+        "--settle",
+        "500ms",
+    ]);
+    assert_eq!(id.trim(), "1", "the watch went to the console's agent");
+    let sealed = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let v: serde_json::Value =
+                serde_json::from_str(&env.ok(&["watch", "show", "1", "--json"])).unwrap();
+            if v["watch"]["sealed"].as_array().unwrap().len() == n {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "{v:#}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    sealed(1);
+    t.keys(&["q"]);
+    let s = t.wait_for("EXITED-0");
+    assert!(s.contains("go on in a background agent"), "{s}");
+    let pid: i32 = s
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {s}"));
+    // Written after the console quit: the background agent seals it.
+    common::write(&run.join("step_2/w.bin"), &common::noise(1 << 16, 2));
+    let v = sealed(2);
+    assert_eq!(v["watch"]["sealed"][1]["name"], "step_2");
+    env.ok(&["watch", "stop", "1"]);
+    // SAFETY: the background agent this test caused; it would exit idle in a minute.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+}

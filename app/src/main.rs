@@ -165,11 +165,12 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
             Err(e)
         }
     })?;
-    sealvol_console::run(
+    let (jobs, hosted) = commands::jobs::agent_for_console(ctx);
+    let result = sealvol_console::run(
         std::sync::Arc::new(sealvol_node::api::Node {
             repo,
             state: ctx.settings.state.clone(),
-            jobs: commands::jobs::agent_for_console(ctx),
+            jobs: jobs.clone(),
         }),
         sealvol_console::Options {
             readonly,
@@ -177,5 +178,9 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
             keymap,
         },
     )
-    .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e))
+    .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e));
+    if let (true, Some(agent)) = (hosted, jobs) {
+        commands::jobs::hand_over(ctx, agent)?;
+    }
+    result
 }

@@ -15,6 +15,7 @@ use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_node::log as job_log;
 use sealvol_node::source::{Connector, SourceUrl};
 use sealvol_node::sync;
+use sealvol_node::watch::WatchState;
 
 use super::Ctx;
 use crate::cli::JobsCommand;
@@ -46,19 +47,64 @@ impl Host {
             Host::Local(a) => a.as_ref(),
         }
     }
+
+    /// Done with the agent: a hosted one hands what goes on to a background agent.
+    pub(super) fn end(self, ctx: &Ctx) -> Result<()> {
+        match self {
+            Host::Remote(_) => Ok(()),
+            Host::Local(a) => hand_over(ctx, std::sync::Arc::new(*a)),
+        }
+    }
 }
 
 /// The agent for the console: the running one, or this process becomes it (and runs
-/// queued jobs while the console is open). `None`, with a warning, if neither works.
-pub fn agent_for_console(ctx: &Ctx) -> Option<std::sync::Arc<dyn JobsApi>> {
+/// queued jobs and watches while the console is open). `None`, with a warning, if
+/// neither works. `true` when this process hosts it (see `hand_over`).
+pub fn agent_for_console(ctx: &Ctx) -> (Option<std::sync::Arc<dyn JobsApi>>, bool) {
     match connect_or_host(ctx, true) {
-        Ok(Host::Remote(c)) => Some(std::sync::Arc::new(c)),
-        Ok(Host::Local(a)) => Some(std::sync::Arc::new(*a)),
+        Ok(Host::Remote(c)) => (Some(std::sync::Arc::new(c)), false),
+        Ok(Host::Local(a)) => (Some(std::sync::Arc::new(*a)), true),
         Err(e) => {
             tracing::warn!("the console runs without the agent: {e}");
-            None
+            (None, false)
         }
     }
+}
+
+/// Ends the agent this process hosted. If it still has work that is not this
+/// process's own (detached watches, queued or running jobs), a background agent takes
+/// it up, so that quitting the console or a foreground command does not pause it.
+pub fn hand_over(ctx: &Ctx, agent: std::sync::Arc<dyn JobsApi>) -> Result<()> {
+    let me = std::process::id();
+    let watches = agent.watches().unwrap_or_default();
+    let detached = watches
+        .iter()
+        .filter(|v| v.watch.state == WatchState::Active)
+        .filter(|v| v.watch.owner.as_ref().is_none_or(|o| o.pid != me))
+        .count();
+    let jobs = agent
+        .list()
+        .unwrap_or_default()
+        .iter()
+        .filter(|j| !j.state.is_final())
+        .count();
+    // The agent stops when the last handle goes: a console task may still hold one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::sync::Arc::strong_count(&agent) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(agent);
+    if detached + jobs == 0 {
+        return Ok(());
+    }
+    let c = agent_in_background(ctx)?;
+    if !ctx.quiet {
+        eprintln!(
+            "{detached} watch(es) and {jobs} job(s) go on in a background agent (pid {}); `sealvol watch ls`, `sealvol jobs ls`",
+            c.pid
+        );
+    }
+    Ok(())
 }
 
 /// What the agent reaches remote sources with: every kind this binary knows.

@@ -155,7 +155,7 @@ pub fn start(ctx: &Ctx, r: WatchRequest) -> Result<()> {
             view.watch.sealed.len()
         );
     }
-    Ok(())
+    host.end(ctx)
 }
 
 /// The pushes recorded after `last` (all of them when `last` is gone from the history).
