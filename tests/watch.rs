@@ -560,7 +560,7 @@ fn a_checkpoint_of_ten_thousand_files_is_sealed_once() {
     std::fs::rename(&staging, run.join("checkpoint-1")).unwrap();
     let v = wait_for(&env, id, "sealed it", |v| sealed(v).len() == 1);
     assert_eq!(sealed(&v)[0].1, digest(&env, &run.join("checkpoint-1")));
-    assert_eq!(v["watch"]["pushes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["watch"]["pushes"].as_array().unwrap().len(), 1, "{v:#}");
     let files: Value =
         serde_json::from_str(&env.ok(&["volume", "files", "w/many", "--json"])).unwrap();
     assert_eq!(files["files"].as_array().unwrap().len(), 10_000);

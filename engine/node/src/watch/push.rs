@@ -37,7 +37,7 @@ impl Runner<'_> {
             .collect()
     }
 
-    pub(super) fn push(&mut self, name: &str, fp: Fingerprint) {
+    pub(super) fn push(&mut self, name: &str, fp: Fingerprint, listed: Instant) {
         let Some(c) = self.candidates.get(name) else {
             return;
         };
@@ -62,6 +62,7 @@ impl Runner<'_> {
             layout: self.watch.spec.layout,
             name: name.to_string(),
             fingerprint: fp,
+            listed,
             rx: &self.rx,
             heard: Mutex::new(Vec::new()),
         };
@@ -215,6 +216,7 @@ impl Runner<'_> {
             rec.push_secs
         ));
         self.candidates.remove(name);
+        self.sealed_here.insert(name.to_string(), Instant::now());
         let sealed = SealedCheckpoint {
             name: name.to_string(),
             step,
@@ -296,6 +298,8 @@ struct Guard<'a> {
     layout: Layout,
     name: String,
     fingerprint: Fingerprint,
+    /// When that fingerprint's listing began.
+    listed: Instant,
     rx: &'a Receiver<Signal>,
     /// Signals taken off the channel meanwhile, for the runner to hear afterwards.
     heard: Mutex<Vec<Signal>>,
@@ -306,6 +310,9 @@ impl Guard<'_> {
         match sig {
             Signal::Rescan | Signal::Lost => true,
             Signal::Failed(_) => false,
+            // Heard late (the debouncer holds events a moment): the listing the push
+            // settled on already shows it.
+            Signal::Changed { at, .. } if *at < self.listed => false,
             Signal::Changed { paths, .. } => paths.iter().any(|p| {
                 let Ok(rel) = p.strip_prefix(&self.canon) else {
                     return false;
@@ -376,5 +383,54 @@ impl Gauge<'_> {
             bytes_done: self.done.load(Ordering::Relaxed),
             bytes_total: self.total.load(Ordering::Relaxed),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn an_event_heard_late_is_no_change_but_one_after_the_listing_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let canon = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(canon.join("checkpoint-1")).unwrap();
+        std::fs::write(canon.join("checkpoint-1/w.bin"), b"w").unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let before = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        let guard = Guard {
+            dir: canon.join("checkpoint-1"),
+            canon: canon.clone(),
+            layout: Layout::Steps,
+            name: "checkpoint-1".into(),
+            fingerprint: Fingerprint::of(&canon.join("checkpoint-1")).unwrap(),
+            listed: Instant::now(),
+            rx: &rx,
+            heard: Mutex::new(Vec::new()),
+        };
+        let inside = vec![canon.join("checkpoint-1/w.bin")];
+        // The rename that made it, delivered while it was pushed: already listed.
+        tx.send(Signal::Changed {
+            paths: inside.clone(),
+            at: before,
+        })
+        .unwrap();
+        // Another checkpoint's write: not this one's business.
+        tx.send(Signal::Changed {
+            paths: vec![canon.join("checkpoint-2/w.bin")],
+            at: Instant::now(),
+        })
+        .unwrap();
+        assert!(guard.still_settled().is_ok());
+        assert_eq!(guard.heard.lock().unwrap().len(), 2, "kept for the runner");
+        tx.send(Signal::Changed {
+            paths: inside,
+            at: Instant::now(),
+        })
+        .unwrap();
+        let e = guard.still_settled().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Changed);
     }
 }

@@ -81,6 +81,8 @@ pub(super) struct Runner<'a> {
     pub(super) opened: (u64, u64),
     pub(super) candidates: BTreeMap<String, Candidate>,
     pub(super) backoff: Duration,
+    /// When this runner sealed each checkpoint it sealed.
+    pub(super) sealed_here: std::collections::HashMap<String, Instant>,
     /// Sealed checkpoints found changed afterwards, said once each.
     pub(super) noted: std::collections::HashSet<String>,
     pub(super) said_polling: bool,
@@ -107,6 +109,7 @@ impl<'a> Runner<'a> {
             opened: (0, 0),
             candidates: BTreeMap::new(),
             backoff: FIRST_BACKOFF,
+            sealed_here: Default::default(),
             noted: Default::default(),
             said_polling: false,
             owner_checked: Instant::now(),
@@ -327,7 +330,11 @@ impl<'a> Runner<'a> {
                     return;
                 }
                 if let Some(s) = self.watch.sealed(name) {
-                    if at.is_some() && self.noted.insert(name.to_string()) {
+                    // An event from before this runner sealed it is one the seal saw.
+                    let after_seal = at.is_some_and(|t| {
+                        self.sealed_here.get(name).is_none_or(|sealed| t > *sealed)
+                    });
+                    if after_seal && self.noted.insert(name.to_string()) {
                         self.log.line(&format!(
                             "{name} changed after it was sealed as {}; a checkpoint is pushed once",
                             s.digest
@@ -381,13 +388,15 @@ impl<'a> Runner<'a> {
             }
             return;
         };
-        if let Some(fp) = self.settled(&name) {
-            self.push(&name, fp);
+        if let Some((fp, at)) = self.settled(&name) {
+            self.push(&name, fp, at);
         }
     }
 
     /// The checkpoint's fingerprint if it has settled; otherwise says why not.
-    fn settled(&mut self, name: &str) -> Option<Fingerprint> {
+    /// Also returns when its listing was taken: a change event from before then is one
+    /// that listing already shows.
+    fn settled(&mut self, name: &str) -> Option<(Fingerprint, Instant)> {
         let settle = self.settle;
         let now = Instant::now();
         let c = self.candidates.get_mut(name)?;
@@ -415,6 +424,7 @@ impl<'a> Runner<'a> {
                 return None;
             }
         }
+        let listed = Instant::now();
         let fp = match Fingerprint::of(&c.path) {
             Ok(fp) => fp,
             Err(e) if e.kind() == ErrorKind::Invalid => {
@@ -482,7 +492,7 @@ impl<'a> Runner<'a> {
             c.not_before = now + WRITER_CHECK;
             return None;
         }
-        Some(fp)
+        Some((fp, listed))
     }
 }
 
