@@ -126,7 +126,6 @@ const COLUMNS: [Column; 6] = [
 
 fn phase_role(phase: &str) -> Role {
     match phase {
-        "pushing" | "settling" => Role::Gauge,
         "failed" => Role::Danger,
         "stopped" => Role::Dim,
         "idle" => Role::Ok,
