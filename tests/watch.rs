@@ -80,6 +80,15 @@ fn detach(env: &Env, dir: &Path, volume: &str, extra: &[&str]) -> String {
     env.ok(&args).trim().to_string()
 }
 
+/// Waits until a foreground `volume watch` has made watch 1.
+fn wait_for_watch_1(env: &Env) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
+        assert!(Instant::now() < deadline, "the watch did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn view(env: &Env, id: &str) -> Value {
     serde_json::from_str(&env.ok(&["watch", "show", id, "--json"])).expect("watch show --json")
 }
@@ -156,11 +165,7 @@ fn a_slow_trainer_s_checkpoints_each_become_one_version_and_none_half_written() 
         .spawn()
         .expect("sealvol volume watch");
     // The folder does not exist yet: the watch waits for it.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
-        assert!(Instant::now() < deadline, "the watch did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_watch_1(&env);
     let v = wait_for(&env, "1", "waited for its folder", |v| {
         v["now"]["phase"] == "waiting"
     });
@@ -673,11 +678,7 @@ fn out_of_inotify_watches_the_watch_polls_and_says_so() {
         .spawn()
         .expect("unshare (util-linux)");
     let watch = Proc(watch);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
-        assert!(Instant::now() < deadline, "the watch did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_watch_1(&env);
     let v = wait_for(&env, "1", "sealed all three by polling", |v| {
         sealed(v).len() == 3
     });

@@ -3,7 +3,7 @@
 //! stops it on ctrl-c; with `--detach` the agent keeps it until `watch stop`.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -62,12 +62,7 @@ fn spec(ctx: &Ctx, r: &WatchRequest) -> Result<WatchSpec> {
         keep_every: r.keep_every,
         poll: r.poll,
     };
-    let forbidden: Vec<PathBuf> = [ctx.settings.repo.as_path(), ctx.settings.state.as_path()]
-        .iter()
-        .filter_map(|p| p.canonicalize().ok())
-        .collect();
-    let refs: Vec<&Path> = forbidden.iter().map(PathBuf::as_path).collect();
-    spec.check(&refs)?;
+    spec.check(&[&ctx.settings.repo, &ctx.settings.state])?;
     Ok(spec)
 }
 

@@ -131,8 +131,9 @@ impl WatchSpec {
             }
             _ => {}
         }
-        for f in forbidden {
-            if dir.starts_with(f) || f.starts_with(dir) {
+        // Compared as the kernel names them; one that does not exist yet holds nothing.
+        for f in forbidden.iter().filter_map(|f| f.canonicalize().ok()) {
+            if dir.starts_with(&f) || f.starts_with(dir) {
                 return Err(Error::invalid(format!(
                     "{} overlaps {}, which sealvol itself writes to",
                     self.dir,
