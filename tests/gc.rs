@@ -197,6 +197,55 @@ fn gc_refuses_to_delete_anything_when_a_manifest_cannot_be_read() {
     assert_eq!(walk_files(&env.repo.join("packs")), packs);
 }
 
+/// A chunk list younger than the grace period stays when its version is purged, while
+/// the older pack it names goes: a relink by an earlier collection's repack refreshes a
+/// list's modification time like this, which the test does directly (`set_modified`)
+/// because the layout a repack would need is beside the point. Such a list is garbage
+/// (no version reads it; a push of its file heals it), so verify notes it, and the next
+/// collection removes it.
+#[test]
+fn a_young_chunk_list_left_by_a_purge_is_garbage_not_damage() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(1 << 20, 7));
+    let r = env.push(&src, "t/y", &[]);
+    env.ok(&["settings", "--gc-grace", "1s"]);
+    env.ok(&["volume", "delete", &r, "--yes"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let lists = walk_files(&env.repo.join("files"));
+    assert_eq!(lists.len(), 1);
+    for l in &lists {
+        let f = std::fs::OpenOptions::new().write(true).open(l).unwrap();
+        f.set_modified(std::time::SystemTime::now()).unwrap();
+    }
+    let report = gc_at(&env, &later(8), &[]);
+    assert_eq!(
+        report["purged"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert_eq!(report["deleted_packs"], 1, "{report}");
+    assert_eq!(report["young_files"], 1, "{report}");
+    assert_eq!(walk_files(&env.repo.join("files")), lists);
+    let out = env.run(&["volume", "verify", "--read-data"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{}{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("which no version reads, names a pack garbage collection removed"),
+        "{stderr}"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    gc_at(&env, &later(8), &[]);
+    assert!(walk_files(&env.repo.join("files")).is_empty());
+    let out = env.run(&["volume", "verify", "--read-data"]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no version reads"));
+}
+
 #[test]
 fn kill_9_anywhere_in_gc_leaves_a_repository_that_verifies() {
     let env = Env::new();

@@ -652,9 +652,11 @@ fn out_of_inotify_watches_the_watch_polls_and_says_so() {
     for i in 1..=3u64 {
         write(&run.join(format!("checkpoint-{i}/w.bin")), &noise(4096, i));
     }
-    // A user namespace of its own, whose inotify watch limit (per user namespace) the
-    // test lowers to 2 without touching the rest of the machine: the watch of the run
-    // and its three checkpoint folders needs 4.
+    // A user namespace of its own, whose inotify watch limit the test lowers to 2: the
+    // watch of the run and its three checkpoint folders needs 4. The limit is the
+    // namespace's own `/proc/sys/user/max_inotify_watches`; `fs.inotify.max_user_watches`
+    // is the machine's, which a root that maps to itself (`-r`) could change for all.
+    let global = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").unwrap();
     let mut c = Command::new("unshare");
     for (k, v) in env.cmd().get_envs() {
         match v {
@@ -662,7 +664,7 @@ fn out_of_inotify_watches_the_watch_polls_and_says_so() {
             None => c.env_remove(k),
         };
     }
-    let script = "echo 2 > /proc/sys/fs/inotify/max_user_watches && exec \"$0\" \"$@\"";
+    let script = "echo 2 > /proc/sys/user/max_inotify_watches && exec \"$0\" \"$@\"";
     let watch = c
         .args(["-Ur", "sh", "-c", script, env!("CARGO_BIN_EXE_sealvol")])
         .args([
@@ -694,6 +696,11 @@ fn out_of_inotify_watches_the_watch_polls_and_says_so() {
         "said once: {log}"
     );
     drop(watch);
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").unwrap(),
+        global,
+        "the machine's own limit is untouched"
+    );
 }
 
 #[test]

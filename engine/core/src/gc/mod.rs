@@ -382,8 +382,22 @@ fn sweep(
         .map(|(_, r)| (r.packs.len() + r.files.len()) as u64)
         .sum();
     progress.begin("sweep", 0, total);
-    for (key, mut r) in sweeping {
-        let (mut packs, mut files, mut freed) = (0u64, 0u64, 0u64);
+    // Chunk lists of every round first, then packs: a sweep killed in between leaves
+    // unreferenced packs, never a chunk list naming a pack that is gone.
+    let mut freed: Vec<(u64, u64, u64)> = vec![(0, 0, 0); sweeping.len()];
+    for ((_, r), (_, files, bytes)) in sweeping.iter().zip(freed.iter_mut()) {
+        for h in r.file_ids().collect::<Vec<_>>() {
+            progress.file_done();
+            if marked.files.contains(&h) {
+                continue;
+            }
+            let size = repo.store().size(&Kind::File.name(&h))?.unwrap_or(0);
+            repo.delete_object(Kind::File, &h)?;
+            *files += 1;
+            *bytes += size;
+        }
+    }
+    for ((_, r), (packs, _, bytes)) in sweeping.iter().zip(freed.iter_mut()) {
         for id in r.pack_ids().collect::<Vec<_>>() {
             progress.file_done();
             if marked.live.contains_key(&id) {
@@ -396,30 +410,22 @@ fn sweep(
             // A writer may have re-indexed the pack between the two deletes.
             repo.delete_object(Kind::Index, &id)?;
             repo.clear_pack_damage(&id)?;
-            packs += 1;
-            freed += sizes.get(&id).copied().unwrap_or(0);
+            *packs += 1;
+            *bytes += sizes.get(&id).copied().unwrap_or(0);
         }
-        for h in r.file_ids().collect::<Vec<_>>() {
-            progress.file_done();
-            if marked.files.contains(&h) {
-                continue;
-            }
-            let size = repo.store().size(&Kind::File.name(&h))?.unwrap_or(0);
-            repo.delete_object(Kind::File, &h)?;
-            files += 1;
-            freed += size;
-        }
-        repo.barrier()?;
+    }
+    repo.barrier()?;
+    for ((key, mut r), (packs, files, bytes)) in sweeping.into_iter().zip(freed) {
         report.rounds_swept += 1;
         report.deleted_packs += packs;
         report.deleted_files += files;
-        report.bytes_freed += freed;
+        report.bytes_freed += bytes;
         report.rescued += r.rescued;
         r.state = RoundState::Swept;
         r.swept_at = Some(crate::stamp::rfc3339(repo.store().now()?));
         r.deleted_packs = packs;
         r.deleted_files = files;
-        r.bytes_freed = freed;
+        r.bytes_freed = bytes;
         // No writer changes a sweeping round, so this cannot race.
         let etag = repo.store().get_versioned(&key)?.map(|(_, e)| e);
         rounds::write(repo, &key, &r, etag.as_ref())?;

@@ -124,6 +124,17 @@ impl Survey {
             }
         }
         // Chunk lists: each broken one, blamed on the object that breaks it.
+        let named: HashSet<Hash> = self
+            .manifests
+            .iter()
+            .filter_map(|(_, _, m)| m.as_ref().ok())
+            .flat_map(|m| m.entries.iter())
+            .filter_map(|e| match e {
+                Entry::File { hash, .. } => Some(*hash),
+                _ => None,
+            })
+            .collect();
+        let mut garbage_lists = BTreeSet::new();
         for (hash, f) in &self.files {
             let name = Kind::File.name(hash);
             match f {
@@ -133,6 +144,19 @@ impl Survey {
                 Ok(obj) => {
                     for c in &obj.chunks {
                         let pack = obj.packs[c.pack as usize];
+                        // Garbage, not damage: no version reads the list, and the pack
+                        // it names was collected (the list was too young to go with
+                        // it, or a killed sweep had not reached it). A writer never
+                        // builds on it (it heals a list naming a missing pack), and
+                        // the next gc removes it.
+                        if self.whole
+                            && !named.contains(hash)
+                            && !self.packs.contains_key(&pack)
+                            && self.collected_packs.contains(&pack)
+                        {
+                            garbage_lists.insert(name.clone());
+                            continue;
+                        }
                         if let Some((object, why)) = self.copy_problem(&pack, &c.entry) {
                             let object = if object.is_empty() {
                                 name.clone()
@@ -323,6 +347,11 @@ impl Survey {
                     Kind::Index.name(id)
                 ));
             }
+        }
+        for name in garbage_lists {
+            report.notes.push(format!(
+                "{name}, which no version reads, names a pack garbage collection removed; the next `sealvol volume gc` removes it"
+            ));
         }
         for (vol, digest, at) in &self.lost {
             report.notes.push(format!(
