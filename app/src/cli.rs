@@ -83,6 +83,14 @@ pub enum Command {
     #[command(subcommand)]
     Watch(WatchCommand),
 
+    /// Deployments: check, pin, compare, roll back and mount the volumes their config files name.
+    #[command(subcommand)]
+    Deploy(DeployCommand),
+
+    /// The startup cache: a folder of compiled kernels saved under a key, restored by later replicas.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+
     /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
     #[command(
         after_help = "Examples:\n  sealvol agent\n  sealvol agent --idle-exit 10m\n\nOne process per state directory is the agent: this command, a console, or a foreground sync."
@@ -572,6 +580,146 @@ pub enum JobsCommand {
     Logs {
         /// The job's number, from `sealvol jobs ls`.
         id: u64,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DeployCommand {
+    /// Check every ref of deployment files against the repository (fit for CI).
+    #[command(
+        after_help = "Examples:\n  sealvol deploy check deploy/prod/config.yaml\n  sealvol deploy check deploy/ --strict --json\n\nErrors: a ref that does not resolve (unknown, in the trash, an ambiguous prefix), a\nmalformed file. Warnings: unpinned refs (a tag or a bare volume), abbreviated digests,\ntwo mounts on one path. Exits 1 on errors, and on warnings with --strict."
+    )]
+    Check {
+        /// Deployment files (YAML with a `sealvol:` block), or folders of them.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Warnings fail the check too.
+        #[arg(long)]
+        strict: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Rewrite tag refs (and abbreviated digests) to the digests they resolve to now.
+    #[command(
+        after_help = "Examples:\n  sealvol deploy pin config.yaml --all\n  sealvol deploy pin config.yaml adapters/support-lora --dry-run\n\nOnly the refs change: comments, quoting, key order and line endings stay as they were."
+    )]
+    Pin {
+        file: PathBuf,
+        /// Pin only the refs of this volume (NS/NAME).
+        #[arg(conflicts_with = "all")]
+        volume: Option<String>,
+        /// Pin every ref that is not pinned.
+        #[arg(long)]
+        all: bool,
+        /// Show the change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Show which version each deployment serves, volume by volume, marking disagreements.
+    #[command(
+        after_help = "Examples:\n  sealvol deploy drift deploy/staging.yaml deploy/prod.yaml\n  sealvol deploy drift deploy/ --exit-code\n\nTags are resolved as they are now; * marks a ref that is not pinned."
+    )]
+    Drift {
+        /// Deployment files, or folders of them.
+        #[arg(required = true, value_name = "FILE")]
+        paths: Vec<PathBuf>,
+        /// Exit 1 when deployments disagree.
+        #[arg(long)]
+        exit_code: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Point one volume's ref at another version, changing no other byte of the file.
+    #[command(
+        after_help = "Examples:\n  sealvol deploy rollback deploy/prod.yaml weights/qwen3-8b --previous\n  sealvol deploy rollback deploy/prod.yaml weights/qwen3-8b --to @1a2b3c4d --yes\n\nShows the line that changes and asks first. The file is replaced by a rename, and only\nif it still holds what the diff was made from."
+    )]
+    Rollback {
+        file: PathBuf,
+        /// The volume to roll back (NS/NAME).
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
+        volume: String,
+        /// The version to go to: a ref, or @DIGEST or TAG of this volume.
+        #[arg(long, value_name = "REF", conflicts_with = "previous")]
+        to: Option<String>,
+        /// The version sealed just before the one the file serves now.
+        #[arg(long)]
+        previous: bool,
+        /// The mount, when the file mounts the volume more than once.
+        #[arg(long, value_name = "PATH")]
+        path: Option<String>,
+        /// Write without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Mount every volume of a deployment file at its path (tags resolved once, and printed).
+    #[command(
+        after_help = "Examples:\n  sealvol deploy mount config.yaml\n  sealvol deploy mount config.yaml --root /tmp/sandbox\n\nAll or nothing: when one mount fails, the ones made before it are unmounted."
+    )]
+    Mount {
+        file: PathBuf,
+        /// Mount below this folder instead of at the absolute paths (path /app/w → ROOT/app/w).
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Unmount what `deploy mount` mounted for a deployment file.
+    #[command(after_help = "Example:\n  sealvol deploy unmount config.yaml --root /tmp/sandbox")]
+    Unmount {
+        file: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Detach now even if busy; unmount once the last file is closed.
+        #[arg(long)]
+        lazy: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CacheCommand {
+    /// Publish a folder (compiled kernels, captured graphs) as the cache for a key.
+    #[command(
+        after_help = "Example:\n  sealvol cache save ~/.cache/torch/inductor caches/qwen3-8b --key \"H100-80GB/torch-2.5.1\"\n\nThe key becomes a tag (cache-<slug>-<hash>); saving unchanged contents writes nothing."
+    )]
+    Save {
+        dir: PathBuf,
+        /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
+        volume: String,
+        /// What the cache depends on, in any text (GPU model, framework version, …).
+        #[arg(long)]
+        key: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Put the cache for a key into a folder (or mount it there); no cache yet is not an error.
+    #[command(
+        after_help = "Examples:\n  sealvol cache restore caches/qwen3-8b ~/.cache/torch/inductor --key \"H100-80GB/torch-2.5.1\"\n  sealvol cache restore caches/qwen3-8b /cache --key \"$KEY\" --mount\n\nWhen no cache was saved for the key, it says so in one line and exits 0: a first replica\nstill starts, and saves one."
+    )]
+    Restore {
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
+        volume: String,
+        dir: PathBuf,
+        #[arg(long)]
+        key: String,
+        /// Mount it read-only at DIR instead of copying it there.
+        #[arg(long)]
+        mount: bool,
+        /// Make DIR exactly the cache: what it holds that the cache does not is removed.
+        #[arg(long, conflicts_with = "mount")]
+        force: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -27,7 +27,7 @@ pub struct ConfigFile {
     pub endpoints: sealvol_node::source::Endpoints,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     pub repo: PathBuf,
     pub state: PathBuf,

@@ -83,6 +83,8 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Watch(cmd)) => commands::watch::run(&ctx, cmd),
+        Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),
+        Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Settings {

@@ -3,7 +3,7 @@
 //! the command returns, never a panic. (A closed pipe ends the process quietly, as
 //! SIGPIPE does for every Unix tool: see main.)
 
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use sealvol_core::{Error, Result};
@@ -87,4 +87,30 @@ pub fn json(value: &impl serde::Serialize) -> Result<()> {
             )
         })?;
     outln!("{text}")
+}
+
+/// Asks `question` on the terminal; without one, refuses (a script passes `--yes`, as
+/// `yes_hint` says). A "no" is `declined`, with nothing changed.
+pub fn ask(yes_hint: &str, declined: &str, question: &str) -> Result<()> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::new(
+            sealvol_core::ErrorKind::Usage,
+            "standard input is not a terminal, so there is no one to ask",
+        )
+        .hint(yes_hint.to_string()));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::io("cannot read", Path::new("standard input"), e))?;
+    match answer.trim() {
+        "y" | "Y" | "yes" => Ok(()),
+        _ => Err(
+            Error::new(sealvol_core::ErrorKind::Cancelled, declined.to_string())
+                .hint("nothing was changed"),
+        ),
+    }
 }

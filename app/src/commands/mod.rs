@@ -1,6 +1,8 @@
 //! One module per command group; `Ctx` carries what every command needs.
 
+pub mod cache;
 pub mod demo;
+pub mod deploy;
 pub mod info;
 pub mod jobs;
 pub mod mount;

@@ -12,6 +12,7 @@ mod transfer;
 mod trash;
 mod verify;
 
+pub(crate) use transfer::pull;
 pub use verify::affected_line;
 
 use sealvol_core::Result;

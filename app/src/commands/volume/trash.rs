@@ -1,10 +1,8 @@
 //! `volume delete | untag | trash | restore`: the trash and tag removal.
 
-use std::io::{BufRead, IsTerminal, Write};
-
 use sealvol_core::refs::Target;
 use sealvol_core::trash::TrashedVersion;
-use sealvol_core::{Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_core::{Error, Ref, Result, VolumeName};
 use sealvol_views::format::{short_digest, time_left};
 
 use crate::commands::Ctx;
@@ -17,9 +15,11 @@ pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool)
     let pinned = Ref::pinned(r.volume.clone(), d);
     if !yes {
         let retention = humantime::format_duration(repo.config().retention);
-        ask(&format!(
-            "move {pinned} to the trash (restorable for {retention})?"
-        ))?;
+        crate::output::ask(
+            "pass --yes to delete without asking",
+            "not deleted",
+            &format!("move {pinned} to the trash (restorable for {retention})?"),
+        )?;
     }
     // By digest from here on: what was asked about is what goes.
     let deleted = repo.delete_version(&pinned, untag)?;
@@ -38,28 +38,6 @@ pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool)
         );
     }
     outln!("{pinned}")
-}
-
-/// Asks on the terminal; without one, refuses (a script says `--yes`).
-fn ask(question: &str) -> Result<()> {
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::new(
-            ErrorKind::Usage,
-            "standard input is not a terminal, so there is no one to ask",
-        )
-        .hint("pass --yes to delete without asking"));
-    }
-    eprint!("{question} [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Error::io("cannot read", std::path::Path::new("standard input"), e))?;
-    match answer.trim() {
-        "y" | "Y" | "yes" => Ok(()),
-        _ => Err(Error::new(ErrorKind::Cancelled, "not deleted").hint("nothing was changed")),
-    }
 }
 
 pub fn untag(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {

@@ -1,0 +1,162 @@
+//! `cache save | restore`: the startup cache. A folder of compiled kernels and captured
+//! graphs is a version like any other, tagged by the key it was built for; a later
+//! replica restores it by the same key, and a first one finds none and starts anyway.
+
+use std::path::Path;
+
+use sealvol_core::push::{PushOptions, push as push_dir};
+use sealvol_core::refs::Target;
+use sealvol_core::{Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_deploy::startup::tag_for_key;
+use sealvol_node::state::StatCacheDir;
+
+use crate::cli::CacheCommand;
+use crate::commands::Ctx;
+use crate::output::{json, size};
+
+pub fn run(ctx: &Ctx, cmd: CacheCommand) -> Result<()> {
+    match cmd {
+        CacheCommand::Save {
+            dir,
+            volume,
+            key,
+            json,
+        } => save(ctx, &dir, &volume, &key, json),
+        CacheCommand::Restore {
+            volume,
+            dir,
+            key,
+            mount,
+            force,
+            json,
+        } => restore(ctx, &volume, &dir, &key, mount, force, json),
+    }
+}
+
+fn save(ctx: &Ctx, dir: &Path, volume: &str, key: &str, as_json: bool) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let tag = tag_for_key(key)?;
+    let repo = ctx.open_repo(true)?;
+    let progress = ctx.progress();
+    let report = push_dir(
+        &repo,
+        dir,
+        &volume,
+        std::slice::from_ref(&tag),
+        &PushOptions {
+            cancel: None,
+            guard: None,
+            source: None,
+            stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
+            progress: progress.as_ref(),
+        },
+    )?;
+    let moved = report.tags.iter().any(|t| t.moved);
+    if as_json {
+        return json(&serde_json::json!({
+            "volume": volume.to_string(),
+            "key": key,
+            "tag": tag.to_string(),
+            "ref": report.pinned_ref(),
+            "sealed_new": report.sealed_new,
+            "tag_moved": moved,
+            "bytes": report.stats.bytes,
+            "new_bytes": report.stats.new_bytes,
+        }));
+    }
+    if !ctx.quiet {
+        match (report.sealed_new, moved) {
+            (false, false) => eprintln!(
+                "the cache for this key is unchanged ({}): nothing written",
+                tag
+            ),
+            _ => eprintln!(
+                "saved the cache for this key as {volume}:{tag}: {} new of {}",
+                size(report.stats.new_bytes),
+                size(report.stats.bytes)
+            ),
+        }
+    }
+    outln!("{}", report.pinned_ref())
+}
+
+fn restore(
+    ctx: &Ctx,
+    volume: &str,
+    dir: &Path,
+    key: &str,
+    mount: bool,
+    force: bool,
+    as_json: bool,
+) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let tag = tag_for_key(key)?;
+    // A repository that cannot be opened is an error; only a missing cache is not.
+    let repo = ctx.open_repo(false)?;
+    let r = Ref {
+        volume: volume.clone(),
+        target: Target::Tag(tag.clone()),
+    };
+    let digest = match repo.resolve(&r) {
+        Ok(d) => d,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if as_json {
+                return json(&serde_json::json!({
+                    "restored": false,
+                    "volume": volume.to_string(),
+                    "tag": tag.to_string(),
+                    "why": e.message(),
+                }));
+            }
+            if !ctx.quiet {
+                eprintln!(
+                    "no startup cache for this key in {volume} yet ({}): nothing restored; `sealvol cache save` after the first start publishes one",
+                    e.message()
+                );
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    drop(repo);
+    let pinned = Ref::pinned(volume.clone(), digest).to_string();
+    let quiet = Ctx {
+        settings: ctx.settings.clone(),
+        quiet: ctx.quiet || as_json,
+    };
+    match mount {
+        true => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+            crate::commands::mount::mount(
+                &quiet,
+                crate::commands::mount::Request {
+                    reference: pinned.clone(),
+                    dir: dir.to_path_buf(),
+                    cache: None,
+                    cache_size: None,
+                    foreground: false,
+                    requested: Some(format!("{volume}:{tag}")),
+                },
+            )?
+        }
+        false => crate::commands::volume::pull(&quiet, &pinned, dir, force, false)?,
+    }
+    if as_json {
+        return json(&serde_json::json!({
+            "restored": true,
+            "volume": volume.to_string(),
+            "tag": tag.to_string(),
+            "ref": pinned,
+            "dir": dir.display().to_string(),
+            "mounted": mount,
+        }));
+    }
+    if !ctx.quiet {
+        eprintln!(
+            "restored the startup cache {pinned} {} {}",
+            if mount { "mounted at" } else { "into" },
+            dir.display()
+        );
+    }
+    Ok(())
+}

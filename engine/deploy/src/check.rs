@@ -1,0 +1,193 @@
+//! What a deployment serves: every ref of its file resolved against the repository,
+//! and what is wrong or risky about it, as findings with a place in the file.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use sealvol_core::refs::{DigestSpec, Target};
+use sealvol_core::{Digest, Error, Ref, Repository, VolumeName};
+
+use crate::file::{DeployFile, MountEntry};
+
+/// How a ref picks its version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "name")]
+pub enum Follows {
+    /// A full digest: the same bytes for every replica, always.
+    Digest,
+    /// A digest prefix: the same version until another one shares the prefix.
+    Prefix,
+    /// A tag: whatever it points at when a replica starts.
+    Tag(String),
+    /// A bare volume: its newest version when a replica starts.
+    Latest,
+}
+
+impl Follows {
+    pub fn pinned(&self) -> bool {
+        *self == Follows::Digest
+    }
+}
+
+/// A ref as the repository answers it now.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    pub follows: Follows,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub file: PathBuf,
+    pub line: usize,
+    pub col: usize,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// A deployment file, each of its mounts as resolved (or why not), and its findings.
+#[derive(Debug)]
+pub struct Checked {
+    pub file: DeployFile,
+    pub served: Vec<std::result::Result<Served, Error>>,
+    pub findings: Vec<Finding>,
+}
+
+impl Checked {
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+
+    fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == s).count()
+    }
+}
+
+/// Parses a mount's ref and asks the repository what it names now.
+pub fn resolve(repo: &Repository, m: &MountEntry) -> std::result::Result<Served, Error> {
+    let r = Ref::parse(&m.reference)?;
+    let follows = match &r.target {
+        Target::Digest(DigestSpec::Full(_)) => Follows::Digest,
+        Target::Digest(DigestSpec::Prefix(_)) => Follows::Prefix,
+        Target::Tag(t) => Follows::Tag(t.to_string()),
+        Target::Latest => Follows::Latest,
+    };
+    let digest = repo.resolve(&r)?;
+    Ok(Served {
+        volume: r.volume,
+        digest,
+        follows,
+    })
+}
+
+/// Resolves every mount of `file` and says what is wrong (errors) or risky (warnings).
+pub fn check(repo: &Repository, file: DeployFile) -> Checked {
+    let mut findings = Vec::new();
+    let mut served = Vec::with_capacity(file.mounts.len());
+    let finding = |m: &MountEntry, severity, message: String, hint: Option<String>| Finding {
+        file: file.path.clone(),
+        line: m.at.line,
+        col: m.at.col,
+        severity,
+        message,
+        hint,
+    };
+    let pin_hint = Some(format!(
+        "`sealvol deploy pin {}` writes the digest it resolves to now",
+        file.path.display()
+    ));
+    for m in &file.mounts {
+        let s = resolve(repo, m);
+        match &s {
+            Err(e) => findings.push(finding(
+                m,
+                Severity::Error,
+                format!("{}: {}", m.reference, e.message()),
+                e.hint_text().map(str::to_string),
+            )),
+            Ok(s) => match &s.follows {
+                Follows::Digest => {}
+                Follows::Prefix => findings.push(finding(
+                    m,
+                    Severity::Warning,
+                    format!(
+                        "abbreviated digest: {} is {} now, but a later version may share the prefix",
+                        m.reference, s.digest
+                    ),
+                    pin_hint.clone(),
+                )),
+                Follows::Tag(t) => findings.push(finding(
+                    m,
+                    Severity::Warning,
+                    format!(
+                        "unpinned: new replicas may serve a different version than running ones (tag {t} resolves to {} now)",
+                        s.digest
+                    ),
+                    pin_hint.clone(),
+                )),
+                Follows::Latest => findings.push(finding(
+                    m,
+                    Severity::Warning,
+                    format!(
+                        "unpinned: new replicas may serve a different version than running ones ({} follows the newest version, {} now)",
+                        m.reference, s.digest
+                    ),
+                    pin_hint.clone(),
+                )),
+            },
+        }
+        served.push(s);
+    }
+    for (i, m) in file.mounts.iter().enumerate() {
+        for earlier in &file.mounts[..i] {
+            let (a, b) = (earlier.path.as_str(), m.path.as_str());
+            let message = if a == b {
+                format!(
+                    "two mounts on {b} (the other on line {})",
+                    earlier.path_at.line
+                )
+            } else if b.starts_with(a) && b.as_bytes()[a.len()] == b'/' {
+                format!(
+                    "{b} is inside the mount on {a} (line {}), which is read-only",
+                    earlier.path_at.line
+                )
+            } else if a.starts_with(b) && a.as_bytes()[b.len()] == b'/' {
+                format!(
+                    "the mount on {a} (line {}) is inside this one on {b}, which is read-only",
+                    earlier.path_at.line
+                )
+            } else {
+                continue;
+            };
+            findings.push(Finding {
+                file: file.path.clone(),
+                line: m.path_at.line,
+                col: m.path_at.col,
+                severity: Severity::Warning,
+                message,
+                hint: Some("give each mount a path of its own".into()),
+            });
+        }
+    }
+    findings.sort_by_key(|f| (f.line, f.col));
+    Checked {
+        file,
+        served,
+        findings,
+    }
+}
