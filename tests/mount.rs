@@ -13,23 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, assert_same_tree, noise, walk_files, write};
-
-fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists()
-        && Command::new("fusermount3")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("SEALVOL_REQUIRE_FUSE").is_none(),
-            "SEALVOL_REQUIRE_FUSE is set but /dev/fuse or fusermount3 is missing"
-        );
-        eprintln!("SKIPPED: no /dev/fuse or fusermount3 here; the mount tests did not run");
-    }
-    ok
-}
+use common::{Env, assert_same_tree, fuse_available, noise, walk_files, write};
 
 /// Unmounts on drop, so a failing test never leaves a mount behind.
 struct Mounted<'a> {

@@ -206,7 +206,7 @@ fn missing_digest_and_ambiguous_prefix() {
 
     // Two real versions whose digests share 8 hex digits: found by a birthday search
     // over one-file versions, so the ambiguity is real, not staged.
-    let (a, b) = colliding_contents();
+    let (a, b) = common::colliding_contents();
     let da = env.path("ca");
     let db = env.path("cb");
     write(&da.join("f"), a.as_bytes());
@@ -220,24 +220,6 @@ fn missing_digest_and_ambiguous_prefix() {
         err.contains("matches 2 versions") && err.contains("more hex digits"),
         "{err}"
     );
-}
-
-fn colliding_contents() -> (String, String) {
-    use sealvol_core::digest::{Entry, Hash, version_digest};
-    let mut seen = std::collections::HashMap::new();
-    for i in 0u64.. {
-        let content = format!("candidate {i}\n");
-        let d = version_digest(&[Entry::File {
-            path: "f".into(),
-            size: content.len() as u64,
-            hash: Hash::of(content.as_bytes()),
-            exec: false,
-        }]);
-        if let Some(prev) = seen.insert(d.short(8), content.clone()) {
-            return (prev, content);
-        }
-    }
-    unreachable!()
 }
 
 #[test]

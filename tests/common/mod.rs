@@ -221,3 +221,41 @@ pub fn assert_same_tree(a: &Path, b: &Path) {
         b.display()
     );
 }
+
+/// Two one-file contents whose versions' digests share their first 8 hex digits: found
+/// by a birthday search, so an ambiguous prefix in a test is real, not staged.
+pub fn colliding_contents() -> (String, String) {
+    use sealvol_core::digest::{Entry, Hash, version_digest};
+    let mut seen = std::collections::HashMap::new();
+    for i in 0u64.. {
+        let content = format!("candidate {i}\n");
+        let d = version_digest(&[Entry::File {
+            path: "f".into(),
+            size: content.len() as u64,
+            hash: Hash::of(content.as_bytes()),
+            exec: false,
+        }]);
+        if let Some(prev) = seen.insert(d.short(8), content.clone()) {
+            return (prev, content);
+        }
+    }
+    unreachable!()
+}
+
+/// FUSE is here (`/dev/fuse` and `fusermount3`); without it a test skips loudly, and
+/// fails when `SEALVOL_REQUIRE_FUSE` is set (CI).
+pub fn fuse_available() -> bool {
+    let ok = std::path::Path::new("/dev/fuse").exists()
+        && std::process::Command::new("fusermount3")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("SEALVOL_REQUIRE_FUSE").is_none(),
+            "SEALVOL_REQUIRE_FUSE is set but /dev/fuse or fusermount3 is missing"
+        );
+        eprintln!("SKIPPED: no /dev/fuse or fusermount3 here; the mount tests did not run");
+    }
+    ok
+}
