@@ -15,11 +15,16 @@ struct Tmux {
 
 impl Tmux {
     fn start(env: &Env, width: u16, height: u16) -> Tmux {
+        Tmux::run(env, width, height, "--demo")
+    }
+
+    /// The binary with `args` (shell words) in a new terminal.
+    fn run(env: &Env, width: u16, height: u16, args: &str) -> Tmux {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let session = format!("sealvol-e2e-{}-{n}", std::process::id());
         let cmd = format!(
-            "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor {} --demo; echo EXITED-$?; sleep 60",
+            "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor {} {args}; echo EXITED-$?; sleep 60",
             env.repo.display(),
             env.state.display(),
             env.path("config").display(),
@@ -331,4 +336,54 @@ fn quitting_the_console_hands_its_watches_to_a_background_agent() {
     env.ok(&["watch", "stop", "1"]);
     // SAFETY: the background agent this test caused; it would exit idle in a minute.
     unsafe { libc::kill(pid, libc::SIGTERM) };
+}
+
+/// `deploy rollback` asks in a terminal. Answered yes, it writes; when someone changed
+/// the file between the diff shown and the answer, it refuses and writes nothing.
+#[test]
+fn deploy_rollback_asks_and_refuses_a_file_changed_meanwhile() {
+    let env = Env::new();
+    let mut refs = Vec::new();
+    for i in 1..=2 {
+        let src = env.path(&format!("v{i}"));
+        common::write(&src.join("w.bin"), format!("v{i}").as_bytes());
+        refs.push(env.push(&src, "w/q", &[]));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let file = env.path("prod.yaml");
+    let text = format!(
+        "# prod\nsealvol:\n  mounts:\n    - ref: {}\n      path: /w\n",
+        refs[1]
+    );
+    std::fs::write(&file, &text).unwrap();
+    let args = format!("deploy rollback {} w/q --previous", file.display());
+    let t = Tmux::run(&env, 200, 20, &args);
+    let s = t.wait_for("[y/N]");
+    assert!(
+        s.contains("roll back w/q at /w") && s.contains("-   4:") && s.contains("+   4:"),
+        "{s}"
+    );
+    // Someone else edits the file while the question is on screen.
+    let theirs = text.replace("# prod", "# prod (edited by someone else)");
+    std::fs::write(&file, &theirs).unwrap();
+    t.keys(&["y", "Enter"]);
+    let s = t.wait_for("EXITED-");
+    assert!(
+        s.contains("changed since it was read") && s.contains("EXITED-1"),
+        "{s}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        theirs,
+        "their edit stands"
+    );
+    drop(t);
+    // Asked again and answered yes: written.
+    let t = Tmux::run(&env, 200, 20, &args);
+    t.wait_for("[y/N]");
+    t.keys(&["y", "Enter"]);
+    let s = t.wait_for("EXITED-");
+    assert!(s.contains("EXITED-0"), "{s}");
+    let digest = &refs[0][refs[0].find('@').unwrap() + 1..];
+    assert!(std::fs::read_to_string(&file).unwrap().contains(digest));
 }
