@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use sealvol_core::{Digest, Error, ErrorKind, Ref, Repository, Result, VolumeName};
 use sealvol_deploy::drift;
-use sealvol_deploy::{Checked, DeployFile, Follows, Severity, check, file, history, rewrite};
+use sealvol_deploy::{
+    Checked, DeployFile, Follows, Severity, check, file, history, rewrite, rollback,
+};
 use sealvol_views::format::short_digest;
 
 use crate::cli::DeployCommand;
@@ -246,7 +248,7 @@ fn pin(
         }
     }
     if let (Some(v), false) = (&only, matched) {
-        return Err(not_mounted(path, v, &c.file));
+        return Err(rollback::not_mounted(&c.file, v));
     }
     if changes.is_empty() {
         if as_json {
@@ -292,20 +294,6 @@ fn print_diff(edit: &rewrite::Edit) -> Result<()> {
         outln!("note: the ref comes from the anchor &{a}: every alias of it changes with it")?;
     }
     Ok(())
-}
-
-fn not_mounted(path: &Path, v: &VolumeName, f: &DeployFile) -> Error {
-    let mounted: Vec<String> = f
-        .mounts
-        .iter()
-        .filter_map(|m| Ref::parse(&m.reference).ok().map(|r| r.volume.to_string()))
-        .collect();
-    Error::not_found(format!("{} mounts no volume {v}", path.display())).hint(
-        match mounted.is_empty() {
-            true => "it mounts nothing".to_string(),
-            false => format!("it mounts {}", mounted.join(", ")),
-        },
-    )
 }
 
 fn drift_cmd(ctx: &Ctx, paths: &[PathBuf], exit_code: bool, as_json: bool) -> Result<()> {
@@ -411,37 +399,6 @@ impl Choice {
     }
 }
 
-/// The mount of `volume` in `f` (the one at `path` when there are several).
-fn mount_of(f: &DeployFile, volume: &VolumeName, at: Option<&str>) -> Result<usize> {
-    let found: Vec<usize> = f
-        .mounts
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| Ref::parse(&m.reference).is_ok_and(|r| r.volume == *volume))
-        .filter(|(_, m)| at.is_none_or(|p| m.path == p.trim_end_matches('/')))
-        .map(|(i, _)| i)
-        .collect();
-    match found.as_slice() {
-        [i] => Ok(*i),
-        [] if at.is_some() => Err(Error::not_found(format!(
-            "{} mounts {volume} at no path {}",
-            f.path.display(),
-            at.unwrap_or_default()
-        ))),
-        [] => Err(not_mounted(&f.path, volume, f)),
-        many => Err(Error::usage(format!(
-            "{} mounts {volume} {} times: at {}",
-            f.path.display(),
-            many.len(),
-            many.iter()
-                .map(|i| f.mounts[*i].path.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .hint("say which with --path")),
-    }
-}
-
 /// A version's line in a confirmation: its digest, when it was sealed, its size and tags.
 fn version_line(repo: &Repository, volume: &VolumeName, d: &Digest) -> String {
     let tags: Vec<String> = repo
@@ -477,9 +434,9 @@ fn rollback(
     let volume = VolumeName::parse(volume)?;
     let repo = ctx.open_repo(false)?;
     let f = DeployFile::read(path)?;
-    let i = mount_of(&f, &volume, at)?;
+    let i = rollback::mount_of(&f, &volume, at)?;
     let m = &f.mounts[i];
-    let current = check::resolve(&repo, m);
+    let current = rollback::current(&repo, &f, i);
     let target = match &choice {
         Choice::To(to) => {
             let r = Ref::parse_in(to, &volume)?;
@@ -509,10 +466,7 @@ fn rollback(
             history::previous(&repo, &volume, &cur.digest)?
         }
     };
-    if let Ok(cur) = &current
-        && cur.digest == target
-        && cur.follows.pinned()
-    {
+    let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
         if as_json {
             return json(
                 &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "to": target.to_string(), "lines": [], "written": false}),
@@ -523,9 +477,7 @@ fn rollback(
             path.display()
         );
         return Ok(());
-    }
-    let new_ref = history::pinned_text(&m.reference, &volume, &target);
-    let edit = rewrite::edit(&f, &[(i, new_ref)])?;
+    };
     let from = match &current {
         Ok(c) => version_line(&repo, &volume, &c.digest),
         Err(e) => format!("{} (does not resolve: {})", m.reference, e.message()),
@@ -538,11 +490,11 @@ fn rollback(
         );
         eprintln!("  from {from}");
         eprintln!("  to   {}", version_line(&repo, &volume, &target));
-        for l in &edit.lines {
+        for l in &plan.edit.lines {
             eprintln!("-{:>4}: {}", l.line, name(&l.old));
             eprintln!("+{:>4}: {}", l.line, name(&l.new));
         }
-        for a in &edit.anchors {
+        for a in &plan.edit.anchors {
             eprintln!(
                 "note: the ref comes from the anchor &{a}: every alias of it changes with it"
             );
@@ -555,15 +507,15 @@ fn rollback(
             &format!("write {}?", path.display()),
         )?;
     }
-    rewrite::apply(&edit)?;
+    rollback::apply(&plan)?;
     if as_json {
         return json(&serde_json::json!({
             "file": path.display().to_string(),
             "volume": volume.to_string(),
             "path": m.path,
-            "from": current.as_ref().ok().map(|c| c.digest.to_string()),
+            "from": plan.from.map(|d| d.to_string()),
             "to": target.to_string(),
-            "lines": edit.lines,
+            "lines": plan.edit.lines,
             "written": true,
         }));
     }

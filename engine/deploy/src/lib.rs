@@ -4,7 +4,7 @@
 //! every ref's place in the file (`file`, over the spanned tree of `yaml`), resolving
 //! and checking its refs against a repository (`check`), comparing deployments
 //! (`drift`), choosing a version to go back to (`history`), and rewriting refs so that
-//! not one other byte of the file changes (`rewrite`). The startup cache's keys
+//! not one other byte of the file changes (`rewrite`, `rollback`). The startup cache's keys
 //! (`startup`) live here too: a deployment's replicas are what restore it. Mounting and
 //! terminals are the app's.
 
@@ -13,6 +13,7 @@ pub mod drift;
 pub mod file;
 pub mod history;
 pub mod rewrite;
+pub mod rollback;
 pub mod startup;
 pub mod yaml;
 

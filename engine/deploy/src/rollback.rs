@@ -1,0 +1,124 @@
+//! A rollback: one mount's ref pointed at another version, planned from the file as it
+//! is now (the plan carries the bytes it was made from), shown, then applied only over
+//! those bytes. The CLI and the console both plan and apply through here.
+
+use std::path::{Path, PathBuf};
+
+use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
+
+use crate::check::{self, Served};
+use crate::file::DeployFile;
+use crate::history;
+use crate::rewrite::{self, Edit};
+
+#[derive(Debug, Clone)]
+pub struct RollbackPlan {
+    pub file: PathBuf,
+    pub volume: VolumeName,
+    /// The mount's path in the file.
+    pub path: String,
+    /// The ref as written now, and what it resolves to (`None`: it does not resolve).
+    pub reference: String,
+    pub from: Option<Digest>,
+    pub to: Digest,
+    pub edit: Edit,
+}
+
+/// The mount of `volume` in `f` (the one at `path` when it is mounted more than once).
+pub fn mount_of(f: &DeployFile, volume: &VolumeName, path: Option<&str>) -> Result<usize> {
+    let found: Vec<usize> = f
+        .mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| Ref::parse(&m.reference).is_ok_and(|r| r.volume == *volume))
+        .filter(|(_, m)| path.is_none_or(|p| m.path == p.trim_end_matches('/')))
+        .map(|(i, _)| i)
+        .collect();
+    match (found.as_slice(), path) {
+        ([i], _) => Ok(*i),
+        ([], Some(p)) => Err(Error::not_found(format!(
+            "{} mounts {volume} at no path {p}",
+            f.path.display()
+        ))),
+        ([], None) => Err(not_mounted(f, volume)),
+        (many, _) => Err(Error::usage(format!(
+            "{} mounts {volume} {} times: at {}",
+            f.path.display(),
+            many.len(),
+            many.iter()
+                .map(|i| f.mounts[*i].path.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint("say which with --path")),
+    }
+}
+
+pub fn not_mounted(f: &DeployFile, volume: &VolumeName) -> Error {
+    let mounted: Vec<String> = f
+        .mounts
+        .iter()
+        .filter_map(|m| Ref::parse(&m.reference).ok().map(|r| r.volume.to_string()))
+        .collect();
+    Error::not_found(format!("{} mounts no volume {volume}", f.path.display())).hint(match mounted
+        .is_empty()
+    {
+        true => "it mounts nothing".to_string(),
+        false => format!("it mounts {}", mounted.join(", ")),
+    })
+}
+
+/// What the mount `i` of `f` serves now, or why it does not resolve.
+pub fn current(repo: &Repository, f: &DeployFile, i: usize) -> std::result::Result<Served, Error> {
+    check::resolve(repo, &f.mounts[i])
+}
+
+/// Plans pointing mount `i` of `f` at `to`. `None`: it is pinned there already.
+pub fn plan(
+    repo: &Repository,
+    f: &DeployFile,
+    i: usize,
+    to: Digest,
+) -> Result<Option<RollbackPlan>> {
+    let m = &f.mounts[i];
+    let volume = Ref::parse(&m.reference)?.volume;
+    // The target must be a live version of this volume (not in the trash).
+    repo.resolve(&Ref::pinned(volume.clone(), to))?;
+    let from = current(repo, f, i).ok();
+    if from
+        .as_ref()
+        .is_some_and(|s| s.digest == to && s.follows.pinned())
+    {
+        return Ok(None);
+    }
+    let new_ref = history::pinned_text(&m.reference, &volume, &to);
+    let edit = rewrite::edit(f, &[(i, new_ref)])?;
+    Ok(Some(RollbackPlan {
+        file: f.path.clone(),
+        volume,
+        path: m.path.clone(),
+        reference: m.reference.clone(),
+        from: from.map(|s| s.digest),
+        to,
+        edit,
+    }))
+}
+
+/// Reads `file` now and plans pointing `volume`'s mount at `path` at `to` (the console,
+/// which shows the plan before anything is written).
+pub fn plan_file(
+    repo: &Repository,
+    file: &Path,
+    volume: &VolumeName,
+    path: &str,
+    to: Digest,
+) -> Result<Option<RollbackPlan>> {
+    let f = DeployFile::read(file)?;
+    let i = mount_of(&f, volume, Some(path))?;
+    plan(repo, &f, i, to)
+}
+
+/// Writes the plan, if the file still holds the bytes it was made from.
+pub fn apply(plan: &RollbackPlan) -> Result<()> {
+    rewrite::apply(&plan.edit)
+}
