@@ -29,6 +29,10 @@ pub struct Cli {
     #[arg(long)]
     pub readonly: bool,
 
+    /// Console: a deployment file, or a folder of them, for the Deployments screen (repeatable) [default: deploy_dirs in config.toml]
+    #[arg(long = "deploy", value_name = "PATH")]
+    pub deploy: Vec<PathBuf>,
+
     /// Console theme: dark, light, high-contrast, or a file in <config>/themes/ [default: from config.toml, else dark]
     #[arg(long, env = "SEALVOL_THEME", value_name = "NAME")]
     pub theme: Option<String>,

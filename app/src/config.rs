@@ -25,6 +25,9 @@ pub struct ConfigFile {
     /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
     #[serde(default)]
     pub endpoints: sealvol_node::source::Endpoints,
+    /// Deployment files, or folders of them, for the console's Deployments screen.
+    #[serde(default)]
+    pub deploy_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,6 +45,8 @@ pub struct Settings {
     pub sync_streams: usize,
     /// config.toml's `[endpoints]` under the standard environment variables.
     pub endpoints: sealvol_node::source::Endpoints,
+    /// config.toml's `deploy_dirs`: deployment files or folders the console shows.
+    pub deploy_dirs: Vec<PathBuf>,
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
@@ -73,7 +78,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, [endpoints]")
+            .hint("keys: repository, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -146,6 +151,7 @@ pub fn resolve(repo: Option<PathBuf>, state: Option<PathBuf>) -> Result<Settings
         sync_batch,
         sync_streams,
         endpoints: file.endpoints.with_env(),
+        deploy_dirs: file.deploy_dirs,
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

@@ -107,7 +107,7 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
             if interactive() {
-                return open_console(&ctx, cli.readonly, cli.theme.as_deref());
+                return open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy);
             }
             // Not a terminal: show what the console would.
             commands::volume::run(
@@ -118,7 +118,9 @@ fn run(cli: Cli) -> Result<()> {
                 },
             )
         }
-        None if interactive() => open_console(&ctx, cli.readonly, cli.theme.as_deref()),
+        None if interactive() => {
+            open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy)
+        }
         None => {
             let _ = Cli::command().print_help();
             Err(
@@ -153,7 +155,26 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
-fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
+fn open_console(
+    ctx: &Ctx,
+    readonly: bool,
+    theme: Option<&str>,
+    deploy: &[std::path::PathBuf],
+) -> Result<()> {
+    // Named on the command line: checked now, so a typo is an error, not an empty screen.
+    for p in deploy {
+        if !p.exists() {
+            return Err(Error::not_found(format!(
+                "--deploy {}: no such file or folder",
+                p.display()
+            ))
+            .hint("name a deployment's YAML file, or a folder of them"));
+        }
+    }
+    let deploy = match deploy.is_empty() {
+        true => ctx.settings.deploy_dirs.clone(),
+        false => deploy.to_vec(),
+    };
     let config_dir = config_dir();
     let theme = load_theme(theme.unwrap_or(&ctx.settings.theme))?;
     let keymap =
@@ -176,6 +197,7 @@ fn open_console(ctx: &Ctx, readonly: bool, theme: Option<&str>) -> Result<()> {
         }),
         sealvol_console::Options {
             readonly,
+            deploy,
             theme,
             keymap,
         },

@@ -3,6 +3,7 @@
 //! tests draw them into ratatui's `TestBackend`.
 
 pub mod chrome;
+pub mod deployments;
 pub mod diff;
 pub mod files;
 pub mod fixtures;
@@ -35,6 +36,8 @@ pub enum Body {
     Jobs(jobs::JobsView),
     Trash(trash::TrashView),
     Watch(watch::WatchesView),
+    Deployments(deployments::DeploymentsView),
+    Rollback(deployments::RollbackView),
     /// Nothing loaded yet, or nothing to show: a sentence saying why.
     Empty(String),
 }
@@ -74,6 +77,8 @@ pub fn draw(frame: &FrameView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Body::Jobs(vm) => jobs::draw(vm, theme, body, buf),
         Body::Trash(vm) => trash::draw(vm, theme, body, buf),
         Body::Watch(vm) => watch::draw(vm, theme, body, buf),
+        Body::Deployments(vm) => deployments::draw(vm, theme, body, buf),
+        Body::Rollback(vm) => deployments::draw_rollback(vm, theme, body, buf),
         Body::Empty(why) => {
             let y = body.y + body.height / 2;
             let x = body.x + body.width.saturating_sub(why.chars().count() as u16) / 2;

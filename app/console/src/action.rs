@@ -15,6 +15,9 @@ pub enum Action {
     Mounts,
     Jobs,
     Watch,
+    Deployments,
+    /// Roll the selected deployment back to another version of the selected volume.
+    Rollback,
     /// Cancel the selected job, or stop the selected watch (asks first).
     Stop,
     RetryJob,
@@ -50,6 +53,8 @@ impl Action {
             "mounts" => Action::Mounts,
             "jobs" => Action::Jobs,
             "watch" => Action::Watch,
+            "deployments" => Action::Deployments,
+            "rollback" => Action::Rollback,
             // `cancel-job` is its name from before watches, kept for users' keymaps.
             "stop" | "cancel-job" => Action::Stop,
             "retry-job" => Action::RetryJob,

@@ -2,9 +2,13 @@
 //! function that carries an effect out against the engine's `Api`. The model decides
 //! and never does I/O; the event loop runs `perform` on a blocking task.
 
+use std::path::PathBuf;
+
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{TagFile, VersionInfo, VolumeInfo};
 use sealvol_core::trash::TrashedVersion;
+use sealvol_deploy::drift::Matrix;
+use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_node::api::Api;
 use sealvol_node::jobs::{Job, JobEvent};
 use sealvol_node::mounts::MountRecord;
@@ -39,6 +43,16 @@ pub struct RestorePlan {
     pub tags: Vec<String>,
 }
 
+/// A rollback a person picked on the Deployments screen: the file, the volume's mount
+/// in it, and the version to go to. Planned from the file as it is then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollbackRequest {
+    pub file: PathBuf,
+    pub volume: VolumeName,
+    pub path: String,
+    pub to: Digest,
+}
+
 /// Engine work the model asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -59,6 +73,11 @@ pub enum Effect {
     LoadTrash(Option<VolumeName>),
     Delete(DeletePlan),
     Restore(RestorePlan),
+    /// Deployment files (or folders of them) side by side.
+    LoadDeployments(Vec<PathBuf>),
+    PlanRollback(RollbackRequest),
+    /// Write a plan a person confirmed (only over the bytes it was made from).
+    ApplyRollback(Box<RollbackPlan>),
     /// A screen the palette names: check that what it names exists first, so that an
     /// unknown volume, ref or tag is an error and the console stays where it is.
     Open(Open),
@@ -107,6 +126,10 @@ pub enum Loaded {
     /// Moved to the trash; restorable until this time (RFC 3339).
     Deleted(DeletePlan, String),
     Restored(RestorePlan),
+    Deployments(Box<Matrix>),
+    /// The plan for a request; `None` when the file pins that version already.
+    RollbackPlanned(RollbackRequest, Option<Box<RollbackPlan>>),
+    RolledBack(Box<RollbackPlan>),
     Failed(String),
 }
 
@@ -221,6 +244,18 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::LoadFiles(v, d) => api
             .files(&v, &d)
             .map(|f| Loaded::Files(v, d, f))
+            .unwrap_or_else(failed),
+        Effect::LoadDeployments(paths) => api
+            .deployments(&paths)
+            .map(|m| Loaded::Deployments(Box::new(m)))
+            .unwrap_or_else(failed),
+        Effect::PlanRollback(req) => api
+            .plan_rollback(&req.file, &req.volume, &req.path, &req.to)
+            .map(|p| Loaded::RollbackPlanned(req, p.map(Box::new)))
+            .unwrap_or_else(failed),
+        Effect::ApplyRollback(plan) => api
+            .apply_rollback(&plan)
+            .map(|()| Loaded::RolledBack(plan))
             .unwrap_or_else(failed),
         Effect::Copy(_) => return None,
     })

@@ -30,6 +30,8 @@ use model::Model;
 
 pub struct Options {
     pub readonly: bool,
+    /// Deployment files, or folders of them, for the Deployments screen.
+    pub deploy: Vec<std::path::PathBuf>,
     pub theme: Theme,
     pub keymap: Keymap,
 }
@@ -65,7 +67,7 @@ async fn event_loop(
             }
         }
     });
-    let (mut model, effects) = Model::new(api.location(), opts.readonly);
+    let (mut model, effects) = Model::new(api.location(), opts.readonly, opts.deploy.clone());
     spawn_effects(&api, &tx, effects);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut live = tokio::time::interval(Duration::from_secs(1));

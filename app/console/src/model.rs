@@ -16,6 +16,7 @@ use crate::action::Action;
 use crate::effects::{Effect, Loaded, Opened};
 use crate::keymap::{Keymap, Mode};
 use crate::palette::{self, To};
+use crate::screens::deployments::Deployments;
 use crate::screens::diff::Diff;
 use crate::screens::files::Files;
 use crate::screens::jobs::Jobs;
@@ -38,10 +39,16 @@ pub struct Model {
     /// Rows a page-down moves; set from the terminal height.
     pub page: usize,
     location: String,
+    /// Deployment files (or folders) for the Deployments screen.
+    deploy: Vec<std::path::PathBuf>,
 }
 
 impl Model {
-    pub fn new(location: String, readonly: bool) -> (Model, Vec<Effect>) {
+    pub fn new(
+        location: String,
+        readonly: bool,
+        deploy: Vec<std::path::PathBuf>,
+    ) -> (Model, Vec<Effect>) {
         let mut m = Model {
             root: Volumes::default(),
             above: Vec::new(),
@@ -57,6 +64,7 @@ impl Model {
             quit: false,
             page: 20,
             location,
+            deploy,
         };
         let e = m.request(vec![Effect::LoadVolumes, Effect::LoadMounts]);
         (m, e)
@@ -126,7 +134,8 @@ impl Model {
                 | Overlay::ConfirmCancel(..)
                 | Overlay::ConfirmStopWatch(..)
                 | Overlay::ConfirmDelete(_)
-                | Overlay::ConfirmRestore(_),
+                | Overlay::ConfirmRestore(_)
+                | Overlay::ConfirmRollback(_),
             ) => Mode::Confirm,
             _ => Mode::Normal,
         }
@@ -330,6 +339,7 @@ impl Model {
             Action::Mounts => return self.open_live(Kind::Mounts),
             Action::Jobs => return self.open_live(Kind::Jobs),
             Action::Watch => return self.open_live(Kind::Watch),
+            Action::Deployments => return self.open_live(Kind::Deployments),
             Action::Trash => return self.open_trash(),
             Action::Copy => return self.copy(),
             Action::Filter => {
@@ -353,6 +363,7 @@ impl Model {
             | Action::RetryJob
             | Action::Delete
             | Action::Restore
+            | Action::Rollback
                 if self.refuse_if_readonly() => {}
             Action::Open
             | Action::Focus
@@ -362,7 +373,8 @@ impl Model {
             | Action::Stop
             | Action::RetryJob
             | Action::Delete
-            | Action::Restore => {
+            | Action::Restore
+            | Action::Rollback => {
                 let (top, ctx) = self.top_and_ctx();
                 match top.on_action(a, ctx) {
                     Some(r) => return self.apply(r),
@@ -407,6 +419,11 @@ impl Model {
                 format!("restoring b3:{}…", plan.digest.short(12)),
                 "cancelled; it stays in the trash".to_string(),
             ),
+            Overlay::ConfirmRollback(plan) => (
+                Effect::ApplyRollback(plan.clone()),
+                format!("writing {}…", plan.file.display()),
+                format!("cancelled; {} is unchanged", plan.file.display()),
+            ),
             Overlay::Help(_) | Overlay::Prompt(_) => return None,
         };
         Some(match a {
@@ -437,6 +454,9 @@ impl Model {
             Action::Restore => self
                 .ctx
                 .info("restore works in the trash: press T, select the version, then U"),
+            Action::Rollback => self
+                .ctx
+                .info("rollback works on a deployment: press D, select a volume and a deployment (tab), then b"),
             _ => {}
         }
     }
@@ -506,6 +526,23 @@ impl Model {
                         ),
                     }
                 ));
+                return self.reload();
+            }
+            Loaded::RolledBack(plan) => {
+                self.ctx.info(format!(
+                    "wrote {}: {} at {} is pinned to {} (was {})",
+                    plan.file.display(),
+                    plan.volume,
+                    plan.path,
+                    short_digest(&plan.to.to_string()),
+                    plan.from
+                        .map(|d| short_digest(&d.to_string()))
+                        .unwrap_or_else(|| "an unresolved ref".into())
+                ));
+                // Back to the matrix, which shows the file as it is now.
+                if self.screen() == Kind::Rollback {
+                    self.above.pop();
+                }
                 return self.reload();
             }
             Loaded::JobChanged(job) => {
@@ -594,6 +631,7 @@ impl Model {
         let s: Box<dyn Screen> = match kind {
             Kind::Jobs => Box::new(Jobs::default()),
             Kind::Watch => Box::new(Watches::default()),
+            Kind::Deployments => Box::new(Deployments::new(self.deploy.clone())),
             _ => Box::new(Mounts::default()),
         };
         self.back_to_root();
@@ -816,6 +854,42 @@ fn overlay_view(o: &Overlay, help: impl FnOnce() -> Vec<(String, String)>) -> Vi
                 title: "delete a version".into(),
                 lines,
                 yes: "delete".into(),
+            }
+        }
+        Overlay::ConfirmRollback(p) => {
+            let file = p.file.display().to_string();
+            let mut lines = vec![
+                (file.clone(), Role::Text),
+                (format!("{} at {}", p.volume, p.path), Role::Text),
+                (
+                    format!(
+                        "from {}",
+                        p.from
+                            .map(|d| format!("b3:{}", d.short(16)))
+                            .unwrap_or_else(|| format!("{} (does not resolve)", p.reference))
+                    ),
+                    Role::Removed,
+                ),
+                (format!("to   b3:{}", p.to.short(16)), Role::Added),
+            ];
+            for l in &p.edit.lines {
+                lines.push((format!("-{:>4}: {}", l.line, l.old.trim()), Role::Removed));
+                lines.push((format!("+{:>4}: {}", l.line, l.new.trim()), Role::Added));
+            }
+            for a in &p.edit.anchors {
+                lines.push((
+                    format!("the ref comes from anchor &{a}: its other aliases change too"),
+                    Role::Danger,
+                ));
+            }
+            lines.push((
+                "only this ref changes; refused if the file changed since this diff".into(),
+                Role::Dim,
+            ));
+            ViewOverlay::Confirm {
+                title: format!("roll back {}", p.volume),
+                lines,
+                yes: format!("write {file}"),
             }
         }
         Overlay::ConfirmRestore(p) => {

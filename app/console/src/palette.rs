@@ -109,6 +109,13 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(To::Live(Kind::Watch)),
     },
     Command {
+        names: &["deployments", "deploy"],
+        usage: "deployments",
+        about: "which version each deployment serves; roll one back",
+        takes: Takes::Nothing,
+        run: |_, _| Ok(To::Live(Kind::Deployments)),
+    },
+    Command {
         names: &["trash"],
         usage: "trash [NS/NAME]",
         about: "deleted versions, and the time left to restore them",

@@ -91,3 +91,36 @@ pub fn drift(deployments: &[Checked]) -> Vec<Row> {
         })
         .collect()
 }
+
+/// Deployments side by side: the files (in order), their short names, the rows, and
+/// the files that could not be read (name, why).
+#[derive(Debug, Clone, Default)]
+pub struct Matrix {
+    pub files: Vec<std::path::PathBuf>,
+    pub names: Vec<String>,
+    pub rows: Vec<Row>,
+    pub failed: Vec<(String, String)>,
+}
+
+/// Reads and checks every deployment file `paths` name (files, or folders of them).
+pub fn matrix(
+    repo: &sealvol_core::Repository,
+    paths: &[std::path::PathBuf],
+) -> sealvol_core::Result<Matrix> {
+    let all = crate::file::collect(paths)?;
+    let names = crate::file::display_names(&all);
+    let mut m = Matrix::default();
+    let mut checked = Vec::new();
+    for (p, n) in all.into_iter().zip(names) {
+        match crate::file::DeployFile::read(&p) {
+            Ok(f) => {
+                checked.push(crate::check::check(repo, f));
+                m.files.push(p);
+                m.names.push(n);
+            }
+            Err(e) => m.failed.push((n, e.message().to_string())),
+        }
+    }
+    m.rows = drift(&checked);
+    Ok(m)
+}

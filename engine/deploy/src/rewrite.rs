@@ -22,7 +22,7 @@ pub struct LineChange {
 }
 
 /// A planned change to a deployment file, made from the bytes it was read with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
     pub path: PathBuf,
     pub original: String,

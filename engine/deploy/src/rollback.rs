@@ -11,7 +11,7 @@ use crate::file::DeployFile;
 use crate::history;
 use crate::rewrite::{self, Edit};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollbackPlan {
     pub file: PathBuf,
     pub volume: VolumeName,

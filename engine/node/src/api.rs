@@ -2,6 +2,7 @@
 //! that a remote engine can stand behind the same trait. Calls block; callers that
 //! must stay responsive run them on a blocking task.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::jobs::{Job, JobEvent, JobsApi};
@@ -14,6 +15,8 @@ use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{Manifest, TagFile, VersionInfo, VolumeInfo};
 use sealvol_core::repo::Repository;
 use sealvol_core::trash::{Deleted, Restored, TrashedVersion};
+use sealvol_deploy::drift::Matrix;
+use sealvol_deploy::rollback::RollbackPlan;
 
 pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
@@ -42,6 +45,19 @@ pub trait Api: Send + Sync {
     /// Moves a version to the trash; `untag` removes the tags that point at it.
     fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted>;
     fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored>;
+    /// Deployment files (or folders of them) side by side, every ref resolved now.
+    fn deployments(&self, paths: &[PathBuf]) -> Result<Matrix>;
+    /// Plans pointing `volume`'s mount at `path` in `file` at `to`, from the file as it
+    /// is now; `None` when it is pinned there already.
+    fn plan_rollback(
+        &self,
+        file: &Path,
+        volume: &VolumeName,
+        path: &str,
+        to: &Digest,
+    ) -> Result<Option<RollbackPlan>>;
+    /// Writes a plan, if the file still holds the bytes it was made from.
+    fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()>;
     /// Live mounts on this node. A repository alone knows of none.
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(Vec::new())
@@ -141,6 +157,21 @@ impl Api for Node {
     fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
         Api::restore_version(&self.repo, volume, digest)
     }
+    fn deployments(&self, paths: &[PathBuf]) -> Result<Matrix> {
+        Api::deployments(&self.repo, paths)
+    }
+    fn plan_rollback(
+        &self,
+        file: &Path,
+        volume: &VolumeName,
+        path: &str,
+        to: &Digest,
+    ) -> Result<Option<RollbackPlan>> {
+        Api::plan_rollback(&self.repo, file, volume, path, to)
+    }
+    fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
+        Api::apply_rollback(&self.repo, plan)
+    }
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(crate::mounts::list(&crate::mounts::dir(&self.state)))
     }
@@ -221,5 +252,23 @@ impl Api for Repository {
 
     fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
         Repository::restore_version(self, &Ref::pinned(volume.clone(), *digest))
+    }
+
+    fn deployments(&self, paths: &[PathBuf]) -> Result<Matrix> {
+        sealvol_deploy::drift::matrix(self, paths)
+    }
+
+    fn plan_rollback(
+        &self,
+        file: &Path,
+        volume: &VolumeName,
+        path: &str,
+        to: &Digest,
+    ) -> Result<Option<RollbackPlan>> {
+        sealvol_deploy::rollback::plan_file(self, file, volume, path, *to)
+    }
+
+    fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
+        sealvol_deploy::rollback::apply(plan)
     }
 }

@@ -6,10 +6,12 @@
 //! Adding a screen: a module here implementing `Screen`, and its line in the palette
 //! (`palette.rs`) and, if it has one, its key in `keymap.toml`.
 
+pub mod deployments;
 pub mod diff;
 pub mod files;
 pub mod jobs;
 pub mod mounts;
+pub mod rollback;
 pub mod tags;
 pub mod trash;
 pub mod versions;
@@ -22,6 +24,8 @@ use sealvol_views::Body;
 use sealvol_views::chrome::StatusKind;
 
 use crate::action::Action;
+use sealvol_deploy::rollback::RollbackPlan;
+
 use crate::effects::{DeletePlan, Effect, Loaded, RestorePlan, TagMovePlan};
 
 /// What every screen may read and change besides its own state.
@@ -78,6 +82,8 @@ pub enum Overlay {
     ConfirmDelete(DeletePlan),
     /// Bring this version back from the trash.
     ConfirmRestore(RestorePlan),
+    /// Write this change to a deployment file.
+    ConfirmRollback(Box<RollbackPlan>),
     Prompt(Prompt),
 }
 
@@ -216,6 +222,8 @@ pub enum Kind {
     Jobs,
     Watch,
     Trash,
+    Deployments,
+    Rollback,
 }
 
 /// The selected index among `visible` (indexes into a screen's rows), if any.

@@ -14,6 +14,7 @@ use super::effects::{Effect, perform};
 use super::keymap::Keymap;
 use super::model::{Model, Overlay};
 
+mod deploy;
 mod palette;
 mod status;
 mod watch;
@@ -41,6 +42,15 @@ fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeN
 }
 
 fn harness(readonly: bool) -> Harness {
+    harness_with(readonly, &|_, _, _| Vec::new())
+}
+
+/// A harness whose console was given the deployment files `deploy` writes (in the
+/// test's folder, given weights/tiny's two versions).
+fn harness_with(
+    readonly: bool,
+    deploy: &dyn Fn(&std::path::Path, Digest, Digest) -> Vec<std::path::PathBuf>,
+) -> Harness {
     let tmp = tempfile::tempdir().unwrap();
     let repo = Repository::open_local(&tmp.path().join("repo"), true, false).unwrap();
     let vol = VolumeName::parse("weights/tiny").unwrap();
@@ -51,7 +61,8 @@ fn harness(readonly: bool) -> Harness {
     let prod = Name::parse("tag", "prod").unwrap();
     repo.move_tag(&vol, &prod, &v1, None).unwrap();
     repo.move_tag(&vol, &prod, &v2, None).unwrap();
-    let (model, effects) = Model::new("test-repo".into(), readonly);
+    let files = deploy(tmp.path(), v1, v2);
+    let (model, effects) = Model::new("test-repo".into(), readonly, files);
     let state = tmp.path().join("state");
     let mut h = Harness {
         _tmp: tmp,
@@ -427,7 +438,7 @@ fn frame_bench_10k_versions() {
     use super::action::Action;
     use super::effects::Loaded;
 
-    let (mut m, _) = Model::new("bench".into(), false);
+    let (mut m, _) = Model::new("bench".into(), false, Vec::new());
     m.on_loaded(Loaded::Volumes(vec![VolumeInfo {
         namespace: "weights".into(),
         name: "big".into(),
@@ -804,7 +815,7 @@ fn a_damaged_manifest_and_tag_are_marked_and_the_rest_still_browses() {
     std::fs::write(&manifest, &bytes[..bytes.len() / 2]).unwrap();
     std::fs::write(repo.join("tags/weights/tiny/prod"), b"{\"tag\":").unwrap();
     // A fresh console over the damaged repository.
-    let (model, effects) = Model::new("test-repo".into(), false);
+    let (model, effects) = Model::new("test-repo".into(), false, Vec::new());
     let mut h = Harness { model, ..h0 };
     h.run(effects);
     let Body::Volumes(v) = h.model.frame(&h.keys).body else {

@@ -17,6 +17,8 @@ fn kind(h: &super::Harness) -> &'static str {
         Body::Jobs(_) => "jobs",
         Body::Trash(_) => "trash",
         Body::Watch(_) => "watch",
+        Body::Deployments(_) => "deployments",
+        Body::Rollback(_) => "rollback",
         Body::Empty(_) => "empty",
     }
 }

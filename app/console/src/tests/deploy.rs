@@ -1,0 +1,185 @@
+//! The Deployments screen as the on-call engineer uses it at 3 a.m.: D, find the volume
+//! whose deployments disagree, tab to the deployment, b, pick the version before, read
+//! the confirmation (file, volume, both digests, the line), y; the file changes in that
+//! one ref and nowhere else. And the refusals: a file changed meanwhile, a read-only
+//! console, no deployment files at all.
+
+use std::path::{Path, PathBuf};
+
+use sealvol_core::refs::Digest;
+use sealvol_views::Body;
+use sealvol_views::chrome::Overlay as ViewOverlay;
+use sealvol_views::deployments::{CellState, DeploymentsView};
+
+use super::{Harness, harness, harness_with};
+use crate::model::Overlay;
+
+/// staging follows `prod` (v2 now); production pins v2; canary pins v1. With comments
+/// and CRLF, to see that nothing else moves.
+fn files(dir: &Path, v1: Digest, v2: Digest) -> Vec<PathBuf> {
+    let d = dir.join("deploy");
+    std::fs::create_dir_all(&d).unwrap();
+    let write = |name: &str, text: String| {
+        std::fs::write(d.join(name), text).unwrap();
+    };
+    write(
+        "staging.yaml",
+        "sealvol:\n  mounts:\n    - ref: weights/tiny:prod\n      path: /w\n".into(),
+    );
+    write(
+        "production.yaml",
+        format!(
+            "# production: change with care\r\nreplicas: 12\r\nsealvol:\r\n  mounts:\r\n    - ref: 'vol:weights/tiny@{v2}'  # pinned 2026-11\r\n      path: /w\r\n    - ref: adapters/lora\r\n      path: /l\r\n"
+        ),
+    );
+    write(
+        "canary.yaml",
+        format!("sealvol:\n  mounts:\n    - ref: vol:weights/tiny@{v1}\n      path: /w\n"),
+    );
+    vec![d]
+}
+
+fn view(h: &Harness) -> DeploymentsView {
+    match h.model.frame(&h.keys).body {
+        Body::Deployments(v) => v,
+        other => panic!("not the deployments screen: {other:?}"),
+    }
+}
+
+fn production(h: &Harness) -> PathBuf {
+    h._tmp.path().join("deploy/production.yaml")
+}
+
+#[test]
+fn roll_production_back_by_keyboard_and_only_its_ref_changes() {
+    let mut h = harness_with(false, &files);
+    let before = std::fs::read_to_string(production(&h)).unwrap();
+    h.keys("D");
+    let v = view(&h);
+    assert_eq!(v.names, ["canary.yaml", "production.yaml", "staging.yaml"]);
+    let tiny = v.rows.iter().find(|r| r.volume == "weights/tiny").unwrap();
+    assert!(!tiny.agree, "canary serves v1, the others v2");
+    let states: Vec<&CellState> = tiny.cells.iter().map(|c| &c.state).collect();
+    assert_eq!(
+        states,
+        [&CellState::Pinned, &CellState::Pinned, &CellState::Unpinned]
+    );
+    assert_eq!(tiny.cells[1].text, h.v2.short(12));
+    let lora = v.rows.iter().find(|r| r.volume == "adapters/lora").unwrap();
+    assert_eq!(lora.cells[0].state, CellState::Missing);
+    assert!(
+        h.status().contains("1 disagree, 2 unpinned"),
+        "{}",
+        h.status()
+    );
+
+    // The weights row, production's column (tab), then b.
+    let row = v
+        .rows
+        .iter()
+        .position(|r| r.volume == "weights/tiny")
+        .unwrap();
+    for _ in 0..row {
+        h.keys("j");
+    }
+    h.keys("tab");
+    assert!(
+        view(&h).detail[0].starts_with("production.yaml:5  /w"),
+        "{:?}",
+        view(&h).detail
+    );
+    h.keys("b");
+    let Body::Rollback(r) = h.model.frame(&h.keys).body else {
+        panic!("not the picker");
+    };
+    assert!(r.rows[0].serving, "v2, the newest, is served");
+    assert_eq!(r.selected, 1, "the selection starts on the version before");
+    assert!(
+        r.history.iter().any(|l| l.starts_with("prod")),
+        "{:?}",
+        r.history
+    );
+    h.keys("enter");
+    let Some(Overlay::ConfirmRollback(plan)) = h.model.overlay() else {
+        panic!("no confirmation: {}", h.status());
+    };
+    assert_eq!((plan.from, plan.to), (Some(h.v2), h.v1));
+    let frame = h.model.frame(&h.keys);
+    let Some(ViewOverlay::Confirm { lines, yes, .. }) = frame.overlay else {
+        panic!("no confirmation drawn");
+    };
+    let text: Vec<String> = lines.into_iter().map(|(l, _)| l).collect();
+    assert!(
+        text[0].ends_with("production.yaml"),
+        "names the file: {text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|l| l == &format!("from b3:{}", h.v2.short(16)))
+    );
+    assert!(
+        text.iter()
+            .any(|l| l == &format!("to   b3:{}", h.v1.short(16)))
+    );
+    assert!(
+        text.iter().any(|l| l.starts_with("-   5:"))
+            && text.iter().any(|l| l.starts_with("+   5:"))
+    );
+    assert!(yes.starts_with("write"));
+    h.keys("y");
+    let after = std::fs::read_to_string(production(&h)).unwrap();
+    assert_eq!(after, before.replace(&h.v2.to_string(), &h.v1.to_string()));
+    assert!(h.status().starts_with("wrote"), "{}", h.status());
+    // Back on the matrix, which now shows production on v1.
+    let v = view(&h);
+    let tiny = v.rows.iter().find(|r| r.volume == "weights/tiny").unwrap();
+    assert_eq!(tiny.cells[1].text, h.v1.short(12));
+}
+
+#[test]
+fn a_file_changed_after_the_diff_was_shown_is_not_written() {
+    let mut h = harness_with(false, &files);
+    h.keys("D");
+    let row = view(&h)
+        .rows
+        .iter()
+        .position(|r| r.volume == "weights/tiny")
+        .unwrap();
+    for _ in 0..row {
+        h.keys("j");
+    }
+    h.keys("tab b enter");
+    assert!(matches!(
+        h.model.overlay(),
+        Some(Overlay::ConfirmRollback(_))
+    ));
+    // Someone edits the file while the confirmation is open.
+    let theirs = std::fs::read_to_string(production(&h))
+        .unwrap()
+        .replace("replicas: 12", "replicas: 14");
+    std::fs::write(production(&h), &theirs).unwrap();
+    h.keys("y");
+    assert!(
+        h.status().contains("changed since it was read"),
+        "{}",
+        h.status()
+    );
+    assert_eq!(std::fs::read_to_string(production(&h)).unwrap(), theirs);
+    // Cancelling writes nothing either.
+    h.keys("esc b enter n");
+    assert!(h.status().contains("is unchanged"), "{}", h.status());
+    assert_eq!(std::fs::read_to_string(production(&h)).unwrap(), theirs);
+}
+
+#[test]
+fn read_only_and_unconfigured_consoles_change_nothing() {
+    let mut h = harness_with(true, &files);
+    let before = std::fs::read_to_string(production(&h)).unwrap();
+    h.keys("D tab b");
+    assert!(h.status().contains("read-only"), "{}", h.status());
+    assert_eq!(std::fs::read_to_string(production(&h)).unwrap(), before);
+    let mut h = harness(false);
+    h.keys("D");
+    let v = view(&h);
+    assert!(v.names.is_empty() && v.empty.contains("--deploy"), "{v:?}");
+}
