@@ -4,6 +4,9 @@
 use sealvol_themes::Role;
 
 use crate::chrome::{Overlay, Status, StatusKind};
+use crate::deployments::{
+    CellState, DeployCell, DeployRow, DeploymentsView, RollbackRow, RollbackView,
+};
 use crate::jobs::{FileLine, JobDetail, JobRow, JobsView};
 use crate::mounts::{MountRow, MountsView};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
@@ -573,6 +576,10 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("watch", watch()),
         ("watch-failed", watch_failed()),
         ("watch-empty", watch_empty()),
+        ("deployments", deployments()),
+        ("deployments-empty", deployments_empty()),
+        ("rollback", rollback()),
+        ("confirm-rollback", confirm_rollback()),
     ]
 }
 
@@ -922,6 +929,176 @@ pub fn jobs_empty() -> FrameView {
         selected: 0,
         detail: None,
         empty: "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one".into(),
+    });
+    f
+}
+
+fn deploy_cell(seed: u8, state: CellState) -> DeployCell {
+    DeployCell {
+        text: match state {
+            CellState::Missing => "-".into(),
+            CellState::Error => "error".into(),
+            _ => digest(seed)[3..15].to_string(),
+        },
+        state,
+    }
+}
+
+pub fn deployments() -> FrameView {
+    use CellState::*;
+    let row = |volume: &str, agree, cells: Vec<DeployCell>| DeployRow {
+        volume: volume.into(),
+        agree,
+        cells,
+    };
+    FrameView {
+        crumbs: vec!["volumes".into(), "deployments".into()],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Deployments(DeploymentsView {
+            names: vec![
+                "staging/config.yaml".into(),
+                "prod/config.yaml".into(),
+                "canary/config.yaml".into(),
+            ],
+            rows: vec![
+                row(
+                    "adapters/support-lora",
+                    true,
+                    vec![
+                        deploy_cell(4, Unpinned),
+                        deploy_cell(4, Pinned),
+                        deploy_cell(4, Pinned),
+                    ],
+                ),
+                row(
+                    "evals/mmlu-pro",
+                    true,
+                    vec![
+                        deploy_cell(5, Pinned),
+                        deploy_cell(0, Missing),
+                        deploy_cell(0, Missing),
+                    ],
+                ),
+                row(
+                    "tokenizers/qwen3",
+                    false,
+                    vec![
+                        deploy_cell(6, Pinned),
+                        deploy_cell(6, Pinned),
+                        deploy_cell(0, Error),
+                    ],
+                ),
+                row(
+                    "weights/qwen3-8b",
+                    false,
+                    vec![
+                        deploy_cell(1, Unpinned),
+                        deploy_cell(2, Pinned),
+                        deploy_cell(1, Pinned),
+                    ],
+                ),
+            ],
+            selected: 3,
+            column: 1,
+            detail: vec![
+                "prod/config.yaml:5  /app/weights  ref: vol:weights/qwen3-8b@b3:4a55606b7681…"
+                    .into(),
+                format!("pinned: {}", digest(2)),
+            ],
+            failed: Vec::new(),
+            empty: String::new(),
+        }),
+        status: Status {
+            kind: StatusKind::Info,
+            text: "4 volume(s) × 3 deployment(s): 2 disagree, 2 unpinned (*)".into(),
+            hints: vec![
+                ("tab".into(), "next deployment".into()),
+                ("b".into(), "roll back".into()),
+                ("?".into(), "help".into()),
+            ],
+        },
+        overlay: None,
+    }
+}
+
+pub fn deployments_empty() -> FrameView {
+    FrameView {
+        body: Body::Deployments(DeploymentsView {
+            empty: "no deployment files: `sealvol --deploy FILE` or deploy_dirs in config.toml"
+                .into(),
+            ..DeploymentsView::default()
+        }),
+        status: status("no deployment files"),
+        ..deployments()
+    }
+}
+
+pub fn rollback() -> FrameView {
+    let row = |seed, created: &str, bytes, tags: &[&str], serving| RollbackRow {
+        digest: digest(seed),
+        created: created.into(),
+        bytes,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        serving,
+    };
+    FrameView {
+        crumbs: vec![
+            "volumes".into(),
+            "deployments".into(),
+            "prod/config.yaml".into(),
+            "roll back".into(),
+        ],
+        context: "~/.local/share/sealvol/repo".into(),
+        body: Body::Rollback(RollbackView {
+            title: "prod/config.yaml · weights/qwen3-8b at /app/weights · serving b3:4a55606b7681".into(),
+            rows: vec![
+                row(2, "2026-11-30T14:02:11Z", 16_384_000_000, &["prod"], true),
+                row(1, "2026-11-28T09:13:40Z", 16_384_000_000, &["canary"], false),
+                row(3, "2026-11-21T17:45:02Z", 16_380_000_000, &[], false),
+            ],
+            selected: 1,
+            history: vec![
+                format!("prod       {} → {}  2026-11-30 14:05  alice", &digest(1)[..15], &digest(2)[..15]),
+                format!("canary     (new) → {}  2026-11-28 09:20  ci", &digest(1)[..15]),
+                format!("prod       {} → {}  2026-11-22 10:00  bob", &digest(3)[..15], &digest(1)[..15]),
+            ],
+        }),
+        status: Status {
+            kind: StatusKind::Info,
+            text: "3 version(s) of weights/qwen3-8b · enter: roll prod/config.yaml back to the selected one".into(),
+            hints: vec![
+                ("enter".into(), "roll back to this".into()),
+                ("esc".into(), "back".into()),
+                ("?".into(), "help".into()),
+            ],
+        },
+        overlay: None,
+    }
+}
+
+pub fn confirm_rollback() -> FrameView {
+    let mut f = rollback();
+    f.overlay = Some(Overlay::Confirm {
+        title: "roll back weights/qwen3-8b".into(),
+        lines: vec![
+            ("deploy/prod/config.yaml".into(), Role::Text),
+            ("weights/qwen3-8b at /app/weights".into(), Role::Text),
+            (format!("from {}", &digest(2)[..19]), Role::Removed),
+            (format!("to   {}", &digest(1)[..19]), Role::Added),
+            (
+                format!("-   5: - ref: vol:weights/qwen3-8b@{}…", &digest(2)[..19]),
+                Role::Removed,
+            ),
+            (
+                format!("+   5: - ref: vol:weights/qwen3-8b@{}…", &digest(1)[..19]),
+                Role::Added,
+            ),
+            (
+                "only this ref changes; refused if the file changed since this diff".into(),
+                Role::Dim,
+            ),
+        ],
+        yes: "write deploy/prod/config.yaml".into(),
     });
     f
 }
