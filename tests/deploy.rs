@@ -650,6 +650,26 @@ fn deploy_mount_mounts_two_volumes_under_a_root() {
     );
     env.ok(&["deploy", "unmount", f, "--root", root.to_str().unwrap()]);
     assert!(!root.join("app/weights/weights.bin").exists());
+    // --json: the keys docs/JSON.md gives `deploy mount`.
+    let v = json_of(&env.ok(&[
+        "deploy",
+        "mount",
+        f,
+        "--root",
+        root.to_str().unwrap(),
+        "--json",
+    ]));
+    let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["file", "mounts"]);
+    assert_eq!(v["mounts"][1]["ref"], "x/lora:prod");
+    assert!(
+        v["mounts"][1]["resolved"]
+            .as_str()
+            .unwrap()
+            .starts_with("vol:x/lora@b3:")
+    );
+    env.ok(&["deploy", "unmount", f, "--root", root.to_str().unwrap()]);
     // A file whose second ref does not resolve mounts nothing.
     std::fs::write(
         &file,

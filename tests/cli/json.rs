@@ -47,6 +47,13 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
     let out = env.path("out");
     let so = out.to_str().unwrap();
     env.set_secret("token", "value");
+    let deploy = env.path("config.yaml");
+    std::fs::write(
+        &deploy,
+        "sealvol:\n  mounts:\n    - ref: t/v:canary\n      path: /w\n",
+    )
+    .unwrap();
+    let sd = deploy.to_str().unwrap();
     let cases: Vec<(&str, Vec<&str>)> = vec![
         (
             "volume push",
@@ -75,6 +82,24 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ),
         ("volume trash", vec!["volume", "trash"]),
         ("volume restore", vec!["volume", "restore", &restore]),
+        ("deploy check", vec!["deploy", "check", sd]),
+        ("deploy drift", vec!["deploy", "drift", sd]),
+        (
+            "deploy pin",
+            vec!["deploy", "pin", sd, "--all", "--dry-run"],
+        ),
+        (
+            "deploy rollback",
+            vec!["deploy", "rollback", sd, "t/v", "--to", &restore, "--yes"],
+        ),
+        (
+            "cache save",
+            vec!["cache", "save", sa, "t/cache", "--key", "k"],
+        ),
+        (
+            "cache restore",
+            vec!["cache", "restore", "t/cache", so, "--key", "other"],
+        ),
         ("volume gc", vec!["volume", "gc", "--dry-run"]),
         (
             "volume watch",

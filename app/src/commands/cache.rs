@@ -105,6 +105,9 @@ fn restore(
                     "restored": false,
                     "volume": volume.to_string(),
                     "tag": tag.to_string(),
+                    "ref": null,
+                    "dir": dir.display().to_string(),
+                    "mounted": false,
                     "why": e.message(),
                 }));
             }
@@ -149,6 +152,7 @@ fn restore(
             "ref": pinned,
             "dir": dir.display().to_string(),
             "mounted": mount,
+            "why": null,
         }));
     }
     if !ctx.quiet {

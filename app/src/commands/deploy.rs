@@ -469,7 +469,7 @@ fn rollback(
     let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
         if as_json {
             return json(
-                &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "to": target.to_string(), "lines": [], "written": false}),
+                &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "path": m.path, "from": target.to_string(), "to": target.to_string(), "lines": [], "written": false}),
             );
         }
         eprintln!(
