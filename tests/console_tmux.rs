@@ -387,3 +387,56 @@ fn deploy_rollback_asks_and_refuses_a_file_changed_meanwhile() {
     let digest = &refs[0][refs[0].find('@').unwrap() + 1..];
     assert!(std::fs::read_to_string(&file).unwrap().contains(digest));
 }
+
+/// The on-call rollback in the console, in a real terminal: `D`, the deployment, `b`,
+/// the version before, the confirmation, `y`; the file changes in that ref only.
+#[test]
+fn roll_a_deployment_back_in_the_console_in_a_real_terminal() {
+    let env = Env::new();
+    let mut refs = Vec::new();
+    for i in 1..=2 {
+        let src = env.path(&format!("v{i}"));
+        common::write(&src.join("w.bin"), format!("v{i}").as_bytes());
+        refs.push(env.push(&src, "weights/qwen", &[]));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = env.path("deploy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prod = dir.join("prod.yaml");
+    let text = format!(
+        "# prod: be careful\r\nsealvol:\r\n  mounts:\r\n    - ref: \"{}\"   # pinned\r\n      path: /w\r\n",
+        refs[1]
+    );
+    std::fs::write(&prod, &text).unwrap();
+    std::fs::write(
+        dir.join("staging.yaml"),
+        format!(
+            "sealvol:\n  mounts:\n    - ref: {}\n      path: /w\n",
+            refs[0]
+        ),
+    )
+    .unwrap();
+    let t = Tmux::run(&env, 120, 32, &format!("--deploy {}", dir.display()));
+    t.wait_for("qwen");
+    t.keys(&["D"]);
+    let s = t.wait_for("prod.yaml");
+    assert!(s.contains("≠") && s.contains("staging.yaml"), "{s}");
+    // prod.yaml is the first column: straight to b.
+    t.keys(&["b"]);
+    t.wait_for("serving now");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("roll back weights/qwen");
+    assert!(
+        s.contains("prod.yaml") && s.contains("from b3:") && s.contains("to   b3:"),
+        "{s}"
+    );
+    t.keys(&["y"]);
+    t.wait_for("wrote");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    let d = |r: &str| r[r.find('@').unwrap() + 1..].to_string();
+    assert_eq!(
+        std::fs::read_to_string(&prod).unwrap(),
+        text.replace(&d(&refs[1]), &d(&refs[0]))
+    );
+}

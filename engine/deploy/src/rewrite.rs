@@ -106,6 +106,11 @@ pub fn apply(edit: &Edit) -> Result<()> {
                 .hint("make it writable (chmod u+w), or change the file where it is generated"),
         );
     }
+    // Writable by this user, too: a rename in a writable folder would get round it.
+    if let Err(e) = std::fs::OpenOptions::new().write(true).open(&real) {
+        return Err(Error::io("cannot write", &real, e)
+            .hint("nothing was written; the file must be writable by this user"));
+    }
     let now = std::fs::read(&real).map_err(|e| Error::io("cannot read", &real, e))?;
     if now != edit.original.as_bytes() {
         return Err(changed(&edit.path));
@@ -191,6 +196,40 @@ mod tests {
             [2, 7, 8]
         );
         assert_eq!(e.lines[0].old, "x: &w 'vol:a/w:prod' # anchored");
+    }
+
+    #[test]
+    fn apply_refuses_a_changed_vanished_or_read_only_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.yaml");
+        let text = "sealvol:\n  mounts:\n    - {ref: a/b:t, path: /p}\n";
+        std::fs::write(&p, text).unwrap();
+        let f = DeployFile::read(&p).unwrap();
+        let e = edit(&f, &[(0, "a/b@b3:1111".into())]).unwrap();
+        std::fs::write(&p, format!("# theirs\n{text}")).unwrap();
+        let err = apply(&e).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Changed, "{err}");
+        assert!(std::fs::read_to_string(&p).unwrap().starts_with("# theirs"));
+        std::fs::remove_file(&p).unwrap();
+        assert!(apply(&e).is_err());
+        assert!(!p.exists(), "a vanished file is not made again");
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        assert!(apply(&e).unwrap_err().message().contains("read-only"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        apply(&e).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            text.replace("a/b:t", "a/b@b3:1111")
+        );
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "the mode is kept");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary left: {names:?}");
     }
 
     #[test]
