@@ -1,0 +1,213 @@
+//! `deploy check` and `deploy drift`: what deployment files serve, and where they disagree.
+
+use std::path::PathBuf;
+
+use sealvol_core::{Error, Result};
+use sealvol_deploy::drift;
+use sealvol_deploy::{Checked, Severity, file};
+use sealvol_views::format::short_digest;
+
+use super::{Loaded, follows_label, load_all};
+use crate::commands::Ctx;
+use crate::output::{exit_with, json, name, table};
+
+pub(super) fn check_files(ctx: &Ctx, paths: &[PathBuf], strict: bool, as_json: bool) -> Result<()> {
+    let repo = ctx.open_repo(false)?;
+    let loaded = load_all(&repo, paths)?;
+    let (mut errors, mut warnings) = (0, 0);
+    let mut docs = Vec::new();
+    for l in &loaded {
+        match l {
+            Loaded::Failed(p, e) => {
+                errors += 1;
+                docs.push(serde_json::json!({
+                    "file": p.display().to_string(),
+                    "error": e.message(),
+                    "hint": e.hint_text(),
+                    "mounts": [],
+                    "findings": [],
+                }));
+                if !as_json {
+                    outln!("{}: error: {}", p.display(), e.message())?;
+                    if let Some(h) = e.hint_text() {
+                        outln!("  hint: {h}")?;
+                    }
+                }
+            }
+            Loaded::Checked(c) => {
+                errors += c.errors();
+                warnings += c.warnings();
+                docs.push(checked_json(c));
+                if !as_json {
+                    print_checked(c)?;
+                }
+            }
+        }
+    }
+    let failed = errors > 0 || (strict && warnings > 0);
+    if as_json {
+        json(&serde_json::json!({
+            "ok": !failed,
+            "errors": errors,
+            "warnings": warnings,
+            "files": docs,
+        }))?;
+    } else if !ctx.quiet {
+        eprintln!(
+            "checked {} file(s): {errors} error(s), {warnings} warning(s)",
+            loaded.len()
+        );
+    }
+    match (errors, failed) {
+        (0, false) => Ok(()),
+        (0, true) => Err(Error::invalid(format!(
+            "{warnings} warning(s), and --strict makes them errors"
+        ))
+        .hint("pin tag refs with `sealvol deploy pin FILE --all`")),
+        (n, _) => Err(
+            Error::invalid(format!("{n} error(s) in the deployment files"))
+                .hint("the lines above say where and what to do"),
+        ),
+    }
+}
+
+fn checked_json(c: &Checked) -> serde_json::Value {
+    let mounts: Vec<serde_json::Value> = c
+        .file
+        .mounts
+        .iter()
+        .zip(&c.served)
+        .map(|(m, s)| {
+            serde_json::json!({
+                "ref": m.reference,
+                "path": m.path,
+                "line": m.at.line,
+                "volume": s.as_ref().ok().map(|s| s.volume.to_string()),
+                "digest": s.as_ref().ok().map(|s| s.digest.to_string()),
+                "follows": s.as_ref().ok().map(|s| &s.follows),
+                "error": s.as_ref().err().map(|e| e.message()),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "file": c.file.path.display().to_string(),
+        "mounts": mounts,
+        "findings": c.findings,
+    })
+}
+
+fn print_checked(c: &Checked) -> Result<()> {
+    for f in &c.findings {
+        let sev = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        outln!(
+            "{}:{}:{}: {sev}: {}",
+            f.file.display(),
+            f.line,
+            f.col,
+            name(&f.message)
+        )?;
+        if let Some(h) = &f.hint {
+            outln!("  hint: {h}")?;
+        }
+    }
+    for (m, s) in c.file.mounts.iter().zip(&c.served) {
+        if let Ok(s) = s {
+            outln!(
+                "{}: {} {} ({}) at {}",
+                c.file.path.display(),
+                s.volume,
+                short_digest(&s.digest.to_string()),
+                follows_label(&s.follows),
+                name(&m.path)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn drift(ctx: &Ctx, paths: &[PathBuf], exit_code: bool, as_json: bool) -> Result<()> {
+    let repo = ctx.open_repo(false)?;
+    let mut checked = Vec::new();
+    for l in load_all(&repo, paths)? {
+        match l {
+            Loaded::Checked(c) => checked.push(c),
+            // Drift is between deployments that can be read: one that cannot is an
+            // error, not a column of blanks.
+            Loaded::Failed(_, e) => return Err(e),
+        }
+    }
+    let files: Vec<PathBuf> = checked.iter().map(|c| c.file.path.clone()).collect();
+    let names = file::display_names(&files);
+    let rows = drift::drift(&checked);
+    let disagree = rows.iter().filter(|r| !r.agree).count();
+    if exit_code && disagree > 0 {
+        exit_with(1);
+    }
+    if as_json {
+        return json(&serde_json::json!({
+            "deployments": names.iter().zip(&files).map(|(n, f)| serde_json::json!({"name": n, "file": f.display().to_string()})).collect::<Vec<_>>(),
+            "volumes": rows,
+            "disagree": disagree,
+        }));
+    }
+    let mut header = vec!["", "VOLUME"];
+    header.extend(names.iter().map(String::as_str));
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                if r.agree { " " } else { "≠" }.to_string(),
+                r.volume.clone(),
+            ];
+            row.extend(r.cells.iter().map(|cells| cell_text(cells)));
+            row
+        })
+        .collect();
+    table(&header, &table_rows)?;
+    let unpinned = rows
+        .iter()
+        .flat_map(|r| r.cells.iter().flatten())
+        .any(|c| c.follows.as_ref().is_some_and(|f| !f.pinned()));
+    if unpinned {
+        outln!("* unpinned (a tag or the newest version): what it resolves to now")?;
+    }
+    for r in &rows {
+        for (cells, n) in r.cells.iter().zip(&names) {
+            for c in cells.iter().filter(|c| c.error.is_some()) {
+                outln!(
+                    "{n}:{}: {}: {}",
+                    c.line,
+                    c.reference,
+                    c.error.as_deref().unwrap_or_default()
+                )?;
+            }
+        }
+    }
+    if !ctx.quiet {
+        eprintln!(
+            "{} volume(s) across {} deployment(s): {disagree} disagree",
+            rows.len(),
+            names.len()
+        );
+    }
+    Ok(())
+}
+
+fn cell_text(cells: &[drift::Cell]) -> String {
+    if cells.is_empty() {
+        return "-".into();
+    }
+    cells
+        .iter()
+        .map(|c| match (&c.digest, &c.follows) {
+            (Some(d), Some(f)) => {
+                format!("{}{}", &d.hex()[..12], if f.pinned() { "" } else { "*" })
+            }
+            _ => "error".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,248 @@
+//! `deploy pin` and `deploy rollback`: refs rewritten in place, one scalar each.
+
+use std::path::Path;
+
+use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
+use sealvol_deploy::{DeployFile, check, history, rewrite, rollback};
+use sealvol_views::format::short_digest;
+
+use super::ref_error;
+use crate::commands::Ctx;
+use crate::output::{json, name, size, when};
+
+pub(super) fn pin(
+    ctx: &Ctx,
+    path: &Path,
+    volume: Option<&str>,
+    all: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> Result<()> {
+    let only = match (volume, all) {
+        (Some(v), false) => Some(VolumeName::parse(v)?),
+        (None, true) => None,
+        _ => {
+            return Err(Error::usage("say which refs to pin: a VOLUME, or --all")
+                .hint("e.g. `sealvol deploy pin config.yaml --all`"));
+        }
+    };
+    let repo = ctx.open_repo(false)?;
+    let f = DeployFile::read(path)?;
+    let c = check(&repo, f);
+    let mut changes = Vec::new();
+    let mut matched = false;
+    for (i, (m, s)) in c.file.mounts.iter().zip(&c.served).enumerate() {
+        let volume_of = s
+            .as_ref()
+            .map(|s| s.volume.clone())
+            .or_else(|_| Ref::parse(&m.reference).map(|r| r.volume));
+        if let (Some(only), Ok(v)) = (&only, &volume_of)
+            && v != only
+        {
+            continue;
+        }
+        matched = true;
+        let s = s
+            .as_ref()
+            .map_err(|e| ref_error(path, m, e, "nothing was pinned: fix this ref first"))?;
+        if !s.follows.pinned() {
+            changes.push((i, history::pinned_text(&m.reference, &s.volume, &s.digest)));
+        }
+    }
+    if let (Some(v), false) = (&only, matched) {
+        return Err(rollback::not_mounted(&c.file, v));
+    }
+    if changes.is_empty() {
+        if as_json {
+            return json(
+                &serde_json::json!({"file": path.display().to_string(), "lines": [], "written": false}),
+            );
+        }
+        eprintln!(
+            "{}: every ref is pinned already; nothing to do",
+            path.display()
+        );
+        return Ok(());
+    }
+    let edit = rewrite::edit(&c.file, &changes)?;
+    if !dry_run {
+        rewrite::apply(&edit)?;
+    }
+    if as_json {
+        return json(&serde_json::json!({
+            "file": path.display().to_string(),
+            "lines": edit.lines,
+            "written": !dry_run,
+        }));
+    }
+    print_diff(&edit)?;
+    if !ctx.quiet {
+        eprintln!(
+            "{} {} ref(s) in {}",
+            if dry_run { "would pin" } else { "pinned" },
+            changes.len(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn print_diff(edit: &rewrite::Edit) -> Result<()> {
+    for l in &edit.lines {
+        outln!("-{:>4}: {}", l.line, name(&l.old))?;
+        outln!("+{:>4}: {}", l.line, name(&l.new))?;
+    }
+    for a in &edit.anchors {
+        outln!("note: the ref comes from the anchor &{a}: every alias of it changes with it")?;
+    }
+    Ok(())
+}
+
+/// Which version a rollback goes to.
+pub enum Choice {
+    To(String),
+    Previous,
+}
+
+impl Choice {
+    pub(super) fn from(to: Option<String>, previous: bool) -> Result<Choice> {
+        match (to, previous) {
+            (Some(t), false) => Ok(Choice::To(t)),
+            (None, true) => Ok(Choice::Previous),
+            _ => Err(
+                Error::usage("say where to roll back to: --previous, or --to REF")
+                    .hint("`sealvol volume versions NS/NAME` lists the versions"),
+            ),
+        }
+    }
+}
+
+/// A version's line in a confirmation: its digest, when it was sealed, its size and tags.
+fn version_line(repo: &Repository, volume: &VolumeName, d: &Digest) -> String {
+    let tags: Vec<String> = repo
+        .tags(volume)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.digest == d.to_string())
+        .map(|t| t.tag)
+        .collect();
+    match repo.manifest(volume, d) {
+        Ok(m) => format!(
+            "{d} (sealed {}, {}{})",
+            when(&m.created),
+            size(m.stats.bytes),
+            match tags.is_empty() {
+                true => String::new(),
+                false => format!(", tags {}", tags.join(", ")),
+            }
+        ),
+        Err(_) => d.to_string(),
+    }
+}
+
+pub(super) fn rollback(
+    ctx: &Ctx,
+    path: &Path,
+    volume: &str,
+    choice: Choice,
+    at: Option<&str>,
+    yes: bool,
+    as_json: bool,
+) -> Result<()> {
+    let volume = VolumeName::parse(volume)?;
+    let repo = ctx.open_repo(false)?;
+    let f = DeployFile::read(path)?;
+    let i = rollback::mount_of(&f, &volume, at)?;
+    let m = &f.mounts[i];
+    let current = rollback::current(&repo, &f, i);
+    let target = match &choice {
+        Choice::To(to) => {
+            let r = Ref::parse_in(to, &volume)?;
+            if r.volume != volume {
+                return Err(Error::invalid(format!(
+                    "--to {to} names a version of {}, not of {volume}",
+                    r.volume
+                )));
+            }
+            repo.resolve(&r)?
+        }
+        Choice::Previous => {
+            let cur = current.as_ref().map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!(
+                        "{}: the ref of {volume} ({}) does not resolve, so there is no \"previous\": {}",
+                        path.display(),
+                        m.reference,
+                        e.message()
+                    ),
+                )
+                .hint(format!(
+                    "name the version with --to; `sealvol volume versions {volume}` lists them"
+                ))
+            })?;
+            history::previous(&repo, &volume, &cur.digest)?
+        }
+    };
+    let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
+        if as_json {
+            return json(
+                &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "path": m.path, "from": target.to_string(), "to": target.to_string(), "lines": [], "written": false}),
+            );
+        }
+        eprintln!(
+            "{}: {volume} is pinned to {target} already; nothing to do",
+            path.display()
+        );
+        return Ok(());
+    };
+    let from = match &current {
+        Ok(c) => version_line(&repo, &volume, &c.digest),
+        Err(e) => format!("{} (does not resolve: {})", m.reference, e.message()),
+    };
+    if !as_json || !yes {
+        eprintln!(
+            "{}: roll back {volume} at {}",
+            path.display(),
+            name(&m.path)
+        );
+        eprintln!("  from {from}");
+        eprintln!("  to   {}", version_line(&repo, &volume, &target));
+        for l in &plan.edit.lines {
+            eprintln!("-{:>4}: {}", l.line, name(&l.old));
+            eprintln!("+{:>4}: {}", l.line, name(&l.new));
+        }
+        for a in &plan.edit.anchors {
+            eprintln!(
+                "note: the ref comes from the anchor &{a}: every alias of it changes with it"
+            );
+        }
+    }
+    if !yes {
+        crate::output::ask(
+            "pass --yes to write the file without asking",
+            "not rolled back",
+            &format!("write {}?", path.display()),
+        )?;
+    }
+    rollback::apply(&plan)?;
+    if as_json {
+        return json(&serde_json::json!({
+            "file": path.display().to_string(),
+            "volume": volume.to_string(),
+            "path": m.path,
+            "from": plan.from.map(|d| d.to_string()),
+            "to": target.to_string(),
+            "lines": plan.edit.lines,
+            "written": true,
+        }));
+    }
+    if !ctx.quiet {
+        eprintln!(
+            "wrote {}: {volume} is pinned to {}",
+            path.display(),
+            short_digest(&target.to_string())
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! `deploy mount` and `deploy unmount`: a deployment's volumes at their paths, all or none.
+
+use std::path::{Path, PathBuf};
+
+use sealvol_core::{Error, ErrorKind, Ref, Result};
+use sealvol_deploy::{DeployFile, Follows, check};
+
+use super::{follows_label, ref_error};
+use crate::commands::Ctx;
+use crate::output::json;
+
+/// Where a mount of the file goes: its path, below `root` when one is given.
+fn mount_point(root: Option<&Path>, path: &str) -> PathBuf {
+    match root {
+        // The path is absolute and climbs nowhere (checked when the file was read).
+        Some(r) => r.join(path.trim_start_matches('/')),
+        None => PathBuf::from(path),
+    }
+}
+
+pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) -> Result<()> {
+    let repo = ctx.open_repo(false)?;
+    let f = DeployFile::read(path)?;
+    // Every ref resolved first, once: a deployment mounts all of it or nothing.
+    let mut plan = Vec::new();
+    for m in &f.mounts {
+        let s =
+            check::resolve(&repo, m).map_err(|e| ref_error(path, m, &e, "nothing was mounted"))?;
+        plan.push((m, s));
+    }
+    drop(repo);
+    let mut done: Vec<PathBuf> = Vec::new();
+    let mut out = Vec::new();
+    for (m, s) in &plan {
+        let dir = mount_point(root, &m.path);
+        let pinned = Ref::pinned(s.volume.clone(), s.digest).to_string();
+        let result = std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io("cannot create", &dir, e))
+            .and_then(|()| {
+                crate::commands::mount::mount(
+                    ctx,
+                    crate::commands::mount::Request {
+                        reference: pinned.clone(),
+                        dir: dir.clone(),
+                        cache: None,
+                        cache_size: None,
+                        foreground: false,
+                        requested: Some(m.reference.clone()),
+                    },
+                )
+            });
+        if let Err(e) = result {
+            // All or nothing: what this command mounted goes again.
+            for d in done.iter().rev() {
+                let _ = crate::commands::mount::unmount(ctx, d, false);
+            }
+            return Err(e.hint(format!(
+                "nothing stays mounted; {} was the mount that failed",
+                dir.display()
+            )));
+        }
+        if !as_json && !ctx.quiet {
+            eprintln!(
+                "mounted {} ({}) at {}",
+                pinned,
+                match &s.follows {
+                    Follows::Digest => "pinned".to_string(),
+                    other => format!("{} resolved now", follows_label(other)),
+                },
+                dir.display()
+            );
+        }
+        out.push(serde_json::json!({
+            "ref": m.reference,
+            "resolved": pinned,
+            "dir": dir.display().to_string(),
+        }));
+        done.push(dir);
+    }
+    if as_json {
+        return json(&serde_json::json!({"file": path.display().to_string(), "mounts": out}));
+    }
+    Ok(())
+}
+
+pub(super) fn unmount(ctx: &Ctx, path: &Path, root: Option<&Path>, lazy: bool) -> Result<()> {
+    let f = DeployFile::read(path)?;
+    let mut failed = Vec::new();
+    // The reverse order: a mount inside another goes first.
+    for m in f.mounts.iter().rev() {
+        let dir = mount_point(root, &m.path);
+        if let Err(e) = crate::commands::mount::unmount(ctx, &dir, lazy) {
+            if e.kind() == ErrorKind::NotFound {
+                eprintln!("{}: not mounted", dir.display());
+                continue;
+            }
+            eprintln!("{}: {}", dir.display(), e);
+            failed.push(dir);
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "{} mount(s) of {} could not be unmounted",
+                failed.len(),
+                path.display()
+            ),
+        )
+        .hint("a process may still use it; --lazy detaches it now and unmounts once it is free")),
+    }
+}
