@@ -416,7 +416,28 @@ fn roll_a_deployment_back_in_the_console_in_a_real_terminal() {
         ),
     )
     .unwrap();
-    let t = Tmux::run(&env, 120, 32, &format!("--deploy {}", dir.display()));
+    // A --deploy that names nothing is an error before the console opens.
+    let t = Tmux::run(
+        &env,
+        120,
+        32,
+        &format!("--deploy {}", env.path("nope").display()),
+    );
+    let s = t.wait_for("EXITED-");
+    assert!(
+        s.contains("no such file or folder") && s.contains("EXITED-1"),
+        "{s}"
+    );
+    drop(t);
+    // The folder from config.toml's deploy_dirs.
+    let config = env.path("config/sealvol");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("deploy_dirs = [{:?}]\n", dir.display().to_string()),
+    )
+    .unwrap();
+    let t = Tmux::run(&env, 120, 32, "");
     t.wait_for("qwen");
     t.keys(&["D"]);
     let s = t.wait_for("prod.yaml");

@@ -670,6 +670,29 @@ fn deploy_mount_mounts_two_volumes_under_a_root() {
             .starts_with("vol:x/lora@b3:")
     );
     env.ok(&["deploy", "unmount", f, "--root", root.to_str().unwrap()]);
+    // The startup cache, mounted instead of copied.
+    let kernels = env.path("kernels");
+    write(&kernels.join("k.cubin"), b"kernel");
+    env.ok(&[
+        "cache",
+        "save",
+        kernels.to_str().unwrap(),
+        "caches/k",
+        "--key",
+        "H100",
+    ]);
+    let at = env.path("cachemount");
+    env.ok(&[
+        "cache",
+        "restore",
+        "caches/k",
+        at.to_str().unwrap(),
+        "--key",
+        "H100",
+        "--mount",
+    ]);
+    assert_eq!(std::fs::read(at.join("k.cubin")).unwrap(), b"kernel");
+    env.ok(&["volume", "unmount", at.to_str().unwrap()]);
     // A file whose second ref does not resolve mounts nothing.
     std::fs::write(
         &file,
