@@ -141,6 +141,25 @@ fn rollback_round_trips_change_only_the_ref() {
             .unwrap()
             .contains(digest_of(v2))
     );
+    // The pinned version was deleted (in the trash): --previous still knows the one
+    // before it, and check calls the pin an error.
+    let pinned = env.path("deleted.yaml");
+    std::fs::write(
+        &pinned,
+        format!("sealvol:\n  mounts:\n    - {{ref: {v3}, path: /w}}\n"),
+    )
+    .unwrap();
+    env.ok(&["volume", "delete", v3, "--untag", "--yes"]);
+    let p = pinned.to_str().unwrap();
+    let out = env.run(&["deploy", "check", p]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is in the trash"));
+    env.ok(&["deploy", "rollback", p, "w/q", "--previous", "--yes"]);
+    assert!(
+        std::fs::read_to_string(&pinned)
+            .unwrap()
+            .contains(digest_of(v2))
+    );
 }
 
 #[test]

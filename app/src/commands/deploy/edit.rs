@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use sealvol_core::refs::{DigestSpec, Target};
 use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
 use sealvol_deploy::{DeployFile, check, history, rewrite, rollback};
 use sealvol_views::format::short_digest;
@@ -167,7 +168,13 @@ pub(super) fn rollback(
             repo.resolve(&r)?
         }
         Choice::Previous => {
-            let cur = current.as_ref().map_err(|e| {
+            // A pin of a version now in the trash still says where "previous" is: its
+            // manifest is kept there.
+            let pinned = match Ref::parse(&m.reference).map(|r| r.target) {
+                Ok(Target::Digest(DigestSpec::Full(d))) => Some(d),
+                _ => None,
+            };
+            let cur = current.as_ref().map(|c| c.digest).or_else(|e| pinned.ok_or(e)).map_err(|e| {
                 Error::new(
                     e.kind(),
                     format!(
@@ -181,7 +188,7 @@ pub(super) fn rollback(
                     "name the version with --to; `sealvol volume versions {volume}` lists them"
                 ))
             })?;
-            history::previous(&repo, &volume, &cur.digest)?
+            history::previous(&repo, &volume, &cur)?
         }
     };
     let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
