@@ -189,7 +189,7 @@ pub struct RollbackView {
     pub history: Vec<String>,
 }
 
-const PICK_COLUMNS: [Column; 5] = [
+const PICK_COLUMNS: [Column; 4] = [
     Column {
         title: "DIGEST",
         width: 18,
@@ -207,15 +207,14 @@ const PICK_COLUMNS: [Column; 5] = [
     },
     Column {
         title: "TAGS",
-        width: 20,
-        keep: 3,
-    },
-    Column {
-        title: "",
         width: 0,
-        keep: 6,
+        keep: 8,
     },
 ];
+
+/// Wide enough for the tag history beside the versions, not under them.
+const BESIDE_FROM: u16 = 110;
+const HISTORY_WIDTH: u16 = 46;
 
 pub fn draw_rollback(vm: &RollbackView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if area.height < 3 {
@@ -227,11 +226,37 @@ pub fn draw_rollback(vm: &RollbackView, theme: &Theme, area: Rect, buf: &mut Buf
         truncate(&vm.title, area.width as usize - 1),
         theme.style(Role::Title),
     );
-    let history_height = (vm.history.len() as u16 + 1).min(area.height / 3);
-    let table = Rect {
+    let below = Rect {
         y: area.y + 1,
-        height: area.height - 1 - history_height,
+        height: area.height - 1,
         ..area
+    };
+    let (table, history) = match area.width >= BESIDE_FROM {
+        true => (
+            Rect {
+                width: below.width - HISTORY_WIDTH,
+                ..below
+            },
+            Rect {
+                x: below.x + below.width - HISTORY_WIDTH + 1,
+                width: HISTORY_WIDTH - 1,
+                ..below
+            },
+        ),
+        false => {
+            let h = (vm.history.len() as u16 + 1).min(below.height / 3);
+            (
+                Rect {
+                    height: below.height - h,
+                    ..below
+                },
+                Rect {
+                    y: below.y + below.height - h,
+                    height: h,
+                    ..below
+                },
+            )
+        }
     };
     draw_table(
         theme,
@@ -247,26 +272,35 @@ pub fn draw_rollback(vm: &RollbackView, theme: &Theme, area: Rect, buf: &mut Buf
                 cell(short_digest(&r.digest), Role::Pinned),
                 cell(when(&r.created), Role::Dim),
                 cell(size(r.bytes), Role::Text),
-                cell(r.tags.join(", "), Role::Tag),
-                cell(if r.serving { "◀ serving now" } else { "" }, Role::Modified),
+                {
+                    let mut c = cell(r.tags.join(", "), Role::Tag);
+                    if r.serving {
+                        c.insert(0, ("◀ serving now  ".into(), Role::Modified));
+                    }
+                    c
+                },
             ]
         },
     );
-    if history_height == 0 {
+    if history.height == 0 {
         return;
     }
-    let y = table.y + table.height;
-    buf.set_string(area.x + 1, y, "tag history", theme.style(Role::Header));
+    buf.set_string(
+        history.x,
+        history.y,
+        "TAG HISTORY",
+        theme.style(Role::Header),
+    );
     for (n, h) in vm
         .history
         .iter()
-        .take(history_height as usize - 1)
+        .take(history.height as usize - 1)
         .enumerate()
     {
         buf.set_string(
-            area.x + 1,
-            y + 1 + n as u16,
-            truncate(h, area.width as usize - 1),
+            history.x,
+            history.y + 1 + n as u16,
+            truncate(h, history.width as usize),
             theme.style(Role::Dim),
         );
     }

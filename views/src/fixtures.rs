@@ -1058,9 +1058,9 @@ pub fn rollback() -> FrameView {
             ],
             selected: 1,
             history: vec![
-                format!("prod       {} → {}  2026-11-30 14:05  alice", &digest(1)[..15], &digest(2)[..15]),
-                format!("canary     (new) → {}  2026-11-28 09:20  ci", &digest(1)[..15]),
-                format!("prod       {} → {}  2026-11-22 10:00  bob", &digest(3)[..15], &digest(1)[..15]),
+                format!("prod     {} → {}  2026-11-30 14:05  alice", &digest(1)[3..11], &digest(2)[3..11]),
+                format!("canary   (new) → {}  2026-11-28 09:20  ci", &digest(1)[3..11]),
+                format!("prod     {} → {}  2026-11-22 10:00  bob", &digest(3)[3..11], &digest(1)[3..11]),
             ],
         }),
         status: Status {

@@ -159,12 +159,12 @@ impl Screen for RollbackPick {
                     (
                         m.at.clone(),
                         format!(
-                            "{:<10} {} → {}  {}  {}",
+                            "{:<8} {} → {}  {}  {}",
                             t.tag,
-                            m.from.as_deref().map_or("(new)".to_string(), short_digest),
+                            m.from.as_deref().map_or("(new)".to_string(), hex8),
                             match m.to.is_empty() {
                                 true => "(removed)".to_string(),
-                                false => short_digest(&m.to),
+                                false => hex8(&m.to),
                             },
                             when(&m.at),
                             m.by
@@ -218,4 +218,9 @@ impl Screen for RollbackPick {
     fn kind(&self) -> Kind {
         Kind::Rollback
     }
+}
+
+/// 8 hex digits of a digest: enough to tell the moves of one volume's tags apart.
+fn hex8(digest: &str) -> String {
+    digest.trim_start_matches("b3:").chars().take(8).collect()
 }
