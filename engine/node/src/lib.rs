@@ -5,7 +5,7 @@
 //! records), sync jobs and watches and the agent that runs them (with its socket, live
 //! progress and logs), the sync runner, the watch runner and what it knows of a source (address, endpoint, filters,
 //! listing), secrets for sources, the records of running mounts, and the `Api` the
-//! console talks to. The remote source clients plug in through `source::Connector`
+//! console talks to (deployment files go through `sealvol-deploy`). The remote source clients plug in through `source::Connector`
 //! (`sealvol-sources`), so nothing here links them.
 
 pub mod agent;
