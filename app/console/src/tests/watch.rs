@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use sealvol_node::watch::{Layout, WatchSpec};
+use sealvol_node::watch::{Layout, Phase, WatchSpec};
 use sealvol_views::Body;
 
 use super::with_agent;
@@ -40,7 +40,11 @@ fn the_watch_screen_shows_what_a_watch_sealed_and_stops_it_with_confirmation() {
     };
     let w = api.add_watch(spec, None).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while api.watch_view(w.id).unwrap().watch.sealed.is_empty() {
+    // Sealed, and the push's bookkeeping done: the runner is idle again.
+    while {
+        let v = api.watch_view(w.id).unwrap();
+        v.watch.sealed.is_empty() || !matches!(v.now, Phase::Idle)
+    } {
         assert!(Instant::now() < deadline, "{:?}", api.watch_view(w.id));
         std::thread::sleep(Duration::from_millis(20));
     }
