@@ -209,38 +209,7 @@ pub enum VolumeCommand {
     #[command(
         after_help = "Examples:\n  sealvol volume watch ./out weights/run-7 --tag step-{step} --tag latest\n  sealvol volume watch ./out weights/run-7 --keep-last 3 --keep-every 1000 --detach\n  sealvol volume watch ./adapter adapters/support --layout flat --settle 30s\n\nA checkpoint is pushed once it has settled: no change for --settle, and no file of it\nopen for writing by any process this user may inspect (/proc/*/fd). Temporary names\n(*.tmp, .*, tmp*) are left out until they are renamed. Only new chunks are written.\nWithout --detach it runs until ctrl-c; with it, the agent runs it until `sealvol watch stop`."
     )]
-    Watch {
-        /// The folder the trainer writes into (it may not exist yet).
-        dir: PathBuf,
-        /// Volume: NAMESPACE/NAME.
-        #[arg(add = ArgValueCompleter::new(complete::volumes))]
-        volume: String,
-        /// Point these tags at each new checkpoint: `latest` moves, `step-{step}` names one (repeatable).
-        #[arg(long = "tag", short = 't', value_name = "TAG")]
-        tags: Vec<String>,
-        /// steps: each subfolder named by a step (checkpoint-500/) is one checkpoint.
-        /// flat: DIR itself is the checkpoint, pushed whenever it settles after a change.
-        #[arg(long, value_enum, default_value = "steps")]
-        layout: WatchLayout,
-        /// How long a checkpoint must stay unchanged before it is pushed (at least 500ms).
-        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
-        settle: std::time::Duration,
-        /// Keep the N newest checkpoints; move older ones no other tag holds to the trash.
-        #[arg(long, value_name = "N")]
-        keep_last: Option<u32>,
-        /// Keep every checkpoint whose step is a multiple of K (with --layout steps).
-        #[arg(long, value_name = "K")]
-        keep_every: Option<u64>,
-        /// Poll for changes instead of waiting for inotify events (automatic on network file systems).
-        #[arg(long)]
-        poll: bool,
-        /// Hand the watch to the agent (started in the background if none runs), print its id, return.
-        #[arg(long)]
-        detach: bool,
-        /// One JSON document per push (or, with --detach, the watch).
-        #[arg(long)]
-        json: bool,
-    },
+    Watch(WatchArgs),
 
     /// List namespaces and volumes.
     #[command(after_help = "Example:\n  sealvol volume ls weights")]
@@ -727,4 +696,39 @@ pub enum CacheCommand {
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
+}
+
+/// `volume watch`: what to watch, how to tell it is complete, and what to keep.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The folder the trainer writes into (it may not exist yet).
+    pub dir: PathBuf,
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    pub volume: String,
+    /// Point these tags at each new checkpoint: `latest` moves, `step-{step}` names one (repeatable).
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// steps: each subfolder named by a step (checkpoint-500/) is one checkpoint.
+    /// flat: DIR itself is the checkpoint, pushed whenever it settles after a change.
+    #[arg(long, value_enum, default_value = "steps")]
+    pub layout: WatchLayout,
+    /// How long a checkpoint must stay unchanged before it is pushed (at least 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub settle: std::time::Duration,
+    /// Keep the N newest checkpoints; move older ones no other tag holds to the trash.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<u32>,
+    /// Keep every checkpoint whose step is a multiple of K (with --layout steps).
+    #[arg(long, value_name = "K")]
+    pub keep_every: Option<u64>,
+    /// Poll for changes instead of waiting for inotify events (automatic on network file systems).
+    #[arg(long)]
+    pub poll: bool,
+    /// Hand the watch to the agent (started in the background if none runs), print its id, return.
+    #[arg(long)]
+    pub detach: bool,
+    /// One JSON document per push (or, with --detach, the watch).
+    #[arg(long)]
+    pub json: bool,
 }

@@ -3,7 +3,6 @@
 //! stops it on ctrl-c; with `--detach` the agent keeps it until `watch stop`.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -14,25 +13,11 @@ use sealvol_node::watch::{Layout, Outcome, PushRecord, WatchSpec, WatchState, Wa
 
 use super::Ctx;
 use super::jobs::{agent_in_background, connect_or_host};
-use crate::cli::{WatchCommand, WatchLayout};
+use crate::cli::{WatchArgs, WatchCommand, WatchLayout};
 use crate::output::{json, size, table, when};
 
-/// What `volume watch` was asked to do.
-pub struct WatchRequest {
-    pub dir: PathBuf,
-    pub volume: String,
-    pub tags: Vec<String>,
-    pub layout: WatchLayout,
-    pub settle: Duration,
-    pub keep_last: Option<u32>,
-    pub keep_every: Option<u64>,
-    pub poll: bool,
-    pub detach: bool,
-    pub json: bool,
-}
-
 /// Checks every input before a watch exists, so that a bad one leaves no trace.
-fn spec(ctx: &Ctx, r: &WatchRequest) -> Result<WatchSpec> {
+fn spec(ctx: &Ctx, r: &WatchArgs) -> Result<WatchSpec> {
     let given = r.dir.to_string_lossy();
     if let Some((scheme, _)) = given.split_once("://") {
         return Err(Error::invalid(format!(
@@ -66,7 +51,7 @@ fn spec(ctx: &Ctx, r: &WatchRequest) -> Result<WatchSpec> {
     Ok(spec)
 }
 
-pub fn start(ctx: &Ctx, r: WatchRequest) -> Result<()> {
+pub fn start(ctx: &Ctx, r: WatchArgs) -> Result<()> {
     let spec = spec(ctx, &r)?;
     if r.detach {
         let client = agent_in_background(ctx)?;
