@@ -187,7 +187,7 @@ impl Runner<'_> {
         } else {
             Outcome::Unchanged
         };
-        let mut rec = PushRecord {
+        let rec = PushRecord {
             at: now_rfc3339(),
             name: name.to_string(),
             step,
@@ -224,17 +224,24 @@ impl Runner<'_> {
             sealed_at: now_rfc3339(),
             trashed: false,
         };
+        // The seal and its push are one change of the record, so that `watch show`
+        // never shows a checkpoint sealed by no push; what retention trashes follows.
         self.save(|w| {
             if !repeat {
                 w.sealed.push(sealed);
             }
-            Ok(())
-        });
-        rec.trashed = self.retain();
-        self.save(|w| {
             w.push_record(rec);
             Ok(())
         });
+        let trashed = self.retain();
+        if !trashed.is_empty() {
+            self.save(|w| {
+                if let Some(last) = w.pushes.last_mut() {
+                    last.trashed = trashed;
+                }
+                Ok(())
+            });
+        }
         self.publish_pending();
         self.ctx.live.set(Phase::Idle);
     }
