@@ -43,9 +43,13 @@ pub struct Cli {
 
 #[derive(Args, Debug)]
 pub struct Global {
-    /// Repository directory [default: $XDG_DATA_HOME/sealvol/repo]
-    #[arg(long, env = "SEALVOL_REPO", global = true, value_name = "PATH")]
-    pub repo: Option<PathBuf>,
+    /// Repository: a directory, s3://BUCKET/PREFIX, r2://ACCOUNT/BUCKET/PREFIX or cw://BUCKET/PREFIX [default: $XDG_DATA_HOME/sealvol/repo]
+    #[arg(long, env = "SEALVOL_REPO", global = true, value_name = "ADDRESS")]
+    pub repo: Option<String>,
+
+    /// Stored secret (`sealvol secret set NAME`) with KEY_ID:SECRET for the repository's bucket [default: the AWS credential chain]
+    #[arg(long, env = "SEALVOL_REPO_SECRET", global = true, value_name = "NAME")]
+    pub repo_secret: Option<String>,
 
     /// Local state directory: database, caches, socket [default: $XDG_STATE_HOME/sealvol]
     #[arg(long, env = "SEALVOL_STATE", global = true, value_name = "DIR")]
@@ -67,6 +71,15 @@ pub enum Command {
     Digest {
         /// The directory to hash.
         dir: PathBuf,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Create a repository: in a directory, or in a bucket prefix (the only way one is made there).
+    #[command(
+        after_help = "Examples:\n  sealvol init --repo s3://models/sealvol\n  AWS_ENDPOINT_URL=http://minio:9000 sealvol init --repo s3://models/team-a\n  sealvol init --repo r2://ACCOUNT/models/sealvol --repo-secret r2-keys\n  sealvol init --repo /srv/sealvol\n\nA bucket must exist already, and honour conditional writes (If-None-Match, If-Match):\nthey are all that keeps many writers safe, and init proves them before it writes."
+    )]
+    Init {
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -60,9 +60,10 @@ pub fn script(shell: Shell, mut cli: clap::Command) -> Result<String> {
 
 /// The repository the completed command would use, if there is one.
 fn repository() -> Option<Repository> {
-    let repo = std::env::var_os("SEALVOL_REPO").map(Into::into);
-    let settings = crate::config::resolve(repo, None).ok()?;
-    Repository::open_local(&settings.repo, false, false).ok()
+    // Completion runs at every key press: a local repository only, never a bucket.
+    let repo = std::env::var("SEALVOL_REPO").ok();
+    let settings = crate::config::resolve(repo, None, None).ok()?;
+    Repository::open_local(settings.repo.local()?, false, false).ok()
 }
 
 /// Refs: `NS/NAME`, `NS/NAME:TAG`, and `NS/NAME@b3:DIGEST` once an `@` is typed.

@@ -6,12 +6,16 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use sealvol_core::{Error, Result};
+use sealvol_s3repo::Address;
 
 /// `config.toml` in the XDG config directory. Every key is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    pub repository: Option<PathBuf>,
+    /// A directory, or a bucket prefix: `s3://BUCKET/PREFIX`, `r2://…`, `cw://…`.
+    pub repository: Option<String>,
+    /// The stored secret (`sealvol secret set`) holding the repository bucket's keys.
+    pub repository_secret: Option<String>,
     pub state: Option<PathBuf>,
     pub cache: Option<PathBuf>,
     /// Bound of the node-disk cache: "20G", "500M" or a byte count.
@@ -32,7 +36,9 @@ pub struct ConfigFile {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub repo: PathBuf,
+    pub repo: Address,
+    /// The stored secret with the repository bucket's keys (`--repo-secret`).
+    pub repo_secret: Option<String>,
     pub state: PathBuf,
     /// Node-disk chunk cache, shared by every mount on the node.
     pub cache: PathBuf,
@@ -78,7 +84,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -87,19 +93,28 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
 
 /// The settings in effect: `repo` and `state` from the command line or their `SEALVOL_*`
 /// variables (clap reads both), then config.toml, then the XDG defaults.
-pub fn resolve(repo: Option<PathBuf>, state: Option<PathBuf>) -> Result<Settings> {
+pub fn resolve(
+    repo: Option<String>,
+    repo_secret: Option<String>,
+    state: Option<PathBuf>,
+) -> Result<Settings> {
     let file = match config_path() {
         Some(p) => load_file(&p)?,
         None => ConfigFile::default(),
     };
     let dirs = dirs();
-    let repo = repo
-        .or(file.repository)
-        .or_else(|| dirs.as_ref().map(|d| d.data_dir().join("repo")))
-        .ok_or_else(|| {
-            Error::invalid("cannot find a home directory for the default repository")
-                .hint("pass --repo PATH or set SEALVOL_REPO")
-        })?;
+    let repo = match repo.or(file.repository) {
+        Some(text) => Address::parse(&text)?,
+        None => Address::Local(
+            dirs.as_ref()
+                .map(|d| d.data_dir().join("repo"))
+                .ok_or_else(|| {
+                    Error::invalid("cannot find a home directory for the default repository")
+                        .hint("pass --repo PATH or set SEALVOL_REPO")
+                })?,
+        ),
+    };
+    let repo_secret = repo_secret.or(file.repository_secret);
     let state = state
         .or(file.state)
         .or_else(|| {
@@ -143,6 +158,7 @@ pub fn resolve(repo: Option<PathBuf>, state: Option<PathBuf>) -> Result<Settings
     .clamp(1, 64);
     let settings = Settings {
         repo,
+        repo_secret,
         state,
         cache,
         cache_size,

@@ -71,7 +71,11 @@ fn run(cli: Cli) -> Result<()> {
         return commands::info::digest(dir, *json);
     }
     let ctx = Ctx {
-        settings: config::resolve(cli.global.repo.clone(), cli.global.state.clone())?,
+        settings: config::resolve(
+            cli.global.repo.clone(),
+            cli.global.repo_secret.clone(),
+            cli.global.state.clone(),
+        )?,
         quiet: cli.global.quiet,
     };
     // A theme named on the command line is checked even where no console opens.
@@ -79,6 +83,7 @@ fn run(cli: Cli) -> Result<()> {
         load_theme(name)?;
     }
     match cli.command {
+        Some(Command::Init { json }) => commands::info::init(&ctx, json),
         Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
@@ -101,10 +106,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
         None if cli.demo => {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
-                eprintln!(
-                    "seeded a demo repository at {}",
-                    ctx.settings.repo.display()
-                );
+                eprintln!("seeded a demo repository at {}", ctx.settings.repo);
             }
             if interactive() {
                 return open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy);

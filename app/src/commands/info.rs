@@ -9,6 +9,21 @@ use super::Ctx;
 use crate::config;
 use crate::output::{json, size};
 
+/// `sealvol init`: a new repository at the address in effect.
+pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
+    let repo = ctx.open_repo_as(sealvol_s3repo::Mode::Init)?;
+    let c = repo.config();
+    if as_json {
+        return json(&serde_json::json!({
+            "repository": repo.location(),
+            "format": c.format,
+            "retention_secs": c.retention.as_secs(),
+            "gc_grace_secs": c.gc_grace.as_secs(),
+        }));
+    }
+    outln!("created a repository at {}", repo.location())
+}
+
 pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     let s = &ctx.settings;
     let config = config::config_path().map(|p| p.display().to_string());
@@ -18,7 +33,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     if as_json {
         return json(&serde_json::json!({
             "config_file": config,
-            "repository": s.repo.display().to_string(),
+            "repository": s.repo.to_string(),
             "state": s.state.display().to_string(),
             "cache": s.cache.display().to_string(),
             "cache_size": s.cache_size,
@@ -30,7 +45,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     }
     let config = config.unwrap_or_else(|| "(no home directory)".into());
     outln!("config file  {config}")?;
-    outln!("repository   {}", s.repo.display())?;
+    outln!("repository   {}", s.repo)?;
     outln!("state        {}", s.state.display())?;
     outln!(
         "cache        {} (bound {})",

@@ -277,8 +277,7 @@ pub(super) fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--repo")
-        .arg(&ctx.settings.repo)
+    cmd.args(ctx.repo_args())
         .arg("--state")
         .arg(state)
         .args(["agent", "--idle-exit", "60s"])

@@ -13,6 +13,7 @@ pub mod watch;
 
 use sealvol_core::progress::Progress;
 use sealvol_core::{Repository, Result};
+use sealvol_s3repo::{Mode, Options};
 
 use crate::config::Settings;
 
@@ -22,9 +23,41 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Opens the repository; `create` for commands that write (push) or seed it.
+    /// Opens the repository; `create` for commands that write (push) or seed it,
+    /// which makes a local directory a repository (never a bucket: `sealvol init`).
     pub fn open_repo(&self, create: bool) -> Result<Repository> {
-        Repository::open_local(&self.settings.repo, create, self.settings.fsync)
+        let mode = if create {
+            Mode::CreateLocal
+        } else {
+            Mode::Existing
+        };
+        self.open_repo_as(mode)
+    }
+
+    pub fn open_repo_as(&self, mode: Mode) -> Result<Repository> {
+        let s = &self.settings;
+        let secret = match &s.repo_secret {
+            Some(name) => Some(sealvol_node::secrets::get(&s.state, name)?),
+            None => None,
+        };
+        let staging = s.state.join("staging");
+        let opts = Options {
+            endpoints: &s.endpoints,
+            secret: secret.as_ref(),
+            staging: &staging,
+            durable: s.fsync,
+        };
+        sealvol_s3repo::open(&s.repo, mode, &opts)
+    }
+
+    /// The global options that make a child process use this repository.
+    pub fn repo_args(&self) -> Vec<std::ffi::OsString> {
+        let s = &self.settings;
+        let mut args: Vec<std::ffi::OsString> = vec!["--repo".into(), s.repo.to_string().into()];
+        if let Some(name) = &s.repo_secret {
+            args.extend(["--repo-secret".into(), name.into()]);
+        }
+        args
     }
 
     pub fn progress(&self) -> Box<dyn Progress> {

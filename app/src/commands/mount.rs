@@ -201,8 +201,7 @@ fn spawn_background(
     let (read_end, write_end) = pipe()?;
     let child_fd = write_end.as_raw_fd();
     let mut cmd = Command::new(exe);
-    cmd.arg("--repo")
-        .arg(&ctx.settings.repo)
+    cmd.args(ctx.repo_args())
         .arg("--state")
         .arg(&ctx.settings.state)
         .args(["volume", "mount"])

@@ -47,7 +47,9 @@ fn spec(ctx: &Ctx, r: &WatchArgs) -> Result<WatchSpec> {
         keep_every: r.keep_every,
         poll: r.poll,
     };
-    spec.check(&[&ctx.settings.repo, &ctx.settings.state])?;
+    let mut inside: Vec<&std::path::Path> = vec![&ctx.settings.state];
+    inside.extend(ctx.settings.repo.local());
+    spec.check(&inside)?;
     Ok(spec)
 }
 

@@ -65,7 +65,8 @@ pub struct Listed {
 
 /// The newest repository format this build reads and writes.
 pub const FORMAT: u32 = 1;
-const CONFIG_KEY: &str = "sealvol.repo";
+/// The repository's format file, the one object every repository has.
+pub const CONFIG_KEY: &str = "sealvol.repo";
 /// Where damaged objects are moved; nothing reads them, and garbage collection removes
 /// them once they are older than the retention window.
 pub const QUARANTINE: &str = "quarantine/";
@@ -171,7 +172,7 @@ impl Repository {
             };
             if !create {
                 return Err(Error::not_found(format!("no repository at {location}"))
-                    .hint("push a directory to create one, or pass --repo / set SEALVOL_REPO"));
+                    .hint("push a directory to create one, `sealvol init` it, or pass --repo / set SEALVOL_REPO"));
             }
             if !empty {
                 return Err(Error::new(
@@ -501,6 +502,11 @@ impl Repository {
     /// system when it is local, so that publishing is a rename).
     pub fn staging_path(&self) -> Result<PathBuf> {
         self.store.staging_path()
+    }
+
+    /// How many packs may be published at once (`ObjectStore::parallel_uploads`).
+    pub fn parallel_uploads(&self) -> usize {
+        self.store.parallel_uploads().max(1)
     }
 
     /// Publishes a finished pack file (consumed), then its index: in that order, so an

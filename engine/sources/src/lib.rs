@@ -15,8 +15,8 @@ mod fetch;
 mod gcs;
 mod hf;
 mod http;
-mod retry;
-mod s3;
+pub mod retry;
+pub mod s3;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -29,47 +29,22 @@ pub struct S3 {
     endpoint: String,
 }
 
-const CREDENTIALS_HINT: &str = "give credentials in the agent's environment \
+const CREDENTIALS_HINT: &str = "give credentials in the environment \
 (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE), \
-or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME";
+or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME \
+(--repo-secret NAME for the repository)";
 
 impl S3 {
     pub async fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<S3> {
-        let (bucket, prefix, default_region) = match url {
-            SourceUrl::S3 { bucket, prefix } => (bucket, prefix, "us-east-1"),
-            SourceUrl::R2 { bucket, prefix, .. } => (bucket, prefix, "auto"),
-            SourceUrl::CoreWeave { bucket, prefix } => (bucket, prefix, "us-east-1"),
-            other => {
-                return Err(Error::invalid(format!("{other} is not an S3 source")));
-            }
+        let Some((bucket, prefix)) = bucket_of(url) else {
+            return Err(Error::invalid(format!("{url} is not an S3 source")));
         };
-        let region = RegionProviderChain::default_provider().or_else(Region::new(default_region));
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
-            .region(region)
-            // Our own retry (`sources::retry`) covers every source alike.
-            .retry_config(RetryConfig::disabled())
-            .timeout_config(
-                TimeoutConfig::builder()
-                    .connect_timeout(Duration::from_secs(10))
-                    .read_timeout(Duration::from_secs(60))
-                    .build(),
-            );
-        if let Some(u) = &at.url {
-            loader = loader.endpoint_url(u);
-        }
-        if let Some(s) = secret {
-            loader = loader.credentials_provider(credentials(s)?);
-        }
-        let shared = loader.load().await;
-        let conf = aws_sdk_s3::config::Builder::from(&shared)
-            .force_path_style(at.path_style)
-            .build();
         Ok(S3 {
-            client: aws_sdk_s3::Client::from_conf(conf),
-            bucket: bucket.clone(),
-            prefix: prefix.clone(),
+            client: client(url, at, secret.map(credentials).transpose()?).await,
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
             shown: url.to_string(),
-            endpoint: at.url.clone().unwrap_or_else(|| "AWS".into()),
+            endpoint: endpoint_name(at),
         })
     }
 
@@ -140,47 +115,121 @@ impl S3 {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let at = format!("{}{}", self.shown, key.unwrap_or(""));
-        let (status, code) = match &e {
-            SdkError::ServiceError(se) => (
-                se.raw().status().as_u16(),
-                se.err().code().unwrap_or("").to_string(),
-            ),
-            SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
-                return Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{at}: cannot {doing}: {}", DisplayErrorContext(&e)),
-                );
-            }
-            SdkError::DispatchFailure(d) if d.is_io() || d.is_timeout() => {
-                return Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "{at}: cannot reach {}: {}",
-                        self.endpoint,
-                        DisplayErrorContext(&e)
-                    ),
-                )
-                .hint("check the endpoint (AWS_ENDPOINT_URL) and the network");
-            }
-            _ => {
-                return Error::new(
-                    ErrorKind::Invalid,
-                    format!("{at}: cannot {doing}: {}", DisplayErrorContext(&e)),
-                )
-                .hint(CREDENTIALS_HINT);
-            }
-        };
-        classify(&at, doing, status, &code, &self.bucket, &self.endpoint)
+        match service_status(&at, doing, &self.endpoint, &e) {
+            Ok((status, code)) => classify(&at, doing, status, &code, &self.bucket, &self.endpoint),
+            Err(e) => e,
+        }
     }
 }
 
-fn classify(at: &str, doing: &str, status: u16, code: &str, bucket: &str, endpoint: &str) -> Error {
-    let code_text = if code.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("{code}, HTTP {status}")
+/// The bucket and prefix of an S3-kind address (`s3://`, `r2://`, `cw://`).
+pub fn bucket_of(url: &SourceUrl) -> Option<(&str, &str)> {
+    match url {
+        SourceUrl::S3 { bucket, prefix }
+        | SourceUrl::R2 { bucket, prefix, .. }
+        | SourceUrl::CoreWeave { bucket, prefix } => Some((bucket, prefix)),
+        _ => None,
+    }
+}
+
+/// The endpoint as messages name it.
+pub fn endpoint_name(at: &Resolved) -> String {
+    at.url.clone().unwrap_or_else(|| "AWS".into())
+}
+
+/// A client for an S3-kind address as sealvol configures every one: the region from
+/// the environment or the provider's default, the endpoint and path style `at`, our own
+/// retries (the SDK's are off), and the default credential chain unless credentials
+/// from a stored secret are given (`credentials`).
+pub async fn client(
+    url: &SourceUrl,
+    at: &Resolved,
+    keys: Option<Credentials>,
+) -> aws_sdk_s3::Client {
+    let default_region = match url {
+        SourceUrl::R2 { .. } => "auto",
+        _ => "us-east-1",
     };
-    match (status, code) {
+    // The default chain asks instance metadata last; off AWS (a custom endpoint) that
+    // only costs a timeout and a warning, so there it is the environment and profile.
+    let region = match at.url {
+        None => RegionProviderChain::default_provider(),
+        Some(_) => RegionProviderChain::first_try(
+            aws_config::environment::EnvironmentVariableRegionProvider::new(),
+        )
+        .or_else(aws_config::profile::ProfileFileRegionProvider::new()),
+    }
+    .or_else(Region::new(default_region));
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(region)
+        // Our own retry (`sources::retry`) covers every source alike.
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .read_timeout(Duration::from_secs(60))
+                .build(),
+        );
+    if let Some(u) = &at.url {
+        loader = loader.endpoint_url(u);
+    }
+    if let Some(keys) = keys {
+        loader = loader.credentials_provider(keys);
+    }
+    let shared = loader.load().await;
+    let conf = aws_sdk_s3::config::Builder::from(&shared)
+        .force_path_style(at.path_style)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+/// A service's answer as its HTTP status and error code, or our error for a failure
+/// that got no answer: a timeout or a cut connection (`Unavailable`, retried), an
+/// endpoint that cannot be reached, or a request that could not be made (credentials).
+pub fn service_status<E>(
+    at: &str,
+    doing: &str,
+    endpoint: &str,
+    e: &SdkError<E>,
+) -> Result<(u16, String)>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match e {
+        SdkError::ServiceError(se) => Ok((
+            se.raw().status().as_u16(),
+            se.err().code().unwrap_or("").to_string(),
+        )),
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{at}: cannot {doing}: {}", DisplayErrorContext(e)),
+        )),
+        SdkError::DispatchFailure(d) if d.is_io() || d.is_timeout() => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{at}: cannot reach {endpoint}: {}", DisplayErrorContext(e)),
+        )
+        .hint("check the endpoint (AWS_ENDPOINT_URL) and the network")),
+        _ => Err(Error::new(
+            ErrorKind::Invalid,
+            format!("{at}: cannot {doing}: {}", DisplayErrorContext(e)),
+        )
+        .hint(CREDENTIALS_HINT)),
+    }
+}
+
+/// What every S3 answer means alike, whoever asked: throttling and 5xx (`Unavailable`,
+/// retried), refused credentials, a missing bucket, a bucket in another region. `None`
+/// for the answers whose meaning depends on the request (404 of a key, 412).
+pub fn common_status(
+    at: &str,
+    doing: &str,
+    status: u16,
+    code: &str,
+    bucket: &str,
+    endpoint: &str,
+) -> Option<Error> {
+    let code_text = code_text(status, code);
+    Some(match (status, code) {
         (_, "SlowDown" | "RequestTimeout" | "InternalError" | "ServiceUnavailable")
         | (429 | 500..=599, _) => Error::new(
             ErrorKind::Unavailable,
@@ -193,24 +242,44 @@ fn classify(at: &str, doing: &str, status: u16, code: &str, bucket: &str, endpoi
         .hint(CREDENTIALS_HINT),
         (_, "NoSuchBucket") => Error::not_found(format!("no bucket {bucket} at {endpoint}"))
             .hint("check the bucket name, and the endpoint (AWS_ENDPOINT_URL)"),
-        (404, _) => Error::not_found(format!("{at}: not found ({code_text})"))
-            .hint("it was deleted at the source while the sync ran; run the sync again"),
-        (412, _) => Error::new(
-            ErrorKind::Changed,
-            format!("{at} changed at the source while it was synced"),
-        )
-        .hint("run the sync again once the source is stable"),
         (301 | 307, _) | (_, "PermanentRedirect" | "AuthorizationHeaderMalformed") => {
             Error::invalid(format!(
                 "{at}: the bucket is in another region ({code_text})"
             ))
             .hint("set AWS_REGION to the bucket's region")
         }
+        _ => return None,
+    })
+}
+
+/// `NoSuchKey, HTTP 404`, or `HTTP 404` when the answer had no code.
+pub fn code_text(status: u16, code: &str) -> String {
+    if code.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("{code}, HTTP {status}")
+    }
+}
+
+fn classify(at: &str, doing: &str, status: u16, code: &str, bucket: &str, endpoint: &str) -> Error {
+    if let Some(e) = common_status(at, doing, status, code, bucket, endpoint) {
+        return e;
+    }
+    let code_text = code_text(status, code);
+    match status {
+        404 => Error::not_found(format!("{at}: not found ({code_text})"))
+            .hint("it was deleted at the source while the sync ran; run the sync again"),
+        412 => Error::new(
+            ErrorKind::Changed,
+            format!("{at} changed at the source while it was synced"),
+        )
+        .hint("run the sync again once the source is stable"),
         _ => Error::invalid(format!("{at}: cannot {doing} ({code_text})")),
     }
 }
 
-fn credentials(s: &Secret) -> Result<Credentials> {
+/// The key pair a stored secret holds: `KEY_ID:SECRET[:SESSION_TOKEN]`.
+pub fn credentials(s: &Secret) -> Result<Credentials> {
     let bad = || {
         Error::invalid(format!("{s} is not an S3 key pair"))
             .hint("store it as KEY_ID:SECRET (or KEY_ID:SECRET:SESSION_TOKEN)")

@@ -1,7 +1,7 @@
 //! Pack writing, off the pipeline's critical path: the pack writer thread appends new
-//! chunks to a staging file and its trailer; the publisher thread publishes finished
-//! packs in order (the pack, fsynced, then its index), so fsync latency overlaps with
-//! the rest of the push.
+//! chunks to a staging file and its trailer; publisher threads publish finished packs
+//! (the pack, fsynced, then its index), so fsync and upload latency overlap with the
+//! rest of the push.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -194,19 +194,33 @@ pub(super) struct FinishedPack {
     entries: Vec<PackEntry>,
 }
 
-/// Publishes packs in the order they were finished: the pack (fsynced), then its
-/// index. Runs apart so that fsync latency overlaps with the rest of the push.
+/// Publishes finished packs: each pack, then its index. Runs apart so that fsync
+/// latency overlaps with the rest of the push; on a store that takes several uploads
+/// at once (`Repository::parallel_uploads`), that many packs go up together. Order
+/// between packs does not matter: no chunk list names them until all are published.
 pub(super) fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Result<()> {
-    let mut first_error = None;
-    for p in rx {
-        if first_error.is_some() {
-            let _ = std::fs::remove_file(&p.path);
-            continue;
+    let failed = std::sync::Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..repo.parallel_uploads() {
+            let (rx, failed) = (rx.clone(), &failed);
+            s.spawn(move || {
+                for p in rx {
+                    let mut first = failed.lock().unwrap_or_else(|e| e.into_inner());
+                    if first.is_some() {
+                        let _ = std::fs::remove_file(&p.path);
+                        continue;
+                    }
+                    drop(first);
+                    if let Err(e) = repo.publish_pack(&p.id, &p.path, &p.entries) {
+                        first = failed.lock().unwrap_or_else(|e| e.into_inner());
+                        first.get_or_insert(e);
+                    }
+                }
+            });
         }
-        let r = repo.publish_pack(&p.id, &p.path, &p.entries);
-        if let Err(e) = r {
-            first_error = Some(e);
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+    });
+    failed
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .map_or(Ok(()), Err)
 }

@@ -158,6 +158,13 @@ pub trait ObjectStore: Send + Sync {
     /// file system as the store when it is local so that publishing is a rename.
     fn staging_path(&self) -> Result<std::path::PathBuf>;
 
+    /// How many finished packs a push may hand to `put_file_if_absent` at once: one
+    /// for a local directory (a rename), several for a remote service, so that upload
+    /// latency overlaps.
+    fn parallel_uploads(&self) -> usize {
+        1
+    }
+
     /// The object and its version, for a later `put_if_match`.
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>>;
 

@@ -1,0 +1,546 @@
+//! `S3Store`: the repository's objects in a bucket, one request per call. The
+//! repository's code is synchronous and calls a store from many threads; each call
+//! here runs on the store's own small runtime and the calling thread waits for it, so
+//! that a caller inside another runtime (the console, the agent) never blocks that
+//! runtime's own scheduler from within.
+//!
+//! Immutable objects are created with `If-None-Match: *`, tags and settings move with
+//! `If-Match` on the ETag: nothing else coordinates writers (docs/FORMAT.md). Every
+//! request is retried with backoff when the failure may pass (5xx, `SlowDown`, a cut
+//! connection), as sync's reads are.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page};
+use sealvol_node::secrets::Secret;
+use sealvol_node::source::SourceUrl;
+use sealvol_node::source::endpoints::Resolved;
+use sealvol_sources::retry::retrying;
+use sealvol_sources::s3::{code_text, common_status, service_status};
+
+use crate::traffic::Traffic;
+use crate::upload;
+
+/// Requests a store keeps in flight for one large upload's parts, and packs it
+/// uploads at once: together they bound the bytes held in memory to about
+/// `PARTS_IN_FLIGHT × upload::PART` (64 MiB).
+pub(crate) const PARTS_IN_FLIGHT: usize = 8;
+const PARALLEL_PACKS: usize = 4;
+
+pub struct S3Store {
+    rt: Option<tokio::runtime::Runtime>,
+    pub(crate) inner: Arc<Inner>,
+    /// Where packs are built before they are uploaded (this machine's disk).
+    staging: PathBuf,
+    /// The service's clock minus ours, measured when the store was opened.
+    clock_ahead: std::sync::atomic::AtomicI64,
+}
+
+/// What a request needs, shared with the tasks that make it.
+pub(crate) struct Inner {
+    pub(crate) client: aws_sdk_s3::Client,
+    pub(crate) bucket: String,
+    /// "" or ending in `/`.
+    pub(crate) prefix: String,
+    /// The repository's address, for messages: `s3://bucket/prefix/`.
+    pub(crate) shown: String,
+    pub(crate) endpoint: String,
+    pub(crate) parts: tokio::sync::Semaphore,
+    pub(crate) traffic: Traffic,
+}
+
+/// What an S3 answer means for one kind of request.
+#[derive(Clone, Copy)]
+pub(crate) enum Expect {
+    /// 404 is an answer (`None`), not an error.
+    Maybe,
+    /// 412 or 409 means someone else wrote first: `ErrorKind::Race`.
+    Conditional,
+    Plain,
+}
+
+impl Inner {
+    pub(crate) fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// Our error for a failed request, or `Ok(())` where the answer means "absent" or
+    /// "lost a race" and the caller said it expects that (`Expect`); then
+    /// `absent_or_raced` tells which.
+    pub(crate) fn fail<E>(&self, doing: &str, key: &str, expect: Expect, e: SdkError<E>) -> Failure
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let at = format!("{}{key}", self.shown);
+        let (status, code) = match service_status(&at, doing, &self.endpoint, &e) {
+            Ok(sc) => sc,
+            Err(e) => return Failure::Error(e),
+        };
+        match (expect, status, code.as_str()) {
+            (Expect::Maybe, 404, c) if c != "NoSuchBucket" => return Failure::Absent,
+            (Expect::Conditional, 412 | 409, _) => return Failure::Raced,
+            (Expect::Conditional, 404, "NoSuchKey") => return Failure::Raced,
+            // Two conditional writes of one key at once: AWS asks to try again.
+            (_, 409, "ConditionalRequestConflict") => {
+                return Failure::Error(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{at}: another write of it was in progress"),
+                ));
+            }
+            _ => {}
+        }
+        Failure::Error(
+            common_status(&at, doing, status, &code, &self.bucket, &self.endpoint).unwrap_or_else(
+                || {
+                    Error::invalid(format!(
+                        "{at}: cannot {doing} ({})",
+                        code_text(status, &code)
+                    ))
+                },
+            ),
+        )
+    }
+
+    pub(crate) async fn get(
+        &self,
+        key: &str,
+        range: Option<(u64, u64)>,
+    ) -> Result<Option<Vec<u8>>> {
+        let full = self.key(key);
+        retrying(&format!("{}{key}", self.shown), || async {
+            let mut req = self.client.get_object().bucket(&self.bucket).key(&full);
+            if let Some((offset, len)) = range {
+                req = req.range(format!("bytes={offset}-{}", offset + len - 1));
+            }
+            self.traffic.get();
+            let out = match req.send().await {
+                Ok(out) => out,
+                Err(e) => return self.fail("read", key, Expect::Maybe, e).absent(),
+            };
+            let bytes = out.body.collect().await.map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{}{key}: the read was cut: {e}", self.shown),
+                )
+            })?;
+            let bytes = bytes.into_bytes().to_vec();
+            self.traffic.received(bytes.len() as u64);
+            Ok(Some(bytes))
+        })
+        .await
+    }
+
+    pub(crate) async fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
+        let full = self.key(key);
+        retrying(&format!("{}{key}", self.shown), || async {
+            self.traffic.get();
+            let out = match self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(&full)
+                .send()
+                .await
+            {
+                Ok(out) => out,
+                Err(e) => return self.fail("read", key, Expect::Maybe, e).absent(),
+            };
+            let etag = ETag(out.e_tag().unwrap_or_default().to_string());
+            let bytes = out.body.collect().await.map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{}{key}: the read was cut: {e}", self.shown),
+                )
+            })?;
+            let bytes = bytes.into_bytes().to_vec();
+            self.traffic.received(bytes.len() as u64);
+            Ok(Some((bytes, etag)))
+        })
+        .await
+    }
+
+    pub(crate) async fn head(&self, key: &str) -> Result<Option<(u64, Option<SystemTime>)>> {
+        let full = self.key(key);
+        retrying(&format!("{}{key}", self.shown), || async {
+            self.traffic.head();
+            match self
+                .client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(&full)
+                .send()
+                .await
+            {
+                Ok(out) => Ok(Some((
+                    u64::try_from(out.content_length().unwrap_or(0)).unwrap_or(0),
+                    out.last_modified()
+                        .and_then(|t| SystemTime::try_from(*t).ok()),
+                ))),
+                Err(e) => self.fail("look at", key, Expect::Maybe, e).absent(),
+            }
+        })
+        .await
+    }
+
+    /// Writes `data`: only if nothing is there (`Condition::Absent`), only over the
+    /// version `ETag`, or whatever is there. `Ok(false)`: the condition did not hold and
+    /// nothing was written.
+    pub(crate) async fn put(&self, key: &str, data: &[u8], cond: Condition<'_>) -> Result<bool> {
+        let full = self.key(key);
+        let data = bytes::Bytes::copy_from_slice(data);
+        retrying(&format!("{}{key}", self.shown), || async {
+            let mut req = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&full)
+                .body(ByteStream::from(data.clone()));
+            req = match cond {
+                Condition::Absent => req.if_none_match("*"),
+                Condition::Matches(etag) => req.if_match(&etag.0),
+                Condition::None => req,
+            };
+            self.traffic.put(data.len() as u64);
+            let expect = match cond {
+                Condition::None => Expect::Plain,
+                _ => Expect::Conditional,
+            };
+            match req.send().await {
+                Ok(_) => Ok(true),
+                Err(e) => self.fail("write", key, expect, e).raced(),
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn delete(&self, key: &str) -> Result<()> {
+        let full = self.key(key);
+        retrying(&format!("{}{key}", self.shown), || async {
+            self.traffic.delete();
+            match self
+                .client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(&full)
+                .send()
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) => self
+                    .fail("delete", key, Expect::Maybe, e)
+                    .absent::<()>()
+                    .map(|_| ()),
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
+        let full = self.key(prefix);
+        let start = after.map(|a| self.key(a));
+        retrying(&format!("{}{prefix}", self.shown), || async {
+            self.traffic.list();
+            let out = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&full)
+                .set_start_after(start.clone())
+                .send()
+                .await
+                .map_err(|e| self.fail("list", prefix, Expect::Plain, e).error())?;
+            let objects: Vec<ObjectInfo> = out
+                .contents()
+                .iter()
+                .filter_map(|o| {
+                    let key = o.key()?.strip_prefix(&self.prefix)?;
+                    Some(ObjectInfo {
+                        key: key.to_string(),
+                        size: u64::try_from(o.size().unwrap_or(0)).unwrap_or(0),
+                        modified: o
+                            .last_modified()
+                            .and_then(|t| SystemTime::try_from(*t).ok()),
+                    })
+                })
+                .collect();
+            let next = match out.is_truncated() {
+                Some(true) => objects.last().map(|o| o.key.clone()),
+                _ => None,
+            };
+            Ok(Page { objects, next })
+        })
+        .await
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Condition<'a> {
+    Absent,
+    Matches(&'a ETag),
+    None,
+}
+
+/// A failed request, sorted: absent and raced are answers for the callers that
+/// expect them (`Expect`).
+pub(crate) enum Failure {
+    Absent,
+    Raced,
+    Error(Error),
+}
+
+impl Failure {
+    pub(crate) fn error(self) -> Error {
+        match self {
+            Failure::Error(e) => e,
+            Failure::Absent => Error::not_found("not found"),
+            Failure::Raced => Error::new(ErrorKind::Race, "a condition did not hold"),
+        }
+    }
+
+    /// As the result of a read: absent is `None`.
+    pub(crate) fn absent<T>(self) -> Result<Option<T>> {
+        match self {
+            Failure::Absent => Ok(None),
+            other => Err(other.error()),
+        }
+    }
+
+    /// As the result of a conditional write: raced is `false`.
+    pub(crate) fn raced(self) -> Result<bool> {
+        match self {
+            Failure::Raced => Ok(false),
+            other => Err(other.error()),
+        }
+    }
+}
+
+impl S3Store {
+    /// Connects to the bucket prefix `url` at `at`, with `secret` or the default
+    /// credential chain. `staging` is a local directory for packs being built.
+    pub fn connect(
+        url: &SourceUrl,
+        at: &Resolved,
+        secret: Option<&Secret>,
+        staging: &Path,
+    ) -> Result<S3Store> {
+        let Some((bucket, prefix)) = sealvol_sources::s3::bucket_of(url) else {
+            return Err(Error::invalid(format!("{url} is not a bucket address")));
+        };
+        std::fs::create_dir_all(staging).ctx("cannot create", staging)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sealvol-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the S3 client: {e}")))?;
+        // Spawned, not `block_on`: the caller may itself be inside a runtime.
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let keys = secret.map(sealvol_sources::s3::credentials).transpose()?;
+        let (u, a) = (url.clone(), at.clone());
+        rt.spawn(async move {
+            let _ = tx.send(sealvol_sources::s3::client(&u, &a, keys).await);
+        });
+        let client = rx
+            .recv()
+            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client did not start"))?;
+        Ok(S3Store {
+            rt: Some(rt),
+            inner: Arc::new(Inner {
+                client,
+                bucket: bucket.to_string(),
+                prefix: prefix.to_string(),
+                shown: url.to_string(),
+                endpoint: sealvol_sources::s3::endpoint_name(at),
+                parts: tokio::sync::Semaphore::new(PARTS_IN_FLIGHT),
+                traffic: Traffic::default(),
+            }),
+            staging: staging.to_path_buf(),
+            clock_ahead: Default::default(),
+        })
+    }
+
+    /// Runs `f` on the store's runtime and waits for it.
+    pub(crate) fn run<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Inner>) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let Some(rt) = &self.rt else {
+            return Err(Error::new(ErrorKind::Io, "the S3 client has stopped"));
+        };
+        let fut = f(Arc::clone(&self.inner));
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv()
+            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client stopped mid-request"))?
+    }
+
+    /// Sets the service's clock against ours from an object's `LastModified` (whole
+    /// seconds, so the middle of that second) written just before `local`.
+    pub(crate) fn set_clock(&self, service: SystemTime, local: SystemTime) {
+        let service = service + Duration::from_millis(500);
+        let ahead = match service.duration_since(local) {
+            Ok(d) => d.as_millis() as i64,
+            Err(e) => -(e.duration().as_millis() as i64),
+        };
+        self.clock_ahead
+            .store(ahead, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn traffic(&self) -> crate::traffic::Counts {
+        self.inner.traffic.counts()
+    }
+}
+
+impl Drop for S3Store {
+    fn drop(&mut self) {
+        // Dropping a runtime from inside another one would panic; let it wind down.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl ObjectStore for S3Store {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let key = key.to_string();
+        self.run(|i| async move { i.get(&key, None).await })
+    }
+
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let k = key.to_string();
+        let bytes = self
+            .run(|i| async move { i.get(&k, Some((offset, len))).await })?
+            .ok_or_else(|| Error::not_found(format!("{}{key} is missing", self.inner.shown)))?;
+        if bytes.len() as u64 != len {
+            return Err(Error::corrupt(format!(
+                "{}{key} is shorter than {} bytes",
+                self.inner.shown,
+                offset + len
+            )));
+        }
+        Ok(bytes)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        let key = key.to_string();
+        Ok(self
+            .run(|i| async move { i.head(&key).await })?
+            .map(|(size, _)| size))
+    }
+
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<bool> {
+        let key = key.to_string();
+        let data = data.to_vec();
+        self.run(|i| async move { i.put(&key, &data, Condition::Absent).await })
+    }
+
+    fn put_file_if_absent(&self, key: &str, file: &Path) -> Result<bool> {
+        let key = key.to_string();
+        let path = file.to_path_buf();
+        let r = self.run(|i| async move { upload::file_if_absent(&i, &key, &path).await });
+        // Consumed, uploaded or not: a retried push builds it again.
+        let _ = std::fs::remove_file(file);
+        r
+    }
+
+    fn staging_path(&self) -> Result<PathBuf> {
+        Ok(self.staging.join(sealvol_core::store::unique_temp_name()))
+    }
+
+    fn parallel_uploads(&self) -> usize {
+        PARALLEL_PACKS
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
+        let key = key.to_string();
+        self.run(|i| async move { i.get_versioned(&key).await })
+    }
+
+    fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()> {
+        let k = key.to_string();
+        let data = data.to_vec();
+        let expected = expected.cloned();
+        let written = self.run(|i| async move {
+            let cond = match &expected {
+                Some(e) => Condition::Matches(e),
+                None => Condition::Absent,
+            };
+            i.put(&k, &data, cond).await
+        })?;
+        if written {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Race,
+                format!("{}{key} was changed by another writer", self.inner.shown),
+            ))
+        }
+    }
+
+    fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
+        let prefix = prefix.to_string();
+        let after = after.map(str::to_string);
+        self.run(|i| async move { i.list_page(&prefix, after.as_deref()).await })
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let key = key.to_string();
+        self.run(|i| async move { i.delete(&key).await })
+    }
+
+    fn put(&self, key: &str, data: &[u8]) -> Result<()> {
+        let key = key.to_string();
+        let data = data.to_vec();
+        self.run(|i| async move { i.put(&key, &data, Condition::None).await })
+            .map(|_| ())
+    }
+
+    fn clean_staging(&self) -> Result<(u64, u64)> {
+        let mut removed = (0, 0);
+        let Ok(entries) = std::fs::read_dir(&self.staging) else {
+            return Ok(removed);
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = e.metadata() else { continue };
+            let Ok(modified) = meta.modified() else {
+                continue;
+            };
+            if !sealvol_core::store::owner_may_live(&name, modified)
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed.0 += 1;
+                removed.1 += meta.len();
+            }
+        }
+        Ok(removed)
+    }
+
+    fn now(&self) -> Result<SystemTime> {
+        let ahead = self.clock_ahead.load(std::sync::atomic::Ordering::Relaxed);
+        let now = SystemTime::now();
+        Ok(if ahead >= 0 {
+            now + Duration::from_millis(ahead as u64)
+        } else {
+            now - Duration::from_millis(ahead.unsigned_abs())
+        })
+    }
+
+    /// A write the service acknowledged is durable: nothing to wait for.
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! Requests and bytes a store has exchanged with its service, so that a push or a read
+//! can say how many requests each GiB cost (object stores bill and throttle by request).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+#[derive(Default)]
+pub(crate) struct Traffic {
+    gets: AtomicU64,
+    puts: AtomicU64,
+    lists: AtomicU64,
+    heads: AtomicU64,
+    deletes: AtomicU64,
+    received: AtomicU64,
+    sent: AtomicU64,
+}
+
+/// A snapshot of `Traffic`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub gets: u64,
+    pub puts: u64,
+    pub lists: u64,
+    pub heads: u64,
+    pub deletes: u64,
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
+}
+
+impl Counts {
+    pub fn requests(&self) -> u64 {
+        self.gets + self.puts + self.lists + self.heads + self.deletes
+    }
+}
+
+fn bump(a: &AtomicU64, n: u64) {
+    a.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Traffic {
+    pub(crate) fn get(&self) {
+        bump(&self.gets, 1);
+    }
+    pub(crate) fn received(&self, bytes: u64) {
+        bump(&self.received, bytes);
+    }
+    /// One write request carrying `bytes` (0 for the requests around a multipart upload).
+    pub(crate) fn put(&self, bytes: u64) {
+        bump(&self.puts, 1);
+        bump(&self.sent, bytes);
+    }
+    pub(crate) fn list(&self) {
+        bump(&self.lists, 1);
+    }
+    pub(crate) fn head(&self) {
+        bump(&self.heads, 1);
+    }
+    pub(crate) fn delete(&self) {
+        bump(&self.deletes, 1);
+    }
+
+    pub(crate) fn counts(&self) -> Counts {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Counts {
+            gets: l(&self.gets),
+            puts: l(&self.puts),
+            lists: l(&self.lists),
+            heads: l(&self.heads),
+            deletes: l(&self.deletes),
+            bytes_received: l(&self.received),
+            bytes_sent: l(&self.sent),
+        }
+    }
+}

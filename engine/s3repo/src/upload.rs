@@ -1,0 +1,137 @@
+//! Uploading a finished pack file: one request when it is small, a multipart upload
+//! when it is large, its parts read from the file and sent several at once (bounded
+//! by the store's `parts` semaphore, shared by every upload). The object appears only
+//! when the upload is completed, with `If-None-Match: *`: a cut or failed upload leaves
+//! no object, and is aborted so that the service frees its parts.
+
+use std::path::Path;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_sources::retry::retrying;
+
+use crate::store::{Condition, Expect, Inner};
+
+/// Bytes per part; files up to this size go in one request.
+pub(crate) const PART: u64 = 8 << 20;
+
+pub(crate) async fn file_if_absent(inner: &Inner, key: &str, path: &Path) -> Result<bool> {
+    let size = std::fs::metadata(path).ctx("cannot read", path)?.len();
+    if size <= PART {
+        let data = std::fs::read(path).ctx("cannot read", path)?;
+        return inner.put(key, &data, Condition::Absent).await;
+    }
+    let full = inner.key(key);
+    let at = format!("{}{key}", inner.shown);
+    let id = retrying(&at, || async {
+        inner.traffic.put(0);
+        let out = inner
+            .client
+            .create_multipart_upload()
+            .bucket(&inner.bucket)
+            .key(&full)
+            .send()
+            .await
+            .map_err(|e| inner.fail("start uploading", key, Expect::Plain, e).error())?;
+        out.upload_id().map(str::to_string).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{at}: the service gave no upload id"),
+            )
+        })
+    })
+    .await?;
+    let result = parts_then_complete(inner, key, &full, &id, path, size).await;
+    if !matches!(result, Ok(true)) {
+        // Nothing references an unfinished upload; abort it so its parts are freed.
+        inner.traffic.delete();
+        let _ = inner
+            .client
+            .abort_multipart_upload()
+            .bucket(&inner.bucket)
+            .key(&full)
+            .upload_id(&id)
+            .send()
+            .await;
+    }
+    result
+}
+
+async fn parts_then_complete(
+    inner: &Inner,
+    key: &str,
+    full: &str,
+    id: &str,
+    path: &Path,
+    size: u64,
+) -> Result<bool> {
+    let count = size.div_ceil(PART);
+    let uploads = (0..count).map(|n| async move {
+        let _permit = inner
+            .parts
+            .acquire()
+            .await
+            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client stopped"))?;
+        let offset = n * PART;
+        let len = PART.min(size - offset);
+        let data = read_at(path, offset, len)?;
+        let number = i32::try_from(n + 1)
+            .map_err(|_| Error::invalid(format!("{} is too large to upload", path.display())))?;
+        let at = format!("{}{key} (part {number})", inner.shown);
+        let etag = retrying(&at, || async {
+            inner.traffic.put(data.len() as u64);
+            let out = inner
+                .client
+                .upload_part()
+                .bucket(&inner.bucket)
+                .key(full)
+                .upload_id(id)
+                .part_number(number)
+                .body(ByteStream::from(data.clone()))
+                .send()
+                .await
+                .map_err(|e| inner.fail("upload", key, Expect::Plain, e).error())?;
+            Ok(out.e_tag().unwrap_or_default().to_string())
+        })
+        .await?;
+        Ok::<_, Error>(
+            CompletedPart::builder()
+                .part_number(number)
+                .e_tag(etag)
+                .build(),
+        )
+    });
+    let parts: Vec<CompletedPart> = futures::future::try_join_all(uploads).await?;
+    let done = CompletedMultipartUpload::builder()
+        .set_parts(Some(parts))
+        .build();
+    retrying(&format!("{}{key}", inner.shown), || async {
+        inner.traffic.put(0);
+        match inner
+            .client
+            .complete_multipart_upload()
+            .bucket(&inner.bucket)
+            .key(full)
+            .upload_id(id)
+            .multipart_upload(done.clone())
+            .if_none_match("*")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) => inner
+                .fail("finish uploading", key, Expect::Conditional, e)
+                .raced(),
+        }
+    })
+    .await
+}
+
+fn read_at(path: &Path, offset: u64, len: u64) -> Result<bytes::Bytes> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).ctx("cannot read", path)?;
+    let mut buf = vec![0; len as usize];
+    f.read_exact_at(&mut buf, offset).ctx("cannot read", path)?;
+    Ok(bytes::Bytes::from(buf))
+}
