@@ -12,6 +12,9 @@ pub struct Env {
     pub tmp: tempfile::TempDir,
     pub repo: PathBuf,
     pub state: PathBuf,
+    /// Set on every command after the defaults: a test of a bucket repository puts
+    /// its `SEALVOL_REPO` and AWS settings here.
+    pub vars: Vec<(String, String)>,
 }
 
 impl Env {
@@ -19,7 +22,12 @@ impl Env {
         let tmp = tempfile::tempdir().expect("tempdir");
         let repo = tmp.path().join("repo");
         let state = tmp.path().join("state");
-        Env { tmp, repo, state }
+        Env {
+            tmp,
+            repo,
+            state,
+            vars: Vec::new(),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -35,6 +43,9 @@ impl Env {
             .env("XDG_STATE_HOME", self.tmp.path().join("xstate"))
             .env("XDG_CACHE_HOME", self.tmp.path().join("cache"))
             .env_remove("RUST_LOG");
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
         c
     }
 

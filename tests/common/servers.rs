@@ -142,6 +142,40 @@ impl SlowProxy {
     }
 }
 
+/// tests/servers/s3_faults.py in front of `target`: `drop-conditions` (an object
+/// store that ignores conditional writes) or `cut-uploads N` (the first N uploads of
+/// more than 1 MiB cut half-way). Its stderr, one line per fault made, goes to `log`.
+pub struct FaultProxy {
+    _process: Process,
+    pub port: u16,
+}
+
+impl FaultProxy {
+    pub fn start(target: u16, mode: &[&str], log: &Path) -> FaultProxy {
+        let log = std::fs::File::create(log).expect("the fault log");
+        let (process, line) = spawn_listening(
+            Command::new("python3")
+                .arg(servers_dir().join("s3_faults.py"))
+                .arg(target.to_string())
+                .args(mode)
+                .stderr(log),
+        );
+        let port = line
+            .rsplit(' ')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("s3_faults.py said {line:?}"));
+        FaultProxy {
+            _process: process,
+            port,
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
 /// tests/servers/failing_server.py: an endpoint that answers every request with 500,
 /// a fault no real S3 server can be made to produce on demand.
 pub struct FailingServer {

@@ -4,9 +4,13 @@
     s3_seed.py ENDPOINT BUCKET PREFIX DIR      every file of DIR, as PREFIX/relative/path
     s3_seed.py ENDPOINT BUCKET --keys K=N...   objects named K holding N bytes ("" for a
                                                folder marker ending in /)
-    s3_seed.py ENDPOINT --iam-user NAME        an IAM user allowed s3:*, and its access key
-                                               (3 requests; for moto with auth): prints
-                                               KEY_ID:SECRET
+    s3_seed.py ENDPOINT --iam-user NAME [--only BUCKET]
+                                               an IAM user allowed s3:* (on BUCKET only),
+                                               and its access key (3 requests; for moto
+                                               with auth): prints KEY_ID:SECRET
+    s3_seed.py ENDPOINT --bucket NAME          creates the bucket (1 request)
+    s3_seed.py ENDPOINT --put BUCKET KEY TEXT  one object holding TEXT
+    s3_seed.py ENDPOINT --list BUCKET PREFIX   prints every key under PREFIX, in order
 
 The bucket is created if missing. Credentials come from the AWS_* environment.
 """
@@ -38,14 +42,29 @@ def main(argv):
     if argv[2] == "--iam-user":
         iam = client(endpoint, "iam")
         iam.create_user(UserName=argv[3])
+        resource = '"*"'
+        if len(argv) > 5 and argv[4] == "--only":
+            resource = f'["arn:aws:s3:::{argv[5]}", "arn:aws:s3:::{argv[5]}/*"]'
         iam.put_user_policy(
             UserName=argv[3],
             PolicyName="s3-all",
             PolicyDocument='{"Version": "2012-10-17", "Statement": '
-            '[{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}',
+            f'[{{"Effect": "Allow", "Action": "s3:*", "Resource": {resource}}}]}}',
         )
         k = iam.create_access_key(UserName=argv[3])["AccessKey"]
         print(f"{k['AccessKeyId']}:{k['SecretAccessKey']}")
+        return
+    if argv[2] == "--bucket":
+        client(endpoint).create_bucket(Bucket=argv[3])
+        return
+    if argv[2] == "--put":
+        client(endpoint).put_object(Bucket=argv[3], Key=argv[4], Body=argv[5].encode())
+        return
+    if argv[2] == "--list":
+        s3 = client(endpoint)
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=argv[3], Prefix=argv[4]):
+            for o in page.get("Contents", []):
+                print(o["Key"])
         return
     bucket = argv[2]
     s3 = client(endpoint)

@@ -79,7 +79,7 @@ async fn parts_then_complete(
         let number = i32::try_from(n + 1)
             .map_err(|_| Error::invalid(format!("{} is too large to upload", path.display())))?;
         let at = format!("{}{key} (part {number})", inner.shown);
-        let etag = retrying(&at, || async {
+        let part = retrying(&at, || async {
             inner.traffic.put(data.len() as u64);
             let out = inner
                 .client
@@ -92,15 +92,19 @@ async fn parts_then_complete(
                 .send()
                 .await
                 .map_err(|e| inner.fail("upload", key, Expect::Plain, e).error())?;
-            Ok(out.e_tag().unwrap_or_default().to_string())
+            // The part's checksum, if the SDK sent one, is named again at the end.
+            Ok(CompletedPart::builder()
+                .part_number(number)
+                .e_tag(out.e_tag().unwrap_or_default())
+                .set_checksum_crc32(out.checksum_crc32().map(str::to_string))
+                .set_checksum_crc32_c(out.checksum_crc32_c().map(str::to_string))
+                .set_checksum_crc64_nvme(out.checksum_crc64_nvme().map(str::to_string))
+                .set_checksum_sha1(out.checksum_sha1().map(str::to_string))
+                .set_checksum_sha256(out.checksum_sha256().map(str::to_string))
+                .build())
         })
         .await?;
-        Ok::<_, Error>(
-            CompletedPart::builder()
-                .part_number(number)
-                .e_tag(etag)
-                .build(),
-        )
+        Ok::<_, Error>(part)
     });
     let parts: Vec<CompletedPart> = futures::future::try_join_all(uploads).await?;
     let done = CompletedMultipartUpload::builder()
@@ -120,12 +124,37 @@ async fn parts_then_complete(
             .await
         {
             Ok(_) => Ok(true),
+            Err(e) if answered_ok(&e) => completed_anyway(inner, key, size).await,
             Err(e) => inner
                 .fail("finish uploading", key, Expect::Conditional, e)
                 .raced(),
         }
     })
     .await
+}
+
+/// A `200 OK` the SDK calls a failure: moto answers a completed upload with a
+/// `CompleteMultipartUploadResponse` root where S3 says `…Result`. (An S3 error after
+/// a 200 has an `<Error>` body, which the SDK reads as the service error it is.)
+fn answered_ok<E: aws_sdk_s3::error::ProvideErrorMetadata>(
+    e: &aws_sdk_s3::error::SdkError<E>,
+) -> bool {
+    matches!(e, aws_sdk_s3::error::SdkError::ServiceError(se)
+        if se.raw().status().as_u16() == 200 && se.err().code().is_none())
+}
+
+/// After such an answer: whether the object is there, whole.
+async fn completed_anyway(inner: &Inner, key: &str, size: u64) -> Result<bool> {
+    match inner.head(key).await? {
+        Some((stored, _)) if stored == size => Ok(true),
+        _ => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{}{key}: the upload was answered, but is not there",
+                inner.shown
+            ),
+        )),
+    }
 }
 
 fn read_at(path: &Path, offset: u64, len: u64) -> Result<bytes::Bytes> {

@@ -179,6 +179,9 @@ pub async fn client(
     let shared = loader.load().await;
     let conf = aws_sdk_s3::config::Builder::from(&shared)
         .force_path_style(at.path_style)
+        // Every byte read is checked against its BLAKE3 hash (or its source's ETag);
+        // the SDK's own check cannot even validate a multipart object's checksum.
+        .response_checksum_validation(aws_sdk_s3::config::ResponseChecksumValidation::WhenRequired)
         .build();
     aws_sdk_s3::Client::from_conf(conf)
 }
@@ -209,6 +212,11 @@ where
             format!("{at}: cannot reach {endpoint}: {}", DisplayErrorContext(e)),
         )
         .hint("check the endpoint (AWS_ENDPOINT_URL) and the network")),
+        // Not our request's fault (that is `is_user`): a connection cut mid-request.
+        SdkError::DispatchFailure(d) if !d.is_user() => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{at}: the connection was cut: {}", DisplayErrorContext(e)),
+        )),
         _ => Err(Error::new(
             ErrorKind::Invalid,
             format!("{at}: cannot {doing}: {}", DisplayErrorContext(e)),

@@ -1,0 +1,579 @@
+//! The repository in a bucket, against moto on loopback: `init`, the same layout and
+//! digests as a local repository, push/pull/tags/diff/verify/trash/gc round trips,
+//! addresses that are errors and never local directories, bucket problems that say
+//! what to fix, a store that ignores conditional writes, cut uploads, many writers.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::servers::{FaultProxy, Moto};
+use common::{Env, assert_same_tree, noise, write};
+use serde_json::Value;
+
+/// An environment whose repository is `address` on the S3 server at `endpoint`, with
+/// nothing from the host's own AWS configuration.
+fn bucket_env(endpoint: &str, address: &str) -> Env {
+    let mut env = Env::new();
+    env.vars = [
+        ("SEALVOL_REPO", address),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    env
+}
+
+/// The keys under `prefix` in `bucket`, as boto3 lists them.
+fn bucket_keys(moto: &Moto, bucket: &str, prefix: &str) -> Vec<String> {
+    let out = moto.seed(&["--list", bucket, prefix]);
+    out.lines().map(str::to_string).collect()
+}
+
+fn checkpoint(dir: &Path, seed: u64) {
+    // Over one multipart part (8 MiB), so that packs go up in parts.
+    write(&dir.join("model.safetensors"), &noise(12 << 20, seed));
+    write(&dir.join("config.json"), b"{\"layers\": 4}\n");
+    write(&dir.join("tokenizer/vocab.txt"), &noise(3000, seed + 100));
+}
+
+#[test]
+fn a_bucket_repository_is_made_by_init_and_holds_what_a_local_one_does() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/team-a");
+    let created = env.ok(&["init"]);
+    assert!(created.contains("s3://models/team-a/"), "{created}");
+    let again = env.fails(1, &["init"]);
+    assert!(
+        again.contains("already holds a sealvol repository"),
+        "{again}"
+    );
+
+    let v1 = env.path("v1");
+    checkpoint(&v1, 1);
+    let pinned = env.push(&v1, "weights/tiny", &["--tag", "prod"]);
+    // The same digest as the same files on disk, and as in a local repository.
+    let local = Env::new();
+    let local_pinned = local.push(&v1, "weights/tiny", &[]);
+    assert_eq!(pinned, local_pinned);
+
+    // A fine-tune of the same files: only what changed goes up.
+    let v2 = env.path("v2");
+    checkpoint(&v2, 1);
+    let mut model = std::fs::read(v2.join("model.safetensors")).unwrap();
+    model[(6 << 20)..(6 << 20) + 4096].copy_from_slice(&noise(4096, 9));
+    write(&v2.join("model.safetensors"), &model);
+    let push: Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "push",
+        v2.to_str().unwrap(),
+        "weights/tiny",
+        "--json",
+    ]))
+    .unwrap();
+    let pinned2 = push["ref"].as_str().unwrap().to_string();
+    let new_bytes = push["new_bytes"].as_u64().unwrap();
+    assert!(new_bytes > 0 && new_bytes < 4 << 20, "{push}");
+    env.ok(&["volume", "tag", &pinned2, "prod"]);
+
+    // The layout of a local repository, under the prefix.
+    let keys = bucket_keys(&moto, "models", "team-a/");
+    for kind in [
+        "team-a/sealvol.repo",
+        "team-a/packs/",
+        "team-a/index/",
+        "team-a/files/",
+    ] {
+        assert!(
+            keys.iter().any(|k| k.starts_with(kind)),
+            "no {kind} in {keys:?}"
+        );
+    }
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("team-a/manifests/weights/tiny/")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&"team-a/tags/weights/tiny/prod".to_string()),
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.contains("probe/")),
+        "probes are removed: {keys:?}"
+    );
+
+    // Versions, tags and their history, diff, pull, verify.
+    let versions = env.ok(&["volume", "versions", "weights/tiny"]);
+    assert_eq!(versions.lines().count(), 3, "{versions}");
+    let tags: Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "weights/tiny", "--json"])).unwrap();
+    assert_eq!(
+        tags["tags"][0]["history"].as_array().unwrap().len(),
+        2,
+        "{tags}"
+    );
+    let diff: Value =
+        serde_json::from_str(&env.ok(&["volume", "diff", &pinned, &pinned2, "--json"])).unwrap();
+    assert_eq!(diff["totals"]["modified"], 1, "{diff}");
+    let out = env.path("out");
+    env.ok(&["volume", "pull", "weights/tiny:prod", out.to_str().unwrap()]);
+    assert_same_tree(&v2, &out);
+    env.ok(&["volume", "verify", "--read-data"]);
+
+    // Trash, restore, purge and gc work on the bucket.
+    env.ok(&["volume", "delete", &pinned, "--yes"]);
+    assert_eq!(
+        env.ok(&["volume", "versions", "weights/tiny"])
+            .lines()
+            .count(),
+        2
+    );
+    env.ok(&["volume", "restore", &pinned]);
+    assert_eq!(
+        env.ok(&["volume", "versions", "weights/tiny"])
+            .lines()
+            .count(),
+        3
+    );
+    env.ok(&["settings", "--gc-grace", "1s", "--retention", "1s"]);
+    env.ok(&["volume", "delete", &pinned, "--yes"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let gc: Value = serde_json::from_str(&env.ok(&["volume", "gc", "--json"])).unwrap();
+    assert!(
+        gc["report"]["purged"]
+            .as_array()
+            .is_some_and(|p| p.len() == 1),
+        "{gc}"
+    );
+    env.ok(&["volume", "verify", "--read-data"]);
+    let out2 = env.path("out2");
+    env.ok(&[
+        "volume",
+        "pull",
+        "weights/tiny:prod",
+        out2.to_str().unwrap(),
+    ]);
+    assert_same_tree(&v2, &out2);
+}
+
+#[test]
+fn an_address_with_a_scheme_is_a_bucket_or_an_error_never_a_local_directory() {
+    let env = Env::new();
+    let cwd = env.path("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    for (address, says) in [
+        ("ftp://host/repo", "unknown scheme ftp://"),
+        ("s3:bucket/prefix", "not followed by //"),
+        ("gs://bucket/repo", "sync source"),
+        ("s3://Bad_Bucket/p", "is not a bucket name"),
+        ("", "is empty"),
+    ] {
+        for args in [
+            &["volume", "ls"][..],
+            &["volume", "push", ".", "a/b"],
+            &["init"],
+        ] {
+            let out = env
+                .cmd()
+                .current_dir(&cwd)
+                .env("SEALVOL_REPO", address)
+                .args(args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{address} {args:?}: {err}");
+            assert!(err.contains(says), "{address} {args:?}: {err}");
+            assert!(err.contains("hint:"), "{address} {args:?}: {err}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().flatten().collect();
+    assert!(left.is_empty(), "nothing is created locally: {left:?}");
+    // A directory whose name holds a colon is written as a path.
+    let colon = cwd.join("s3:data");
+    env.cmd()
+        .current_dir(&cwd)
+        .env("SEALVOL_REPO", "./s3:data")
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(colon.join("sealvol.repo").exists());
+}
+
+#[test]
+fn bucket_problems_are_one_line_that_says_what_to_fix() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    moto.seed(&["models", "--keys", "other/data.csv=100"]);
+    moto.seed(&["--put", "models", "newer/sealvol.repo", "{\"format\": 99}"]);
+    let ep = moto.endpoint();
+    let fails = |address: &str, args: &[&str]| -> String {
+        let env = bucket_env(&ep, address);
+        let err = env.fails(1, args);
+        assert!(err.contains("hint:"), "{address}: {err}");
+        err
+    };
+    let err = fails("s3://no-such-bucket/p", &["volume", "ls"]);
+    assert!(err.contains("no bucket no-such-bucket"), "{err}");
+    let err = fails("s3://no-such-bucket/p", &["init"]);
+    assert!(err.contains("no bucket no-such-bucket"), "{err}");
+    let err = fails("s3://models/empty", &["volume", "ls"]);
+    assert!(err.contains("no repository at s3://models/empty/"), "{err}");
+    assert!(
+        err.contains("sealvol init --repo s3://models/empty/"),
+        "{err}"
+    );
+    // A push never makes a bucket a repository: only init does.
+    let src = Env::new().path("src");
+    write(&src.join("a.bin"), b"a");
+    let err = fails(
+        "s3://models/empty",
+        &["volume", "push", src.to_str().unwrap(), "a/b"],
+    );
+    assert!(err.contains("sealvol init"), "{err}");
+    assert!(bucket_keys(&moto, "models", "empty/").is_empty());
+    let err = fails("s3://models/other", &["volume", "ls"]);
+    assert!(
+        err.contains("holds objects, but no sealvol repository"),
+        "{err}"
+    );
+    let err = fails("s3://models/other", &["init"]);
+    assert!(
+        err.contains("holds objects, but no sealvol repository"),
+        "{err}"
+    );
+    assert_eq!(bucket_keys(&moto, "models", "other/"), ["other/data.csv"]);
+    let err = fails("s3://models/newer", &["volume", "ls"]);
+    assert!(err.contains("format 99"), "{err}");
+
+    // An endpoint that is down: retried for a few seconds, then said.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let t = Instant::now();
+    let env = bucket_env(&format!("http://127.0.0.1:{port}"), "s3://models/team");
+    let err = env.fails(1, &["volume", "ls"]);
+    assert!(err.contains("cannot reach"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+}
+
+#[test]
+fn wrong_credentials_and_a_bucket_without_permission_are_refused_at_once() {
+    // moto checks credentials after its first N requests (the set-up below). (It also
+    // rejects the signature of any listing with a `/` in its prefix, so with auth on,
+    // only what needs no such listing is tried: opening and `init` at a bucket's root.)
+    let moto = Moto::start(&[("INITIAL_NO_AUTH_ACTION_COUNT", "5")]);
+    moto.seed(&["--bucket", "allowed"]); // 1 request
+    moto.seed(&["--bucket", "forbidden"]); // 1 request
+    let keys = moto.seed(&["--iam-user", "team-a", "--only", "allowed"]); // 3 requests
+    let ep = moto.endpoint();
+    // The user's keys from a stored secret, over the (unknown) keys of the environment.
+    let with_secret = |address: &str| {
+        let env = bucket_env(&ep, address);
+        let out = env.set_secret("team-a", &keys);
+        assert!(out.status.success());
+        env
+    };
+    let env = with_secret("s3://allowed");
+    let created = env.ok(&["--repo-secret", "team-a", "init"]);
+    assert!(created.contains("s3://allowed/"), "{created}");
+    let again = env.fails(1, &["--repo-secret", "team-a", "init"]);
+    assert!(
+        again.contains("already holds"),
+        "the secret reached the bucket: {again}"
+    );
+    for (env, args) in [
+        (bucket_env(&ep, "s3://allowed"), vec!["volume", "ls"]),
+        (
+            with_secret("s3://forbidden"),
+            vec!["--repo-secret", "team-a", "volume", "ls"],
+        ),
+        (
+            with_secret("s3://forbidden"),
+            vec!["--repo-secret", "team-a", "init"],
+        ),
+    ] {
+        let t = Instant::now();
+        let err = env.fails(1, &args);
+        assert!(err.contains("access denied"), "{err}");
+        assert!(err.contains("--repo-secret"), "{err}");
+        assert!(!err.contains(keys.split_once(':').unwrap().1), "{err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "a 403 is not retried"
+        );
+    }
+    let err = bucket_env(&ep, "s3://allowed").fails(1, &["--repo-secret", "nope", "volume", "ls"]);
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn an_object_store_that_ignores_conditional_writes_is_refused_before_any_write() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    bucket_env(&moto.endpoint(), "s3://models/repo").ok(&["init"]);
+    let before = bucket_keys(&moto, "models", "");
+    let log = Env::new().path("faults.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let proxy = FaultProxy::start(moto.port, &["drop-conditions"], &log);
+    let env = bucket_env(&proxy.endpoint(), "s3://models/repo");
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(1000, 1));
+    for args in [
+        &["volume", "ls"][..],
+        &["volume", "push", src.to_str().unwrap(), "a/b"],
+        &["volume", "tag", "a/b@b3:0000000000000000", "prod"],
+    ] {
+        let err = env.fails(1, args);
+        assert!(err.contains("ignores conditional writes"), "{err}");
+        assert!(err.contains("If-None-Match"), "{err}");
+    }
+    let init = bucket_env(&proxy.endpoint(), "s3://models/fresh");
+    let err = init.fails(1, &["init"]);
+    assert!(err.contains("ignores conditional writes"), "{err}");
+    assert_eq!(
+        bucket_keys(&moto, "models", ""),
+        before,
+        "nothing was written"
+    );
+    let faults = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        faults.to_lowercase().contains("dropped if-none-match"),
+        "{faults}"
+    );
+}
+
+#[test]
+fn a_connection_cut_mid_pack_upload_is_retried_and_nothing_half_written_is_referenced() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    bucket_env(&moto.endpoint(), "s3://models/repo").ok(&["init"]);
+    let log = Env::new().path("faults.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let proxy = FaultProxy::start(moto.port, &["cut-uploads", "2"], &log);
+    let env = bucket_env(&proxy.endpoint(), "s3://models/repo");
+    let src = env.path("src");
+    checkpoint(&src, 5);
+    let out = env.run(&["volume", "push", src.to_str().unwrap(), "w/cut"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("retrying"),
+        "the cut was retried, and said: {err}"
+    );
+    let faults = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        faults.lines().filter(|l| l.starts_with("cut ")).count(),
+        2,
+        "{faults}"
+    );
+    let direct = bucket_env(&moto.endpoint(), "s3://models/repo");
+    direct.ok(&["volume", "verify", "--read-data"]);
+    let pulled = env.path("pulled");
+    direct.ok(&["volume", "pull", "w/cut", pulled.to_str().unwrap()]);
+    assert_same_tree(&src, &pulled);
+}
+
+#[test]
+fn eight_processes_moving_one_tag_ten_times_each_keep_all_eighty_moves_in_order() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/repo");
+    env.ok(&["init"]);
+    // 80 distinct versions, pushed by 8 processes at once (overlapping data too).
+    let digests: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|p| {
+                let env = &env;
+                s.spawn(move || {
+                    (0..10)
+                        .map(|i| {
+                            let dir = env.path(&format!("v/{p}-{i}"));
+                            write(&dir.join("shared.bin"), &noise(50_000, 7));
+                            write(&dir.join("own.txt"), format!("{p}-{i}").as_bytes());
+                            env.push(&dir, "w/many", &[])
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(digests.iter().collect::<BTreeSet<_>>().len(), 80);
+    std::thread::scope(|s| {
+        for p in 0..8 {
+            let (env, digests) = (&env, &digests);
+            s.spawn(move || {
+                for i in 0..10 {
+                    env.ok(&["volume", "tag", &digests[p * 10 + i], "prod"]);
+                }
+            });
+        }
+    });
+    let tags: Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "w/many", "--json"])).unwrap();
+    let history = tags["tags"][0]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 80, "no move was lost: {tags}");
+    // Newest first, and a chain: each move starts where the one before it ended.
+    for pair in history.windows(2) {
+        assert_eq!(pair[0]["from"], pair[1]["to"], "{pair:?}");
+    }
+    let moved: BTreeSet<String> = history
+        .iter()
+        .map(|m| m["to"].as_str().unwrap().to_string())
+        .collect();
+    let pinned: BTreeSet<String> = digests
+        .iter()
+        .map(|d| d.rsplit('@').next().unwrap().to_string())
+        .collect();
+    assert_eq!(moved, pinned, "every version was tagged once");
+    // Every one of the 80 versions pulls back to what was pushed.
+    env.ok(&["volume", "verify", "--read-data"]);
+}
+
+#[test]
+fn a_sync_from_one_bucket_into_a_repository_in_another() {
+    let moto = Moto::start(&[]);
+    let src = Env::new().path("src");
+    checkpoint(&src, 3);
+    moto.seed(&["ckpts", "run-1/step-10", src.to_str().unwrap()]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/repo");
+    env.ok(&["init"]);
+    let out = env.ok(&[
+        "volume",
+        "sync",
+        "s3://ckpts/run-1/step-10",
+        "w/run-1",
+        "--tag",
+        "latest",
+    ]);
+    let pinned = out.lines().last().unwrap().to_string();
+    let local = Env::new();
+    assert_eq!(pinned, local.push(&src, "w/run-1", &[]));
+    let pulled = env.path("pulled");
+    env.ok(&["volume", "pull", "w/run-1:latest", pulled.to_str().unwrap()]);
+    assert_same_tree(&src, &pulled);
+}
+
+#[test]
+fn kill_9_during_a_push_to_a_bucket_leaves_a_repository_that_verifies() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/repo");
+    env.ok(&["init"]);
+    let src = env.path("src");
+    for i in 0..6 {
+        write(
+            &src.join(format!("shard-{i}.bin")),
+            &noise(10 << 20, 40 + i),
+        );
+    }
+    for delay_ms in [150, 600, 1500] {
+        let mut child = env
+            .cmd()
+            .args(["volume", "push", src.to_str().unwrap(), "w/killed"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        env.ok(&["volume", "verify"]);
+    }
+    let pinned = env.push(&src, "w/killed", &[]);
+    assert!(pinned.starts_with("vol:w/killed@b3:"), "{pinned}");
+    env.ok(&["volume", "verify", "--read-data"]);
+    let pulled = env.path("pulled");
+    env.ok(&["volume", "pull", &pinned, pulled.to_str().unwrap()]);
+    assert_same_tree(&src, &pulled);
+}
+
+#[test]
+fn gc_on_a_bucket_while_another_process_pushes_keeps_every_version_whole() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/repo");
+    env.ok(&["init"]);
+    env.ok(&["settings", "--gc-grace", "1s", "--retention", "1s"]);
+    let pool: Vec<Vec<u8>> = (0..6).map(|i| noise(400_000, 60 + i)).collect();
+    let pushed: Vec<(String, Vec<usize>)> = std::thread::scope(|s| {
+        let pusher = s.spawn(|| {
+            let mut kept = Vec::new();
+            for round in 0..12usize {
+                let dir = env.path(&format!("p/{round}"));
+                let files: Vec<usize> = (0..3).map(|k| (round + k) % pool.len()).collect();
+                for &f in &files {
+                    write(&dir.join(format!("f{f}.bin")), &pool[f]);
+                }
+                let pinned = env.push(&dir, "w/busy", &[]);
+                if round % 2 == 1 {
+                    env.ok(&["volume", "delete", &pinned, "--yes"]);
+                } else {
+                    kept.push((pinned, files));
+                }
+            }
+            kept
+        });
+        let collector = s.spawn(|| {
+            for _ in 0..6 {
+                env.ok(&["volume", "gc"]);
+                std::thread::sleep(Duration::from_millis(700));
+            }
+        });
+        collector.join().unwrap();
+        pusher.join().unwrap()
+    });
+    env.ok(&["volume", "gc"]);
+    env.ok(&["volume", "verify", "--read-data"]);
+    for (n, (pinned, files)) in pushed.into_iter().enumerate() {
+        let out = env.path(&format!("out/{n}"));
+        env.ok(&["volume", "pull", &pinned, out.to_str().unwrap()]);
+        for f in files {
+            assert_eq!(
+                std::fs::read(out.join(format!("f{f}.bin"))).unwrap(),
+                pool[f]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_version_on_a_bucket_mounts_and_reads_lazily() {
+    if !common::fuse_available() {
+        return;
+    }
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/repo");
+    env.ok(&["init"]);
+    let src = env.path("src");
+    checkpoint(&src, 11);
+    let pinned = env.push(&src, "w/mounted", &[]);
+    let at = env.path("mnt");
+    std::fs::create_dir_all(&at).unwrap();
+    env.ok(&["volume", "mount", &pinned, at.to_str().unwrap()]);
+    let same = std::panic::catch_unwind(|| assert_same_tree(&src, &at));
+    let mounts = env.ok(&["volume", "mounts"]);
+    let unmounted = env.run(&["volume", "unmount", at.to_str().unwrap()]);
+    if !unmounted.status.success() {
+        let _ = Command::new("fusermount3").arg("-u").arg(&at).status();
+    }
+    assert!(same.is_ok(), "the mounted version reads the pushed bytes");
+    assert!(mounts.contains("w/mounted"), "{mounts}");
+}
