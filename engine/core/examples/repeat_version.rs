@@ -1,9 +1,10 @@
 //! Bench helper: seals a large logical volume cheaply from repeated content.
 //!
-//!   repeat_version REPO NS/NAME@DIGEST COPIES NS/BIG
+//!   repeat_version REPO NS/NAME@DIGEST COPIES NS/BIG [VARIANT]
 //!
 //! Writes a version of NS/BIG whose files are COPIES copies of the source version's
-//! files (under `copy0000/`, `copy0001/`, …). The copies share chunk lists, so the new
+//! files (under `copy0000/`, `copy0001/`, …; with VARIANT, `v<VARIANT>-copy0000/`, …,
+//! so that each variant is another version of the same size). The copies share chunk lists, so the new
 //! version costs one manifest; it is exactly what a push of that repeated tree would
 //! seal. `bench/mount.py` uses it to show that mounting 1 TiB is as fast as 1 GiB.
 
@@ -12,9 +13,13 @@ use sealvol_core::{Ref, Repository, VolumeName};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 5 {
-        return Err("usage: repeat_version REPO NS/NAME@DIGEST COPIES NS/BIG".into());
+    if !(5..=6).contains(&args.len()) {
+        return Err("usage: repeat_version REPO NS/NAME@DIGEST COPIES NS/BIG [VARIANT]".into());
     }
+    let stem = match args.get(5) {
+        Some(v) => format!("v{v}-copy"),
+        None => "copy".to_string(),
+    };
     let repo = Repository::open_local(std::path::Path::new(&args[1]), false, false)?;
     let r = Ref::parse(&args[2])?;
     let digest = repo.resolve(&r)?;
@@ -24,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut entries = Vec::with_capacity(src.entries.len() * copies);
     for i in 0..copies {
         for e in &src.entries {
-            let path = format!("copy{i:04}/{}", e.path());
+            let path = format!("{stem}{i:04}/{}", e.path());
             entries.push(match e.clone() {
                 Entry::File {
                     size, hash, exec, ..

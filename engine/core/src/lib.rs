@@ -29,6 +29,7 @@ pub mod repair;
 pub mod repo;
 pub mod stamp;
 pub mod store;
+pub mod summary;
 pub mod testutil;
 pub mod trash;
 pub mod verify;

@@ -290,45 +290,27 @@ impl Repository {
     }
 
     fn versions_and_tags(&self, vol: &VolumeName) -> Result<(Vec<VersionInfo>, Vec<TagFile>)> {
-        let digests = self.live_digests(vol)?;
+        let prefix = manifest_prefix(vol);
+        let trashed = self.trashed_digests(vol)?;
+        let live: Vec<(Digest, u64)> = self
+            .store()
+            .list(&prefix)?
+            .iter()
+            .filter_map(|o| Some((Digest::parse(o.key.strip_prefix(&prefix)?).ok()?, o.size)))
+            .filter(|(d, _)| !trashed.contains(d))
+            .collect();
+        let digests: Vec<Digest> = live.iter().map(|(d, _)| *d).collect();
         let tags = self.tags_of(vol, &digests, false)?;
         let mut by_digest: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for t in tags.iter().filter(|t| !t.digest.is_empty()) {
             by_digest.entry(&t.digest).or_default().push(t.tag.clone());
         }
-        let mut out = Vec::new();
-        for d in digests {
-            let info = match self.manifest(vol, &d) {
-                Ok(m) => VersionInfo {
-                    tags: by_digest.remove(m.digest.as_str()).unwrap_or_default(),
-                    digest: m.digest,
-                    created: m.created,
-                    bytes: m.stats.bytes,
-                    files: m.stats.files,
-                    new_bytes: m.stats.new_bytes,
-                    source: m.provenance.source,
-                    pushed_by: m.provenance.pushed_by,
-                    damaged: None,
-                },
-                // Deleted since the listing: not a version any more.
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) if matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::Format) => {
-                    let digest = d.to_string();
-                    VersionInfo {
-                        tags: by_digest.remove(digest.as_str()).unwrap_or_default(),
-                        digest,
-                        created: String::new(),
-                        bytes: 0,
-                        files: 0,
-                        new_bytes: 0,
-                        source: String::new(),
-                        pushed_by: String::new(),
-                        damaged: Some(e.message().to_string()),
-                    }
-                }
-                Err(e) => return Err(e),
-            };
-            out.push(info);
+        let infos = crate::summary::in_parallel(&live, self.concurrency(), |(d, size)| {
+            self.version_info(vol, d, *size)
+        })?;
+        let mut out: Vec<VersionInfo> = infos.into_iter().flatten().collect();
+        for v in &mut out {
+            v.tags = by_digest.remove(v.digest.as_str()).unwrap_or_default();
         }
         out.sort_by(|a, b| {
             (
@@ -343,6 +325,67 @@ impl Repository {
                 ))
         });
         Ok((out, tags))
+    }
+
+    /// What a listing shows of one version: from its summary when there is a good
+    /// one (`summary.rs`), else from its manifest; `None` if it was deleted since the
+    /// listing. `listed_bytes` is the manifest's size as listed.
+    fn version_info(
+        &self,
+        vol: &VolumeName,
+        d: &Digest,
+        listed_bytes: u64,
+    ) -> Result<Option<VersionInfo>> {
+        let damaged = |why: String| VersionInfo {
+            digest: d.to_string(),
+            created: String::new(),
+            bytes: 0,
+            files: 0,
+            new_bytes: 0,
+            source: String::new(),
+            pushed_by: String::new(),
+            tags: Vec::new(),
+            damaged: Some(why),
+        };
+        if let Some(s) = self.summary(vol, d)? {
+            if s.manifest_bytes != listed_bytes {
+                return Ok(Some(damaged(format!(
+                    "{} is damaged: it is {listed_bytes} bytes, and was {} when sealed",
+                    manifest_key(vol, d),
+                    s.manifest_bytes
+                ))));
+            }
+            return Ok(Some(VersionInfo {
+                digest: s.digest,
+                created: s.created,
+                bytes: s.stats.bytes,
+                files: s.stats.files,
+                new_bytes: s.stats.new_bytes,
+                source: s.source,
+                pushed_by: s.pushed_by,
+                tags: Vec::new(),
+                damaged: None,
+            }));
+        }
+        match self.manifest(vol, d) {
+            Ok(m) => Ok(Some(VersionInfo {
+                digest: m.digest,
+                created: m.created,
+                bytes: m.stats.bytes,
+                files: m.stats.files,
+                new_bytes: m.stats.new_bytes,
+                source: m.provenance.source,
+                pushed_by: m.provenance.pushed_by,
+                tags: Vec::new(),
+                damaged: None,
+            })),
+            // Deleted since the listing: not a version any more.
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) if matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::Format) => {
+                Ok(Some(damaged(e.message().to_string())))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Every tag of a volume, sorted by name; a damaged one, or one pointing at a
@@ -712,6 +755,16 @@ impl Repository {
                 }
             }
         };
+        // After the manifest, before the tags: a crash in between leaves a version
+        // that lists from its manifest until one is written.
+        if sealed_new {
+            self.put_summary(volume, &manifest, bytes.len() as u64, false)?;
+        } else if self.summary(volume, &digest)?.is_none() {
+            let stored = self.manifest(volume, &digest)?;
+            if let Some(size) = self.store().size(&key)? {
+                self.put_summary(volume, &stored, size, false)?;
+            }
+        }
         self.barrier()?;
         let mut changes = Vec::with_capacity(tags.len());
         for tag in tags {

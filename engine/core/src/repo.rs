@@ -468,6 +468,16 @@ impl Repository {
         self.store.writers_lock(exclusive)
     }
 
+    /// See `ObjectStore::requests`.
+    pub fn requests(&self) -> Option<crate::store::Requests> {
+        self.store.requests()
+    }
+
+    /// See `ObjectStore::clean_abandoned`.
+    pub fn clean_abandoned(&self) -> Result<()> {
+        self.store.clean_abandoned()
+    }
+
     /// Removes staging files of writers that are gone (a `kill -9` mid-push).
     pub fn clean_staging(&self) -> Result<(u64, u64)> {
         self.store.clean_staging()
@@ -504,9 +514,9 @@ impl Repository {
         self.store.staging_path()
     }
 
-    /// How many packs may be published at once (`ObjectStore::parallel_uploads`).
-    pub fn parallel_uploads(&self) -> usize {
-        self.store.parallel_uploads().max(1)
+    /// How many requests to keep in flight at once (`ObjectStore::concurrency`).
+    pub fn concurrency(&self) -> usize {
+        self.store.concurrency().max(1)
     }
 
     /// Publishes a finished pack file (consumed), then its index: in that order, so an

@@ -24,7 +24,6 @@ use sealvol_node::source::Endpoints;
 
 pub use address::Address;
 pub use store::S3Store;
-pub use traffic::Counts;
 
 /// What opening a repository needs besides its address.
 pub struct Options<'a> {

@@ -395,10 +395,6 @@ impl S3Store {
         self.clock_ahead
             .store(ahead, std::sync::atomic::Ordering::Relaxed);
     }
-
-    pub fn traffic(&self) -> crate::traffic::Counts {
-        self.inner.traffic.counts()
-    }
 }
 
 impl Drop for S3Store {
@@ -460,7 +456,7 @@ impl ObjectStore for S3Store {
         Ok(self.staging.join(sealvol_core::store::unique_temp_name()))
     }
 
-    fn parallel_uploads(&self) -> usize {
+    fn concurrency(&self) -> usize {
         PARALLEL_PACKS
     }
 
@@ -508,6 +504,24 @@ impl ObjectStore for S3Store {
             .map(|_| ())
     }
 
+    /// Probe objects, and multipart uploads never completed (no object names them;
+    /// the service keeps their parts, and bills them, until they are aborted).
+    fn clean_abandoned(&self) -> Result<()> {
+        let now = self.now()?;
+        let stale = |age: Duration| {
+            move |t: Option<SystemTime>| {
+                t.is_some_and(|t| now.duration_since(t).is_ok_and(|a| a > age))
+            }
+        };
+        for o in self.list(crate::probe::PROBE_PREFIX)? {
+            if stale(Duration::from_secs(3600))(o.modified) {
+                self.delete(&o.key)?;
+            }
+        }
+        let old_upload = stale(Duration::from_secs(24 * 3600));
+        self.run(move |i| async move { crate::upload::abort_stale(&i, old_upload).await })
+    }
+
     fn clean_staging(&self) -> Result<(u64, u64)> {
         let mut removed = (0, 0);
         let Ok(entries) = std::fs::read_dir(&self.staging) else {
@@ -527,6 +541,10 @@ impl ObjectStore for S3Store {
             }
         }
         Ok(removed)
+    }
+
+    fn requests(&self) -> Option<sealvol_core::store::Requests> {
+        Some(self.inner.traffic.counts())
     }
 
     fn now(&self) -> Result<SystemTime> {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
+use sealvol_core::store::Requests;
 
 #[derive(Default)]
 pub(crate) struct Traffic {
@@ -14,24 +14,6 @@ pub(crate) struct Traffic {
     deletes: AtomicU64,
     received: AtomicU64,
     sent: AtomicU64,
-}
-
-/// A snapshot of `Traffic`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    pub gets: u64,
-    pub puts: u64,
-    pub lists: u64,
-    pub heads: u64,
-    pub deletes: u64,
-    pub bytes_received: u64,
-    pub bytes_sent: u64,
-}
-
-impl Counts {
-    pub fn requests(&self) -> u64 {
-        self.gets + self.puts + self.lists + self.heads + self.deletes
-    }
 }
 
 fn bump(a: &AtomicU64, n: u64) {
@@ -60,9 +42,9 @@ impl Traffic {
         bump(&self.deletes, 1);
     }
 
-    pub(crate) fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Requests {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Counts {
+        Requests {
             gets: l(&self.gets),
             puts: l(&self.puts),
             lists: l(&self.lists),

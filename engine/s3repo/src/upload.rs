@@ -157,6 +157,47 @@ async fn completed_anyway(inner: &Inner, key: &str, size: u64) -> Result<bool> {
     }
 }
 
+/// Aborts the multipart uploads under the prefix that `stale` says were started long
+/// ago: a process killed mid-upload leaves one behind.
+pub(crate) async fn abort_stale(
+    inner: &Inner,
+    stale: impl Fn(Option<std::time::SystemTime>) -> bool,
+) -> Result<()> {
+    let out = retrying(&inner.shown, || async {
+        inner.traffic.list();
+        inner
+            .client
+            .list_multipart_uploads()
+            .bucket(&inner.bucket)
+            .prefix(&inner.prefix)
+            .send()
+            .await
+            .map_err(|e| inner.fail("list uploads", "", Expect::Plain, e).error())
+    })
+    .await?;
+    for u in out.uploads() {
+        let started = u
+            .initiated()
+            .and_then(|t| std::time::SystemTime::try_from(*t).ok());
+        let (Some(key), Some(id)) = (u.key(), u.upload_id()) else {
+            continue;
+        };
+        if stale(started) {
+            inner.traffic.delete();
+            let _ = inner
+                .client
+                .abort_multipart_upload()
+                .bucket(&inner.bucket)
+                .key(key)
+                .upload_id(id)
+                .send()
+                .await;
+            tracing::info!("aborted an upload of {key} left unfinished since {started:?}");
+        }
+    }
+    Ok(())
+}
+
 fn read_at(path: &Path, offset: u64, len: u64) -> Result<bytes::Bytes> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(path).ctx("cannot read", path)?;

@@ -35,11 +35,17 @@ pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool)
             progress: progress.as_ref(),
         },
     )?;
+    let requests = repo.requests();
     if as_json {
-        return json(&push_json(&report));
+        let mut v = push_json(&report);
+        v["requests"] = serde_json::json!(requests);
+        return json(&v);
     }
     if !ctx.quiet {
         eprintln!("{}", push_summary(&report));
+        if let Some(r) = requests {
+            eprintln!("{}", requests_line(&r, report.stats.bytes));
+        }
         for t in &report.tags {
             eprintln!("{}", tag_line(t));
         }
@@ -106,6 +112,22 @@ fn push_summary(r: &PushReport) -> String {
     parts.join("; ")
 }
 
+/// What a push or pull cost in requests, for a repository on an object store.
+pub(crate) fn requests_line(r: &sealvol_core::store::Requests, bytes: u64) -> String {
+    format!(
+        "{} request(s) to the repository ({} GET, {} PUT, {} LIST, {} HEAD, {} DELETE; {:.0} per GiB); {} sent, {} received",
+        r.total(),
+        r.gets,
+        r.puts,
+        r.lists,
+        r.heads,
+        r.deletes,
+        r.per_gib(bytes),
+        size(r.bytes_sent),
+        size(r.bytes_received)
+    )
+}
+
 pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
     let repo = ctx.open_repo(false)?;
@@ -117,11 +139,13 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) 
     let report =
         sealvol_core::pull::pull(&tiers, &r.volume, &digest, dir, force, progress.as_ref())?;
     let pinned = Ref::pinned(r.volume.clone(), digest);
+    let requests = tiers.repo().requests();
     if as_json {
         return json(&serde_json::json!({
             "ref": pinned.to_string(),
             "dir": dir.display().to_string(),
             "report": report,
+            "requests": requests,
         }));
     }
     if ctx.quiet {
@@ -161,5 +185,8 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) 
         size(report.bytes),
         name(&dir.display().to_string())
     );
+    if let Some(r) = requests {
+        eprintln!("{}", requests_line(&r, report.bytes));
+    }
     Ok(())
 }

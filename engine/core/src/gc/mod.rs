@@ -5,7 +5,8 @@
 //! coordination. docs/GC.md is the argument; this is the order of its steps:
 //!
 //! 1. take the lease (`lease`): one collection at a time, taken over when stale;
-//! 2. purge expired versions from the trash (`Repository::purge`);
+//! 2. purge expired versions from the trash (`Repository::purge`), and remove the
+//!    summaries of versions that are gone (`summary::orphans`);
 //! 3. list objects, then mark what every manifest references (`mark`);
 //! 4. rewrite mostly-dead packs and relink the chunk lists that name them (`repack`);
 //! 5. condemn what is unreferenced and older than the grace period: a new round
@@ -137,6 +138,7 @@ fn run(
 ) -> Result<()> {
     let progress = opts.progress;
     if !opts.dry_run {
+        repo.clean_abandoned()?;
         let (files, bytes) = repo.clean_staging()?;
         if files > 0 {
             report.notes.push(format!(
@@ -145,8 +147,25 @@ fn run(
         }
     }
 
-    // 2. The trash.
+    // 2. The trash, and the summaries of versions that are gone.
     let skip = purge_expired(repo, opts.dry_run, report)?;
+    let orphans = crate::summary::orphans(repo, grace)?;
+    if !orphans.is_empty() {
+        if !opts.dry_run {
+            for key in &orphans {
+                repo.store().delete(key)?;
+            }
+        }
+        report.notes.push(format!(
+            "{} {} summary object(s) of versions that are gone",
+            if opts.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            orphans.len()
+        ));
+    }
 
     // 3. Objects, then the mark: anything listed here existed before the mark began.
     let earlier = rounds::list(repo)?;

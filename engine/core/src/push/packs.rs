@@ -195,13 +195,13 @@ pub(super) struct FinishedPack {
 }
 
 /// Publishes finished packs: each pack, then its index. Runs apart so that fsync
-/// latency overlaps with the rest of the push; on a store that takes several uploads
-/// at once (`Repository::parallel_uploads`), that many packs go up together. Order
+/// latency overlaps with the rest of the push; on a store that takes several requests
+/// at once (`Repository::concurrency`), that many packs go up together. Order
 /// between packs does not matter: no chunk list names them until all are published.
 pub(super) fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Result<()> {
     let failed = std::sync::Mutex::new(None);
     std::thread::scope(|s| {
-        for _ in 0..repo.parallel_uploads() {
+        for _ in 0..repo.concurrency() {
             let (rx, failed) = (rx.clone(), &failed);
             s.spawn(move || {
                 for p in rx {

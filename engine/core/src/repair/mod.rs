@@ -17,6 +17,8 @@
 //! 8. Damaged manifests no push healed go to quarantine; a damaged tag, or one pointing
 //!    at a version that is gone, is moved to the newest version in its history that is
 //!    readable (a move like any other), or quarantined when there is none.
+//! 9. A version whose summary is missing or disagrees with its manifest gets one
+//!    written from the manifest (`summary.rs`).
 
 mod chunker;
 mod copies;
@@ -49,7 +51,7 @@ pub struct RepairOptions<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Action {
     /// `rewrite config`, `clear record`, `salvage`, `write index`, `relink`,
-    /// `quarantine`, `heal`, `restore tag`.
+    /// `quarantine`, `heal`, `restore tag`, `write summary`.
     pub action: &'static str,
     pub object: String,
     pub detail: String,
@@ -83,6 +85,12 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
     } else {
         None
     };
+    if write && alone.is_none() {
+        tracing::warn!(
+            "{} has no writer lock (a bucket): run repair while nothing else writes to it",
+            repo.location()
+        );
+    }
     let read = if opts.read_data {
         ReadData::All
     } else {
@@ -133,6 +141,13 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
     }
     r.quarantine_manifests()?;
     r.restore_tags()?;
+    for key in r.repo.rebuild_summaries(!write)? {
+        r.report.act(
+            "write summary",
+            key,
+            "missing or disagreeing with its manifest; written from the manifest",
+        );
+    }
     r.finish()
 }
 

@@ -116,6 +116,31 @@ use crate::error::Result;
 /// Holds `ObjectStore::writers_lock` until dropped.
 pub struct WriterGuard(#[allow(dead_code)] pub(crate) Box<dyn std::any::Any + Send + Sync>);
 
+/// Requests a store made to its service since it was opened, and the bytes they
+/// carried: object stores bill and throttle by request, so pushes and pulls report
+/// them (`ObjectStore::requests`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Requests {
+    pub gets: u64,
+    pub puts: u64,
+    pub lists: u64,
+    pub heads: u64,
+    pub deletes: u64,
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
+}
+
+impl Requests {
+    pub fn total(&self) -> u64 {
+        self.gets + self.puts + self.lists + self.heads + self.deletes
+    }
+
+    /// `total` per GiB of `bytes` (what was pushed or read).
+    pub fn per_gib(&self, bytes: u64) -> f64 {
+        self.total() as f64 / (bytes.max(1) as f64 / (1u64 << 30) as f64)
+    }
+}
+
 /// An opaque version of an object, for compare-and-swap (an S3 ETag, a content hash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ETag(pub String);
@@ -158,10 +183,10 @@ pub trait ObjectStore: Send + Sync {
     /// file system as the store when it is local so that publishing is a rename.
     fn staging_path(&self) -> Result<std::path::PathBuf>;
 
-    /// How many finished packs a push may hand to `put_file_if_absent` at once: one
-    /// for a local directory (a rename), several for a remote service, so that upload
-    /// latency overlaps.
-    fn parallel_uploads(&self) -> usize {
+    /// How many requests a caller may usefully keep in flight at once: one for a
+    /// local directory, several for a remote service, whose latency then overlaps
+    /// (packs a push publishes together, summaries a listing reads).
+    fn concurrency(&self) -> usize {
         1
     }
 
@@ -209,6 +234,19 @@ pub trait ObjectStore: Send + Sync {
     /// no staging area of its own has nothing to do.
     fn clean_staging(&self) -> Result<(u64, u64)> {
         Ok((0, 0))
+    }
+
+    /// The requests made so far, for a store that talks to a service; `None` for a
+    /// local directory.
+    fn requests(&self) -> Option<Requests> {
+        None
+    }
+
+    /// Removes what killed writers left in the store itself, if it keeps anything a
+    /// listing does not show (an object store's unfinished multipart uploads).
+    /// Garbage collection calls it.
+    fn clean_abandoned(&self) -> Result<()> {
+        Ok(())
     }
 
     /// Writes the object whether or not it exists, atomically: a reader sees the old

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""S3 benchmark: sealvol's repository on moto_server against rclone on the same
+server, side by side in one run. Prints a Markdown table for BENCHMARKS.md.
+
+    python3 bench/s3.py --sealvol BIN --shared DIR [--gib 2] [--work DIR]
+
+Measures on the checkpoint series of ../shared/bench/gen_checkpoints.py:
+- push of v1 into `s3://sv/repo` against `rclone copy v1 moto:rc/ckpt`;
+- re-push of v2 (the last 10% of layers fine-tuned) against `rclone copy v2` over v1's
+  copy (rclone sends each changed file whole); and what each sent against the bytes
+  that differ between v1 and v2 (4 KiB blocks);
+- a cold sequential read of one shard through `sealvol volume mount` (empty node
+  cache) against `rclone mount` with `--vfs-cache-mode full` and `off`;
+- requests for each, counted from moto's own request log, per GiB moved.
+Needs: moto[server], rclone, numpy, fuse3.
+"""
+import argparse, json, os, shutil, socket, subprocess, sys, time
+from pathlib import Path
+
+
+def sh(*args, env=None):
+    return subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def dir_bytes(d):
+    return sum(p.stat().st_size for p in Path(d).rglob("*") if p.is_file())
+
+
+def changed_bytes(a, b, block=4096):
+    import numpy as np
+    total = 0
+    for pa in sorted(Path(a).rglob("*")):
+        if not pa.is_file():
+            continue
+        pb = Path(b) / pa.relative_to(a)
+        x = np.fromfile(pa, dtype=np.uint8)
+        y = np.fromfile(pb, dtype=np.uint8) if pb.exists() else np.zeros(0, np.uint8)
+        n = min(len(x), len(y))
+        whole = n // block * block
+        if whole:
+            diff = (x[:whole].reshape(-1, block) != y[:whole].reshape(-1, block)).any(axis=1)
+            total += int(diff.sum()) * block
+        if n > whole and not np.array_equal(x[whole:n], y[whole:n]):
+            total += n - whole
+        total += abs(len(x) - len(y))
+    return total
+
+
+class Moto:
+    def __init__(self, work):
+        self.port = free_port()
+        self.log = work / "moto.log"
+        self.proc = subprocess.Popen(["moto_server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.port)).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("moto_server did not start")
+
+    def requests(self):
+        """Requests logged so far (werkzeug logs one line per request)."""
+        return sum(1 for l in open(self.log, errors="replace") if '" 2' in l or '" 3' in l or '" 4' in l or '" 5' in l)
+
+
+def drop_caches(path):
+    for p in Path(path).rglob("*"):
+        if p.is_file():
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+
+
+def read_file(path, bs=1 << 20):
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(bs)
+            if not b:
+                break
+            n += len(b)
+    return n, time.perf_counter() - t
+
+
+def wait_ready(path, timeout=60):
+    t = time.time() + timeout
+    while time.time() < t:
+        try:
+            if os.listdir(path):
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise SystemExit(f"{path} never became ready")
+
+
+def umount(path):
+    subprocess.run(["fusermount3", "-u", "-z", str(path)], capture_output=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--gib", type=float, default=2)
+    ap.add_argument("--work", default="/var/tmp/sealvol-bench/s3")
+    a = ap.parse_args()
+    bin = str(Path(a.sealvol).resolve())
+    work = Path(a.work)
+    data = work / "data"
+    if not (data / "v2").exists():
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        sh(sys.executable, str(Path(a.shared) / "bench/gen_checkpoints.py"), str(data), "--gib", str(a.gib))
+    for d in ("state", "cache", "rc-cache", "mnt", "mnt-full", "mnt-off"):
+        shutil.rmtree(work / d, ignore_errors=True)
+    v1, v2 = data / "v1", data / "v2"
+    gib = dir_bytes(v1) / (1 << 30)
+    moto = Moto(work)
+    ep = f"http://127.0.0.1:{moto.port}"
+    env = dict(os.environ, AWS_ENDPOINT_URL=ep, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+               AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", SEALVOL_REPO="s3://sv/repo",
+               SEALVOL_STATE=str(work / "state"),
+               RCLONE_CONFIG_MOTO_TYPE="s3", RCLONE_CONFIG_MOTO_PROVIDER="Other",
+               RCLONE_CONFIG_MOTO_ENDPOINT=ep, RCLONE_CONFIG_MOTO_ACCESS_KEY_ID="bench",
+               RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY="bench", RCLONE_CONFIG_MOTO_FORCE_PATH_STYLE="true")
+    rows = []
+
+    def measure(name, fn, moved_bytes):
+        r0 = moto.requests()
+        t = time.perf_counter()
+        extra = fn()
+        secs = time.perf_counter() - t
+        reqs = moto.requests() - r0
+        rows.append((name, secs, moved_bytes / secs / 1e6, reqs, reqs / (moved_bytes / (1 << 30)), extra or ""))
+        print(rows[-1], file=sys.stderr)
+
+    try:
+        sh("rclone", "mkdir", "moto:sv", env=env)
+        sh("rclone", "mkdir", "moto:rc", env=env)
+        sh(bin, "init", env=env)
+        v1_bytes, v2_changed = dir_bytes(v1), changed_bytes(v1, v2)
+
+        def push(d):
+            def run():
+                out = json.loads(sh(bin, "volume", "push", str(d), "bench/ckpt", "--json", env=env))
+                sent = out["requests"]["bytes_sent"]
+                return f"sent {sent / 1e6:.0f} MB" + (f" = {sent / v2_changed:.2f} × the changed bytes" if d == v2 else "")
+            return run
+
+        def rclone(d):
+            def run():
+                sh("rclone", "copy", "--transfers", "4", str(d), "moto:rc/ckpt", env=env)
+                return None if d == v1 else "(each changed file whole)"
+            return run
+
+        measure("sealvol push v1", push(v1), v1_bytes)
+        measure("rclone copy v1", rclone(v1), v1_bytes)
+        measure("sealvol push v2 (re-push)", push(v2), v2_changed)
+        measure("rclone copy v2 over v1", rclone(v2), v2_changed)
+
+        shard = max((p for p in v1.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+        rel = shard.relative_to(v1)
+
+        def read_through(mnt, start, stop):
+            def run():
+                mnt.mkdir(parents=True, exist_ok=True)
+                start()
+                try:
+                    wait_ready(mnt)
+                    n, _ = read_file(mnt / rel)
+                    assert n == shard.stat().st_size, n
+                finally:
+                    stop()
+            return run
+
+        sv_mnt = work / "mnt"
+        measure(f"sealvol mount, cold read of {rel} ({shard.stat().st_size >> 20} MiB)", read_through(
+            sv_mnt,
+            lambda: sh(bin, "-q", "volume", "mount", "bench/ckpt", str(sv_mnt),
+                       "--cache", str(work / "cache"), "--cache-size", "8G", env=env),
+            lambda: subprocess.run([bin, "-q", "volume", "unmount", str(sv_mnt)], env=env)), shard.stat().st_size)
+        procs = []
+        for mode in ("full", "off"):
+            mnt = work / f"mnt-{mode}"
+            def start(mnt=mnt, mode=mode):
+                procs.append(subprocess.Popen(
+                    ["rclone", "mount", "moto:rc/ckpt", str(mnt), "--vfs-cache-mode", mode, "--read-only",
+                     "--cache-dir", str(work / "rc-cache" / mode)], env=env,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            def stop(mnt=mnt):
+                umount(mnt)
+                procs[-1].wait()
+            measure(f"rclone mount --vfs-cache-mode {mode}, cold read", read_through(mnt, start, stop),
+                    shard.stat().st_size)
+    finally:
+        moto.proc.kill()
+
+    print(f"Checkpoint: {gib:.2f} GiB in {sum(1 for p in v1.rglob('*') if p.is_file())} files; "
+          f"v2 differs from v1 in {v2_changed / 1e6:.0f} MB (4 KiB blocks).\n")
+    print("| what | seconds | MB/s | requests | per GiB | note |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for name, secs, rate, reqs, per, extra in rows:
+        print(f"| {name} | {secs:.2f} | {rate:.0f} | {reqs} | {per:.0f} | {extra} |")
+
+
+if __name__ == "__main__":
+    main()

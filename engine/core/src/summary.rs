@@ -1,0 +1,181 @@
+//! Version summaries, `summaries/<ns>/<vol>/<digest>`: what listings show of a sealed
+//! version (created, size, file count, provenance), a few hundred bytes written just
+//! after its manifest. A manifest of 100,000 files is a 12 MB JSON object: listing
+//! versions must not read one, least of all from an object store.
+//!
+//! A summary is derived from its manifest and never changes the digest; it is
+//! advisory. The manifest stays the source of truth: the set of versions is the
+//! listing of `manifests/`, a summary without its manifest is ignored (and removed by
+//! gc), and a missing, unreadable or disagreeing summary makes the listing read the
+//! manifest instead. The manifest's size, recorded in the summary, is checked against
+//! the listing's for free, so a cut manifest is still listed as damaged. `repair`
+//! writes missing and disagreeing summaries anew (docs/FORMAT.md).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::refs::{Digest, VolumeName};
+use crate::registry::{Manifest, VersionStats};
+use crate::repo::{Repository, json_error};
+
+pub const SUMMARY_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    pub format: u32,
+    pub digest: String,
+    pub created: String,
+    pub stats: VersionStats,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    pub pushed_by: String,
+    /// The manifest's size in bytes, as a listing shows it.
+    pub manifest_bytes: u64,
+}
+
+impl Summary {
+    pub fn of(m: &Manifest, manifest_bytes: u64) -> Summary {
+        Summary {
+            format: SUMMARY_FORMAT,
+            digest: m.digest.clone(),
+            created: m.created.clone(),
+            stats: m.stats,
+            source: m.provenance.source.clone(),
+            revision: m.provenance.revision.clone(),
+            pushed_by: m.provenance.pushed_by.clone(),
+            manifest_bytes,
+        }
+    }
+}
+
+pub(crate) fn summary_prefix(vol: &VolumeName) -> String {
+    format!("summaries/{}/{}/", vol.namespace, vol.name)
+}
+
+pub(crate) fn summary_key(vol: &VolumeName, digest: &Digest) -> String {
+    format!("{}{}", summary_prefix(vol), digest.hex())
+}
+
+impl Repository {
+    /// The summary of a version, if one is stored and readable and is about `digest`;
+    /// `None` otherwise (the caller reads the manifest instead).
+    pub fn summary(&self, vol: &VolumeName, digest: &Digest) -> Result<Option<Summary>> {
+        let Some(bytes) = self.store().get(&summary_key(vol, digest))? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice::<Summary>(&bytes)
+            .ok()
+            .filter(|s| s.format <= SUMMARY_FORMAT && s.digest == digest.to_string()))
+    }
+
+    /// Writes the summary of a sealed version; `replace` writes over a stored one
+    /// (repair, when it disagrees with its manifest). Returns whether it wrote.
+    pub(crate) fn put_summary(
+        &self,
+        vol: &VolumeName,
+        m: &Manifest,
+        manifest_bytes: u64,
+        replace: bool,
+    ) -> Result<bool> {
+        let digest = m.digest()?;
+        let bytes = serde_json::to_vec(&Summary::of(m, manifest_bytes)).map_err(json_error)?;
+        let key = summary_key(vol, &digest);
+        if replace {
+            self.store().put(&key, &bytes)?;
+            return Ok(true);
+        }
+        self.store().put_if_absent(&key, &bytes)
+    }
+
+    /// Removes a version's summary (before its manifest, when a version is purged:
+    /// a manifest without a summary still lists; a summary alone never does).
+    pub(crate) fn delete_summary(&self, vol: &VolumeName, digest: &Digest) -> Result<()> {
+        self.store().delete(&summary_key(vol, digest))
+    }
+
+    /// Writes the summary of every version that lacks one or whose summary disagrees
+    /// with its manifest (`repair`). Returns the keys written (or, in a dry run, that
+    /// would be).
+    pub fn rebuild_summaries(&self, dry_run: bool) -> Result<Vec<String>> {
+        let mut written = Vec::new();
+        for vol in self.volumes(None)? {
+            let prefix = crate::repo::manifest_prefix(&vol);
+            for o in self.store().list(&prefix)? {
+                let Some(Ok(digest)) = o.key.strip_prefix(&prefix).map(Digest::parse) else {
+                    continue;
+                };
+                let Ok(m) = self.manifest(&vol, &digest) else {
+                    continue; // damaged: repair's own steps deal with it
+                };
+                let want = Summary::of(&m, o.size);
+                if self.summary(&vol, &digest)?.as_ref() == Some(&want) {
+                    continue;
+                }
+                if !dry_run {
+                    self.put_summary(&vol, &m, o.size, true)?;
+                }
+                written.push(summary_key(&vol, &digest));
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// Summaries whose version is gone (its manifest purged or quarantined), older than
+/// `grace` by the store's clock: a seal writes its manifest before its summary, so a
+/// young one may belong to a seal still under way.
+pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
+    let manifests: std::collections::HashSet<String> = repo
+        .store()
+        .list("manifests/")?
+        .into_iter()
+        .filter_map(|o| o.key.strip_prefix("manifests/").map(str::to_string))
+        .collect();
+    let now = repo.store().now()?;
+    Ok(repo
+        .store()
+        .list("summaries/")?
+        .into_iter()
+        .filter(|o| {
+            let old = o
+                .modified
+                .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace));
+            old && o
+                .key
+                .strip_prefix("summaries/")
+                .is_some_and(|rest| !manifests.contains(rest))
+        })
+        .map(|o| o.key)
+        .collect())
+}
+
+/// Runs `f` over `items` with up to `width` calls at once, results in order: a
+/// remote store answers many small reads far sooner side by side.
+pub(crate) fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    if width <= 1 || items.len() <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let per = items.len().div_ceil(width);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|part| {
+                let f = &f;
+                s.spawn(move || part.iter().map(f).collect::<Result<Vec<R>>>())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            let part = h
+                .join()
+                .map_err(|_| Error::new(crate::error::ErrorKind::Io, "a reader panicked"))??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
+}
