@@ -80,6 +80,8 @@ def main():
                 break
             except OSError:
                 time.sleep(0.05)
+        # rclone refuses a custom CA bundle on plain HTTP; loopback needs none.
+        env.pop("AWS_CA_BUNDLE", None)
         s3env = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="bench",
                      AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
                      AWS_EC2_METADATA_DISABLED="true", SEALVOL_REPO="s3://bench/repo",

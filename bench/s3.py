@@ -129,7 +129,9 @@ def main():
     gib = dir_bytes(v1) / (1 << 30)
     moto = Moto(work)
     ep = f"http://127.0.0.1:{moto.port}"
-    env = dict(os.environ, AWS_ENDPOINT_URL=ep, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+    # rclone refuses a custom CA bundle on plain HTTP; loopback needs none.
+    base = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+    env = dict(base, AWS_ENDPOINT_URL=ep, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
                AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", SEALVOL_REPO="s3://sv/repo",
                SEALVOL_STATE=str(work / "state"),
                RCLONE_CONFIG_MOTO_TYPE="s3", RCLONE_CONFIG_MOTO_PROVIDER="Other",

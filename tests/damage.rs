@@ -936,3 +936,63 @@ fn repair_waits_for_no_one_and_refuses_while_a_push_writes() {
     let (_, r) = f.repair(&[]);
     assert!(!r["report"]["actions"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_missing_summary_lists_from_the_manifest_and_repair_writes_it_again() {
+    let f = fixture();
+    let hex = f.base.rsplit("b3:").next().unwrap();
+    let summary = f.env.repo.join("summaries/t/base").join(hex);
+    let written = std::fs::read(&summary).expect("a seal writes the summary");
+    let s: Value = serde_json::from_slice(&written).unwrap();
+    let manifest = f.env.repo.join("manifests/t/base").join(hex);
+    assert_eq!(
+        s["manifest_bytes"],
+        std::fs::metadata(&manifest).unwrap().len(),
+        "{s}"
+    );
+    let listed = f.env.ok(&["volume", "versions", "t/base", "--json"]);
+
+    // Gone: the listing reads the manifest and shows the same.
+    std::fs::remove_file(&summary).unwrap();
+    assert_eq!(
+        f.env.ok(&["volume", "versions", "t/base", "--json"]),
+        listed
+    );
+    let (ok, plan) = f.repair(&["--dry-run"]);
+    assert!(ok, "{plan}");
+    let actions = plan["report"]["actions"].as_array().unwrap();
+    assert!(
+        actions.iter().any(|a| a["action"] == "write summary"
+            && a["object"].as_str().unwrap().ends_with(hex)),
+        "{plan}"
+    );
+    assert!(!summary.exists(), "a dry run writes nothing");
+    let (ok, done) = f.repair(&[]);
+    assert!(ok, "{done}");
+    assert_eq!(std::fs::read(&summary).unwrap(), written);
+
+    // A summary that disagrees with its manifest is written anew.
+    let mut wrong = s.clone();
+    wrong["stats"]["bytes"] = 1.into();
+    std::fs::write(&summary, serde_json::to_vec(&wrong).unwrap()).unwrap();
+    let (ok, _) = f.repair(&[]);
+    assert!(ok);
+    assert_eq!(std::fs::read(&summary).unwrap(), written);
+
+    // A summary whose version is gone is removed by gc once older than the grace period.
+    let orphan = f.env.repo.join("summaries/t/base").join("0".repeat(64));
+    std::fs::write(&orphan, &written).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&orphan)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    f.env.ok(&["volume", "versions", "t/base"]);
+    let gc = f.env.ok(&["volume", "gc", "--json"]);
+    assert!(gc.contains("removed 1 summary object(s)"), "{gc}");
+    assert!(!orphan.exists());
+    assert!(summary.exists());
+    f.assert_verifies();
+}

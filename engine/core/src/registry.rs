@@ -305,7 +305,7 @@ impl Repository {
         for t in tags.iter().filter(|t| !t.digest.is_empty()) {
             by_digest.entry(&t.digest).or_default().push(t.tag.clone());
         }
-        let infos = crate::summary::in_parallel(&live, self.concurrency(), |(d, size)| {
+        let infos = crate::store::in_parallel(&live, self.concurrency(), |(d, size)| {
             self.version_info(vol, d, *size)
         })?;
         let mut out: Vec<VersionInfo> = infos.into_iter().flatten().collect();

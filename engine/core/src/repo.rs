@@ -338,9 +338,11 @@ impl Repository {
                 }
             }
         }
-        for listed in listed {
-            let Some(id) = listed.id else { continue };
-            let entries = match self.index(&id) {
+        // One read per index: side by side on a remote store (`concurrency`).
+        let ids: Vec<PackId> = listed.iter().filter_map(|l| l.id).collect();
+        let read = crate::store::in_parallel(&ids, self.concurrency(), |id| Ok(self.index(id)))?;
+        for (id, read) in ids.into_iter().zip(read) {
+            let entries = match read {
                 Ok(Some(entries)) => entries,
                 Ok(None) => continue,
                 Err(e) if e.kind() == ErrorKind::Corrupt => match self.read_pack_entries(&id) {

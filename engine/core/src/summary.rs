@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::refs::{Digest, VolumeName};
 use crate::registry::{Manifest, VersionStats};
 use crate::repo::{Repository, json_error};
@@ -148,34 +148,4 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
         })
         .map(|o| o.key)
         .collect())
-}
-
-/// Runs `f` over `items` with up to `width` calls at once, results in order: a
-/// remote store answers many small reads far sooner side by side.
-pub(crate) fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    width: usize,
-    f: impl Fn(&T) -> Result<R> + Sync,
-) -> Result<Vec<R>> {
-    if width <= 1 || items.len() <= 1 {
-        return items.iter().map(&f).collect();
-    }
-    let per = items.len().div_ceil(width);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(per)
-            .map(|part| {
-                let f = &f;
-                s.spawn(move || part.iter().map(f).collect::<Result<Vec<R>>>())
-            })
-            .collect();
-        let mut out = Vec::with_capacity(items.len());
-        for h in handles {
-            let part = h
-                .join()
-                .map_err(|_| Error::new(crate::error::ErrorKind::Io, "a reader panicked"))??;
-            out.extend(part);
-        }
-        Ok(out)
-    })
 }

@@ -324,32 +324,38 @@ fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
 /// replaced by the new one, which names only usable copies: a push of the same bytes
 /// heals the file. Returns how many were replaced.
 fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<u64> {
-    let mut healed = 0;
-    for hf in outcome.files.values() {
-        let obj = file_object(index, hf);
-        if repo.put_file_object(&hf.hash, &obj)? {
-            continue;
-        }
-        match repo.file_object(&hf.hash) {
-            Ok(old) => match index.health.first_unusable(&old) {
-                None => continue,
-                // Not damage: the list named a pack a garbage collection condemned, and
-                // now names this push's copies.
-                Some((_, _, crate::health::Unusable::Condemned)) => {
-                    crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
-                    continue;
-                }
-                Some(_) => crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?,
-            },
-            // Unreadable: kept in quarantine, then written anew.
-            Err(e) if e.kind() == ErrorKind::Corrupt => {
-                repo.quarantine(&Kind::File.name(&hf.hash))?;
-                repo.put_file_object(&hf.hash, &obj)?;
-            }
-            Err(e) => return Err(e),
-        }
-        tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
-        healed += 1;
+    let files: Vec<_> = outcome.files.values().collect();
+    // One small write per file: side by side on a remote store (`concurrency`).
+    let healed = crate::store::in_parallel(&files, repo.concurrency(), |hf| {
+        store_chunk_list(repo, index, hf)
+    })?;
+    Ok(healed.into_iter().filter(|h| *h).count() as u64)
+}
+
+/// Stores one file's chunk list; true if it replaced a damaged one.
+fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> Result<bool> {
+    let obj = file_object(index, hf);
+    if repo.put_file_object(&hf.hash, &obj)? {
+        return Ok(false);
     }
-    Ok(healed)
+    match repo.file_object(&hf.hash) {
+        Ok(old) => match index.health.first_unusable(&old) {
+            None => return Ok(false),
+            // Not damage: the list named a pack a garbage collection condemned, and
+            // now names this push's copies.
+            Some((_, _, crate::health::Unusable::Condemned)) => {
+                crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
+                return Ok(false);
+            }
+            Some(_) => crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?,
+        },
+        // Unreadable: kept in quarantine, then written anew.
+        Err(e) if e.kind() == ErrorKind::Corrupt => {
+            repo.quarantine(&Kind::File.name(&hf.hash))?;
+            repo.put_file_object(&hf.hash, &obj)?;
+        }
+        Err(e) => return Err(e),
+    }
+    tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
+    Ok(true)
 }

@@ -278,3 +278,33 @@ pub trait ObjectStore: Send + Sync {
     /// version whose files were never written to disk.
     fn sync(&self) -> Result<()>;
 }
+
+/// Runs `f` over `items` with up to `width` calls at once, results in order: a
+/// remote store answers many small reads far sooner side by side.
+pub(crate) fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    if width <= 1 || items.len() <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let per = items.len().div_ceil(width);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|part| {
+                let f = &f;
+                s.spawn(move || part.iter().map(f).collect::<Result<Vec<R>>>())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            let part = h.join().map_err(|_| {
+                crate::Error::new(crate::error::ErrorKind::Io, "a reader panicked")
+            })??;
+            out.extend(part);
+        }
+        Ok(out)
+    })
+}
