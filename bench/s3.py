@@ -2,10 +2,10 @@
 """S3 benchmark: sealvol's repository on moto_server against rclone on the same
 server, side by side in one run. Prints a Markdown table for BENCHMARKS.md.
 
-    python3 bench/s3.py --sealvol BIN --shared DIR [--gib 2] [--work DIR]
+    python3 bench/s3.py --sealvol BIN --shared DIR [--gib 2] [--data DIR] [--work DIR]
 
 Measures on the checkpoint series of ../shared/bench/gen_checkpoints.py:
-- push of v1 into `s3://sv/repo` against `rclone copy v1 moto:rc/ckpt`;
+- push of v1 into `s3://sealvol-bench/repo` against `rclone copy v1 moto:rclone-bench/ckpt`;
 - re-push of v2 (the last 10% of layers fine-tuned) against `rclone copy v2` over v1's
   copy (rclone sends each changed file whole); and what each sent against the bytes
   that differ between v1 and v2 (4 KiB blocks);
@@ -115,13 +115,13 @@ def main():
     ap.add_argument("--shared", required=True)
     ap.add_argument("--gib", type=float, default=2)
     ap.add_argument("--work", default="/var/tmp/sealvol-bench/s3")
+    ap.add_argument("--data", help="a checkpoint series made before (its v1 and v2 are used)")
     a = ap.parse_args()
     bin = str(Path(a.sealvol).resolve())
     work = Path(a.work)
-    data = work / "data"
+    work.mkdir(parents=True, exist_ok=True)
+    data = Path(a.data) if a.data else work / "data"
     if not (data / "v2").exists():
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
         sh(sys.executable, str(Path(a.shared) / "bench/gen_checkpoints.py"), str(data), "--gib", str(a.gib))
     for d in ("state", "cache", "rc-cache", "mnt", "mnt-full", "mnt-off"):
         shutil.rmtree(work / d, ignore_errors=True)
@@ -132,7 +132,7 @@ def main():
     # rclone refuses a custom CA bundle on plain HTTP; loopback needs none.
     base = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
     env = dict(base, AWS_ENDPOINT_URL=ep, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
-               AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", SEALVOL_REPO="s3://sv/repo",
+               AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true", SEALVOL_REPO="s3://sealvol-bench/repo",
                SEALVOL_STATE=str(work / "state"),
                RCLONE_CONFIG_MOTO_TYPE="s3", RCLONE_CONFIG_MOTO_PROVIDER="Other",
                RCLONE_CONFIG_MOTO_ENDPOINT=ep, RCLONE_CONFIG_MOTO_ACCESS_KEY_ID="bench",
@@ -149,8 +149,8 @@ def main():
         print(rows[-1], file=sys.stderr)
 
     try:
-        sh("rclone", "mkdir", "moto:sv", env=env)
-        sh("rclone", "mkdir", "moto:rc", env=env)
+        sh("rclone", "mkdir", "moto:sealvol-bench", env=env)
+        sh("rclone", "mkdir", "moto:rclone-bench", env=env)
         sh(bin, "init", env=env)
         v1_bytes, v2_changed = dir_bytes(v1), changed_bytes(v1, v2)
 
@@ -163,7 +163,7 @@ def main():
 
         def rclone(d):
             def run():
-                sh("rclone", "copy", "--transfers", "4", str(d), "moto:rc/ckpt", env=env)
+                sh("rclone", "copy", "--transfers", "4", str(d), "moto:rclone-bench/ckpt", env=env)
                 return None if d == v1 else "(each changed file whole)"
             return run
 
@@ -198,7 +198,7 @@ def main():
             mnt = work / f"mnt-{mode}"
             def start(mnt=mnt, mode=mode):
                 procs.append(subprocess.Popen(
-                    ["rclone", "mount", "moto:rc/ckpt", str(mnt), "--vfs-cache-mode", mode, "--read-only",
+                    ["rclone", "mount", "moto:rclone-bench/ckpt", str(mnt), "--vfs-cache-mode", mode, "--read-only",
                      "--cache-dir", str(work / "rc-cache" / mode)], env=env,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             def stop(mnt=mnt):

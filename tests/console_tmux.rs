@@ -23,8 +23,14 @@ impl Tmux {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let session = format!("sealvol-e2e-{}-{n}", std::process::id());
+        // `Env::vars` last: they win (a bucket repository's address and keys).
+        let vars: String = env
+            .vars
+            .iter()
+            .map(|(k, v)| format!(" {k}='{v}'"))
+            .collect();
         let cmd = format!(
-            "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor {} {args}; echo EXITED-$?; sleep 60",
+            "env SEALVOL_REPO={} SEALVOL_STATE={} XDG_CONFIG_HOME={} COLORTERM=truecolor{vars} {} {args}; echo EXITED-$?; sleep 60",
             env.repo.display(),
             env.state.display(),
             env.path("config").display(),
@@ -459,5 +465,40 @@ fn roll_a_deployment_back_in_the_console_in_a_real_terminal() {
     assert_eq!(
         std::fs::read_to_string(&prod).unwrap(),
         text.replace(&d(&refs[1]), &d(&refs[0]))
+    );
+}
+
+#[test]
+fn the_console_on_a_bucket_names_it_and_browses_it() {
+    let moto = common::servers::Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let mut env = Env::new();
+    env.vars = moto.repo_vars("s3://models/team");
+    env.ok(&["init"]);
+    let src = env.path("src");
+    common::write(&src.join("model.bin"), &common::noise(200_000, 3));
+    let v1 = env.push(&src, "w/model", &["--tag", "prod"]);
+    common::write(&src.join("model.bin"), &common::noise(200_000, 4));
+    env.push(&src, "w/model", &[]);
+
+    let t = Tmux::run(&env, 110, 30, "");
+    let s = t.wait_for("model");
+    assert!(
+        s.contains("s3://models/team/"),
+        "the title names the bucket:\n{s}"
+    );
+    t.keys(&["Enter"]);
+    let s = t.wait_for("versions");
+    assert!(s.contains("prod"), "{s}");
+    t.keys(&["t"]);
+    t.wait_for("history of");
+    t.keys(&["Escape", "q"]);
+    t.wait_for("EXITED-0");
+    assert!(!t.alternate_screen_on(), "terminal not restored");
+    let tags: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "w/model", "--json"])).unwrap();
+    assert!(
+        v1.ends_with(tags["tags"][0]["digest"].as_str().unwrap()),
+        "browsing moved nothing: {tags}"
     );
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::servers::{FaultProxy, Moto};
+use common::servers::{FailingServer, FaultProxy, Moto, bucket_vars};
 use common::{Env, assert_same_tree, noise, write};
 use serde_json::Value;
 
@@ -18,19 +18,7 @@ use serde_json::Value;
 /// nothing from the host's own AWS configuration.
 fn bucket_env(endpoint: &str, address: &str) -> Env {
     let mut env = Env::new();
-    env.vars = [
-        ("SEALVOL_REPO", address),
-        ("AWS_ENDPOINT_URL", endpoint),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_CONFIG_FILE", "/dev/null"),
-        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    env.vars = bucket_vars(endpoint, address);
     env
 }
 
@@ -41,8 +29,8 @@ fn bucket_keys(moto: &Moto, bucket: &str, prefix: &str) -> Vec<String> {
 }
 
 fn checkpoint(dir: &Path, seed: u64) {
-    // Over one multipart part (8 MiB), so that packs go up in parts.
-    write(&dir.join("model.safetensors"), &noise(12 << 20, seed));
+    // Over one multipart part (16 MiB), so that packs go up in parts.
+    write(&dir.join("model.safetensors"), &noise(20 << 20, seed));
     write(&dir.join("config.json"), b"{\"layers\": 4}\n");
     write(&dir.join("tokenizer/vocab.txt"), &noise(3000, seed + 100));
 }
@@ -266,6 +254,19 @@ fn bucket_problems_are_one_line_that_says_what_to_fix() {
     let err = env.fails(1, &["volume", "ls"]);
     assert!(err.contains("cannot reach"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+
+    // A service that answers every request with 500 (a fault moto cannot be made to
+    // produce on demand, hence this small server): retried, then said.
+    let failing = FailingServer::start();
+    let env = bucket_env(
+        &format!("http://127.0.0.1:{}", failing.port),
+        "s3://models/team",
+    );
+    let out = env.run(&["volume", "ls"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("HTTP 500"), "{err}");
+    assert!(err.contains("retrying"), "5xx is retried: {err}");
 }
 
 #[test]

@@ -22,12 +22,10 @@ use cli::{Cli, Command};
 use commands::Ctx;
 
 fn main() -> ExitCode {
-    // Like every Unix tool, end quietly when the reader of our output goes away
-    // (`sealvol volume files REF | head`); Rust ignores SIGPIPE and would panic instead.
-    // SAFETY: restoring the default disposition of a signal before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default): a write to a connection the other end
+    // cut (an object store's, mid-upload) must be an error the client retries, not the
+    // end of the process. Standard output alone ends quietly, by SIGPIPE, when its
+    // reader goes away (`output::stdout_failed`).
     complete::answer_if_asked(Cli::command);
     // A foreground mount sets its own (commands/mount.rs).
     alloc::for_streams();

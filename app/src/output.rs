@@ -1,7 +1,7 @@
 //! Standard output for the commands: plain-text tables for people, JSON for programs,
 //! and lines written so that a failed write (a full disk, a closed file) is an error
-//! the command returns, never a panic. (A closed pipe ends the process quietly, as
-//! SIGPIPE does for every Unix tool: see main.)
+//! the command returns, never a panic. (A closed pipe ends the process quietly, by
+//! SIGPIPE, as for every Unix tool: `stdout_failed`.)
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -33,7 +33,22 @@ pub fn line(args: std::fmt::Arguments) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_fmt(args)
         .and_then(|()| out.write_all(b"\n"))
-        .map_err(|e| Error::io("cannot write to", Path::new("standard output"), e))
+        .map_err(stdout_failed)
+}
+
+/// A failed write to standard output as the command's error; when its reader has gone
+/// away (`… | head`), the process ends by SIGPIPE instead, as any Unix tool does.
+/// (SIGPIPE is otherwise ignored, so that sockets report a cut connection: see main.)
+fn stdout_failed(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        // SAFETY: restores the default disposition and raises the signal, which ends
+        // the process; nothing runs after it.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+    }
+    Error::io("cannot write to", Path::new("standard output"), e)
 }
 
 /// Prints rows as left-aligned columns under a header; the last column is not padded.
@@ -72,7 +87,7 @@ pub fn log(id: u64, text: &str, as_json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Error::io("cannot write to", Path::new("standard output"), e))
+        .map_err(stdout_failed)
 }
 
 pub fn json(value: &impl serde::Serialize) -> Result<()> {

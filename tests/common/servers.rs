@@ -79,6 +79,12 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// What a command needs to use the repository `address` on this server, and
+    /// nothing from the host's own AWS configuration (for `Env::vars`).
+    pub fn repo_vars(&self, address: &str) -> Vec<(String, String)> {
+        bucket_vars(&self.endpoint(), address)
+    }
+
     /// Runs tests/servers/s3_seed.py against this server; returns its stdout.
     pub fn seed(&self, args: &[&str]) -> String {
         let out = Command::new("python3")
@@ -97,6 +103,23 @@ impl Moto {
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
+}
+
+/// `Moto::repo_vars` for any S3 endpoint (a relay in front of moto, one that is down).
+pub fn bucket_vars(endpoint: &str, address: &str) -> Vec<(String, String)> {
+    [
+        ("SEALVOL_REPO", address),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 /// tests/servers/slow_proxy.py in front of `port`: replies limited to `rate` bytes/s

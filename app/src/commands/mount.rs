@@ -90,6 +90,7 @@ fn serve(
     // Catch SIGINT/SIGTERM before the mount exists: a signal that arrives the moment it
     // is ready must unmount it, not kill the process with the mount still up.
     let signals = crate::signals::Signals::catch()?;
+    let limits = mount::Limits::for_origin(repo.concurrency());
     let m = mount::mount(
         repo,
         volume,
@@ -97,6 +98,7 @@ fn serve(
         &req.dir,
         MountOptions {
             cache: Some(cache),
+            limits,
             ..MountOptions::default()
         },
     )?;

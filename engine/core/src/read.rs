@@ -59,8 +59,20 @@ impl std::ops::Deref for ChunkBytes {
     }
 }
 
-/// The largest single range read from the origin.
+/// The largest single range read from a local origin.
 pub const MAX_RUN: u64 = 8 << 20;
+/// The largest from a remote one (an object store, `Repository::concurrency` > 1):
+/// there each request costs a round trip and the service's own work per request
+/// (moto reads the whole object for every range), so fewer, larger ones.
+pub const REMOTE_MAX_RUN: u64 = 64 << 20;
+
+/// The largest single range read from `repo`.
+pub fn max_run(repo: &Repository) -> u64 {
+    match repo.concurrency() {
+        0 | 1 => MAX_RUN,
+        _ => REMOTE_MAX_RUN,
+    }
+}
 
 /// Counters a mount publishes (the Mounts screen and `volume mounts` show them).
 #[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -349,7 +361,7 @@ impl FillJob {
 
 /// Reads chunks `misses` (indexes into the file's chunks, ascending) from the origin
 /// into `out` (slot `i - base`), in runs: consecutive chunks of the file that sit back
-/// to back in one pack, up to `MAX_RUN` bytes, come in one range read. Every chunk is
+/// to back in one pack, up to `max_run` bytes, come in one range read. Every chunk is
 /// checked against its hash before it is placed; each run is then offered to `fill`.
 fn read_runs(
     repo: &Repository,
@@ -360,6 +372,7 @@ fn read_runs(
     counters: &Counters,
     fill: &mut dyn FnMut(FillJob),
 ) -> Result<()> {
+    let max = max_run(repo);
     let mut k = 0;
     while k < misses.len() {
         let first = &obj.chunks[misses[k]];
@@ -370,7 +383,7 @@ fn read_runs(
             let c = &obj.chunks[misses[k + n]];
             if c.pack != first.pack
                 || c.entry.offset != end
-                || end - start + c.entry.stored_len as u64 > MAX_RUN
+                || end - start + c.entry.stored_len as u64 > max
             {
                 break;
             }

@@ -105,6 +105,11 @@ pub struct Limits {
     /// The largest read-ahead window of one open file.
     pub max_window: u64,
     pub prefetch_threads: usize,
+    /// Bytes one prefetch job asks for: the size of the range reads a sequential
+    /// reader turns into.
+    pub prefetch_piece: u64,
+    /// The read-ahead window of a file read from its start.
+    pub first_window: u64,
     /// Files at least this large, once read whole, are kept whole in the node cache
     /// and served by passthrough afterwards. Smaller files gain little from it.
     pub passthrough_min: u64,
@@ -116,7 +121,29 @@ impl Default for Limits {
             memory: 96 << 20,
             max_window: 32 << 20,
             prefetch_threads: 2,
+            prefetch_piece: 4 << 20,
+            first_window: crate::readahead::MIN_WINDOW,
             passthrough_min: 16 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// For an origin that answers `concurrency` requests at once: a remote one (an
+    /// object store) is read with more, larger range requests in flight, since each
+    /// costs a round trip and the service's own per-request work.
+    pub fn for_origin(concurrency: usize) -> Limits {
+        match concurrency {
+            0 | 1 => Limits::default(),
+            n => Limits {
+                // A window of two range reads ahead (a quarter of the memory).
+                memory: 512 << 20,
+                max_window: 2 * sealvol_core::read::REMOTE_MAX_RUN,
+                prefetch_threads: n.max(2),
+                prefetch_piece: sealvol_core::read::REMOTE_MAX_RUN,
+                first_window: sealvol_core::read::REMOTE_MAX_RUN,
+                ..Limits::default()
+            },
         }
     }
 }
@@ -127,6 +154,8 @@ pub struct VolumeFs {
     tiers: Arc<Tiers>,
     memo: Arc<Memo>,
     max_window: u64,
+    prefetch_piece: u64,
+    first_window: u64,
     prefetch: Sender<Job>,
     /// Chunk lists are loaded on first open and shared while any handle holds them.
     layouts: Mutex<HashMap<Hash, Weak<Layout>>>,
@@ -155,6 +184,8 @@ impl VolumeFs {
             memo,
             // A window larger than a quarter of memory would evict itself before use.
             max_window: limits.max_window.min(limits.memory as u64 / 4),
+            prefetch_piece: limits.prefetch_piece,
+            first_window: limits.first_window,
             prefetch,
             layouts: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
@@ -282,7 +313,7 @@ impl VolumeFs {
                 Arc::new(Handle {
                     hash,
                     layout,
-                    stream: Mutex::new(Stream::new()),
+                    stream: Mutex::new(Stream::starting_at(self.first_window)),
                     read: AtomicU64::new(0),
                 }),
             );
@@ -455,10 +486,9 @@ impl VolumeFs {
     /// Splits a prefetch into pieces of a few MiB so the workers share it, and drops
     /// it when the queue is full rather than make a read wait.
     fn schedule(&self, layout: &Arc<Layout>, range: std::ops::Range<usize>) {
-        const PIECE: u64 = 4 << 20;
         let mut start = range.start;
         while start < range.end {
-            let limit = layout.start_of(start) + PIECE;
+            let limit = layout.start_of(start) + self.prefetch_piece;
             let mut end = start + 1;
             while end < range.end && layout.start_of(end + 1) <= limit {
                 end += 1;

@@ -74,6 +74,8 @@ pub fn open_fs(
             memory: opts.limits.memory,
             max_window: opts.limits.max_window,
             prefetch_threads: opts.limits.prefetch_threads,
+            prefetch_piece: opts.limits.prefetch_piece,
+            first_window: opts.limits.first_window,
             passthrough_min: opts.limits.passthrough_min,
         },
     )

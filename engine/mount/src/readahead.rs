@@ -218,9 +218,15 @@ pub const MIN_WINDOW: u64 = 1 << 20;
 
 impl Stream {
     pub fn new() -> Stream {
+        Stream::starting_at(MIN_WINDOW)
+    }
+
+    /// A stream whose first sequential window is `window` (a jump still falls back to
+    /// `MIN_WINDOW`, so that random reads do not prefetch much).
+    pub fn starting_at(window: u64) -> Stream {
         Stream {
             next: 0,
-            window: MIN_WINDOW,
+            window: window.max(MIN_WINDOW),
             scheduled: 0,
         }
     }

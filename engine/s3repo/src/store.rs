@@ -29,7 +29,7 @@ use crate::upload;
 
 /// Requests a store keeps in flight for one large upload's parts, and packs it
 /// uploads at once: together they bound the bytes held in memory to about
-/// `PARTS_IN_FLIGHT × upload::PART` (64 MiB).
+/// `PARTS_IN_FLIGHT × upload::PART` (128 MiB).
 pub(crate) const PARTS_IN_FLIGHT: usize = 8;
 const PARALLEL_PACKS: usize = 4;
 
@@ -107,11 +107,12 @@ impl Inner {
         )
     }
 
+    /// The object (or `len` bytes of it from `offset`) and its ETag.
     pub(crate) async fn get(
         &self,
         key: &str,
         range: Option<(u64, u64)>,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<(Vec<u8>, ETag)>> {
         let full = self.key(key);
         retrying(&format!("{}{key}", self.shown), || async {
             let mut req = self.client.get_object().bucket(&self.bucket).key(&full);
@@ -120,34 +121,6 @@ impl Inner {
             }
             self.traffic.get();
             let out = match req.send().await {
-                Ok(out) => out,
-                Err(e) => return self.fail("read", key, Expect::Maybe, e).absent(),
-            };
-            let bytes = out.body.collect().await.map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{}{key}: the read was cut: {e}", self.shown),
-                )
-            })?;
-            let bytes = bytes.into_bytes().to_vec();
-            self.traffic.received(bytes.len() as u64);
-            Ok(Some(bytes))
-        })
-        .await
-    }
-
-    pub(crate) async fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
-        let full = self.key(key);
-        retrying(&format!("{}{key}", self.shown), || async {
-            self.traffic.get();
-            let out = match self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(&full)
-                .send()
-                .await
-            {
                 Ok(out) => out,
                 Err(e) => return self.fail("read", key, Expect::Maybe, e).absent(),
             };
@@ -409,7 +382,9 @@ impl Drop for S3Store {
 impl ObjectStore for S3Store {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let key = key.to_string();
-        self.run(|i| async move { i.get(&key, None).await })
+        Ok(self
+            .run(|i| async move { i.get(&key, None).await })?
+            .map(|(bytes, _)| bytes))
     }
 
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
@@ -417,7 +392,7 @@ impl ObjectStore for S3Store {
             return Ok(Vec::new());
         }
         let k = key.to_string();
-        let bytes = self
+        let (bytes, _) = self
             .run(|i| async move { i.get(&k, Some((offset, len))).await })?
             .ok_or_else(|| Error::not_found(format!("{}{key} is missing", self.inner.shown)))?;
         if bytes.len() as u64 != len {
@@ -462,7 +437,7 @@ impl ObjectStore for S3Store {
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
         let key = key.to_string();
-        self.run(|i| async move { i.get_versioned(&key).await })
+        self.run(|i| async move { i.get(&key, None).await })
     }
 
     fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()> {

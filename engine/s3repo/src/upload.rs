@@ -14,7 +14,7 @@ use sealvol_sources::retry::retrying;
 use crate::store::{Condition, Expect, Inner};
 
 /// Bytes per part; files up to this size go in one request.
-pub(crate) const PART: u64 = 8 << 20;
+pub(crate) const PART: u64 = 16 << 20;
 
 pub(crate) async fn file_if_absent(inner: &Inner, key: &str, path: &Path) -> Result<bool> {
     let size = std::fs::metadata(path).ctx("cannot read", path)?.len();
