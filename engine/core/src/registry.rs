@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName, ambiguous_prefix};
 use crate::repo::{Repository, json_error, manifest_key, manifest_prefix, tag_key, tag_prefix};
 pub use crate::stamp::{now_rfc3339, whoami};
+use crate::summary::{SUMMARY_FORMAT, Summary};
 use crate::trash::Unbin;
 
 /// How long a seal waits for a purge of the same version to finish before giving up.
@@ -36,15 +37,7 @@ pub struct Provenance {
     pub objects: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct VersionStats {
-    pub bytes: u64,
-    pub files: u64,
-    pub chunks: u64,
-    /// Bytes of chunks this version added to the repository when it was sealed.
-    pub new_bytes: u64,
-    pub new_chunks: u64,
-}
+pub use crate::summary::VersionStats;
 
 /// One sealed version: `manifests/<ns>/<vol>/<digest>`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +55,21 @@ pub struct Manifest {
 impl Manifest {
     pub fn digest(&self) -> Result<Digest> {
         Digest::parse(&self.digest)
+    }
+
+    /// What listings show of this version, whose manifest is `manifest_bytes` long
+    /// (`summary.rs`).
+    pub fn summary(&self, manifest_bytes: u64) -> Summary {
+        Summary {
+            format: SUMMARY_FORMAT,
+            digest: self.digest.clone(),
+            created: self.created.clone(),
+            stats: self.stats,
+            source: self.provenance.source.clone(),
+            revision: self.provenance.revision.clone(),
+            pushed_by: self.provenance.pushed_by.clone(),
+            manifest_bytes,
+        }
     }
 }
 
@@ -758,11 +766,11 @@ impl Repository {
         // After the manifest, before the tags: a crash in between leaves a version
         // that lists from its manifest until one is written.
         if sealed_new {
-            self.put_summary(volume, &manifest, bytes.len() as u64, false)?;
+            self.put_summary(volume, &manifest.summary(bytes.len() as u64), false)?;
         } else if self.summary(volume, &digest)?.is_none() {
             let stored = self.manifest(volume, &digest)?;
             if let Some(size) = self.store().size(&key)? {
-                self.put_summary(volume, &stored, size, false)?;
+                self.put_summary(volume, &stored.summary(size), false)?;
             }
         }
         self.barrier()?;

@@ -15,10 +15,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::refs::{Digest, VolumeName};
-use crate::registry::{Manifest, VersionStats};
 use crate::repo::{Repository, json_error};
 
 pub const SUMMARY_FORMAT: u32 = 1;
+
+/// A version's size and what it added to the repository, in its manifest and summary.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VersionStats {
+    pub bytes: u64,
+    pub files: u64,
+    pub chunks: u64,
+    /// Bytes of chunks this version added to the repository when it was sealed.
+    pub new_bytes: u64,
+    pub new_chunks: u64,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Summary {
@@ -32,21 +42,6 @@ pub struct Summary {
     pub pushed_by: String,
     /// The manifest's size in bytes, as a listing shows it.
     pub manifest_bytes: u64,
-}
-
-impl Summary {
-    pub fn of(m: &Manifest, manifest_bytes: u64) -> Summary {
-        Summary {
-            format: SUMMARY_FORMAT,
-            digest: m.digest.clone(),
-            created: m.created.clone(),
-            stats: m.stats,
-            source: m.provenance.source.clone(),
-            revision: m.provenance.revision.clone(),
-            pushed_by: m.provenance.pushed_by.clone(),
-            manifest_bytes,
-        }
-    }
 }
 
 pub(crate) fn summary_prefix(vol: &VolumeName) -> String {
@@ -69,17 +64,12 @@ impl Repository {
             .filter(|s| s.format <= SUMMARY_FORMAT && s.digest == digest.to_string()))
     }
 
-    /// Writes the summary of a sealed version; `replace` writes over a stored one
-    /// (repair, when it disagrees with its manifest). Returns whether it wrote.
-    pub(crate) fn put_summary(
-        &self,
-        vol: &VolumeName,
-        m: &Manifest,
-        manifest_bytes: u64,
-        replace: bool,
-    ) -> Result<bool> {
-        let digest = m.digest()?;
-        let bytes = serde_json::to_vec(&Summary::of(m, manifest_bytes)).map_err(json_error)?;
+    /// Writes the summary of a sealed version (`Manifest::summary`); `replace` writes
+    /// over a stored one (repair, when it disagrees with its manifest). Returns
+    /// whether it wrote.
+    pub(crate) fn put_summary(&self, vol: &VolumeName, s: &Summary, replace: bool) -> Result<bool> {
+        let digest = Digest::parse(&s.digest)?;
+        let bytes = serde_json::to_vec(s).map_err(json_error)?;
         let key = summary_key(vol, &digest);
         if replace {
             self.store().put(&key, &bytes)?;
@@ -108,12 +98,12 @@ impl Repository {
                 let Ok(m) = self.manifest(&vol, &digest) else {
                     continue; // damaged: repair's own steps deal with it
                 };
-                let want = Summary::of(&m, o.size);
+                let want = m.summary(o.size);
                 if self.summary(&vol, &digest)?.as_ref() == Some(&want) {
                     continue;
                 }
                 if !dry_run {
-                    self.put_summary(&vol, &m, o.size, true)?;
+                    self.put_summary(&vol, &want, true)?;
                 }
                 written.push(summary_key(&vol, &digest));
             }

@@ -10,6 +10,7 @@
 
 mod address;
 pub mod probe;
+mod requests;
 mod store;
 mod traffic;
 mod upload;

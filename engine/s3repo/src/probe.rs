@@ -11,10 +11,8 @@ use std::time::SystemTime;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::store::ETag;
 
-use crate::store::{Condition, S3Store};
-
-/// Where probes are written; a probe left by a killed process is removed by gc.
-pub const PROBE_PREFIX: &str = "probe/";
+use crate::requests::Condition;
+use crate::store::{PROBE_PREFIX, S3Store};
 
 /// How the probe ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
 use sealvol_sources::retry::retrying;
 
-use crate::store::{Condition, Expect, Inner};
+use crate::requests::{Condition, Expect, Inner};
 
 /// Bytes per part; files up to this size go in one request.
 pub(crate) const PART: u64 = 16 << 20;
