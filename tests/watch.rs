@@ -80,12 +80,24 @@ fn detach(env: &Env, dir: &Path, volume: &str, extra: &[&str]) -> String {
     env.ok(&args).trim().to_string()
 }
 
-/// Waits until a foreground `volume watch` has made watch 1.
-fn wait_for_watch_1(env: &Env) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// Waits until the foreground `volume watch` running as `watch` has made watch 1; if
+/// it ends first, or never does, fails with what it said on stderr.
+fn wait_for_watch_1(env: &Env, watch: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
     while env.run(&["watch", "show", "1", "--json"]).status.code() != Some(0) {
-        assert!(Instant::now() < deadline, "the watch did not start");
-        std::thread::sleep(Duration::from_millis(50));
+        let ended = watch.try_wait().ok().flatten();
+        if ended.is_some() || Instant::now() > deadline {
+            let _ = watch.kill();
+            let mut err = String::new();
+            if let Some(mut e) = watch.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("the watch did not start ({ended:?}); it said:\n{err}");
+        }
+        // Not faster: each `watch show` hosts the agent for a moment when none runs,
+        // and the watch starting up must find the state free now and then.
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
@@ -146,7 +158,7 @@ fn resolve(env: &Env, r: &str) -> String {
 fn a_slow_trainer_s_checkpoints_each_become_one_version_and_none_half_written() {
     let env = Env::new();
     let run = env.path("run");
-    let watch = env
+    let mut watch = env
         .cmd()
         .args([
             "volume",
@@ -165,7 +177,7 @@ fn a_slow_trainer_s_checkpoints_each_become_one_version_and_none_half_written() 
         .spawn()
         .expect("sealvol volume watch");
     // The folder does not exist yet: the watch waits for it.
-    wait_for_watch_1(&env);
+    wait_for_watch_1(&env, &mut watch);
     let v = wait_for(&env, "1", "waited for its folder", |v| {
         v["now"]["phase"] == "waiting"
     });
@@ -679,8 +691,8 @@ fn out_of_inotify_watches_the_watch_polls_and_says_so() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("unshare (util-linux)");
-    let watch = Proc(watch);
-    wait_for_watch_1(&env);
+    let mut watch = Proc(watch);
+    wait_for_watch_1(&env, &mut watch.0);
     let v = wait_for(&env, "1", "sealed all three by polling", |v| {
         sealed(v).len() == 3
     });
