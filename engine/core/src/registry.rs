@@ -731,25 +731,29 @@ impl Repository {
             if created {
                 break true;
             }
-            if let Err(e) = self.manifest(volume, &digest) {
+            let stored = match self.manifest(volume, &digest) {
+                Ok(m) => m,
+                // Purged from the trash since it was found: seal it anew.
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 // The version was sealed before, but its manifest is damaged: this push
                 // of the same bytes seals it again, the damaged one kept in quarantine.
-                if e.kind() != ErrorKind::Corrupt {
-                    return Err(e);
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    let at = self.quarantine(&key)?;
+                    tracing::warn!("{}; kept at {at}, sealed again", e.message());
+                    continue;
                 }
-                let at = self.quarantine(&key)?;
-                tracing::warn!("{}; kept at {at}, sealed again", e.message());
-                continue;
-            }
-            match self.unbin_for_seal(volume, &digest)? {
-                Unbin::WasLive => break false,
+                Err(e) => return Err(e),
+            };
+            let live = match self.unbin_for_seal(volume, &digest)? {
+                Unbin::WasLive => true,
                 Unbin::Restored => {
                     restored = true;
-                    break false;
+                    true
                 }
                 Unbin::Again => continue,
                 Unbin::Purging if purge_wait.elapsed() < PURGE_WAIT => {
                     std::thread::sleep(std::time::Duration::from_millis(100));
+                    false
                 }
                 Unbin::Purging => {
                     return Err(Error::new(
@@ -761,17 +765,26 @@ impl Repository {
                     )
                     .hint("push again once it has finished (`sealvol volume gc` holds its lease meanwhile)"));
                 }
+            };
+            if !live {
+                continue;
             }
+            // Sealed before: it keeps (or gets) its summary, unless a purge took the
+            // version meanwhile (between the check above and now), which is sealed anew.
+            if self.summary(volume, &digest)?.is_none() {
+                match self.store().size(&key)? {
+                    Some(size) => {
+                        self.put_summary(volume, &stored.summary(size), false)?;
+                    }
+                    None => continue,
+                }
+            }
+            break false;
         };
         // After the manifest, before the tags: a crash in between leaves a version
         // that lists from its manifest until one is written.
         if sealed_new {
             self.put_summary(volume, &manifest.summary(bytes.len() as u64), false)?;
-        } else if self.summary(volume, &digest)?.is_none() {
-            let stored = self.manifest(volume, &digest)?;
-            if let Some(size) = self.store().size(&key)? {
-                self.put_summary(volume, &stored.summary(size), false)?;
-            }
         }
         self.barrier()?;
         let mut changes = Vec::with_capacity(tags.len());
