@@ -248,24 +248,7 @@ impl ObjectStore for S3Store {
     }
 
     fn clean_staging(&self) -> Result<(u64, u64)> {
-        let mut removed = (0, 0);
-        let Ok(entries) = std::fs::read_dir(&self.staging) else {
-            return Ok(removed);
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Ok(meta) = e.metadata() else { continue };
-            let Ok(modified) = meta.modified() else {
-                continue;
-            };
-            if !sealvol_core::store::owner_may_live(&name, modified)
-                && std::fs::remove_file(e.path()).is_ok()
-            {
-                removed.0 += 1;
-                removed.1 += meta.len();
-            }
-        }
-        Ok(removed)
+        sealvol_core::store::clean_staging_dir(&self.staging)
     }
 
     fn requests(&self) -> Option<sealvol_core::store::Requests> {

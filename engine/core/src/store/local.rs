@@ -402,34 +402,7 @@ impl ObjectStore for LocalStore {
     }
 
     fn clean_staging(&self) -> Result<(u64, u64)> {
-        let dir = self.root.join(TMP);
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((0, 0)),
-            Err(e) => return Err(Error::io("cannot list", &dir, e)),
-        };
-        let (mut files, mut bytes) = (0, 0);
-        for item in rd.flatten() {
-            let name = item.file_name();
-            let Some(name) = name.to_str() else { continue };
-            // Lock files are names for `flock`, which the kernel releases when its
-            // holder dies; deleting one could let two processes lock different inodes.
-            if name.starts_with("lock-") {
-                continue;
-            }
-            let Ok(meta) = item.metadata() else { continue };
-            let Ok(modified) = meta.modified() else {
-                continue;
-            };
-            if meta.is_file()
-                && !super::owner_may_live(name, modified)
-                && fs::remove_file(item.path()).is_ok()
-            {
-                files += 1;
-                bytes += meta.len();
-            }
-        }
-        Ok((files, bytes))
+        super::clean_staging_dir(&self.root.join(TMP))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

@@ -113,6 +113,39 @@ pub fn process_started(pid: u32) -> Option<std::time::SystemTime> {
 
 use crate::error::Result;
 
+/// Removes the files of `dir` (a staging directory) whose owner is gone
+/// (`owner_may_live`); returns how many and their bytes. A missing directory holds
+/// nothing.
+pub fn clean_staging_dir(dir: &Path) -> Result<(u64, u64)> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
+        Err(e) => return Err(crate::Error::io("cannot list", dir, e)),
+    };
+    let (mut files, mut bytes) = (0, 0);
+    for item in rd.flatten() {
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        // Lock files are names for `flock`, which the kernel releases when its
+        // holder dies; deleting one could let two processes lock different inodes.
+        if name.starts_with("lock-") {
+            continue;
+        }
+        let Ok(meta) = item.metadata() else { continue };
+        let Ok(modified) = meta.modified() else {
+            continue;
+        };
+        if meta.is_file()
+            && !owner_may_live(name, modified)
+            && std::fs::remove_file(item.path()).is_ok()
+        {
+            files += 1;
+            bytes += meta.len();
+        }
+    }
+    Ok((files, bytes))
+}
+
 /// Holds `ObjectStore::writers_lock` until dropped.
 pub struct WriterGuard(#[allow(dead_code)] pub(crate) Box<dyn std::any::Any + Send + Sync>);
 
