@@ -489,8 +489,14 @@ impl VolumeFs {
         let mut start = range.start;
         while start < range.end {
             let limit = layout.start_of(start) + self.prefetch_piece;
+            // A piece ends where the file's chunks move to another pack, too: a piece
+            // is then one range read, not the tail of one pack and the head of the next.
+            let pack = layout.obj.chunks[start].pack;
             let mut end = start + 1;
-            while end < range.end && layout.start_of(end + 1) <= limit {
+            while end < range.end
+                && layout.start_of(end + 1) <= limit
+                && layout.obj.chunks[end].pack == pack
+            {
                 end += 1;
             }
             let job = Job {
