@@ -2,7 +2,7 @@
 """S3 benchmark: sealvol's repository on moto_server against rclone on the same
 server, side by side in one run. Prints a Markdown table for BENCHMARKS.md.
 
-    python3 bench/s3.py --sealvol BIN --shared DIR [--gib 2] [--data DIR] [--work DIR]
+    python3 bench/s3.py --sealvol BIN --shared DIR [--gib 2] [--data DIR] [--work DIR] [--runs 3]
 
 Measures on the checkpoint series of ../shared/bench/gen_checkpoints.py:
 - push of v1 into `s3://sealvol-bench/repo` against `rclone copy v1 moto:rclone-bench/ckpt`;
@@ -10,11 +10,13 @@ Measures on the checkpoint series of ../shared/bench/gen_checkpoints.py:
   copy (rclone sends each changed file whole); and what each sent against the bytes
   that differ between v1 and v2 (4 KiB blocks);
 - a cold sequential read of one shard through `sealvol volume mount` (empty node
-  cache) against `rclone mount` with `--vfs-cache-mode full` and `off`;
+  cache) against `rclone mount` with `--vfs-cache-mode full` and `off`, from starting
+  the mount to the last byte (the unmount is timed apart);
 - requests for each, counted from moto's own request log, per GiB moved.
+The reads run `--runs` times (3), taking turns, and the median run is reported.
 Needs: moto[server], rclone, numpy, fuse3.
 """
-import argparse, json, os, shutil, socket, subprocess, sys, time
+import argparse, collections, json, os, shutil, socket, subprocess, sys, time
 from pathlib import Path
 
 
@@ -73,12 +75,8 @@ class Moto:
         return sum(1 for l in open(self.log, errors="replace") if '" 2' in l or '" 3' in l or '" 4' in l or '" 5' in l)
 
 
-def drop_caches(path):
-    for p in Path(path).rglob("*"):
-        if p.is_file():
-            fd = os.open(p, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
+# What a measure returns when only part of its run counts.
+Timed = collections.namedtuple("Timed", "secs note")
 
 
 def read_file(path, bs=1 << 20):
@@ -116,6 +114,7 @@ def main():
     ap.add_argument("--gib", type=float, default=2)
     ap.add_argument("--work", default="/var/tmp/sealvol-bench/s3")
     ap.add_argument("--data", help="a checkpoint series made before (its v1 and v2 are used)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each cold read (the median is reported)")
     a = ap.parse_args()
     bin = str(Path(a.sealvol).resolve())
     work = Path(a.work)
@@ -139,14 +138,28 @@ def main():
                RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY="bench", RCLONE_CONFIG_MOTO_FORCE_PATH_STYLE="true")
     rows = []
 
-    def measure(name, fn, moved_bytes):
+    def once(fn):
         r0 = moto.requests()
         t = time.perf_counter()
         extra = fn()
         secs = time.perf_counter() - t
-        reqs = moto.requests() - r0
+        if isinstance(extra, Timed):
+            secs, extra = extra
+        return secs, moto.requests() - r0, extra
+
+    def row(name, runs, moved_bytes):
+        """One table row from the runs of one measure: the median run's seconds and
+        requests, and every run's seconds in the note when there were several."""
+        runs = sorted(runs, key=lambda r: r[0])
+        secs, reqs, extra = runs[len(runs) // 2]
+        if len(runs) > 1:
+            extra = f"median of {len(runs)}: " + " / ".join(f"{s:.2f}" for s, _, _ in runs) + " s" + (
+                f"; {extra}" if extra else "")
         rows.append((name, secs, moved_bytes / secs / 1e6, reqs, reqs / (moved_bytes / (1 << 30)), extra or ""))
         print(rows[-1], file=sys.stderr)
+
+    def measure(name, fn, moved_bytes):
+        row(name, [once(fn)], moved_bytes)
 
     try:
         sh("rclone", "mkdir", "moto:sealvol-bench", env=env)
@@ -176,36 +189,61 @@ def main():
         rel = shard.relative_to(v1)
 
         def read_through(mnt, start, stop):
+            """A cold read as a model server sees it: from starting the mount to the
+            shard's last byte. The unmount after it is timed apart, in the note (sealvol
+            waits there for the shard to be kept whole in the node cache)."""
             def run():
                 mnt.mkdir(parents=True, exist_ok=True)
+                t = time.perf_counter()
                 start()
                 try:
                     wait_ready(mnt)
                     n, _ = read_file(mnt / rel)
                     assert n == shard.stat().st_size, n
+                    secs = time.perf_counter() - t
                 finally:
+                    u = time.perf_counter()
                     stop()
+                return Timed(secs, f"unmount {time.perf_counter() - u:.2f} s")
             return run
 
-        sv_mnt = work / "mnt"
-        measure(f"sealvol mount, cold read of {rel} ({shard.stat().st_size >> 20} MiB)", read_through(
-            sv_mnt,
-            lambda: sh(bin, "-q", "volume", "mount", "bench/ckpt", str(sv_mnt),
-                       "--cache", str(work / "cache"), "--cache-size", "8G", env=env),
-            lambda: subprocess.run([bin, "-q", "volume", "unmount", str(sv_mnt)], env=env)), shard.stat().st_size)
+        # Each read measure runs `--runs` times, the three tools taking turns so that a
+        # slow moment of the machine falls on all of them; every run starts cold (node
+        # cache and rclone's cache emptied; an unmount drops the kernel's pages).
         procs = []
-        for mode in ("full", "off"):
+
+        def sealvol_mount(mnt=work / "mnt"):
+            def start():
+                shutil.rmtree(work / "cache", ignore_errors=True)
+                sh(bin, "-q", "volume", "mount", "bench/ckpt", str(mnt),
+                   "--cache", str(work / "cache"), "--cache-size", "8G", env=env)
+            return read_through(mnt, start, lambda: subprocess.run([bin, "-q", "volume", "unmount", str(mnt)], env=env))
+
+        def rclone_mount(mode):
             mnt = work / f"mnt-{mode}"
-            def start(mnt=mnt, mode=mode):
+            def start():
+                shutil.rmtree(work / "rc-cache" / mode, ignore_errors=True)
                 procs.append(subprocess.Popen(
                     ["rclone", "mount", "moto:rclone-bench/ckpt", str(mnt), "--vfs-cache-mode", mode, "--read-only",
                      "--cache-dir", str(work / "rc-cache" / mode)], env=env,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            def stop(mnt=mnt):
+            def stop():
                 umount(mnt)
                 procs[-1].wait()
-            measure(f"rclone mount --vfs-cache-mode {mode}, cold read", read_through(mnt, start, stop),
-                    shard.stat().st_size)
+            return read_through(mnt, start, stop)
+
+        readers = [
+            (f"sealvol mount, cold read of {rel} ({shard.stat().st_size >> 20} MiB)", sealvol_mount()),
+            ("rclone mount --vfs-cache-mode full, cold read", rclone_mount("full")),
+            ("rclone mount --vfs-cache-mode off, cold read", rclone_mount("off")),
+        ]
+        runs = {name: [] for name, _ in readers}
+        for _ in range(a.runs):
+            for name, fn in readers:
+                runs[name].append(once(fn))
+                print(name, runs[name][-1], file=sys.stderr)
+        for name, _ in readers:
+            row(name, runs[name], shard.stat().st_size)
     finally:
         moto.proc.kill()
 
