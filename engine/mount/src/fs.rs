@@ -483,8 +483,9 @@ impl VolumeFs {
         Ok(ReadData::Owned(out))
     }
 
-    /// Splits a prefetch into pieces of a few MiB so the workers share it, and drops
-    /// it when the queue is full rather than make a read wait.
+    /// Splits a prefetch into pieces (at most `prefetch_piece` bytes, all in one pack)
+    /// so the workers share it, and drops it when the queue is full rather than make a
+    /// read wait.
     fn schedule(&self, layout: &Arc<Layout>, range: std::ops::Range<usize>) {
         let mut start = range.start;
         while start < range.end {
