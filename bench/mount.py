@@ -80,7 +80,7 @@ class Sealvol:
         subprocess.run([self.bin, "-q", "volume", "mount", ref, str(mnt), "--cache", str(self.cache),
                         "--cache-size", "8G"], check=True, env=self.env)
     def pid(self, mnt):
-        for m in json.loads(sh(self.bin, "volume", "mounts", "--json", env=self.env)):
+        for m in json.loads(sh(self.bin, "volume", "mounts", "--json", env=self.env))["mounts"]:
             if m["dir"] == str(mnt):
                 return m["pid"]
     def unmount(self, mnt):

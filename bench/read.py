@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Read-path benchmark (issue 18): how model loaders read a mounted version, from a
+local repository and from one on moto, beside the same reads of local disk and of
+`rclone mount`, in one run. Prints Markdown tables for BENCHMARKS.md.
+
+    python3 bench/read.py --sealvol BIN --data DIR/v1 [--runs 3] [--work DIR] [--origins local,s3]
+
+Measures, each the median of --runs, every sealvol run on a fresh mount with an empty
+node cache (an unmount drops the kernel's pages of a FUSE mount):
+- cold `dd`: one ~512 MiB shard read in 1 MiB reads, from the mount being ready;
+- safetensors: Python's `safetensors` package, `safe_open(framework="numpy")` (it mmaps
+  the file, as torch does), loading every tensor of every shard of an F16 copy of the
+  checkpoint (the BF16 shards relabelled F16: numpy has no bfloat16);
+- mmap walk: every BF16 shard mmapped, its header read, every tensor touched in the
+  order of its offsets, one byte in each 4 KiB page;
+- the same two loaders over the same files on local disk, page cache dropped first
+  (the target is ≥ 0.8 × that);
+- warm read: the shard read again from `open` after a remount, once the node cache
+  keeps it whole;
+- peak RSS of the mount after the safetensors load of the whole version;
+- mount ready (to the first `ls`) for versions of 100,000 and 1,000,000 small files
+  (local origin; sealed cheaply by engine/core/examples/repeat_version.rs);
+- on the S3 origin, `rclone mount --vfs-cache-mode off` of the same files, cold `dd`.
+Needs: safetensors and numpy (pip), moto[server] and rclone for the S3 origin, fuse3.
+"""
+import argparse, json, os, shutil, statistics, struct, subprocess, sys, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mount import drop_file_cache, read_rate, umount, vm_hwm, wait_ready  # noqa: E402
+from s3 import Moto  # noqa: E402
+
+
+def sh(*args, env=None):
+    return subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def shards(root):
+    return sorted(Path(root).glob("*.safetensors"))
+
+
+def relabel_f16(src, dst):
+    """A copy of the checkpoint whose BF16 tensors are labelled F16 (same bytes, same
+    offsets; the header keeps its length, padded with spaces as the format allows)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for p in Path(src).iterdir():
+        if p.suffix != ".safetensors":
+            shutil.copyfile(p, dst / p.name)
+            continue
+        with open(p, "rb") as f, open(dst / p.name, "wb") as out:
+            n = struct.unpack("<Q", f.read(8))[0]
+            header = f.read(n).decode().replace('"BF16"', '"F16"').ljust(n).encode()
+            assert len(header) == n
+            out.write(struct.pack("<Q", n) + header)
+            shutil.copyfileobj(f, out, 16 << 20)
+
+
+# The loaders run in a child so that each one starts with no mapping of its own.
+SAFETENSORS = """
+import sys
+from safetensors import safe_open
+n = 0
+for path in sys.argv[1:]:
+    with safe_open(path, framework="numpy") as f:
+        for k in f.keys():
+            n += f.get_tensor(k).nbytes
+print(n)
+"""
+
+WALK = """
+import json, mmap, struct, sys
+import numpy as np
+n = touched = 0
+for path in sys.argv[1:]:
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        size = struct.unpack("<Q", m[:8])[0]
+        header = json.loads(m[8:8 + size])
+        header.pop("__metadata__", None)
+        base = 8 + size
+        for t in sorted(header.values(), key=lambda t: t["data_offsets"][0]):
+            s, e = t["data_offsets"]
+            # One byte in each page: every page of the tensor faults in.
+            touched += int(np.frombuffer(m, dtype=np.uint8, count=e - s, offset=base + s)[::4096].sum())
+            n += e - s
+print(n)
+"""
+
+
+def timed_child(code, files):
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code, *map(str, files)], check=True,
+                         capture_output=True, text=True).stdout
+    return time.perf_counter() - t, int(out)
+
+
+class SealvolOrigin:
+    """A sealvol repository (a local directory or a bucket) and its mounts."""
+
+    def __init__(self, name, bin, work, env):
+        self.name, self.bin, self.work, self.env = name, bin, work, env
+        self.cache = work / f"cache-{name}"
+        self.mnt = work / f"mnt-{name}"
+
+    def push(self, src, vol):
+        return json.loads(sh(self.bin, "volume", "push", str(src), vol, "--json", env=self.env))
+
+    def mount(self, ref):
+        umount(self.mnt)
+        self.mnt.mkdir(parents=True, exist_ok=True)
+        sh(self.bin, "-q", "volume", "mount", ref, str(self.mnt), "--cache", str(self.cache),
+           "--cache-size", "8G", env=self.env)
+        wait_ready(self.mnt)
+        return self.mnt
+
+    def pid(self):
+        for m in json.loads(sh(self.bin, "volume", "mounts", "--json", env=self.env))["mounts"]:
+            if m["dir"] == str(self.mnt):
+                return m["pid"]
+
+    def unmount(self):
+        subprocess.run([self.bin, "-q", "volume", "unmount", str(self.mnt)], env=self.env)
+
+    def cold(self, ref):
+        shutil.rmtree(self.cache, ignore_errors=True)
+        return self.mount(ref)
+
+
+def median_of(runs, fn):
+    xs = [fn() for _ in range(runs)]
+    return statistics.median(xs), xs
+
+
+def measure_origin(o, runs, shard_name, v1, f16):
+    r = {}
+
+    def dd():
+        mnt = o.cold("bench/ckpt")
+        rate, _ = read_rate(mnt / shard_name)
+        o.unmount()
+        return rate
+
+    r["dd"] = median_of(runs, dd)
+
+    def loader(code, vol):
+        def run():
+            mnt = o.cold(vol)
+            secs, _ = timed_child(code, shards(mnt))
+            o.unmount()
+            return secs
+        return run
+
+    r["safetensors"] = median_of(runs, loader(SAFETENSORS, "bench/f16"))
+    r["walk"] = median_of(runs, loader(WALK, "bench/ckpt"))
+
+    def warm():
+        mnt = o.cold("bench/ckpt")
+        read_rate(mnt / shard_name)
+        o.unmount()  # waits for the shard to be kept whole
+        mnt = o.mount("bench/ckpt")
+        rate, _ = read_rate(mnt / shard_name)
+        o.unmount()
+        return rate
+
+    r["warm"] = median_of(runs, warm)
+    mnt = o.cold("bench/f16")
+    timed_child(SAFETENSORS, shards(mnt))
+    r["rss"] = vm_hwm(o.pid())
+    o.unmount()
+    return r
+
+
+def local_walks(runs, v1, f16):
+    def cold(code, root):
+        def run():
+            for p in shards(root):
+                drop_file_cache(p)
+            return timed_child(code, shards(root))[0]
+        return run
+    return {"safetensors": median_of(runs, cold(SAFETENSORS, f16)),
+            "walk": median_of(runs, cold(WALK, v1))}
+
+
+def many_files_ready(o, work, runs, example):
+    """Mount-ready times for 100,000 and 1,000,000 small files: a folder of 1,000 small
+    files pushed once, then sealed 100 and 1,000 times over."""
+    small = work / "small"
+    if not small.exists():
+        for d in range(100):
+            (small / f"d{d:02}").mkdir(parents=True)
+            for i in range(10):
+                (small / f"d{d:02}" / f"f{i}.json").write_text(json.dumps({"d": d, "i": i}))
+    src = o.push(small, "bench/small")["ref"]
+    out = {}
+    for copies, label in ((100, "100,000"), (1000, "1,000,000")):
+        ref = sh(str(example), str(o.env["SEALVOL_REPO"]), src, str(copies), f"bench/many{copies}",
+                 env=o.env).strip()
+
+        def ready(ref=ref):
+            t = time.perf_counter()
+            o.mount(ref)
+            os.listdir(o.mnt)
+            secs = time.perf_counter() - t
+            o.unmount()
+            return secs
+        out[label] = median_of(runs, ready)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--data", required=True, type=Path, help="the v1 folder of gen_checkpoints.py")
+    ap.add_argument("--work", default="/var/tmp/sealvol-bench/read", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--origins", default="local,s3")
+    a = ap.parse_args()
+    bin = str(Path(a.sealvol).resolve())
+    example = Path(bin).parent / "examples" / "repeat_version"
+    for d in ("repo", "state-local", "state-s3", "cache-local", "cache-s3", "rc-cache", "moto"):
+        shutil.rmtree(a.work / d, ignore_errors=True)
+    a.work.mkdir(parents=True, exist_ok=True)
+    v1, f16 = a.data, a.work / "f16"
+    if not f16.exists():
+        relabel_f16(v1, f16)
+    shard = max(shards(v1), key=lambda p: p.stat().st_size)
+    origins, results = a.origins.split(","), {}
+    moto = None
+    try:
+        if "local" in origins:
+            o = SealvolOrigin("local", bin, a.work, dict(os.environ, SEALVOL_REPO=str(a.work / "repo"),
+                                                        SEALVOL_STATE=str(a.work / "state-local")))
+            o.push(v1, "bench/ckpt")
+            o.push(f16, "bench/f16")
+            results["sealvol, local repository"] = measure_origin(o, a.runs, shard.name, v1, f16)
+            many = many_files_ready(o, a.work, a.runs, example) if example.exists() else {}
+        if "s3" in origins:
+            (a.work / "moto").mkdir()
+            moto = Moto(a.work / "moto")
+            ep = f"http://127.0.0.1:{moto.port}"
+            env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+            env.update(AWS_ENDPOINT_URL=ep, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                       AWS_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
+                       SEALVOL_REPO="s3://sealvol-read/repo", SEALVOL_STATE=str(a.work / "state-s3"),
+                       RCLONE_CONFIG_MOTO_TYPE="s3", RCLONE_CONFIG_MOTO_PROVIDER="Other",
+                       RCLONE_CONFIG_MOTO_ENDPOINT=ep, RCLONE_CONFIG_MOTO_ACCESS_KEY_ID="bench",
+                       RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY="bench", RCLONE_CONFIG_MOTO_FORCE_PATH_STYLE="true")
+            sh("rclone", "mkdir", "moto:sealvol-read", env=env)
+            sh(bin, "init", env=env)
+            o = SealvolOrigin("s3", bin, a.work, env)
+            o.push(v1, "bench/ckpt")
+            o.push(f16, "bench/f16")
+            results["sealvol, repository on moto"] = measure_origin(o, a.runs, shard.name, v1, f16)
+            sh("rclone", "copy", "--transfers", "4", str(v1), "moto:sealvol-read/rclone", env=env)
+            mnt = a.work / "mnt-rclone"
+
+            def rclone_dd():
+                umount(mnt)
+                mnt.mkdir(exist_ok=True)
+                p = subprocess.Popen(["rclone", "mount", "moto:sealvol-read/rclone", str(mnt), "--read-only",
+                                      "--vfs-cache-mode", "off", "--cache-dir", str(a.work / "rc-cache")],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    wait_ready(mnt)
+                    return read_rate(mnt / shard.name)[0]
+                finally:
+                    umount(mnt)
+                    p.wait()
+            results["rclone mount --vfs-cache-mode off, moto"] = {"dd": median_of(a.runs, rclone_dd)}
+        local = local_walks(a.runs, v1, f16)
+    finally:
+        if moto:
+            moto.proc.kill()
+
+    gb = lambda m: "-" if m is None else f"{m[0] / 1e9:.2f} GB/s"
+    s = lambda m: "-" if m is None else f"{m[0]:.2f} s"
+    rel = lambda m, base: "-" if m is None else f"{base[0] / m[0]:.2f} ×"
+    print(f"\nShard: {shard.name} ({shard.stat().st_size >> 20} MiB); version "
+          f"{sum(p.stat().st_size for p in v1.iterdir()) / 2**30:.2f} GiB; median of {a.runs}\n")
+    print("| reader | cold dd | safetensors load | vs local disk | mmap walk | vs local disk | warm read | peak RSS |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"| local disk, page cache dropped | - | {s(local['safetensors'])} | 1 × | {s(local['walk'])} | 1 × | - | - |")
+    for name, r in results.items():
+        print(f"| {name} | {gb(r.get('dd'))} | {s(r.get('safetensors'))} | {rel(r.get('safetensors'), local['safetensors'])} "
+              f"| {s(r.get('walk'))} | {rel(r.get('walk'), local['walk'])} | {gb(r.get('warm'))} "
+              f"| {r['rss'] >> 20 if 'rss' in r else '-'} MiB |")
+    if "local" in origins and many:
+        print("\n| mount ready (to the first `ls`), local repository | seconds |\n| --- | ---: |")
+        for label, m in many.items():
+            print(f"| {label} files | {m[0]:.3f} |")
+    print("\nAll runs:", json.dumps({**results, "local disk": local, **({"many": many} if "local" in origins else {})}),
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
