@@ -4,6 +4,14 @@
 //! read whole are also kept whole (`<dir>/files/<aa>/<file hash>`), so that a mount can
 //! hand them to the kernel (FUSE passthrough) and serve them at local-disk speed.
 //!
+//! A whole file is checked against its hash once per fill, not once per process: the
+//! check leaves a stamp beside it (`<file hash>.ok`: the inode, size, mtime and change
+//! time it had when checked), and an open whose file still matches its stamp trusts it.
+//! Any write, truncation, `chmod` or `touch` of the file moves its change time, which no
+//! one can set back, so a file changed after its check is hashed again at its next open
+//! (and dropped if it fails). For the same reason the LRU clock of a whole file is its
+//! stamp's mtime, never the file's own. What this trusts is in docs/SEMANTICS.md.
+//!
 //! Safe with many processes at once, without a shared index: a chunk file is published
 //! by an atomic rename and never changes after; a reader verifies every chunk against
 //! its hash and drops a bad one (a torn disk, a stray write) instead of serving it; a
@@ -21,9 +29,6 @@ use std::time::SystemTime;
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
 
-/// Whole files this process has checked: (inode, ctime seconds, ctime nanoseconds).
-pub type Verified = std::sync::Mutex<std::collections::HashSet<(u64, i64, i64)>>;
-
 pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
@@ -31,6 +36,77 @@ pub struct ChunkCache {
     used: Arc<AtomicU64>,
     /// Set once the background measurement of the existing cache is done.
     measured: Arc<(Mutex<bool>, Condvar)>,
+    /// Whole files this process hashed at open (no stamp, or one that did not match).
+    files_hashed: AtomicU64,
+}
+
+/// What a whole file's stamp records: the file as it was when its bytes were checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    const HEADER: &'static str = "sealvol whole-file check 1";
+
+    fn of(m: &fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            ino: m.ino(),
+            size: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    fn encode(&self) -> String {
+        format!(
+            "{}\n{} {} {} {} {} {}\n",
+            Stamp::HEADER,
+            self.ino,
+            self.size,
+            self.mtime.0,
+            self.mtime.1,
+            self.ctime.0,
+            self.ctime.1
+        )
+    }
+
+    /// A stamp that does not parse is no stamp: the file is hashed again.
+    fn decode(text: &str) -> Option<Stamp> {
+        let (header, fields) = text.split_once('\n')?;
+        if header != Stamp::HEADER {
+            return None;
+        }
+        let v: Vec<i64> = fields
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<std::result::Result<_, _>>()
+            .ok()?;
+        let [ino, size, ms, mn, cs, cn] = v[..] else {
+            return None;
+        };
+        Some(Stamp {
+            ino: u64::try_from(ino).ok()?,
+            size: u64::try_from(size).ok()?,
+            mtime: (ms, mn),
+            ctime: (cs, cn),
+        })
+    }
+}
+
+/// The stamp beside a whole file.
+fn stamp_path(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".ok");
+    PathBuf::from(name)
+}
+
+fn is_stamp(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "ok")
 }
 
 /// What eviction keeps: this fraction of `max_bytes`, so that it runs now and then, not
@@ -47,6 +123,7 @@ impl ChunkCache {
             max_bytes,
             used: Arc::new(AtomicU64::new(0)),
             measured: Arc::new((Mutex::new(false), Condvar::new())),
+            files_hashed: AtomicU64::new(0),
         };
         cache.remove_stale_temporaries();
         // Measuring a large cache costs a stat per chunk (seconds for millions of
@@ -58,6 +135,7 @@ impl ChunkCache {
             max_bytes,
             used: Arc::clone(&cache.used),
             measured: Arc::clone(&cache.measured),
+            files_hashed: AtomicU64::new(0),
         };
         let spawned = std::thread::Builder::new()
             .name("sealvol-cache-measure".into())
@@ -112,35 +190,59 @@ impl ChunkCache {
         self.max_bytes
     }
 
-    /// A whole cached file, opened, after checking its bytes against `h` (with every
-    /// core). A file that fails is deleted. `verified` remembers files this process has
-    /// already checked, by inode and change time, so reopening one costs nothing.
-    pub fn open_file(&self, h: &Hash, verified: &Verified) -> Option<File> {
-        use std::os::unix::fs::MetadataExt;
+    /// A whole cached file, opened, if its bytes are `h`'s: at once when it still
+    /// matches the stamp its last check left, else after hashing it (with every core)
+    /// and stamping it. A file that fails is deleted.
+    pub fn open_file(&self, h: &Hash) -> Option<File> {
         let p = self.file_path(h);
         let f = File::open(&p).ok()?;
-        let m = f.metadata().ok()?;
-        let key = (m.ino(), m.ctime(), m.ctime_nsec());
-        let known = verified.lock().map(|v| v.contains(&key)).unwrap_or(false);
-        if !known {
+        let before = Stamp::of(&f.metadata().ok()?);
+        let stamp = stamp_path(&p);
+        let stamped = fs::read_to_string(&stamp)
+            .ok()
+            .and_then(|t| Stamp::decode(&t));
+        if stamped != Some(before) {
+            self.files_hashed.fetch_add(1, Ordering::Relaxed);
             let mut hasher = blake3::Hasher::new();
             let ok =
                 hasher.update_mmap_rayon(&p).is_ok() && Hash(*hasher.finalize().as_bytes()) == *h;
             if !ok {
                 tracing::warn!("cache: file {} is damaged; dropping it", h.hex());
+                let _ = fs::remove_file(&stamp);
                 if fs::remove_file(&p).is_ok() {
-                    self.used.fetch_sub(m.len(), Ordering::Relaxed);
+                    self.used.fetch_sub(before.size, Ordering::Relaxed);
                 }
                 return None;
             }
+            // Changed while it was hashed: what was checked may not be what is there.
+            if Stamp::of(&f.metadata().ok()?) != before {
+                return None;
+            }
+            self.write_stamp(&p, before);
         }
-        // Bumping the LRU clock changes the inode's ctime: remember the new one.
-        let _ = f.set_modified(SystemTime::now());
-        if let (Ok(m), Ok(mut v)) = (f.metadata(), verified.lock()) {
-            v.remove(&key);
-            v.insert((m.ino(), m.ctime(), m.ctime_nsec()));
+        // The LRU clock of a whole file is its stamp's mtime (the file's own would
+        // move its change time and void the stamp).
+        if let Ok(s) = File::options().write(true).open(&stamp) {
+            let _ = s.set_modified(SystemTime::now());
         }
         Some(f)
+    }
+
+    /// Whole files this process had to hash when opening them.
+    pub fn files_hashed(&self) -> u64 {
+        self.files_hashed.load(Ordering::Relaxed)
+    }
+
+    /// Records that `file` was checked as it is now. A stamp that cannot be written
+    /// costs a hash at the next open, nothing else.
+    fn write_stamp(&self, file: &Path, stamp: Stamp) {
+        let tmp = self.dir.join("tmp").join(crate::store::unique_temp_name());
+        let written =
+            fs::write(&tmp, stamp.encode()).and_then(|()| fs::rename(&tmp, stamp_path(file)));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            tracing::debug!("cache: cannot stamp {}: {e}", file.display());
+        }
     }
 
     pub fn has_file(&self, h: &Hash) -> bool {
@@ -168,6 +270,8 @@ impl ChunkCache {
                     .open(&tmp)
                     .ctx("cannot write cache file", &tmp)?,
             );
+            // The bytes are checked as they are written: the stamp says so, and the
+            // first open in any process hands the file over without hashing it again.
             let mut whole = blake3::Hasher::new();
             let mut n = 0u64;
             for c in chunks {
@@ -177,7 +281,9 @@ impl ChunkCache {
                 f.write_all(c).ctx("cannot write cache file", &tmp)?;
                 n += c.len() as u64;
             }
-            f.flush().ctx("cannot write cache file", &tmp)?;
+            let f = f
+                .into_inner()
+                .map_err(|e| crate::Error::io("cannot write cache file", &tmp, e.into_error()))?;
             if Hash(*whole.finalize().as_bytes()) != *h {
                 return Err(crate::Error::corrupt(format!(
                     "cache: chunks of file {} do not add up to its hash",
@@ -191,6 +297,10 @@ impl ChunkCache {
                 fs::create_dir_all(parent).ctx("cannot create cache directory", parent)?;
             }
             fs::rename(&tmp, &dest).ctx("cannot publish cache file", &dest)?;
+            // After the rename, which moves the change time on some filesystems.
+            if let Ok(m) = f.metadata() {
+                self.write_stamp(&dest, Stamp::of(&m));
+            }
             Ok(n)
         })();
         match result {
@@ -276,43 +386,44 @@ impl ChunkCache {
         }
     }
 
-    /// Every cached chunk: total bytes and (mtime, size, path), for eviction.
+    /// Every cached chunk and whole file: total bytes and (last use, size, path), for
+    /// eviction. A whole file's last use is its stamp's mtime, and its size counts the
+    /// stamp's; a stamp whose file is gone is removed.
     #[allow(clippy::type_complexity)]
     fn scan(&self) -> Result<(u64, Vec<(SystemTime, u64, PathBuf)>)> {
-        let mut files = Vec::new();
-        let mut total = 0;
+        let mut entries = Vec::new();
+        let mut stamps = std::collections::HashMap::new();
         for kind in ["chunks", "files"] {
             let root = self.dir.join(kind);
             let Ok(rd) = fs::read_dir(&root) else {
                 continue;
             };
-            self.scan_into(rd, &root, &mut total, &mut files)?;
-        }
-        Ok((total, files))
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn scan_into(
-        &self,
-        rd: fs::ReadDir,
-        root: &Path,
-        total: &mut u64,
-        files: &mut Vec<(SystemTime, u64, PathBuf)>,
-    ) -> Result<()> {
-        for sub in rd {
-            let sub = sub.ctx("cannot list", root)?.path();
-            let Ok(rd) = fs::read_dir(&sub) else { continue };
-            for f in rd.flatten() {
-                let Ok(m) = f.metadata() else { continue };
-                *total += m.len();
-                files.push((
-                    m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                    m.len(),
-                    f.path(),
-                ));
+            for sub in rd {
+                let sub = sub.ctx("cannot list", &root)?.path();
+                let Ok(rd) = fs::read_dir(&sub) else { continue };
+                for f in rd.flatten() {
+                    let Ok(m) = f.metadata() else { continue };
+                    let used = m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    let path = f.path();
+                    if is_stamp(&path) {
+                        stamps.insert(path.with_extension(""), (used, m.len(), path));
+                    } else {
+                        entries.push((used, m.len(), path));
+                    }
+                }
             }
         }
-        Ok(())
+        for (used, size, path) in &mut entries {
+            if let Some((stamp_used, stamp_size, _)) = stamps.remove(path) {
+                *used = stamp_used;
+                *size += stamp_size;
+            }
+        }
+        for (_, _, orphan) in stamps.into_values() {
+            let _ = fs::remove_file(orphan);
+        }
+        let total = entries.iter().map(|(_, size, _)| size).sum();
+        Ok((total, entries))
     }
 
     /// Deletes least recently used chunks until the cache is under its low-water mark.
@@ -336,6 +447,9 @@ impl ChunkCache {
                 Ok(()) => total -= size,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => total -= size,
                 Err(e) => return Err(crate::Error::io("cannot evict", &path, e)),
+            }
+            if path.starts_with(self.dir.join("files")) {
+                let _ = fs::remove_file(stamp_path(&path));
             }
         }
         self.used.store(total, Ordering::Relaxed);
@@ -417,6 +531,113 @@ mod tests {
             "least recently used goes first"
         );
         assert_eq!(c.used_bytes(), c.scan().unwrap().0);
+    }
+
+    fn whole(c: &ChunkCache, seed: u32, len: usize) -> (Hash, Vec<u8>) {
+        let (_, bytes) = chunk(seed, len);
+        let h = Hash::of(&bytes);
+        let pieces = bytes.chunks(4096).map(Ok::<_, crate::Error>);
+        c.put_file(&h, pieces).unwrap();
+        (h, bytes)
+    }
+
+    #[test]
+    fn a_whole_file_is_checked_once_per_fill_not_once_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, bytes) = whole(&ChunkCache::open(dir.path(), 1 << 30).unwrap(), 3, 100_000);
+        // Other processes (here: other instances) trust the check of the fill.
+        for _ in 0..3 {
+            let other = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+            let mut f = other.open_file(&h).unwrap();
+            let mut got = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut got).unwrap();
+            assert_eq!(got, bytes);
+            assert_eq!(other.files_hashed(), 0);
+        }
+        // A stamp that is not one (torn, edited) only costs a hash, then is rewritten.
+        let stamp = stamp_path(&ChunkCache::open(dir.path(), 1 << 30).unwrap().file_path(&h));
+        fs::write(&stamp, "garbage").unwrap();
+        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        assert!(c.open_file(&h).is_some());
+        assert_eq!(c.files_hashed(), 1);
+        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        assert!(c.open_file(&h).is_some());
+        assert_eq!(c.files_hashed(), 0, "the stamp was written again");
+    }
+
+    #[test]
+    fn a_whole_file_changed_after_its_check_is_checked_again_and_dropped_if_bad() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        let (h, bytes) = whole(&c, 4, 100_000);
+        let p = c.file_path(&h);
+        let m = fs::metadata(&p).unwrap();
+        // A tamperer who puts the mtime back still moves the change time.
+        let mut bad = bytes.clone();
+        bad[777] ^= 1;
+        let mut perms = m.permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        fs::set_permissions(&p, perms).unwrap();
+        fs::write(&p, &bad).unwrap();
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(m.modified().unwrap())
+            .unwrap();
+        let other = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        assert!(
+            other.open_file(&h).is_none(),
+            "a changed file is not served"
+        );
+        assert_eq!(other.files_hashed(), 1);
+        assert!(
+            !p.exists() && !stamp_path(&p).exists(),
+            "file and stamp dropped"
+        );
+        // Filled again, it is trusted again.
+        let (h2, _) = whole(&other, 4, 100_000);
+        assert_eq!(h2, h);
+        let third = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        assert!(third.open_file(&h).is_some());
+        assert_eq!(third.files_hashed(), 0);
+    }
+
+    #[test]
+    fn a_whole_files_last_use_is_its_stamp_and_eviction_takes_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
+        c.wait_measured();
+        let (a, _) = whole(&c, 5, 50_000);
+        let (b, _) = whole(&c, 6, 50_000);
+        let old = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        for h in [a, b] {
+            let stamp = stamp_path(&c.file_path(&h));
+            File::options()
+                .write(true)
+                .open(&stamp)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        // Opening `a` makes it the most recent, without touching the file itself.
+        let before = fs::metadata(c.file_path(&a)).unwrap().modified().unwrap();
+        assert!(c.open_file(&a).is_some());
+        assert_eq!(
+            fs::metadata(c.file_path(&a)).unwrap().modified().unwrap(),
+            before
+        );
+        let (total, _) = c.scan().unwrap();
+        let small = ChunkCache::open(dir.path(), total - 1).unwrap();
+        small.evict().unwrap();
+        assert!(c.file_path(&a).exists(), "recently opened survives");
+        assert!(!c.file_path(&b).exists() && !stamp_path(&c.file_path(&b)).exists());
+        // A stamp left without its file goes at the next scan.
+        let orphan = stamp_path(&c.file_path(&b));
+        fs::write(&orphan, "x").unwrap();
+        c.scan().unwrap();
+        assert!(!orphan.exists());
     }
 
     #[test]

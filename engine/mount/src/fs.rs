@@ -162,7 +162,6 @@ pub struct VolumeFs {
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     passthrough_min: u64,
-    verified: sealvol_core::cache::Verified,
     /// Whole files being written to the node cache now.
     keeping: Arc<Mutex<std::collections::HashSet<Hash>>>,
 }
@@ -191,7 +190,6 @@ impl VolumeFs {
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             passthrough_min: limits.passthrough_min,
-            verified: Default::default(),
             keeping: Default::default(),
         })
     }
@@ -318,9 +316,7 @@ impl VolumeFs {
                 }),
             );
         let backing = match self.tiers.cache() {
-            Some(cache) if size >= self.passthrough_min && size > 0 => {
-                cache.open_file(&hash, &self.verified)
-            }
+            Some(cache) if size >= self.passthrough_min && size > 0 => cache.open_file(&hash),
             _ => None,
         };
         Ok(Opened { fh, backing })
