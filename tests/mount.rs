@@ -541,6 +541,27 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
         ],
     );
     assert!(e.contains("not a size"), "{e}");
+    // A memory bound that is not a size, too small to hold a range read, or so large
+    // that read-ahead could make the node swap.
+    for (bound, says) in [
+        ("plenty", "not a size"),
+        ("1M", "below the smallest bound"),
+        ("1P", "more than half of this node's"),
+    ] {
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "mount",
+                "t/bad-input",
+                &s(&mnt),
+                "--prefetch-memory",
+                bound,
+            ],
+        );
+        assert!(e.contains(says) && e.lines().count() <= 2, "{bound}: {e}");
+        assert!(!is_mounted(&mnt));
+    }
     let e = env.fails(
         1,
         &[
@@ -821,4 +842,73 @@ fn a_deleted_version_keeps_serving_where_mounted_and_mounts_again_once_restored(
         assert_eq!(err.raw_os_error(), Some(libc::EIO), "{name}: {err}");
     }
     env.ok(&["volume", "verify"]);
+}
+
+/// A `.safetensors` file of `n` tensors of 512 KiB each, as safetensors writes it.
+fn write_safetensors(path: &Path, n: usize, seed: u64) -> Vec<u8> {
+    let tensor = 512 << 10;
+    let mut header = String::from(r#"{"__metadata__":{"format":"pt"}"#);
+    for i in 0..n {
+        header += &format!(
+            r#","layers.{i}.weight":{{"dtype":"BF16","shape":[{}],"data_offsets":[{},{}]}}"#,
+            tensor / 2,
+            i * tensor,
+            (i + 1) * tensor
+        );
+    }
+    header.push('}');
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&noise(n * tensor, seed));
+    write(path, &out);
+    out
+}
+
+/// Maps `path` and copies it out page by page, as a loader's page faults read it.
+fn read_mapped(path: &Path) -> Vec<u8> {
+    use std::os::fd::AsRawFd;
+    let f = fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a read-only shared mapping of a file nobody changes, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
+    // SAFETY: the mapping is `len` readable bytes until munmap.
+    let out = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
+    unsafe { libc::munmap(p, len) };
+    out
+}
+
+#[test]
+fn a_mapped_safetensors_file_is_read_ahead_within_the_memory_bound() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    let one = write_safetensors(&src.join("model-00001-of-00002.safetensors"), 64, 1);
+    let two = write_safetensors(&src.join("model-00002-of-00002.safetensors"), 64, 2);
+    env.push(&src, "t/tensors", &[]);
+    let mnt = env.path("mnt");
+    let _m = mount(&env, "t/tensors", &mnt, &["--prefetch-memory", "16M"]);
+    assert!(read_mapped(&mnt.join("model-00001-of-00002.safetensors")) == one);
+    assert!(read_mapped(&mnt.join("model-00002-of-00002.safetensors")) == two);
+    let m = wait_stats(&env, &mnt, |s| s["bytes_served"].as_u64() >= Some(64 << 20));
+    let s = &m["stats"];
+    assert_eq!(s["memory_bound"], 16 << 20, "{m}");
+    assert!(s["memory_peak"].as_u64().unwrap() <= 16 << 20, "{m}");
+    assert!(
+        s["prefetched_bytes"].as_u64().unwrap() >= 32 << 20,
+        "the shards were read ahead by their headers: {m}"
+    );
+    assert!(s["memory_hits"].as_u64().unwrap() > 0, "{m}");
+    assert_eq!(s["errors"], 0, "{m}");
 }

@@ -340,6 +340,9 @@ pub enum VolumeCommand {
         /// Bound of the node-disk cache, e.g. 500M, 20G [default: from config, else 20G]
         #[arg(long, value_name = "BYTES")]
         cache_size: Option<String>,
+        /// Memory for read-ahead and recent chunks, e.g. 256M [default: from config, else 1/32 of RAM, 64M to 512M]
+        #[arg(long, value_name = "BYTES")]
+        prefetch_memory: Option<String>,
         /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
         #[arg(long)]
         foreground: bool,

@@ -20,6 +20,8 @@ pub struct ConfigFile {
     pub cache: Option<PathBuf>,
     /// Bound of the node-disk cache: "20G", "500M" or a byte count.
     pub cache_size: Option<String>,
+    /// A mount's memory for read-ahead and recent chunks: "256M".
+    pub prefetch_memory: Option<String>,
     pub theme: Option<String>,
     pub fsync: Option<bool>,
     /// Bytes a sync stores between resume points: "1G".
@@ -43,6 +45,8 @@ pub struct Settings {
     /// Node-disk chunk cache, shared by every mount on the node.
     pub cache: PathBuf,
     pub cache_size: u64,
+    /// A mount's memory bound (`--prefetch-memory`), if config.toml gives one.
+    pub prefetch_memory: Option<u64>,
     /// Console theme preset.
     pub theme: String,
     /// fsync repository writes before they become visible (default on).
@@ -84,7 +88,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -137,6 +141,11 @@ pub fn resolve(
         Some(s) => parse_size(s)?,
         None => DEFAULT_CACHE_SIZE,
     };
+    let prefetch_memory = file
+        .prefetch_memory
+        .as_deref()
+        .map(parse_size)
+        .transpose()?;
     let theme = file.theme.unwrap_or_else(|| "dark".into());
     let fsync = match std::env::var("SEALVOL_FSYNC") {
         Ok(v) => !matches!(v.as_str(), "0" | "off" | "false" | "no"),
@@ -162,6 +171,7 @@ pub fn resolve(
         state,
         cache,
         cache_size,
+        prefetch_memory,
         theme,
         fsync,
         sync_batch,

@@ -137,6 +137,7 @@ fn restore(
                     dir: dir.to_path_buf(),
                     cache: None,
                     cache_size: None,
+                    prefetch_memory: None,
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
                 },

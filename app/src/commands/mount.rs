@@ -30,6 +30,7 @@ pub struct Request {
     pub dir: PathBuf,
     pub cache: Option<PathBuf>,
     pub cache_size: Option<String>,
+    pub prefetch_memory: Option<String>,
     pub foreground: bool,
     pub requested: Option<String>,
 }
@@ -50,12 +51,27 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         Some(s) => parse_size(s)?,
         None => ctx.settings.cache_size,
     };
+    let memory = match &req.prefetch_memory {
+        Some(s) => Some(parse_size(s)?),
+        None => ctx.settings.prefetch_memory,
+    }
+    .map(mount::Limits::check_memory)
+    .transpose()?
+    .unwrap_or(mount::Limits::default_memory() as usize);
     let repo = Arc::new(ctx.open_repo(false)?);
     let digest = repo.resolve(&r)?;
     if !req.foreground {
         // Checked here too so that a bad mount point is reported with its own kind.
         drop(mount::check_mount_point(&req.dir)?);
-        return spawn_background(ctx, &r.volume, &digest, &req, &cache_dir, cache_bytes);
+        return spawn_background(
+            ctx,
+            &r.volume,
+            &digest,
+            &req,
+            &cache_dir,
+            cache_bytes,
+            memory,
+        );
     }
     crate::alloc::for_mount();
     let ready = ReadyPipe::from_env();
@@ -67,6 +83,7 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         &req,
         &cache_dir,
         cache_bytes,
+        memory,
         &ready,
     );
     if let Err(e) = &result {
@@ -84,13 +101,17 @@ fn serve(
     req: &Request,
     cache_dir: &Path,
     cache_bytes: u64,
+    memory: usize,
     ready: &ReadyPipe,
 ) -> Result<()> {
     let cache = Arc::new(ChunkCache::open(cache_dir, cache_bytes)?);
     // Catch SIGINT/SIGTERM before the mount exists: a signal that arrives the moment it
     // is ready must unmount it, not kill the process with the mount still up.
     let signals = crate::signals::Signals::catch()?;
-    let limits = mount::Limits::for_origin(repo.concurrency());
+    let limits = mount::Limits {
+        memory,
+        ..mount::Limits::for_origin(repo.concurrency())
+    };
     let m = mount::mount(
         repo,
         volume,
@@ -188,6 +209,7 @@ fn spawn_background(
     req: &Request,
     cache_dir: &Path,
     cache_bytes: u64,
+    memory: usize,
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
@@ -213,6 +235,8 @@ fn spawn_background(
         .arg(cache_dir)
         .arg("--cache-size")
         .arg(cache_bytes.to_string())
+        .arg("--prefetch-memory")
+        .arg(memory.to_string())
         .arg("--foreground")
         .arg("--requested")
         .arg(req.requested.as_deref().unwrap_or(&req.reference))

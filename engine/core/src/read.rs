@@ -46,6 +46,15 @@ impl ChunkBytes {
     }
 }
 
+impl ChunkBytes {
+    /// The buffer these bytes are a slice of, as (identity, length): memory is held by
+    /// buffers, so a bound on memory counts each one once, whole, however many chunks
+    /// of it are kept.
+    pub fn buffer(&self) -> (usize, usize) {
+        (Arc::as_ptr(&self.buf) as usize, self.buf.len())
+    }
+}
+
 impl AsRef<[u8]> for ChunkBytes {
     fn as_ref(&self) -> &[u8] {
         self
@@ -96,6 +105,18 @@ pub struct TierStats {
     pub files_cached: u64,
     /// Reads that failed (EIO).
     pub errors: u64,
+    /// Bytes read ahead of the readers, and those dropped from memory before any reader
+    /// asked for them (read ahead for nothing).
+    #[serde(default)]
+    pub prefetched_bytes: u64,
+    #[serde(default)]
+    pub prefetch_wasted_bytes: u64,
+    /// The most memory the mount's memory tier held at once (chunks kept and range
+    /// reads under way), against its bound (`--prefetch-memory`).
+    #[serde(default)]
+    pub memory_peak: u64,
+    #[serde(default)]
+    pub memory_bound: u64,
 }
 
 #[derive(Default)]
@@ -111,6 +132,10 @@ pub struct Counters {
     pub passthrough_opens: AtomicU64,
     pub files_cached: AtomicU64,
     pub errors: AtomicU64,
+    pub prefetched_bytes: AtomicU64,
+    pub prefetch_wasted_bytes: AtomicU64,
+    pub memory_peak: AtomicU64,
+    pub memory_bound: AtomicU64,
     /// When the last read arrived, in milliseconds since the epoch.
     pub last_read_ms: AtomicU64,
 }
@@ -136,6 +161,10 @@ impl Counters {
             passthrough_opens: g(&self.passthrough_opens),
             files_cached: g(&self.files_cached),
             errors: g(&self.errors),
+            prefetched_bytes: g(&self.prefetched_bytes),
+            prefetch_wasted_bytes: g(&self.prefetch_wasted_bytes),
+            memory_peak: g(&self.memory_peak),
+            memory_bound: g(&self.memory_bound),
         }
     }
 }
@@ -248,8 +277,14 @@ pub struct Tiers {
     cache: Option<Arc<ChunkCache>>,
     fill: Fill,
     filler: Option<Sender<FillJob>>,
+    /// Bytes of range buffers waiting for the filler: each pins its whole buffer.
+    queued_fill: Arc<AtomicU64>,
     pub counters: Counters,
 }
+
+/// The most bytes of range buffers waiting to be written to the node cache; fills
+/// beyond it are skipped, so a slow cache disk cannot make a mount's memory grow.
+pub const MAX_QUEUED_FILL: u64 = 128 << 20;
 
 impl Tiers {
     /// The tiers for a mount: background cache fills.
@@ -258,17 +293,20 @@ impl Tiers {
     }
 
     pub fn with_fill(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>, fill: Fill) -> Tiers {
+        let queued_fill = Arc::new(AtomicU64::new(0));
         let filler = match (&cache, fill) {
             (Some(c), Fill::Background) => {
-                // A fill holds one whole range buffer, so the queue bounds memory by
-                // buffers (at most 8 × 8 MiB), not by chunks that each pin a buffer.
-                let (tx, rx) = crossbeam_channel::bounded::<FillJob>(8);
+                // A fill holds one whole range buffer, so the queue is bounded by the
+                // bytes of its buffers, not by chunks that each pin a buffer.
+                let (tx, rx) = crossbeam_channel::bounded::<FillJob>(64);
                 let c = Arc::clone(c);
+                let queued = Arc::clone(&queued_fill);
                 std::thread::Builder::new()
                     .name("sealvol-cache-fill".into())
                     .spawn(move || {
                         for job in rx {
                             job.store(&c);
+                            queued.fetch_sub(job.buf.len() as u64, Ordering::Relaxed);
                         }
                     })
                     .ok()
@@ -281,6 +319,7 @@ impl Tiers {
             cache,
             fill,
             filler,
+            queued_fill,
             counters: Counters::default(),
         }
     }
@@ -319,7 +358,12 @@ impl Tiers {
             (Fill::Background, _, Some(tx)) => {
                 // Full: skipped; disconnected: the filler is gone. Either way the read
                 // goes on, and a later one fetches from the origin again.
-                let _ = tx.try_send(job);
+                let len = job.buf.len() as u64;
+                if self.queued_fill.fetch_add(len, Ordering::Relaxed) + len > MAX_QUEUED_FILL
+                    || tx.try_send(job).is_err()
+                {
+                    self.queued_fill.fetch_sub(len, Ordering::Relaxed);
+                }
             }
             _ => {}
         };

@@ -4,17 +4,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use crossbeam_channel::Sender;
-
 use sealvol_core::digest::Hash;
-use sealvol_core::error::{Error, Result};
+use sealvol_core::error::Result;
 
 use sealvol_core::registry::Manifest;
 
-use super::readahead::{Job, Layout, Memo, Stream, start_pool};
+use super::layout::{Layout, Layouts};
+use super::memo::{Memo, Want};
+use super::readahead::{FileRef, Prefetcher, Stream};
 use super::tree::{NodeKind, ROOT, Tree};
 use sealvol_core::read::{ChunkBytes, Tiers, add};
 
@@ -100,7 +100,8 @@ pub struct Opened {
 }
 
 pub struct Limits {
-    /// Bytes of chunks held in memory (read-ahead and recent reads).
+    /// Bytes of memory the memory tier may hold: chunks read ahead or recently, and
+    /// read-ahead fetches under way (`--prefetch-memory`).
     pub memory: usize,
     /// The largest read-ahead window of one open file.
     pub max_window: u64,
@@ -128,7 +129,38 @@ impl Default for Limits {
     }
 }
 
+/// The smallest memory bound a mount takes: below it, read-ahead could not hold one
+/// range read of a remote origin beside the chunks readers are in.
+pub const MIN_MEMORY: u64 = 16 << 20;
+
 impl Limits {
+    /// The memory bound when none is given: 1/32 of the node's RAM, between 64 MiB and
+    /// 512 MiB, so read-ahead never makes a node swap or kills it for memory.
+    pub fn default_memory() -> u64 {
+        (physical_memory() / 32).clamp(64 << 20, 512 << 20)
+    }
+
+    /// Checks a memory bound the user gave (`--prefetch-memory`).
+    pub fn check_memory(bytes: u64) -> Result<usize> {
+        let ram = physical_memory();
+        if bytes < MIN_MEMORY {
+            return Err(sealvol_core::Error::invalid(format!(
+                "--prefetch-memory of {} KiB is below the smallest bound, 16 MiB",
+                bytes >> 10
+            ))
+            .hint("give at least 16M; the default is 1/32 of RAM (64M to 512M)"));
+        }
+        if bytes > ram / 2 {
+            return Err(sealvol_core::Error::invalid(format!(
+                "--prefetch-memory of {} MiB is more than half of this node's {} MiB of RAM",
+                bytes >> 20,
+                ram >> 20
+            ))
+            .hint("read-ahead would compete with the model for memory; give less, like 1G"));
+        }
+        Ok(bytes as usize)
+    }
+
     /// For an origin that answers `concurrency` requests at once: a remote one (an
     /// object store) is read with more, larger range requests in flight, since each
     /// costs a round trip and the service's own per-request work.
@@ -154,11 +186,10 @@ pub struct VolumeFs {
     tiers: Arc<Tiers>,
     memo: Arc<Memo>,
     max_window: u64,
-    prefetch_piece: u64,
     first_window: u64,
-    prefetch: Sender<Job>,
-    /// Chunk lists are loaded on first open and shared while any handle holds them.
-    layouts: Mutex<HashMap<Hash, Weak<Layout>>>,
+    prefetcher: Prefetcher,
+    /// Chunk lists are loaded on first open and shared while anything holds them.
+    layouts: Arc<Layouts>,
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     passthrough_min: u64,
@@ -171,10 +202,17 @@ impl VolumeFs {
         let tree = Tree::build(&manifest.entries)?;
         let mtime = humantime::parse_rfc3339(&manifest.created).unwrap_or(SystemTime::UNIX_EPOCH);
         let memo = Arc::new(Memo::new(limits.memory));
-        let prefetch = start_pool(
+        tiers
+            .counters
+            .memory_bound
+            .store(limits.memory as u64, Ordering::Relaxed);
+        let layouts = Arc::new(Layouts::default());
+        let prefetcher = Prefetcher::start(
             limits.prefetch_threads,
+            limits.prefetch_piece,
             Arc::clone(&memo),
             Arc::clone(&tiers),
+            Arc::clone(&layouts),
         );
         Ok(VolumeFs {
             tree,
@@ -183,10 +221,9 @@ impl VolumeFs {
             memo,
             // A window larger than a quarter of memory would evict itself before use.
             max_window: limits.max_window.min(limits.memory as u64 / 4),
-            prefetch_piece: limits.prefetch_piece,
             first_window: limits.first_window,
-            prefetch,
-            layouts: Mutex::new(HashMap::new()),
+            prefetcher,
+            layouts,
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             passthrough_min: limits.passthrough_min,
@@ -293,8 +330,14 @@ impl VolumeFs {
         if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
             return Err(Errno::ROFS);
         }
-        let (size, hash) = match &self.tree.get(ino).ok_or(Errno::NOENT)?.kind {
-            NodeKind::File { size, hash, .. } => (*size, *hash),
+        let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
+        let (size, hash, tensors) = match &node.kind {
+            NodeKind::File {
+                size,
+                hash,
+                tensors,
+                ..
+            } => (*size, *hash, *tensors),
             NodeKind::Dir { .. } => return Err(Errno::ISDIR),
             NodeKind::Symlink { .. } => return Err(Errno::INVAL),
         };
@@ -302,6 +345,12 @@ impl VolumeFs {
             tracing::error!("open of inode {ino} failed: {e}");
             Errno::IO
         })?;
+        if tensors {
+            self.prefetcher.plan_tensors(
+                FileRef { hash, size },
+                &self.sibling_tensors(node.parent, &hash),
+            );
+        }
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.handles
             .write()
@@ -328,28 +377,41 @@ impl VolumeFs {
     }
 
     fn layout(&self, hash: &Hash, size: u64) -> Result<Arc<Layout>> {
-        if let Some(l) = self
-            .layouts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(hash)
-            .and_then(Weak::upgrade)
-        {
-            return Ok(l);
-        }
-        let obj = self.tiers.repo().file_object(hash)?;
-        if obj.size != size {
-            return Err(Error::corrupt(format!(
-                "chunk list {} has {} bytes, the manifest says {size}",
-                hash.hex(),
-                obj.size
-            )));
-        }
-        let l = Arc::new(Layout::new(obj));
-        let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, w| w.strong_count() > 0);
-        map.insert(*hash, Arc::downgrade(&l));
-        Ok(l)
+        self.layouts.get(self.tiers.repo(), hash, size)
+    }
+
+    /// The other `.safetensors` files of directory `dir`, those after `hash` in name
+    /// order first (the order loaders open shards in), at most 64.
+    fn sibling_tensors(&self, dir: u64, hash: &Hash) -> Vec<FileRef> {
+        let Some(NodeKind::Dir { children }) = self.tree.get(dir).map(|n| &n.kind) else {
+            return Vec::new();
+        };
+        let files: Vec<FileRef> = children
+            .iter()
+            .filter_map(|(_, c)| match self.tree.get(*c).map(|n| &n.kind) {
+                Some(NodeKind::File {
+                    size,
+                    hash,
+                    tensors: true,
+                    ..
+                }) => Some(FileRef {
+                    hash: *hash,
+                    size: *size,
+                }),
+                _ => None,
+            })
+            .collect();
+        let at = files
+            .iter()
+            .position(|f| f.hash == *hash)
+            .map_or(0, |i| i + 1);
+        files[at..]
+            .iter()
+            .chain(&files[..at])
+            .filter(|f| f.hash != *hash)
+            .take(64)
+            .copied()
+            .collect()
     }
 
     pub fn release(&self, fh: u64) {
@@ -441,19 +503,20 @@ impl VolumeFs {
         if offset >= end {
             return Ok(ReadData::Owned(Vec::new()));
         }
+        let first = layout.chunk_at(offset);
+        let last = layout.chunk_at(end - 1) + 1;
         let prefetch = handle
             .stream
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .on_read(layout, offset, end - offset, self.max_window);
-        if !prefetch.is_empty() {
-            self.schedule(layout, prefetch);
+        // A file a plan reads ahead needs no stream read-ahead on top.
+        if !self.prefetcher.note_read(&layout.hash, first..last) && !prefetch.is_empty() {
+            self.prefetcher.ahead(layout, prefetch);
         }
-        let first = layout.chunk_at(offset);
-        let last = layout.chunk_at(end - 1) + 1;
         let chunks = self
             .memo
-            .get(&self.tiers, layout, first..last, true)
+            .get(&self.tiers, layout, first..last, Want::Demand, None)
             .map_err(|e| {
                 add(&counters.errors, 1);
                 tracing::error!("read failed: {e}");
@@ -479,32 +542,9 @@ impl VolumeFs {
         Ok(ReadData::Owned(out))
     }
 
-    /// Splits a prefetch into pieces (at most `prefetch_piece` bytes, all in one pack)
-    /// so the workers share it, and drops it when the queue is full rather than make a
-    /// read wait.
-    fn schedule(&self, layout: &Arc<Layout>, range: std::ops::Range<usize>) {
-        let mut start = range.start;
-        while start < range.end {
-            let limit = layout.start_of(start) + self.prefetch_piece;
-            // A piece ends where the file's chunks move to another pack, too: a piece
-            // is then one range read, not the tail of one pack and the head of the next.
-            let pack = layout.obj.chunks[start].pack;
-            let mut end = start + 1;
-            while end < range.end
-                && layout.start_of(end + 1) <= limit
-                && layout.obj.chunks[end].pack == pack
-            {
-                end += 1;
-            }
-            let job = Job {
-                layout: Arc::clone(layout),
-                range: start..end,
-            };
-            if self.prefetch.try_send(job).is_err() {
-                break;
-            }
-            start = end;
-        }
+    /// Read-ahead plans with pieces left to fetch.
+    pub fn plans(&self) -> usize {
+        self.prefetcher.plans()
     }
 
     /// Whether whole files are still being written to the node cache.
@@ -524,6 +564,18 @@ impl VolumeFs {
             name_max: 255,
         }
     }
+}
+
+/// Bytes of RAM this node has.
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(size.max(0) as u64)
 }
 
 /// Returns once no read has arrived for a quarter of a second.

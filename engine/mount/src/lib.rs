@@ -4,8 +4,11 @@
 //!
 //! - `tree`: the inode table built from the manifest;
 //! - `fs`: the filesystem core (plain Rust, errno results), tested without a kernel;
-//! - `readahead`: the memory tier, sequential detection and the prefetch pool, over
-//!   the core's read layer (node cache → origin, coalesced, verified, counted);
+//! - `layout`: a file's chunk list, loaded once and shared;
+//! - `memo`: the memory tier, under one bound on the memory it holds;
+//! - `readahead`: what is fetched before readers ask (streams, and plans from a
+//!   file's format, `safetensors`), over the core's read layer (node cache → origin,
+//!   coalesced, verified, counted);
 //! - `fuse`: the thin `fuser` adapter;
 //! - `table`: which directories the kernel has mounted.
 //!
@@ -14,7 +17,10 @@
 
 pub mod fs;
 mod fuse;
+pub mod layout;
+pub mod memo;
 pub mod readahead;
+mod safetensors;
 pub mod table;
 pub mod tree;
 

@@ -1,210 +1,29 @@
-//! The mount's memory tier and read-ahead.
+//! Read-ahead: what a mount fetches before readers ask, into the memory tier (`memo`).
 //!
-//! `Memo` holds recently fetched chunks (bounded in bytes, least recently used out) and
-//! knows which chunks are being fetched, so a read never fetches a chunk twice: it waits
-//! for the fetch already under way. `Stream` is one open file's read pattern: reads that
-//! follow each other double the window (up to a bound), a jump resets it. Prefetch
-//! jobs run on a small pool so reading the next megabytes overlaps with serving these.
+//! - `Stream` is one open file's read pattern: reads that follow each other double the
+//!   window (up to a bound); a jump resets it, so a reader that seeks around gets
+//!   little read ahead.
+//! - A **plan** reads a file whole, in an order its format gives: a `.safetensors`
+//!   file's tensors by offset, read from its header, so a loader that maps the file and
+//!   touches tensors in any order finds them in memory. Opening one shard plans its
+//!   siblings in the same directory too, fetched once the open ones have nothing left.
+//!   A plan whose chunks are dropped unread (the reader went elsewhere) stops.
+//! - Workers take reads of streams first, then headers, then pieces of plans, and every
+//!   fetch reserves its memory in the memo first, so read-ahead stays within the
+//!   mount's one bound (`--prefetch-memory`). Plans leave a quarter of it to streams.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
-use std::sync::{Arc, Condvar, Mutex};
-
-use crossbeam_channel::{Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
-use sealvol_core::objects::FileObject;
+use sealvol_core::read::Tiers;
 
-use sealvol_core::read::{ChunkBytes, Chunks, Tiers, add};
-
-/// A file's chunk list with the end offset of every chunk, for finding a chunk by offset.
-pub struct Layout {
-    pub obj: FileObject,
-    ends: Vec<u64>,
-}
-
-impl Layout {
-    pub fn new(obj: FileObject) -> Layout {
-        let mut end = 0;
-        let ends = obj
-            .chunks
-            .iter()
-            .map(|c| {
-                end += c.entry.raw_len as u64;
-                end
-            })
-            .collect();
-        Layout { obj, ends }
-    }
-
-    /// The chunk holding byte `off`, or the chunk count when `off` is at or past the end.
-    pub fn chunk_at(&self, off: u64) -> usize {
-        self.ends.partition_point(|&e| e <= off)
-    }
-
-    pub fn start_of(&self, i: usize) -> u64 {
-        if i == 0 { 0 } else { self.ends[i - 1] }
-    }
-
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-}
-
-#[derive(Default)]
-struct MemoInner {
-    ready: HashMap<Hash, (ChunkBytes, u64)>,
-    /// use tick → chunk, oldest first.
-    order: BTreeMap<u64, Hash>,
-    tick: u64,
-    bytes: usize,
-    pending: HashSet<Hash>,
-}
-
-pub struct Memo {
-    inner: Mutex<MemoInner>,
-    done: Condvar,
-    capacity: usize,
-}
-
-impl Memo {
-    pub fn new(capacity: usize) -> Memo {
-        Memo {
-            inner: Mutex::new(MemoInner::default()),
-            done: Condvar::new(),
-            capacity,
-        }
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemoInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Chunks `range` of a file: from memory, by waiting for a fetch under way, or by
-    /// fetching the missing ones (as coalesced runs) through the tiers.
-    pub fn get(
-        &self,
-        tiers: &Tiers,
-        layout: &Layout,
-        range: Range<usize>,
-        demand: bool,
-    ) -> Result<Vec<ChunkBytes>> {
-        let chunks = &layout.obj.chunks;
-        loop {
-            let mut g = self.lock();
-            let mut out = Vec::with_capacity(range.len());
-            let mut waiting = false;
-            let mut missing = Vec::new();
-            for i in range.clone() {
-                let h = chunks[i].entry.hash;
-                if let Some(bytes) = g.touch(&h) {
-                    out.push(Some(bytes));
-                } else {
-                    if g.pending.contains(&h) {
-                        waiting = true;
-                    } else {
-                        missing.push(i);
-                    }
-                    out.push(None);
-                }
-            }
-            if waiting && missing.is_empty() {
-                drop(self.done.wait(g).unwrap_or_else(|p| p.into_inner()));
-                continue;
-            }
-            if missing.is_empty() {
-                if demand {
-                    add(&tiers.counters.memory_hits, range.len() as u64);
-                }
-                return Ok(out.into_iter().flatten().collect());
-            }
-            // Claim the missing chunks, fetch them unlocked, in runs of adjacent ones.
-            for &i in &missing {
-                g.pending.insert(chunks[i].entry.hash);
-            }
-            drop(g);
-            let fetched = self.fetch_runs(tiers, layout, &missing);
-            let mut g = self.lock();
-            for &i in &missing {
-                g.pending.remove(&chunks[i].entry.hash);
-            }
-            let result = fetched.map(|got| {
-                for (i, bytes) in got {
-                    g.insert(chunks[i].entry.hash, bytes.clone(), self.capacity);
-                    out[i - range.start] = Some(bytes);
-                }
-            });
-            drop(g);
-            self.done.notify_all();
-            result?;
-            if out.iter().all(Option::is_some) {
-                return Ok(out.into_iter().flatten().collect());
-            }
-            // Some chunks were being fetched by someone else: go round for them.
-        }
-    }
-
-    fn fetch_runs(
-        &self,
-        tiers: &Tiers,
-        layout: &Layout,
-        missing: &[usize],
-    ) -> Result<Vec<(usize, ChunkBytes)>> {
-        let mut got = Vec::with_capacity(missing.len());
-        let mut k = 0;
-        while k < missing.len() {
-            let mut n = 1;
-            while k + n < missing.len() && missing[k + n] == missing[k] + n {
-                n += 1;
-            }
-            let run = missing[k]..missing[k] + n;
-            for (i, bytes) in run.clone().zip(tiers.fetch(&layout.obj, run)?) {
-                got.push((i, bytes));
-            }
-            k += n;
-        }
-        Ok(got)
-    }
-}
-
-impl MemoInner {
-    fn touch(&mut self, h: &Hash) -> Option<ChunkBytes> {
-        self.tick += 1;
-        let tick = self.tick;
-        let (bytes, old) = self.ready.get_mut(h)?;
-        self.order.remove(old);
-        *old = tick;
-        self.order.insert(tick, *h);
-        Some(bytes.clone())
-    }
-
-    fn insert(&mut self, h: Hash, bytes: ChunkBytes, capacity: usize) {
-        if self.ready.contains_key(&h) {
-            return;
-        }
-        self.tick += 1;
-        self.bytes += bytes.len();
-        self.ready.insert(h, (bytes, self.tick));
-        self.order.insert(self.tick, h);
-        while self.bytes > capacity {
-            let Some((_, old)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some((b, _)) = self.ready.remove(&old) {
-                self.bytes -= b.len();
-            }
-        }
-    }
-}
+use crate::layout::{Layout, Layouts};
+use crate::memo::{Memo, Want};
+use crate::safetensors;
 
 /// One open file's read pattern.
 pub struct Stream {
@@ -263,30 +82,335 @@ impl Default for Stream {
     }
 }
 
-/// A prefetch: chunks of one file to bring into the memo.
-pub struct Job {
-    pub layout: Arc<Layout>,
-    pub range: Range<usize>,
+/// A file the manifest names: enough to load its chunk list when a plan needs it.
+#[derive(Clone, Copy)]
+pub struct FileRef {
+    pub hash: Hash,
+    pub size: u64,
 }
 
-/// Starts `n` prefetch workers; they end when every sender is dropped.
-pub fn start_pool(n: usize, memo: Arc<Memo>, tiers: Arc<Tiers>) -> Sender<Job> {
-    let (tx, rx): (Sender<Job>, Receiver<Job>) = crossbeam_channel::bounded(64);
-    for i in 0..n {
-        let rx = rx.clone();
-        let memo = Arc::clone(&memo);
-        let tiers = Arc::clone(&tiers);
-        let _ = std::thread::Builder::new()
-            .name(format!("sealvol-prefetch-{i}"))
-            .spawn(move || {
-                for job in rx {
-                    // A failed prefetch is not an error: the read that needs the chunk
-                    // fetches it again and reports what went wrong.
-                    if let Err(e) = memo.get(&tiers, &job.layout, job.range, false) {
-                        tracing::debug!("prefetch failed: {e}");
+struct Plan {
+    layout: Arc<Layout>,
+    pieces: VecDeque<Range<usize>>,
+    /// Chunks a reader has asked for: the plan skips them (it fell behind its reader).
+    asked: Vec<bool>,
+    /// A reader has the file open (else it is a sibling of one that is).
+    opened: bool,
+}
+
+enum Task {
+    Ahead(Arc<Layout>, Range<usize>),
+    Header(FileRef, bool),
+    Piece(Arc<Layout>, Range<usize>),
+}
+
+#[derive(Default)]
+struct Queue {
+    ahead: VecDeque<(Arc<Layout>, Range<usize>)>,
+    headers: VecDeque<(FileRef, bool)>,
+    plans: Vec<Plan>,
+    /// The next opened plan to take a piece from: open files share the workers.
+    turn: usize,
+    /// Files planned once already in this mount.
+    planned: HashSet<Hash>,
+    closed: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    memo: Arc<Memo>,
+    tiers: Arc<Tiers>,
+    layouts: Arc<Layouts>,
+    piece: u64,
+}
+
+/// The read-ahead workers of one mount; they stop when this is dropped.
+pub struct Prefetcher {
+    shared: Arc<Shared>,
+}
+
+/// Stream reads queued beyond this are dropped: the reader fetches them itself.
+const MAX_QUEUED: usize = 64;
+
+impl Prefetcher {
+    /// Starts `threads` workers fetching pieces of at most `piece` bytes.
+    pub fn start(
+        threads: usize,
+        piece: u64,
+        memo: Arc<Memo>,
+        tiers: Arc<Tiers>,
+        layouts: Arc<Layouts>,
+    ) -> Prefetcher {
+        let shared = Arc::new(Shared {
+            queue: Mutex::default(),
+            wake: Condvar::new(),
+            // A piece larger than a quarter of memory would crowd out everything else.
+            piece: piece.min(memo.capacity() as u64 / 4).max(1),
+            memo,
+            tiers,
+            layouts,
+        });
+        for i in 0..threads {
+            let shared = Arc::clone(&shared);
+            let _ = std::thread::Builder::new()
+                .name(format!("sealvol-prefetch-{i}"))
+                .spawn(move || shared.work());
+        }
+        Prefetcher { shared }
+    }
+
+    /// The largest piece a read-ahead fetches at once.
+    pub fn piece(&self) -> u64 {
+        self.shared.piece
+    }
+
+    /// Queues chunks `range` of a file that a stream will read next, in pieces; drops
+    /// what does not fit in the queue rather than make a read wait.
+    pub fn ahead(&self, layout: &Arc<Layout>, range: Range<usize>) {
+        let pieces = layout.pieces(range, self.shared.piece);
+        let mut q = self.shared.lock();
+        for p in pieces {
+            if q.ahead.len() >= MAX_QUEUED {
+                break;
+            }
+            q.ahead.push_back((Arc::clone(layout), p));
+        }
+        drop(q);
+        self.shared.wake.notify_all();
+    }
+
+    /// Plans `file`, a `.safetensors` file a reader opened, and its `siblings`; a file
+    /// planned before is only marked open.
+    pub fn plan_tensors(&self, file: FileRef, siblings: &[FileRef]) {
+        let mut q = self.shared.lock();
+        if !q.planned.insert(file.hash) {
+            if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == file.hash) {
+                p.opened = true;
+            }
+            for h in q.headers.iter_mut().filter(|h| h.0.hash == file.hash) {
+                h.1 = true;
+            }
+        } else {
+            q.headers.push_front((file, true));
+        }
+        for s in siblings {
+            if q.planned.insert(s.hash) {
+                q.headers.push_back((*s, false));
+            }
+        }
+        drop(q);
+        self.shared.wake.notify_all();
+    }
+
+    /// Notes that a reader asked for chunks `range` of file `hash`, so its plan skips
+    /// them; whether a plan reads the file ahead (or is about to), in which case a
+    /// stream over it would add nothing.
+    pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> bool {
+        let mut q = self.shared.lock();
+        if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == *hash) {
+            p.asked[range].iter_mut().for_each(|a| *a = true);
+            return true;
+        }
+        q.headers.iter().any(|h| h.0.hash == *hash)
+    }
+
+    /// Plans with pieces left (tests and the log).
+    pub fn plans(&self) -> usize {
+        self.shared
+            .lock()
+            .plans
+            .iter()
+            .filter(|p| !p.pieces.is_empty())
+            .count()
+    }
+}
+
+impl Drop for Prefetcher {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn work(&self) {
+        while let Some(task) = self.next_task() {
+            // A failed read-ahead is not an error: the read that needs the chunk
+            // fetches it again and reports what went wrong.
+            if let Err(e) = self.run(task) {
+                tracing::debug!("read-ahead failed: {e}");
+            }
+        }
+    }
+
+    /// The next thing to fetch, waiting for one; `None` once the mount is going away.
+    fn next_task(&self) -> Option<Task> {
+        let mut q = self.lock();
+        loop {
+            if q.closed {
+                return None;
+            }
+            let wasted = self.memo.take_wasted();
+            if !wasted.is_empty() {
+                q.plans.retain(|p| {
+                    let keep = !wasted.contains(&p.layout.hash);
+                    if !keep {
+                        tracing::debug!(
+                            "read-ahead of file {} stopped: its reader went elsewhere",
+                            p.layout.hash.hex()
+                        );
+                    }
+                    keep
+                });
+            }
+            if let Some((l, r)) = q.ahead.pop_front() {
+                return Some(Task::Ahead(l, r));
+            }
+            if let Some((f, opened)) = q.headers.pop_front() {
+                return Some(Task::Header(f, opened));
+            }
+            if let Some((l, r)) = q.take_piece() {
+                return Some(Task::Piece(l, r));
+            }
+            q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn run(&self, task: Task) -> Result<()> {
+        let counters = &self.tiers.counters;
+        let capacity = self.memo.capacity();
+        match task {
+            Task::Ahead(layout, range) => {
+                let bytes = self.memo.missing_bytes(&layout, range.clone());
+                if bytes == 0 {
+                    return Ok(());
+                }
+                // A stream's reader is reading now, so its room comes back soon; and it
+                // goes before plans whose readers may have gone elsewhere.
+                if let Some(mut r) =
+                    self.memo
+                        .reserve(counters, bytes, capacity, Duration::from_secs(1), true)
+                {
+                    self.memo
+                        .get(&self.tiers, &layout, range, Want::Ahead, Some(&mut r))?;
+                }
+            }
+            Task::Header(file, opened) => {
+                let layout = self.layouts.get(self.tiers.repo(), &file.hash, file.size)?;
+                if let Some(plan) = self.plan(layout, opened)? {
+                    self.lock().plans.push(plan);
+                    self.wake.notify_all();
+                }
+            }
+            Task::Piece(layout, range) => {
+                let bytes = self.memo.missing_bytes(&layout, range.clone());
+                if bytes == 0 {
+                    return Ok(());
+                }
+                match self.memo.reserve(
+                    counters,
+                    bytes,
+                    capacity - capacity / 4,
+                    Duration::from_millis(100),
+                    false,
+                ) {
+                    Some(mut r) => {
+                        self.memo
+                            .get(&self.tiers, &layout, range, Want::Ahead, Some(&mut r))?;
+                    }
+                    // No room yet: the piece goes back to the front of its plan.
+                    None => {
+                        let mut q = self.lock();
+                        if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == layout.hash) {
+                            p.pieces.push_front(range);
+                        }
                     }
                 }
-            });
+            }
+        }
+        Ok(())
     }
-    tx
+
+    /// Reads a `.safetensors` header and plans the tensors' chunks in offset order;
+    /// `None` when the file is not one (it is then read ahead like any other).
+    fn plan(&self, layout: Arc<Layout>, opened: bool) -> Result<Option<Plan>> {
+        let size = layout.obj.size;
+        let read = |start: u64, end: u64| -> Result<Vec<u8>> {
+            let range = layout.chunks_of(start, end);
+            let base = layout.start_of(range.start);
+            let chunks = self
+                .memo
+                .get(&self.tiers, &layout, range, Want::Ahead, None)?;
+            let mut out = Vec::with_capacity((end - start) as usize);
+            let mut at = base;
+            for c in &chunks {
+                let c_end = at + c.len() as u64;
+                out.extend_from_slice(
+                    &c[(start.max(at) - at) as usize..(end.min(c_end) - at) as usize],
+                );
+                at = c_end;
+            }
+            Ok(out)
+        };
+        let Some(n) = safetensors::header_len(&read(0, 8.min(size))?, size) else {
+            return Ok(None);
+        };
+        if n > self.memo.capacity() as u64 / 4 {
+            return Ok(None);
+        }
+        let Some(spans) = safetensors::tensor_spans(&read(8, 8 + n)?, size) else {
+            tracing::debug!("{} is not a safetensors file", layout.hash.hex());
+            return Ok(None);
+        };
+        let mut pieces = VecDeque::new();
+        let mut last = 0;
+        for s in spans {
+            let r = layout.chunks_of(s.start, s.end);
+            // Tensors that share a chunk: the chunk is planned once.
+            let r = r.start.max(last)..r.end;
+            if r.is_empty() {
+                continue;
+            }
+            last = r.end;
+            pieces.extend(layout.pieces(r, self.piece));
+        }
+        Ok(Some(Plan {
+            asked: vec![false; layout.len()],
+            layout,
+            pieces,
+            opened,
+        }))
+    }
+}
+
+impl Queue {
+    /// A piece of an opened plan, taking turns between them; else of the first sibling
+    /// plan. Finished plans are dropped.
+    fn take_piece(&mut self) -> Option<(Arc<Layout>, Range<usize>)> {
+        self.plans.retain(|p| !p.pieces.is_empty());
+        let opened: Vec<usize> = (0..self.plans.len())
+            .filter(|&i| self.plans[i].opened)
+            .collect();
+        let i = match opened.len() {
+            0 => 0,
+            n => {
+                self.turn = (self.turn + 1) % n;
+                opened[self.turn]
+            }
+        };
+        let plan = self.plans.get_mut(i)?;
+        loop {
+            let piece = plan.pieces.pop_front()?;
+            // What a reader asked for already is not read ahead again.
+            let start = piece.start + plan.asked[piece.clone()].iter().take_while(|a| **a).count();
+            if start < piece.end {
+                return Some((Arc::clone(&plan.layout), start..piece.end));
+            }
+        }
+    }
 }

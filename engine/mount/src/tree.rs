@@ -26,6 +26,8 @@ pub enum NodeKind {
         size: u64,
         hash: Hash,
         exec: bool,
+        /// A `.safetensors` file: read ahead by its header's plan.
+        tensors: bool,
     },
     Symlink {
         target: String,
@@ -114,6 +116,7 @@ impl Tree {
                         size: *size,
                         hash: *hash,
                         exec: *exec,
+                        tensors: name.ends_with(".safetensors"),
                     }
                 }
                 Entry::Symlink { target, .. } => NodeKind::Symlink {

@@ -44,6 +44,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         dir: dir.clone(),
                         cache: None,
                         cache_size: None,
+                        prefetch_memory: None,
                         foreground: false,
                         requested: Some(m.reference.clone()),
                     },

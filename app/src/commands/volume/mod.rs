@@ -83,6 +83,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             dir,
             cache,
             cache_size,
+            prefetch_memory,
             foreground,
             requested,
         } => super::mount::mount(
@@ -92,6 +93,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 dir,
                 cache,
                 cache_size,
+                prefetch_memory,
                 foreground,
                 requested,
             },

@@ -1,5 +1,7 @@
 //! The filesystem core, called directly (no kernel): what a mount would answer.
 
+mod readahead;
+
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
@@ -24,18 +26,26 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(|src| {
+        fs::create_dir_all(src.join("a/b/c/d/e/f")).unwrap();
+        fs::create_dir_all(src.join("empty-dir")).unwrap();
+        fs::write(src.join("zero"), b"").unwrap();
+        fs::write(src.join("small.txt"), b"hello").unwrap();
+        fs::write(src.join("a/b/c/d/e/f/deep.bin"), noise(300_000, 1)).unwrap();
+        fs::write(src.join("big.bin"), noise(3 << 20, 2)).unwrap();
+        std::os::unix::fs::symlink("small.txt", src.join("link")).unwrap();
+        fs::write(src.join("run.sh"), b"#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    })
+}
+
+/// A repository holding one version of what `make` writes into an empty folder.
+fn fixture_with(make: impl FnOnce(&Path)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
-    fs::create_dir_all(src.join("a/b/c/d/e/f")).unwrap();
-    fs::create_dir_all(src.join("empty-dir")).unwrap();
-    fs::write(src.join("zero"), b"").unwrap();
-    fs::write(src.join("small.txt"), b"hello").unwrap();
-    fs::write(src.join("a/b/c/d/e/f/deep.bin"), noise(300_000, 1)).unwrap();
-    fs::write(src.join("big.bin"), noise(3 << 20, 2)).unwrap();
-    std::os::unix::fs::symlink("small.txt", src.join("link")).unwrap();
-    fs::write(src.join("run.sh"), b"#!/bin/sh\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(src.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::create_dir_all(&src).unwrap();
+    make(&src);
     let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
     let vol = VolumeName::parse("t/mnt").unwrap();
     let report = push(
@@ -64,8 +74,13 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn fs(&self, cache: Option<Arc<ChunkCache>>) -> VolumeFs {
+        self.fs_with(cache, super::Limits::default())
+    }
+
+    fn fs_with(&self, cache: Option<Arc<ChunkCache>>, limits: super::Limits) -> VolumeFs {
         let opts = MountOptions {
             cache,
+            limits,
             ..MountOptions::default()
         };
         open_fs(Arc::clone(&self.repo), &self.vol, &self.digest, &opts).unwrap()

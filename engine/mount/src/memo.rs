@@ -1,0 +1,361 @@
+//! The mount's memory tier: chunks read recently or ahead of the readers, under one
+//! bound (`--prefetch-memory`) on the memory they hold.
+//!
+//! - Memory is held by buffers (one range read is one buffer, shared by its chunks), so
+//!   the bound counts each buffer once, whole, while any chunk of it is kept.
+//! - Read-ahead reserves its bytes before it fetches, and waits while the bound is
+//!   reached: it never holds more than the bound, however fast the origin and however
+//!   slow the reader. The peak is published (`memory_peak`) so tests and the Mounts
+//!   screen can see it.
+//! - Chunks read ahead and not asked for yet ("unread") are dropped last; dropping one
+//!   counts as read-ahead wasted, and the file it was read for is reported, so a plan
+//!   that runs ahead of a reader who went elsewhere stops.
+//! - The memo knows which chunks are being fetched, so a chunk is never fetched twice
+//!   at once: a second reader waits for the first fetch.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sealvol_core::digest::Hash;
+use sealvol_core::error::Result;
+use sealvol_core::read::{ChunkBytes, Chunks, Counters, Tiers, add};
+
+use crate::layout::Layout;
+
+/// Chunks readers asked for last, kept when read-ahead needs room.
+const KEEP_ASKED: usize = 16;
+
+/// Why chunks are fetched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// A reader is waiting for them.
+    Demand,
+    /// Read ahead; no reader asked yet.
+    Ahead,
+}
+
+struct Slot {
+    bytes: ChunkBytes,
+    tick: u64,
+    /// Read ahead for this file and not asked for since.
+    unread_for: Option<Hash>,
+}
+
+#[derive(Default)]
+struct Inner {
+    ready: HashMap<Hash, Slot>,
+    /// Use tick → chunk, oldest first: chunks a reader asked for, and chunks read ahead.
+    asked: BTreeMap<u64, Hash>,
+    unread: BTreeMap<u64, Hash>,
+    tick: u64,
+    /// Buffer identity → (its length, chunks of it kept).
+    buffers: HashMap<usize, (usize, u32)>,
+    /// Bytes of the buffers kept, and of fetches reserved and under way.
+    held: usize,
+    reserved: usize,
+    pending: HashSet<Hash>,
+    /// Files whose read-ahead was dropped unread since the last look.
+    wasted_for: HashSet<Hash>,
+}
+
+pub struct Memo {
+    inner: Mutex<Inner>,
+    /// A fetch finished.
+    done: Condvar,
+    /// Memory was given back (a reservation ended, unread chunks were asked for).
+    room: Condvar,
+    capacity: usize,
+}
+
+/// Bytes set aside for one read-ahead fetch; given back when the fetch ends (its chunks
+/// are then counted as kept instead).
+pub struct Reservation<'a> {
+    memo: &'a Memo,
+    bytes: usize,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.memo.lock().reserved -= self.bytes;
+            self.bytes = 0;
+            self.memo.room.notify_all();
+        }
+    }
+}
+
+impl Memo {
+    pub fn new(capacity: usize) -> Memo {
+        Memo {
+            inner: Mutex::new(Inner::default()),
+            done: Condvar::new(),
+            room: Condvar::new(),
+            capacity,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets `bytes` aside for a read-ahead fetch once the memory kept and reserved
+    /// leaves room for them under `limit` (at most the capacity), dropping chunks
+    /// readers have had (all but the last few, which a reader may be in the middle of)
+    /// and, if `over_unread`, chunks read ahead for other readers; `None` if there is
+    /// no room within `wait`.
+    pub fn reserve(
+        &self,
+        counters: &Counters,
+        bytes: usize,
+        limit: usize,
+        wait: Duration,
+        over_unread: bool,
+    ) -> Option<Reservation<'_>> {
+        let limit = limit.min(self.capacity);
+        let deadline = Instant::now() + wait;
+        let mut g = self.lock();
+        loop {
+            while g.held + g.reserved + bytes > limit && g.make_room(over_unread, counters) {}
+            if g.held + g.reserved + bytes <= limit {
+                g.reserved += bytes;
+                note_peak(&g, counters);
+                return Some(Reservation { memo: self, bytes });
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            g = self
+                .room
+                .wait_timeout(g, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Bytes of chunks `range` that are neither kept nor being fetched: what a
+    /// read-ahead of them would add.
+    pub fn missing_bytes(&self, layout: &Layout, range: Range<usize>) -> usize {
+        let g = self.lock();
+        layout.obj.chunks[range]
+            .iter()
+            .filter(|c| !g.ready.contains_key(&c.entry.hash) && !g.pending.contains(&c.entry.hash))
+            .map(|c| c.entry.stored_len as usize)
+            .sum()
+    }
+
+    /// Files whose read-ahead was dropped before anyone read it, since the last call.
+    pub fn take_wasted(&self) -> HashSet<Hash> {
+        std::mem::take(&mut self.lock().wasted_for)
+    }
+
+    /// Chunks `range` of a file: from memory, by waiting for a fetch under way, or by
+    /// fetching the missing ones (as coalesced runs) through the tiers. A read-ahead
+    /// passes its reservation, which its chunks take over as they are kept.
+    pub fn get(
+        &self,
+        tiers: &Tiers,
+        layout: &Layout,
+        range: Range<usize>,
+        want: Want,
+        mut reservation: Option<&mut Reservation<'_>>,
+    ) -> Result<Vec<ChunkBytes>> {
+        let chunks = &layout.obj.chunks;
+        let counters = &tiers.counters;
+        loop {
+            let mut g = self.lock();
+            let mut out = Vec::with_capacity(range.len());
+            let mut waiting = false;
+            let mut missing = Vec::new();
+            let mut woke = false;
+            for i in range.clone() {
+                let h = chunks[i].entry.hash;
+                if let Some((bytes, was_unread)) = g.touch(&h, want) {
+                    woke |= was_unread;
+                    out.push(Some(bytes));
+                } else {
+                    if g.pending.contains(&h) {
+                        waiting = true;
+                    } else {
+                        missing.push(i);
+                    }
+                    out.push(None);
+                }
+            }
+            if woke {
+                self.room.notify_all();
+            }
+            if waiting && missing.is_empty() {
+                drop(self.done.wait(g).unwrap_or_else(|p| p.into_inner()));
+                continue;
+            }
+            if missing.is_empty() {
+                if want == Want::Demand {
+                    add(&counters.memory_hits, range.len() as u64);
+                }
+                return Ok(out.into_iter().flatten().collect());
+            }
+            // Claim the missing chunks, fetch them unlocked, in runs of adjacent ones.
+            for &i in &missing {
+                g.pending.insert(chunks[i].entry.hash);
+            }
+            drop(g);
+            let fetched = fetch_runs(tiers, layout, &missing);
+            let mut g = self.lock();
+            for &i in &missing {
+                g.pending.remove(&chunks[i].entry.hash);
+            }
+            if let Some(r) = reservation.as_deref_mut() {
+                g.reserved -= r.bytes;
+                r.bytes = 0;
+            }
+            let unread_for = (want == Want::Ahead).then_some(layout.hash);
+            let result = fetched.map(|got| {
+                for (i, bytes) in got {
+                    if unread_for.is_some() {
+                        add(&counters.prefetched_bytes, bytes.len() as u64);
+                    }
+                    g.insert(chunks[i].entry.hash, bytes.clone(), unread_for);
+                    out[i - range.start] = Some(bytes);
+                }
+            });
+            while g.held + g.reserved > self.capacity && g.drop_oldest(counters) {}
+            note_peak(&g, counters);
+            drop(g);
+            self.done.notify_all();
+            self.room.notify_all();
+            result?;
+            if out.iter().all(Option::is_some) {
+                return Ok(out.into_iter().flatten().collect());
+            }
+            // Some chunks were being fetched by someone else: go round for them.
+        }
+    }
+}
+
+fn note_peak(g: &Inner, counters: &Counters) {
+    counters
+        .memory_peak
+        .fetch_max((g.held + g.reserved) as u64, Ordering::Relaxed);
+}
+
+fn fetch_runs(
+    tiers: &Tiers,
+    layout: &Layout,
+    missing: &[usize],
+) -> Result<Vec<(usize, ChunkBytes)>> {
+    let mut got = Vec::with_capacity(missing.len());
+    let mut k = 0;
+    while k < missing.len() {
+        let mut n = 1;
+        while k + n < missing.len() && missing[k + n] == missing[k] + n {
+            n += 1;
+        }
+        let run = missing[k]..missing[k] + n;
+        for (i, bytes) in run.clone().zip(tiers.fetch(&layout.obj, run)?) {
+            got.push((i, bytes));
+        }
+        k += n;
+    }
+    Ok(got)
+}
+
+impl Inner {
+    /// The chunk, now the most recently used; whether a reader's ask ended its being
+    /// unread.
+    fn touch(&mut self, h: &Hash, want: Want) -> Option<(ChunkBytes, bool)> {
+        self.tick += 1;
+        let tick = self.tick;
+        let slot = self.ready.get_mut(h)?;
+        let was_unread = slot.unread_for.is_some() && want == Want::Demand;
+        match slot.unread_for {
+            Some(_) if want == Want::Ahead => return Some((slot.bytes.clone(), false)),
+            Some(_) => {
+                self.unread.remove(&slot.tick);
+                slot.unread_for = None;
+            }
+            None => {
+                self.asked.remove(&slot.tick);
+            }
+        }
+        slot.tick = tick;
+        self.asked.insert(tick, *h);
+        Some((slot.bytes.clone(), was_unread))
+    }
+
+    fn insert(&mut self, h: Hash, bytes: ChunkBytes, unread_for: Option<Hash>) {
+        if self.ready.contains_key(&h) {
+            return;
+        }
+        self.tick += 1;
+        let (key, len) = bytes.buffer();
+        let buf = self.buffers.entry(key).or_insert((len, 0));
+        if buf.1 == 0 {
+            self.held += len;
+        }
+        buf.1 += 1;
+        match unread_for {
+            Some(_) => self.unread.insert(self.tick, h),
+            None => self.asked.insert(self.tick, h),
+        };
+        self.ready.insert(
+            h,
+            Slot {
+                bytes,
+                tick: self.tick,
+                unread_for,
+            },
+        );
+    }
+
+    /// Drops a chunk to make room for a read-ahead: one readers have had, but not one
+    /// of the last `KEEP_ASKED` (a reader moving through a chunk asks for it again),
+    /// else, if `over_unread`, the oldest chunk read ahead.
+    fn make_room(&mut self, over_unread: bool, counters: &Counters) -> bool {
+        let victim = if self.asked.len() > KEEP_ASKED {
+            self.asked.pop_first()
+        } else if over_unread {
+            self.unread.pop_first()
+        } else {
+            None
+        };
+        victim.is_some_and(|(_, h)| {
+            self.forget(&h, counters);
+            true
+        })
+    }
+
+    /// Drops the least recently used chunk readers have had, else the oldest chunk
+    /// read ahead; false when the memo is empty.
+    fn drop_oldest(&mut self, counters: &Counters) -> bool {
+        let victim = self.asked.pop_first().or_else(|| self.unread.pop_first());
+        victim.is_some_and(|(_, h)| {
+            self.forget(&h, counters);
+            true
+        })
+    }
+
+    /// Removes a chunk already taken out of its order; one never read counts as
+    /// read-ahead wasted.
+    fn forget(&mut self, h: &Hash, counters: &Counters) {
+        let Some(slot) = self.ready.remove(h) else {
+            return;
+        };
+        if let Some(file) = slot.unread_for {
+            add(&counters.prefetch_wasted_bytes, slot.bytes.len() as u64);
+            self.wasted_for.insert(file);
+        }
+        let (key, _) = slot.bytes.buffer();
+        if let Some(buf) = self.buffers.get_mut(&key) {
+            buf.1 -= 1;
+            if buf.1 == 0 {
+                self.held -= buf.0;
+                self.buffers.remove(&key);
+            }
+        }
+    }
+}
