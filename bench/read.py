@@ -131,7 +131,10 @@ def median_of(runs, fn):
     return statistics.median(xs), xs
 
 
-def measure_origin(o, runs, shard_name, v1, f16):
+ALL = ("dd", "safetensors", "walk", "warm", "rss", "ready", "rclone")
+
+
+def measure_origin(o, runs, shard_name, v1, f16, measures=ALL):
     r = {}
 
     def dd():
@@ -140,7 +143,8 @@ def measure_origin(o, runs, shard_name, v1, f16):
         o.unmount()
         return rate
 
-    r["dd"] = median_of(runs, dd)
+    if "dd" in measures:
+        r["dd"] = median_of(runs, dd)
 
     def loader(code, vol):
         def run():
@@ -150,8 +154,10 @@ def measure_origin(o, runs, shard_name, v1, f16):
             return secs
         return run
 
-    r["safetensors"] = median_of(runs, loader(SAFETENSORS, "bench/f16"))
-    r["walk"] = median_of(runs, loader(WALK, "bench/ckpt"))
+    if "safetensors" in measures:
+        r["safetensors"] = median_of(runs, loader(SAFETENSORS, "bench/f16"))
+    if "walk" in measures:
+        r["walk"] = median_of(runs, loader(WALK, "bench/ckpt"))
 
     def warm():
         mnt = o.cold("bench/ckpt")
@@ -162,11 +168,13 @@ def measure_origin(o, runs, shard_name, v1, f16):
         o.unmount()
         return rate
 
-    r["warm"] = median_of(runs, warm)
-    mnt = o.cold("bench/f16")
-    timed_child(SAFETENSORS, shards(mnt))
-    r["rss"] = vm_hwm(o.pid())
-    o.unmount()
+    if "warm" in measures:
+        r["warm"] = median_of(runs, warm)
+    if "rss" in measures:
+        mnt = o.cold("bench/f16")
+        timed_child(SAFETENSORS, shards(mnt))
+        r["rss"] = vm_hwm(o.pid())
+        o.unmount()
     return r
 
 
@@ -214,7 +222,9 @@ def main():
     ap.add_argument("--work", default="/var/tmp/sealvol-bench/read", type=Path)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--origins", default="local,s3")
+    ap.add_argument("--measures", default=",".join(ALL), help="a subset of " + ",".join(ALL))
     a = ap.parse_args()
+    measures = set(a.measures.split(","))
     bin = str(Path(a.sealvol).resolve())
     example = Path(bin).parent / "examples" / "repeat_version"
     for d in ("repo", "state-local", "state-s3", "cache-local", "cache-s3", "rc-cache", "moto"):
@@ -232,8 +242,8 @@ def main():
                                                         SEALVOL_STATE=str(a.work / "state-local")))
             o.push(v1, "bench/ckpt")
             o.push(f16, "bench/f16")
-            results["sealvol, local repository"] = measure_origin(o, a.runs, shard.name, v1, f16)
-            many = many_files_ready(o, a.work, a.runs, example) if example.exists() else {}
+            results["sealvol, local repository"] = measure_origin(o, a.runs, shard.name, v1, f16, measures)
+            many = many_files_ready(o, a.work, a.runs, example) if example.exists() and "ready" in measures else {}
         if "s3" in origins:
             (a.work / "moto").mkdir()
             moto = Moto(a.work / "moto")
@@ -250,7 +260,8 @@ def main():
             o = SealvolOrigin("s3", bin, a.work, env)
             o.push(v1, "bench/ckpt")
             o.push(f16, "bench/f16")
-            results["sealvol, repository on moto"] = measure_origin(o, a.runs, shard.name, v1, f16)
+            results["sealvol, repository on moto"] = measure_origin(o, a.runs, shard.name, v1, f16, measures)
+        if "s3" in origins and "rclone" in measures:
             sh("rclone", "copy", "--transfers", "4", str(v1), "moto:sealvol-read/rclone", env=env)
             mnt = a.work / "mnt-rclone"
 
@@ -267,22 +278,22 @@ def main():
                     umount(mnt)
                     p.wait()
             results["rclone mount --vfs-cache-mode off, moto"] = {"dd": median_of(a.runs, rclone_dd)}
-        local = local_walks(a.runs, v1, f16)
+        local = local_walks(a.runs, v1, f16) if measures & {"safetensors", "walk"} else {}
     finally:
         if moto:
             moto.proc.kill()
 
     gb = lambda m: "-" if m is None else f"{m[0] / 1e9:.2f} GB/s"
     s = lambda m: "-" if m is None else f"{m[0]:.2f} s"
-    rel = lambda m, base: "-" if m is None else f"{base[0] / m[0]:.2f} ×"
+    rel = lambda m, base: "-" if m is None or base is None else f"{base[0] / m[0]:.2f} ×"
     print(f"\nShard: {shard.name} ({shard.stat().st_size >> 20} MiB); version "
           f"{sum(p.stat().st_size for p in v1.iterdir()) / 2**30:.2f} GiB; median of {a.runs}\n")
     print("| reader | cold dd | safetensors load | vs local disk | mmap walk | vs local disk | warm read | peak RSS |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| local disk, page cache dropped | - | {s(local['safetensors'])} | 1 × | {s(local['walk'])} | 1 × | - | - |")
+    print(f"| local disk, page cache dropped | - | {s(local.get('safetensors'))} | 1 × | {s(local.get('walk'))} | 1 × | - | - |")
     for name, r in results.items():
-        print(f"| {name} | {gb(r.get('dd'))} | {s(r.get('safetensors'))} | {rel(r.get('safetensors'), local['safetensors'])} "
-              f"| {s(r.get('walk'))} | {rel(r.get('walk'), local['walk'])} | {gb(r.get('warm'))} "
+        print(f"| {name} | {gb(r.get('dd'))} | {s(r.get('safetensors'))} | {rel(r.get('safetensors'), local.get('safetensors'))} "
+              f"| {s(r.get('walk'))} | {rel(r.get('walk'), local.get('walk'))} | {gb(r.get('warm'))} "
               f"| {r['rss'] >> 20 if 'rss' in r else '-'} MiB |")
     if "local" in origins and many:
         print("\n| mount ready (to the first `ls`), local repository | seconds |\n| --- | ---: |")

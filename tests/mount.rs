@@ -406,8 +406,8 @@ fn a_damaged_origin_fails_reads_with_eio_not_wrong_bytes() {
     )
     .unwrap();
     assert!(
-        log.contains("fails its hash check"),
-        "the log says why: {log}"
+        log.contains("fails its hash check") && log.contains("read of w.bin at offset 0"),
+        "the log names the file, the offset and why: {log}"
     );
     // The mount wrote the damage down: a push of the same bytes now writes a fresh copy
     // instead of reusing the bad one, and the version reads back.
@@ -562,6 +562,36 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
         assert!(e.contains(says) && e.lines().count() <= 2, "{bound}: {e}");
         assert!(!is_mounted(&mnt));
     }
+    for timeout in ["0s", "2h"] {
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "mount",
+                "t/bad-input",
+                &s(&mnt),
+                "--read-timeout",
+                timeout,
+            ],
+        );
+        assert!(
+            e.contains("out of range") && e.contains("1s to 1h"),
+            "{timeout}: {e}"
+        );
+    }
+    let e = env.fails(
+        2,
+        &[
+            "volume",
+            "mount",
+            "t/bad-input",
+            &s(&mnt),
+            "--read-timeout",
+            "soon",
+        ],
+    );
+    assert!(e.contains("--read-timeout"), "{e}");
+    assert!(!is_mounted(&mnt));
     let e = env.fails(
         1,
         &[

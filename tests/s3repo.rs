@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::servers::{FailingServer, FaultProxy, Moto, bucket_vars};
-use common::{Env, assert_same_tree, noise, write};
+use common::servers::{FailingServer, FaultProxy, Moto, SlowProxy, bucket_vars};
+use common::{Env, assert_same_tree, noise, walk_files, write};
 use serde_json::Value;
 
 /// An environment whose repository is `address` on the S3 server at `endpoint`, with
@@ -577,4 +577,117 @@ fn a_version_on_a_bucket_mounts_and_reads_lazily() {
     }
     assert!(same.is_ok(), "the mounted version reads the pushed bytes");
     assert!(mounts.contains("w/mounted"), "{mounts}");
+}
+
+/// A version pushed straight to moto, and an environment that reaches the same bucket
+/// through `endpoint` (a proxy making faults) to mount it.
+fn pushed_for_mount(moto: &Moto, endpoint: &str, src: &Path) -> (Env, String) {
+    moto.seed(&["--bucket", "models"]);
+    let direct = bucket_env(&moto.endpoint(), "s3://models/repo");
+    direct.ok(&["init"]);
+    write(&src.join("small.txt"), b"small");
+    write(&src.join("big.bin"), &noise(24 << 20, 21));
+    let pinned = direct.push(src, "w/faults", &[]);
+    (bucket_env(endpoint, "s3://models/repo"), pinned)
+}
+
+fn unmount(env: &Env, at: &Path) {
+    if !env
+        .run(&["volume", "unmount", "--lazy", at.to_str().unwrap()])
+        .status
+        .success()
+    {
+        let _ = Command::new("fusermount3").arg("-u").arg(at).status();
+    }
+}
+
+fn mount_log(env: &Env) -> String {
+    walk_files(&env.state.join("mounts"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect()
+}
+
+/// The mount's count of failed reads, once it satisfies `done` (counters are published
+/// within 100 ms of a change) or after 2 s.
+fn mount_errors(env: &Env, done: impl Fn(u64) -> bool) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let v: Value = serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
+        let n = v["mounts"][0]["stats"]["errors"].as_u64().unwrap();
+        if done(n) || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_mount_reads_on_through_an_origin_that_keeps_cutting_connections() {
+    if !common::fuse_available() {
+        return;
+    }
+    let moto = Moto::start(&[]);
+    // Every connection is cut after 1 MiB: each 64 MiB range read is cut many times.
+    let proxy = SlowProxy::start_cutting(moto.port, 1 << 20);
+    let env0 = Env::new();
+    let src = env0.path("src");
+    let (env, pinned) = pushed_for_mount(&moto, &format!("http://127.0.0.1:{}", proxy.port), &src);
+    let at = env.path("mnt");
+    std::fs::create_dir_all(&at).unwrap();
+    env.ok(&["volume", "mount", &pinned, at.to_str().unwrap()]);
+    let got = std::fs::read(at.join("big.bin"));
+    let errors = mount_errors(&env, |_| false);
+    unmount(&env, &at);
+    assert!(
+        got.is_ok_and(|b| b == std::fs::read(src.join("big.bin")).unwrap()),
+        "every byte, read on across the cuts"
+    );
+    assert_eq!(errors, 0, "no read failed: {}", mount_log(&env));
+}
+
+#[test]
+fn a_read_that_cannot_reach_the_origin_fails_with_eio_at_its_read_timeout() {
+    if !common::fuse_available() {
+        return;
+    }
+    let moto = Moto::start(&[]);
+    let proxy = SlowProxy::start(moto.port, 0);
+    let env0 = Env::new();
+    let src = env0.path("src");
+    let (env, pinned) = pushed_for_mount(&moto, &format!("http://127.0.0.1:{}", proxy.port), &src);
+    let at = env.path("mnt");
+    std::fs::create_dir_all(&at).unwrap();
+    env.ok(&[
+        "volume",
+        "mount",
+        &pinned,
+        at.to_str().unwrap(),
+        "--read-timeout",
+        "3s",
+    ]);
+    let small = std::fs::read(at.join("small.txt"));
+    // Opened (its chunk list loaded) while the origin answers; then the origin goes
+    // away: connections are refused from now on.
+    let mut open = std::fs::File::open(at.join("big.bin")).unwrap();
+    drop(proxy);
+    let started = Instant::now();
+    let big = std::io::Read::read_to_end(&mut open, &mut Vec::new());
+    let took = started.elapsed();
+    let errors = mount_errors(&env, |n| n >= 1);
+    let log = mount_log(&env);
+    drop(open);
+    unmount(&env, &at);
+    assert_eq!(small.unwrap(), b"small");
+    assert_eq!(big.unwrap_err().raw_os_error(), Some(libc::EIO));
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(20),
+        "retried until the read timeout, then failed: {took:?}"
+    );
+    assert!(errors >= 1);
+    assert!(
+        log.contains("read of big.bin at offset 0") && log.contains("failed with EIO after"),
+        "the log names the file, the offset and the reason: {log}"
+    );
 }

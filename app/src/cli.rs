@@ -343,6 +343,9 @@ pub enum VolumeCommand {
         /// Memory for read-ahead and recent chunks, e.g. 256M [default: from config, else 1/32 of RAM, 64M to 512M]
         #[arg(long, value_name = "BYTES")]
         prefetch_memory: Option<String>,
+        /// How long a read waits for its bytes, retrying a failing origin, before it fails with EIO (1s to 1h)
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+        read_timeout: std::time::Duration,
         /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
         #[arg(long)]
         foreground: bool,

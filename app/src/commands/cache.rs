@@ -138,6 +138,7 @@ fn restore(
                     cache: None,
                     cache_size: None,
                     prefetch_memory: None,
+                    read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
                 },

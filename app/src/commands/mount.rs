@@ -31,6 +31,7 @@ pub struct Request {
     pub cache: Option<PathBuf>,
     pub cache_size: Option<String>,
     pub prefetch_memory: Option<String>,
+    pub read_timeout: Duration,
     pub foreground: bool,
     pub requested: Option<String>,
 }
@@ -58,6 +59,13 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
     .map(mount::Limits::check_memory)
     .transpose()?
     .unwrap_or(mount::Limits::default_memory() as usize);
+    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&req.read_timeout) {
+        return Err(Error::invalid(format!(
+            "--read-timeout {} is out of range",
+            humantime::format_duration(req.read_timeout)
+        ))
+        .hint("give 1s to 1h; the default, 60s, rides out an origin's bad minute"));
+    }
     let repo = Arc::new(ctx.open_repo(false)?);
     let digest = repo.resolve(&r)?;
     if !req.foreground {
@@ -110,6 +118,7 @@ fn serve(
     let signals = crate::signals::Signals::catch()?;
     let limits = mount::Limits {
         memory,
+        read_timeout: req.read_timeout,
         ..mount::Limits::for_origin(repo.concurrency())
     };
     let m = mount::mount(
@@ -237,6 +246,8 @@ fn spawn_background(
         .arg(cache_bytes.to_string())
         .arg("--prefetch-memory")
         .arg(memory.to_string())
+        .arg("--read-timeout")
+        .arg(format!("{}ms", req.read_timeout.as_millis()))
         .arg("--foreground")
         .arg("--requested")
         .arg(req.requested.as_deref().unwrap_or(&req.reference))

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use sealvol_core::digest::Hash;
-use sealvol_core::error::Result;
+use sealvol_core::error::{ErrorKind, Result};
 
 use sealvol_core::registry::Manifest;
 
@@ -83,6 +83,7 @@ impl AsRef<[u8]> for ReadData {
 }
 
 struct Handle {
+    ino: u64,
     hash: Hash,
     layout: Arc<Layout>,
     stream: Mutex<Stream>,
@@ -114,7 +115,14 @@ pub struct Limits {
     /// Files at least this large, once read whole, are kept whole in the node cache
     /// and served by passthrough afterwards. Smaller files gain little from it.
     pub passthrough_min: u64,
+    /// How long a read waits for its bytes (retrying a failing origin) before it fails
+    /// with `EIO` (`--read-timeout`).
+    pub read_timeout: Duration,
 }
+
+/// The read timeout when none is given: long enough to ride out an origin's bad
+/// minute, since a failed read under a memory map kills the loader with SIGBUS.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -125,6 +133,7 @@ impl Default for Limits {
             prefetch_piece: 4 << 20,
             first_window: crate::readahead::MIN_WINDOW,
             passthrough_min: 16 << 20,
+            read_timeout: DEFAULT_READ_TIMEOUT,
         }
     }
 }
@@ -193,6 +202,7 @@ pub struct VolumeFs {
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     passthrough_min: u64,
+    read_timeout: Duration,
     /// Whole files being written to the node cache now.
     keeping: Arc<Mutex<std::collections::HashSet<Hash>>>,
 }
@@ -227,6 +237,7 @@ impl VolumeFs {
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             passthrough_min: limits.passthrough_min,
+            read_timeout: limits.read_timeout,
             keeping: Default::default(),
         })
     }
@@ -341,10 +352,10 @@ impl VolumeFs {
             NodeKind::Dir { .. } => return Err(Errno::ISDIR),
             NodeKind::Symlink { .. } => return Err(Errno::INVAL),
         };
-        let layout = self.layout(&hash, size).map_err(|e| {
-            tracing::error!("open of inode {ino} failed: {e}");
-            Errno::IO
-        })?;
+        let layout = self.patiently(
+            || format!("open of {}", self.tree.path_of(ino)),
+            || self.layout(&hash, size),
+        )?;
         if tensors {
             self.prefetcher.plan_tensors(
                 FileRef { hash, size },
@@ -358,6 +369,7 @@ impl VolumeFs {
             .insert(
                 fh,
                 Arc::new(Handle {
+                    ino,
                     hash,
                     layout,
                     stream: Mutex::new(Stream::starting_at(self.first_window)),
@@ -514,14 +526,7 @@ impl VolumeFs {
         if !self.prefetcher.note_read(&layout.hash, first..last) && !prefetch.is_empty() {
             self.prefetcher.ahead(layout, prefetch);
         }
-        let chunks = self
-            .memo
-            .get(&self.tiers, layout, first..last, Want::Demand, None)
-            .map_err(|e| {
-                add(&counters.errors, 1);
-                tracing::error!("read failed: {e}");
-                Errno::IO
-            })?;
+        let chunks = self.demand(&handle, first..last, offset, end)?;
         add(&counters.bytes_served, end - offset);
         handle.read.fetch_add(end - offset, Ordering::Relaxed);
         let base = layout.start_of(first);
@@ -540,6 +545,70 @@ impl VolumeFs {
             at = c_end;
         }
         Ok(ReadData::Owned(out))
+    }
+
+    /// Chunks `range` for a reader of bytes `[offset, end)` of the handle's file.
+    fn demand(
+        &self,
+        handle: &Handle,
+        range: std::ops::Range<usize>,
+        offset: u64,
+        end: u64,
+    ) -> Result<Vec<ChunkBytes>, Errno> {
+        let what = || {
+            format!(
+                "read of {} at offset {offset} ({} bytes)",
+                self.tree.path_of(handle.ino),
+                end - offset
+            )
+        };
+        self.patiently(what, || {
+            self.memo.get(
+                &self.tiers,
+                &handle.layout,
+                range.clone(),
+                Want::Demand,
+                None,
+            )
+        })
+    }
+
+    /// Runs `op`, which needs the origin, for a reader: a failure that may pass (a
+    /// timeout, a reset, a 5xx) is tried again until the read timeout; then, or at once
+    /// for anything else (bytes that fail their hash on every copy), it fails with `EIO`,
+    /// logged with `what` (the file, the offset) and the reason, and counted.
+    fn patiently<T>(
+        &self,
+        what: impl Fn() -> String,
+        mut op: impl FnMut() -> Result<T>,
+    ) -> Result<T, Errno> {
+        let started = Instant::now();
+        let deadline = started + self.read_timeout;
+        let mut pause = Duration::from_millis(100);
+        let result = sealvol_core::deadline::within(deadline, || {
+            loop {
+                match op() {
+                    Err(e)
+                        if e.kind() == ErrorKind::Unavailable
+                            && Instant::now() + pause < deadline =>
+                    {
+                        tracing::warn!("{}: {e}; trying again", what());
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_secs(5));
+                    }
+                    other => return other,
+                }
+            }
+        });
+        result.map_err(|e| {
+            add(&self.tiers.counters.errors, 1);
+            tracing::error!(
+                "{} failed with EIO after {:.1} s: {e}",
+                what(),
+                started.elapsed().as_secs_f64()
+            );
+            Errno::IO
+        })
     }
 
     /// Read-ahead plans with pieces left to fetch.

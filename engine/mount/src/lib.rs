@@ -36,7 +36,7 @@ use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
 
-pub use fs::{Limits, VolumeFs};
+pub use fs::{DEFAULT_READ_TIMEOUT, Limits, VolumeFs};
 pub use sealvol_core::read::{TierStats, Tiers};
 
 pub struct MountOptions {
@@ -83,6 +83,7 @@ pub fn open_fs(
             prefetch_piece: opts.limits.prefetch_piece,
             first_window: opts.limits.first_window,
             passthrough_min: opts.limits.passthrough_min,
+            read_timeout: opts.limits.read_timeout,
         },
     )
 }

@@ -190,7 +190,18 @@ impl Memo {
                 self.room.notify_all();
             }
             if waiting && missing.is_empty() {
-                drop(self.done.wait(g).unwrap_or_else(|p| p.into_inner()));
+                // Another reader's fetch: wait for it, but not past this read's deadline.
+                match sealvol_core::deadline::left() {
+                    None => drop(self.done.wait(g).unwrap_or_else(|p| p.into_inner())),
+                    Some(left) if left.is_zero() => {
+                        return Err(sealvol_core::deadline::passed("a fetch under way"));
+                    }
+                    Some(left) => drop(
+                        self.done
+                            .wait_timeout(g, left)
+                            .unwrap_or_else(|p| p.into_inner()),
+                    ),
+                }
                 continue;
             }
             if missing.is_empty() {

@@ -169,6 +169,24 @@ impl Tree {
         }
     }
 
+    /// The path of inode `ino` inside the version, for messages (found by searching
+    /// each parent's children: only errors need it).
+    pub fn path_of(&self, ino: u64) -> String {
+        let mut parts = Vec::new();
+        let mut at = ino;
+        while at != ROOT {
+            let Some(node) = self.get(at) else { break };
+            if let Some(NodeKind::Dir { children }) = self.get(node.parent).map(|n| &n.kind)
+                && let Some((name, _)) = children.iter().find(|(_, c)| *c == at)
+            {
+                parts.push(name.as_str());
+            }
+            at = node.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
     /// Inodes, the root included.
     pub fn inodes(&self) -> u64 {
         self.nodes.len() as u64
@@ -232,6 +250,7 @@ mod tests {
         };
         let names: Vec<&str> = children.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["b", "l", "x"]);
+        assert_eq!(t.path_of(c), "a/b/c.bin");
     }
 
     #[test]

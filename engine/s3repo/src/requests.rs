@@ -78,17 +78,75 @@ impl Inner {
         )
     }
 
-    /// The object (or `len` bytes of it from `offset`) and its ETag.
+    /// The object (or `len` bytes of it from `offset`) and its ETag. A read cut short
+    /// (a reset connection, a network that drops long transfers) reads on from the
+    /// last byte that arrived, so a long range read finishes however often it is cut,
+    /// as long as each try brings bytes; a try that brings none is a failed attempt.
     pub(crate) async fn get(
         &self,
         key: &str,
         range: Option<(u64, u64)>,
     ) -> Result<Option<(Vec<u8>, ETag)>> {
+        let mut data = Vec::new();
+        let mut seen: Option<ETag> = None;
+        loop {
+            let from = data.len() as u64;
+            let part = match range {
+                Some((offset, len)) => Some((offset + from, Some(len - from))),
+                None if from == 0 => None,
+                None => Some((from, None)),
+            };
+            let Some((bytes, etag, cut)) = self.get_part(key, part).await? else {
+                if data.is_empty() {
+                    return Ok(None);
+                }
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{}{key}: it went away while it was read", self.shown),
+                ));
+            };
+            // Objects here are never rewritten; one that changes between tries is not
+            // read on from the middle.
+            if seen.as_ref().is_some_and(|s| *s != etag) {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{}{key}: it changed while it was read", self.shown),
+                ));
+            }
+            let progressed = !bytes.is_empty();
+            data.extend_from_slice(&bytes);
+            match cut {
+                None => return Ok(Some((data, etag))),
+                Some(_) if progressed => {
+                    tracing::debug!(
+                        "{}{key}: the read was cut after {} bytes; reading on from there",
+                        self.shown,
+                        data.len()
+                    );
+                }
+                Some(e) => return Err(e),
+            }
+            seen = Some(etag);
+        }
+    }
+
+    /// One GET of the object, or of `len` bytes (to its end if `None`) from `offset`:
+    /// what arrived, its ETag, and why it stopped short if it did.
+    async fn get_part(
+        &self,
+        key: &str,
+        range: Option<(u64, Option<u64>)>,
+    ) -> Result<Option<(Vec<u8>, ETag, Option<Error>)>> {
         let full = self.key(key);
-        retrying(&format!("{}{key}", self.shown), || async {
+        let what = format!("{}{key}", self.shown);
+        retrying(&what, || async {
             let mut req = self.client.get_object().bucket(&self.bucket).key(&full);
-            if let Some((offset, len)) = range {
-                req = req.range(format!("bytes={offset}-{}", offset + len - 1));
+            match range {
+                Some((offset, Some(len))) => {
+                    req = req.range(format!("bytes={offset}-{}", offset + len - 1));
+                }
+                Some((offset, None)) => req = req.range(format!("bytes={offset}-")),
+                None => {}
             }
             self.traffic.get();
             let out = match req.send().await {
@@ -96,15 +154,38 @@ impl Inner {
                 Err(e) => return self.fail("read", key, Expect::Maybe, e).absent(),
             };
             let etag = ETag(out.e_tag().unwrap_or_default().to_string());
-            let bytes = out.body.collect().await.map_err(|e| {
+            let expected = out.content_length().and_then(|n| usize::try_from(n).ok());
+            let mut body = out.body;
+            let mut bytes = Vec::with_capacity(expected.unwrap_or(0));
+            let cut = |detail: String| {
                 Error::new(
                     ErrorKind::Unavailable,
-                    format!("{}{key}: the read was cut: {e}", self.shown),
+                    format!("{what}: the read was cut: {detail}"),
                 )
-            })?;
-            let bytes = bytes.into_bytes().to_vec();
+            };
+            let mut stopped = None;
+            while let Some(piece) = body.next().await {
+                match piece {
+                    Ok(p) => bytes.extend_from_slice(&p),
+                    Err(e) => {
+                        stopped = Some(cut(e.to_string()));
+                        break;
+                    }
+                }
+            }
+            if stopped.is_none() && expected.is_some_and(|n| bytes.len() < n) {
+                stopped = Some(cut(format!(
+                    "{} of {} bytes",
+                    bytes.len(),
+                    expected.unwrap_or(0)
+                )));
+            }
             self.traffic.received(bytes.len() as u64);
-            Ok(Some((bytes, etag)))
+            match stopped {
+                // Nothing arrived: a failed attempt, retried with backoff.
+                Some(e) if bytes.is_empty() => Err(e),
+                stopped => Ok(Some((bytes, etag, stopped))),
+            }
         })
         .await
     }

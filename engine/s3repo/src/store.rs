@@ -88,7 +88,8 @@ impl S3Store {
         })
     }
 
-    /// Runs `f` on the store's runtime and waits for it.
+    /// Runs `f` on the store's runtime and waits for it, or until the calling
+    /// thread's deadline (a mount's read timeout), when the request is dropped.
     pub(crate) fn run<T, F, Fut>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -100,11 +101,21 @@ impl S3Store {
         };
         let fut = f(Arc::clone(&self.inner));
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        rt.spawn(async move {
+        let task = rt.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv()
-            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client stopped mid-request"))?
+        let stopped = || Error::new(ErrorKind::Io, "the S3 client stopped mid-request");
+        match sealvol_core::deadline::left() {
+            None => rx.recv().map_err(|_| stopped())?,
+            Some(left) => match rx.recv_timeout(left) {
+                Ok(r) => r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    task.abort();
+                    Err(sealvol_core::deadline::passed(&self.inner.shown))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
+            },
+        }
     }
 
     /// Sets the service's clock against ours from an object's `LastModified` (whole

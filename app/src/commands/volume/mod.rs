@@ -84,6 +84,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             cache,
             cache_size,
             prefetch_memory,
+            read_timeout,
             foreground,
             requested,
         } => super::mount::mount(
@@ -94,6 +95,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 cache,
                 cache_size,
                 prefetch_memory,
+                read_timeout,
                 foreground,
                 requested,
             },
