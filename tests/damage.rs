@@ -991,7 +991,10 @@ fn a_missing_summary_lists_from_the_manifest_and_repair_writes_it_again() {
         .unwrap();
     f.env.ok(&["volume", "versions", "t/base"]);
     let gc = f.env.ok(&["volume", "gc", "--json"]);
-    assert!(gc.contains("removed 1 summary object(s)"), "{gc}");
+    assert!(
+        gc.contains("removed 1 summary and listing object(s)"),
+        "{gc}"
+    );
     assert!(!orphan.exists());
     assert!(summary.exists());
     f.assert_verifies();

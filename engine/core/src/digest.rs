@@ -96,36 +96,14 @@ impl Entry {
 
 /// Computes the digest of entries that are already sorted bytewise by path.
 pub fn version_digest(entries: &[Entry]) -> Digest {
+    // The listing (`listing.rs`), hashed as it is made rather than held whole.
     let mut h = blake3::Hasher::new();
     h.update(LISTING_MAGIC);
+    let mut buf = Vec::with_capacity(256);
     for e in entries {
-        let put_str = |h: &mut blake3::Hasher, s: &str| {
-            h.update(&(s.len() as u32).to_le_bytes());
-            h.update(s.as_bytes());
-        };
-        match e {
-            Entry::File {
-                path,
-                size,
-                hash,
-                exec,
-            } => {
-                h.update(&[1]);
-                put_str(&mut h, path);
-                h.update(&[*exec as u8]);
-                h.update(&size.to_le_bytes());
-                h.update(&hash.0);
-            }
-            Entry::Symlink { path, target } => {
-                h.update(&[2]);
-                put_str(&mut h, path);
-                put_str(&mut h, target);
-            }
-            Entry::Dir { path } => {
-                h.update(&[3]);
-                put_str(&mut h, path);
-            }
-        }
+        buf.clear();
+        crate::listing::encode_entry(&mut buf, e);
+        h.update(&buf);
     }
     Digest(*h.finalize().as_bytes())
 }

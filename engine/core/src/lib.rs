@@ -18,6 +18,7 @@ pub mod error;
 pub mod files;
 pub mod gc;
 pub mod health;
+pub mod listing;
 pub mod objects;
 pub mod paths;
 pub mod progress;

@@ -769,8 +769,16 @@ impl Repository {
             if !live {
                 continue;
             }
-            // Sealed before: it keeps (or gets) its summary, unless a purge took the
-            // version meanwhile (between the check above and now), which is sealed anew.
+            // Sealed before: it keeps (or gets) its listing and summary, unless a purge
+            // took the version meanwhile (between the check above and now), which is
+            // sealed anew.
+            if self
+                .store()
+                .size(&crate::listing::listing_key(volume, &digest))?
+                .is_none()
+            {
+                self.put_listing(volume, &digest, &crate::listing::encode(&stored.entries))?;
+            }
             if self.summary(volume, &digest)?.is_none() {
                 match self.store().size(&key)? {
                     Some(size) => {
@@ -782,8 +790,9 @@ impl Repository {
             break false;
         };
         // After the manifest, before the tags: a crash in between leaves a version
-        // that lists from its manifest until one is written.
+        // that lists and mounts from its manifest until they are written.
         if sealed_new {
+            self.put_listing(volume, &digest, &crate::listing::encode(&manifest.entries))?;
             self.put_summary(volume, &manifest.summary(bytes.len() as u64), false)?;
         }
         self.barrier()?;

@@ -112,9 +112,9 @@ impl Repository {
     }
 }
 
-/// Summaries whose version is gone (its manifest purged or quarantined), older than
-/// `grace` by the store's clock: a seal writes its manifest before its summary, so a
-/// young one may belong to a seal still under way.
+/// Summaries and listings whose version is gone (its manifest purged or quarantined),
+/// older than `grace` by the store's clock: a seal writes its manifest before them, so
+/// a young one may belong to a seal still under way.
 pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
     let manifests: std::collections::HashSet<String> = repo
         .store()
@@ -123,19 +123,23 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
         .filter_map(|o| o.key.strip_prefix("manifests/").map(str::to_string))
         .collect();
     let now = repo.store().now()?;
-    Ok(repo
-        .store()
-        .list("summaries/")?
-        .into_iter()
-        .filter(|o| {
-            let old = o
-                .modified
-                .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace));
-            old && o
-                .key
-                .strip_prefix("summaries/")
-                .is_some_and(|rest| !manifests.contains(rest))
-        })
-        .map(|o| o.key)
-        .collect())
+    let mut out = Vec::new();
+    for prefix in ["summaries/", "listings/"] {
+        out.extend(
+            repo.store()
+                .list(prefix)?
+                .into_iter()
+                .filter(|o| {
+                    let old = o
+                        .modified
+                        .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace));
+                    old && o
+                        .key
+                        .strip_prefix(prefix)
+                        .is_some_and(|rest| !manifests.contains(rest))
+                })
+                .map(|o| o.key),
+        );
+    }
+    Ok(out)
 }

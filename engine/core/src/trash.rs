@@ -449,9 +449,10 @@ impl Repository {
                 self.barrier()?;
             }
         }
-        // Summary, then manifest: a record without a manifest is a finished purge,
+        // Listing and summary, then manifest: a record without a manifest is a finished purge,
         // never a manifest without its record (which would be a live version again);
         // a manifest without its summary still lists, a summary alone never does.
+        self.delete_listing(vol, d)?;
         self.delete_summary(vol, d)?;
         self.store().delete(&manifest_key(vol, d))?;
         self.barrier()?;

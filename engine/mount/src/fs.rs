@@ -10,12 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{ErrorKind, Result};
 
-use sealvol_core::registry::Manifest;
-
 use super::layout::{Layout, Layouts};
 use super::memo::{Memo, Want};
 use super::readahead::{FileRef, Prefetcher, Stream};
-use super::tree::{NodeKind, ROOT, Tree};
+use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
 use sealvol_core::read::{ChunkBytes, Tiers, add};
 
 /// An errno with the reason, for the log.
@@ -208,9 +206,14 @@ pub struct VolumeFs {
 }
 
 impl VolumeFs {
-    pub fn new(manifest: &Manifest, tiers: Arc<Tiers>, limits: Limits) -> Result<VolumeFs> {
-        let tree = Tree::build(&manifest.entries)?;
-        let mtime = humantime::parse_rfc3339(&manifest.created).unwrap_or(SystemTime::UNIX_EPOCH);
+    /// The filesystem of a version whose entries are `tree`, sealed at `created`.
+    pub fn new(
+        tree: Tree,
+        created: SystemTime,
+        tiers: Arc<Tiers>,
+        limits: Limits,
+    ) -> Result<VolumeFs> {
+        let mtime = created;
         let memo = Arc::new(Memo::new(limits.memory));
         tiers
             .counters
@@ -253,19 +256,15 @@ impl VolumeFs {
     pub fn getattr(&self, ino: u64) -> Result<Attr, Errno> {
         let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
         Ok(match &node.kind {
-            NodeKind::Dir { children } => Attr {
+            NodeKind::Dir(dir) => Attr {
                 ino,
                 kind: Kind::Dir,
                 size: 0,
                 perm: 0o555,
-                nlink: 2 + children
+                nlink: 2 + self
+                    .children(ino, dir)?
                     .iter()
-                    .filter(|(_, c)| {
-                        matches!(
-                            self.tree.get(*c).map(|n| &n.kind),
-                            Some(NodeKind::Dir { .. })
-                        )
-                    })
+                    .filter(|c| c.kind == ChildKind::Dir)
                     .count() as u32,
                 mtime: self.mtime,
             },
@@ -277,10 +276,10 @@ impl VolumeFs {
                 nlink: 1,
                 mtime: self.mtime,
             },
-            NodeKind::Symlink { target } => Attr {
+            NodeKind::Symlink { entry } => Attr {
                 ino,
                 kind: Kind::Symlink,
-                size: target.len() as u64,
+                size: self.tree.target(*entry).len() as u64,
                 perm: 0o777,
                 nlink: 1,
                 mtime: self.mtime,
@@ -288,49 +287,65 @@ impl VolumeFs {
         })
     }
 
+    /// A directory's children, worked out on first use; a version that contradicts
+    /// itself there (a path both a file and a directory) fails with `EIO`, logged.
+    fn children(&self, ino: u64, dir: &Dir) -> Result<Arc<Vec<Child>>, Errno> {
+        self.tree.children(ino, dir).map_err(|e| {
+            add(&self.tiers.counters.errors, 1);
+            tracing::error!("{e}");
+            Errno::IO
+        })
+    }
+
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr, Errno> {
-        match &self.tree.get(parent).ok_or(Errno::NOENT)?.kind {
-            NodeKind::Dir { .. } => {}
-            _ => return Err(Errno::NOTDIR),
-        }
-        let ino = self.tree.lookup(parent, name).ok_or(Errno::NOENT)?;
-        self.getattr(ino)
+        let node = self.tree.get(parent).ok_or(Errno::NOENT)?;
+        let NodeKind::Dir(dir) = &node.kind else {
+            return Err(Errno::NOTDIR);
+        };
+        let children = self.children(parent, dir)?;
+        let i = children
+            .binary_search_by(|c| c.name.as_bytes().cmp(name))
+            .map_err(|_| Errno::NOENT)?;
+        self.getattr(children[i].ino)
     }
 
     /// Entries from `offset` on, `.` and `..` first. Offsets are positions, stable for
     /// the life of the mount because the version never changes. Lazy: the kernel asks
     /// for a page at a time, and a large directory must not be rebuilt for each page.
-    pub fn readdir(
-        &self,
-        ino: u64,
-        offset: u64,
-    ) -> Result<impl Iterator<Item = DirEntry> + '_, Errno> {
+    pub fn readdir(&self, ino: u64, offset: u64) -> Result<impl Iterator<Item = DirEntry>, Errno> {
         let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
-        let NodeKind::Dir { children } = &node.kind else {
+        let NodeKind::Dir(dir) = &node.kind else {
             return Err(Errno::NOTDIR);
         };
+        let children = self.children(ino, dir)?;
         let parent = if ino == ROOT { ROOT } else { node.parent };
-        let dots = [(".", ino), ("..", parent)];
-        Ok(dots
-            .into_iter()
-            .chain(children.iter().map(|(n, i)| (n.as_str(), *i)))
-            .enumerate()
-            .skip(offset as usize)
-            .map(|(k, (name, child))| DirEntry {
-                ino: child,
-                kind: match self.tree.get(child).map(|n| &n.kind) {
-                    Some(NodeKind::Dir { .. }) => Kind::Dir,
-                    Some(NodeKind::Symlink { .. }) => Kind::Symlink,
-                    _ => Kind::File,
-                },
-                name: name.to_string(),
-                next: k as u64 + 1,
-            }))
+        let end = 2 + children.len() as u64;
+        Ok((offset.min(end)..end).map(move |k| {
+            let (name, ino, kind) = match k {
+                0 => (".".to_string(), ino, Kind::Dir),
+                1 => ("..".to_string(), parent, Kind::Dir),
+                _ => {
+                    let c = &children[k as usize - 2];
+                    let kind = match c.kind {
+                        ChildKind::Dir => Kind::Dir,
+                        ChildKind::File => Kind::File,
+                        ChildKind::Symlink => Kind::Symlink,
+                    };
+                    (c.name.clone(), c.ino, kind)
+                }
+            };
+            DirEntry {
+                ino,
+                kind,
+                name,
+                next: k + 1,
+            }
+        }))
     }
 
     pub fn readlink(&self, ino: u64) -> Result<&[u8], Errno> {
-        match &self.tree.get(ino).ok_or(Errno::NOENT)?.kind {
-            NodeKind::Symlink { target } => Ok(target.as_bytes()),
+        match self.tree.get(ino).ok_or(Errno::NOENT)?.kind {
+            NodeKind::Symlink { entry } => Ok(self.tree.target(entry).as_bytes()),
             _ => Err(Errno::INVAL),
         }
     }
@@ -349,7 +364,7 @@ impl VolumeFs {
                 tensors,
                 ..
             } => (*size, *hash, *tensors),
-            NodeKind::Dir { .. } => return Err(Errno::ISDIR),
+            NodeKind::Dir(_) => return Err(Errno::ISDIR),
             NodeKind::Symlink { .. } => return Err(Errno::INVAL),
         };
         let layout = self.patiently(
@@ -395,21 +410,20 @@ impl VolumeFs {
     /// The other `.safetensors` files of directory `dir`, those after `hash` in name
     /// order first (the order loaders open shards in), at most 64.
     fn sibling_tensors(&self, dir: u64, hash: &Hash) -> Vec<FileRef> {
-        let Some(NodeKind::Dir { children }) = self.tree.get(dir).map(|n| &n.kind) else {
+        let Some(node) = self.tree.get(dir) else {
+            return Vec::new();
+        };
+        let NodeKind::Dir(d) = &node.kind else {
+            return Vec::new();
+        };
+        let Ok(children) = self.tree.children(dir, d) else {
             return Vec::new();
         };
         let files: Vec<FileRef> = children
             .iter()
-            .filter_map(|(_, c)| match self.tree.get(*c).map(|n| &n.kind) {
-                Some(NodeKind::File {
-                    size,
-                    hash,
-                    tensors: true,
-                    ..
-                }) => Some(FileRef {
-                    hash: *hash,
-                    size: *size,
-                }),
+            .filter(|c| c.kind == ChildKind::File && c.name.ends_with(".safetensors"))
+            .filter_map(|c| match self.tree.get(c.ino)?.kind {
+                NodeKind::File { size, hash, .. } => Some(FileRef { hash, size }),
                 _ => None,
             })
             .collect();

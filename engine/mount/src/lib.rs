@@ -1,8 +1,8 @@
 //! Mount: a sealed version as a read-only FUSE filesystem, ready as soon as its
-//! manifest is read, whatever the volume's size. Bytes stream lazily through the
+//! listing is read, whatever the volume's size or file count. Bytes stream lazily through the
 //! memory tier (read-ahead), the node-disk cache and the origin repository.
 //!
-//! - `tree`: the inode table built from the manifest;
+//! - `tree`: the inode table, filled lazily from the version's listing;
 //! - `fs`: the filesystem core (plain Rust, errno results), tested without a kernel;
 //! - `layout`: a file's chunk list, loaded once and shared;
 //! - `memo`: the memory tier, under one bound on the memory it holds;
@@ -30,14 +30,17 @@ use std::process::Command;
 use std::sync::Arc;
 
 use fuser::{Config, MountOption, SessionACL};
+use std::time::SystemTime;
 
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+use sealvol_core::listing::Listing;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
 
 pub use fs::{DEFAULT_READ_TIMEOUT, Limits, VolumeFs};
 pub use sealvol_core::read::{TierStats, Tiers};
+use tree::Tree;
 
 pub struct MountOptions {
     pub cache: Option<Arc<ChunkCache>>,
@@ -71,10 +74,11 @@ pub fn open_fs(
     digest: &Digest,
     opts: &MountOptions,
 ) -> Result<VolumeFs> {
-    let manifest = repo.manifest(volume, digest)?;
+    let (tree, created) = read_version(&repo, volume, digest)?;
     let tiers = Arc::new(Tiers::new(repo, opts.cache.clone()));
     VolumeFs::new(
-        &manifest,
+        tree,
+        created,
         tiers,
         Limits {
             memory: opts.limits.memory,
@@ -86,6 +90,26 @@ pub fn open_fs(
             read_timeout: opts.limits.read_timeout,
         },
     )
+}
+
+/// A version's entries and when it was sealed: from its listing and summary, which
+/// are small and quick to read whatever the file count, else from its manifest (a
+/// version sealed before listings, or one whose listing is damaged).
+fn read_version(
+    repo: &Repository,
+    volume: &VolumeName,
+    digest: &Digest,
+) -> Result<(Tree, SystemTime)> {
+    let created = |s: &str| humantime::parse_rfc3339(s).unwrap_or(SystemTime::UNIX_EPOCH);
+    if let Some(summary) = repo.summary(volume, digest)?
+        && let Some(listing) = repo.listing(volume, digest)?
+    {
+        return Ok((Tree::new(listing), created(&summary.created)));
+    }
+    tracing::info!("vol:{volume}@{digest} has no listing yet; reading its manifest");
+    let manifest = repo.manifest(volume, digest)?;
+    let listing = Listing::from_entries(&manifest.entries)?;
+    Ok((Tree::new(listing), created(&manifest.created)))
 }
 
 /// Mounts `volume@digest` at `dir` and serves it from background threads until

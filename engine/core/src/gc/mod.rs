@@ -147,7 +147,7 @@ fn run(
         }
     }
 
-    // 2. The trash, and the summaries of versions that are gone.
+    // 2. The trash, and the summaries and listings of versions that are gone.
     let skip = purge_expired(repo, opts.dry_run, report)?;
     let orphans = crate::summary::orphans(repo, grace)?;
     if !orphans.is_empty() {
@@ -157,7 +157,7 @@ fn run(
             }
         }
         report.notes.push(format!(
-            "{} {} summary object(s) of versions that are gone",
+            "{} {} summary and listing object(s) of versions that are gone",
             if opts.dry_run {
                 "would remove"
             } else {

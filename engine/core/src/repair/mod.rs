@@ -18,7 +18,8 @@
 //!    at a version that is gone, is moved to the newest version in its history that is
 //!    readable (a move like any other), or quarantined when there is none.
 //! 9. A version whose summary is missing or disagrees with its manifest gets one
-//!    written from the manifest (`summary.rs`).
+//!    written from the manifest (`summary.rs`); so does one whose listing is missing or
+//!    does not hash to its digest (`listing.rs`).
 
 mod chunker;
 mod copies;
@@ -146,6 +147,13 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
             "write summary",
             key,
             "missing or disagreeing with its manifest; written from the manifest",
+        );
+    }
+    for key in r.repo.rebuild_listings(!write)? {
+        r.report.act(
+            "write listing",
+            key,
+            "missing or not hashing to its digest; written from the manifest",
         );
     }
     r.finish()

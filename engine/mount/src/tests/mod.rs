@@ -362,3 +362,43 @@ fn the_node_cache_serves_heals_and_outlives_the_origin() {
     assert_eq!(read_all(&fs3, "big.bin", 1 << 20), want);
     assert_eq!(fs3.tiers().counters.snapshot().origin_chunks, 0);
 }
+
+#[test]
+fn a_version_mounts_from_its_listing_and_else_from_its_manifest() {
+    let f = fixture();
+    let hex = f.digest.hex();
+    let listing = f.repo_dir().join("listings/t/mnt").join(&hex);
+    let manifest = f.repo_dir().join("manifests/t/mnt").join(&hex);
+    assert!(
+        listing.exists(),
+        "a seal writes the listing beside the manifest"
+    );
+    let names = |fs: &VolumeFs| -> Vec<String> {
+        fs.readdir(super::tree::ROOT, 0)
+            .unwrap()
+            .map(|e| e.name)
+            .collect()
+    };
+    let want = names(&f.fs(None));
+
+    // The listing alone is enough: a damaged manifest is not even read.
+    let good_manifest = fs::read(&manifest).unwrap();
+    fs::write(&manifest, b"{").unwrap();
+    let fs1 = f.fs(None);
+    assert_eq!(names(&fs1), want);
+    assert_eq!(read_all(&fs1, "small.txt", 4096), b"hello");
+    fs::write(&manifest, &good_manifest).unwrap();
+
+    // A damaged or missing listing: the manifest instead.
+    let mut bad = fs::read(&listing).unwrap();
+    let n = bad.len();
+    bad[n - 1] ^= 1;
+    fs::write(&listing, &bad).unwrap();
+    assert_eq!(names(&f.fs(None)), want);
+    fs::remove_file(&listing).unwrap();
+    assert_eq!(names(&f.fs(None)), want);
+    assert_eq!(
+        read_all(&f.fs(None), "big.bin", 1 << 20),
+        fs::read(f.src.join("big.bin")).unwrap()
+    );
+}
