@@ -271,6 +271,11 @@ impl Repository {
         }
     }
 
+    /// The size of a version's manifest, if it is there (one stat or HEAD).
+    pub fn manifest_size(&self, vol: &VolumeName, digest: &Digest) -> Result<Option<u64>> {
+        self.store().size(&crate::repo::manifest_key(vol, digest))
+    }
+
     /// Stores a version's listing unless one is there (a seal, or `repair`).
     pub(crate) fn put_listing(
         &self,

@@ -101,7 +101,11 @@ fn read_version(
     digest: &Digest,
 ) -> Result<(Tree, SystemTime)> {
     let created = |s: &str| humantime::parse_rfc3339(s).unwrap_or(SystemTime::UNIX_EPOCH);
+    // The manifest must be there, at the size its summary recorded: a version whose
+    // manifest is gone or damaged is not mounted from its listing (it is listed as
+    // damaged, and repair may quarantine it).
     if let Some(summary) = repo.summary(volume, digest)?
+        && repo.manifest_size(volume, digest)? == Some(summary.manifest_bytes)
         && let Some(listing) = repo.listing(volume, digest)?
     {
         return Ok((Tree::new(listing), created(&summary.created)));

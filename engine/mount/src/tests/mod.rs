@@ -381,12 +381,19 @@ fn a_version_mounts_from_its_listing_and_else_from_its_manifest() {
     };
     let want = names(&f.fs(None));
 
-    // The listing alone is enough: a damaged manifest is not even read.
+    // The listing is what is read: the manifest's bytes are not (only its size).
     let good_manifest = fs::read(&manifest).unwrap();
-    fs::write(&manifest, b"{").unwrap();
+    let mut scrambled = good_manifest.clone();
+    scrambled[1] = b'!';
+    fs::write(&manifest, &scrambled).unwrap();
     let fs1 = f.fs(None);
     assert_eq!(names(&fs1), want);
     assert_eq!(read_all(&fs1, "small.txt", 4096), b"hello");
+    fs::write(&manifest, &good_manifest).unwrap();
+    // A manifest cut short is damage: no mount from the listing then.
+    fs::write(&manifest, &good_manifest[..10]).unwrap();
+    let opts = MountOptions::default();
+    assert!(open_fs(Arc::clone(&f.repo), &f.vol, &f.digest, &opts).is_err());
     fs::write(&manifest, &good_manifest).unwrap();
 
     // A damaged or missing listing: the manifest instead.
