@@ -942,3 +942,85 @@ fn a_mapped_safetensors_file_is_read_ahead_within_the_memory_bound() {
     assert!(s["memory_hits"].as_u64().unwrap() > 0, "{m}");
     assert_eq!(s["errors"], 0, "{m}");
 }
+
+#[test]
+fn a_read_profile_recorded_by_one_mount_is_replayed_by_the_next() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    for (name, seed) in [("a.bin", 1), ("b.bin", 2), ("c.bin", 3)] {
+        write(&src.join(name), &noise(8 << 20, seed));
+    }
+    let pinned = env.push(&src, "t/profiled", &[]);
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+
+    // No mount has read it yet: nothing to save.
+    let e = env.fails(1, &["volume", "profile", "save", &pinned]);
+    assert!(
+        e.contains("has recorded a read order") && e.lines().count() <= 2,
+        "{e}"
+    );
+    let e = env.fails(1, &["volume", "profile", "save", "t/nope"]);
+    assert!(e.contains("t/nope"), "{e}");
+
+    // The first mount: the loader reads c.bin, then the first half of a.bin.
+    let mnt = env.path("mnt");
+    {
+        let _m = mount(&env, &pinned, &mnt, &[]);
+        fs::read(mnt.join("c.bin")).unwrap();
+        let mut head = vec![0; 4 << 20];
+        fs::File::open(mnt.join("a.bin"))
+            .unwrap()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        // Not lazily: the mount process writes its recording down as it ends.
+        env.ok(&["volume", "unmount", &s(&mnt)]);
+    }
+    let saved: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "profile", "save", &pinned, "--json"])).unwrap();
+    assert!(saved["chunks"].as_u64().unwrap() > 0, "{saved}");
+    assert!(
+        saved["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("profiles/t/profiled/"),
+        "{saved}"
+    );
+
+    // A second mount, on a cold cache, reads ahead in that order before anyone reads:
+    // c.bin first, then a.bin's head, and nothing of b.bin.
+    fs::remove_dir_all(env.path("cache")).unwrap();
+    let mnt2 = env.path("mnt2");
+    let _m2 = mount(&env, &pinned, &mnt2, &["--prefetch-memory", "64M"]);
+    let m = wait_stats(&env, &mnt2, |s| {
+        s["prefetched_bytes"].as_u64() >= Some(12 << 20)
+    });
+    // Until read-ahead is done: the counters stay still for half a second.
+    let mut before = m["stats"].clone();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = wait_stats(&env, &mnt2, |_| true)["stats"].clone();
+        if now == before {
+            break;
+        }
+        before = now;
+    }
+    assert!(
+        before["prefetched_bytes"].as_u64().unwrap() >= 12 << 20,
+        "the profile was replayed: {m}"
+    );
+    assert!(fs::read(mnt2.join("c.bin")).unwrap() == fs::read(src.join("c.bin")).unwrap());
+    let after = wait_stats(&env, &mnt2, |s| s["reads"] != before["reads"])["stats"].clone();
+    assert_eq!(
+        after["origin_bytes"], before["origin_bytes"],
+        "c.bin came from memory, read ahead in the profile's order: {after}"
+    );
+    assert!(fs::read(mnt2.join("b.bin")).unwrap() == fs::read(src.join("b.bin")).unwrap());
+    let last = wait_stats(&env, &mnt2, |s| s["origin_bytes"] != after["origin_bytes"]);
+    assert!(
+        last["stats"]["origin_bytes"].as_u64() > after["origin_bytes"].as_u64(),
+        "b.bin, not in the profile, came from the origin: {last}"
+    );
+}

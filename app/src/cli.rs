@@ -371,6 +371,10 @@ pub enum VolumeCommand {
         json: bool,
     },
 
+    /// Read profiles: the order a model's start-up reads a version in, replayed by later mounts.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+
     /// Move a version to the trash; it stays restorable for the retention window (7 days).
     #[command(
         after_help = "Examples:\n  sealvol volume delete weights/qwen3-8b@b3:9f3c1a2b\n  sealvol volume delete weights/qwen3-8b@9f3c1a2b --untag --yes\n\nA version a tag points at is refused: move the tag first, or pass --untag.\nA mount already serving the version keeps serving it until gc purges it."
@@ -451,6 +455,20 @@ pub enum VolumeCommand {
         /// Read some packs: N/T (run 1/T … T/T to cover everything) or P% (a random share).
         #[arg(long, value_name = "N/T|P%")]
         read_data_subset: Option<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCommand {
+    /// Store the read order this node's latest mount of REF recorded, beside the version.
+    #[command(
+        after_help = "Example:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  (start the model server once, so it loads the weights)\n  sealvol volume profile save weights/qwen3-8b:prod\n\nEvery later mount of that version, on any node, reads ahead in that order first.\nThe version stays sealed: a profile is advisory and never changes its digest."
+    )]
+    Save {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -167,6 +167,22 @@ fn serve(
     }
     ready.ok();
     let pid = rec.pid;
+    // The order readers first asked for chunks, kept for `volume profile save`:
+    // written at most once a second while it changes, and once more at the end.
+    let mut recorded = Instant::now();
+    let keep_recording = |m: &mount::Mount| {
+        if let Some(steps) = m.fs().recording() {
+            let r = records::Recording {
+                volume: volume.to_string(),
+                digest: digest.to_string(),
+                recorded: now_rfc3339(),
+                steps,
+            };
+            if let Err(e) = records::write_recording(&ctx.settings.state, digest, &r) {
+                tracing::warn!("cannot keep the read profile: {e}");
+            }
+        }
+    };
     let stopped = wait_for_stop(
         &m,
         signals,
@@ -174,8 +190,13 @@ fn serve(
         |stats| {
             rec.stats = stats;
             let _ = records::write(&dir, &rec);
+            if recorded.elapsed() >= Duration::from_secs(1) {
+                keep_recording(&m);
+                recorded = Instant::now();
+            }
         },
     );
+    keep_recording(&m);
     records::remove(&dir, rec.pid);
     let result = m.unmount();
     if !ctx.quiet {
@@ -469,5 +490,50 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
         ],
         &rows,
     )?;
+    Ok(())
+}
+
+/// `volume profile save REF`: stores the read order this node's latest mount of REF's
+/// version recorded.
+pub fn save_profile(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let repo = ctx.open_repo(true)?;
+    let digest = repo.resolve(&r)?;
+    let Some(rec) = records::read_recording(&ctx.settings.state, &digest)? else {
+        return Err(Error::not_found(format!(
+            "no mount of vol:{}@{} on this node has recorded a read order",
+            r.volume,
+            short_digest(&digest.to_string())
+        ))
+        .hint("mount the version, let the model load from it, then save"));
+    };
+    if rec.steps.is_empty() {
+        return Err(Error::not_found(format!(
+            "the mount of vol:{}@{} read nothing yet",
+            r.volume,
+            short_digest(&digest.to_string())
+        ))
+        .hint("let the model load from the mount, then save"));
+    }
+    let chunks: u64 = rec.steps.iter().map(|s| s.count as u64).sum();
+    let steps = rec.steps.len();
+    let key = repo.put_profile(&r.volume, &digest, rec.steps)?;
+    if as_json {
+        json(&serde_json::json!({
+            "volume": r.volume.to_string(),
+            "digest": digest.to_string(),
+            "key": key,
+            "steps": steps,
+            "chunks": chunks,
+            "recorded": rec.recorded,
+        }))?;
+    } else if !ctx.quiet {
+        println!(
+            "saved the read profile of vol:{}@{} ({chunks} chunk(s) in {steps} run(s), recorded {}) as {key}",
+            r.volume,
+            short_digest(&digest.to_string()),
+            rec.recorded
+        );
+    }
     Ok(())
 }

@@ -21,6 +21,7 @@ pub mod health;
 pub mod listing;
 pub mod objects;
 pub mod paths;
+pub mod profile;
 pub mod progress;
 pub mod pull;
 pub mod push;

@@ -112,7 +112,7 @@ impl Repository {
     }
 }
 
-/// Summaries and listings whose version is gone (its manifest purged or quarantined),
+/// Summaries, listings and profiles whose version is gone (its manifest purged or quarantined),
 /// older than `grace` by the store's clock: a seal writes its manifest before them, so
 /// a young one may belong to a seal still under way.
 pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
@@ -124,7 +124,7 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
         .collect();
     let now = repo.store().now()?;
     let mut out = Vec::new();
-    for prefix in ["summaries/", "listings/"] {
+    for prefix in ["summaries/", "listings/", "profiles/"] {
         out.extend(
             repo.store()
                 .list(prefix)?
@@ -133,10 +133,12 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
                     let old = o
                         .modified
                         .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace));
-                    old && o
-                        .key
-                        .strip_prefix(prefix)
-                        .is_some_and(|rest| !manifests.contains(rest))
+                    // A profile is one more level down: <ns>/<vol>/<digest>/<hash>.
+                    let version = o.key.strip_prefix(prefix).map(|rest| match prefix {
+                        "profiles/" => rest.rsplit_once('/').map_or(rest, |(v, _)| v),
+                        _ => rest,
+                    });
+                    old && version.is_some_and(|v| !manifests.contains(v))
                 })
                 .map(|o| o.key),
         );

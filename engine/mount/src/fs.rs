@@ -12,8 +12,10 @@ use sealvol_core::error::{ErrorKind, Result};
 
 use super::layout::{Layout, Layouts};
 use super::memo::{Memo, Want};
+use super::profile::Recorder;
 use super::readahead::{FileRef, Prefetcher, Stream};
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
+use sealvol_core::profile::Step;
 use sealvol_core::read::{ChunkBytes, Tiers, add};
 
 /// An errno with the reason, for the log.
@@ -195,6 +197,8 @@ pub struct VolumeFs {
     max_window: u64,
     first_window: u64,
     prefetcher: Prefetcher,
+    /// The order in which readers first asked for chunks (a read profile to save).
+    recorder: Recorder,
     /// Chunk lists are loaded on first open and shared while anything holds them.
     layouts: Arc<Layouts>,
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
@@ -236,6 +240,7 @@ impl VolumeFs {
             max_window: limits.max_window.min(limits.memory as u64 / 4),
             first_window: limits.first_window,
             prefetcher,
+            recorder: Recorder::default(),
             layouts,
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -536,6 +541,7 @@ impl VolumeFs {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .on_read(layout, offset, end - offset, self.max_window);
+        self.recorder.note(layout, first..last);
         // A file a plan reads ahead needs no stream read-ahead on top.
         if !self.prefetcher.note_read(&layout.hash, first..last) && !prefetch.is_empty() {
             self.prefetcher.ahead(layout, prefetch);
@@ -623,6 +629,17 @@ impl VolumeFs {
             );
             Errno::IO
         })
+    }
+
+    /// The order in which readers first asked for chunks, if it changed since the last
+    /// call: what `volume profile save` stores.
+    pub fn recording(&self) -> Option<Vec<Step>> {
+        self.recorder.take_changed()
+    }
+
+    /// Reads ahead in the order of a saved read profile.
+    pub fn replay(&self, steps: Vec<Step>) {
+        self.prefetcher.replay(steps);
     }
 
     /// Read-ahead plans with pieces left to fetch.

@@ -19,6 +19,7 @@ pub mod fs;
 mod fuse;
 pub mod layout;
 pub mod memo;
+pub mod profile;
 pub mod readahead;
 mod safetensors;
 pub mod table;
@@ -47,6 +48,8 @@ pub struct MountOptions {
     pub limits: Limits,
     /// Threads reading kernel requests.
     pub threads: usize,
+    /// Read ahead in the order of the version's newest saved read profile, if any.
+    pub replay: bool,
 }
 
 impl Default for MountOptions {
@@ -55,6 +58,7 @@ impl Default for MountOptions {
             cache: None,
             limits: Limits::default(),
             threads: 4,
+            replay: true,
         }
     }
 }
@@ -75,8 +79,16 @@ pub fn open_fs(
     opts: &MountOptions,
 ) -> Result<VolumeFs> {
     let (tree, created) = read_version(&repo, volume, digest)?;
+    // A profile is advisory: one that cannot be read only means less read ahead.
+    let profile = match opts.replay {
+        true => repo.profile(volume, digest).unwrap_or_else(|e| {
+            tracing::warn!("cannot read the read profile of vol:{volume}@{digest}: {e}");
+            None
+        }),
+        false => None,
+    };
     let tiers = Arc::new(Tiers::new(repo, opts.cache.clone()));
-    VolumeFs::new(
+    let fs = VolumeFs::new(
         tree,
         created,
         tiers,
@@ -89,7 +101,15 @@ pub fn open_fs(
             passthrough_min: opts.limits.passthrough_min,
             read_timeout: opts.limits.read_timeout,
         },
-    )
+    )?;
+    if let Some(p) = profile {
+        tracing::info!(
+            "reading ahead by the saved read profile ({} runs of chunks)",
+            p.steps.len()
+        );
+        fs.replay(p.steps);
+    }
+    Ok(fs)
 }
 
 /// A version's entries and when it was sealed: from its listing and summary, which

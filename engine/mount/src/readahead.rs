@@ -8,6 +8,8 @@
 //!   touches tensors in any order finds them in memory. Opening one shard plans its
 //!   siblings in the same directory too, fetched once the open ones have nothing left.
 //!   A plan whose chunks are dropped unread (the reader went elsewhere) stops.
+//! - A saved **read profile** is a plan too, over many files: the order in which the
+//!   version's readers first asked for its chunks on another mount.
 //! - Workers take reads of streams first, then headers, then pieces of plans, and every
 //!   fetch reserves its memory in the memo first, so read-ahead stays within the
 //!   mount's one bound (`--prefetch-memory`). Plans leave a quarter of it to streams.
@@ -19,6 +21,7 @@ use std::time::Duration;
 
 use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
+use sealvol_core::profile::Step;
 use sealvol_core::read::Tiers;
 
 use crate::layout::{Layout, Layouts};
@@ -89,19 +92,33 @@ pub struct FileRef {
     pub size: u64,
 }
 
+/// What a plan reads ahead: one file by its format, or a saved read profile.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PlanId {
+    File(Hash),
+    Profile,
+}
+
 struct Plan {
-    layout: Arc<Layout>,
-    pieces: VecDeque<Range<usize>>,
-    /// Chunks a reader has asked for: the plan skips them (it fell behind its reader).
+    id: PlanId,
+    /// The files it reads: chunks of one dropped unread stop it.
+    files: HashSet<Hash>,
+    pieces: VecDeque<(Arc<Layout>, Range<usize>)>,
+    /// A profile's steps whose chunk lists are not loaded yet.
+    steps: VecDeque<Step>,
+    /// A file plan's chunks a reader has asked for: the plan skips them (it fell
+    /// behind its reader).
     asked: Vec<bool>,
-    /// A reader has the file open (else it is a sibling of one that is).
+    /// A reader has the file open, or it is the profile of how readers start (else it
+    /// is a sibling of an open file).
     opened: bool,
 }
 
 enum Task {
     Ahead(Arc<Layout>, Range<usize>),
     Header(FileRef, bool),
-    Piece(Arc<Layout>, Range<usize>),
+    Piece(PlanId, Arc<Layout>, Range<usize>),
+    Step(PlanId, Step),
 }
 
 #[derive(Default)]
@@ -160,11 +177,6 @@ impl Prefetcher {
         Prefetcher { shared }
     }
 
-    /// The largest piece a read-ahead fetches at once.
-    pub fn piece(&self) -> u64 {
-        self.shared.piece
-    }
-
     /// Queues chunks `range` of a file that a stream will read next, in pieces; drops
     /// what does not fit in the queue rather than make a read wait.
     pub fn ahead(&self, layout: &Arc<Layout>, range: Range<usize>) {
@@ -185,7 +197,7 @@ impl Prefetcher {
     pub fn plan_tensors(&self, file: FileRef, siblings: &[FileRef]) {
         let mut q = self.shared.lock();
         if !q.planned.insert(file.hash) {
-            if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == file.hash) {
+            if let Some(p) = q.plans.iter_mut().find(|p| p.id == PlanId::File(file.hash)) {
                 p.opened = true;
             }
             for h in q.headers.iter_mut().filter(|h| h.0.hash == file.hash) {
@@ -203,12 +215,31 @@ impl Prefetcher {
         self.shared.wake.notify_all();
     }
 
+    /// Reads ahead in the order of a saved read profile: what readers of this version
+    /// asked for first, first.
+    pub fn replay(&self, steps: Vec<Step>) {
+        if steps.is_empty() {
+            return;
+        }
+        let mut q = self.shared.lock();
+        q.plans.push(Plan {
+            id: PlanId::Profile,
+            files: steps.iter().map(|s| s.file).collect(),
+            pieces: VecDeque::new(),
+            steps: steps.into(),
+            asked: Vec::new(),
+            opened: true,
+        });
+        drop(q);
+        self.shared.wake.notify_all();
+    }
+
     /// Notes that a reader asked for chunks `range` of file `hash`, so its plan skips
-    /// them; whether a plan reads the file ahead (or is about to), in which case a
-    /// stream over it would add nothing.
+    /// them; whether a plan reads the file ahead by its format (or is about to), in
+    /// which case a stream over it would add nothing.
     pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> bool {
         let mut q = self.shared.lock();
-        if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == *hash) {
+        if let Some(p) = q.plans.iter_mut().find(|p| p.id == PlanId::File(*hash)) {
             p.asked[range].iter_mut().for_each(|a| *a = true);
             return true;
         }
@@ -221,7 +252,7 @@ impl Prefetcher {
             .lock()
             .plans
             .iter()
-            .filter(|p| !p.pieces.is_empty())
+            .filter(|p| !p.pieces.is_empty() || !p.steps.is_empty())
             .count()
     }
 }
@@ -258,12 +289,9 @@ impl Shared {
             let wasted = self.memo.take_wasted();
             if !wasted.is_empty() {
                 q.plans.retain(|p| {
-                    let keep = !wasted.contains(&p.layout.hash);
+                    let keep = p.files.is_disjoint(&wasted);
                     if !keep {
-                        tracing::debug!(
-                            "read-ahead of file {} stopped: its reader went elsewhere",
-                            p.layout.hash.hex()
-                        );
+                        tracing::debug!("a read-ahead plan stopped: its reader went elsewhere");
                     }
                     keep
                 });
@@ -274,8 +302,8 @@ impl Shared {
             if let Some((f, opened)) = q.headers.pop_front() {
                 return Some(Task::Header(f, opened));
             }
-            if let Some((l, r)) = q.take_piece() {
-                return Some(Task::Piece(l, r));
+            if let Some(task) = q.take_piece() {
+                return Some(task);
             }
             q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
         }
@@ -307,7 +335,22 @@ impl Shared {
                     self.wake.notify_all();
                 }
             }
-            Task::Piece(layout, range) => {
+            Task::Step(id, step) => {
+                let layout = self.layouts.get(self.tiers.repo(), &step.file, step.size)?;
+                let first = (step.first as usize).min(layout.len());
+                let end = (first + step.count as usize).min(layout.len());
+                let pieces = layout.pieces(first..end, self.piece);
+                let mut q = self.lock();
+                // Steps are taken only once the plan's pieces are out, so appending
+                // keeps the profile's order.
+                if let Some(p) = q.plans.iter_mut().find(|p| p.id == id) {
+                    p.pieces
+                        .extend(pieces.into_iter().map(|piece| (Arc::clone(&layout), piece)));
+                }
+                drop(q);
+                self.wake.notify_all();
+            }
+            Task::Piece(id, layout, range) => {
                 let bytes = self.memo.missing_bytes(&layout, range.clone());
                 if bytes == 0 {
                     return Ok(());
@@ -326,8 +369,8 @@ impl Shared {
                     // No room yet: the piece goes back to the front of its plan.
                     None => {
                         let mut q = self.lock();
-                        if let Some(p) = q.plans.iter_mut().find(|p| p.layout.hash == layout.hash) {
-                            p.pieces.push_front(range);
+                        if let Some(p) = q.plans.iter_mut().find(|p| p.id == id) {
+                            p.pieces.push_front((layout, range));
                         }
                     }
                 }
@@ -377,22 +420,30 @@ impl Shared {
                 continue;
             }
             last = r.end;
-            pieces.extend(layout.pieces(r, self.piece));
+            pieces.extend(
+                layout
+                    .pieces(r, self.piece)
+                    .into_iter()
+                    .map(|p| (Arc::clone(&layout), p)),
+            );
         }
         Ok(Some(Plan {
+            id: PlanId::File(layout.hash),
+            files: HashSet::from([layout.hash]),
             asked: vec![false; layout.len()],
-            layout,
             pieces,
+            steps: VecDeque::new(),
             opened,
         }))
     }
 }
 
 impl Queue {
-    /// A piece of an opened plan, taking turns between them; else of the first sibling
-    /// plan. Finished plans are dropped.
-    fn take_piece(&mut self) -> Option<(Arc<Layout>, Range<usize>)> {
-        self.plans.retain(|p| !p.pieces.is_empty());
+    /// A piece (or a step to load) of an opened plan, taking turns between them; else
+    /// of the first sibling plan. Finished plans are dropped.
+    fn take_piece(&mut self) -> Option<Task> {
+        self.plans
+            .retain(|p| !p.pieces.is_empty() || !p.steps.is_empty());
         let opened: Vec<usize> = (0..self.plans.len())
             .filter(|&i| self.plans[i].opened)
             .collect();
@@ -404,13 +455,17 @@ impl Queue {
             }
         };
         let plan = self.plans.get_mut(i)?;
-        loop {
-            let piece = plan.pieces.pop_front()?;
+        while let Some((layout, piece)) = plan.pieces.pop_front() {
             // What a reader asked for already is not read ahead again.
-            let start = piece.start + plan.asked[piece.clone()].iter().take_while(|a| **a).count();
-            if start < piece.end {
-                return Some((Arc::clone(&plan.layout), start..piece.end));
+            let skip = match plan.asked.get(piece.clone()) {
+                Some(asked) => asked.iter().take_while(|a| **a).count(),
+                None => 0,
+            };
+            if piece.start + skip < piece.end {
+                return Some(Task::Piece(plan.id, layout, piece.start + skip..piece.end));
             }
         }
+        let step = plan.steps.pop_front()?;
+        Some(Task::Step(plan.id, step))
     }
 }

@@ -132,3 +132,47 @@ mod tests {
         assert!(!record_path(d.path(), rec.pid).exists());
     }
 }
+
+/// The order in which a mount's readers first asked for a version's chunks, kept on
+/// the node after the mount ends so `volume profile save` can store it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Recording {
+    pub volume: String,
+    pub digest: String,
+    pub recorded: String,
+    pub steps: Vec<sealvol_core::profile::Step>,
+}
+
+/// `<state>/profiles/<digest hex>.json`: the latest mount of a version records there.
+fn recording_path(state: &Path, digest: &sealvol_core::Digest) -> PathBuf {
+    state
+        .join("profiles")
+        .join(format!("{}.json", digest.hex()))
+}
+
+pub fn write_recording(state: &Path, digest: &sealvol_core::Digest, rec: &Recording) -> Result<()> {
+    let dir = state.join("profiles");
+    crate::private::dir(&dir)?;
+    let path = recording_path(state, digest);
+    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+    let json = serde_json::to_vec(rec).unwrap_or_default();
+    let _ = fs::remove_file(&tmp);
+    crate::private::create_new()
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &json))
+        .ctx("cannot write", &tmp)?;
+    fs::rename(&tmp, &path).ctx("cannot write", &path)
+}
+
+/// The recording of the latest mount of `digest` on this node, if there is one.
+pub fn read_recording(state: &Path, digest: &sealvol_core::Digest) -> Result<Option<Recording>> {
+    let path = recording_path(state, digest);
+    match fs::read(&path) {
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
+            sealvol_core::Error::corrupt(format!("{} is damaged: {e}", path.display()))
+                .hint("mount the version and read it again to record a new one")
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(sealvol_core::Error::io("cannot read", &path, e)),
+    }
+}

@@ -102,6 +102,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         ),
         VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
         VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
+        VolumeCommand::Profile(crate::cli::ProfileCommand::Save { reference, json }) => {
+            super::mount::save_profile(ctx, &reference, json)
+        }
         VolumeCommand::Delete {
             reference,
             untag,

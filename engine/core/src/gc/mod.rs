@@ -157,7 +157,7 @@ fn run(
             }
         }
         report.notes.push(format!(
-            "{} {} summary and listing object(s) of versions that are gone",
+            "{} {} summary, listing and profile object(s) of versions that are gone",
             if opts.dry_run {
                 "would remove"
             } else {
