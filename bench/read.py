@@ -18,6 +18,8 @@ node cache (an unmount drops the kernel's pages of a FUSE mount):
 - warm read: the shard read again from `open` after a remount, once the node cache
   keeps it whole;
 - peak RSS of the mount after the safetensors load of the whole version;
+- a second node's start-up: the cold safetensors load without, then with, the read
+  profile a first load recorded (`volume profile save`);
 - mount ready (to the first `ls`) for versions of 100,000 and 1,000,000 small files
   (local origin; sealed cheaply by engine/core/examples/repeat_version.rs);
 - on the S3 origin, `rclone mount --vfs-cache-mode off` of the same files, cold `dd`.
@@ -131,7 +133,7 @@ def median_of(runs, fn):
     return statistics.median(xs), xs
 
 
-ALL = ("dd", "safetensors", "walk", "warm", "rss", "ready", "rclone")
+ALL = ("dd", "safetensors", "walk", "warm", "rss", "ready", "profile", "rclone")
 
 
 def measure_origin(o, runs, shard_name, v1, f16, measures=ALL):
@@ -175,6 +177,16 @@ def measure_origin(o, runs, shard_name, v1, f16, measures=ALL):
         timed_child(SAFETENSORS, shards(mnt))
         r["rss"] = vm_hwm(o.pid())
         o.unmount()
+    if "profile" in measures:
+        # A second node's start-up: the same cold load, without and then with the read
+        # profile the first node's load recorded (saved between the two).
+        without = loader(SAFETENSORS, "bench/f16")
+        r["profile_without"] = median_of(runs, without)
+        mnt = o.cold("bench/f16")
+        timed_child(SAFETENSORS, shards(mnt))
+        o.unmount()
+        sh(o.bin, "volume", "profile", "save", "bench/f16", env=o.env)
+        r["profile_with"] = median_of(runs, without)
     return r
 
 
@@ -295,6 +307,11 @@ def main():
         print(f"| {name} | {gb(r.get('dd'))} | {s(r.get('safetensors'))} | {rel(r.get('safetensors'), local.get('safetensors'))} "
               f"| {s(r.get('walk'))} | {rel(r.get('walk'), local.get('walk'))} | {gb(r.get('warm'))} "
               f"| {r['rss'] >> 20 if 'rss' in r else '-'} MiB |")
+    if any("profile_with" in r for r in results.values()):
+        print("\n| second node start-up (cold safetensors load) | without a read profile | with one |\n| --- | ---: | ---: |")
+        for name, r in results.items():
+            if "profile_with" in r:
+                print(f"| {name} | {s(r['profile_without'])} | {s(r['profile_with'])} |")
     if "local" in origins and many:
         print("\n| mount ready (to the first `ls`), local repository | seconds |\n| --- | ---: |")
         for label, m in many.items():

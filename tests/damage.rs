@@ -992,10 +992,34 @@ fn a_missing_summary_lists_from_the_manifest_and_repair_writes_it_again() {
     f.env.ok(&["volume", "versions", "t/base"]);
     let gc = f.env.ok(&["volume", "gc", "--json"]);
     assert!(
-        gc.contains("removed 1 summary and listing object(s)"),
+        gc.contains("removed 1 summary, listing and profile object(s)"),
         "{gc}"
     );
     assert!(!orphan.exists());
     assert!(summary.exists());
+
+    // A listing (what mounts read) that is missing or damaged is written again by
+    // repair, byte for byte: it is the listing the digest hashes.
+    let listing = f.env.repo.join("listings/t/base").join(hex);
+    let good = std::fs::read(&listing).expect("a seal writes the listing");
+    std::fs::remove_file(&listing).unwrap();
+    let (ok, done) = f.repair(&[]);
+    assert!(ok, "{done}");
+    assert!(
+        done["report"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action"] == "write listing"),
+        "{done}"
+    );
+    assert_eq!(std::fs::read(&listing).unwrap(), good);
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n / 2] ^= 1;
+    std::fs::write(&listing, &bad).unwrap();
+    let (ok, _) = f.repair(&[]);
+    assert!(ok);
+    assert_eq!(std::fs::read(&listing).unwrap(), good);
     f.assert_verifies();
 }
