@@ -1,14 +1,16 @@
 //! Mount: a sealed version as a read-only FUSE filesystem, ready as soon as its
-//! listing is read, whatever the volume's size or file count. Bytes stream lazily through the
-//! memory tier (read-ahead), the node-disk cache and the origin repository.
+//! listing is read, whatever the volume's size or file count. Bytes stream lazily
+//! through the memory tier (read-ahead), the node-disk cache and the origin repository.
 //!
 //! - `tree`: the inode table, filled lazily from the version's listing;
 //! - `fs`: the filesystem core (plain Rust, errno results), tested without a kernel;
 //! - `layout`: a file's chunk list, loaded once and shared;
 //! - `memo`: the memory tier, under one bound on the memory it holds;
 //! - `readahead`: what is fetched before readers ask (streams, and plans from a
-//!   file's format, `safetensors`), over the core's read layer (node cache → origin,
-//!   coalesced, verified, counted);
+//!   file's format, `safetensors`, and saved read profiles), over the core's read
+//!   layer (node cache → origin, coalesced, verified, counted);
+//! - `profile`: the order readers first ask for chunks, recorded for
+//!   `volume profile save`;
 //! - `fuse`: the thin `fuser` adapter;
 //! - `table`: which directories the kernel has mounted.
 //!

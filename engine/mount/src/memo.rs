@@ -25,8 +25,11 @@ use sealvol_core::read::{ChunkBytes, Chunks, Counters, Tiers, add};
 
 use crate::layout::Layout;
 
-/// Chunks readers asked for last, kept when read-ahead needs room.
-const KEEP_ASKED: usize = 16;
+/// Chunks readers asked for last, kept when read-ahead needs room: two per MiB of the
+/// bound, 4 to 16 (a small bound cannot spare 16 chunks to readers' leftovers).
+fn keep_asked(capacity: usize) -> usize {
+    (capacity >> 19).clamp(4, 16)
+}
 
 /// Why chunks are fetched.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -122,7 +125,9 @@ impl Memo {
         let deadline = Instant::now() + wait;
         let mut g = self.lock();
         loop {
-            while g.held + g.reserved + bytes > limit && g.make_room(over_unread, counters) {}
+            while g.held + g.reserved + bytes > limit
+                && g.make_room(over_unread, self.capacity, counters)
+            {}
             if g.held + g.reserved + bytes <= limit {
                 g.reserved += bytes;
                 note_peak(&g, counters);
@@ -324,10 +329,10 @@ impl Inner {
     }
 
     /// Drops a chunk to make room for a read-ahead: one readers have had, but not one
-    /// of the last `KEEP_ASKED` (a reader moving through a chunk asks for it again),
+    /// of the last few (`keep_asked`; a reader moving through a chunk asks for it again),
     /// else, if `over_unread`, the oldest chunk read ahead.
-    fn make_room(&mut self, over_unread: bool, counters: &Counters) -> bool {
-        let victim = if self.asked.len() > KEEP_ASKED {
+    fn make_room(&mut self, over_unread: bool, capacity: usize, counters: &Counters) -> bool {
+        let victim = if self.asked.len() > keep_asked(capacity) {
             self.asked.pop_first()
         } else if over_unread {
             self.unread.pop_first()

@@ -101,6 +101,8 @@ enum PlanId {
 
 struct Plan {
     id: PlanId,
+    /// The file of a tensor plan.
+    layout: Option<Arc<Layout>>,
     /// The files it reads: chunks of one dropped unread stop it.
     files: HashSet<Hash>,
     pieces: VecDeque<(Arc<Layout>, Range<usize>)>,
@@ -112,6 +114,92 @@ struct Plan {
     /// A reader has the file open, or it is the profile of how readers start (else it
     /// is a sibling of an open file).
     opened: bool,
+    /// A `.safetensors` file's tensors, read ahead in the order its reader follows.
+    tensors: Option<TensorOrder>,
+}
+
+/// The two orders a loader reads a `.safetensors` file's tensors in: by name (what
+/// `safe_open(...).keys()` gives, and so torch, transformers and vLLM) or by offset (a
+/// walk of the header). The plan starts by name, counts which order the reader's steps
+/// from tensor to tensor follow, and keeps just ahead of the reader in that order: when
+/// the file is larger than the memory bound, reading ahead in the wrong order only
+/// fetches what gets dropped before it is read.
+struct TensorOrder {
+    /// Each tensor's chunks, in offset order.
+    spans: Vec<Range<usize>>,
+    /// Tensor indices in name order, and each tensor's place in it.
+    by_name: Vec<usize>,
+    name_rank: Vec<usize>,
+    by_offset: bool,
+    votes: (u32, u32),
+    /// The place (in the current order) of the next tensor to read ahead.
+    cursor: usize,
+    /// The tensor the reader was last in.
+    last: Option<usize>,
+    /// The reader asked for some of the file since read-ahead was last found dropped.
+    touched: bool,
+}
+
+impl TensorOrder {
+    fn new(spans: Vec<Range<usize>>, names: Vec<String>) -> TensorOrder {
+        let mut by_name: Vec<usize> = (0..spans.len()).collect();
+        by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        let mut name_rank = vec![0; spans.len()];
+        for (rank, &t) in by_name.iter().enumerate() {
+            name_rank[t] = rank;
+        }
+        TensorOrder {
+            spans,
+            by_name,
+            name_rank,
+            by_offset: false,
+            votes: (0, 0),
+            cursor: 0,
+            last: None,
+            touched: false,
+        }
+    }
+
+    fn at(&self, place: usize) -> usize {
+        if self.by_offset {
+            place
+        } else {
+            self.by_name[place]
+        }
+    }
+
+    fn place_of(&self, t: usize) -> usize {
+        if self.by_offset { t } else { self.name_rank[t] }
+    }
+
+    /// The next tensor to read ahead, if any.
+    fn next(&mut self) -> Option<usize> {
+        let t = (self.cursor < self.spans.len()).then(|| self.at(self.cursor))?;
+        self.cursor += 1;
+        Some(t)
+    }
+
+    /// The reader asked for chunk `c`: learn its order, and read ahead from the tensor
+    /// after the one it is in. Whether the plan moved (its queued pieces are stale).
+    fn reader_at(&mut self, c: usize) -> bool {
+        self.touched = true;
+        let t = self.spans.partition_point(|r| r.end <= c);
+        if t >= self.spans.len() || self.last == Some(t) {
+            return false;
+        }
+        if let Some(last) = self.last {
+            if t == last + 1 {
+                self.votes.0 += 1;
+            }
+            if self.name_rank[t] == self.name_rank[last] + 1 {
+                self.votes.1 += 1;
+            }
+            self.by_offset = self.votes.0 > self.votes.1;
+        }
+        self.last = Some(t);
+        self.cursor = self.place_of(t) + 1;
+        true
+    }
 }
 
 enum Task {
@@ -229,6 +317,8 @@ impl Prefetcher {
             steps: steps.into(),
             asked: Vec::new(),
             opened: true,
+            tensors: None,
+            layout: None,
         });
         drop(q);
         self.shared.wake.notify_all();
@@ -240,7 +330,13 @@ impl Prefetcher {
     pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> bool {
         let mut q = self.shared.lock();
         if let Some(p) = q.plans.iter_mut().find(|p| p.id == PlanId::File(*hash)) {
+            let first = range.start;
             p.asked[range].iter_mut().for_each(|a| *a = true);
+            if let Some(t) = &mut p.tensors
+                && t.reader_at(first)
+            {
+                p.pieces.clear();
+            }
             return true;
         }
         q.headers.iter().any(|h| h.0.hash == *hash)
@@ -252,7 +348,11 @@ impl Prefetcher {
             .lock()
             .plans
             .iter()
-            .filter(|p| !p.pieces.is_empty() || !p.steps.is_empty())
+            .filter(|p| {
+                !p.pieces.is_empty()
+                    || !p.steps.is_empty()
+                    || p.tensors.as_ref().is_some_and(|t| t.cursor < t.spans.len())
+            })
             .count()
     }
 }
@@ -288,8 +388,14 @@ impl Shared {
             }
             let wasted = self.memo.take_wasted();
             if !wasted.is_empty() {
-                q.plans.retain(|p| {
-                    let keep = p.files.is_disjoint(&wasted);
+                q.plans.retain_mut(|p| {
+                    // A tensor plan whose reader is still in its file (in another order
+                    // than planned) follows the reader instead of stopping.
+                    let following = p
+                        .tensors
+                        .as_mut()
+                        .is_some_and(|t| std::mem::take(&mut t.touched));
+                    let keep = p.files.is_disjoint(&wasted) || following;
                     if !keep {
                         tracing::debug!("a read-ahead plan stopped: its reader went elsewhere");
                     }
@@ -302,7 +408,7 @@ impl Shared {
             if let Some((f, opened)) = q.headers.pop_front() {
                 return Some(Task::Header(f, opened));
             }
-            if let Some(task) = q.take_piece() {
+            if let Some(task) = q.take_piece(self.piece) {
                 return Some(task);
             }
             q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
@@ -406,34 +512,23 @@ impl Shared {
         if n > self.memo.capacity() as u64 / 4 {
             return Ok(None);
         }
-        let Some(spans) = safetensors::tensor_spans(&read(8, 8 + n)?, size) else {
+        let Some(tensors) = safetensors::tensors(&read(8, 8 + n)?, size) else {
             tracing::debug!("{} is not a safetensors file", layout.hash.hex());
             return Ok(None);
         };
-        let mut pieces = VecDeque::new();
-        let mut last = 0;
-        for s in spans {
-            let r = layout.chunks_of(s.start, s.end);
-            // Tensors that share a chunk: the chunk is planned once.
-            let r = r.start.max(last)..r.end;
-            if r.is_empty() {
-                continue;
-            }
-            last = r.end;
-            pieces.extend(
-                layout
-                    .pieces(r, self.piece)
-                    .into_iter()
-                    .map(|p| (Arc::clone(&layout), p)),
-            );
-        }
+        let (names, spans): (Vec<String>, Vec<Range<usize>>) = tensors
+            .into_iter()
+            .map(|(name, r)| (name, layout.chunks_of(r.start, r.end)))
+            .unzip();
         Ok(Some(Plan {
             id: PlanId::File(layout.hash),
             files: HashSet::from([layout.hash]),
             asked: vec![false; layout.len()],
-            pieces,
+            pieces: VecDeque::new(),
             steps: VecDeque::new(),
             opened,
+            tensors: Some(TensorOrder::new(spans, names)),
+            layout: Some(layout),
         }))
     }
 }
@@ -441,9 +536,12 @@ impl Shared {
 impl Queue {
     /// A piece (or a step to load) of an opened plan, taking turns between them; else
     /// of the first sibling plan. Finished plans are dropped.
-    fn take_piece(&mut self) -> Option<Task> {
-        self.plans
-            .retain(|p| !p.pieces.is_empty() || !p.steps.is_empty());
+    fn take_piece(&mut self, piece_bytes: u64) -> Option<Task> {
+        self.plans.retain(|p| {
+            !p.pieces.is_empty()
+                || !p.steps.is_empty()
+                || p.tensors.as_ref().is_some_and(|t| t.cursor < t.spans.len())
+        });
         let opened: Vec<usize> = (0..self.plans.len())
             .filter(|&i| self.plans[i].opened)
             .collect();
@@ -455,6 +553,18 @@ impl Queue {
             }
         };
         let plan = self.plans.get_mut(i)?;
+        if plan.pieces.is_empty()
+            && let (Some(order), Some(layout)) = (&mut plan.tensors, &plan.layout)
+            && let Some(t) = order.next()
+        {
+            let span = order.spans[t].clone();
+            plan.pieces.extend(
+                layout
+                    .pieces(span, piece_bytes)
+                    .into_iter()
+                    .map(|p| (Arc::clone(layout), p)),
+            );
+        }
         while let Some((layout, piece)) = plan.pieces.pop_front() {
             // What a reader asked for already is not read ahead again.
             let skip = match plan.asked.get(piece.clone()) {

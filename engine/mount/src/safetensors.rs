@@ -19,14 +19,14 @@ pub fn header_len(first: &[u8], file_size: u64) -> Option<u64> {
     (n > 1 && n <= MAX_HEADER && 8 + n <= file_size).then_some(n)
 }
 
-/// The byte ranges (in the file) of the tensors the header names, ordered by offset,
-/// with ranges that touch merged. `None` when the header is not one: the caller then
+/// The tensors the header names, with their byte ranges in the file, ordered by
+/// offset (empty ones left out). `None` when the header is not one: the caller then
 /// reads the file ahead as it would any other.
-pub fn tensor_spans(header: &[u8], file_size: u64) -> Option<Vec<Range<u64>>> {
+pub fn tensors(header: &[u8], file_size: u64) -> Option<Vec<(String, Range<u64>)>> {
     let map: BTreeMap<String, serde_json::Value> = serde_json::from_slice(header).ok()?;
     let base = 8 + header.len() as u64;
-    let mut spans = Vec::with_capacity(map.len());
-    for (name, v) in &map {
+    let mut out = Vec::with_capacity(map.len());
+    for (name, v) in map {
         if name == "__metadata__" {
             continue;
         }
@@ -39,18 +39,11 @@ pub fn tensor_spans(header: &[u8], file_size: u64) -> Option<Vec<Range<u64>>> {
             return None;
         }
         if e > b {
-            spans.push(base + b..base + e);
+            out.push((name, base + b..base + e));
         }
     }
-    spans.sort_unstable_by_key(|r| r.start);
-    let mut merged: Vec<Range<u64>> = Vec::with_capacity(spans.len());
-    for s in spans {
-        match merged.last_mut() {
-            Some(last) if s.start <= last.end => last.end = last.end.max(s.end),
-            _ => merged.push(s),
-        }
-    }
-    Some(merged)
+    out.sort_by_key(|(_, r)| r.start);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -58,15 +51,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spans_follow_offsets_not_names_and_merge_when_they_touch() {
+    fn tensors_come_in_offset_order_with_their_names() {
         let h = br#"{"__metadata__":{"format":"pt"},
             "b":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},
             "a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]},
             "c":{"dtype":"F16","shape":[2],"data_offsets":[16,20]},
             "empty":{"dtype":"F16","shape":[0],"data_offsets":[20,20]}}"#;
         let base = 8 + h.len() as u64;
-        let spans = tensor_spans(h, base + 20).unwrap();
-        assert_eq!(spans, vec![base..base + 8, base + 16..base + 20]);
+        let got = tensors(h, base + 20).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("b".to_string(), base..base + 4),
+                ("a".to_string(), base + 4..base + 8),
+                ("c".to_string(), base + 16..base + 20)
+            ]
+        );
     }
 
     #[test]
@@ -87,12 +87,7 @@ mod tests {
             br#"{"a":{"dtype":"F16"}}"#,
             br#"[1,2]"#,
         ] {
-            assert_eq!(
-                tensor_spans(bad, 200),
-                None,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+            assert_eq!(tensors(bad, 200), None, "{}", String::from_utf8_lossy(bad));
         }
     }
 }

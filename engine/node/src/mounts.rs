@@ -38,16 +38,22 @@ fn record_path(dir: &Path, pid: u32) -> PathBuf {
 }
 
 pub fn write(dir: &Path, rec: &MountRecord) -> Result<()> {
-    crate::private::dir(dir)?;
-    let path = record_path(dir, rec.pid);
-    let tmp = dir.join(format!(".{}.tmp", rec.pid));
     let json = serde_json::to_vec_pretty(rec).unwrap_or_default();
+    replace(dir, &record_path(dir, rec.pid), &json)
+}
+
+/// Writes `path` in `dir` (private to this user) whole or not at all: a reader sees
+/// the old file or the new one, never half of one.
+fn replace(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    crate::private::dir(dir)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = fs::remove_file(&tmp);
     crate::private::create_new()
         .open(&tmp)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &json))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
         .ctx("cannot write", &tmp)?;
-    fs::rename(&tmp, &path).ctx("cannot write", &path)
+    fs::rename(&tmp, path).ctx("cannot write", path)
 }
 
 pub fn remove(dir: &Path, pid: u32) {
@@ -151,17 +157,12 @@ fn recording_path(state: &Path, digest: &sealvol_core::Digest) -> PathBuf {
 }
 
 pub fn write_recording(state: &Path, digest: &sealvol_core::Digest, rec: &Recording) -> Result<()> {
-    let dir = state.join("profiles");
-    crate::private::dir(&dir)?;
-    let path = recording_path(state, digest);
-    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
     let json = serde_json::to_vec(rec).unwrap_or_default();
-    let _ = fs::remove_file(&tmp);
-    crate::private::create_new()
-        .open(&tmp)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &json))
-        .ctx("cannot write", &tmp)?;
-    fs::rename(&tmp, &path).ctx("cannot write", &path)
+    replace(
+        &state.join("profiles"),
+        &recording_path(state, digest),
+        &json,
+    )
 }
 
 /// The recording of the latest mount of `digest` on this node, if there is one.

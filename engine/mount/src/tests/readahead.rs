@@ -220,3 +220,37 @@ fn a_reader_that_seeks_around_gets_no_read_ahead() {
     assert_eq!(s.prefetched_bytes, 0, "{s:?}");
     assert!(s.reads >= 200);
 }
+
+#[test]
+fn a_loader_that_reads_tensors_by_name_is_followed_in_that_order() {
+    let (f, want, spans) = tensors_fixture();
+    let bound = 4 << 20;
+    let fs = f.fs_with(None, small_memory(bound));
+    let fh = fs
+        .open(resolve(&fs, "model.safetensors").unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    read_range(&fs, fh, 0, spans[0].0);
+    // Tensor i is named w{(i*7)%48}: by name, the reader jumps around the file, as
+    // `safe_open(...).keys()` makes a loader do.
+    let mut by_name: Vec<usize> = (0..spans.len()).collect();
+    by_name.sort_by_key(|&i| (i * 7) % spans.len());
+    for &i in &by_name {
+        let (b, e) = spans[i];
+        assert!(read_range(&fs, fh, b, e) == want[b as usize..e as usize]);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let s = stats(&fs);
+    assert!(
+        s.memory_hits * 2 > s.origin_chunks,
+        "most reads were read ahead in the reader's order: {s:?}"
+    );
+    // A chunk that straddles two tensors far apart by name is fetched again for the
+    // second when the bound has dropped it (under a real mount the kernel's page cache
+    // holds those pages); nothing else is.
+    assert!(
+        s.origin_bytes <= want.len() as u64 * 3 / 2,
+        "little was fetched twice: {s:?}"
+    );
+    assert!(s.memory_peak <= bound as u64, "{s:?}");
+}
