@@ -140,6 +140,9 @@ struct TensorOrder {
     touched: bool,
 }
 
+/// How many tensors forward one read may pass over and still count as a step.
+const STEP: usize = 4;
+
 impl TensorOrder {
     fn new(spans: Vec<Range<usize>>, names: Vec<String>) -> TensorOrder {
         let mut by_name: Vec<usize> = (0..spans.len()).collect();
@@ -179,7 +182,7 @@ impl TensorOrder {
         Some(t)
     }
 
-    /// The reader asked for chunk `c`: learn its order, and read ahead from the tensor
+    /// The reader asked for chunks up to `c`: learn its order, and read ahead from the tensor
     /// after the one it is in. Whether the plan moved (its queued pieces are stale).
     fn reader_at(&mut self, c: usize) -> bool {
         self.touched = true;
@@ -187,11 +190,14 @@ impl TensorOrder {
         if t >= self.spans.len() || self.last == Some(t) {
             return false;
         }
+        // A step forward by a few tensors in one order is a vote for it: the kernel
+        // asks for up to a few MiB at once, which can pass over whole tensors.
+        let ahead = |from: usize, to: usize| to > from && to - from <= STEP;
         if let Some(last) = self.last {
-            if t == last + 1 {
+            if ahead(last, t) {
                 self.votes.0 += 1;
             }
-            if self.name_rank[t] == self.name_rank[last] + 1 {
+            if ahead(self.name_rank[last], self.name_rank[t]) {
                 self.votes.1 += 1;
             }
             self.by_offset = self.votes.0 > self.votes.1;
@@ -330,10 +336,11 @@ impl Prefetcher {
     pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> bool {
         let mut q = self.shared.lock();
         if let Some(p) = q.plans.iter_mut().find(|p| p.id == PlanId::File(*hash)) {
-            let first = range.start;
+            // Where the read ends is where the reader goes on from.
+            let last = range.end.saturating_sub(1);
             p.asked[range].iter_mut().for_each(|a| *a = true);
             if let Some(t) = &mut p.tensors
-                && t.reader_at(first)
+                && t.reader_at(last)
             {
                 p.pieces.clear();
             }
