@@ -175,6 +175,11 @@ impl TensorOrder {
         if self.by_offset { t } else { self.name_rank[t] }
     }
 
+    /// The tensor `next` would give.
+    fn peek(&self) -> Option<usize> {
+        (self.cursor < self.spans.len()).then(|| self.at(self.cursor))
+    }
+
     /// The next tensor to read ahead, if any.
     fn next(&mut self) -> Option<usize> {
         let t = (self.cursor < self.spans.len()).then(|| self.at(self.cursor))?;
@@ -564,7 +569,17 @@ impl Queue {
             && let (Some(order), Some(layout)) = (&mut plan.tensors, &plan.layout)
             && let Some(t) = order.next()
         {
-            let span = order.spans[t].clone();
+            // The tensors next in the order that follow on in the file join this one,
+            // up to a piece: a range read per tensor would cost a round trip per 2 MiB.
+            let mut span = order.spans[t].clone();
+            while let Some(u) = order.peek()
+                && order.spans[u].start <= span.end
+                && order.spans[u].end >= span.end
+                && layout.start_of(order.spans[u].end) - layout.start_of(span.start) <= piece_bytes
+            {
+                span.end = order.spans[u].end;
+                order.cursor += 1;
+            }
             plan.pieces.extend(
                 layout
                     .pieces(span, piece_bytes)
