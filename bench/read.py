@@ -34,7 +34,10 @@ from s3 import Moto  # noqa: E402
 
 
 def sh(*args, env=None):
-    return subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(map(str, args))} failed: {p.stderr.strip()}")
+    return p.stdout
 
 
 def shards(root):
