@@ -94,15 +94,59 @@ impl Entry {
     }
 }
 
+pub(crate) const FILE: u8 = 1;
+pub(crate) const SYMLINK: u8 = 2;
+pub(crate) const DIR: u8 = 3;
+
+/// Appends one entry's bytes, as the digest hashes them.
+pub fn encode_entry(out: &mut Vec<u8>, e: &Entry) {
+    let put_str = |out: &mut Vec<u8>, s: &str| {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    match e {
+        Entry::File {
+            path,
+            size,
+            hash,
+            exec,
+        } => {
+            out.push(FILE);
+            put_str(out, path);
+            out.push(*exec as u8);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&hash.0);
+        }
+        Entry::Symlink { path, target } => {
+            out.push(SYMLINK);
+            put_str(out, path);
+            put_str(out, target);
+        }
+        Entry::Dir { path } => {
+            out.push(DIR);
+            put_str(out, path);
+        }
+    }
+}
+
+/// The listing of `entries` (sorted by path): its BLAKE3 is their digest.
+pub fn encode(entries: &[Entry]) -> Vec<u8> {
+    let mut out = LISTING_MAGIC.to_vec();
+    for e in entries {
+        encode_entry(&mut out, e);
+    }
+    out
+}
+
 /// Computes the digest of entries that are already sorted bytewise by path.
 pub fn version_digest(entries: &[Entry]) -> Digest {
-    // The listing (`listing.rs`), hashed as it is made rather than held whole.
+    // The listing, hashed as it is made rather than held whole.
     let mut h = blake3::Hasher::new();
     h.update(LISTING_MAGIC);
     let mut buf = Vec::with_capacity(256);
     for e in entries {
         buf.clear();
-        crate::listing::encode_entry(&mut buf, e);
+        encode_entry(&mut buf, e);
         h.update(&buf);
     }
     Digest(*h.finalize().as_bytes())

@@ -1,5 +1,6 @@
 //! Version listings, `listings/<ns>/<vol>/<digest>`: a version's entries in the binary
-//! form its digest is the hash of (docs/FORMAT.md, "The version digest"), stored beside
+//! form its digest is the hash of (docs/FORMAT.md, "The version digest"; the encoding
+//! is `digest::encode`), stored beside
 //! its manifest. BLAKE3 of the listing *is* the digest, so a listing checks itself and
 //! is trusted exactly as far as the manifest: a mount reads it instead of parsing the
 //! JSON manifest (12 MB for 100,000 files) and finds entries by binary search, since
@@ -12,56 +13,12 @@
 
 use std::ops::Range;
 
-use crate::digest::{Entry, Hash, LISTING_MAGIC};
+use crate::digest::{DIR, Entry, FILE, Hash, LISTING_MAGIC, SYMLINK, encode};
 use crate::error::{Error, Result};
 use crate::paths::{is_clean_relative, link_stays_inside};
 use crate::refs::Digest;
 use crate::refs::VolumeName;
 use crate::repo::Repository;
-
-const FILE: u8 = 1;
-const SYMLINK: u8 = 2;
-const DIR: u8 = 3;
-
-/// Appends one entry's bytes, as the digest hashes them.
-pub fn encode_entry(out: &mut Vec<u8>, e: &Entry) {
-    let put_str = |out: &mut Vec<u8>, s: &str| {
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-    };
-    match e {
-        Entry::File {
-            path,
-            size,
-            hash,
-            exec,
-        } => {
-            out.push(FILE);
-            put_str(out, path);
-            out.push(*exec as u8);
-            out.extend_from_slice(&size.to_le_bytes());
-            out.extend_from_slice(&hash.0);
-        }
-        Entry::Symlink { path, target } => {
-            out.push(SYMLINK);
-            put_str(out, path);
-            put_str(out, target);
-        }
-        Entry::Dir { path } => {
-            out.push(DIR);
-            put_str(out, path);
-        }
-    }
-}
-
-/// The listing of `entries` (sorted by path): its BLAKE3 is their digest.
-pub fn encode(entries: &[Entry]) -> Vec<u8> {
-    let mut out = LISTING_MAGIC.to_vec();
-    for e in entries {
-        encode_entry(&mut out, e);
-    }
-    out
-}
 
 /// One entry of a listing, borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

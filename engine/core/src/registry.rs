@@ -777,7 +777,7 @@ impl Repository {
                 .size(&crate::listing::listing_key(volume, &digest))?
                 .is_none()
             {
-                self.put_listing(volume, &digest, &crate::listing::encode(&stored.entries))?;
+                self.put_listing(volume, &digest, &crate::digest::encode(&stored.entries))?;
             }
             if self.summary(volume, &digest)?.is_none() {
                 match self.store().size(&key)? {
@@ -792,7 +792,7 @@ impl Repository {
         // After the manifest, before the tags: a crash in between leaves a version
         // that lists and mounts from its manifest until they are written.
         if sealed_new {
-            self.put_listing(volume, &digest, &crate::listing::encode(&manifest.entries))?;
+            self.put_listing(volume, &digest, &crate::digest::encode(&manifest.entries))?;
             self.put_summary(volume, &manifest.summary(bytes.len() as u64), false)?;
         }
         self.barrier()?;
