@@ -111,8 +111,8 @@ struct Plan {
     /// A file plan's chunks a reader has asked for: the plan skips them (it fell
     /// behind its reader).
     asked: Vec<bool>,
-    /// A reader has the file open, or it is the profile of how readers start (else it
-    /// is a sibling of an open file).
+    /// A reader has the file open (else it is a sibling of an open file, or a saved
+    /// profile): opened plans go first.
     opened: bool,
     /// A `.safetensors` file's tensors, read ahead in the order its reader follows.
     tensors: Option<TensorOrder>,
@@ -327,7 +327,9 @@ impl Prefetcher {
             pieces: VecDeque::new(),
             steps: steps.into(),
             asked: Vec::new(),
-            opened: true,
+            // It reads ahead what no reader has opened yet, and yields to the plans of
+            // files that are open: their own plans read them in larger pieces.
+            opened: false,
             tensors: None,
             layout: None,
         });
