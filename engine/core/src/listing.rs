@@ -119,23 +119,17 @@ impl Listing {
             at.push((ps as u32, pe as u32, pe as u32));
             i = next;
         }
-        let l = Listing {
+        // Sealed listings are sorted; finding by prefix needs it, so make sure.
+        let key = |a: &(u32, u32, u32)| &bytes[a.0 as usize..a.1 as usize];
+        if !at.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
+            at.sort_by(|a, b| key(a).cmp(key(b)));
+        }
+        Ok(Listing {
             bytes,
             at,
             files,
             file_bytes,
-        };
-        // Sealed listings are sorted; finding by prefix needs it, so make sure.
-        if !(1..l.at.len()).all(|k| l.path(k - 1) < l.path(k)) {
-            let mut l = l;
-            let mut at = std::mem::take(&mut l.at);
-            at.sort_by(|a, b| {
-                l.bytes[a.0 as usize..a.1 as usize].cmp(&l.bytes[b.0 as usize..b.1 as usize])
-            });
-            l.at = at;
-            return Ok(l);
-        }
-        Ok(l)
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -11,9 +11,9 @@ use sealvol_core::profile::Step;
 
 use crate::layout::Layout;
 
-/// Chunks recorded at most: beyond this (a volume read over many hours) the start-up
-/// order is long recorded.
-const MAX_CHUNKS: usize = 4 << 20;
+/// Chunks recorded at most (about 32 GiB of reads): the start-up order is recorded long
+/// before, and the set of chunks seen stays a few MiB, outside the memory bound.
+const MAX_CHUNKS: usize = 256 << 10;
 
 #[derive(Default)]
 struct Recording {
