@@ -19,7 +19,8 @@ node cache (an unmount drops the kernel's pages of a FUSE mount):
   keeps it whole;
 - peak RSS of the mount after the safetensors load of the whole version;
 - a second node's start-up: the cold safetensors load without, then with, the read
-  profile a first load recorded (`volume profile save`);
+  profile a first load recorded (`volume profile save`), with the shards named
+  `.safetensors` and again named `.bin` (a format the mount has no plan for);
 - mount ready (to the first `ls`) for versions of 100,000 and 1,000,000 small files
   (local origin; sealed cheaply by engine/core/examples/repeat_version.rs);
 - on the S3 origin, `rclone mount --vfs-cache-mode off` of the same files, cold `dd`.
@@ -40,8 +41,17 @@ def sh(*args, env=None):
     return p.stdout
 
 
-def shards(root):
-    return sorted(Path(root).glob("*.safetensors"))
+def shards(root, pattern="*.safetensors"):
+    return sorted(Path(root).glob(pattern))
+
+
+def as_bin(src, dst):
+    """The same shards named `.bin`: a format the mount has no plan for, as torch's
+    pickles, GGUF or TensorRT engines are (hard links, so no second copy on disk)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for p in shards(src):
+        if not (dst / p.with_suffix(".bin").name).exists():
+            os.link(p, dst / p.with_suffix(".bin").name)
 
 
 def relabel_f16(src, dst):
@@ -182,14 +192,19 @@ def measure_origin(o, runs, shard_name, v1, f16, measures=ALL):
         o.unmount()
     if "profile" in measures:
         # A second node's start-up: the same cold load, without and then with the read
-        # profile the first node's load recorded (saved between the two).
-        without = loader(SAFETENSORS, "bench/f16")
-        r["profile_without"] = median_of(runs, without)
-        mnt = o.cold("bench/f16")
-        timed_child(SAFETENSORS, shards(mnt))
-        o.unmount()
-        sh(o.bin, "volume", "profile", "save", "bench/f16", env=o.env)
-        r["profile_with"] = median_of(runs, without)
+        # profile the first node's load recorded (saved between the two); once with the
+        # shards named .safetensors (which have plans of their own), once named .bin.
+        for key, vol, pattern in (("profile", "bench/f16", "*.safetensors"),
+                                  ("profile_bin", "bench/f16bin", "*.bin")):
+            def without(vol=vol, pattern=pattern):
+                mnt = o.cold(vol)
+                secs, _ = timed_child(SAFETENSORS, shards(mnt, pattern))
+                o.unmount()
+                return secs
+            r[f"{key}_without"] = median_of(runs, without)
+            without()
+            sh(o.bin, "volume", "profile", "save", vol, env=o.env)
+            r[f"{key}_with"] = median_of(runs, without)
     return r
 
 
@@ -248,6 +263,8 @@ def main():
     v1, f16 = a.data, a.work / "f16"
     if not f16.exists():
         relabel_f16(v1, f16)
+    f16bin = a.work / "f16bin"
+    as_bin(f16, f16bin)
     shard = max(shards(v1), key=lambda p: p.stat().st_size)
     origins, results = a.origins.split(","), {}
     moto = None
@@ -257,6 +274,7 @@ def main():
                                                         SEALVOL_STATE=str(a.work / "state-local")))
             o.push(v1, "bench/ckpt")
             o.push(f16, "bench/f16")
+            o.push(f16bin, "bench/f16bin")
             results["sealvol, local repository"] = measure_origin(o, a.runs, shard.name, v1, f16, measures)
             many = many_files_ready(o, a.work, a.runs, example) if example.exists() and "ready" in measures else {}
         if "s3" in origins:
@@ -275,6 +293,7 @@ def main():
             o = SealvolOrigin("s3", bin, a.work, env)
             o.push(v1, "bench/ckpt")
             o.push(f16, "bench/f16")
+            o.push(f16bin, "bench/f16bin")
             results["sealvol, repository on moto"] = measure_origin(o, a.runs, shard.name, v1, f16, measures)
         if "s3" in origins and "rclone" in measures:
             sh("rclone", "copy", "--transfers", "4", str(v1), "moto:sealvol-read/rclone", env=env)
@@ -313,8 +332,9 @@ def main():
     if any("profile_with" in r for r in results.values()):
         print("\n| second node start-up (cold safetensors load) | without a read profile | with one |\n| --- | ---: | ---: |")
         for name, r in results.items():
-            if "profile_with" in r:
-                print(f"| {name} | {s(r['profile_without'])} | {s(r['profile_with'])} |")
+            for key, label in (("profile", "shards named .safetensors"), ("profile_bin", "shards named .bin")):
+                if f"{key}_with" in r:
+                    print(f"| {name}, {label} | {s(r[f'{key}_without'])} | {s(r[f'{key}_with'])} |")
     if "local" in origins and many:
         print("\n| mount ready (to the first `ls`), local repository | seconds |\n| --- | ---: |")
         for label, m in many.items():

@@ -637,9 +637,14 @@ impl VolumeFs {
         self.recorder.take_changed()
     }
 
-    /// Reads ahead in the order of a saved read profile.
+    /// Reads ahead in the order of a saved read profile, except the `.safetensors`
+    /// files: their own plans read them by their headers, in large pieces, following
+    /// the reader, where a recorded order of runs of a few MiB each would be one range
+    /// read per run (on a bucket that slowed a load 4×: BENCHMARKS.md).
     pub fn replay(&self, steps: Vec<Step>) {
-        self.prefetcher.replay(steps);
+        let planned = self.tree.tensor_files();
+        let steps = steps.into_iter().filter(|s| !planned.contains(&s.file));
+        self.prefetcher.replay(steps.collect());
     }
 
     /// Read-ahead plans with pieces left to fetch.

@@ -213,6 +213,29 @@ impl TensorOrder {
     }
 }
 
+/// Joins runs of one file that follow each other in the profile and touch or overlap
+/// (readers on several threads record one stretch as runs out of order), so that
+/// they are read ahead with one range read, not one per run.
+fn coalesce(steps: Vec<Step>) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for s in steps {
+        let end = s.first.saturating_add(s.count);
+        match out.last_mut() {
+            Some(last)
+                if last.file == s.file
+                    && s.first <= last.first.saturating_add(last.count)
+                    && end >= last.first =>
+            {
+                let lo = last.first.min(s.first);
+                let hi = last.first.saturating_add(last.count).max(end);
+                (last.first, last.count) = (lo, hi - lo);
+            }
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
 enum Task {
     Ahead(Arc<Layout>, Range<usize>),
     Header(FileRef, bool),
@@ -317,6 +340,7 @@ impl Prefetcher {
     /// Reads ahead in the order of a saved read profile: what readers of this version
     /// asked for first, first.
     pub fn replay(&self, steps: Vec<Step>) {
+        let steps = coalesce(steps);
         if steps.is_empty() {
             return;
         }
@@ -601,5 +625,41 @@ impl Queue {
         }
         let step = plan.steps.pop_front()?;
         Some(Task::Step(plan.id, step))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(file: u8, first: u32, count: u32) -> Step {
+        Step {
+            file: Hash([file; 32]),
+            size: 1 << 30,
+            first,
+            count,
+        }
+    }
+
+    #[test]
+    fn a_profiles_runs_that_touch_in_one_file_are_read_as_one() {
+        let got = coalesce(vec![
+            step(1, 0, 25),
+            step(1, 38, 27),
+            // Touches the run before: one stretch recorded out of order.
+            step(1, 25, 13),
+            step(1, 70, 5),
+            // Another file, then back: runs of different files stay apart.
+            step(2, 75, 5),
+            step(1, 75, 5),
+        ]);
+        let runs: Vec<(u8, u32, u32)> = got
+            .iter()
+            .map(|s| (s.file.0[0], s.first, s.count))
+            .collect();
+        assert_eq!(
+            runs,
+            vec![(1, 0, 25), (1, 25, 40), (1, 70, 5), (2, 75, 5), (1, 75, 5)]
+        );
     }
 }

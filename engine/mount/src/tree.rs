@@ -7,6 +7,7 @@
 //! Inode numbers are handed out as directories are first looked into, so they are
 //! stable for the life of the mount, which is all the kernel needs.
 
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -140,7 +141,7 @@ impl Tree {
                                 size,
                                 hash,
                                 exec,
-                                tensors: rest.ends_with(".safetensors"),
+                                tensors: has_tensor_plan(rest),
                                 entry: i,
                             },
                         },
@@ -245,6 +246,23 @@ impl Tree {
     pub fn bytes(&self) -> u64 {
         self.listing.files().1
     }
+
+    /// The version's `.safetensors` files (one pass over the listing, done only to
+    /// replay a read profile).
+    pub fn tensor_files(&self) -> HashSet<Hash> {
+        (0..self.listing.len())
+            .filter(|&i| has_tensor_plan(self.listing.path(i)))
+            .filter_map(|i| match self.listing.entry(i) {
+                EntryRef::File { hash, .. } => Some(hash),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A file the mount reads ahead by its header (`readahead`'s tensor plans).
+fn has_tensor_plan(name: &str) -> bool {
+    name.ends_with(".safetensors")
 }
 
 fn join(dir: &str, name: &str) -> String {
