@@ -28,6 +28,7 @@ use std::time::SystemTime;
 
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
+use crate::recycled::{self, Buffer};
 
 pub struct ChunkCache {
     dir: PathBuf,
@@ -99,6 +100,16 @@ impl Stamp {
 }
 
 /// The stamp beside a whole file.
+/// A whole chunk file, into a recycled buffer (`recycled`).
+fn read_recycled(p: &Path) -> Option<Buffer> {
+    use std::io::Read;
+    let mut f = File::open(p).ok()?;
+    let len = f.metadata().ok()?.len() as usize;
+    let mut buf = recycled::take(len);
+    f.read_exact(buf.as_mut_vec()).ok()?;
+    Some(buf)
+}
+
 fn stamp_path(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".ok");
@@ -333,9 +344,9 @@ impl ChunkCache {
     }
 
     /// The chunk, if cached and intact. A chunk that fails its hash is deleted.
-    pub fn get(&self, h: &Hash) -> Option<Vec<u8>> {
+    pub fn get(&self, h: &Hash) -> Option<Buffer> {
         let p = self.path(h);
-        let bytes = fs::read(&p).ok()?;
+        let bytes = read_recycled(&p)?;
         if Hash::of(&bytes) != *h {
             tracing::warn!("cache: chunk {} is damaged; dropping it", h.hex());
             if fs::remove_file(&p).is_ok() {
@@ -477,7 +488,7 @@ mod tests {
         // Another process (here: another instance) sees it, and so does a restart.
         let other = ChunkCache::open(dir.path(), 1 << 20).unwrap();
         other.wait_measured();
-        assert_eq!(other.get(&h).unwrap(), b);
+        assert_eq!(&*other.get(&h).unwrap(), &b[..]);
         assert_eq!(other.used_bytes(), 1000);
     }
 
@@ -497,7 +508,7 @@ mod tests {
             "the bad chunk is deleted so it can be refetched"
         );
         c.put(&h, &b).unwrap();
-        assert_eq!(c.get(&h).unwrap(), b);
+        assert_eq!(&*c.get(&h).unwrap(), &b[..]);
     }
 
     #[test]
@@ -653,7 +664,7 @@ mod tests {
                     for round in 0..200u32 {
                         let (h, b) = &chunks[((round * 7 + t * 13) % 64) as usize];
                         if let Some(got) = c.get(h) {
-                            assert_eq!(&got, b);
+                            assert_eq!(&got[..], &b[..]);
                         } else {
                             c.put(h, b).unwrap();
                         }

@@ -26,6 +26,7 @@ pub mod progress;
 pub mod pull;
 pub mod push;
 pub mod read;
+pub mod recycled;
 pub mod refs;
 pub mod registry;
 pub mod repair;

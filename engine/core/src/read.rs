@@ -24,19 +24,21 @@ use crate::cache::ChunkCache;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackEntry, PackId};
+use crate::recycled::{self, Buffer};
 use crate::repo::Repository;
 
 /// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
 /// never copied chunk by chunk.
 #[derive(Clone)]
 pub struct ChunkBytes {
-    buf: Arc<Vec<u8>>,
+    buf: Arc<Buffer>,
     start: usize,
     end: usize,
 }
 
 impl ChunkBytes {
-    pub fn whole(v: Vec<u8>) -> ChunkBytes {
+    pub fn whole(v: impl Into<Buffer>) -> ChunkBytes {
+        let v = v.into();
         let end = v.len();
         ChunkBytes {
             buf: Arc::new(v),
@@ -51,7 +53,7 @@ impl ChunkBytes {
     /// buffers, so a bound on memory counts each one once, whole, however many chunks
     /// of it are kept.
     pub fn buffer(&self) -> (usize, usize) {
-        (Arc::as_ptr(&self.buf) as usize, self.buf.len())
+        (Arc::as_ptr(&self.buf) as usize, self.buf.capacity())
     }
 }
 
@@ -388,7 +390,7 @@ impl Chunks for Tiers {
 
 /// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
 struct FillJob {
-    buf: Arc<Vec<u8>>,
+    buf: Arc<Buffer>,
     pieces: Vec<(Hash, usize, usize)>,
 }
 
@@ -436,8 +438,9 @@ fn read_runs(
         }
         let pack = obj.packs[first.pack as usize];
         add(&counters.origin_requests, 1);
-        let bytes = match repo.pack_range(&pack, start, end - start) {
-            Ok(b) => Ok(Arc::new(b)),
+        let mut buf = recycled::take((end - start) as usize);
+        let bytes = match repo.pack_range_into(&pack, start, buf.as_mut_vec()) {
+            Ok(()) => Ok(Arc::new(buf)),
             // The pack is gone or cut short: each chunk may have a copy elsewhere.
             Err(e) if e.kind() == ErrorKind::Corrupt => Err(e),
             Err(e) => return Err(e),

@@ -619,13 +619,15 @@ impl Repository {
     pub fn pack_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Vec<u8>> {
         self.store
             .get_range(&pack_key(pack), offset, len)
-            .map_err(|e| {
-                if e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound) {
-                    Error::corrupt(format!("pack {} is missing", pack.hex()))
-                } else {
-                    e
-                }
-            })
+            .map_err(|e| missing_pack(pack, e))
+    }
+
+    /// `pack_range` of `buf.len()` bytes into `buf` (the read path recycles its
+    /// buffers: `recycled`).
+    pub fn pack_range_into(&self, pack: &PackId, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
+        self.store
+            .get_range_into(&pack_key(pack), offset, buf)
+            .map_err(|e| missing_pack(pack, e))
     }
 
     /// A file's chunk list, or `None` if it is not stored.
@@ -830,5 +832,14 @@ impl ChunkIndex {
             .values()
             .map(|c| c.entry.stored_len as u64)
             .sum()
+    }
+}
+
+/// A pack that is not there is damage to the repository, not an I/O error.
+fn missing_pack(pack: &PackId, e: Error) -> Error {
+    if e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound) {
+        Error::corrupt(format!("pack {} is missing", pack.hex()))
+    } else {
+        e
     }
 }

@@ -166,10 +166,16 @@ impl ObjectStore for LocalStore {
     }
 
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len as usize];
+        self.get_range_into(key, offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    fn get_range_into(&self, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
         let p = self.path(key)?;
         let f = File::open(&p).ctx("cannot open", &p)?;
-        let mut buf = vec![0u8; len as usize];
-        f.read_exact_at(&mut buf, offset).map_err(|e| {
+        let len = buf.len();
+        f.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 Error::corrupt(format!(
                     "{} is shorter than expected (wanted {len} bytes at {offset})",
@@ -178,8 +184,7 @@ impl ObjectStore for LocalStore {
             } else {
                 Error::io("cannot read", &p, e)
             }
-        })?;
-        Ok(buf)
+        })
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>> {

@@ -202,6 +202,13 @@ pub trait ObjectStore: Send + Sync {
     /// `len` bytes from `offset`; an error if the object is shorter.
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
 
+    /// `get_range` of `buf.len()` bytes into `buf`, for callers that recycle buffers;
+    /// a store that cannot read into one hands back its own.
+    fn get_range_into(&self, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
+        *buf = self.get_range(key, offset, buf.len() as u64)?;
+        Ok(())
+    }
+
     /// The object's size, or `None` if it does not exist.
     fn size(&self, key: &str) -> Result<Option<u64>>;
 
