@@ -630,8 +630,8 @@ fn bad_mount_input_gets_one_clear_line_and_changes_nothing() {
     assert!(mounts_json(&env).len() == 1 && is_mounted(&mnt));
 }
 
-/// A large file read whole is kept whole in the node cache; later opens hand it to the
-/// kernel (FUSE passthrough). A damaged whole file is caught when a mount first opens it,
+/// A large file read whole is kept whole in the node cache (written once: from a local
+/// repository not as chunks too); later opens hand it to the kernel (FUSE passthrough). A damaged whole file is caught when a mount first opens it,
 /// dropped, and the reads go through the verified chunk path instead.
 #[test]
 fn a_file_read_whole_is_passed_through_and_a_damaged_one_is_not() {
@@ -652,6 +652,9 @@ fn a_file_read_whole_is_passed_through_and_a_damaged_one_is_not() {
         assert!(Instant::now() < deadline, "the file was never kept whole");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // From a local repository the file was written to the cache once, whole, and not
+    // as chunks too.
+    assert_eq!(cache_chunks(&env.path("cache")), Vec::<PathBuf>::new());
     assert!(fs::read(mnt.join("shard.bin")).unwrap() == want);
     let s = wait_stats(&env, &mnt, |s| s["passthrough_opens"].as_u64() >= Some(1));
     assert_eq!(s["stats"]["passthrough_opens"], 1, "{s}");

@@ -281,6 +281,9 @@ pub struct Tiers {
     filler: Option<Sender<FillJob>>,
     /// Bytes of range buffers waiting for the filler: each pins its whole buffer.
     queued_fill: Arc<AtomicU64>,
+    /// Files this large are kept whole in the node cache once read whole, not as
+    /// chunks as well (`keeping_whole_files_from`).
+    whole_from: u64,
     pub counters: Counters,
 }
 
@@ -322,7 +325,27 @@ impl Tiers {
             fill,
             filler,
             queued_fill,
+            whole_from: u64::MAX,
             counters: Counters::default(),
+        }
+    }
+
+    /// Files of at least `min` bytes (that fit a quarter of the cache) are not filled
+    /// chunk by chunk when the origin is a local repository: a mount keeps such a file
+    /// whole once it was read whole, copied from the origin's packs, so chunk fills
+    /// would write every byte to the cache disk twice. From a remote origin the chunks
+    /// are still filled, so that the whole file is built without a second download.
+    pub fn keeping_whole_files_from(mut self, min: u64) -> Tiers {
+        if self.repo.concurrency() <= 1 {
+            self.whole_from = min;
+        }
+        self
+    }
+
+    fn fills(&self, obj: &FileObject) -> bool {
+        match &self.cache {
+            Some(c) => obj.size < self.whole_from || obj.size > c.max_bytes() / 4,
+            None => false,
         }
     }
 
@@ -355,7 +378,9 @@ impl Tiers {
                 None => misses.push(i),
             }
         }
+        let fills = self.fills(obj);
         let mut fill = |job: FillJob| match (self.fill, &self.cache, &self.filler) {
+            _ if !fills => {}
             (Fill::Inline, Some(cache), _) => job.store(cache),
             (Fill::Background, _, Some(tx)) => {
                 // Full: skipped; disconnected: the filler is gone. Either way the read

@@ -13,8 +13,10 @@ use std::sync::Mutex;
 /// Idle bytes kept for reuse, at most (what a few range reads under way hold).
 const MAX_POOLED: usize = 64 << 20;
 /// Buffers smaller than this are not worth keeping: the allocator's own free lists
-/// serve them without faults.
-const MIN_POOLED: usize = 256 << 10;
+/// serve them without faults. (A FUSE reply is 128 KiB to 1 MiB.)
+const MIN_POOLED: usize = 64 << 10;
+/// Idle buffers kept, at most, so that finding one stays quick.
+const MAX_IDLE: usize = 64;
 
 /// Idle buffers, each its own allocation.
 pub struct Pool {
@@ -62,7 +64,7 @@ impl Pool {
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let held: usize = idle.iter().map(Vec::capacity).sum();
-        if held + v.capacity() <= MAX_POOLED {
+        if held + v.capacity() <= MAX_POOLED && idle.len() < MAX_IDLE {
             idle.push(v);
         }
     }

@@ -17,6 +17,7 @@ use super::readahead::{FileRef, Prefetcher, Stream};
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
 use sealvol_core::profile::Step;
 use sealvol_core::read::{ChunkBytes, Tiers, add};
+use sealvol_core::recycled::{self, Buffer};
 
 /// An errno with the reason, for the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub struct Statfs {
 /// Bytes a read returns: a slice of one chunk when it fits in one, else a copy.
 pub enum ReadData {
     Slice(ChunkBytes, usize, usize),
-    Owned(Vec<u8>),
+    Owned(Buffer),
 }
 
 impl AsRef<[u8]> for ReadData {
@@ -532,7 +533,7 @@ impl VolumeFs {
             .last_read_ms
             .store(sealvol_core::read::now_ms(), Ordering::Relaxed);
         if offset >= end {
-            return Ok(ReadData::Owned(Vec::new()));
+            return Ok(ReadData::Owned(Vec::new().into()));
         }
         let first = layout.chunk_at(offset);
         let last = layout.chunk_at(end - 1) + 1;
@@ -555,13 +556,16 @@ impl VolumeFs {
             let e = (end - base) as usize;
             return Ok(ReadData::Slice(chunks[0].clone(), s, e));
         }
-        let mut out = Vec::with_capacity((end - offset) as usize);
-        let mut at = base;
+        // A reply across chunks is copied into a recycled buffer: a fresh one per read
+        // faulted its pages in first.
+        let mut out = recycled::take((end - offset) as usize);
+        let (mut at, mut put) = (base, 0);
         for c in &chunks {
             let c_end = at + c.len() as u64;
-            let s = offset.max(at) - at;
-            let e = end.min(c_end) - at;
-            out.extend_from_slice(&c[s as usize..e as usize]);
+            let s = (offset.max(at) - at) as usize;
+            let e = (end.min(c_end) - at) as usize;
+            out.as_mut_vec()[put..put + e - s].copy_from_slice(&c[s..e]);
+            put += e - s;
             at = c_end;
         }
         Ok(ReadData::Owned(out))

@@ -89,7 +89,9 @@ pub fn open_fs(
         }),
         false => None,
     };
-    let tiers = Arc::new(Tiers::new(repo, opts.cache.clone()));
+    let tiers = Arc::new(
+        Tiers::new(repo, opts.cache.clone()).keeping_whole_files_from(opts.limits.passthrough_min),
+    );
     let fs = VolumeFs::new(
         tree,
         created,
