@@ -52,6 +52,11 @@ impl Pool {
             }
             false => Vec::new(),
         };
+        if v.capacity() < len {
+            // Sizes in a few classes, so that a buffer fits the next read of about
+            // its size (runs of chunks differ by a chunk or so).
+            v = Vec::with_capacity(class(len));
+        }
         // A recycled buffer keeps its old bytes (the read overwrites them); only growth
         // past its last length is zeroed.
         v.resize(len, 0);
@@ -63,7 +68,16 @@ impl Pool {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let held: usize = idle.iter().map(Vec::capacity).sum();
+        // When full, the smallest idle buffers make room for a larger one: a large
+        // buffer serves small reads too, never the other way round.
+        idle.sort_unstable_by_key(Vec::capacity);
+        let mut held: usize = idle.iter().map(Vec::capacity).sum();
+        while !idle.is_empty()
+            && (held + v.capacity() > MAX_POOLED || idle.len() >= MAX_IDLE)
+            && idle[0].capacity() < v.capacity()
+        {
+            held -= idle.remove(0).capacity();
+        }
         if held + v.capacity() <= MAX_POOLED && idle.len() < MAX_IDLE {
             idle.push(v);
         }
@@ -73,6 +87,15 @@ impl Pool {
 impl Default for Pool {
     fn default() -> Self {
         Pool::new()
+    }
+}
+
+/// The capacity a fresh buffer of `len` bytes gets: the next power of two up to 1 MiB,
+/// then the next whole MiB.
+fn class(len: usize) -> usize {
+    match len {
+        0..=0x10_0000 => len.next_power_of_two(),
+        _ => len.div_ceil(1 << 20) << 20,
     }
 }
 
@@ -147,5 +170,26 @@ mod tests {
         let idle: usize = POOL.idle.lock().unwrap().iter().map(Vec::capacity).sum();
         assert!(idle <= MAX_POOLED, "{idle} bytes idle");
         assert!(idle >= 16 << 20);
+    }
+
+    #[test]
+    fn reads_of_about_one_size_share_buffers_and_large_ones_displace_small() {
+        static POOL: Pool = Pool::new();
+        let a = POOL.take((3 << 20) + 12345);
+        assert_eq!(a.capacity(), 4 << 20);
+        let at = a.as_ptr();
+        drop(a);
+        let b = POOL.take((4 << 20) - 7);
+        assert_eq!(b.as_ptr(), at, "a run a little longer fits the same buffer");
+        // A full pool of small buffers makes room for a large one.
+        let small: Vec<Buffer> = (0..MAX_IDLE).map(|_| POOL.take(64 << 10)).collect();
+        drop(small);
+        drop(b);
+        let idle = POOL.idle.lock().unwrap();
+        assert!(idle.len() <= MAX_IDLE);
+        assert!(
+            idle.iter().any(|v| v.capacity() == 4 << 20),
+            "the large buffer was kept"
+        );
     }
 }
