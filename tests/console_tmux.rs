@@ -502,3 +502,42 @@ fn the_console_on_a_bucket_names_it_and_browses_it() {
         "browsing moved nothing: {tags}"
     );
 }
+
+/// The Mounts screen shows a live mount's read-ahead memory against its bound and its
+/// failed reads, from the mount's own counters.
+#[test]
+fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
+    if !common::fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    common::write(&src.join("model.bin"), &common::noise(8 << 20, 5));
+    env.push(&src, "w/model", &[]);
+    let mnt = env.path("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    env.ok(&[
+        "volume",
+        "mount",
+        "w/model",
+        mnt.to_str().unwrap(),
+        "--prefetch-memory",
+        "48M",
+    ]);
+    let read = std::fs::read(mnt.join("model.bin")).unwrap();
+    assert_eq!(read.len(), 8 << 20);
+
+    let t = Tmux::run(&env, 120, 30, "");
+    t.wait_for("1 volume(s)");
+    t.keys(&["M"]);
+    let s = t.wait_for("MEMORY PEAK");
+    let row = s
+        .lines()
+        .find(|l| l.contains("w/model@b3:"))
+        .unwrap_or_else(|| panic!("no row for the mount:\n{s}"));
+    assert!(row.contains("/48M"), "memory against its bound: {row}");
+    assert!(row.trim_end().ends_with('0'), "no failed reads: {row}");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    env.ok(&["volume", "unmount", mnt.to_str().unwrap()]);
+}

@@ -412,6 +412,10 @@ pub fn mounts() -> FrameView {
         memory_hits: hits.0,
         cache_hits: hits.1,
         origin_chunks: hits.2,
+        memory_peak: 410 << 20,
+        memory_bound: 512 << 20,
+        prefetched_bytes: served,
+        prefetch_wasted_bytes: served / 50,
         errors: 0,
     };
     FrameView {

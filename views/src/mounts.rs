@@ -1,6 +1,7 @@
 //! Mounts: every live mount on this node, the digest it serves (fixed at mount time),
-//! bytes served, and where its chunks came from: memory (read-ahead), the node-disk
-//! cache, or the origin repository.
+//! bytes served, where its chunks came from (memory, the node-disk cache, or the
+//! origin repository), the most memory its read-ahead held against its bound, the
+//! share of read-ahead dropped unread, and failed reads.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -22,6 +23,12 @@ pub struct MountRow {
     pub memory_hits: u64,
     pub cache_hits: u64,
     pub origin_chunks: u64,
+    /// The most memory read-ahead held at once, against `--prefetch-memory`.
+    pub memory_peak: u64,
+    pub memory_bound: u64,
+    /// Bytes read ahead, and those dropped before any reader asked for them.
+    pub prefetched_bytes: u64,
+    pub prefetch_wasted_bytes: u64,
     pub errors: u64,
 }
 
@@ -33,7 +40,7 @@ pub struct MountsView {
     pub empty: String,
 }
 
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column; 11] = [
     Column {
         title: "MOUNT POINT",
         width: 22,
@@ -52,7 +59,7 @@ const COLUMNS: [Column; 9] = [
     Column {
         title: "SINCE",
         width: 17,
-        keep: 2,
+        keep: 1,
     },
     Column {
         title: "SERVED",
@@ -73,6 +80,16 @@ const COLUMNS: [Column; 9] = [
         title: "ORIGIN",
         width: 7,
         keep: 3,
+    },
+    Column {
+        title: "MEMORY PEAK",
+        width: 12,
+        keep: 2,
+    },
+    Column {
+        title: "WASTED",
+        width: 7,
+        keep: 1,
     },
     Column {
         title: "ERRORS",
@@ -102,6 +119,21 @@ fn pct(n: u64, total: u64) -> String {
     }
 }
 
+/// `412M/512M`: what fits a narrow column.
+fn of_bound(n: u64, bound: u64) -> String {
+    let short = |b: u64| match b {
+        0..1024 => format!("{b}B"),
+        1024..0x10_0000 => format!("{}K", b >> 10),
+        0x10_0000..0x4000_0000 => format!("{}M", b >> 20),
+        _ => format!("{:.1}G", b as f64 / (1u64 << 30) as f64),
+    };
+    if bound == 0 {
+        "-".into()
+    } else {
+        format!("{}/{}", short(n), short(bound))
+    }
+}
+
 pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     draw_table(
         theme,
@@ -126,6 +158,8 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(pct(r.memory_hits, total), Role::Text),
                 cell(pct(r.cache_hits, total), Role::Text),
                 cell(pct(r.origin_chunks, total), Role::Dim),
+                cell(of_bound(r.memory_peak, r.memory_bound), Role::Dim),
+                cell(pct(r.prefetch_wasted_bytes, r.prefetched_bytes), Role::Dim),
                 cell(
                     r.errors.to_string(),
                     if r.errors > 0 {

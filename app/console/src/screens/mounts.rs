@@ -108,6 +108,10 @@ impl Screen for Mounts {
                     memory_hits: m.stats.memory_hits,
                     cache_hits: m.stats.cache_hits,
                     origin_chunks: m.stats.origin_chunks,
+                    memory_peak: m.stats.memory_peak,
+                    memory_bound: m.stats.memory_bound,
+                    prefetched_bytes: m.stats.prefetched_bytes,
+                    prefetch_wasted_bytes: m.stats.prefetch_wasted_bytes,
                     errors: m.stats.errors,
                 })
                 .collect(),
