@@ -4,12 +4,14 @@
 //!   window (up to a bound); a jump resets it, so a reader that seeks around gets
 //!   little read ahead.
 //! - A **plan** reads a file whole, in an order its format gives: a `.safetensors`
-//!   file's tensors by offset, read from its header, so a loader that maps the file and
-//!   touches tensors in any order finds them in memory. Opening one shard plans its
+//!   file's tensors, read from its header, just ahead of its reader in the order the
+//!   reader follows (by name or by offset: `TensorOrder`), so a loader that maps the
+//!   file finds its page faults answered from memory. Opening one shard plans its
 //!   siblings in the same directory too, fetched once the open ones have nothing left.
 //!   A plan whose chunks are dropped unread (the reader went elsewhere) stops.
 //! - A saved **read profile** is a plan too, over many files: the order in which the
-//!   version's readers first asked for its chunks on another mount.
+//!   version's readers first asked for its chunks on another mount (less the
+//!   `.safetensors` files, which have plans of their own).
 //! - Workers take reads of streams first, then headers, then pieces of plans, and every
 //!   fetch reserves its memory in the memo first, so read-ahead stays within the
 //!   mount's one bound (`--prefetch-memory`). Plans leave a quarter of it to streams.
