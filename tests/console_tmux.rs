@@ -524,6 +524,15 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
         "--prefetch-memory",
         "48M",
     ]);
+    // Unmounted however the test ends, so a failure leaves no mount behind.
+    struct Unmount<'a>(&'a Env, std::path::PathBuf);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let dir = self.1.to_string_lossy().to_string();
+            let _ = self.0.run(&["volume", "unmount", "--lazy", &dir]);
+        }
+    }
+    let _unmount = Unmount(&env, mnt.clone());
     let read = std::fs::read(mnt.join("model.bin")).unwrap();
     assert_eq!(read.len(), 8 << 20);
 
@@ -539,5 +548,4 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
     assert!(row.trim_end().ends_with('0'), "no failed reads: {row}");
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
-    env.ok(&["volume", "unmount", mnt.to_str().unwrap()]);
 }

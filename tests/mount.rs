@@ -226,6 +226,20 @@ fn nothing_can_change_a_mounted_version() {
         fs::read(mnt.join("missing")).unwrap_err().kind(),
         ErrorKind::NotFound
     );
+    // An ioctl (Python's `open` asks whether every file is a terminal) is answered
+    // "not a terminal", quietly.
+    use std::os::fd::AsRawFd;
+    let f = fs::File::open(mnt.join("a.txt")).unwrap();
+    assert_eq!(unsafe { libc::isatty(f.as_raw_fd()) }, 0);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::ENOTTY)
+    );
+    assert!(
+        !mount_logs(&env).contains("Not Implemented"),
+        "{}",
+        mount_logs(&env)
+    );
 }
 
 #[test]
