@@ -108,6 +108,25 @@ pub enum Command {
     #[command(subcommand)]
     Cache(CacheCommand),
 
+    /// Serve chunks to the nodes of a cluster: the in-cluster cache tier, pulled through from this repository.
+    #[command(
+        after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 127.0.0.1:7420\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nRoutes: GET /v1/chunks/<hash> (optionally ?pack=&offset=&len=), /metrics, /healthz, /readyz.\nIt listens on loopback only, unless --insecure-http allows another address (no TLS yet)."
+    )]
+    Serve {
+        /// The server's own chunk cache (default: the node cache's directory + `-serve`).
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
+        /// Bound on the cache (e.g. 200G); default: the node cache's size.
+        #[arg(long, value_name = "SIZE")]
+        cache_size: Option<String>,
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
+        listen: String,
+        /// Allow a non-loopback address without TLS (a network you trust).
+        #[arg(long)]
+        insecure_http: bool,
+    },
+
     /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
     #[command(
         after_help = "Examples:\n  sealvol agent\n  sealvol agent --idle-exit 10m\n\nOne process per state directory is the agent: this command, a console, or a foreground sync."

@@ -89,6 +89,12 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),
         Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
+        Some(Command::Serve {
+            cache,
+            cache_size,
+            listen,
+            insecure_http,
+        }) => commands::serve::serve(&ctx, cache, cache_size, &listen, insecure_http),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Settings {
             retention,

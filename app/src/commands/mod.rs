@@ -8,6 +8,7 @@ pub mod jobs;
 pub mod mount;
 pub mod repair;
 pub mod secret;
+pub mod serve;
 pub mod volume;
 pub mod watch;
 

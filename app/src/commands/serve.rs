@@ -1,0 +1,64 @@
+//! `sealvol serve`: the in-cluster cache tier (`sealvol_serve`) over this repository.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::error::{Error, Result};
+
+use super::Ctx;
+use crate::config::parse_size;
+
+pub fn serve(
+    ctx: &Ctx,
+    cache: Option<PathBuf>,
+    cache_size: Option<String>,
+    listen: &str,
+    insecure_http: bool,
+) -> Result<()> {
+    let addr: SocketAddr = listen.parse().map_err(|_| {
+        Error::usage(format!("--listen {listen} is not an address"))
+            .hint("give an IP and a port, e.g. 127.0.0.1:7420 or [::1]:7420")
+    })?;
+    sealvol_serve::check_listen(&addr, insecure_http).map_err(Error::usage)?;
+    let dir = cache.unwrap_or_else(|| {
+        let mut d = ctx.settings.cache.clone().into_os_string();
+        d.push("-serve");
+        d.into()
+    });
+    let bytes = match &cache_size {
+        Some(s) => parse_size(s)?,
+        None => ctx.settings.cache_size,
+    };
+    let repo = Arc::new(ctx.open_repo(false)?);
+    let cache = Arc::new(ChunkCache::open(&dir, bytes)?);
+    let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::usage(format!("cannot start the server's runtime: {e}")))?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            Error::usage(format!("cannot listen on {addr}: {e}"))
+                .hint("another process may hold the port: pick another with --listen")
+        })?;
+        let bound = listener.local_addr().unwrap_or(addr);
+        // The first line on stdout is the address, for scripts (and port 0).
+        println!("listening on http://{bound}");
+        if !ctx.quiet {
+            eprintln!(
+                "serving chunks of {} from cache {} ({} bytes at most)",
+                ctx.settings.repo,
+                dir.display(),
+                bytes
+            );
+        }
+        tokio::select! {
+            r = sealvol_serve::run(listener, service) => {
+                r.map_err(|e| Error::usage(format!("the server stopped: {e}")))
+            }
+            _ = tokio::signal::ctrl_c() => Ok(()),
+        }
+    })
+}
