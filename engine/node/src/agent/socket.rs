@@ -197,8 +197,18 @@ fn follow(inner: &Inner, id: u64, out: &mut UnixStream) -> std::io::Result<()> {
     }
 }
 
+/// The agent hung up mid-request: it was stopping.
+fn dropped(e: &Error) -> bool {
+    matches!(
+        e.io_kind(),
+        Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe)
+    ) || e.message() == AGENT_GONE
+}
+
+const AGENT_GONE: &str = "the agent stopped before the job ended";
+
 fn agent_gone() -> Error {
-    Error::new(ErrorKind::Io, "the agent stopped before the job ended")
+    Error::new(ErrorKind::Io, AGENT_GONE)
         .hint("the job resumes when an agent starts again: `sealvol agent`, the console, or `sealvol jobs retry`")
 }
 
@@ -212,6 +222,21 @@ pub struct AgentClient {
 impl AgentClient {
     /// Connects to the running agent; `None` if no agent runs.
     pub fn connect(state: &Path) -> Result<Option<AgentClient>> {
+        // An agent that is stopping (a command that hosted it for a moment) may accept a
+        // connection and then drop it: ask again until it answers or is gone.
+        let mut tries = 0;
+        loop {
+            match AgentClient::connect_once(state) {
+                Err(e) if dropped(&e) && tries < 40 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn connect_once(state: &Path) -> Result<Option<AgentClient>> {
         let p = path(state);
         let mut client = AgentClient { path: p, pid: 0 };
         match client.open() {
@@ -359,5 +384,26 @@ impl JobsApi for AgentClient {
             Reply::Watch(w) => Ok(*w),
             other => Err(unexpected(&other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An agent that is stopping accepts a connection, hangs up, and is gone: a client
+    /// that met it finds no agent (and so may host one), not an error.
+    #[test]
+    fn an_agent_that_hangs_up_while_stopping_is_no_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(path(dir.path())).unwrap();
+        let p = path(dir.path());
+        let stopping = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            drop(conn);
+            std::fs::remove_file(&p).unwrap();
+        });
+        assert!(AgentClient::connect(dir.path()).unwrap().is_none());
+        stopping.join().unwrap();
     }
 }
