@@ -90,12 +90,14 @@ impl Default for Pool {
     }
 }
 
-/// The capacity a fresh buffer of `len` bytes gets: the next power of two up to 1 MiB,
-/// then the next whole MiB.
+/// The capacity a fresh buffer of `len` bytes gets: below the pool's minimum `len`, then
+/// the next multiple of 64 KiB up to 1 MiB, then of 256 KiB. Memory bounds count capacity, so the rounding stays small.
 fn class(len: usize) -> usize {
     match len {
-        0..=0x10_0000 => len.next_power_of_two(),
-        _ => len.div_ceil(1 << 20) << 20,
+        // Not pooled: exactly what was asked.
+        0..MIN_POOLED => len,
+        MIN_POOLED..=0x10_0000 => len.div_ceil(64 << 10) << 16,
+        _ => len.div_ceil(256 << 10) << 18,
     }
 }
 
@@ -176,10 +178,10 @@ mod tests {
     fn reads_of_about_one_size_share_buffers_and_large_ones_displace_small() {
         static POOL: Pool = Pool::new();
         let a = POOL.take((3 << 20) + 12345);
-        assert_eq!(a.capacity(), 4 << 20);
+        assert_eq!(a.capacity(), (3 << 20) + (256 << 10));
         let at = a.as_ptr();
         drop(a);
-        let b = POOL.take((4 << 20) - 7);
+        let b = POOL.take((3 << 20) + 200_000);
         assert_eq!(b.as_ptr(), at, "a run a little longer fits the same buffer");
         // A full pool of small buffers makes room for a large one.
         let small: Vec<Buffer> = (0..MAX_IDLE).map(|_| POOL.take(64 << 10)).collect();
@@ -188,7 +190,7 @@ mod tests {
         let idle = POOL.idle.lock().unwrap();
         assert!(idle.len() <= MAX_IDLE);
         assert!(
-            idle.iter().any(|v| v.capacity() == 4 << 20),
+            idle.iter().any(|v| v.capacity() == (3 << 20) + (256 << 10)),
             "the large buffer was kept"
         );
     }
