@@ -135,52 +135,56 @@ async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse 
             "# HELP sealvol_serve_{name} {help}\n# TYPE sealvol_serve_{name} counter\nsealvol_serve_{name} {v}\n"
         );
     };
-    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    counter(
-        "chunk_requests_total",
-        "Chunk requests answered.",
-        g(&c.requests),
-    );
-    counter(
-        "bytes_served_total",
-        "Chunk bytes sent to clients.",
-        g(&c.bytes_served),
-    );
-    counter(
-        "cache_hits_total",
-        "Chunks found in the server's cache.",
-        g(&c.cache_hits),
-    );
-    counter(
-        "origin_fetches_total",
-        "Range reads of the origin repository.",
-        g(&c.origin_fetches),
-    );
-    counter(
-        "origin_bytes_total",
-        "Bytes read from the origin.",
-        g(&c.origin_bytes),
-    );
-    counter(
-        "singleflight_waits_total",
-        "Requests that waited for another's fetch of the same chunk.",
-        g(&c.flight_waits),
-    );
-    counter(
-        "bad_bytes_total",
-        "Origin reads whose bytes failed their hash (never served).",
-        g(&c.bad_bytes),
-    );
-    counter(
-        "not_found_total",
-        "Chunks the repository does not hold.",
-        g(&c.not_found),
-    );
-    counter(
-        "errors_total",
-        "Requests that failed for another reason.",
-        g(&c.errors),
-    );
+    let counters = [
+        (
+            "chunk_requests_total",
+            "Chunk requests answered.",
+            &c.requests,
+        ),
+        (
+            "bytes_served_total",
+            "Chunk bytes sent to clients.",
+            &c.bytes_served,
+        ),
+        (
+            "cache_hits_total",
+            "Chunks found in the server's cache.",
+            &c.cache_hits,
+        ),
+        (
+            "origin_fetches_total",
+            "Range reads of the origin repository.",
+            &c.origin_fetches,
+        ),
+        (
+            "origin_bytes_total",
+            "Bytes read from the origin.",
+            &c.origin_bytes,
+        ),
+        (
+            "singleflight_waits_total",
+            "Requests that waited for another's fetch of the same chunk.",
+            &c.flight_waits,
+        ),
+        (
+            "bad_bytes_total",
+            "Origin reads whose bytes failed their hash (never served).",
+            &c.bad_bytes,
+        ),
+        (
+            "not_found_total",
+            "Chunks the repository does not hold.",
+            &c.not_found,
+        ),
+        (
+            "errors_total",
+            "Requests that failed for another reason.",
+            &c.errors,
+        ),
+    ];
+    for (name, help, v) in counters {
+        counter(name, help, v.load(Ordering::Relaxed));
+    }
     let _ = write!(
         out,
         "# HELP sealvol_serve_cache_bytes Bytes in the server's cache.\n# TYPE sealvol_serve_cache_bytes gauge\nsealvol_serve_cache_bytes {}\n",
