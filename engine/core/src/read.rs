@@ -119,6 +119,10 @@ pub struct TierStats {
     pub memory_peak: u64,
     #[serde(default)]
     pub memory_bound: u64,
+    /// Read-ahead tasks queued or under way and plans with pieces left, when the
+    /// snapshot was taken (filled in by the mount, which owns the read-ahead).
+    #[serde(default)]
+    pub prefetch_pending: u64,
 }
 
 #[derive(Default)]
@@ -167,6 +171,7 @@ impl Counters {
             prefetch_wasted_bytes: g(&self.prefetch_wasted_bytes),
             memory_peak: g(&self.memory_peak),
             memory_bound: g(&self.memory_bound),
+            prefetch_pending: 0,
         }
     }
 }

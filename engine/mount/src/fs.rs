@@ -656,6 +656,11 @@ impl VolumeFs {
         self.prefetcher.plans()
     }
 
+    /// Read-ahead queued, under way or planned (`Prefetcher::pending`).
+    pub fn prefetch_pending(&self) -> usize {
+        self.prefetcher.pending()
+    }
+
     /// Whether whole files are still being written to the node cache.
     pub fn is_keeping(&self) -> bool {
         !self

@@ -224,7 +224,10 @@ impl Mount {
     }
 
     pub fn stats(&self) -> TierStats {
-        self.fs.tiers().counters.snapshot()
+        TierStats {
+            prefetch_pending: self.fs.prefetch_pending() as u64,
+            ..self.fs.tiers().counters.snapshot()
+        }
     }
 
     /// False once the kernel has let go of the mount (someone unmounted it).

@@ -254,6 +254,9 @@ struct Queue {
     turn: usize,
     /// Files planned once already in this mount.
     planned: HashSet<Hash>,
+    /// Tasks a worker has taken and not finished: counted under the lock that hands
+    /// them out, so `pending` never sees a gap between a queue emptied and its work done.
+    running: usize,
     closed: bool,
 }
 
@@ -384,9 +387,20 @@ impl Prefetcher {
 
     /// Plans with pieces left (tests and the log).
     pub fn plans(&self) -> usize {
-        self.shared
-            .lock()
-            .plans
+        self.shared.lock().plans_left()
+    }
+
+    /// Read-ahead not done yet: tasks queued or under way, and plans with pieces left.
+    /// Zero means the read-ahead has settled (until a reader asks for more).
+    pub fn pending(&self) -> usize {
+        let q = self.shared.lock();
+        q.running + q.ahead.len() + q.headers.len() + q.plans_left()
+    }
+}
+
+impl Queue {
+    fn plans_left(&self) -> usize {
+        self.plans
             .iter()
             .filter(|p| {
                 !p.pieces.is_empty()
@@ -416,6 +430,7 @@ impl Shared {
             if let Err(e) = self.run(task) {
                 tracing::debug!("read-ahead failed: {e}");
             }
+            self.lock().running -= 1;
         }
     }
 
@@ -442,14 +457,16 @@ impl Shared {
                     keep
                 });
             }
-            if let Some((l, r)) = q.ahead.pop_front() {
-                return Some(Task::Ahead(l, r));
-            }
-            if let Some((f, opened)) = q.headers.pop_front() {
-                return Some(Task::Header(f, opened));
-            }
-            if let Some(task) = q.take_piece(self.piece) {
-                return Some(task);
+            let task = match q.ahead.pop_front() {
+                Some((l, r)) => Some(Task::Ahead(l, r)),
+                None => match q.headers.pop_front() {
+                    Some((f, opened)) => Some(Task::Header(f, opened)),
+                    None => q.take_piece(self.piece),
+                },
+            };
+            if task.is_some() {
+                q.running += 1;
+                return task;
             }
             q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
         }
