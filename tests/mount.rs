@@ -13,72 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::mounts::{Mounted, is_mounted, mount, mounts_json, wait_stats};
 use common::{Env, assert_same_tree, fuse_available, noise, walk_files, write};
-
-/// Unmounts on drop, so a failing test never leaves a mount behind.
-struct Mounted<'a> {
-    env: &'a Env,
-    dir: PathBuf,
-}
-
-impl Drop for Mounted<'_> {
-    fn drop(&mut self) {
-        if is_mounted(&self.dir) {
-            let _ = self
-                .env
-                .run(&["volume", "unmount", "--lazy", self.dir.to_str().unwrap()]);
-        }
-    }
-}
-
-fn is_mounted(dir: &Path) -> bool {
-    let d = dir.canonicalize().unwrap_or(dir.to_path_buf());
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(d.to_str().unwrap()))
-}
-
-fn mount<'a>(env: &'a Env, reference: &str, dir: &Path, extra: &[&str]) -> Mounted<'a> {
-    fs::create_dir_all(dir).unwrap();
-    let cache = env.path("cache");
-    let mut args = vec![
-        "volume",
-        "mount",
-        reference,
-        dir.to_str().unwrap(),
-        "--cache",
-        cache.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    env.ok(&args);
-    assert!(is_mounted(dir), "mount returned before the mount was ready");
-    Mounted {
-        env,
-        dir: dir.to_path_buf(),
-    }
-}
-
-fn mounts_json(env: &Env) -> Vec<serde_json::Value> {
-    let v: serde_json::Value =
-        serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
-    v["mounts"].as_array().expect("{\"mounts\": [...]}").clone()
-}
-
-/// Waits until `volume mounts` shows counters that satisfy `f` (published every second).
-fn wait_stats(env: &Env, dir: &Path, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let m = mounts_json(env)
-            .into_iter()
-            .find(|m| m["dir"] == dir.to_str().unwrap())
-            .expect("the mount is listed");
-        if f(&m["stats"]) || Instant::now() > deadline {
-            return m;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// A tree with the awkward cases: empty files, a deep path, many small files, a link,
 /// an empty directory, an executable, and a file larger than one 64 MiB pack.

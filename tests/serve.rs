@@ -6,7 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 
-use common::Env;
+use common::mounts::{mount, wait_stats};
+use common::{Env, fuse_available, noise, write};
 
 struct Served {
     child: Child,
@@ -21,7 +22,12 @@ impl Drop for Served {
 }
 
 fn serve(env: &Env, extra: &[&str]) -> Served {
-    let cache = env.path("serve-cache");
+    serve_named(env, "serve-cache", extra)
+}
+
+/// A server with its own cache directory, `name`.
+fn serve_named(env: &Env, name: &str, extra: &[&str]) -> Served {
+    let cache = env.path(name);
     let mut child = Command::new(env!("CARGO_BIN_EXE_sealvol"))
         .args([
             "--repo",
@@ -73,7 +79,7 @@ fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
 fn serve_answers_on_loopback_with_health_and_metrics() {
     let env = Env::new();
     let src = env.path("src");
-    common::write(&src.join("w.bin"), &common::noise(1 << 20, 3));
+    write(&src.join("w.bin"), &noise(1 << 20, 3));
     env.push(&src, "t/served", &[]);
     let s = serve(&env, &["--cache-size", "64M"]);
     assert_eq!(get(&s.addr, "/healthz").0, 200);
@@ -92,7 +98,7 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
 fn bad_serve_input_gets_one_clear_line() {
     let env = Env::new();
     let src = env.path("src");
-    common::write(&src.join("w.bin"), b"x");
+    write(&src.join("w.bin"), b"x");
     env.push(&src, "t/served", &[]);
     let e = env.fails(2, &["serve", "--listen", "0.0.0.0:0"]);
     assert!(
@@ -107,4 +113,172 @@ fn bad_serve_input_gets_one_clear_line() {
     let out = missing.run(&["--repo", missing.path("nowhere").to_str().unwrap(), "serve"]);
     assert!(!out.status.success());
     assert!(!missing.path("nowhere").exists(), "no repository made");
+}
+
+/// A counter from a server's `/metrics`.
+fn metric(s: &Served, name: &str) -> u64 {
+    let text = String::from_utf8(get(&s.addr, "/metrics").1).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("sealvol_serve_{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(6 << 20, 1));
+    write(&src.join("sub/b.bin"), &noise(5 << 20, 2));
+    let pinned = env.push(&src, "t/peered", &[]);
+    let data = 11u64 << 20;
+    let a = serve_named(&env, "cache-a", &[]);
+    let b = serve_named(&env, "cache-b", &[]);
+    let url = |s: &Served| format!("http://{}", s.addr);
+    let (ua, ub) = (url(&a), url(&b));
+
+    // Three nodes (each its own node cache): two through A, one through B then A.
+    let nodes: [&[&str]; 3] = [
+        &["--peer", &ua],
+        &["--peer", &ua],
+        &["--peer", &ub, "--peer", &ua],
+    ];
+    for (i, peers) in nodes.iter().enumerate() {
+        let mnt = env.path(&format!("mnt{i}"));
+        let cache = env.path(&format!("node-cache{i}"));
+        let mut args = vec!["--cache", cache.to_str().unwrap()];
+        args.extend_from_slice(peers);
+        let _m = mount(&env, &pinned, &mnt, &args);
+        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(6 << 20, 1));
+        assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(5 << 20, 2));
+        let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
+        let st = &m["stats"];
+        assert_eq!(
+            st["origin_chunks"], 0,
+            "node {i} never read the origin: {m}"
+        );
+        assert!(st["peer_bytes"].as_u64() >= Some(data), "node {i}: {m}");
+        assert_eq!(st["peer_errors"], 0, "{m}");
+        assert_eq!(
+            m["peers"].as_array().map(Vec::len),
+            Some(peers.len() / 2),
+            "{m}"
+        );
+    }
+    // Each server read the origin once for everyone it served.
+    assert_eq!(
+        metric(&a, "origin_bytes_total"),
+        data,
+        "A: two nodes, data once"
+    );
+    assert_eq!(metric(&b, "origin_bytes_total"), data, "B: one node");
+    assert!(metric(&a, "cache_hits_total") > 0);
+
+    // B dies: a node that lists it first reads through A, and nothing is read twice.
+    drop(b);
+    let mnt = env.path("mnt3");
+    let cache = env.path("node-cache3");
+    let _m = mount(
+        &env,
+        &pinned,
+        &mnt,
+        &[
+            "--cache",
+            cache.to_str().unwrap(),
+            "--peer",
+            &ub,
+            "--peer",
+            &ua,
+        ],
+    );
+    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(6 << 20, 1));
+    let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(6 << 20));
+    assert_eq!(m["stats"]["origin_chunks"], 0, "{m}");
+    assert!(
+        m["stats"]["peer_errors"].as_u64() >= Some(1),
+        "B was tried: {m}"
+    );
+    assert_eq!(metric(&a, "origin_bytes_total"), data);
+
+    // A pull through A: its report says where the chunks came from.
+    let out = env.path("pulled");
+    let cache = env.path("node-cache4");
+    let mut cmd = env.cmd();
+    cmd.env("SEALVOL_CACHE", &cache);
+    let pulled = cmd
+        .args([
+            "volume",
+            "pull",
+            &pinned,
+            out.to_str().unwrap(),
+            "--peer",
+            &ua,
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        pulled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pulled.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&pulled.stdout).unwrap();
+    assert_eq!(v["tiers"]["origin_chunks"], 0, "{v}");
+    assert_eq!(v["tiers"]["peer_bytes"], data, "{v}");
+    common::assert_same_tree(&src, &out);
+    assert_eq!(metric(&a, "origin_bytes_total"), data);
+}
+
+#[test]
+fn a_peer_that_is_not_an_http_address_is_refused_before_anything_starts() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), b"x");
+    let pinned = env.push(&src, "t/peered", &[]);
+    let mnt = env.path("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    for bad in [
+        "localhost:7420",
+        "s3://bucket/cache",
+        "http://",
+        "/var/cache",
+    ] {
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "mount",
+                &pinned,
+                mnt.to_str().unwrap(),
+                "--peer",
+                bad,
+            ],
+        );
+        assert!(
+            e.contains("--peer") && e.contains("http://HOST:PORT"),
+            "{bad}: {e}"
+        );
+        assert_eq!(e.trim_end().lines().count(), 2, "message and hint: {e}");
+        let out = env.path("pulled");
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "pull",
+                &pinned,
+                out.to_str().unwrap(),
+                "--peer",
+                bad,
+            ],
+        );
+        assert!(e.contains("--peer"), "{bad}: {e}");
+        assert!(!out.exists(), "nothing pulled");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
+    assert_eq!(v["mounts"], serde_json::json!([]), "nothing mounted");
 }

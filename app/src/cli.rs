@@ -8,6 +8,7 @@ use clap_complete::ArgValueCompleter;
 use crate::complete;
 
 const JSON_HELP: &str = "Print one JSON document on stdout instead of text (shapes: docs/JSON.md)";
+const PEER_HELP: &str = "A cache server (`sealvol serve`) to read through before the origin, as http://HOST:PORT; repeat for more, asked in order [default: config.toml's peers]";
 const REF_HELP: &str = "A ref: NS/NAME@b3:DIGEST (8+ hex digits will do), NS/NAME:TAG, or NS/NAME for the newest version";
 
 #[derive(Parser, Debug)]
@@ -340,6 +341,8 @@ pub enum VolumeCommand {
         /// (and list) everything the version does not hold.
         #[arg(long)]
         force: bool,
+        #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+        peers: Vec<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -365,6 +368,8 @@ pub enum VolumeCommand {
         /// How long a read waits for its bytes, retrying a failing origin, before it fails with EIO (1s to 1h)
         #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
         read_timeout: std::time::Duration,
+        #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+        peers: Vec<String>,
         /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
         #[arg(long)]
         foreground: bool,

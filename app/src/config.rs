@@ -34,6 +34,9 @@ pub struct ConfigFile {
     /// Deployment files, or folders of them, for the console's Deployments screen.
     #[serde(default)]
     pub deploy_dirs: Vec<PathBuf>,
+    /// Cache servers (`sealvol serve`) that mounts and pulls read through, in order.
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +60,20 @@ pub struct Settings {
     pub endpoints: sealvol_node::source::Endpoints,
     /// config.toml's `deploy_dirs`: deployment files or folders the console shows.
     pub deploy_dirs: Vec<PathBuf>,
+    /// config.toml's `peers`: cache servers read before the origin.
+    pub peers: Vec<String>,
+}
+
+impl Settings {
+    /// The cache servers to read through: those a command names (`--peer`), else
+    /// config.toml's; each checked to be an address one can be reached at.
+    pub fn peers_or(&self, flags: &[String]) -> Result<Vec<String>> {
+        let named = if flags.is_empty() { &self.peers } else { flags };
+        named
+            .iter()
+            .map(|p| sealvol_serve::peer::check_url(p))
+            .collect()
+    }
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
@@ -88,7 +105,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, peers, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -178,6 +195,7 @@ pub fn resolve(
         sync_streams,
         endpoints: file.endpoints.with_env(),
         deploy_dirs: file.deploy_dirs,
+        peers: file.peers,
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod mounts;
 pub mod servers;
 
 use std::path::{Path, PathBuf};

@@ -401,23 +401,27 @@ pub fn page_background(theme: &str) -> (u8, u8, u8) {
 }
 
 pub fn mounts() -> FrameView {
-    let row = |dir: &str, n: u8, requested: &str, served: u64, hits: (u64, u64, u64)| MountRow {
-        dir: dir.into(),
-        volume: "weights/qwen3-8b".into(),
-        digest: digest(n),
-        requested: requested.into(),
-        pid: 4100 + n as u32,
-        started: "2026-11-29T22:10:00.000Z".into(),
-        bytes_served: served,
-        memory_hits: hits.0,
-        cache_hits: hits.1,
-        origin_chunks: hits.2,
-        memory_peak: 410 << 20,
-        memory_bound: 512 << 20,
-        prefetched_bytes: served,
-        prefetch_wasted_bytes: served / 50,
-        errors: 0,
-    };
+    let row =
+        |dir: &str, n: u8, requested: &str, served: u64, hits: (u64, u64, u64, u64)| MountRow {
+            dir: dir.into(),
+            volume: "weights/qwen3-8b".into(),
+            digest: digest(n),
+            requested: requested.into(),
+            pid: 4100 + n as u32,
+            started: "2026-11-29T22:10:00.000Z".into(),
+            bytes_served: served,
+            memory_hits: hits.0,
+            cache_hits: hits.1,
+            peer_chunks: hits.2,
+            peer_faults: 0,
+            peers: usize::from(hits.2 > 0),
+            origin_chunks: hits.3,
+            memory_peak: 410 << 20,
+            memory_bound: 512 << 20,
+            prefetched_bytes: served,
+            prefetch_wasted_bytes: served / 50,
+            errors: 0,
+        };
     FrameView {
         crumbs: vec!["volumes".into(), "mounts".into()],
         context: "~/.local/share/sealvol/repo".into(),
@@ -429,14 +433,14 @@ pub fn mounts() -> FrameView {
                     2,
                     "weights/qwen3-8b:prod",
                     16_384 << 20,
-                    (101_000, 24_000, 6_000),
+                    (101_000, 24_000, 0, 6_000),
                 ),
                 row(
                     "/models/qwen-b",
                     2,
                     "weights/qwen3-8b@b3:0202",
                     9_100 << 20,
-                    (50_000, 22_700, 0),
+                    (50_000, 2_700, 20_000, 0),
                 ),
             ],
             selected: 0,

@@ -1,7 +1,7 @@
 //! Mounts: every live mount on this node, the digest it serves (fixed at mount time),
-//! bytes served, where its chunks came from (memory, the node-disk cache, or the
-//! origin repository), the most memory its read-ahead held against its bound, the
-//! share of read-ahead dropped unread, and failed reads.
+//! bytes served, where its chunks came from (memory, the node-disk cache, the peers
+//! (cache servers) or the origin repository), the most memory its read-ahead held
+//! against its bound, the share of read-ahead dropped unread, and failed reads.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -22,6 +22,12 @@ pub struct MountRow {
     pub bytes_served: u64,
     pub memory_hits: u64,
     pub cache_hits: u64,
+    /// Chunks from peers, and peer requests that failed or returned bad bytes (each
+    /// of which went to the next tier instead).
+    pub peer_chunks: u64,
+    pub peer_faults: u64,
+    /// How many peers the mount reads through: none shows `-`, not `0%`.
+    pub peers: usize,
     pub origin_chunks: u64,
     /// The most memory read-ahead held at once, against `--prefetch-memory`.
     pub memory_peak: u64,
@@ -40,7 +46,7 @@ pub struct MountsView {
     pub empty: String,
 }
 
-const COLUMNS: [Column; 11] = [
+const COLUMNS: [Column; 12] = [
     Column {
         title: "MOUNT POINT",
         width: 22,
@@ -73,6 +79,11 @@ const COLUMNS: [Column; 11] = [
     },
     Column {
         title: "CACHE",
+        width: 7,
+        keep: 3,
+    },
+    Column {
+        title: "PEERS",
         width: 7,
         keep: 3,
     },
@@ -145,7 +156,13 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         None,
         |i| {
             let r = &vm.rows[i];
-            let total = r.memory_hits + r.cache_hits + r.origin_chunks;
+            let total = r.memory_hits + r.cache_hits + r.peer_chunks + r.origin_chunks;
+            // Faults mark the share: a peer that fails sends its reads to the origin.
+            let peers = match (r.peers, r.peer_faults) {
+                (0, _) => cell("-".to_string(), Role::Dim),
+                (_, 0) => cell(pct(r.peer_chunks, total), Role::Text),
+                (_, f) => cell(format!("{} !{f}", pct(r.peer_chunks, total)), Role::Error),
+            };
             vec![
                 cell(name(&r.dir), Role::Text),
                 cell(
@@ -157,6 +174,7 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(size(r.bytes_served), Role::Text),
                 cell(pct(r.memory_hits, total), Role::Text),
                 cell(pct(r.cache_hits, total), Role::Text),
+                peers,
                 cell(pct(r.origin_chunks, total), Role::Dim),
                 cell(of_bound(r.memory_peak, r.memory_bound), Role::Dim),
                 cell(pct(r.prefetch_wasted_bytes, r.prefetched_bytes), Role::Dim),

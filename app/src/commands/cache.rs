@@ -139,12 +139,13 @@ fn restore(
                     cache_size: None,
                     prefetch_memory: None,
                     read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
+                    peers: Vec::new(),
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
                 },
             )?
         }
-        false => crate::commands::volume::pull(&quiet, &pinned, dir, force, false)?,
+        false => crate::commands::volume::pull(&quiet, &pinned, dir, force, &[], false)?,
     }
     if as_json {
         return json(&serde_json::json!({

@@ -18,6 +18,16 @@ use sealvol_s3repo::{Mode, Options};
 
 use crate::config::Settings;
 
+/// The read path's clients for cache servers at `urls` (checked by `Settings::peers_or`).
+pub fn peers(urls: &[String]) -> Result<Vec<std::sync::Arc<dyn sealvol_core::read::Peer>>> {
+    urls.iter()
+        .map(|u| {
+            let p = sealvol_serve::peer::HttpPeer::new(u)?;
+            Ok(std::sync::Arc::new(p) as std::sync::Arc<dyn sealvol_core::read::Peer>)
+        })
+        .collect()
+}
+
 pub struct Ctx {
     pub settings: Settings,
     pub quiet: bool,

@@ -32,6 +32,8 @@ pub struct Request {
     pub cache_size: Option<String>,
     pub prefetch_memory: Option<String>,
     pub read_timeout: Duration,
+    /// Cache servers to read through (`--peer`); none: config.toml's `peers`.
+    pub peers: Vec<String>,
     pub foreground: bool,
     pub requested: Option<String>,
 }
@@ -40,6 +42,14 @@ const READY_FD: &str = "SEALVOL_READY_FD";
 
 fn records_dir(ctx: &Ctx) -> PathBuf {
     records::dir(&ctx.settings.state)
+}
+
+/// A mount's settings once flags, config.toml and defaults are resolved and checked.
+struct Resolved {
+    cache_dir: PathBuf,
+    cache_bytes: u64,
+    memory: usize,
+    peers: Vec<String>,
 }
 
 pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
@@ -66,58 +76,43 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         ))
         .hint("give 1s to 1h; the default, 60s, rides out an origin's bad minute"));
     }
+    let set = Resolved {
+        cache_dir,
+        cache_bytes,
+        memory,
+        peers: ctx.settings.peers_or(&req.peers)?,
+    };
     let repo = Arc::new(ctx.open_repo(false)?);
     let digest = repo.resolve(&r)?;
     if !req.foreground {
         // Checked here too so that a bad mount point is reported with its own kind.
         drop(mount::check_mount_point(&req.dir)?);
-        return spawn_background(
-            ctx,
-            &r.volume,
-            &digest,
-            &req,
-            &cache_dir,
-            cache_bytes,
-            memory,
-        );
+        return spawn_background(ctx, &r.volume, &digest, &req, &set);
     }
     crate::alloc::for_mount();
     let ready = ReadyPipe::from_env();
-    let result = serve(
-        ctx,
-        repo,
-        &r.volume,
-        &digest,
-        &req,
-        &cache_dir,
-        cache_bytes,
-        memory,
-        &ready,
-    );
+    let result = serve(ctx, repo, &r.volume, &digest, &req, &set, &ready);
     if let Err(e) = &result {
         ready.fail(e);
     }
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 fn serve(
     ctx: &Ctx,
     repo: Arc<sealvol_core::Repository>,
     volume: &VolumeName,
     digest: &Digest,
     req: &Request,
-    cache_dir: &Path,
-    cache_bytes: u64,
-    memory: usize,
+    set: &Resolved,
     ready: &ReadyPipe,
 ) -> Result<()> {
-    let cache = Arc::new(ChunkCache::open(cache_dir, cache_bytes)?);
+    let cache = Arc::new(ChunkCache::open(&set.cache_dir, set.cache_bytes)?);
     // Catch SIGINT/SIGTERM before the mount exists: a signal that arrives the moment it
     // is ready must unmount it, not kill the process with the mount still up.
     let signals = crate::signals::Signals::catch()?;
     let limits = mount::Limits {
-        memory,
+        memory: set.memory,
         read_timeout: req.read_timeout,
         ..mount::Limits::for_origin(repo.concurrency())
     };
@@ -129,6 +124,7 @@ fn serve(
         MountOptions {
             cache: Some(cache),
             limits,
+            peers: crate::commands::peers(&set.peers)?,
             ..MountOptions::default()
         },
     )?;
@@ -142,10 +138,11 @@ fn serve(
             .requested
             .clone()
             .unwrap_or_else(|| req.reference.clone()),
-        cache: Some(cache_dir.display().to_string()),
+        cache: Some(set.cache_dir.display().to_string()),
         started: now_rfc3339(),
         files: m.fs().tree().files(),
         bytes: m.fs().tree().bytes(),
+        peers: set.peers.clone(),
         stats: m.stats(),
     };
     if let Err(e) = records::write(&dir, &rec) {
@@ -237,9 +234,7 @@ fn spawn_background(
     volume: &VolumeName,
     digest: &Digest,
     req: &Request,
-    cache_dir: &Path,
-    cache_bytes: u64,
-    memory: usize,
+    set: &Resolved,
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
@@ -262,13 +257,14 @@ fn spawn_background(
         .arg(format!("vol:{volume}@{digest}"))
         .arg(&abs)
         .arg("--cache")
-        .arg(cache_dir)
+        .arg(&set.cache_dir)
         .arg("--cache-size")
-        .arg(cache_bytes.to_string())
+        .arg(set.cache_bytes.to_string())
         .arg("--prefetch-memory")
-        .arg(memory.to_string())
+        .arg(set.memory.to_string())
         .arg("--read-timeout")
         .arg(format!("{}ms", req.read_timeout.as_millis()))
+        .args(set.peers.iter().flat_map(|p| ["--peer", p]))
         .arg("--foreground")
         .arg("--requested")
         .arg(req.requested.as_deref().unwrap_or(&req.reference))

@@ -9,13 +9,19 @@
 //! origin and cheap on a local one.
 //!
 //! Every reader goes through `Chunks`: a mount and a pull read `Tiers` (cache, then
-//! origin); verify and diff read `Origin`, the repository alone, because they judge
-//! what the repository holds and not what a cache remembers. The in-cluster peers and
-//! mirrored origins of later tiers belong here too.
+//! peers, then origin); verify and diff read `Origin`, the repository alone, because
+//! they judge what the repository holds and not what a cache remembers.
+//!
+//! Peers (`sealvol serve` on another machine, the in-cluster cache) are not trusted:
+//! what one returns is checked chunk by chunk like the origin's bytes, and a peer that
+//! fails, is slow or returns bytes that fail their hash is passed over (and left alone
+//! for `PEER_BACKOFF`) in favour of the next tier. The protocol lives with the server;
+//! this layer knows only the `Peer` trait.
 
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
@@ -37,6 +43,15 @@ pub struct ChunkBytes {
 }
 
 impl ChunkBytes {
+    /// Bytes `range` of a shared buffer (one range read holding many chunks).
+    pub fn slice(buf: &Arc<Buffer>, range: Range<usize>) -> ChunkBytes {
+        ChunkBytes {
+            buf: Arc::clone(buf),
+            start: range.start,
+            end: range.end.max(range.start),
+        }
+    }
+
     pub fn whole(v: impl Into<Buffer>) -> ChunkBytes {
         let v = v.into();
         let end = v.len();
@@ -123,6 +138,19 @@ pub struct TierStats {
     /// snapshot was taken (filled in by the mount, which owns the read-ahead).
     #[serde(default)]
     pub prefetch_pending: u64,
+    /// Chunks and bytes that came from peers, in how many requests; requests that
+    /// failed (down, timed out, cut short), and chunks a peer returned that failed
+    /// their hash (never served; the next tier was asked).
+    #[serde(default)]
+    pub peer_chunks: u64,
+    #[serde(default)]
+    pub peer_bytes: u64,
+    #[serde(default)]
+    pub peer_requests: u64,
+    #[serde(default)]
+    pub peer_errors: u64,
+    #[serde(default)]
+    pub peer_bad_chunks: u64,
 }
 
 #[derive(Default)]
@@ -142,6 +170,11 @@ pub struct Counters {
     pub prefetch_wasted_bytes: AtomicU64,
     pub memory_peak: AtomicU64,
     pub memory_bound: AtomicU64,
+    pub peer_chunks: AtomicU64,
+    pub peer_bytes: AtomicU64,
+    pub peer_requests: AtomicU64,
+    pub peer_errors: AtomicU64,
+    pub peer_bad_chunks: AtomicU64,
     /// When the last read arrived, in milliseconds since the epoch.
     pub last_read_ms: AtomicU64,
 }
@@ -172,12 +205,62 @@ impl Counters {
             memory_peak: g(&self.memory_peak),
             memory_bound: g(&self.memory_bound),
             prefetch_pending: 0,
+            peer_chunks: g(&self.peer_chunks),
+            peer_bytes: g(&self.peer_bytes),
+            peer_requests: g(&self.peer_requests),
+            peer_errors: g(&self.peer_errors),
+            peer_bad_chunks: g(&self.peer_bad_chunks),
         }
     }
 }
 
 pub fn add(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Another machine that serves chunks by hash: `sealvol serve`, the in-cluster tier.
+pub trait Peer: Send + Sync {
+    /// Where it is, for logs.
+    fn name(&self) -> &str;
+
+    /// Puts in `into` (replacing what it held, keeping its memory) the stored bytes of
+    /// `chunks` (hash, stored length), which lie back to back in `pack` from `offset`,
+    /// in order. Unverified: the caller checks every chunk.
+    fn read_run(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()>;
+}
+
+/// How long a peer that failed or returned bad bytes is passed over before it is
+/// asked again: long enough that a dead peer costs one timeout, not one per read.
+pub const PEER_BACKOFF: Duration = Duration::from_secs(5);
+
+struct PeerTier {
+    peer: Arc<dyn Peer>,
+    /// Asked again from this time (milliseconds since the epoch); 0 when up.
+    down_until_ms: AtomicU64,
+}
+
+impl PeerTier {
+    fn is_up(&self) -> bool {
+        self.down_until_ms.load(Ordering::Relaxed) <= now_ms()
+    }
+
+    fn pass_over(&self, why: &str) {
+        let until = now_ms() + PEER_BACKOFF.as_millis() as u64;
+        // Logged once per outage, not once per read.
+        if self.down_until_ms.swap(until, Ordering::Relaxed) <= now_ms() {
+            tracing::warn!(
+                "peer {}: {why}; reading from the next tier for {}s",
+                self.peer.name(),
+                PEER_BACKOFF.as_secs()
+            );
+        }
+    }
 }
 
 /// Where verified chunks come from.
@@ -255,6 +338,7 @@ impl Chunks for Origin<'_> {
         let misses: Vec<usize> = range.clone().collect();
         read_runs(
             self.0,
+            &[],
             obj,
             &misses,
             range.start,
@@ -289,6 +373,8 @@ pub struct Tiers {
     /// Files this large are kept whole in the node cache once read whole, not as
     /// chunks as well (`keeping_whole_files_from`).
     whole_from: u64,
+    /// Asked in order after the node cache and before the origin.
+    peers: Vec<PeerTier>,
     pub counters: Counters,
 }
 
@@ -331,8 +417,21 @@ impl Tiers {
             filler,
             queued_fill,
             whole_from: u64::MAX,
+            peers: Vec::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// Reads what the node cache misses from `peers`, in order, before the origin.
+    pub fn with_peers(mut self, peers: Vec<Arc<dyn Peer>>) -> Tiers {
+        self.peers = peers
+            .into_iter()
+            .map(|peer| PeerTier {
+                peer,
+                down_until_ms: AtomicU64::new(0),
+            })
+            .collect();
+        self
     }
 
     /// Files of at least `min` bytes (that fit a quarter of the cache) are not filled
@@ -401,6 +500,7 @@ impl Tiers {
         };
         read_runs(
             &self.repo,
+            &self.peers,
             obj,
             &misses,
             range.start,
@@ -435,12 +535,15 @@ impl FillJob {
     }
 }
 
-/// Reads chunks `misses` (indexes into the file's chunks, ascending) from the origin
-/// into `out` (slot `i - base`), in runs: consecutive chunks of the file that sit back
-/// to back in one pack, up to `max_run` bytes, come in one range read. Every chunk is
-/// checked against its hash before it is placed; each run is then offered to `fill`.
+/// Reads chunks `misses` (indexes into the file's chunks, ascending) from the peers,
+/// else the origin, into `out` (slot `i - base`), in runs: consecutive chunks of the
+/// file that sit back to back in one pack, up to `max_run` bytes, come in one request.
+/// Every chunk is checked against its hash before it is placed; each run is then
+/// offered to `fill`.
+#[allow(clippy::too_many_arguments)]
 fn read_runs(
     repo: &Repository,
+    peers: &[PeerTier],
     obj: &FileObject,
     misses: &[usize],
     base: usize,
@@ -467,6 +570,20 @@ fn read_runs(
             n += 1;
         }
         let pack = obj.packs[first.pack as usize];
+        let run = &misses[k..k + n];
+        if let Some(buf) = from_peers(peers, obj, run, &pack, start, end, counters) {
+            let mut pieces = Vec::with_capacity(n);
+            for &i in run {
+                let e = &obj.chunks[i].entry;
+                let at = (e.offset - start) as usize;
+                let piece = ChunkBytes::slice(&buf, at..at + e.stored_len as usize);
+                pieces.push((e.hash, piece.start, piece.end));
+                out[i - base] = Some(piece);
+            }
+            fill(FillJob { buf, pieces });
+            k += n;
+            continue;
+        }
         add(&counters.origin_requests, 1);
         let mut buf = recycled::take((end - start) as usize);
         let bytes = match repo.pack_range_into(&pack, start, buf.as_mut_vec()) {
@@ -534,6 +651,61 @@ fn read_runs(
         k += n;
     }
     Ok(())
+}
+
+/// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`) from the
+/// first peer that is up and returns it whole with every chunk passing its hash; `None`
+/// sends the run to the origin.
+fn from_peers(
+    peers: &[PeerTier],
+    obj: &FileObject,
+    run: &[usize],
+    pack: &PackId,
+    start: u64,
+    end: u64,
+    counters: &Counters,
+) -> Option<Arc<Buffer>> {
+    let mut up = peers.iter().filter(|p| p.is_up()).peekable();
+    up.peek()?;
+    let chunks: Vec<(Hash, u32)> = run
+        .iter()
+        .map(|&i| (obj.chunks[i].entry.hash, obj.chunks[i].entry.stored_len))
+        .collect();
+    let len = (end - start) as usize;
+    for p in up {
+        add(&counters.peer_requests, 1);
+        let mut buf = recycled::take(len);
+        if let Err(e) = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec()) {
+            add(&counters.peer_errors, 1);
+            p.pass_over(&e.to_string());
+            continue;
+        }
+        if buf.len() != len {
+            add(&counters.peer_errors, 1);
+            p.pass_over(&format!("returned {} bytes for a run of {len}", buf.len()));
+            continue;
+        }
+        let bad = run
+            .iter()
+            .filter(|&&i| {
+                let e = &obj.chunks[i].entry;
+                let at = (e.offset - start) as usize;
+                Hash::of(&buf[at..at + e.stored_len as usize]) != e.hash
+            })
+            .count();
+        if bad > 0 {
+            add(&counters.peer_bad_chunks, bad as u64);
+            p.pass_over(&format!(
+                "{bad} chunk(s) of pack {} at offset {start} failed their hash check",
+                pack.hex()
+            ));
+            continue;
+        }
+        add(&counters.peer_chunks, run.len() as u64);
+        add(&counters.peer_bytes, len as u64);
+        return Some(Arc::new(buf));
+    }
+    None
 }
 
 /// A chunk whose copy in `pack` cannot be used, read from another copy the repository

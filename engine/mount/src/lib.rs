@@ -42,7 +42,7 @@ use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
 
 pub use fs::{DEFAULT_READ_TIMEOUT, Limits, VolumeFs};
-pub use sealvol_core::read::{TierStats, Tiers};
+pub use sealvol_core::read::{Peer, TierStats, Tiers};
 use tree::Tree;
 
 pub struct MountOptions {
@@ -52,6 +52,8 @@ pub struct MountOptions {
     pub threads: usize,
     /// Read ahead in the order of the version's newest saved read profile, if any.
     pub replay: bool,
+    /// Asked for what the node cache misses, in order, before the origin.
+    pub peers: Vec<Arc<dyn Peer>>,
 }
 
 impl Default for MountOptions {
@@ -61,6 +63,7 @@ impl Default for MountOptions {
             limits: Limits::default(),
             threads: 4,
             replay: true,
+            peers: Vec::new(),
         }
     }
 }
@@ -90,7 +93,9 @@ pub fn open_fs(
         false => None,
     };
     let tiers = Arc::new(
-        Tiers::new(repo, opts.cache.clone()).keeping_whole_files_from(opts.limits.passthrough_min),
+        Tiers::new(repo, opts.cache.clone())
+            .keeping_whole_files_from(opts.limits.passthrough_min)
+            .with_peers(opts.peers.clone()),
     );
     let fs = VolumeFs::new(
         tree,

@@ -25,6 +25,9 @@ pub struct MountRecord {
     pub started: String,
     pub files: u64,
     pub bytes: u64,
+    /// The cache servers asked before the origin (`--peer`).
+    #[serde(default)]
+    pub peers: Vec<String>,
     pub stats: TierStats,
 }
 
@@ -131,6 +134,7 @@ mod tests {
             started: "2026-01-01T00:00:00Z".into(),
             files: 0,
             bytes: 0,
+            peers: Vec::new(),
             stats: TierStats::default(),
         };
         write(d.path(), &rec).unwrap();

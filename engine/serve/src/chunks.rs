@@ -6,8 +6,12 @@
 //! names them), which spares the server the repository's index; the hint is only a
 //! hint: the bytes must hash to the name asked for, else the index is asked instead.
 //! Bytes that fail their hash are never served.
+//!
+//! A run (adjacent chunks of one pack, as a node's read path asks for them) is read
+//! from the origin in one range request per stretch the cache misses, so a cold node
+//! reading through the server costs the origin what reading it directly would.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -16,13 +20,18 @@ use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::ErrorKind;
 use sealvol_core::objects::PackId;
-use sealvol_core::read::add;
+use sealvol_core::read::{ChunkBytes, add};
 use sealvol_core::recycled::{self, Buffer};
 use sealvol_core::repo::{ChunkIndex, Repository};
 
 /// The largest chunk a repository holds (`chunk::ChunkParams::is_valid`): a longer
 /// hint is a bad request, not an allocation.
 pub const MAX_CHUNK: u32 = (sealvol_core::chunk::BLOCK / 2) as u32;
+
+/// The most bytes and chunks one run request may ask for: a node's largest range read
+/// (`read::REMOTE_MAX_RUN`), and as many chunks as fit it at the smallest chunk size.
+pub const MAX_RUN_BYTES: u64 = sealvol_core::read::REMOTE_MAX_RUN;
+pub const MAX_RUN_CHUNKS: usize = 8192;
 
 /// An index older than this is loaded again when a chunk is not in it (a push since).
 const INDEX_FRESH: Duration = Duration::from_secs(10);
@@ -38,8 +47,10 @@ pub struct Hint {
 /// Why a chunk cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Miss {
+    /// The request itself is wrong (says what is wrong).
+    Invalid(String),
     /// The repository holds no chunk of that hash.
-    NotFound,
+    NotFound(Hash),
     /// The repository's copies fail their hash (the reason names pack and offset).
     Corrupt(String),
     /// The origin could not be read just now; asking again may work.
@@ -50,11 +61,13 @@ pub enum Miss {
 #[derive(Default)]
 pub struct Counters {
     pub requests: AtomicU64,
+    /// Run requests (adjacent chunks of one pack), also counted in `requests`.
+    pub runs: AtomicU64,
     pub bytes_served: AtomicU64,
     pub cache_hits: AtomicU64,
     pub origin_fetches: AtomicU64,
     pub origin_bytes: AtomicU64,
-    /// Requests that waited for another's fetch of the same chunk.
+    /// Chunks that waited for another request's fetch of the same chunk.
     pub flight_waits: AtomicU64,
     /// Origin reads whose bytes failed their hash.
     pub bad_bytes: AtomicU64,
@@ -62,12 +75,32 @@ pub struct Counters {
     pub errors: AtomicU64,
 }
 
-type Outcome = Result<Arc<Buffer>, Miss>;
+type Outcome = Result<ChunkBytes, Miss>;
 
 #[derive(Default)]
 struct Flight {
     outcome: Mutex<Option<Outcome>>,
     done: Condvar,
+}
+
+impl Flight {
+    fn wait(&self) -> Outcome {
+        let mut outcome = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(o) = outcome.as_ref() {
+                return o.clone();
+            }
+            outcome = self.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Who fetches a chunk that is not in the cache: this request (it leads the flight),
+/// or another one already under way (this one waits for it).
+enum Claim {
+    Ready(ChunkBytes),
+    Wait(Arc<Flight>),
+    Lead(Arc<Flight>),
 }
 
 pub struct ChunkService {
@@ -76,6 +109,38 @@ pub struct ChunkService {
     flights: Mutex<HashMap<Hash, Arc<Flight>>>,
     index: Mutex<Option<(Instant, Arc<ChunkIndex>)>>,
     pub counters: Counters,
+}
+
+/// Why a run request cannot be answered as asked, if it cannot.
+pub fn check_run(offset: u64, chunks: &[(Hash, u32)]) -> Result<(), String> {
+    if chunks.is_empty() || chunks.len() > MAX_RUN_CHUNKS {
+        return Err(format!(
+            "a run names 1 to {MAX_RUN_CHUNKS} chunks, not {}",
+            chunks.len()
+        ));
+    }
+    let mut seen = HashSet::with_capacity(chunks.len());
+    let mut total = 0u64;
+    for (h, len) in chunks {
+        if *len == 0 || *len > MAX_CHUNK {
+            return Err(format!(
+                "len {len} of chunk {} is not a chunk's length (1 to {MAX_CHUNK} bytes)",
+                h.hex()
+            ));
+        }
+        // A pack holds each chunk once, so a run cannot name one twice.
+        if !seen.insert(*h) {
+            return Err(format!("chunk {} appears twice in one run", h.hex()));
+        }
+        total += *len as u64;
+    }
+    if total > MAX_RUN_BYTES || offset.checked_add(total).is_none() {
+        return Err(format!(
+            "a run of {total} bytes at offset {offset} is more than one request may ask \
+             for ({MAX_RUN_BYTES} bytes)"
+        ));
+    }
+    Ok(())
 }
 
 impl ChunkService {
@@ -97,57 +162,144 @@ impl ChunkService {
     /// once for everyone who asks meanwhile. Blocking: call it off the async threads.
     pub fn get(&self, hash: &Hash, hint: Option<Hint>) -> Outcome {
         add(&self.counters.requests, 1);
-        if let Some(b) = self.cache.get(hash) {
-            add(&self.counters.cache_hits, 1);
-            return Ok(Arc::new(b));
+        match self.claim(hash) {
+            Claim::Ready(b) => Ok(b),
+            Claim::Wait(f) => f.wait(),
+            Claim::Lead(f) => {
+                let outcome = self.fetch(hash, hint);
+                self.finish(hash, &f, &outcome);
+                outcome
+            }
         }
-        let (flight, leader) = {
+    }
+
+    /// The verified bytes of `chunks` (hash, stored length), which a client's chunk list
+    /// says lie back to back in `pack` from `offset`: what the cache misses comes in one
+    /// origin range read per stretch of misses, each chunk fetched once for everyone who
+    /// asks meanwhile. A chunk not where the client says is looked up in the index.
+    pub fn get_run(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+    ) -> Result<Vec<ChunkBytes>, Miss> {
+        check_run(offset, chunks).map_err(Miss::Invalid)?;
+        add(&self.counters.requests, 1);
+        add(&self.counters.runs, 1);
+        let claims: Vec<Claim> = chunks.iter().map(|(h, _)| self.claim(h)).collect();
+        let mut at = Vec::with_capacity(chunks.len());
+        let mut o = offset;
+        for (_, len) in chunks {
+            at.push(o);
+            o += *len as u64;
+        }
+        let leads = |i: usize| matches!(claims.get(i), Some(Claim::Lead(_)));
+        let mut led: Vec<Option<Outcome>> = vec![None; chunks.len()];
+        // Every flight this request leads is finished before anything can fail, so
+        // that no one waits on it forever.
+        let mut i = 0;
+        while i < chunks.len() {
+            if !leads(i) {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while leads(j) {
+                j += 1;
+            }
+            let len = at[j - 1] + chunks[j - 1].1 as u64 - at[i];
+            let read = self.read_range(pack, at[i], len);
+            for x in i..j {
+                let (hash, clen) = chunks[x];
+                let outcome = match &read {
+                    Ok(buf) => {
+                        let from = (at[x] - at[i]) as usize;
+                        let piece = ChunkBytes::slice(buf, from..from + clen as usize);
+                        if Hash::of(&piece) == hash {
+                            Ok(piece)
+                        } else {
+                            add(&self.counters.bad_bytes, 1);
+                            self.fetch(&hash, None)
+                        }
+                    }
+                    Err(Miss::Unavailable(why)) => Err(Miss::Unavailable(why.clone())),
+                    // A pack cut short or gone: the chunk may have another copy.
+                    Err(_) => self.fetch(&hash, None),
+                };
+                if let Claim::Lead(f) = &claims[x] {
+                    self.finish(&hash, f, &outcome);
+                }
+                led[x] = Some(outcome);
+            }
+            i = j;
+        }
+        claims
+            .into_iter()
+            .zip(led)
+            .map(|(claim, led)| match (claim, led) {
+                (Claim::Ready(b), _) => Ok(b),
+                (Claim::Wait(f), _) => f.wait(),
+                (Claim::Lead(_), Some(outcome)) => outcome,
+                (Claim::Lead(_), None) => Err(Miss::Unavailable("a fetch was lost".into())),
+            })
+            .collect()
+    }
+
+    /// The chunk from the cache, or the flight that fetches it: this request's own when
+    /// no other is under way.
+    fn claim(&self, hash: &Hash) -> Claim {
+        if let Some(b) = self.cached(hash) {
+            return Claim::Ready(b);
+        }
+        let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
-            match flights.get(hash) {
-                Some(f) => (Arc::clone(f), false),
-                None => {
-                    let f = Arc::new(Flight::default());
-                    flights.insert(*hash, Arc::clone(&f));
-                    (f, true)
-                }
+            if let Some(f) = flights.get(hash) {
+                add(&self.counters.flight_waits, 1);
+                return Claim::Wait(Arc::clone(f));
             }
+            let f = Arc::new(Flight::default());
+            flights.insert(*hash, Arc::clone(&f));
+            f
         };
-        if !leader {
-            add(&self.counters.flight_waits, 1);
-            let mut outcome = flight.outcome.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                if let Some(o) = outcome.as_ref() {
-                    return o.clone();
-                }
-                outcome = flight.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
-            }
-        }
         // A fetch that ended just before this one began has filled the cache.
-        let outcome = match self.cache.get(hash) {
+        match self.cached(hash) {
             Some(b) => {
-                add(&self.counters.cache_hits, 1);
-                Ok(Arc::new(b))
+                self.publish(hash, &flight, Ok(b.clone()));
+                Claim::Ready(b)
             }
-            None => self.fetch(hash, hint),
-        };
-        if let Ok(b) = &outcome
+            None => Claim::Lead(flight),
+        }
+    }
+
+    fn cached(&self, hash: &Hash) -> Option<ChunkBytes> {
+        let b = self.cache.get(hash)?;
+        add(&self.counters.cache_hits, 1);
+        Some(ChunkBytes::whole(b))
+    }
+
+    /// Ends a flight this request led: the cache keeps the bytes, waiters get them.
+    fn finish(&self, hash: &Hash, flight: &Flight, outcome: &Outcome) {
+        if let Ok(b) = outcome
             && let Err(e) = self.cache.put(hash, b)
         {
             // A full or broken cache disk makes later requests slower, never wrong.
             tracing::warn!("cannot cache chunk {}: {e}", hash.hex());
         }
-        match &outcome {
-            Err(Miss::NotFound) => add(&self.counters.not_found, 1),
+        match outcome {
+            Err(Miss::NotFound(_)) => add(&self.counters.not_found, 1),
             Err(_) => add(&self.counters.errors, 1),
             Ok(_) => {}
         }
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
+        self.publish(hash, flight, outcome.clone());
+    }
+
+    fn publish(&self, hash: &Hash, flight: &Flight, outcome: Outcome) {
+        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
         flight.done.notify_all();
         self.flights
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(hash);
-        outcome
     }
 
     fn fetch(&self, hash: &Hash, hint: Option<Hint>) -> Outcome {
@@ -175,7 +327,7 @@ impl ChunkService {
         if let Some((at, index)) = cached.as_ref() {
             match find(index) {
                 Some(h) => return Ok(h),
-                None if at.elapsed() < INDEX_FRESH => return Err(Miss::NotFound),
+                None if at.elapsed() < INDEX_FRESH => return Err(Miss::NotFound(*hash)),
                 None => {}
             }
         }
@@ -185,17 +337,23 @@ impl ChunkService {
             .map_err(|e| origin_miss(&e))?;
         let found = find(&index);
         *cached = Some((Instant::now(), Arc::new(index)));
-        found.ok_or(Miss::NotFound)
+        found.ok_or(Miss::NotFound(*hash))
+    }
+
+    fn read_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Arc<Buffer>, Miss> {
+        let mut buf = recycled::take(len as usize);
+        add(&self.counters.origin_fetches, 1);
+        self.repo
+            .pack_range_into(pack, offset, buf.as_mut_vec())
+            .map_err(|e| origin_miss(&e))?;
+        add(&self.counters.origin_bytes, buf.len() as u64);
+        Ok(Arc::new(buf))
     }
 
     fn read_at(&self, hash: &Hash, at: &Hint) -> Outcome {
-        let mut buf = recycled::take(at.len as usize);
-        add(&self.counters.origin_fetches, 1);
-        self.repo
-            .pack_range_into(&at.pack, at.offset, buf.as_mut_vec())
-            .map_err(|e| origin_miss(&e))?;
-        add(&self.counters.origin_bytes, buf.len() as u64);
-        if Hash::of(&buf) != *hash {
+        let buf = self.read_range(&at.pack, at.offset, at.len as u64)?;
+        let piece = ChunkBytes::slice(&buf, 0..buf.len());
+        if Hash::of(&piece) != *hash {
             add(&self.counters.bad_bytes, 1);
             return Err(Miss::Corrupt(format!(
                 "chunk {} in pack {} at offset {} fails its hash check",
@@ -204,7 +362,7 @@ impl ChunkService {
                 at.offset
             )));
         }
-        Ok(Arc::new(buf))
+        Ok(piece)
     }
 }
 

@@ -1,5 +1,7 @@
 //! The routes: `GET /v1/chunks/<hash>` (with an optional `?pack=&offset=&len=` hint),
-//! `/metrics` (Prometheus text), `/healthz` and `/readyz`.
+//! `POST /v1/runs` (adjacent chunks of one pack: `{"pack", "offset", "chunks": [[hash,
+//! len], …]}`, answered with their bytes back to back), `/metrics` (Prometheus text),
+//! `/healthz` and `/readyz`.
 //!
 //! Chunk URLs name immutable bytes, so responses say so (`Cache-Control: public,
 //! max-age=31536000, immutable`, the hash as the `ETag`): an ordinary HTTP cache in
@@ -11,25 +13,110 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use sealvol_core::digest::Hash;
-use sealvol_core::recycled::Buffer;
 
-use crate::chunks::{ChunkService, Hint, MAX_CHUNK, Miss};
+use crate::chunks::{ChunkService, Hint, MAX_CHUNK, Miss, check_run};
 
 /// Every route the server answers, for the router and for tests that walk them all.
-pub const ROUTES: [&str; 4] = ["/v1/chunks/{hash}", "/metrics", "/healthz", "/readyz"];
+pub const ROUTES: [&str; 5] = [
+    "/v1/chunks/{hash}",
+    "/v1/runs",
+    "/metrics",
+    "/healthz",
+    "/readyz",
+];
+
+/// The largest request body: a run request naming `MAX_RUN_CHUNKS` chunks is about
+/// 600 KiB of JSON.
+pub const MAX_BODY: usize = 1 << 20;
 
 pub fn router(service: Arc<ChunkService>) -> Router {
     Router::new()
         .route(ROUTES[0], get(chunk))
-        .route(ROUTES[1], get(metrics))
-        .route(ROUTES[2], get(|| async { "ok\n" }))
-        .route(ROUTES[3], get(|| async { "ready\n" }))
+        .route(ROUTES[1], post(run))
+        .route(ROUTES[2], get(metrics))
+        .route(ROUTES[3], get(|| async { "ok\n" }))
+        .route(ROUTES[4], get(|| async { "ready\n" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(service)
+}
+
+/// A run request as it travels: what `peer::HttpPeer` sends.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RunRequest {
+    pub pack: String,
+    pub offset: u64,
+    pub chunks: Vec<(String, u32)>,
+}
+
+async fn run(State(service): State<Arc<ChunkService>>, body: Bytes) -> Response {
+    let req: RunRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return bad_request(format!(
+                "not a run request ({e}): send {{\"pack\": HEX, \"offset\": N, \"chunks\": [[HEX, LEN], …]}}"
+            ));
+        }
+    };
+    let Some(pack) = Hash::parse_hex(&req.pack) else {
+        return bad_request(format!("not a pack id: {:.80} (64 hex digits)", req.pack));
+    };
+    let mut chunks = Vec::with_capacity(req.chunks.len());
+    for (h, len) in &req.chunks {
+        let Some(hash) = Hash::parse_hex(h) else {
+            return bad_request(format!(
+                "not a chunk hash: {h:.80} (a chunk is named by 64 hex digits)"
+            ));
+        };
+        chunks.push((hash, *len));
+    }
+    if let Err(why) = check_run(req.offset, &chunks) {
+        return bad_request(why);
+    }
+    let worker = Arc::clone(&service);
+    let outcome = tokio::task::spawn_blocking(move || worker.get_run(&pack, req.offset, &chunks))
+        .await
+        .unwrap_or_else(|e| Err(Miss::Unavailable(format!("the fetch failed: {e}"))));
+    match outcome {
+        Ok(pieces) => {
+            let total: usize = pieces.iter().map(|p| p.len()).sum();
+            sealvol_core::read::add(&service.counters.bytes_served, total as u64);
+            let body = Body::from_stream(futures::stream::iter(
+                pieces
+                    .into_iter()
+                    .map(|p| Ok::<_, std::convert::Infallible>(Bytes::from_owner(p))),
+            ));
+            let headers = [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/octet-stream"),
+                ),
+                (header::CONTENT_LENGTH, HeaderValue::from(total)),
+            ];
+            (StatusCode::OK, headers, body).into_response()
+        }
+        Err(miss) => miss_response(miss),
+    }
+}
+
+/// What a client is told when a chunk cannot be served: never the bytes.
+fn miss_response(miss: Miss) -> Response {
+    match miss {
+        Miss::Invalid(why) => bad_request(why),
+        Miss::NotFound(h) => (
+            StatusCode::NOT_FOUND,
+            format!("no chunk {} in the repository\n", h.hex()),
+        )
+            .into_response(),
+        // The origin holds bad bytes: a gateway's upstream error.
+        Miss::Corrupt(why) => (StatusCode::BAD_GATEWAY, why + "\n").into_response(),
+        Miss::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why + "\n").into_response(),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -77,10 +164,9 @@ async fn chunk(
         return (StatusCode::NOT_MODIFIED, immutable(&etag)).into_response();
     }
     let worker = Arc::clone(&service);
-    let outcome = match tokio::task::spawn_blocking(move || worker.get(&h, hint)).await {
-        Ok(o) => o,
-        Err(e) => Err(Miss::Unavailable(format!("the fetch failed: {e}"))),
-    };
+    let outcome = tokio::task::spawn_blocking(move || worker.get(&h, hint))
+        .await
+        .unwrap_or_else(|e| Err(Miss::Unavailable(format!("the fetch failed: {e}"))));
     match outcome {
         Ok(bytes) => {
             sealvol_core::read::add(&service.counters.bytes_served, bytes.len() as u64);
@@ -89,19 +175,10 @@ async fn chunk(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/octet-stream"),
             );
-            let body = Body::from(Bytes::from_owner(Shared(bytes)));
-            (StatusCode::OK, h, body).into_response()
+            // The verified chunk goes to the body without a copy.
+            (StatusCode::OK, h, Body::from(Bytes::from_owner(bytes))).into_response()
         }
-        Err(Miss::NotFound) => (
-            StatusCode::NOT_FOUND,
-            format!("no chunk {} in the repository\n", h.hex()),
-        )
-            .into_response(),
-        // The origin holds bad bytes: a gateway's upstream error, never the bytes.
-        Err(Miss::Corrupt(why)) => (StatusCode::BAD_GATEWAY, why + "\n").into_response(),
-        Err(Miss::Unavailable(why)) => {
-            (StatusCode::SERVICE_UNAVAILABLE, why + "\n").into_response()
-        }
+        Err(miss) => miss_response(miss),
     }
 }
 
@@ -115,15 +192,6 @@ fn immutable(etag: &str) -> HeaderMap {
         h.insert(header::ETAG, v);
     }
     h
-}
-
-/// A verified chunk handed to the response body without a copy.
-struct Shared(Arc<Buffer>);
-
-impl AsRef<[u8]> for Shared {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse {
@@ -140,6 +208,11 @@ async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse 
             "chunk_requests_total",
             "Chunk requests answered.",
             &c.requests,
+        ),
+        (
+            "run_requests_total",
+            "Run requests (adjacent chunks of one pack), also counted as chunk requests.",
+            &c.runs,
         ),
         (
             "bytes_served_total",

@@ -1,14 +1,16 @@
 //! Serve: the in-cluster cache tier over HTTP. Nodes ask it for chunks by hash; it
 //! answers from its own bounded disk cache, or pulls the chunk through from the origin
 //! repository once however many nodes ask at the same time, and never sends a byte that
-//! fails its hash. (The remote engine API, API keys, peers in the nodes' read path and
-//! mirrored origins are issue 19's later steps.)
+//! fails its hash. (The remote engine API, API keys and mirrored origins are issue 19's
+//! later steps.)
 //!
 //! - `chunks`: the pull-through cache with single flight;
-//! - `http`: the routes, immutable chunk URLs, and `/metrics`.
+//! - `http`: the routes, immutable chunk URLs, and `/metrics`;
+//! - `peer`: the client a node's read path uses (`read::Peer`).
 
 pub mod chunks;
 pub mod http;
+pub mod peer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,124 +1,11 @@
 //! The cache tier as a node meets it: a real server on loopback over a real repository,
 //! asked over HTTP.
 
+mod common;
+
 use std::fs;
-use std::sync::Arc;
 
-use sealvol_core::cache::ChunkCache;
-use sealvol_core::digest::Hash;
-use sealvol_core::objects::FileObject;
-use sealvol_core::progress::Quiet;
-use sealvol_core::push::{PushOptions, push};
-use sealvol_core::refs::VolumeName;
-use sealvol_core::repo::Repository;
-use sealvol_core::testutil::noise;
-use sealvol_serve::ChunkService;
-
-struct Server {
-    dir: tempfile::TempDir,
-    url: String,
-    file: FileObject,
-    rt: tokio::runtime::Runtime,
-}
-
-/// A repository holding one 4 MiB file, and a server over it with an empty cache.
-fn server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
-    fs::create_dir_all(&src).unwrap();
-    let bytes = noise(4 << 20, 7);
-    fs::write(src.join("w.bin"), &bytes).unwrap();
-    let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
-    push(
-        &repo,
-        &src,
-        &VolumeName::parse("t/serve").unwrap(),
-        &[],
-        &opts,
-    )
-    .unwrap();
-    let file = repo.file_object(&Hash::of(&bytes)).unwrap();
-    assert!(file.chunks.len() > 4);
-    let cache = Arc::new(ChunkCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
-    let service = Arc::new(ChunkService::new(repo, cache));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(sealvol_serve::run(listener, service));
-    Server { dir, url, file, rt }
-}
-
-impl Server {
-    fn get(
-        &self,
-        path: &str,
-        headers: &[(&str, &str)],
-    ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-        let url = format!("{}{path}", self.url);
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        self.rt.block_on(async move {
-            let mut req = reqwest::Client::new().get(url);
-            for (k, v) in headers {
-                req = req.header(k, v);
-            }
-            let r = req.send().await.unwrap();
-            let status = r.status().as_u16();
-            let h = r.headers().clone();
-            (status, h, r.bytes().await.unwrap().to_vec())
-        })
-    }
-
-    /// A counter from `/metrics`.
-    fn metric(&self, name: &str) -> u64 {
-        let (_, _, body) = self.get("/metrics", &[]);
-        let text = String::from_utf8(body).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("sealvol_serve_{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
-            .parse()
-            .unwrap()
-    }
-
-    fn chunk_path(&self, i: usize) -> String {
-        format!("/v1/chunks/{}", self.file.chunks[i].entry.hash.hex())
-    }
-
-    fn hinted_path(&self, i: usize) -> String {
-        let c = &self.file.chunks[i];
-        format!(
-            "{}?pack={}&offset={}&len={}",
-            self.chunk_path(i),
-            self.file.packs[c.pack as usize].hex(),
-            c.entry.offset,
-            c.entry.stored_len
-        )
-    }
-}
-
-fn want(s: &Server, i: usize) -> Vec<u8> {
-    let bytes = noise(4 << 20, 7);
-    let start: u64 = s.file.chunks[..i]
-        .iter()
-        .map(|c| c.entry.raw_len as u64)
-        .sum();
-    bytes[start as usize..][..s.file.chunks[i].entry.raw_len as usize].to_vec()
-}
+use common::{server, want, want_run};
 
 #[test]
 fn a_chunk_is_served_verified_immutable_and_cached() {
@@ -240,4 +127,116 @@ fn only_a_loopback_address_may_be_served_without_tls() {
     let e = check_listen(&"0.0.0.0:7420".parse().unwrap(), false).unwrap_err();
     assert!(e.contains("--insecure-http"), "{e}");
     assert!(check_listen(&"0.0.0.0:7420".parse().unwrap(), true).is_ok());
+}
+
+#[test]
+fn a_run_of_adjacent_chunks_comes_in_one_origin_read() {
+    let s = server();
+    let n = s.file.chunks.len();
+    assert!(s.file.chunks.iter().all(|c| c.pack == 0), "one pack");
+    // Chunk 2 cached first: the run reads the stretches on either side of it.
+    assert!(s.get(&s.hinted_path(2), &[]).2 == want(&s, 2));
+    let (status, body) = s.post("/v1/runs", s.run_body(0..n));
+    assert_eq!(status, 200);
+    assert!(body == want_run(&s, 0..n), "the run's bytes, in order");
+    assert_eq!(s.metric("origin_fetches_total"), 1 + 2);
+    assert_eq!(s.metric("run_requests_total"), 1);
+    // All cached now: no origin read at all.
+    assert!(s.post("/v1/runs", s.run_body(1..n - 1)).1 == want_run(&s, 1..n - 1));
+    assert_eq!(s.metric("origin_fetches_total"), 3);
+}
+
+#[test]
+fn sixteen_nodes_asking_for_one_cold_run_cause_one_origin_read() {
+    let s = server();
+    let n = s.file.chunks.len();
+    let url = format!("{}/v1/runs", s.url);
+    let body = s.run_body(0..n);
+    let bodies: Vec<Vec<u8>> = s.rt.block_on(async {
+        let client = reqwest::Client::new();
+        let asks: Vec<_> = (0..16)
+            .map(|_| {
+                let (c, u, b) = (client.clone(), url.clone(), body.clone());
+                tokio::spawn(async move {
+                    let r = c.post(u).body(b).send().await.unwrap();
+                    r.bytes().await.unwrap().to_vec()
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for a in asks {
+            out.push(a.await.unwrap());
+        }
+        out
+    });
+    let whole = want_run(&s, 0..n);
+    assert!(bodies.iter().all(|b| *b == whole));
+    // Requests that came while the first was reading waited for its chunks; none
+    // read them again.
+    assert_eq!(s.metric("origin_fetches_total"), 1, "one read for all 16");
+    assert_eq!(s.metric("origin_bytes_total"), 4 << 20);
+}
+
+#[test]
+fn bad_run_requests_get_one_line_and_lose_nothing() {
+    let s = server();
+    let n = s.file.chunks.len();
+    let refused = |body: Vec<u8>, status: u16, says: &str| {
+        let (got, text) = s.post("/v1/runs", body);
+        let text = String::from_utf8_lossy(&text).to_string();
+        assert_eq!(got, status, "{text}");
+        assert_eq!(text.trim_end().lines().count(), 1, "{text}");
+        assert!(text.contains(says), "{says:?} in {text}");
+    };
+    refused(b"{not json".to_vec(), 400, "not a run request");
+    refused(b"[]".to_vec(), 400, "not a run request");
+    let mut v: serde_json::Value = serde_json::from_slice(&s.run_body(0..n)).unwrap();
+    let good = v.clone();
+    v["pack"] = "zz".into();
+    refused(serde_json::to_vec(&v).unwrap(), 400, "not a pack id");
+    let mut v = good.clone();
+    v["chunks"][1][0] = "xyz".into();
+    refused(serde_json::to_vec(&v).unwrap(), 400, "not a chunk hash");
+    let mut v = good.clone();
+    v["chunks"][1][1] = 0.into();
+    refused(serde_json::to_vec(&v).unwrap(), 400, "not a chunk's length");
+    let mut v = good.clone();
+    v["chunks"][1] = v["chunks"][0].clone();
+    refused(serde_json::to_vec(&v).unwrap(), 400, "appears twice");
+    let mut v = good.clone();
+    v["chunks"] = serde_json::json!([]);
+    refused(serde_json::to_vec(&v).unwrap(), 400, "1 to 8192 chunks");
+    // More bytes than one request may ask for: 200 chunks of 1 MiB.
+    let mut v = good.clone();
+    v["chunks"] = (0..200)
+        .map(|i| serde_json::json!([format!("{i:064x}"), 1 << 20]))
+        .collect();
+    refused(
+        serde_json::to_vec(&v).unwrap(),
+        400,
+        "more than one request",
+    );
+    // A body past the limit is refused before it is read whole.
+    let (status, _) = s.post("/v1/runs", vec![b' '; 2 << 20]);
+    assert_eq!(status, 413);
+    // A chunk the repository does not hold.
+    let mut v = good.clone();
+    v["chunks"][0][0] = "ab".repeat(32).into();
+    refused(serde_json::to_vec(&v).unwrap(), 404, "no chunk");
+    // None of it cost an origin read, and the good request still works.
+    let (status, body) = s.post("/v1/runs", serde_json::to_vec(&good).unwrap());
+    assert_eq!(status, 200);
+    assert!(body == want_run(&s, 0..n));
+}
+
+#[test]
+fn a_run_not_where_the_client_says_is_found_by_the_index() {
+    let s = server();
+    let mut v: serde_json::Value = serde_json::from_slice(&s.run_body(3..5)).unwrap();
+    // Off by one chunk: the bytes fail their hashes, and the index has the right ones.
+    v["offset"] = s.file.chunks[2].entry.offset.into();
+    let (status, body) = s.post("/v1/runs", serde_json::to_vec(&v).unwrap());
+    assert_eq!(status, 200);
+    assert!(body == want_run(&s, 3..5));
+    assert!(s.metric("bad_bytes_total") >= 1);
 }

@@ -618,6 +618,7 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
             started: sealvol_core::registry::now_rfc3339(),
             files: 1,
             bytes: 3,
+            peers: Vec::new(),
             stats: m.stats(),
         },
     )

@@ -46,6 +46,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         cache_size: None,
                         prefetch_memory: None,
                         read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
+                        peers: Vec::new(),
                         foreground: false,
                         requested: Some(m.reference.clone()),
                     },

@@ -32,8 +32,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             reference,
             dir,
             force,
+            peers,
             json,
-        } => transfer::pull(ctx, &reference, &dir, force, json),
+        } => transfer::pull(ctx, &reference, &dir, force, &peers, json),
         VolumeCommand::Sync {
             source,
             volume,
@@ -85,6 +86,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             cache_size,
             prefetch_memory,
             read_timeout,
+            peers,
             foreground,
             requested,
         } => super::mount::mount(
@@ -96,6 +98,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 cache_size,
                 prefetch_memory,
                 read_timeout,
+                peers,
                 foreground,
                 requested,
             },

@@ -128,14 +128,23 @@ pub(crate) fn requests_line(r: &sealvol_core::store::Requests, bytes: u64) -> St
     )
 }
 
-pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) -> Result<()> {
+pub fn pull(
+    ctx: &Ctx,
+    reference: &str,
+    dir: &Path,
+    force: bool,
+    peers: &[String],
+    as_json: bool,
+) -> Result<()> {
     let r = Ref::parse(reference)?;
+    let peers = crate::commands::peers(&ctx.settings.peers_or(peers)?)?;
     let repo = ctx.open_repo(false)?;
     let digest = repo.resolve(&r)?;
     let progress = ctx.progress();
     let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
     // A pull fills the node cache for the mounts that follow.
-    let tiers = Tiers::with_fill(Arc::new(repo), Some(Arc::new(cache)), Fill::Inline);
+    let tiers =
+        Tiers::with_fill(Arc::new(repo), Some(Arc::new(cache)), Fill::Inline).with_peers(peers);
     let report =
         sealvol_core::pull::pull(&tiers, &r.volume, &digest, dir, force, progress.as_ref())?;
     let pinned = Ref::pinned(r.volume.clone(), digest);
@@ -146,6 +155,7 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, force: bool, as_json: bool) 
             "dir": dir.display().to_string(),
             "report": report,
             "requests": requests,
+            "tiers": tiers.counters.snapshot(),
         }));
     }
     if ctx.quiet {

@@ -1,0 +1,132 @@
+//! The client side of the cache tier: a node's read path asks a `sealvol serve` for
+//! runs of chunks (`read::Peer`). Nothing it returns is trusted: the read path checks
+//! every chunk's hash, and passes over a peer that fails.
+
+use std::io::Read;
+use std::time::Duration;
+
+use sealvol_core::digest::Hash;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::objects::PackId;
+use sealvol_core::read::Peer;
+
+use crate::http::RunRequest;
+
+/// A peer that does not accept a connection at once is as good as down.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest a run may take, a cold one pulled through from a slow origin included;
+/// past it the node reads from the next tier itself.
+const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct HttpPeer {
+    url: String,
+    runs: String,
+    client: reqwest::blocking::Client,
+}
+
+impl HttpPeer {
+    /// A peer at `url` (`http://HOST:PORT`, or `https://` behind a TLS proxy).
+    pub fn new(url: &str) -> Result<HttpPeer> {
+        let base = check_url(url)?;
+        let client = reqwest::blocking::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(RUN_TIMEOUT)
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))?;
+        Ok(HttpPeer {
+            runs: format!("{base}/v1/runs"),
+            url: base,
+            client,
+        })
+    }
+}
+
+/// `url` without a trailing slash, if it is an address a peer can be reached at.
+pub fn check_url(url: &str) -> Result<String> {
+    let bad = |why: &str| {
+        Error::invalid(format!("--peer {url:?} {why}"))
+            .hint("name a `sealvol serve` as http://HOST:PORT (or https:// behind a TLS proxy)")
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| bad("is not an http:// or https:// address"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(bad("names no host"));
+    }
+    if rest.contains(['?', '#']) || rest.chars().any(char::is_whitespace) {
+        return Err(bad("has a query, fragment or space in it"));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+impl Peer for HttpPeer {
+    fn name(&self) -> &str {
+        &self.url
+    }
+
+    fn read_run(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        let unavailable = |what: String| Error::new(ErrorKind::Unavailable, what);
+        let req = RunRequest {
+            pack: pack.hex(),
+            offset,
+            chunks: chunks.iter().map(|(h, len)| (h.hex(), *len)).collect(),
+        };
+        let body = serde_json::to_vec(&req)
+            .map_err(|e| unavailable(format!("cannot write a run request: {e}")))?;
+        let resp = self
+            .client
+            .post(&self.runs)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .map_err(|e| unavailable(format!("cannot reach it: {e}")))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = resp.text().unwrap_or_default();
+            let line = text.lines().next().unwrap_or_default();
+            return Err(unavailable(format!("answered {status}: {line:.200}")));
+        }
+        let expect: u64 = chunks.iter().map(|c| c.1 as u64).sum();
+        into.clear();
+        // One byte more than asked, so that a peer sending too much is caught, and no
+        // more, so that it cannot fill this node's memory.
+        resp.take(expect + 1)
+            .read_to_end(into)
+            .map_err(|e| unavailable(format!("the answer was cut short: {e}")))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn only_http_addresses_name_a_peer() {
+        assert_eq!(
+            check_url("http://10.0.0.5:7420/").unwrap(),
+            "http://10.0.0.5:7420"
+        );
+        assert!(check_url("https://cache.internal").is_ok());
+        for bad in [
+            "10.0.0.5:7420",
+            "s3://bucket",
+            "http://",
+            "http:///x",
+            "http://a b",
+            "http://h?x=1",
+            "",
+        ] {
+            let e = check_url(bad).unwrap_err().to_string();
+            assert!(e.contains("--peer") && !e.contains('\n'), "{bad}: {e}");
+        }
+    }
+}

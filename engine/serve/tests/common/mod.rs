@@ -1,0 +1,165 @@
+//! A real server on loopback over a real repository, for the tests of this crate.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::sync::Arc;
+
+use sealvol_core::cache::ChunkCache;
+use sealvol_core::digest::Hash;
+use sealvol_core::objects::FileObject;
+use sealvol_core::progress::Quiet;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::refs::VolumeName;
+use sealvol_core::repo::Repository;
+use sealvol_core::testutil::noise;
+use sealvol_serve::ChunkService;
+
+pub struct Server {
+    pub repo: Arc<Repository>,
+    pub dir: tempfile::TempDir,
+    pub url: String,
+    pub file: FileObject,
+    pub rt: tokio::runtime::Runtime,
+}
+
+/// A repository holding one 4 MiB file, and a server over it with an empty cache.
+pub fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    let bytes = noise(4 << 20, 7);
+    fs::write(src.join("w.bin"), &bytes).unwrap();
+    let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
+    let opts = PushOptions {
+        cancel: None,
+        guard: None,
+        source: None,
+        stat_cache: None,
+        progress: &Quiet,
+    };
+    push(
+        &repo,
+        &src,
+        &VolumeName::parse("t/serve").unwrap(),
+        &[],
+        &opts,
+    )
+    .unwrap();
+    let file = repo.file_object(&Hash::of(&bytes)).unwrap();
+    assert!(file.chunks.len() > 4);
+    let cache = Arc::new(ChunkCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
+    let service = Arc::new(ChunkService::new(Arc::clone(&repo), cache));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(sealvol_serve::run(listener, service));
+    Server {
+        repo,
+        dir,
+        url,
+        file,
+        rt,
+    }
+}
+
+impl Server {
+    pub fn get(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+        let url = format!("{}{path}", self.url);
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.rt.block_on(async move {
+            let mut req = reqwest::Client::new().get(url);
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let h = r.headers().clone();
+            (status, h, r.bytes().await.unwrap().to_vec())
+        })
+    }
+
+    /// A counter from `/metrics`.
+    pub fn metric(&self, name: &str) -> u64 {
+        let (_, _, body) = self.get("/metrics", &[]);
+        let text = String::from_utf8(body).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("sealvol_serve_{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    pub fn chunk_path(&self, i: usize) -> String {
+        format!("/v1/chunks/{}", self.file.chunks[i].entry.hash.hex())
+    }
+
+    pub fn hinted_path(&self, i: usize) -> String {
+        let c = &self.file.chunks[i];
+        format!(
+            "{}?pack={}&offset={}&len={}",
+            self.chunk_path(i),
+            self.file.packs[c.pack as usize].hex(),
+            c.entry.offset,
+            c.entry.stored_len
+        )
+    }
+}
+
+pub fn want(s: &Server, i: usize) -> Vec<u8> {
+    let bytes = noise(4 << 20, 7);
+    let start: u64 = s.file.chunks[..i]
+        .iter()
+        .map(|c| c.entry.raw_len as u64)
+        .sum();
+    bytes[start as usize..][..s.file.chunks[i].entry.raw_len as usize].to_vec()
+}
+
+impl Server {
+    /// A run request for chunks `range` of the file, which must lie in one pack.
+    pub fn run_body(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let chunks = &self.file.chunks[range];
+        assert!(chunks.iter().all(|c| c.pack == chunks[0].pack));
+        let list: Vec<(String, u32)> = chunks
+            .iter()
+            .map(|c| (c.entry.hash.hex(), c.entry.stored_len))
+            .collect();
+        serde_json::to_vec(&serde_json::json!({
+            "pack": self.file.packs[chunks[0].pack as usize].hex(),
+            "offset": chunks[0].entry.offset,
+            "chunks": list,
+        }))
+        .unwrap()
+    }
+
+    pub fn post(&self, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+        let url = format!("{}{path}", self.url);
+        self.rt.block_on(async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
+        })
+    }
+}
+
+/// The file's bytes for chunks `range`.
+pub fn want_run(s: &Server, range: std::ops::Range<usize>) -> Vec<u8> {
+    range.flat_map(|i| want(s, i)).collect()
+}

@@ -1,0 +1,135 @@
+//! A node's read path through peers: `Tiers` with `HttpPeer`s in front of the origin,
+//! against a real server on loopback, and against peers that fail in the ways a real
+//! one does (gone, cut off mid-answer, returning damaged bytes). A real server cannot
+//! be made to damage bytes or die halfway through one answer on cue, so those two are
+//! a small proxy in front of the real server that does it: the only stand-ins here.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::routing::post;
+use sealvol_core::read::{Chunks, Peer, Tiers};
+use sealvol_serve::peer::HttpPeer;
+
+use common::{Server, server, want_run};
+
+#[derive(Clone, Copy)]
+enum Fault {
+    /// One byte of the answer flipped.
+    Flip,
+    /// Half the answer, then the connection drops.
+    Cut,
+}
+
+/// A peer that forwards to `s` and spoils every answer with `fault`.
+fn faulty(s: &Server, fault: Fault) -> String {
+    let upstream = format!("{}/v1/runs", s.url);
+    let handler = |State((upstream, fault)): State<(String, Fault)>, body: Bytes| async move {
+        let r = reqwest::Client::new()
+            .post(upstream)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let mut bytes = r.bytes().await.unwrap().to_vec();
+        match fault {
+            Fault::Flip => {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 1;
+                Body::from(bytes)
+            }
+            Fault::Cut => {
+                bytes.truncate(bytes.len() / 2);
+                let parts: Vec<Result<Bytes, std::io::Error>> = vec![
+                    Ok(Bytes::from(bytes)),
+                    Err(std::io::Error::other("the peer died")),
+                ];
+                Body::from_stream(futures::stream::iter(parts))
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .route("/v1/runs", post(handler))
+        .with_state((upstream, fault));
+    let listener =
+        s.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    s.rt.spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+/// A node's tiers (no disk cache) reading through `peers`, in order.
+fn node(s: &Server, peers: &[String]) -> Tiers {
+    let peers = peers
+        .iter()
+        .map(|u| Arc::new(HttpPeer::new(u).unwrap()) as Arc<dyn Peer>)
+        .collect();
+    Tiers::new(Arc::clone(&s.repo), None).with_peers(peers)
+}
+
+fn read_all(s: &Server, tiers: &Tiers) -> Vec<u8> {
+    let n = s.file.chunks.len();
+    let mut out = Vec::new();
+    tiers
+        .for_each(&s.file, 0..n, &mut |c| {
+            out.extend_from_slice(c);
+            Ok(())
+        })
+        .unwrap();
+    out
+}
+
+#[test]
+fn nodes_read_through_a_peer_and_the_origin_is_read_once() {
+    let s = server();
+    let n = s.file.chunks.len();
+    let whole = want_run(&s, 0..n);
+    for round in 0..3 {
+        let tiers = node(&s, std::slice::from_ref(&s.url));
+        assert!(read_all(&s, &tiers) == whole);
+        let c = tiers.counters.snapshot();
+        assert_eq!(c.peer_chunks, n as u64, "round {round}: {c:?}");
+        assert_eq!(c.peer_bytes, 4 << 20);
+        assert_eq!(
+            (c.origin_chunks, c.peer_errors, c.peer_bad_chunks),
+            (0, 0, 0)
+        );
+    }
+    // Three nodes, one origin read: the first node's run, pulled through.
+    assert_eq!(s.metric("origin_bytes_total"), 4 << 20);
+    assert_eq!(s.metric("run_requests_total"), 3);
+}
+
+#[test]
+fn a_peer_that_is_gone_cut_off_or_lying_is_passed_over_and_nothing_wrong_is_served() {
+    let s = server();
+    let n = s.file.chunks.len();
+    let whole = want_run(&s, 0..n);
+    // Nothing listens there: the port of a listener that was closed.
+    let gone = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let peers = [gone, faulty(&s, Fault::Cut), faulty(&s, Fault::Flip)];
+    let tiers = node(&s, &peers);
+    assert!(read_all(&s, &tiers) == whole, "the origin's bytes, intact");
+    let c = tiers.counters.snapshot();
+    assert_eq!(c.peer_errors, 2, "gone and cut off: {c:?}");
+    assert!(c.peer_bad_chunks >= 1, "the flipped byte was caught: {c:?}");
+    assert_eq!((c.peer_chunks, c.origin_chunks), (0, n as u64), "{c:?}");
+    // Passed over for a while: the next read does not ask them again.
+    let asked = c.peer_requests;
+    assert!(read_all(&s, &tiers) == whole);
+    assert_eq!(tiers.counters.snapshot().peer_requests, asked);
+
+    // A good peer behind a bad one: the good one serves.
+    let tiers = node(&s, &[faulty(&s, Fault::Flip), s.url.clone()]);
+    assert!(read_all(&s, &tiers) == whole);
+    let c = tiers.counters.snapshot();
+    assert_eq!((c.peer_chunks, c.origin_chunks), (n as u64, 0), "{c:?}");
+    assert!(c.peer_bad_chunks >= 1, "{c:?}");
+}

@@ -1,0 +1,74 @@
+//! Mounts made by the real binary in tests: made in the background, unmounted on drop,
+//! and their published counters read back.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::Env;
+
+/// Unmounts on drop, so a failing test never leaves a mount behind.
+pub struct Mounted<'a> {
+    pub env: &'a Env,
+    pub dir: PathBuf,
+}
+
+impl Drop for Mounted<'_> {
+    fn drop(&mut self) {
+        if is_mounted(&self.dir) {
+            let _ = self
+                .env
+                .run(&["volume", "unmount", "--lazy", self.dir.to_str().unwrap()]);
+        }
+    }
+}
+
+pub fn is_mounted(dir: &Path) -> bool {
+    let d = dir.canonicalize().unwrap_or(dir.to_path_buf());
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(d.to_str().unwrap()))
+}
+
+pub fn mount<'a>(env: &'a Env, reference: &str, dir: &Path, extra: &[&str]) -> Mounted<'a> {
+    fs::create_dir_all(dir).unwrap();
+    let cache = env.path("cache");
+    let mut args = vec!["volume", "mount", reference, dir.to_str().unwrap()];
+    // The test's shared node cache, unless it names one of its own.
+    if !extra.contains(&"--cache") {
+        args.extend(["--cache", cache.to_str().unwrap()]);
+    }
+    args.extend_from_slice(extra);
+    env.ok(&args);
+    assert!(is_mounted(dir), "mount returned before the mount was ready");
+    Mounted {
+        env,
+        dir: dir.to_path_buf(),
+    }
+}
+
+pub fn mounts_json(env: &Env) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
+    v["mounts"].as_array().expect("{\"mounts\": [...]}").clone()
+}
+
+/// Waits until `volume mounts` shows counters that satisfy `f` (published every second).
+pub fn wait_stats(
+    env: &Env,
+    dir: &Path,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = mounts_json(env)
+            .into_iter()
+            .find(|m| m["dir"] == dir.to_str().unwrap())
+            .expect("the mount is listed");
+        if f(&m["stats"]) || Instant::now() > deadline {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
