@@ -168,6 +168,8 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
             Some(peers.len() / 2),
             "{m}"
         );
+        let listed = env.ok(&["volume", "mounts"]);
+        assert!(listed.lines().next().unwrap().contains("PEERS"), "{listed}");
     }
     // Each server read the origin once for everyone it served.
     assert_eq!(

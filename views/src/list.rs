@@ -12,6 +12,7 @@ use sealvol_themes::{Role, Theme};
 
 /// One column: header text, width (the last column shown takes what is left), and
 /// how long it stays when the terminal is too narrow for all (higher stays longer).
+#[derive(Clone, Copy)]
 pub struct Column {
     pub title: &'static str,
     pub width: u16,

@@ -145,12 +145,22 @@ fn of_bound(n: u64, bound: u64) -> String {
     }
 }
 
+/// Where PEERS is in `COLUMNS`.
+const PEERS: usize = 7;
+
 pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    // PEERS only when some mount reads through peers: elsewhere it would take the room
+    // of columns that say something.
+    let with_peers = vm.rows.iter().any(|r| r.peers > 0);
+    let columns: Vec<Column> = (0..COLUMNS.len())
+        .filter(|&i| with_peers || i != PEERS)
+        .map(|i| COLUMNS[i])
+        .collect();
     draw_table(
         theme,
         area,
         buf,
-        &COLUMNS,
+        &columns,
         vm.rows.len(),
         Some(vm.selected),
         None,
@@ -163,7 +173,7 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 (_, 0) => cell(pct(r.peer_chunks, total), Role::Text),
                 (_, f) => cell(format!("{} !{f}", pct(r.peer_chunks, total)), Role::Error),
             };
-            vec![
+            let mut cells = vec![
                 cell(name(&r.dir), Role::Text),
                 cell(
                     format!("{}@{}", r.volume, short_digest(&r.digest)),
@@ -186,10 +196,24 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                         Role::Dim
                     },
                 ),
-            ]
+            ];
+            if !with_peers {
+                cells.remove(PEERS);
+            }
+            cells
         },
     );
     if vm.rows.is_empty() {
         draw_empty(theme, area, buf, &vm.empty);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_is_where_draw_drops_it_from() {
+        assert_eq!(COLUMNS[PEERS].title, "PEERS");
     }
 }

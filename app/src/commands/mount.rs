@@ -466,7 +466,12 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
         .iter()
         .map(|r| {
             let s = &r.stats;
-            let chunks = s.memory_hits + s.cache_hits + s.origin_chunks;
+            let chunks = s.memory_hits + s.cache_hits + s.peer_chunks + s.origin_chunks;
+            let peers = match (r.peers.len(), s.peer_errors + s.peer_bad_chunks) {
+                (0, _) => "-".to_string(),
+                (_, 0) => pct(s.peer_chunks, chunks),
+                (_, faults) => format!("{} !{faults}", pct(s.peer_chunks, chunks)),
+            };
             vec![
                 name(&r.dir).into_owned(),
                 format!("{}@{}", r.volume, short_digest(&r.digest)),
@@ -475,17 +480,32 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
                 size(s.bytes_served),
                 pct(s.memory_hits, chunks),
                 pct(s.cache_hits, chunks),
+                peers,
                 pct(s.origin_chunks, chunks),
                 s.errors.to_string(),
             ]
         })
         .collect();
-    table(
-        &[
-            "DIR", "SERVES", "AS", "PID", "SERVED", "MEMORY", "CACHE", "ORIGIN", "ERRORS",
-        ],
-        &rows,
-    )?;
+    let mut headers = vec![
+        "DIR", "SERVES", "AS", "PID", "SERVED", "MEMORY", "CACHE", "PEERS", "ORIGIN", "ERRORS",
+    ];
+    // PEERS only when some mount reads through peers, as on the console.
+    const PEERS: usize = 7;
+    let (headers, rows) = match recs.iter().any(|r| !r.peers.is_empty()) {
+        true => (headers, rows),
+        false => {
+            headers.remove(PEERS);
+            let rows = rows
+                .into_iter()
+                .map(|mut r| {
+                    r.remove(PEERS);
+                    r
+                })
+                .collect();
+            (headers, rows)
+        }
+    };
+    table(&headers, &rows)?;
     Ok(())
 }
 
