@@ -9,6 +9,7 @@ use crate::complete;
 
 const JSON_HELP: &str = "Print one JSON document on stdout instead of text (shapes: docs/JSON.md)";
 const PEER_HELP: &str = "A cache server (`sealvol serve`) to read through before the origin, as http://HOST:PORT; repeat for more, asked in order [default: config.toml's peers]";
+const ORIGIN_HELP: &str = "Another repository holding the same versions (`sealvol volume mirror`), read when the repository fails: a directory or s3://BUCKET/PREFIX; repeat for more, asked in order [default: config.toml's mirrors]";
 const REF_HELP: &str = "A ref: NS/NAME@b3:DIGEST (8+ hex digits will do), NS/NAME:TAG, or NS/NAME for the newest version";
 
 #[derive(Parser, Debug)]
@@ -343,6 +344,22 @@ pub enum VolumeCommand {
         force: bool,
         #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
         peers: Vec<String>,
+        #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
+        origins: Vec<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Copy a version into another repository (only the chunks it lacks), under the same digest.
+    #[command(
+        after_help = "The version keeps its digest there, so either repository can serve it (`--origin`).\nA tag in REF moves there too. A folder that does not exist becomes a repository; a bucket must be `sealvol init`ed.\n\nExamples:\n  sealvol volume mirror weights/qwen3-8b:prod --to s3://models-eu/sealvol\n  sealvol --repo s3://models-eu/sealvol volume mirror weights/qwen3-8b@9f3c1a2b --to /srv/sealvol"
+    )]
+    Mirror {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// The repository to copy into: a directory or s3://BUCKET/PREFIX (r2://, cw://).
+        #[arg(long, value_name = "REPO")]
+        to: String,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -370,6 +387,8 @@ pub enum VolumeCommand {
         read_timeout: std::time::Duration,
         #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
         peers: Vec<String>,
+        #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
+        origins: Vec<String>,
         /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
         #[arg(long)]
         foreground: bool,

@@ -37,6 +37,10 @@ pub struct ConfigFile {
     /// Cache servers (`sealvol serve`) that mounts and pulls read through, in order.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// Repositories holding the same versions (`volume mirror`), read when the
+    /// repository cannot give a chunk, in order.
+    #[serde(default)]
+    pub mirrors: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +66,8 @@ pub struct Settings {
     pub deploy_dirs: Vec<PathBuf>,
     /// config.toml's `peers`: cache servers read before the origin.
     pub peers: Vec<String>,
+    /// config.toml's `mirrors`: repositories read when the origin fails.
+    pub mirrors: Vec<String>,
 }
 
 impl Settings {
@@ -73,6 +79,17 @@ impl Settings {
             .iter()
             .map(|p| sealvol_serve::peer::check_url(p))
             .collect()
+    }
+
+    /// The mirrored origins to fail over to: those a command names (`--origin`), else
+    /// config.toml's `mirrors`; each a repository address.
+    pub fn mirrors_or(&self, flags: &[String]) -> Result<Vec<Address>> {
+        let named = if flags.is_empty() {
+            &self.mirrors
+        } else {
+            flags
+        };
+        named.iter().map(|m| Address::parse(m)).collect()
     }
 }
 
@@ -105,7 +122,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, peers, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, peers, mirrors, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -196,6 +213,7 @@ pub fn resolve(
         endpoints: file.endpoints.with_env(),
         deploy_dirs: file.deploy_dirs,
         peers: file.peers,
+        mirrors: file.mirrors,
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

@@ -140,12 +140,23 @@ fn restore(
                     prefetch_memory: None,
                     read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                     peers: Vec::new(),
+                    origins: Vec::new(),
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
                 },
             )?
         }
-        false => crate::commands::volume::pull(&quiet, &pinned, dir, force, &[], false)?,
+        false => crate::commands::volume::pull(
+            &quiet,
+            &pinned,
+            dir,
+            crate::commands::volume::Through {
+                force,
+                peers: &[],
+                origins: &[],
+            },
+            false,
+        )?,
     }
     if as_json {
         return json(&serde_json::json!({

@@ -12,9 +12,10 @@ pub mod serve;
 pub mod volume;
 pub mod watch;
 
+use sealvol_core::error::ErrorKind;
 use sealvol_core::progress::Progress;
 use sealvol_core::{Repository, Result};
-use sealvol_s3repo::{Mode, Options};
+use sealvol_s3repo::{Address, Mode, Options};
 
 use crate::config::Settings;
 
@@ -46,10 +47,16 @@ impl Ctx {
     }
 
     pub fn open_repo_as(&self, mode: Mode) -> Result<Repository> {
+        self.open_at(&self.settings.repo, mode)
+    }
+
+    /// Opens the repository at `address`: the `--repo-secret` keys are its own only
+    /// when it is the repository, and other buckets use the standard credentials.
+    pub fn open_at(&self, address: &Address, mode: Mode) -> Result<Repository> {
         let s = &self.settings;
         let secret = match &s.repo_secret {
-            Some(name) => Some(sealvol_node::secrets::get(&s.state, name)?),
-            None => None,
+            Some(name) if *address == s.repo => Some(sealvol_node::secrets::get(&s.state, name)?),
+            _ => None,
         };
         let staging = s.state.join("staging");
         let opts = Options {
@@ -58,7 +65,52 @@ impl Ctx {
             staging: &staging,
             durable: s.fsync,
         };
-        sealvol_s3repo::open(&s.repo, mode, &opts)
+        sealvol_s3repo::open(address, mode, &opts)
+    }
+
+    /// The repository and its mirrored origins, for a read: when the repository cannot
+    /// be reached now, the first mirror that can takes its place (warned), so a mount
+    /// or pull still starts while one origin is down.
+    pub fn open_origins(
+        &self,
+        flags: &[String],
+    ) -> Result<(std::sync::Arc<Repository>, Vec<std::sync::Arc<Repository>>)> {
+        let mut mirrors = self.open_mirrors(flags)?;
+        match self.open_repo(false) {
+            Ok(r) => Ok((std::sync::Arc::new(r), mirrors)),
+            Err(e)
+                if !mirrors.is_empty()
+                    && matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Io) =>
+            {
+                let first = mirrors.remove(0);
+                tracing::warn!("{e}; reading from mirror {} instead", first.location());
+                Ok((first, mirrors))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The mirrored origins (`--origin`, else config.toml's `mirrors`), opened. One that
+    /// is not a repository is an error; one that cannot be reached now is left out with
+    /// a warning, so that a mount still starts while a mirror is down.
+    pub fn open_mirrors(&self, flags: &[String]) -> Result<Vec<std::sync::Arc<Repository>>> {
+        let mut out = Vec::new();
+        for address in self.settings.mirrors_or(flags)? {
+            if same_repository(&address, &self.settings.repo) {
+                return Err(sealvol_core::Error::invalid(format!(
+                    "--origin {address} is the repository itself"
+                ))
+                .hint("give another repository that holds the same versions (`sealvol volume mirror`)"));
+            }
+            match self.open_at(&address, Mode::Existing) {
+                Ok(r) => out.push(std::sync::Arc::new(r)),
+                Err(e) if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Io) => {
+                    tracing::warn!("mirror {address} left out: {e}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// The global options that make a child process use this repository.
@@ -73,5 +125,19 @@ impl Ctx {
 
     pub fn progress(&self) -> Box<dyn Progress> {
         crate::progress::for_terminal(self.quiet)
+    }
+}
+
+/// Whether two addresses name one repository: the same bucket prefix, or directories
+/// that are the same once resolved (a mirror into itself would copy nothing and a
+/// failover to itself would read the same failing store).
+pub fn same_repository(a: &Address, b: &Address) -> bool {
+    match (a, b) {
+        (Address::Local(x), Address::Local(y)) => {
+            let real =
+                |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            real(x) == real(y)
+        }
+        _ => a == b,
     }
 }

@@ -34,6 +34,8 @@ pub struct Request {
     pub read_timeout: Duration,
     /// Cache servers to read through (`--peer`); none: config.toml's `peers`.
     pub peers: Vec<String>,
+    /// Mirrored origins (`--origin`); none: config.toml's `mirrors`.
+    pub origins: Vec<String>,
     pub foreground: bool,
     pub requested: Option<String>,
 }
@@ -50,6 +52,7 @@ struct Resolved {
     cache_bytes: u64,
     memory: usize,
     peers: Vec<String>,
+    origins: Vec<String>,
 }
 
 pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
@@ -81,8 +84,12 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         cache_bytes,
         memory,
         peers: ctx.settings.peers_or(&req.peers)?,
+        origins: (ctx.settings.mirrors_or(&req.origins)?)
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
     };
-    let repo = Arc::new(ctx.open_repo(false)?);
+    let (repo, mirrors) = ctx.open_origins(&set.origins)?;
     let digest = repo.resolve(&r)?;
     if !req.foreground {
         // Checked here too so that a bad mount point is reported with its own kind.
@@ -91,16 +98,22 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
     }
     crate::alloc::for_mount();
     let ready = ReadyPipe::from_env();
-    let result = serve(ctx, repo, &r.volume, &digest, &req, &set, &ready);
+    let result = serve(ctx, (repo, mirrors), &r.volume, &digest, &req, &set, &ready);
     if let Err(e) = &result {
         ready.fail(e);
     }
     result
 }
 
+/// The repository and its mirrored origins.
+type Origins = (
+    Arc<sealvol_core::Repository>,
+    Vec<Arc<sealvol_core::Repository>>,
+);
+
 fn serve(
     ctx: &Ctx,
-    repo: Arc<sealvol_core::Repository>,
+    (repo, mirrors): Origins,
     volume: &VolumeName,
     digest: &Digest,
     req: &Request,
@@ -125,6 +138,7 @@ fn serve(
             cache: Some(cache),
             limits,
             peers: crate::commands::peers(&set.peers)?,
+            mirrors,
             ..MountOptions::default()
         },
     )?;
@@ -265,6 +279,7 @@ fn spawn_background(
         .arg("--read-timeout")
         .arg(format!("{}ms", req.read_timeout.as_millis()))
         .args(set.peers.iter().flat_map(|p| ["--peer", p]))
+        .args(set.origins.iter().flat_map(|o| ["--origin", o]))
         .arg("--foreground")
         .arg("--requested")
         .arg(req.requested.as_deref().unwrap_or(&req.reference))

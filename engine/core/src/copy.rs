@@ -65,7 +65,7 @@ pub fn copy_chunks(
 }
 
 /// Writes chunks (already checked) as one new pack and its index.
-fn write_pack(
+pub(crate) fn write_pack(
     repo: &Repository,
     chunks: &[(PackEntry, Vec<u8>)],
 ) -> Result<(PackId, Vec<PackEntry>)> {

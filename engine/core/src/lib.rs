@@ -19,6 +19,7 @@ pub mod files;
 pub mod gc;
 pub mod health;
 pub mod listing;
+pub mod mirror;
 pub mod objects;
 pub mod paths;
 pub mod profile;

@@ -151,6 +151,19 @@ pub struct TierStats {
     pub peer_errors: u64,
     #[serde(default)]
     pub peer_bad_chunks: u64,
+    /// Chunks and bytes read from mirrored origins (`--origin`), in how many requests;
+    /// mirror reads that failed (unreachable, lacking a chunk, a chunk failing its hash).
+    #[serde(default)]
+    pub mirror_chunks: u64,
+    #[serde(default)]
+    pub mirror_bytes: u64,
+    #[serde(default)]
+    pub mirror_requests: u64,
+    #[serde(default)]
+    pub mirror_errors: u64,
+    /// Runs the origin could not give (or was passed over for) that went to a mirror.
+    #[serde(default)]
+    pub failovers: u64,
 }
 
 #[derive(Default)]
@@ -175,6 +188,11 @@ pub struct Counters {
     pub peer_requests: AtomicU64,
     pub peer_errors: AtomicU64,
     pub peer_bad_chunks: AtomicU64,
+    pub mirror_chunks: AtomicU64,
+    pub mirror_bytes: AtomicU64,
+    pub mirror_requests: AtomicU64,
+    pub mirror_errors: AtomicU64,
+    pub failovers: AtomicU64,
     /// When the last read arrived, in milliseconds since the epoch.
     pub last_read_ms: AtomicU64,
 }
@@ -210,6 +228,11 @@ impl Counters {
             peer_requests: g(&self.peer_requests),
             peer_errors: g(&self.peer_errors),
             peer_bad_chunks: g(&self.peer_bad_chunks),
+            mirror_chunks: g(&self.mirror_chunks),
+            mirror_bytes: g(&self.mirror_bytes),
+            mirror_requests: g(&self.mirror_requests),
+            mirror_errors: g(&self.mirror_errors),
+            failovers: g(&self.failovers),
         }
     }
 }
@@ -239,28 +262,47 @@ pub trait Peer: Send + Sync {
 /// asked again: long enough that a dead peer costs one timeout, not one per read.
 pub const PEER_BACKOFF: Duration = Duration::from_secs(5);
 
-struct PeerTier {
-    peer: Arc<dyn Peer>,
+/// A source that failed, passed over until `PEER_BACKOFF` has gone by.
+#[derive(Default)]
+struct Backoff {
     /// Asked again from this time (milliseconds since the epoch); 0 when up.
     down_until_ms: AtomicU64,
 }
 
-impl PeerTier {
+impl Backoff {
     fn is_up(&self) -> bool {
         self.down_until_ms.load(Ordering::Relaxed) <= now_ms()
     }
 
-    fn pass_over(&self, why: &str) {
+    fn pass_over(&self, what: &str, why: &str) {
         let until = now_ms() + PEER_BACKOFF.as_millis() as u64;
         // Logged once per outage, not once per read.
         if self.down_until_ms.swap(until, Ordering::Relaxed) <= now_ms() {
             tracing::warn!(
-                "peer {}: {why}; reading from the next tier for {}s",
-                self.peer.name(),
+                "{what}: {why}; reading from the next tier for {}s",
                 PEER_BACKOFF.as_secs()
             );
         }
     }
+}
+
+struct PeerTier {
+    peer: Arc<dyn Peer>,
+    backoff: Backoff,
+}
+
+impl PeerTier {
+    fn pass_over(&self, why: &str) {
+        self.backoff
+            .pass_over(&format!("peer {}", self.peer.name()), why);
+    }
+}
+
+/// Another repository that holds the same versions (`volume mirror`), read when the
+/// origin cannot give a run; trusted like the origin, every chunk still checked.
+struct MirrorTier {
+    repo: Arc<Repository>,
+    backoff: Backoff,
 }
 
 /// Where verified chunks come from.
@@ -336,9 +378,14 @@ impl Chunks for Origin<'_> {
     fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         let mut out = vec![None; range.len()];
         let misses: Vec<usize> = range.clone().collect();
+        let up = Upstream {
+            origin: self.0,
+            origin_backoff: None,
+            peers: &[],
+            mirrors: &[],
+        };
         read_runs(
-            self.0,
-            &[],
+            &up,
             obj,
             &misses,
             range.start,
@@ -375,6 +422,9 @@ pub struct Tiers {
     whole_from: u64,
     /// Asked in order after the node cache and before the origin.
     peers: Vec<PeerTier>,
+    /// Asked in order when the origin fails.
+    mirrors: Vec<MirrorTier>,
+    origin_backoff: Backoff,
     pub counters: Counters,
 }
 
@@ -418,6 +468,8 @@ impl Tiers {
             queued_fill,
             whole_from: u64::MAX,
             peers: Vec::new(),
+            mirrors: Vec::new(),
+            origin_backoff: Backoff::default(),
             counters: Counters::default(),
         }
     }
@@ -428,7 +480,21 @@ impl Tiers {
             .into_iter()
             .map(|peer| PeerTier {
                 peer,
-                down_until_ms: AtomicU64::new(0),
+                backoff: Backoff::default(),
+            })
+            .collect();
+        self
+    }
+
+    /// Reads what the origin cannot give (unreachable, a pack gone, a chunk damaged)
+    /// from `mirrors`, in order: repositories holding the same versions. While the
+    /// origin is passed over after a failure, runs go to the mirrors first.
+    pub fn with_mirrors(mut self, mirrors: Vec<Arc<Repository>>) -> Tiers {
+        self.mirrors = mirrors
+            .into_iter()
+            .map(|repo| MirrorTier {
+                repo,
+                backoff: Backoff::default(),
             })
             .collect();
         self
@@ -498,9 +564,14 @@ impl Tiers {
             }
             _ => {}
         };
+        let up = Upstream {
+            origin: &self.repo,
+            origin_backoff: Some(&self.origin_backoff),
+            peers: &self.peers,
+            mirrors: &self.mirrors,
+        };
         read_runs(
-            &self.repo,
-            &self.peers,
+            &up,
             obj,
             &misses,
             range.start,
@@ -535,15 +606,23 @@ impl FillJob {
     }
 }
 
+/// Where the chunks the node cache misses come from, in order: peers, the origin, and
+/// mirrors when the origin fails (first while the origin is passed over).
+struct Upstream<'a> {
+    origin: &'a Repository,
+    /// `None`: never passed over (there is nowhere else to go).
+    origin_backoff: Option<&'a Backoff>,
+    peers: &'a [PeerTier],
+    mirrors: &'a [MirrorTier],
+}
+
 /// Reads chunks `misses` (indexes into the file's chunks, ascending) from the peers,
-/// else the origin, into `out` (slot `i - base`), in runs: consecutive chunks of the
-/// file that sit back to back in one pack, up to `max_run` bytes, come in one request.
-/// Every chunk is checked against its hash before it is placed; each run is then
-/// offered to `fill`.
-#[allow(clippy::too_many_arguments)]
+/// else the origin, else a mirror, into `out` (slot `i - base`), in runs: consecutive
+/// chunks of the file that sit back to back in one pack, up to `max_run` bytes, come
+/// in one request. Every chunk is checked against its hash before it is placed; each
+/// run is then offered to `fill`.
 fn read_runs(
-    repo: &Repository,
-    peers: &[PeerTier],
+    up: &Upstream,
     obj: &FileObject,
     misses: &[usize],
     base: usize,
@@ -551,7 +630,9 @@ fn read_runs(
     counters: &Counters,
     fill: &mut dyn FnMut(FillJob),
 ) -> Result<()> {
+    let repo = up.origin;
     let max = max_run(repo);
+    let origin_up = up.origin_backoff.is_none_or(Backoff::is_up);
     let mut k = 0;
     while k < misses.len() {
         let first = &obj.chunks[misses[k]];
@@ -571,7 +652,7 @@ fn read_runs(
         }
         let pack = obj.packs[first.pack as usize];
         let run = &misses[k..k + n];
-        if let Some(buf) = from_peers(peers, obj, run, &pack, start, end, counters) {
+        if let Some(buf) = from_peers(up.peers, obj, run, &pack, start, end, counters) {
             let mut pieces = Vec::with_capacity(n);
             for &i in run {
                 let e = &obj.chunks[i].entry;
@@ -584,16 +665,31 @@ fn read_runs(
             k += n;
             continue;
         }
+        if !origin_up && failover(up, obj, run, base, out, counters, fill) {
+            k += n;
+            continue;
+        }
         add(&counters.origin_requests, 1);
         let mut buf = recycled::take((end - start) as usize);
         let bytes = match repo.pack_range_into(&pack, start, buf.as_mut_vec()) {
             Ok(()) => Ok(Arc::new(buf)),
-            // The pack is gone or cut short: each chunk may have a copy elsewhere.
-            Err(e) if e.kind() == ErrorKind::Corrupt => Err(e),
-            Err(e) => return Err(e),
+            Err(e) => {
+                if let (Some(b), false) = (up.origin_backoff, up.mirrors.is_empty()) {
+                    b.pass_over(&format!("origin {}", repo.location()), &e.to_string());
+                    if failover(up, obj, run, base, out, counters, fill) {
+                        k += n;
+                        continue;
+                    }
+                }
+                // The pack is gone or cut short: each chunk may have a copy elsewhere.
+                if e.kind() != ErrorKind::Corrupt {
+                    return Err(e);
+                }
+                Err(e)
+            }
         };
         let mut pieces = Vec::with_capacity(n);
-        for &i in &misses[k..k + n] {
+        for &i in run {
             let c = &obj.chunks[i];
             let piece = match &bytes {
                 Ok(buf) => {
@@ -632,14 +728,23 @@ fn read_runs(
             };
             let piece = match piece {
                 Ok(p) => p,
-                Err(e) => {
-                    let other = elsewhere(repo, &pack, &c.entry, counters)?.ok_or(e)?;
-                    fill(FillJob {
-                        buf: Arc::clone(&other.buf),
-                        pieces: vec![(c.entry.hash, other.start, other.end)],
-                    });
-                    other
-                }
+                Err(e) => match elsewhere(repo, &pack, &c.entry, counters) {
+                    Ok(Some(other)) => {
+                        fill(FillJob {
+                            buf: Arc::clone(&other.buf),
+                            pieces: vec![(c.entry.hash, other.start, other.end)],
+                        });
+                        other
+                    }
+                    // Not in the origin, or the origin cannot say: a mirror may have it.
+                    found => {
+                        if failover(up, obj, &[i], base, out, counters, fill) {
+                            continue;
+                        }
+                        found?;
+                        return Err(e);
+                    }
+                },
             };
             add(&counters.origin_chunks, 1);
             add(&counters.origin_bytes, piece.len() as u64);
@@ -651,6 +756,140 @@ fn read_runs(
         k += n;
     }
     Ok(())
+}
+
+/// Chunks `run` of `obj` from a mirror into `out` (slot `i - base`), offered to
+/// `fill`; false if no mirror has them.
+fn failover(
+    up: &Upstream,
+    obj: &FileObject,
+    run: &[usize],
+    base: usize,
+    out: &mut [Option<ChunkBytes>],
+    counters: &Counters,
+    fill: &mut dyn FnMut(FillJob),
+) -> bool {
+    let Some(got) = from_mirrors(up.mirrors, obj, run, counters) else {
+        return false;
+    };
+    add(&counters.failovers, 1);
+    fill_each(obj, run, &got, fill);
+    for (&i, piece) in run.iter().zip(got) {
+        out[i - base] = Some(piece);
+    }
+    true
+}
+
+/// Offers `pieces` (chunks `run` of `obj`, in order) to `fill`, one job per buffer
+/// they share, so that the fill queue counts each buffer once.
+fn fill_each(
+    obj: &FileObject,
+    run: &[usize],
+    pieces: &[ChunkBytes],
+    fill: &mut dyn FnMut(FillJob),
+) {
+    let mut job: Option<FillJob> = None;
+    for (&i, p) in run.iter().zip(pieces) {
+        let h = obj.chunks[i].entry.hash;
+        match &mut job {
+            Some(j) if Arc::ptr_eq(&j.buf, &p.buf) => j.pieces.push((h, p.start, p.end)),
+            _ => {
+                if let Some(j) = job.take() {
+                    fill(j);
+                }
+                job = Some(FillJob {
+                    buf: Arc::clone(&p.buf),
+                    pieces: vec![(h, p.start, p.end)],
+                });
+            }
+        }
+    }
+    if let Some(j) = job {
+        fill(j);
+    }
+}
+
+/// Chunks `run` of `obj` from the first mirror that is up and holds every one of them
+/// with its hash; `None` if none does.
+fn from_mirrors(
+    mirrors: &[MirrorTier],
+    obj: &FileObject,
+    run: &[usize],
+    counters: &Counters,
+) -> Option<Vec<ChunkBytes>> {
+    for m in mirrors.iter().filter(|m| m.backoff.is_up()) {
+        match mirror_run(&m.repo, obj, run, counters) {
+            Ok(pieces) => {
+                add(&counters.mirror_chunks, pieces.len() as u64);
+                add(
+                    &counters.mirror_bytes,
+                    pieces.iter().map(|p| p.len() as u64).sum(),
+                );
+                return Some(pieces);
+            }
+            Err(e) => {
+                add(&counters.mirror_errors, 1);
+                let what = format!("mirror {}", m.repo.location());
+                // A mirror lacking a chunk is not down: only this run goes elsewhere.
+                if e.kind() == ErrorKind::NotFound {
+                    tracing::warn!("{what}: {}", e.message());
+                } else {
+                    m.backoff.pass_over(&what, &e.to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Chunks `run` of `obj` from `mirror`, found by hash in its own packs, read in runs of
+/// chunks that lie back to back there, each checked.
+fn mirror_run(
+    mirror: &Repository,
+    obj: &FileObject,
+    run: &[usize],
+    counters: &Counters,
+) -> Result<Vec<ChunkBytes>> {
+    let mut locs = Vec::with_capacity(run.len());
+    for &i in run {
+        let h = obj.chunks[i].entry.hash;
+        let loc = mirror.locate(&h)?.ok_or_else(|| {
+            Error::not_found(format!("lacks chunk {}", h.hex()))
+                .hint("copy the version there with `sealvol volume mirror REF --to REPO`")
+        })?;
+        locs.push(loc);
+    }
+    let max = max_run(mirror);
+    let mut out = Vec::with_capacity(run.len());
+    let mut a = 0;
+    while a < locs.len() {
+        let (pack, first) = locs[a];
+        let mut end = first.offset + first.stored_len as u64;
+        let mut b = a + 1;
+        while b < locs.len()
+            && locs[b].0 == pack
+            && locs[b].1.offset == end
+            && end + locs[b].1.stored_len as u64 - first.offset <= max
+        {
+            end += locs[b].1.stored_len as u64;
+            b += 1;
+        }
+        add(&counters.mirror_requests, 1);
+        let mut buf = recycled::take((end - first.offset) as usize);
+        mirror.pack_range_into(&pack, first.offset, buf.as_mut_vec())?;
+        let buf = Arc::new(buf);
+        for (p, e) in &locs[a..b] {
+            let at = (e.offset - first.offset) as usize;
+            let piece = ChunkBytes::slice(&buf, at..at + e.stored_len as usize);
+            if let Err(err) = check_chunk(&piece, e, p) {
+                mirror.record_damage(p, e, "read");
+                return Err(err);
+            }
+            out.push(piece);
+        }
+        a = b;
+    }
+    Ok(out)
 }
 
 /// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`) from the
@@ -665,7 +904,7 @@ fn from_peers(
     end: u64,
     counters: &Counters,
 ) -> Option<Arc<Buffer>> {
-    let mut up = peers.iter().filter(|p| p.is_up()).peekable();
+    let mut up = peers.iter().filter(|p| p.backoff.is_up()).peekable();
     up.peek()?;
     let chunks: Vec<(Hash, u32)> = run
         .iter()

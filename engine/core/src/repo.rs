@@ -439,7 +439,6 @@ impl Repository {
         pack: &PackId,
         entry: &PackEntry,
     ) -> Result<Option<(PackId, PackEntry)>> {
-        const COPIES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
         // The copy the index prefers, unless it is the one that just failed.
         let look = |index: &ChunkIndex| {
             index
@@ -461,6 +460,31 @@ impl Repository {
         }
         let index = std::sync::Arc::new(self.load_index(false, &[])?);
         let found = look(&index).filter(|f| !same(f));
+        *cached = Some((std::time::Instant::now(), index));
+        Ok(found)
+    }
+
+    /// Where the repository holds a usable copy of a chunk, by its index: how a mirror
+    /// finds the chunks of a file whose chunk list names another repository's packs.
+    /// The index is loaded on first use and again for a chunk it lacks once it is older
+    /// than `COPIES_FRESH` (a mirror may have been filled meanwhile).
+    pub fn locate(&self, hash: &Hash) -> Result<Option<(PackId, PackEntry)>> {
+        let look = |index: &ChunkIndex| {
+            index
+                .chunks
+                .get(hash)
+                .map(|loc| (index.packs[loc.slot as usize], loc.entry))
+        };
+        let mut cached = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, index)) = cached.as_ref() {
+            match look(index) {
+                Some(found) => return Ok(Some(found)),
+                None if at.elapsed() < COPIES_FRESH => return Ok(None),
+                None => {}
+            }
+        }
+        let index = std::sync::Arc::new(self.load_index(false, &[])?);
+        let found = look(&index);
         *cached = Some((std::time::Instant::now(), index));
         Ok(found)
     }
@@ -793,6 +817,10 @@ pub struct ChunkLoc {
     pub slot: u32,
     pub entry: PackEntry,
 }
+
+/// How long a loaded chunk index answers that a chunk is not there (`other_copy`,
+/// `locate`) before it is loaded again.
+const COPIES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Every usable chunk a repository holds, by hash, and what is known damaged.
 #[derive(Default)]

@@ -54,6 +54,8 @@ pub struct MountOptions {
     pub replay: bool,
     /// Asked for what the node cache misses, in order, before the origin.
     pub peers: Vec<Arc<dyn Peer>>,
+    /// Repositories holding the same version, read when the origin fails, in order.
+    pub mirrors: Vec<Arc<Repository>>,
 }
 
 impl Default for MountOptions {
@@ -64,6 +66,7 @@ impl Default for MountOptions {
             threads: 4,
             replay: true,
             peers: Vec::new(),
+            mirrors: Vec::new(),
         }
     }
 }
@@ -95,7 +98,8 @@ pub fn open_fs(
     let tiers = Arc::new(
         Tiers::new(repo, opts.cache.clone())
             .keeping_whole_files_from(opts.limits.passthrough_min)
-            .with_peers(opts.peers.clone()),
+            .with_peers(opts.peers.clone())
+            .with_mirrors(opts.mirrors.clone()),
     );
     let fs = VolumeFs::new(
         tree,

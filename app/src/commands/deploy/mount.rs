@@ -47,6 +47,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         prefetch_memory: None,
                         read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                         peers: Vec::new(),
+                        origins: Vec::new(),
                         foreground: false,
                         requested: Some(m.reference.clone()),
                     },

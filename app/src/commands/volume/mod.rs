@@ -12,7 +12,7 @@ mod transfer;
 mod trash;
 mod verify;
 
-pub(crate) use transfer::pull;
+pub(crate) use transfer::{Through, pull};
 pub use verify::affected_line;
 
 use sealvol_core::Result;
@@ -33,8 +33,24 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             dir,
             force,
             peers,
+            origins,
             json,
-        } => transfer::pull(ctx, &reference, &dir, force, &peers, json),
+        } => transfer::pull(
+            ctx,
+            &reference,
+            &dir,
+            transfer::Through {
+                force,
+                peers: &peers,
+                origins: &origins,
+            },
+            json,
+        ),
+        VolumeCommand::Mirror {
+            reference,
+            to,
+            json,
+        } => transfer::mirror(ctx, &reference, &to, json),
         VolumeCommand::Sync {
             source,
             volume,
@@ -87,6 +103,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             prefetch_memory,
             read_timeout,
             peers,
+            origins,
             foreground,
             requested,
         } => super::mount::mount(
@@ -99,6 +116,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 prefetch_memory,
                 read_timeout,
                 peers,
+                origins,
                 foreground,
                 requested,
             },

@@ -1,5 +1,5 @@
-//! `volume push | pull`: a directory becomes a sealed version, and a version becomes a
-//! directory that is exactly it.
+//! `volume push | pull | mirror`: a directory becomes a sealed version, a version
+//! becomes a directory that is exactly it, or a copy in another repository.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -128,25 +128,33 @@ pub(crate) fn requests_line(r: &sealvol_core::store::Requests, bytes: u64) -> St
     )
 }
 
-pub fn pull(
-    ctx: &Ctx,
-    reference: &str,
-    dir: &Path,
-    force: bool,
-    peers: &[String],
-    as_json: bool,
-) -> Result<()> {
+/// How a pull reads: over what is in its folder (`--force`), and through which peers
+/// and mirrored origins.
+pub struct Through<'a> {
+    pub force: bool,
+    pub peers: &'a [String],
+    pub origins: &'a [String],
+}
+
+pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
-    let peers = crate::commands::peers(&ctx.settings.peers_or(peers)?)?;
-    let repo = ctx.open_repo(false)?;
+    let peers = crate::commands::peers(&ctx.settings.peers_or(how.peers)?)?;
+    let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let digest = repo.resolve(&r)?;
     let progress = ctx.progress();
     let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
     // A pull fills the node cache for the mounts that follow.
-    let tiers =
-        Tiers::with_fill(Arc::new(repo), Some(Arc::new(cache)), Fill::Inline).with_peers(peers);
-    let report =
-        sealvol_core::pull::pull(&tiers, &r.volume, &digest, dir, force, progress.as_ref())?;
+    let tiers = Tiers::with_fill(repo, Some(Arc::new(cache)), Fill::Inline)
+        .with_peers(peers)
+        .with_mirrors(mirrors);
+    let report = sealvol_core::pull::pull(
+        &tiers,
+        &r.volume,
+        &digest,
+        dir,
+        how.force,
+        progress.as_ref(),
+    )?;
     let pinned = Ref::pinned(r.volume.clone(), digest);
     let requests = tiers.repo().requests();
     if as_json {
@@ -198,5 +206,53 @@ pub fn pull(
     if let Some(r) = requests {
         eprintln!("{}", requests_line(&r, report.bytes));
     }
+    Ok(())
+}
+
+/// `volume mirror REF --to REPO`.
+pub fn mirror(ctx: &Ctx, reference: &str, to: &str, as_json: bool) -> Result<()> {
+    let r = Ref::parse(reference)?;
+    let address = sealvol_s3repo::Address::parse(to)?;
+    if crate::commands::same_repository(&address, &ctx.settings.repo) {
+        return Err(sealvol_core::Error::invalid(format!(
+            "--to {address} is the repository the version is read from"
+        ))
+        .hint("give --to another repository: a folder, or s3://BUCKET/PREFIX"));
+    }
+    let src = ctx.open_repo(false)?;
+    // Resolved before the destination is opened: an unknown ref creates nothing.
+    src.resolve(&r)?;
+    let dest = ctx.open_at(&address, sealvol_s3repo::Mode::CreateLocal)?;
+    let progress = ctx.progress();
+    let report = sealvol_core::mirror::mirror(&src, &dest, &r, progress.as_ref())?;
+    let pinned = format!("vol:{}@{}", report.volume, report.digest);
+    if as_json {
+        return json(&serde_json::json!({
+            "ref": pinned,
+            "to": dest.location(),
+            "report": report,
+            "requests": dest.requests(),
+        }));
+    }
+    if !ctx.quiet {
+        let what = if report.new {
+            "mirrored"
+        } else {
+            "already there:"
+        };
+        eprintln!(
+            "{what} {pinned} to {}: {} file(s), {} chunk(s) copied ({}), {} already there{}",
+            name(dest.location()),
+            report.files_copied,
+            report.chunks_copied,
+            size(report.bytes_copied),
+            report.chunks_present,
+            match report.tags.as_slice() {
+                [] => String::new(),
+                t => format!("; tag {} moved there", t.join(", ")),
+            }
+        );
+    }
+    println!("{pinned}");
     Ok(())
 }

@@ -1,0 +1,257 @@
+//! Mirrored origins with the real binary: `volume mirror` between a local repository
+//! and a bucket on moto, both ways, copying only what the other side lacks; mounts and
+//! pulls that fail over from a local repository whose packs go away to the bucket
+//! mirror in the middle of a read, with the right bytes; and the bad addresses.
+
+mod common;
+
+use std::fs;
+use std::io::Read;
+
+use common::mounts::{mount, wait_stats};
+use common::servers::{Moto, bucket_vars};
+use common::{Env, assert_same_tree, fuse_available, noise, write};
+use serde_json::Value;
+
+/// A local repository with the bucket's credentials beside it (not its address).
+fn env_with_bucket(moto: &Moto) -> Env {
+    let mut env = Env::new();
+    env.vars = bucket_vars(&moto.endpoint(), "unused")
+        .into_iter()
+        .filter(|(k, _)| k != "SEALVOL_REPO")
+        .collect();
+    env
+}
+
+fn checkpoint(env: &Env, name: &str, seed: u64) -> std::path::PathBuf {
+    let dir = env.path(name);
+    write(&dir.join("model.bin"), &noise(24 << 20, seed));
+    write(&dir.join("config.json"), b"{\"layers\": 2}\n");
+    dir
+}
+
+fn mirror_json(env: &Env, args: &[&str]) -> Value {
+    let mut all = vec!["volume", "mirror"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    serde_json::from_str(&env.ok(&all)).unwrap()
+}
+
+#[test]
+fn a_version_mirrored_to_a_bucket_and_back_keeps_its_digest_and_copies_only_what_is_missing() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = env_with_bucket(&moto);
+    env.ok(&["init", "--repo", "s3://models/eu"]);
+    let v1 = checkpoint(&env, "v1", 1);
+    let pinned = env.push(&v1, "weights/m", &["--tag", "prod"]);
+
+    let first = mirror_json(&env, &["weights/m:prod", "--to", "s3://models/eu"]);
+    assert_eq!(first["ref"], pinned.as_str(), "{first}");
+    assert_eq!(first["report"]["new"], true, "{first}");
+    assert!(
+        first["report"]["bytes_copied"].as_u64().unwrap() >= 24 << 20,
+        "{first}"
+    );
+    let again = mirror_json(&env, &["weights/m:prod", "--to", "s3://models/eu"]);
+    assert_eq!(again["report"]["chunks_copied"], 0, "{again}");
+    assert_eq!(again["report"]["new"], false, "{again}");
+
+    // The bucket serves the same version under the same tag.
+    let bucket = {
+        let mut e = Env::new();
+        e.vars = moto.repo_vars("s3://models/eu");
+        e
+    };
+    let resolved = bucket.ok(&["volume", "resolve", "weights/m:prod"]);
+    assert_eq!(resolved.trim(), pinned, "{resolved}");
+
+    // A fine-tune pushed to the bucket comes back with only its changed chunks.
+    let v2 = env.path("v2");
+    fs::create_dir_all(&v2).unwrap();
+    let mut model = fs::read(v1.join("model.bin")).unwrap();
+    model[20 << 20..].copy_from_slice(&noise(4 << 20, 7));
+    write(&v2.join("model.bin"), &model);
+    write(&v2.join("config.json"), b"{\"layers\": 2}\n");
+    let pinned2 = bucket.push(&v2, "weights/m", &["--tag", "prod"]);
+    let back = mirror_json(
+        &bucket,
+        &["weights/m:prod", "--to", env.repo.to_str().unwrap()],
+    );
+    assert_eq!(back["ref"], pinned2.as_str(), "{back}");
+    let copied = back["report"]["bytes_copied"].as_u64().unwrap();
+    assert!(
+        copied > 0 && copied < 8 << 20,
+        "only the fine-tuned end crosses: {back}"
+    );
+    assert!(
+        back["report"]["chunks_present"].as_u64().unwrap() > 0,
+        "{back}"
+    );
+    assert_eq!(
+        env.ok(&["volume", "resolve", "weights/m:prod"]).trim(),
+        pinned2
+    );
+    env.ok(&["volume", "verify", "--read-data"]);
+    let out = env.path("out");
+    env.ok(&["volume", "pull", &pinned2, out.to_str().unwrap()]);
+    assert_same_tree(&v2, &out);
+}
+
+#[test]
+fn bad_mirror_and_origin_addresses_are_errors_that_change_nothing() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = env_with_bucket(&moto);
+    let v1 = checkpoint(&env, "v1", 2);
+    let pinned = env.push(&v1, "weights/m", &[]);
+    let repo = env.repo.to_str().unwrap();
+
+    let same = env.fails(
+        1,
+        &["volume", "mirror", &pinned, "--to", &format!("{repo}/.")],
+    );
+    assert!(
+        same.contains("is the repository the version is read from"),
+        "{same}"
+    );
+    let scheme = env.fails(1, &["volume", "mirror", &pinned, "--to", "ftp://host/x"]);
+    assert!(scheme.contains("ftp"), "{scheme}");
+    assert!(!env.path("ftp:").exists());
+    let fresh = env.path("fresh");
+    let unknown = env.fails(
+        1,
+        &[
+            "volume",
+            "mirror",
+            "weights/nope:prod",
+            "--to",
+            fresh.to_str().unwrap(),
+        ],
+    );
+    assert!(unknown.contains("weights/nope"), "{unknown}");
+    assert!(!fresh.exists(), "an unknown ref created the destination");
+    let uninit = env.fails(
+        1,
+        &["volume", "mirror", &pinned, "--to", "s3://models/none"],
+    );
+    assert!(uninit.contains("sealvol init"), "{uninit}");
+
+    let out = env.path("out");
+    for origin in ["ftp://host/x", repo] {
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "pull",
+                &pinned,
+                out.to_str().unwrap(),
+                "--origin",
+                origin,
+            ],
+        );
+        assert!(
+            e.contains("ftp") || e.contains("is the repository itself"),
+            "{e}"
+        );
+    }
+    let not_repo = env.path("not-a-repo");
+    write(&not_repo.join("stray"), b"x");
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "pull",
+            &pinned,
+            out.to_str().unwrap(),
+            "--origin",
+            not_repo.to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("no repository"), "{e}");
+    assert!(!out.exists(), "a refused pull wrote its target");
+    if fuse_available() {
+        let dir = env.path("mnt");
+        fs::create_dir_all(&dir).unwrap();
+        let e = env.fails(
+            1,
+            &[
+                "volume",
+                "mount",
+                &pinned,
+                dir.to_str().unwrap(),
+                "--origin",
+                "ftp://host/x",
+            ],
+        );
+        assert!(e.contains("ftp"), "{e}");
+        assert!(!common::mounts::is_mounted(&dir));
+    }
+}
+
+/// A local repository mirrored to the bucket, whose packs then go away.
+fn mirrored(moto: &Moto) -> (Env, std::path::PathBuf, String) {
+    moto.seed(&["--bucket", "models"]);
+    let env = env_with_bucket(moto);
+    env.ok(&["init", "--repo", "s3://models/eu"]);
+    let v1 = checkpoint(&env, "v1", 3);
+    let pinned = env.push(&v1, "weights/m", &[]);
+    env.ok(&["volume", "mirror", &pinned, "--to", "s3://models/eu"]);
+    (env, v1, pinned)
+}
+
+#[test]
+fn a_mount_fails_over_to_the_bucket_mirror_in_the_middle_of_a_read() {
+    if !fuse_available() {
+        eprintln!("skipped: no FUSE here");
+        return;
+    }
+    let moto = Moto::start(&[]);
+    let (env, v1, pinned) = mirrored(&moto);
+    let dir = env.path("mnt");
+    let _m = mount(
+        &env,
+        &pinned,
+        &dir,
+        &["--origin", "s3://models/eu", "--prefetch-memory", "64M"],
+    );
+    let mut f = fs::File::open(dir.join("model.bin")).unwrap();
+    let mut got = vec![0u8; 2 << 20];
+    f.read_exact(&mut got).unwrap();
+    // The local repository loses its packs mid-read.
+    fs::rename(env.repo.join("packs"), env.repo.join("packs.gone")).unwrap();
+    f.read_to_end(&mut got).unwrap();
+    assert!(
+        got == fs::read(v1.join("model.bin")).unwrap(),
+        "the bytes read across the failover differ"
+    );
+    let m = wait_stats(&env, &dir, |s| s["mirror_chunks"].as_u64() > Some(0));
+    let s = &m["stats"];
+    assert!(s["mirror_chunks"].as_u64() > Some(0), "{m}");
+    assert!(s["failovers"].as_u64() > Some(0), "{m}");
+    assert_eq!(s["errors"], 0, "{m}");
+}
+
+#[test]
+fn a_pull_reads_from_the_mirror_what_the_repository_lost() {
+    let moto = Moto::start(&[]);
+    let (env, v1, pinned) = mirrored(&moto);
+    fs::rename(env.repo.join("packs"), env.repo.join("packs.gone")).unwrap();
+    let out = env.path("out");
+    let without = env.fails(1, &["volume", "pull", &pinned, out.to_str().unwrap()]);
+    assert!(without.contains("missing"), "{without}");
+    let pulled: Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "pull",
+        &pinned,
+        out.to_str().unwrap(),
+        "--origin",
+        "s3://models/eu",
+        "--force",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(pulled["tiers"]["failovers"].as_u64() > Some(0), "{pulled}");
+    assert_eq!(pulled["tiers"]["origin_chunks"], 0, "{pulled}");
+    assert_same_tree(&v1, &out);
+}
