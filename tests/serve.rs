@@ -2,69 +2,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 
 use common::mounts::{mount, wait_stats};
+use common::servers::{Served, serve, serve_named};
 use common::{Env, fuse_available, noise, write};
 
-struct Served {
-    child: Child,
-    addr: String,
+/// One HTTP/1.1 GET with the server's admin key: status and body.
+fn get(served: &Served, path: &str) -> (u16, Vec<u8>) {
+    get_as(&served.addr, Some(&served.key), path)
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(env: &Env, extra: &[&str]) -> Served {
-    serve_named(env, "serve-cache", extra)
-}
-
-/// A server with its own cache directory, `name`.
-fn serve_named(env: &Env, name: &str, extra: &[&str]) -> Served {
-    let cache = env.path(name);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealvol"))
-        .args([
-            "--repo",
-            env.repo.to_str().unwrap(),
-            "--state",
-            env.state.to_str().unwrap(),
-        ])
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--cache",
-            cache.to_str().unwrap(),
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("first line: {line:?}"))
-        .to_string();
-    Served { child, addr }
-}
-
-/// One HTTP/1.1 GET: status and body.
-fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
+fn get_as(addr: &str, key: Option<&str>, path: &str) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
+    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut all = Vec::new();
@@ -82,15 +37,21 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
     write(&src.join("w.bin"), &noise(1 << 20, 3));
     env.push(&src, "t/served", &[]);
     let s = serve(&env, &["--cache-size", "64M"]);
-    assert_eq!(get(&s.addr, "/healthz").0, 200);
-    let (status, body) = get(&s.addr, "/metrics");
+    assert_eq!(get(&s, "/healthz").0, 200);
+    // Without the key, nothing: not even health (the route walk is engine/serve/tests/auth.rs).
+    assert_eq!(get_as(&s.addr, None, "/healthz").0, 401);
+    let mode = std::fs::metadata(env.state.join("serve/admin.key"))
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .unwrap();
+    assert_eq!(mode, 0o600);
+    let (status, body) = get(&s, "/metrics");
     assert_eq!(status, 200);
     let text = String::from_utf8(body).unwrap();
     assert!(
         text.contains("sealvol_serve_origin_fetches_total 0"),
         "{text}"
     );
-    let (status, body) = get(&s.addr, &format!("/v1/chunks/{}", "ab".repeat(32)));
+    let (status, body) = get(&s, &format!("/v1/chunks/{}", "ab".repeat(32)));
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
 }
 
@@ -117,7 +78,7 @@ fn bad_serve_input_gets_one_clear_line() {
 
 /// A counter from a server's `/metrics`.
 fn metric(s: &Served, name: &str) -> u64 {
-    let text = String::from_utf8(get(&s.addr, "/metrics").1).unwrap();
+    let text = String::from_utf8(get(s, "/metrics").1).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("sealvol_serve_{name} ")))
         .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
@@ -130,7 +91,7 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
     if !fuse_available() {
         return;
     }
-    let env = Env::new();
+    let mut env = Env::new();
     let src = env.path("src");
     write(&src.join("a.bin"), &noise(6 << 20, 1));
     write(&src.join("sub/b.bin"), &noise(5 << 20, 2));
@@ -138,6 +99,9 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
     let data = 11u64 << 20;
     let a = serve_named(&env, "cache-a", &[]);
     let b = serve_named(&env, "cache-b", &[]);
+    // Both servers share the state, so one key list: nodes ask with its admin key.
+    assert_eq!(a.key, b.key);
+    env.vars.push(("SEALVOL_API_KEY".into(), a.key.clone()));
     let url = |s: &Served| format!("http://{}", s.addr);
     let (ua, ub) = (url(&a), url(&b));
 

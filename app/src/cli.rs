@@ -49,6 +49,10 @@ pub struct Global {
     #[arg(long, env = "SEALVOL_REPO", global = true, value_name = "ADDRESS")]
     pub repo: Option<String>,
 
+    /// A remote engine (`sealvol serve` elsewhere) to work on instead of a repository, as http://HOST:PORT; the API key comes from SEALVOL_API_KEY
+    #[arg(long, env = "SEALVOL_REMOTE", global = true, value_name = "URL")]
+    pub remote: Option<String>,
+
     /// Stored secret (`sealvol secret set NAME`) with KEY_ID:SECRET for the repository's bucket [default: the AWS credential chain]
     #[arg(long, env = "SEALVOL_REPO_SECRET", global = true, value_name = "NAME")]
     pub repo_secret: Option<String>,
@@ -93,6 +97,10 @@ pub enum Command {
     /// Store, list and remove secrets for sync sources (values are never printed).
     #[command(subcommand)]
     Secret(SecretCommand),
+
+    /// API keys of this node's `sealvol serve`: create (printed once), list, revoke.
+    #[command(subcommand)]
+    Key(KeyCommand),
 
     /// List sync jobs, show one, cancel or retry it.
     #[command(subcommand)]
@@ -543,6 +551,40 @@ pub enum SecretCommand {
     Rm {
         /// The secret's name, from `sealvol secret ls`.
         name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Make a key for callers of `sealvol serve`; it is printed once, on stdout, and only its hash is kept.
+    #[command(
+        after_help = "Examples:\n  sealvol key create training-ci --namespace weights\n  sealvol key create dashboards --read-only\n\nThe caller sets SEALVOL_API_KEY to it and runs `sealvol --remote http://HOST:7420 …`.\nRevocation takes effect at the server's next request, without a restart."
+    )]
+    Create {
+        /// 1-63 characters of a-z 0-9 . _ -
+        name: String,
+        /// Reads only: no push, tag, delete or restore.
+        #[arg(long)]
+        read_only: bool,
+        /// Only this namespace (repeatable) [default: every namespace]
+        #[arg(long = "namespace", value_name = "NS")]
+        namespaces: Vec<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// List keys: name, scope, created, revoked (never the keys).
+    Ls {
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Revoke a key: refused from the server's next request on.
+    Revoke {
+        /// The key's name, from `sealvol key ls`.
+        name: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
     },
 }
 

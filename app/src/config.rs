@@ -68,6 +68,11 @@ pub struct Settings {
     pub peers: Vec<String>,
     /// config.toml's `mirrors`: repositories read when the origin fails.
     pub mirrors: Vec<String>,
+    /// A remote engine to work on instead of `repo` (`--remote`, SEALVOL_REMOTE).
+    pub remote: Option<String>,
+    /// The key for the remote engine and for peers (SEALVOL_API_KEY; never a flag, so
+    /// that it stays out of the process list).
+    pub api_key: Option<String>,
 }
 
 impl Settings {
@@ -133,6 +138,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
 /// variables (clap reads both), then config.toml, then the XDG defaults.
 pub fn resolve(
     repo: Option<String>,
+    remote: Option<String>,
     repo_secret: Option<String>,
     state: Option<PathBuf>,
 ) -> Result<Settings> {
@@ -214,6 +220,13 @@ pub fn resolve(
         deploy_dirs: file.deploy_dirs,
         peers: file.peers,
         mirrors: file.mirrors,
+        remote: remote
+            .filter(|r| !r.is_empty())
+            .map(|r| sealvol_serve::remote::check_remote(&r))
+            .transpose()?,
+        api_key: std::env::var("SEALVOL_API_KEY")
+            .ok()
+            .filter(|k| !k.trim().is_empty()),
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

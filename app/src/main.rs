@@ -71,6 +71,7 @@ fn run(cli: Cli) -> Result<()> {
     let ctx = Ctx {
         settings: config::resolve(
             cli.global.repo.clone(),
+            cli.global.remote.clone(),
             cli.global.repo_secret.clone(),
             cli.global.state.clone(),
         )?,
@@ -84,6 +85,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Init { json }) => commands::info::init(&ctx, json),
         Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
         Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
+        Some(Command::Key(cmd)) => commands::key::run(&ctx, cmd),
         Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
         Some(Command::Watch(cmd)) => commands::watch::run(&ctx, cmd),
         Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),

@@ -2,6 +2,7 @@
 //! when it ends: a real S3 API server (moto), a relay that slows or watches traffic to
 //! it, and the local Hugging Face hub; and the Python helpers that fill them.
 
+use std::io::BufRead as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -339,4 +340,67 @@ pub fn cloud_seed(kind: &str, endpoint: &str, bucket: &str, prefix: &str, dir: &
         "cloud_seed.py {kind}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A `sealvol serve` of `env`'s repository and state, on a free loopback port.
+pub struct Served {
+    child: Child,
+    pub addr: String,
+    /// The admin key the server made on its first start (or found).
+    pub key: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(env: &super::Env, extra: &[&str]) -> Served {
+    serve_named(env, "serve-cache", extra)
+}
+
+/// A server with its own cache directory, `name`.
+pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
+    let cache = env.path(name);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sealvol"))
+        .args([
+            "--repo",
+            env.repo.to_str().unwrap(),
+            "--state",
+            env.state.to_str().unwrap(),
+        ])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cache",
+            cache.to_str().unwrap(),
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("first line: {line:?}"))
+        .to_string();
+    let key = std::fs::read_to_string(env.state.join("serve/admin.key"))
+        .expect("serve writes an admin key on its first start")
+        .trim()
+        .to_string();
+    Served { child, addr, key }
+}
+
+impl Served {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
 }

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod deploy;
 pub mod info;
 pub mod jobs;
+pub mod key;
 pub mod mount;
 pub mod repair;
 pub mod secret;
@@ -20,10 +21,13 @@ use sealvol_s3repo::{Address, Mode, Options};
 use crate::config::Settings;
 
 /// The read path's clients for cache servers at `urls` (checked by `Settings::peers_or`).
-pub fn peers(urls: &[String]) -> Result<Vec<std::sync::Arc<dyn sealvol_core::read::Peer>>> {
+pub fn peers(
+    urls: &[String],
+    key: Option<&str>,
+) -> Result<Vec<std::sync::Arc<dyn sealvol_core::read::Peer>>> {
     urls.iter()
         .map(|u| {
-            let p = sealvol_serve::peer::HttpPeer::new(u)?;
+            let p = sealvol_serve::peer::HttpPeer::new(u, key)?;
             Ok(std::sync::Arc::new(p) as std::sync::Arc<dyn sealvol_core::read::Peer>)
         })
         .collect()
@@ -47,7 +51,21 @@ impl Ctx {
     }
 
     pub fn open_repo_as(&self, mode: Mode) -> Result<Repository> {
-        self.open_at(&self.settings.repo, mode)
+        let s = &self.settings;
+        if let Some(url) = &s.remote {
+            if mode == Mode::Init {
+                return Err(sealvol_core::Error::invalid(format!(
+                    "--remote {url}: a remote engine's repository is made where it runs"
+                ))
+                .hint("run `sealvol init` on the server, beside `sealvol serve`"));
+            }
+            return sealvol_serve::remote::open(
+                url,
+                s.api_key.as_deref(),
+                &s.state.join("staging"),
+            );
+        }
+        self.open_at(&s.repo, mode)
     }
 
     /// Opens the repository at `address`: the `--repo-secret` keys are its own only
@@ -116,6 +134,10 @@ impl Ctx {
     /// The global options that make a child process use this repository.
     pub fn repo_args(&self) -> Vec<std::ffi::OsString> {
         let s = &self.settings;
+        if let Some(url) = &s.remote {
+            // The key goes by the environment, which the child inherits.
+            return vec!["--remote".into(), url.into()];
+        }
         let mut args: Vec<std::ffi::OsString> = vec!["--repo".into(), s.repo.to_string().into()];
         if let Some(name) = &s.repo_secret {
             args.extend(["--repo-secret".into(), name.into()]);

@@ -137,7 +137,7 @@ fn serve(
         MountOptions {
             cache: Some(cache),
             limits,
-            peers: crate::commands::peers(&set.peers)?,
+            peers: crate::commands::peers(&set.peers, ctx.settings.api_key.as_deref())?,
             mirrors,
             ..MountOptions::default()
         },

@@ -1,4 +1,5 @@
-//! `sealvol serve`: the in-cluster cache tier (`sealvol_serve`) over this repository.
+//! `sealvol serve`: the in-cluster cache tier and the remote engine (`sealvol_serve`)
+//! over this repository, for the holders of its API keys.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,6 +33,14 @@ pub fn serve(
         None => ctx.settings.cache_size,
     };
     let repo = Arc::new(ctx.open_repo(false)?);
+    let (keys, made) = sealvol_serve::keys::Keys::open(&super::key::dir(ctx))?;
+    if let Some(admin) = made {
+        // The path, never the key: logs are read by more people than keys should be.
+        eprintln!(
+            "created an admin API key in {} (mode 0600): callers set SEALVOL_API_KEY to a key; make scoped ones with `sealvol key create`",
+            admin.display()
+        );
+    }
     let cache = Arc::new(ChunkCache::open(&dir, bytes)?);
     let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -55,7 +64,7 @@ pub fn serve(
             );
         }
         tokio::select! {
-            r = sealvol_serve::run(listener, service) => {
+            r = sealvol_serve::run(listener, service, Arc::new(keys)) => {
                 r.map_err(|e| Error::usage(format!("the server stopped: {e}")))
             }
             _ = tokio::signal::ctrl_c() => Ok(()),

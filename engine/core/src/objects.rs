@@ -91,6 +91,41 @@ pub fn decode_entries(what: &str, bytes: &[u8], count: u64) -> Result<Vec<PackEn
 }
 
 /// An index object: the magic, then the pack's entries (same encoding as its trailer).
+/// Checks a whole pack as it arrives from a client that is not trusted (a remote push):
+/// it starts with the magic, its trailer parses, names it `id`, and lays its chunks
+/// back to back in order with every one passing its hash.
+pub fn check_pack(what: &str, id: &PackId, bytes: &[u8]) -> Result<()> {
+    let bad = |why: &str| Error::corrupt(format!("{what}: {why}"));
+    if bytes.len() < PACK_MAGIC.len() + FOOTER_LEN || !bytes.starts_with(PACK_MAGIC) {
+        return Err(bad("not a pack"));
+    }
+    let count = decode_footer(what, &bytes[bytes.len() - FOOTER_LEN..])?;
+    let table = count
+        .checked_mul(ENTRY_LEN as u64)
+        .filter(|t| *t <= (bytes.len() - PACK_MAGIC.len() - FOOTER_LEN) as u64)
+        .ok_or_else(|| bad("its entry count does not fit the pack"))? as usize;
+    let data_end = bytes.len() - FOOTER_LEN - table;
+    let entries = decode_entries(what, &bytes[data_end..bytes.len() - FOOTER_LEN], count)?;
+    if pack_id(&entries) != *id {
+        return Err(bad("its entry table does not hash to its name"));
+    }
+    let mut at = PACK_MAGIC.len() as u64;
+    for e in &entries {
+        let end = e.offset + e.stored_len as u64;
+        if e.offset != at || end > data_end as u64 {
+            return Err(bad("its chunks are not laid back to back"));
+        }
+        if Hash::of(&bytes[e.offset as usize..end as usize]) != e.hash {
+            return Err(bad(&format!("chunk {} fails its hash check", e.hash.hex())));
+        }
+        at = end;
+    }
+    if at != data_end as u64 {
+        return Err(bad("it holds bytes no entry names"));
+    }
+    Ok(())
+}
+
 pub fn encode_index(entries: &[PackEntry]) -> Vec<u8> {
     let mut out = INDEX_MAGIC.to_vec();
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());

@@ -274,6 +274,12 @@ impl Repository {
         self.store.as_ref()
     }
 
+    /// The store itself, for a server that offers it to remote engines (`sealvol
+    /// serve`): the server decides what each caller may touch.
+    pub fn object_store(&self) -> &dyn ObjectStore {
+        self.store.as_ref()
+    }
+
     pub fn config(&self) -> &RepoConfig {
         &self.config
     }

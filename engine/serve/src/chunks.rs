@@ -154,6 +154,11 @@ impl ChunkService {
         }
     }
 
+    /// The origin the chunks are pulled from (also the store the remote engine offers).
+    pub fn repository(&self) -> &Arc<Repository> {
+        &self.repo
+    }
+
     pub fn cache(&self) -> &ChunkCache {
         &self.cache
     }

@@ -1,7 +1,10 @@
 //! The routes: `GET /v1/chunks/<hash>` (with an optional `?pack=&offset=&len=` hint),
 //! `POST /v1/runs` (adjacent chunks of one pack: `{"pack", "offset", "chunks": [[hash,
-//! len], …]}`, answered with their bytes back to back), `/metrics` (Prometheus text),
-//! `/healthz` and `/readyz`.
+//! len], …]}`, answered with their bytes back to back), the remote engine's object
+//! routes (`objects.rs`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
+//!
+//! Every route, and any path that is not one, needs an API key (`keys.rs`): the check is
+//! one layer over the whole router, so a route added later cannot skip it.
 //!
 //! Chunk URLs name immutable bytes, so responses say so (`Cache-Control: public,
 //! max-age=31536000, immutable`, the hash as the `ETag`): an ordinary HTTP cache in
@@ -13,7 +16,11 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRef, Request};
+use axum::middleware::{self, Next};
+use sealvol_core::repo::Repository;
+
+use crate::keys::Keys;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -22,28 +29,92 @@ use sealvol_core::digest::Hash;
 
 use crate::chunks::{ChunkService, Hint, MAX_CHUNK, Miss};
 
-/// Every route the server answers, for the router and for tests that walk them all.
-pub const ROUTES: [&str; 5] = [
-    "/v1/chunks/{hash}",
-    "/v1/runs",
-    "/metrics",
-    "/healthz",
-    "/readyz",
+/// Every route the server answers and its methods, for the router and for tests that
+/// walk them all.
+pub const ROUTES: [(&str, &[&str]); 9] = [
+    ("/v1/chunks/{hash}", &["GET"]),
+    ("/v1/runs", &["POST"]),
+    ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
+    ("/v1/list", &["GET"]),
+    ("/v1/now", &["GET"]),
+    ("/v1/barrier", &["POST"]),
+    ("/metrics", &["GET"]),
+    ("/healthz", &["GET"]),
+    ("/readyz", &["GET"]),
 ];
 
 /// The largest request body: a run request naming `MAX_RUN_CHUNKS` chunks is about
 /// 600 KiB of JSON.
 pub const MAX_BODY: usize = 1 << 20;
 
-pub fn router(service: Arc<ChunkService>) -> Router {
+/// What the handlers share.
+#[derive(Clone)]
+pub struct Served {
+    pub chunks: Arc<ChunkService>,
+    pub keys: Arc<Keys>,
+}
+
+impl FromRef<Served> for Arc<ChunkService> {
+    fn from_ref(s: &Served) -> Self {
+        Arc::clone(&s.chunks)
+    }
+}
+
+impl FromRef<Served> for Arc<Repository> {
+    fn from_ref(s: &Served) -> Self {
+        Arc::clone(s.chunks.repository())
+    }
+}
+
+pub fn router(served: Served) -> Router {
+    use crate::objects as o;
+    let keys = Arc::clone(&served.keys);
     Router::new()
-        .route(ROUTES[0], get(chunk))
-        .route(ROUTES[1], post(run))
-        .route(ROUTES[2], get(metrics))
-        .route(ROUTES[3], get(|| async { "ok\n" }))
-        .route(ROUTES[4], get(|| async { "ready\n" }))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(service)
+        .route(ROUTES[0].0, get(chunk))
+        .route(
+            ROUTES[1].0,
+            post(run).layer(DefaultBodyLimit::max(MAX_BODY)),
+        )
+        .route(
+            ROUTES[2].0,
+            get(o::get_object)
+                .head(o::head_object)
+                .put(o::put_object)
+                .delete(o::delete_object)
+                .layer(DefaultBodyLimit::max(o::MAX_OBJECT)),
+        )
+        .route(ROUTES[3].0, get(o::list))
+        .route(ROUTES[4].0, get(o::now))
+        .route(ROUTES[5].0, post(o::barrier))
+        .route(ROUTES[6].0, get(metrics))
+        .route(ROUTES[7].0, get(|| async { "ok\n" }))
+        .route(ROUTES[8].0, get(|| async { "ready\n" }))
+        .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(middleware::from_fn_with_state(keys, authenticate))
+        .with_state(served)
+}
+
+/// The one check every request passes: a known, unrevoked key, whose grant the handlers
+/// then find in the request's extensions.
+async fn authenticate(State(keys): State<Arc<Keys>>, mut req: Request, next: Next) -> Response {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match keys.check(header) {
+        Ok(grant) => {
+            req.extensions_mut().insert(Arc::new(grant));
+            next.run(req).await
+        }
+        Err(refused) => {
+            let e =
+                sealvol_core::Error::new(sealvol_core::error::ErrorKind::Denied, refused.message());
+            let mut r = crate::objects::error_response(StatusCode::UNAUTHORIZED, &e);
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r
+        }
+    }
 }
 
 /// A run request as it travels: what `peer::HttpPeer` sends.

@@ -1,16 +1,23 @@
 //! Serve: the in-cluster cache tier over HTTP. Nodes ask it for chunks by hash; it
 //! answers from its own bounded disk cache, or pulls the chunk through from the origin
 //! repository once however many nodes ask at the same time, and never sends a byte that
-//! fails its hash. (The remote engine API, API keys and mirrored origins are issue 19's
-//! later steps.)
+//! fails its hash. The same server is the remote engine: it offers the repository's
+//! objects to a CLI or console elsewhere, to the holders of API keys, each checked on
+//! every request and scoped by namespace and read/write.
 //!
 //! - `chunks`: the pull-through cache with single flight;
-//! - `http`: the routes, immutable chunk URLs, and `/metrics`;
-//! - `peer`: the client a node's read path uses (`read::Peer`).
+//! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
+//! - `keys`: API keys (hashed, revocable, scoped);
+//! - `objects`: the remote engine's routes, and what each key may touch;
+//! - `peer`: the client a node's read path uses (`read::Peer`);
+//! - `remote`: the client a remote CLI or console uses (an `ObjectStore`).
 
 pub mod chunks;
 pub mod http;
+pub mod keys;
+pub mod objects;
 pub mod peer;
+pub mod remote;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,10 +35,15 @@ pub fn check_listen(addr: &SocketAddr, insecure_http: bool) -> Result<(), String
     ))
 }
 
-/// Serves `service` on `listener` until the task is dropped.
+/// Serves `service` to the holders of `keys` on `listener` until the task is dropped.
 pub async fn run(
     listener: tokio::net::TcpListener,
     service: Arc<ChunkService>,
+    keys: Arc<keys::Keys>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, http::router(service)).await
+    let served = http::Served {
+        chunks: service,
+        keys,
+    };
+    axum::serve(listener, http::router(served)).await
 }

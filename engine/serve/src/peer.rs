@@ -21,12 +21,15 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct HttpPeer {
     url: String,
     runs: String,
+    /// The API key the server asks every caller for.
+    key: Option<String>,
     client: reqwest::blocking::Client,
 }
 
 impl HttpPeer {
-    /// A peer at `url` (`http://HOST:PORT`, or `https://` behind a TLS proxy).
-    pub fn new(url: &str) -> Result<HttpPeer> {
+    /// A peer at `url` (`http://HOST:PORT`, or `https://` behind a TLS proxy), asked
+    /// with API key `key`.
+    pub fn new(url: &str, key: Option<&str>) -> Result<HttpPeer> {
         let base = check_url(url)?;
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
@@ -36,6 +39,7 @@ impl HttpPeer {
         Ok(HttpPeer {
             runs: format!("{base}/v1/runs"),
             url: base,
+            key: key.map(|k| k.trim().to_string()),
             client,
         })
     }
@@ -43,8 +47,14 @@ impl HttpPeer {
 
 /// `url` without a trailing slash, if it is an address a peer can be reached at.
 pub fn check_url(url: &str) -> Result<String> {
+    check_address("--peer", url)
+}
+
+/// `url` without a trailing slash, if it is an address a `sealvol serve` can be reached
+/// at; the error names `flag`.
+pub fn check_address(flag: &str, url: &str) -> Result<String> {
     let bad = |why: &str| {
-        Error::invalid(format!("--peer {url:?} {why}"))
+        Error::invalid(format!("{flag} {url:?} {why}"))
             .hint("name a `sealvol serve` as http://HOST:PORT (or https:// behind a TLS proxy)")
     };
     let rest = url
@@ -81,9 +91,11 @@ impl Peer for HttpPeer {
         };
         let body = serde_json::to_vec(&req)
             .map_err(|e| unavailable(format!("cannot write a run request: {e}")))?;
-        let resp = self
-            .client
-            .post(&self.runs)
+        let mut post = self.client.post(&self.runs);
+        if let Some(k) = &self.key {
+            post = post.bearer_auth(k);
+        }
+        let resp = post
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)
             .send()

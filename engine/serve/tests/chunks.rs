@@ -35,9 +35,10 @@ fn sixteen_clients_asking_for_one_cold_chunk_cause_one_origin_fetch() {
     let bodies: Vec<Vec<u8>> = s.rt.block_on(async {
         let client = reqwest::Client::new();
         let asks = (0..16).map(|_| {
-            let (c, u) = (client.clone(), url.clone());
+            let (c, u, key) = (client.clone(), url.clone(), s.key.clone());
             tokio::spawn(async move {
                 c.get(u)
+                    .bearer_auth(&key)
                     .send()
                     .await
                     .unwrap()
@@ -156,9 +157,9 @@ fn sixteen_nodes_asking_for_one_cold_run_cause_one_origin_read() {
         let client = reqwest::Client::new();
         let asks: Vec<_> = (0..16)
             .map(|_| {
-                let (c, u, b) = (client.clone(), url.clone(), body.clone());
+                let (c, u, b, k) = (client.clone(), url.clone(), body.clone(), s.key.clone());
                 tokio::spawn(async move {
-                    let r = c.post(u).body(b).send().await.unwrap();
+                    let r = c.post(u).bearer_auth(k).body(b).send().await.unwrap();
                     r.bytes().await.unwrap().to_vec()
                 })
             })

@@ -27,9 +27,11 @@ enum Fault {
 /// A peer that forwards to `s` and spoils every answer with `fault`.
 fn faulty(s: &Server, fault: Fault) -> String {
     let upstream = format!("{}/v1/runs", s.url);
-    let handler = |State((upstream, fault)): State<(String, Fault)>, body: Bytes| async move {
+    let key = s.key.clone();
+    let handler = |State((upstream, key, fault)): State<(String, String, Fault)>, body: Bytes| async move {
         let r = reqwest::Client::new()
             .post(upstream)
+            .bearer_auth(key)
             .body(body)
             .send()
             .await
@@ -53,7 +55,7 @@ fn faulty(s: &Server, fault: Fault) -> String {
     };
     let app = axum::Router::new()
         .route("/v1/runs", post(handler))
-        .with_state((upstream, fault));
+        .with_state((upstream, key, fault));
     let listener =
         s.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
@@ -66,7 +68,7 @@ fn faulty(s: &Server, fault: Fault) -> String {
 fn node(s: &Server, peers: &[String]) -> Tiers {
     let peers = peers
         .iter()
-        .map(|u| Arc::new(HttpPeer::new(u).unwrap()) as Arc<dyn Peer>)
+        .map(|u| Arc::new(HttpPeer::new(u, Some(&s.key)).unwrap()) as Arc<dyn Peer>)
         .collect();
     Tiers::new(Arc::clone(&s.repo), None).with_peers(peers)
 }

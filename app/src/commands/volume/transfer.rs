@@ -138,7 +138,10 @@ pub struct Through<'a> {
 
 pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
-    let peers = crate::commands::peers(&ctx.settings.peers_or(how.peers)?)?;
+    let peers = crate::commands::peers(
+        &ctx.settings.peers_or(how.peers)?,
+        ctx.settings.api_key.as_deref(),
+    )?;
     let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let digest = repo.resolve(&r)?;
     let progress = ctx.progress();

@@ -17,6 +17,9 @@ use sealvol_serve::ChunkService;
 
 pub struct Server {
     pub repo: Arc<Repository>,
+    /// The admin key the server made on its first start.
+    pub key: String,
+    pub keys_dir: std::path::PathBuf,
     pub dir: tempfile::TempDir,
     pub url: String,
     pub file: FileObject,
@@ -59,9 +62,17 @@ pub fn server() -> Server {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(sealvol_serve::run(listener, service));
+    let keys_dir = dir.path().join("keys");
+    let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir).unwrap();
+    let key = fs::read_to_string(made.unwrap())
+        .unwrap()
+        .trim()
+        .to_string();
+    rt.spawn(sealvol_serve::run(listener, service, Arc::new(keys)));
     Server {
         repo,
+        key,
+        keys_dir,
         dir,
         url,
         file,
@@ -82,6 +93,12 @@ impl Server {
             .collect();
         self.rt.block_on(async move {
             let mut req = reqwest::Client::new().get(url);
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            {
+                req = req.bearer_auth(&self.key);
+            }
             for (k, v) in headers {
                 req = req.header(k, v);
             }
@@ -150,6 +167,7 @@ impl Server {
         self.rt.block_on(async move {
             let r = reqwest::Client::new()
                 .post(url)
+                .bearer_auth(&self.key)
                 .body(body)
                 .send()
                 .await

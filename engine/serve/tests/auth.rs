@@ -1,0 +1,199 @@
+//! API keys on a real server over loopback: every route in the router's list (and a
+//! path that is none) refuses a request without a key, with a wrong one and with a
+//! revoked one; scoped and read-only keys are held to their scope object by object;
+//! bad object requests get one line and store nothing.
+
+mod common;
+
+use common::{Server, server};
+use sealvol_serve::http::ROUTES;
+
+/// `route` with its parameters filled in.
+fn concrete(route: &str) -> String {
+    route
+        .replace("{hash}", &"ab".repeat(32))
+        .replace("{*key}", "packs/ab/cd")
+}
+
+fn ask(s: &Server, method: &str, path: &str, key: Option<&str>, body: Vec<u8>) -> (u16, String) {
+    let url = format!("{}{path}", s.url);
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let key = key.map(str::to_string);
+    s.rt.block_on(async move {
+        let mut req = reqwest::Client::new().request(method, url).body(body);
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let r = req.send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap_or_default())
+    })
+}
+
+#[test]
+fn every_route_refuses_no_key_a_wrong_key_and_a_revoked_key() {
+    let s = server();
+    let revoked = sealvol_serve::keys::create(&s.keys_dir, "old", false, vec![]).unwrap();
+    sealvol_serve::keys::revoke(&s.keys_dir, "old").unwrap();
+    let wrong = format!("sv1:admin:{}", "0".repeat(64));
+    let mut walked = 0;
+    for (route, methods) in ROUTES
+        .iter()
+        .chain([("/no/such/route", &["GET"][..])].iter())
+    {
+        let path = concrete(route);
+        for method in *methods {
+            for (key, why) in [
+                (None, "no API key"),
+                (Some(wrong.as_str()), "not known"),
+                (Some(revoked.as_str()), "revoked"),
+                (Some("Basic abc"), "malformed"),
+            ] {
+                let (status, body) = ask(&s, method, &path, key, Vec::new());
+                assert_eq!(status, 401, "{method} {path} with {key:?}: {body}");
+                if *method != "HEAD" {
+                    assert!(body.contains(why), "{method} {path}: {body}");
+                }
+            }
+            walked += 1;
+        }
+    }
+    assert!(walked >= ROUTES.len());
+    // The admin key is let in everywhere (what each route then says is its own).
+    let (status, _) = ask(&s, "GET", "/healthz", Some(&s.key), Vec::new());
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn scoped_and_read_only_keys_are_held_to_their_scope() {
+    let s = server();
+    let dir = &s.keys_dir;
+    let ci = sealvol_serve::keys::create(dir, "ci", false, vec!["t".into()]).unwrap();
+    let other = sealvol_serve::keys::create(dir, "other", false, vec!["elsewhere".into()]).unwrap();
+    let ro = sealvol_serve::keys::create(dir, "ro", true, vec![]).unwrap();
+    // The pushed volume is t/serve: its manifests are under manifests/t/serve/.
+    let (status, body) = ask(
+        &s,
+        "GET",
+        "/v1/list?prefix=manifests/",
+        Some(&ci),
+        Vec::new(),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("manifests/t/serve/"), "{body}");
+    let (status, body) = ask(
+        &s,
+        "GET",
+        "/v1/list?prefix=manifests/",
+        Some(&other),
+        Vec::new(),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains("manifests/t/"),
+        "another namespace is listed: {body}"
+    );
+    let (status, body) = ask(
+        &s,
+        "GET",
+        "/v1/list?prefix=manifests/t/",
+        Some(&other),
+        Vec::new(),
+    );
+    assert_eq!(status, 403, "{body}");
+
+    // Writes: a read-only key, a key of another namespace, and deletes of content.
+    let tag = "/v1/objects/tags/t/serve/prod?mode=match";
+    let (status, body) = ask(&s, "PUT", tag, Some(&ro), b"{}".to_vec());
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("read-only") && body.contains("may not write"),
+        "{body}"
+    );
+    let (status, body) = ask(&s, "PUT", tag, Some(&other), b"{}".to_vec());
+    assert_eq!(status, 403, "{body}");
+    let pack = format!("/v1/objects/{}", "packs/ab/cd");
+    let (status, body) = ask(&s, "DELETE", &pack, Some(&ci), Vec::new());
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = ask(&s, "POST", "/v1/barrier", Some(&ro), Vec::new());
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        s.repo
+            .tag(
+                &sealvol_core::VolumeName::parse("t/serve").unwrap(),
+                &sealvol_core::Name::parse("tag", "prod").unwrap()
+            )
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn bad_object_requests_get_one_line_and_store_nothing() {
+    let s = server();
+    let ci = sealvol_serve::keys::create(&s.keys_dir, "ci", false, vec![]).unwrap();
+    let id = "cd".repeat(32);
+    let key = format!("packs/{}/{id}", &id[..2]);
+    for (path, body, want) in [
+        // Bytes that are no pack, and a pack whose name is not its hash.
+        (
+            format!("/v1/objects/{key}?mode=absent"),
+            b"not a pack".to_vec(),
+            422,
+        ),
+        (
+            format!("/v1/objects/index/{id}?mode=absent"),
+            vec![0; 100],
+            422,
+        ),
+        (
+            "/v1/objects/manifests/t/serve/abcd?mode=absent".to_string(),
+            b"{\"not\": \"a manifest\"}".to_vec(),
+            400,
+        ),
+        // (A `..` never reaches the server: URL parsers resolve it first.)
+        (
+            "/v1/objects/packs//x?mode=absent".to_string(),
+            b"x".to_vec(),
+            400,
+        ),
+        (
+            "/v1/objects/packs/%20x?mode=absent".to_string(),
+            b"x".to_vec(),
+            400,
+        ),
+        (
+            format!("/v1/objects/{key}?mode=sideways"),
+            b"x".to_vec(),
+            400,
+        ),
+        (format!("/v1/objects/{key}"), b"x".to_vec(), 400),
+    ] {
+        let (status, text) = ask(&s, "PUT", &path, Some(&ci), body);
+        assert_eq!(status, want, "{path}: {text}");
+        assert!(!text.trim().contains('\n'), "{path}: {text}");
+    }
+    // Over the largest object: refused before it is read whole.
+    let huge = vec![0u8; sealvol_serve::objects::MAX_OBJECT + 1];
+    let (status, _) = ask(
+        &s,
+        "PUT",
+        &format!("/v1/objects/{key}?mode=absent"),
+        Some(&ci),
+        huge,
+    );
+    assert_eq!(status, 413);
+    assert!(s.repo.object_store().size(&key).unwrap().is_none());
+    let staged: Vec<_> = std::fs::read_dir(s.dir.path().join("repo/tmp"))
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        staged
+            .iter()
+            .all(|n| !n.to_string_lossy().ends_with(".tmp")),
+        "{staged:?}"
+    );
+    let (status, text) = ask(&s, "GET", "/v1/objects/packs/none", Some(&ci), Vec::new());
+    assert_eq!(status, 404, "{text}");
+    let (status, text) = ask(&s, "GET", "/v1/list?prefix=packs", Some(&ci), Vec::new());
+    assert_eq!(status, 400, "{text}");
+}

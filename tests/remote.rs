@@ -1,0 +1,227 @@
+//! The remote engine with the real binary: a `sealvol serve` over a repository, and a
+//! CLI elsewhere (its own state, no repository) that works on it with `--remote` and a
+//! scoped API key: push, tag, diff, trash and restore, pull and sync; and every key
+//! that must be refused (none, wrong, revoked, read-only pushing, another namespace)
+//! refused with one clear line, leaving the repository as it was.
+
+mod common;
+
+use common::servers::{HfServer, Served, minilm_dir, serve};
+use common::{Env, assert_same_tree, noise, write};
+use serde_json::Value;
+
+/// A CLI on another machine: its own state and no repository, the server's address
+/// and `key` in its environment.
+fn client(served: &Served, key: &str) -> Env {
+    let mut env = Env::new();
+    env.repo = env.path("no-repository-here");
+    env.vars = vec![
+        ("SEALVOL_REMOTE".into(), served.url()),
+        ("SEALVOL_API_KEY".into(), key.into()),
+    ];
+    env
+}
+
+fn key(server: &Env, args: &[&str]) -> String {
+    let mut all = vec!["key", "create"];
+    all.extend_from_slice(args);
+    server.ok(&all).trim().to_string()
+}
+
+fn checkpoint(env: &Env, name: &str, seed: u64) -> std::path::PathBuf {
+    let dir = env.path(name);
+    write(&dir.join("model.safetensors"), &noise(6 << 20, seed));
+    write(&dir.join("config.json"), b"{\"layers\": 2}\n");
+    dir
+}
+
+#[test]
+fn a_training_job_elsewhere_pushes_tags_diffs_deletes_and_restores_through_the_remote() {
+    let server = Env::new();
+    let other = checkpoint(&server, "other", 9);
+    server.push(&other, "other/x", &[]);
+    let served = serve(&server, &[]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "weights"]));
+
+    let v1 = checkpoint(&ci, "v1", 1);
+    let pinned1 = ci.push(&v1, "weights/run-7", &["--tag", "prod"]);
+    // The same digest the files have anywhere, and there on the server.
+    let digest = ci.ok(&["digest", v1.to_str().unwrap()]);
+    assert!(pinned1.ends_with(digest.trim()), "{pinned1} vs {digest}");
+    assert_eq!(
+        server
+            .ok(&["volume", "resolve", "weights/run-7:prod"])
+            .trim(),
+        pinned1
+    );
+
+    // A fine-tune: only what changed goes up.
+    let v2 = ci.path("v2");
+    let mut w = std::fs::read(v1.join("model.safetensors")).unwrap();
+    w[5 << 20..].copy_from_slice(&noise(1 << 20, 2));
+    write(&v2.join("model.safetensors"), &w);
+    write(&v2.join("config.json"), b"{\"layers\": 2}\n");
+    let pushed: Value = serde_json::from_str(&ci.ok(&[
+        "volume",
+        "push",
+        v2.to_str().unwrap(),
+        "weights/run-7",
+        "--json",
+    ]))
+    .unwrap();
+    let pinned2 = pushed["ref"].as_str().unwrap().to_string();
+    assert!(pushed["new_bytes"].as_u64().unwrap() < 3 << 20, "{pushed}");
+    ci.ok(&["volume", "tag", &pinned2, "prod"]);
+    let diff = ci.ok(&["volume", "diff", &pinned1, &pinned2]);
+    assert!(diff.contains("model.safetensors"), "{diff}");
+    let history = ci.ok(&["volume", "tags", "weights/run-7", "--history"]);
+    assert!(history.contains("prod"), "{history}");
+
+    // The key sees its namespace only.
+    let ls = ci.ok(&["volume", "ls"]);
+    assert!(ls.contains("run-7") && !ls.contains("other"), "{ls}");
+    let e = ci.fails(1, &["volume", "versions", "other/x"]);
+    assert!(e.contains("may not"), "{e}");
+
+    // Delete and restore, through the remote.
+    ci.ok(&["volume", "delete", &pinned1, "--yes"]);
+    let trash = ci.ok(&["volume", "trash"]);
+    assert!(
+        trash.contains(&pinned1[pinned1.len() - 12..]) || trash.contains("weights/run-7"),
+        "{trash}"
+    );
+    ci.ok(&["volume", "restore", &pinned1]);
+    assert_eq!(server.ok(&["volume", "resolve", &pinned1]).trim(), pinned1);
+
+    // Pulled back anywhere, byte for byte; and the server's repository is whole.
+    let out = ci.path("out");
+    ci.ok(&["volume", "pull", &pinned2, out.to_str().unwrap()]);
+    assert_same_tree(&v2, &out);
+    server.ok(&["volume", "verify", "--read-data"]);
+}
+
+#[test]
+fn keys_that_must_be_refused_are_refused_and_nothing_is_written() {
+    let server = Env::new();
+    let seed = checkpoint(&server, "seed", 3);
+    let pinned = server.push(&seed, "weights/base", &["--tag", "prod"]);
+    let served = serve(&server, &[]);
+    let v1 = checkpoint(&server, "v1", 4);
+    let dir = v1.to_str().unwrap();
+    let before = server.ok(&["volume", "versions", "weights/base", "--json"]);
+
+    let none = client(&served, "");
+    let e = none.fails(1, &["volume", "push", dir, "weights/base"]);
+    assert!(
+        e.contains("needs an API key") && e.contains("SEALVOL_API_KEY"),
+        "{e}"
+    );
+    let wrong = client(&served, &format!("sv1:ci:{}", "0".repeat(64)));
+    let e = wrong.fails(1, &["volume", "ls"]);
+    assert!(e.contains("not known to this server"), "{e}");
+    let malformed = client(&served, "hunter2");
+    let e = malformed.fails(1, &["volume", "ls"]);
+    assert!(e.contains("malformed"), "{e}");
+
+    let ro = client(&served, &key(&server, &["reader", "--read-only"]));
+    assert!(ro.ok(&["volume", "ls"]).contains("base"));
+    let e = ro.fails(1, &["volume", "push", dir, "weights/base"]);
+    assert!(
+        e.contains("read-only") && e.contains("may not write"),
+        "{e}"
+    );
+    let e = ro.fails(1, &["volume", "tag", &pinned, "stable"]);
+    assert!(e.contains("may not write"), "{e}");
+
+    let elsewhere = client(
+        &served,
+        &key(&server, &["elsewhere", "--namespace", "evals"]),
+    );
+    let e = elsewhere.fails(1, &["volume", "push", dir, "weights/base"]);
+    assert!(e.contains("may not"), "{e}");
+    assert!(!elsewhere.ok(&["volume", "ls"]).contains("base"));
+
+    let ci_key = key(&server, &["ci", "--namespace", "weights"]);
+    let ci = client(&served, &ci_key);
+    ci.ok(&["volume", "ls"]);
+    server.ok(&["key", "revoke", "ci"]);
+    let e = ci.fails(1, &["volume", "push", dir, "weights/base"]);
+    assert!(e.contains("revoked"), "{e}");
+    let listed = server.ok(&["key", "ls"]);
+    assert!(
+        listed.contains("ci") && listed.contains("read-write in weights"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains(&ci_key[ci_key.len() - 64..]),
+        "a key is never shown again"
+    );
+
+    // None of it sealed anything, and no key writes the repository's settings or
+    // collects garbage but the admin's.
+    assert_eq!(
+        server.ok(&["volume", "versions", "weights/base", "--json"]),
+        before
+    );
+    let admin = std::fs::read_to_string(server.state.join("serve/admin.key")).unwrap();
+    let e = client(
+        &served,
+        &key(&server, &["gc-try", "--namespace", "weights"]),
+    )
+    .fails(1, &["volume", "gc"]);
+    assert!(e.contains("may not"), "{e}");
+    client(&served, admin.trim()).ok(&["volume", "gc", "--no-wait"]);
+
+    let e = ci.fails(1, &["--remote", "ftp://host", "volume", "ls"]);
+    assert!(e.contains("--remote") && e.contains("http://"), "{e}");
+    let e = server.fails(1, &["key", "create", "Bad Name"]);
+    assert!(e.contains("Bad Name"), "{e}");
+    let e = server.fails(1, &["key", "create", "reader"]);
+    assert!(e.contains("already a key named reader"), "{e}");
+    let e = server.fails(1, &["key", "revoke", "nobody"]);
+    assert!(e.contains("no key named nobody"), "{e}");
+}
+
+#[test]
+fn a_sync_through_the_remote_seals_the_model_on_the_server() {
+    let server = Env::new();
+    server.ok(&["init"]);
+    let served = serve(&server, &[]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let model = minilm_dir();
+    let hub = HfServer::start(&[
+        "--repo",
+        &format!("sentence-transformers/all-MiniLM-L6-v2={}", model.display()),
+    ]);
+    let out = ci
+        .cmd()
+        .env("HF_ENDPOINT", &hub.url)
+        .env("HF_HOME", ci.path("hf-home"))
+        .env_remove("HF_TOKEN")
+        .args([
+            "volume",
+            "sync",
+            "hf://sentence-transformers/all-MiniLM-L6-v2",
+            "embed/minilm",
+            "--tag",
+            "prod",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sealed = job["sealed"].as_str().unwrap().to_string();
+    let want = server.ok(&["digest", model.to_str().unwrap()]);
+    assert!(sealed.ends_with(want.trim()), "{sealed} vs {want}");
+    assert!(
+        server
+            .ok(&["volume", "resolve", "embed/minilm:prod"])
+            .trim()
+            .ends_with(want.trim())
+    );
+}
