@@ -549,3 +549,31 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }
+
+/// The console on a remote engine with a read-only key: the title says where it is and
+/// what the key may do, and the console is read-only (it offers no write the server
+/// would refuse).
+#[test]
+fn the_console_on_a_remote_engine_says_so_and_a_read_only_key_makes_it_read_only() {
+    let server = Env::new();
+    let src = server.path("src");
+    common::write(&src.join("model.bin"), &common::noise(200_000, 5));
+    server.push(&src, "w/model", &["--tag", "prod"]);
+    let served = common::servers::serve(&server, &[]);
+    let key = server.ok(&["key", "create", "viewer", "--read-only"]);
+    let mut env = Env::new();
+    env.vars = vec![
+        ("SEALVOL_REMOTE".into(), served.url()),
+        ("SEALVOL_API_KEY".into(), key.trim().into()),
+    ];
+    let t = Tmux::run(&env, 140, 30, "");
+    let s = t.wait_for("model");
+    assert!(
+        s.contains(&served.url())
+            && s.contains("key viewer (read-only)")
+            && s.contains("· read-only"),
+        "the title names the remote and the key:\n{s}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}

@@ -196,12 +196,25 @@ fn open_console(
             Err(e)
         }
     })?;
+    // On a remote engine the title says so, with what the key may do; a read-only key
+    // makes a read-only console, so that it offers nothing the server would refuse.
+    let (label, readonly) = match &ctx.settings.remote {
+        Some(url) => {
+            let key = sealvol_serve::remote::whoami(url, ctx.settings.api_key.as_deref())?;
+            (
+                Some(format!("{url} · remote, key {} ({})", key.name, key.scope)),
+                readonly || key.read_only,
+            )
+        }
+        None => (None, readonly),
+    };
     let (jobs, hosted) = commands::jobs::agent_for_console(ctx);
     let result = sealvol_console::run(
         std::sync::Arc::new(sealvol_node::api::Node {
             repo,
             state: ctx.settings.state.clone(),
             jobs: jobs.clone(),
+            label,
         }),
         sealvol_console::Options {
             readonly,

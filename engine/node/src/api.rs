@@ -96,6 +96,9 @@ pub struct Node {
     pub state: std::path::PathBuf,
     /// The agent (hosted by this process, or reached over its socket).
     pub jobs: Option<Arc<dyn JobsApi>>,
+    /// How the console names where it is, when the repository's location does not say
+    /// enough (a remote engine, and what its key may do).
+    pub label: Option<String>,
 }
 
 impl Node {
@@ -112,7 +115,9 @@ impl Node {
 
 impl Api for Node {
     fn location(&self) -> String {
-        Api::location(&self.repo)
+        self.label
+            .clone()
+            .unwrap_or_else(|| Api::location(&self.repo))
     }
     fn volumes(&self) -> Result<Vec<VolumeInfo>> {
         Api::volumes(&self.repo)

@@ -31,13 +31,14 @@ use crate::chunks::{ChunkService, Hint, MAX_CHUNK, Miss};
 
 /// Every route the server answers and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 9] = [
+pub const ROUTES: [(&str, &[&str]); 10] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
     ("/v1/list", &["GET"]),
     ("/v1/now", &["GET"]),
     ("/v1/barrier", &["POST"]),
+    ("/v1/key", &["GET"]),
     ("/metrics", &["GET"]),
     ("/healthz", &["GET"]),
     ("/readyz", &["GET"]),
@@ -86,9 +87,10 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[3].0, get(o::list))
         .route(ROUTES[4].0, get(o::now))
         .route(ROUTES[5].0, post(o::barrier))
-        .route(ROUTES[6].0, get(metrics))
-        .route(ROUTES[7].0, get(|| async { "ok\n" }))
-        .route(ROUTES[8].0, get(|| async { "ready\n" }))
+        .route(ROUTES[6].0, get(o::whoami))
+        .route(ROUTES[7].0, get(metrics))
+        .route(ROUTES[8].0, get(|| async { "ok\n" }))
+        .route(ROUTES[9].0, get(|| async { "ready\n" }))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(keys, authenticate))
         .with_state(served)

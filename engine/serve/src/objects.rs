@@ -17,7 +17,7 @@
 //!   what it builds on, docs/GC.md); everything else written or deleted: admin only.
 //!
 //! Routes: `GET|HEAD|PUT|DELETE /v1/objects/{*key}`, `GET /v1/list`, `GET /v1/now`,
-//! `POST /v1/barrier`. Errors are JSON (`kind`, `message`, `hint`), so the client
+//! `POST /v1/barrier`, and `GET /v1/key` (what the caller's key may do). Errors are JSON (`kind`, `message`, `hint`), so the client
 //! rebuilds the engine's own error.
 
 use std::sync::Arc;
@@ -412,6 +412,26 @@ pub async fn list(
     json(&ListPage {
         objects,
         next: page.next,
+    })
+}
+
+/// What the caller's key may do, for its console's title line.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct KeyInfo {
+    pub name: String,
+    pub scope: String,
+    pub admin: bool,
+    pub read_only: bool,
+    pub namespaces: Vec<String>,
+}
+
+pub async fn whoami(Extension(grant): Extension<Arc<Grant>>) -> Response {
+    json(&KeyInfo {
+        name: grant.name.clone(),
+        scope: grant.scope(),
+        admin: grant.admin,
+        read_only: grant.read_only,
+        namespaces: grant.namespaces.clone(),
     })
 }
 

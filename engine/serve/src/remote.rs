@@ -79,6 +79,36 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
     Repository::open(Box::new(store), base, false)
 }
 
+/// What key `key` may do at the server at `url` (for a console's title and read-only
+/// mode).
+pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
+    let base = check_remote(url)?;
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))?;
+    let store = RemoteStore {
+        base: base.clone(),
+        key: key.unwrap_or_default().trim().to_string(),
+        staging: PathBuf::new(),
+        client,
+        counts: Counts::default(),
+    };
+    let resp = store.send(store.client.get(format!("{base}/v1/key")))?;
+    if !resp.status().is_success() {
+        return Err(store.error(resp));
+    }
+    let mut body = Vec::new();
+    store.bytes(resp, &mut body)?;
+    serde_json::from_slice(&body).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("{base}/v1/key did not answer JSON: {e}"),
+        )
+    })
+}
+
 /// `url` without a trailing slash, if a remote engine can be reached at it.
 pub fn check_remote(url: &str) -> Result<String> {
     crate::peer::check_address("--remote", url)

@@ -70,6 +70,7 @@ fn harness_with(
             repo,
             state,
             jobs: None,
+            label: None,
         },
         model,
         keys: Keymap::load(None).unwrap(),
