@@ -9,6 +9,8 @@ command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmu
 
 # The mount tests use real FUSE mounts: /dev/fuse and fusermount3 (Debian's fuse3).
 command -v fusermount3 >/dev/null || { apt-get update -qq && apt-get install -y -qq fuse3 >/dev/null; }
+# openssl: the TLS tests make a private CA and a server certificate with it.
+command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl >/dev/null; }
 
 # The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
 python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy

@@ -248,3 +248,156 @@ fn a_peer_that_is_not_an_http_address_is_refused_before_anything_starts() {
         serde_json::from_str(&env.ok(&["volume", "mounts", "--json"])).unwrap();
     assert_eq!(v["mounts"], serde_json::json!([]), "nothing mounted");
 }
+
+/// A private CA and a server certificate for 127.0.0.1 it signed, made by openssl:
+/// (CA certificate, server certificate, server key), PEM.
+fn certificates(env: &Env) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let dir = env.path("tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        dir.join("ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let steps: [Vec<String>; 3] = [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-days", "2", "-subj", "/CN=sealvol-test-ca"],
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["-keyout".into(), p("ca.key"), "-out".into(), p("ca.pem")])
+        .collect(),
+        [&["req"][..], &ec, &["-subj", "/CN=127.0.0.1"]]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["-keyout".into(), p("key.pem"), "-out".into(), p("leaf.csr")])
+            .collect(),
+        ["x509", "-req", "-days", "2", "-CAcreateserial"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([
+                "-in".into(),
+                p("leaf.csr"),
+                "-CA".into(),
+                p("ca.pem"),
+                "-CAkey".into(),
+                p("ca.key"),
+                "-extfile".into(),
+                p("ext"),
+                "-out".into(),
+                p("cert.pem"),
+            ])
+            .collect(),
+    ];
+    for args in steps {
+        let ok = std::process::Command::new("openssl")
+            .args(&args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl (scripts/test.sh installs it)");
+        assert!(ok.success(), "openssl {args:?}");
+    }
+    (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    )
+}
+
+#[test]
+fn with_tls_serve_listens_beyond_loopback_and_a_remote_push_goes_over_https() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(3 << 20, 8));
+    env.push(&src, "t/base", &[]);
+    let (ca, cert, key) = certificates(&env);
+    let s = serve(
+        &env,
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let port = s.addr.rsplit(':').next().unwrap();
+    let url = format!("https://127.0.0.1:{port}");
+    let mut client = Env::new();
+    client.vars = vec![
+        ("SEALVOL_REMOTE".into(), url.clone()),
+        ("SEALVOL_API_KEY".into(), s.key.clone()),
+    ];
+    // Not trusted yet: a clear refusal, not a push.
+    let e = client.fails(1, &["volume", "ls"]);
+    assert!(
+        e.contains("cannot reach the remote engine") && e.contains("UnknownIssuer"),
+        "{e}"
+    );
+    assert_eq!(e.trim_end().lines().count(), 2, "message and hint: {e}");
+    client
+        .vars
+        .push(("SEALVOL_CA_CERT".into(), ca.to_str().unwrap().into()));
+    let v2 = client.path("v2");
+    write(&v2.join("w.bin"), &noise(3 << 20, 9));
+    let pinned = client.push(&v2, "t/over-tls", &[]);
+    assert_eq!(env.ok(&["volume", "resolve", "t/over-tls"]).trim(), pinned);
+    // Plain HTTP to the TLS port gets nothing.
+    let plain = Env::new();
+    let mut plain = plain;
+    plain.vars = vec![
+        ("SEALVOL_REMOTE".into(), format!("http://127.0.0.1:{port}")),
+        ("SEALVOL_API_KEY".into(), s.key.clone()),
+    ];
+    plain.fails(1, &["volume", "ls"]);
+}
+
+#[test]
+fn bad_tls_input_is_refused_before_the_server_starts() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), b"x");
+    env.push(&src, "t/base", &[]);
+    let (_, cert, key) = certificates(&env);
+    let e = env.fails(2, &["serve", "--tls-cert", cert.to_str().unwrap()]);
+    assert!(e.contains("go together"), "{e}");
+    let missing = env.path("nope.pem");
+    let e = env.fails(
+        1,
+        &[
+            "serve",
+            "--tls-cert",
+            missing.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("cannot read the certificate"), "{e}");
+    // The certificate given as its own key.
+    let e = env.fails(
+        1,
+        &[
+            "serve",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            cert.to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("cannot read the key"), "{e}");
+    let e = env.fails(1, &["--remote", "https://", "volume", "ls"]);
+    assert!(e.contains("--remote"), "{e}");
+}

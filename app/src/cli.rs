@@ -132,6 +132,12 @@ pub enum Command {
         /// Address to listen on.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
         listen: String,
+        /// The server's certificate chain, PEM: serve HTTPS (rustls). With --tls-key.
+        #[arg(long, value_name = "FILE")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of --tls-cert, PEM.
+        #[arg(long, value_name = "FILE")]
+        tls_key: Option<PathBuf>,
         /// Allow a non-loopback address without TLS (a network you trust).
         #[arg(long)]
         insecure_http: bool,

@@ -51,7 +51,11 @@ fn init_logging(verbose: u8, quiet: bool) {
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        // The certificate verifier logs the failure our own error then reports, with
+        // what to do: said once, not twice.
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!("{default},rustls_platform_verifier=off"))
+        });
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -95,8 +99,20 @@ fn run(cli: Cli) -> Result<()> {
             cache,
             cache_size,
             listen,
+            tls_cert,
+            tls_key,
             insecure_http,
-        }) => commands::serve::serve(&ctx, cache, cache_size, &listen, insecure_http),
+        }) => commands::serve::serve(
+            &ctx,
+            commands::serve::Options {
+                cache,
+                cache_size,
+                listen,
+                tls_cert,
+                tls_key,
+                insecure_http,
+            },
+        ),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Settings {
             retention,

@@ -371,13 +371,12 @@ pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
             "--state",
             env.state.to_str().unwrap(),
         ])
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--cache",
-            cache.to_str().unwrap(),
-        ])
+        .args(["serve", "--cache", cache.to_str().unwrap()])
+        // A free loopback port, unless the test listens elsewhere.
+        .args(match extra.contains(&"--listen") {
+            true => &[][..],
+            false => &["--listen", "127.0.0.1:0"][..],
+        })
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -390,6 +389,7 @@ pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
     let addr = line
         .trim()
         .strip_prefix("listening on http://")
+        .or_else(|| line.trim().strip_prefix("listening on https://"))
         .unwrap_or_else(|| panic!("first line: {line:?}"))
         .to_string();
     let key = std::fs::read_to_string(env.state.join("serve/admin.key"))

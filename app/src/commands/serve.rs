@@ -11,18 +11,39 @@ use sealvol_core::error::{Error, Result};
 use super::Ctx;
 use crate::config::parse_size;
 
-pub fn serve(
-    ctx: &Ctx,
-    cache: Option<PathBuf>,
-    cache_size: Option<String>,
-    listen: &str,
-    insecure_http: bool,
-) -> Result<()> {
+/// `sealvol serve`'s options.
+pub struct Options {
+    pub cache: Option<PathBuf>,
+    pub cache_size: Option<String>,
+    pub listen: String,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub insecure_http: bool,
+}
+
+pub fn serve(ctx: &Ctx, o: Options) -> Result<()> {
+    let Options {
+        cache,
+        cache_size,
+        listen,
+        tls_cert,
+        tls_key,
+        insecure_http,
+    } = o;
+    let listen = listen.as_str();
+    let tls = match (&tls_cert, &tls_key) {
+        (Some(c), Some(k)) => Some(sealvol_serve::tls::acceptor(c, k)?),
+        (None, None) => None,
+        _ => {
+            return Err(Error::usage("--tls-cert and --tls-key go together")
+                .hint("give both: the certificate chain and its private key, PEM"));
+        }
+    };
     let addr: SocketAddr = listen.parse().map_err(|_| {
         Error::usage(format!("--listen {listen} is not an address"))
             .hint("give an IP and a port, e.g. 127.0.0.1:7420 or [::1]:7420")
     })?;
-    sealvol_serve::check_listen(&addr, insecure_http).map_err(Error::usage)?;
+    sealvol_serve::check_listen(&addr, tls.is_some(), insecure_http).map_err(Error::usage)?;
     let dir = cache.unwrap_or_else(|| {
         let mut d = ctx.settings.cache.clone().into_os_string();
         d.push("-serve");
@@ -54,7 +75,8 @@ pub fn serve(
         })?;
         let bound = listener.local_addr().unwrap_or(addr);
         // The first line on stdout is the address, for scripts (and port 0).
-        println!("listening on http://{bound}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        println!("listening on {scheme}://{bound}");
         if !ctx.quiet {
             eprintln!(
                 "serving chunks of {} from cache {} ({} bytes at most)",
@@ -63,10 +85,18 @@ pub fn serve(
                 bytes
             );
         }
-        tokio::select! {
-            r = sealvol_serve::run(listener, service, Arc::new(keys)) => {
-                r.map_err(|e| Error::usage(format!("the server stopped: {e}")))
+        let keys = Arc::new(keys);
+        let served = async {
+            match tls {
+                Some(acceptor) => {
+                    let l = sealvol_serve::tls::TlsListener::new(listener, acceptor)?;
+                    sealvol_serve::run(l, service, keys).await
+                }
+                None => sealvol_serve::run(listener, service, keys).await,
             }
+        };
+        tokio::select! {
+            r = served => r.map_err(|e| Error::usage(format!("the server stopped: {e}"))),
             _ = tokio::signal::ctrl_c() => Ok(()),
         }
     })

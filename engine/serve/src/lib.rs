@@ -10,7 +10,8 @@
 //! - `keys`: API keys (hashed, revocable, scoped);
 //! - `objects`: the remote engine's routes, and what each key may touch;
 //! - `peer`: the client a node's read path uses (`read::Peer`);
-//! - `remote`: the client a remote CLI or console uses (an `ObjectStore`).
+//! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
+//! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
 
 pub mod chunks;
 pub mod http;
@@ -18,29 +19,36 @@ pub mod keys;
 pub mod objects;
 pub mod peer;
 pub mod remote;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use chunks::ChunkService;
 
-/// Why an address may not be listened on as asked.
-pub fn check_listen(addr: &SocketAddr, insecure_http: bool) -> Result<(), String> {
-    if addr.ip().is_loopback() || insecure_http {
+/// Why an address may not be listened on as asked: off loopback, only with TLS or
+/// `--insecure-http`.
+pub fn check_listen(addr: &SocketAddr, tls: bool, insecure_http: bool) -> Result<(), String> {
+    if addr.ip().is_loopback() || tls || insecure_http {
         return Ok(());
     }
     Err(format!(
-        "serve: {addr} is not a loopback address, and this server has no TLS yet: \
-         listen on 127.0.0.1, or pass --insecure-http on a network you trust"
+        "serve: {addr} is not a loopback address and no TLS is given: pass --tls-cert and \
+         --tls-key, listen on 127.0.0.1, or pass --insecure-http on a network you trust"
     ))
 }
 
-/// Serves `service` to the holders of `keys` on `listener` until the task is dropped.
-pub async fn run(
-    listener: tokio::net::TcpListener,
+/// Serves `service` to the holders of `keys` on `listener` (plain TCP, or
+/// `tls::TlsListener`) until the task is dropped.
+pub async fn run<L>(
+    listener: L,
     service: Arc<ChunkService>,
     keys: Arc<keys::Keys>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let served = http::Served {
         chunks: service,
         keys,

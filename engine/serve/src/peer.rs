@@ -27,15 +27,11 @@ pub struct HttpPeer {
 }
 
 impl HttpPeer {
-    /// A peer at `url` (`http://HOST:PORT`, or `https://` behind a TLS proxy), asked
+    /// A peer at `url` (`http://HOST:PORT`, or `https://` for a server with TLS), asked
     /// with API key `key`.
     pub fn new(url: &str, key: Option<&str>) -> Result<HttpPeer> {
         let base = check_url(url)?;
-        let client = reqwest::blocking::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(RUN_TIMEOUT)
-            .build()
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))?;
+        let client = crate::tls::client(CONNECT_TIMEOUT, RUN_TIMEOUT)?;
         Ok(HttpPeer {
             runs: format!("{base}/v1/runs"),
             url: base,

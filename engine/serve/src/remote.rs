@@ -58,11 +58,7 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
         })?
         .trim()
         .to_string();
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(REQUEST_TIMEOUT)
-        .build()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))?;
+    let client = crate::tls::client(CONNECT_TIMEOUT, REQUEST_TIMEOUT)?;
     let store = RemoteStore {
         base: base.clone(),
         key,
@@ -83,11 +79,7 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
 /// mode).
 pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
     let base = check_remote(url)?;
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))?;
+    let client = crate::tls::client(CONNECT_TIMEOUT, Duration::from_secs(30))?;
     let store = RemoteStore {
         base: base.clone(),
         key: key.unwrap_or_default().trim().to_string(),
@@ -114,6 +106,16 @@ pub fn check_remote(url: &str) -> Result<String> {
     crate::peer::check_address("--remote", url)
 }
 
+/// The innermost cause of a client error: what actually failed (a refused connection, a
+/// certificate not trusted), not the layers above it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
 /// A key as it goes into a URL path: unreserved characters and `/` as they are.
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -136,9 +138,12 @@ impl RemoteStore {
         req.bearer_auth(&self.key).send().map_err(|e| {
             Error::new(
                 ErrorKind::Unavailable,
-                format!("cannot reach the remote engine at {}: {e}", self.base),
+                format!("cannot reach the remote engine at {}: {}", self.base, root_cause(&e)),
             )
-            .hint("check that `sealvol serve` runs there and the address is right")
+            .hint(format!(
+                "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
+                crate::tls::CA_ENV
+            ))
         })
     }
 

@@ -123,11 +123,15 @@ fn bad_requests_get_one_line_and_bad_bytes_are_never_served() {
 #[test]
 fn only_a_loopback_address_may_be_served_without_tls() {
     use sealvol_serve::check_listen;
-    assert!(check_listen(&"127.0.0.1:7420".parse().unwrap(), false).is_ok());
-    assert!(check_listen(&"[::1]:7420".parse().unwrap(), false).is_ok());
-    let e = check_listen(&"0.0.0.0:7420".parse().unwrap(), false).unwrap_err();
-    assert!(e.contains("--insecure-http"), "{e}");
-    assert!(check_listen(&"0.0.0.0:7420".parse().unwrap(), true).is_ok());
+    assert!(check_listen(&"127.0.0.1:7420".parse().unwrap(), false, false).is_ok());
+    assert!(check_listen(&"[::1]:7420".parse().unwrap(), false, false).is_ok());
+    let e = check_listen(&"0.0.0.0:7420".parse().unwrap(), false, false).unwrap_err();
+    assert!(
+        e.contains("--insecure-http") && e.contains("--tls-cert"),
+        "{e}"
+    );
+    assert!(check_listen(&"0.0.0.0:7420".parse().unwrap(), true, false).is_ok());
+    assert!(check_listen(&"0.0.0.0:7420".parse().unwrap(), false, true).is_ok());
 }
 
 #[test]
