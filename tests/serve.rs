@@ -401,3 +401,80 @@ fn bad_tls_input_is_refused_before_the_server_starts() {
     let e = env.fails(1, &["--remote", "https://", "volume", "ls"]);
     assert!(e.contains("--remote"), "{e}");
 }
+
+/// One `/metrics` value: the first row of `name` whose labels hold `having`.
+fn metric_row(text: &str, name: &str, having: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(having))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} with {having} in:\n{text}"))
+}
+
+#[test]
+fn a_mount_serves_prometheus_metrics_per_tier_with_latency_histograms() {
+    if !fuse_available() {
+        return;
+    }
+    let mut env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(5 << 20, 6));
+    let pinned = env.push(&src, "t/metered", &[]);
+    let s = serve(&env, &[]);
+    env.vars.push(("SEALVOL_API_KEY".into(), s.key.clone()));
+    let mnt = env.path("mnt");
+    let url = s.url();
+    let _m = mount(
+        &env,
+        &pinned,
+        &mnt,
+        &["--peer", &url, "--metrics", "127.0.0.1:0"],
+    );
+    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(5 << 20, 6));
+    let m = wait_stats(&env, &mnt, |st| st["peer_bytes"].as_u64() >= Some(5 << 20));
+    let at = m["metrics"]
+        .as_str()
+        .expect("the record says where the metrics are");
+    let addr = at
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap();
+    let (status, body) = get_as(addr, None, "/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    assert!(metric_row(&text, "sealvol_mount_bytes_total", "tier=\"peer\"") >= (5 << 20) as f64);
+    assert_eq!(
+        metric_row(&text, "sealvol_mount_chunks_total", "tier=\"origin\""),
+        0.0
+    );
+    assert!(metric_row(&text, "sealvol_mount_hit_ratio", "tier=\"peer\"") > 0.0);
+    assert!(metric_row(&text, "sealvol_mount_read_seconds_count", "t/metered") > 0.0);
+    assert!(
+        metric_row(
+            &text,
+            "sealvol_mount_peer_request_seconds_bucket",
+            "le=\"+Inf\""
+        ) > 0.0
+    );
+    assert!(metric_row(&text, "sealvol_mount_cache_max_bytes", "t/metered") > 0.0);
+    assert!(
+        text.contains("# TYPE sealvol_mount_read_seconds histogram"),
+        "{text}"
+    );
+
+    let bad = env.path("mnt-bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "mount",
+            &pinned,
+            bad.to_str().unwrap(),
+            "--metrics",
+            "nowhere",
+        ],
+    );
+    assert!(e.contains("--metrics nowhere is not an address"), "{e}");
+    assert!(!common::mounts::is_mounted(&bad));
+}

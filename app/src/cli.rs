@@ -403,6 +403,9 @@ pub enum VolumeCommand {
         peers: Vec<String>,
         #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
         origins: Vec<String>,
+        /// Serve Prometheus metrics at http://ADDR/metrics: bytes, chunks and requests per tier, hit ratios, latency histograms, errors (e.g. 127.0.0.1:9464)
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
         /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
         #[arg(long)]
         foreground: bool,

@@ -141,6 +141,7 @@ fn restore(
                     read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                     peers: Vec::new(),
                     origins: Vec::new(),
+                    metrics: None,
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
                 },

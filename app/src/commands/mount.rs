@@ -36,6 +36,8 @@ pub struct Request {
     pub peers: Vec<String>,
     /// Mirrored origins (`--origin`); none: config.toml's `mirrors`.
     pub origins: Vec<String>,
+    /// Where to serve Prometheus metrics (`--metrics ADDR`).
+    pub metrics: Option<String>,
     pub foreground: bool,
     pub requested: Option<String>,
 }
@@ -53,6 +55,7 @@ struct Resolved {
     memory: usize,
     peers: Vec<String>,
     origins: Vec<String>,
+    metrics: Option<std::net::SocketAddr>,
 }
 
 pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
@@ -88,6 +91,16 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
             .iter()
             .map(|a| a.to_string())
             .collect(),
+        metrics: req
+            .metrics
+            .as_deref()
+            .map(|m| {
+                m.parse().map_err(|_| {
+                    Error::invalid(format!("--metrics {m} is not an address"))
+                        .hint("give an IP and a port, e.g. 127.0.0.1:9464 (0 for any free port)")
+                })
+            })
+            .transpose()?,
     };
     let (repo, mirrors) = ctx.open_origins(&set.origins)?;
     let digest = repo.resolve(&r)?;
@@ -135,7 +148,7 @@ fn serve(
         digest,
         &req.dir,
         MountOptions {
-            cache: Some(cache),
+            cache: Some(Arc::clone(&cache)),
             limits,
             peers: crate::commands::peers(&set.peers, ctx.settings.api_key.as_deref())?,
             mirrors,
@@ -157,8 +170,29 @@ fn serve(
         files: m.fs().tree().files(),
         bytes: m.fs().tree().bytes(),
         peers: set.peers.clone(),
+        metrics: None,
         stats: m.stats(),
     };
+    if let Some(addr) = set.metrics {
+        let fs = m.shared_fs();
+        let info = sealvol_serve::metrics::MountInfo {
+            volume: volume.to_string(),
+            digest: digest.to_string(),
+            dir: rec.dir.clone(),
+        };
+        let cache = Arc::clone(&cache);
+        let render = Arc::new(move || {
+            let held = Some((cache.used_bytes(), cache.max_bytes()));
+            sealvol_serve::metrics::mount_text(&info, &fs.stats(), held)
+        });
+        match sealvol_serve::metrics::expose(addr, render) {
+            Ok(bound) => rec.metrics = Some(format!("http://{bound}/metrics")),
+            Err(e) => {
+                let _ = m.unmount();
+                return Err(e);
+            }
+        }
+    }
     if let Err(e) = records::write(&dir, &rec) {
         let _ = m.unmount();
         return Err(e);
@@ -280,6 +314,11 @@ fn spawn_background(
         .arg(format!("{}ms", req.read_timeout.as_millis()))
         .args(set.peers.iter().flat_map(|p| ["--peer", p]))
         .args(set.origins.iter().flat_map(|o| ["--origin", o]))
+        .args(
+            set.metrics
+                .iter()
+                .flat_map(|a| ["--metrics".to_string(), a.to_string()]),
+        )
         .arg("--foreground")
         .arg("--requested")
         .arg(req.requested.as_deref().unwrap_or(&req.reference))

@@ -164,6 +164,82 @@ pub struct TierStats {
     /// Runs the origin could not give (or was passed over for) that went to a mirror.
     #[serde(default)]
     pub failovers: u64,
+    /// Reads that failed in a way that may pass and were tried again.
+    #[serde(default)]
+    pub retries: u64,
+    /// How long readers waited for their bytes, and how long each range request to
+    /// the origin and to a peer took.
+    #[serde(default)]
+    pub read_latency: Latency,
+    #[serde(default)]
+    pub origin_latency: Latency,
+    #[serde(default)]
+    pub peer_latency: Latency,
+}
+
+/// Upper bounds, in microseconds, of the latency histograms' buckets; one more bucket
+/// holds everything slower.
+pub const LATENCY_BOUNDS_US: [u64; 15] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 10_000_000,
+];
+
+/// A latency histogram as published: the count in each bucket (not cumulative) and the
+/// sum of all observations.
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Latency {
+    pub buckets: [u64; 16],
+    pub sum_us: u64,
+}
+
+impl Latency {
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The upper bound of the bucket holding quantile `q` (0..=1), in microseconds;
+    /// `None` without observations or in the open last bucket.
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let want = ((n as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            seen += b;
+            if seen >= want {
+                return LATENCY_BOUNDS_US.get(i).copied();
+            }
+        }
+        None
+    }
+}
+
+/// A latency histogram being filled, from many threads.
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; 16],
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let us = d.as_micros().min(u64::MAX as u128) as u64;
+        let i = LATENCY_BOUNDS_US
+            .iter()
+            .position(|&b| us <= b)
+            .unwrap_or(LATENCY_BOUNDS_US.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Latency {
+        Latency {
+            buckets: std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed)),
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -193,6 +269,10 @@ pub struct Counters {
     pub mirror_requests: AtomicU64,
     pub mirror_errors: AtomicU64,
     pub failovers: AtomicU64,
+    pub retries: AtomicU64,
+    pub read_latency: Histogram,
+    pub origin_latency: Histogram,
+    pub peer_latency: Histogram,
     /// When the last read arrived, in milliseconds since the epoch.
     pub last_read_ms: AtomicU64,
 }
@@ -233,6 +313,10 @@ impl Counters {
             mirror_requests: g(&self.mirror_requests),
             mirror_errors: g(&self.mirror_errors),
             failovers: g(&self.failovers),
+            retries: g(&self.retries),
+            read_latency: self.read_latency.snapshot(),
+            origin_latency: self.origin_latency.snapshot(),
+            peer_latency: self.peer_latency.snapshot(),
         }
     }
 }
@@ -671,7 +755,10 @@ fn read_runs(
         }
         add(&counters.origin_requests, 1);
         let mut buf = recycled::take((end - start) as usize);
-        let bytes = match repo.pack_range_into(&pack, start, buf.as_mut_vec()) {
+        let asked = std::time::Instant::now();
+        let read = repo.pack_range_into(&pack, start, buf.as_mut_vec());
+        counters.origin_latency.observe(asked.elapsed());
+        let bytes = match read {
             Ok(()) => Ok(Arc::new(buf)),
             Err(e) => {
                 if let (Some(b), false) = (up.origin_backoff, up.mirrors.is_empty()) {
@@ -914,7 +1001,10 @@ fn from_peers(
     for p in up {
         add(&counters.peer_requests, 1);
         let mut buf = recycled::take(len);
-        if let Err(e) = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec()) {
+        let asked = std::time::Instant::now();
+        let answer = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec());
+        counters.peer_latency.observe(asked.elapsed());
+        if let Err(e) = answer {
             add(&counters.peer_errors, 1);
             p.pass_over(&e.to_string());
             continue;

@@ -514,9 +514,24 @@ impl VolumeFs {
         self.handles.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// The counters a mount publishes.
+    pub fn stats(&self) -> sealvol_core::read::TierStats {
+        sealvol_core::read::TierStats {
+            prefetch_pending: self.prefetch_pending() as u64,
+            ..self.tiers().counters.snapshot()
+        }
+    }
+
     /// Up to `size` bytes at `offset`; fewer only at the end of the file. A chunk that
     /// cannot be fetched intact fails the read with `EIO`, never with wrong bytes.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, Errno> {
+        let started = Instant::now();
+        let result = self.read_at(fh, offset, size);
+        self.tiers.counters.read_latency.observe(started.elapsed());
+        result
+    }
+
+    fn read_at(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, Errno> {
         let handle = self
             .handles
             .read()
@@ -617,6 +632,7 @@ impl VolumeFs {
                             && Instant::now() + pause < deadline =>
                     {
                         tracing::warn!("{}: {e}; trying again", what());
+                        add(&self.tiers.counters.retries, 1);
                         std::thread::sleep(pause);
                         pause = (pause * 2).min(Duration::from_secs(5));
                     }

@@ -228,15 +228,17 @@ impl Mount {
         &self.fs
     }
 
+    /// The filesystem, for a thread that outlives this borrow (the metrics endpoint).
+    pub fn shared_fs(&self) -> Arc<VolumeFs> {
+        Arc::clone(&self.fs)
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     pub fn stats(&self) -> TierStats {
-        TierStats {
-            prefetch_pending: self.fs.prefetch_pending() as u64,
-            ..self.fs.tiers().counters.snapshot()
-        }
+        self.fs.stats()
     }
 
     /// False once the kernel has let go of the mount (someone unmounted it).

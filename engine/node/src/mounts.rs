@@ -28,6 +28,9 @@ pub struct MountRecord {
     /// The cache servers asked before the origin (`--peer`).
     #[serde(default)]
     pub peers: Vec<String>,
+    /// Where its Prometheus metrics are served (`--metrics`), `http://ADDR/metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
     pub stats: TierStats,
 }
 
@@ -135,6 +138,7 @@ mod tests {
             files: 0,
             bytes: 0,
             peers: Vec::new(),
+            metrics: None,
             stats: TierStats::default(),
         };
         write(d.path(), &rec).unwrap();

@@ -8,6 +8,7 @@
 //! - `chunks`: the pull-through cache with single flight;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
 //! - `keys`: API keys (hashed, revocable, scoped);
+//! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
 //! - `objects`: the remote engine's routes, and what each key may touch;
 //! - `peer`: the client a node's read path uses (`read::Peer`);
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
@@ -16,6 +17,7 @@
 pub mod chunks;
 pub mod http;
 pub mod keys;
+pub mod metrics;
 pub mod objects;
 pub mod peer;
 pub mod remote;

@@ -48,6 +48,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                         peers: Vec::new(),
                         origins: Vec::new(),
+                        metrics: None,
                         foreground: false,
                         requested: Some(m.reference.clone()),
                     },

@@ -104,6 +104,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             read_timeout,
             peers,
             origins,
+            metrics,
             foreground,
             requested,
         } => super::mount::mount(
@@ -117,6 +118,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 read_timeout,
                 peers,
                 origins,
+                metrics,
                 foreground,
                 requested,
             },

@@ -1,0 +1,301 @@
+//! Prometheus text for a mount (`volume mount --metrics ADDR`), and the small server
+//! that exposes it: bytes, chunks and requests per tier, hit ratios, latency histograms
+//! of reads and of requests to the origin and to peers, errors, retries and
+//! failovers, and the node cache's size.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use sealvol_core::error::{Error, Result};
+use sealvol_core::read::{LATENCY_BOUNDS_US, Latency, TierStats};
+
+/// What a mount's metrics say besides its counters.
+pub struct MountInfo {
+    pub volume: String,
+    pub digest: String,
+    pub dir: String,
+}
+
+fn quote(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Families written one after another, each row with the mount's labels.
+struct Text {
+    labels: String,
+    out: String,
+}
+
+impl Text {
+    fn family(&mut self, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
+        let _ = writeln!(self.out, "# HELP sealvol_mount_{name} {help}");
+        let _ = writeln!(self.out, "# TYPE sealvol_mount_{name} {kind}");
+        for (extra, v) in rows {
+            let sep = if extra.is_empty() { "" } else { "," };
+            let _ = writeln!(
+                self.out,
+                "sealvol_mount_{name}{{{}{sep}{extra}}} {v}",
+                self.labels
+            );
+        }
+    }
+
+    fn one(&mut self, name: &str, kind: &str, help: &str, v: u64) {
+        self.family(name, kind, help, &[(String::new(), v as f64)]);
+    }
+
+    /// A histogram with cumulative buckets, in seconds.
+    fn histogram(&mut self, name: &str, help: &str, l: &Latency) {
+        let _ = writeln!(self.out, "# HELP sealvol_mount_{name} {help}");
+        let _ = writeln!(self.out, "# TYPE sealvol_mount_{name} histogram");
+        let mut seen = 0;
+        for (i, n) in l.buckets.iter().enumerate() {
+            seen += n;
+            let le = match LATENCY_BOUNDS_US.get(i) {
+                Some(us) => format!("{}", *us as f64 / 1e6),
+                None => "+Inf".into(),
+            };
+            let _ = writeln!(
+                self.out,
+                "sealvol_mount_{name}_bucket{{{},le=\"{le}\"}} {seen}",
+                self.labels
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "sealvol_mount_{name}_sum{{{}}} {}",
+            self.labels,
+            l.sum_us as f64 / 1e6
+        );
+        let _ = writeln!(
+            self.out,
+            "sealvol_mount_{name}_count{{{}}} {seen}",
+            self.labels
+        );
+    }
+}
+
+/// One tier's (name, chunks, bytes, requests); what a tier does not count is `None`.
+type TierRow = (&'static str, u64, Option<u64>, Option<u64>);
+
+/// The metrics of one mount, in Prometheus's text format; `cache`: the node cache's
+/// bytes held and its bound.
+pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<(u64, u64)>) -> String {
+    let mut t = Text {
+        labels: format!(
+            "volume=\"{}\",digest=\"{}\",dir=\"{}\"",
+            quote(&info.volume),
+            quote(&info.digest),
+            quote(&info.dir)
+        ),
+        out: String::new(),
+    };
+    t.one("reads_total", "counter", "Reads answered.", s.reads);
+    t.one(
+        "read_bytes_total",
+        "counter",
+        "Bytes returned to readers.",
+        s.bytes_served,
+    );
+    let tiers: [TierRow; 5] = [
+        ("memory", s.memory_hits, None, None),
+        ("cache", s.cache_hits, Some(s.cache_bytes), None),
+        (
+            "peer",
+            s.peer_chunks,
+            Some(s.peer_bytes),
+            Some(s.peer_requests),
+        ),
+        (
+            "origin",
+            s.origin_chunks,
+            Some(s.origin_bytes),
+            Some(s.origin_requests),
+        ),
+        (
+            "mirror",
+            s.mirror_chunks,
+            Some(s.mirror_bytes),
+            Some(s.mirror_requests),
+        ),
+    ];
+    let label = |tier: &str| format!("tier=\"{tier}\"");
+    let rows = |pick: fn(&TierRow) -> Option<u64>| {
+        tiers
+            .iter()
+            .filter_map(|t| pick(t).map(|v| (label(t.0), v as f64)))
+            .collect::<Vec<_>>()
+    };
+    t.family(
+        "chunks_total",
+        "counter",
+        "Chunks each tier gave.",
+        &rows(|t| Some(t.1)),
+    );
+    t.family(
+        "bytes_total",
+        "counter",
+        "Chunk bytes each tier gave.",
+        &rows(|t| t.2),
+    );
+    t.family(
+        "requests_total",
+        "counter",
+        "Range requests sent to each tier.",
+        &rows(|t| t.3),
+    );
+    let all: u64 = tiers.iter().map(|t| t.1).sum();
+    let ratio: Vec<(String, f64)> = tiers
+        .iter()
+        .map(|t| {
+            let r = if all == 0 {
+                0.0
+            } else {
+                t.1 as f64 / all as f64
+            };
+            (label(t.0), r)
+        })
+        .collect();
+    t.family(
+        "hit_ratio",
+        "gauge",
+        "Share of chunks each tier gave.",
+        &ratio,
+    );
+    t.one(
+        "read_errors_total",
+        "counter",
+        "Reads that failed with EIO.",
+        s.errors,
+    );
+    t.one(
+        "retries_total",
+        "counter",
+        "Reads that failed in a way that may pass and were tried again.",
+        s.retries,
+    );
+    t.one(
+        "peer_errors_total",
+        "counter",
+        "Peer requests that failed (down, cut short, timed out).",
+        s.peer_errors,
+    );
+    t.one(
+        "peer_bad_chunks_total",
+        "counter",
+        "Chunks a peer returned that failed their hash (never served).",
+        s.peer_bad_chunks,
+    );
+    t.one(
+        "mirror_errors_total",
+        "counter",
+        "Mirror reads that failed.",
+        s.mirror_errors,
+    );
+    t.one(
+        "failovers_total",
+        "counter",
+        "Runs the origin could not give, read from a mirror.",
+        s.failovers,
+    );
+    t.one(
+        "prefetched_bytes_total",
+        "counter",
+        "Bytes read ahead of the readers.",
+        s.prefetched_bytes,
+    );
+    t.one(
+        "prefetch_wasted_bytes_total",
+        "counter",
+        "Bytes read ahead and dropped unread.",
+        s.prefetch_wasted_bytes,
+    );
+    t.one(
+        "memory_peak_bytes",
+        "gauge",
+        "The most memory read-ahead held at once.",
+        s.memory_peak,
+    );
+    t.one(
+        "memory_bound_bytes",
+        "gauge",
+        "The bound on it (--prefetch-memory).",
+        s.memory_bound,
+    );
+    if let Some((used, max)) = cache {
+        t.one("cache_bytes", "gauge", "Bytes in the node cache.", used);
+        t.one("cache_max_bytes", "gauge", "The node cache's bound.", max);
+    }
+    t.histogram(
+        "read_seconds",
+        "How long reads waited for their bytes.",
+        &s.read_latency,
+    );
+    t.histogram(
+        "origin_request_seconds",
+        "How long each range request to the origin took.",
+        &s.origin_latency,
+    );
+    t.histogram(
+        "peer_request_seconds",
+        "How long each run request to a peer took.",
+        &s.peer_latency,
+    );
+    t.out
+}
+
+/// Serves `GET /metrics` with what `render` says, on `addr`, from a thread of its own;
+/// returns the address bound (for port 0).
+pub fn expose(
+    addr: SocketAddr,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+) -> Result<SocketAddr> {
+    let std_listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        Error::usage(format!("--metrics {addr}: cannot listen: {e}"))
+            .hint("pick a free port, or 127.0.0.1:0 for any")
+    })?;
+    let bound = std_listener.local_addr().unwrap_or(addr);
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::usage(format!("--metrics {addr}: {e}")))?;
+    std::thread::Builder::new()
+        .name("sealvol-metrics".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return tracing::warn!("metrics: no runtime: {e}"),
+            };
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => return tracing::warn!("metrics: {e}"),
+                };
+                let app = axum::Router::new().route(
+                    "/metrics",
+                    axum::routing::get(move || {
+                        let render = Arc::clone(&render);
+                        async move {
+                            (
+                                [(
+                                    axum::http::header::CONTENT_TYPE,
+                                    "text/plain; version=0.0.4",
+                                )],
+                                render(),
+                            )
+                        }
+                    }),
+                );
+                if let Err(e) = axum::serve(listener, app).await {
+                    tracing::warn!("metrics: the server stopped: {e}");
+                }
+            });
+        })
+        .map_err(|e| Error::usage(format!("--metrics {addr}: cannot start its thread: {e}")))?;
+    Ok(bound)
+}
