@@ -457,6 +457,11 @@ fn a_mount_serves_prometheus_metrics_per_tier_with_latency_histograms() {
         ) > 0.0
     );
     assert!(metric_row(&text, "sealvol_mount_cache_max_bytes", "t/metered") > 0.0);
+    // Nothing evicted from a cache far larger than the data.
+    assert_eq!(
+        metric_row(&text, "sealvol_mount_cache_evictions_total", "t/metered"),
+        0.0
+    );
     assert!(
         text.contains("# TYPE sealvol_mount_read_seconds histogram"),
         "{text}"

@@ -182,8 +182,8 @@ fn serve(
         };
         let cache = Arc::clone(&cache);
         let render = Arc::new(move || {
-            let held = Some((cache.used_bytes(), cache.max_bytes()));
-            sealvol_serve::metrics::mount_text(&info, &fs.stats(), held)
+            let held = sealvol_serve::metrics::CacheState::of(&cache);
+            sealvol_serve::metrics::mount_text(&info, &fs.stats(), Some(held))
         });
         match sealvol_serve::metrics::expose(addr, render) {
             Ok(bound) => rec.metrics = Some(format!("http://{bound}/metrics")),

@@ -39,6 +39,8 @@ pub struct ChunkCache {
     measured: Arc<(Mutex<bool>, Condvar)>,
     /// Whole files this process hashed at open (no stamp, or one that did not match).
     files_hashed: AtomicU64,
+    /// Objects (chunks, whole files) and bytes this process evicted.
+    evicted: Arc<(AtomicU64, AtomicU64)>,
 }
 
 /// What a whole file's stamp records: the file as it was when its bytes were checked.
@@ -135,6 +137,7 @@ impl ChunkCache {
             used: Arc::new(AtomicU64::new(0)),
             measured: Arc::new((Mutex::new(false), Condvar::new())),
             files_hashed: AtomicU64::new(0),
+            evicted: Arc::default(),
         };
         cache.remove_stale_temporaries();
         // Measuring a large cache costs a stat per chunk (seconds for millions of
@@ -147,6 +150,7 @@ impl ChunkCache {
             used: Arc::clone(&cache.used),
             measured: Arc::clone(&cache.measured),
             files_hashed: AtomicU64::new(0),
+            evicted: Arc::clone(&cache.evicted),
         };
         let spawned = std::thread::Builder::new()
             .name("sealvol-cache-measure".into())
@@ -240,6 +244,14 @@ impl ChunkCache {
     }
 
     /// Whole files this process had to hash when opening them.
+    /// Objects and bytes this process evicted (for metrics).
+    pub fn evicted(&self) -> (u64, u64) {
+        (
+            self.evicted.0.load(Ordering::Relaxed),
+            self.evicted.1.load(Ordering::Relaxed),
+        )
+    }
+
     pub fn files_hashed(&self) -> u64 {
         self.files_hashed.load(Ordering::Relaxed)
     }
@@ -455,7 +467,11 @@ impl ChunkCache {
                 break;
             }
             match fs::remove_file(&path) {
-                Ok(()) => total -= size,
+                Ok(()) => {
+                    total -= size;
+                    self.evicted.0.fetch_add(1, Ordering::Relaxed);
+                    self.evicted.1.fetch_add(size, Ordering::Relaxed);
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => total -= size,
                 Err(e) => return Err(crate::Error::io("cannot evict", &path, e)),
             }

@@ -12,7 +12,6 @@ mod address;
 pub mod probe;
 mod requests;
 mod store;
-mod traffic;
 mod upload;
 
 use std::path::Path;

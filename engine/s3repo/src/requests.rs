@@ -11,7 +11,7 @@ use sealvol_core::store::{ETag, ObjectInfo, Page};
 use sealvol_sources::retry::retrying;
 use sealvol_sources::s3::{code_text, common_status, service_status};
 
-use crate::traffic::Traffic;
+use sealvol_core::store::Traffic;
 
 /// What a request needs, shared with the tasks that make it.
 pub(crate) struct Inner {

@@ -21,8 +21,8 @@ use sealvol_node::source::SourceUrl;
 use sealvol_node::source::endpoints::Resolved;
 
 use crate::requests::{Condition, Inner};
-use crate::traffic::Traffic;
 use crate::upload;
+use sealvol_core::store::Traffic;
 
 /// Where probes are written (`probe.rs`); one left by a killed process is removed by
 /// gc (`clean_abandoned`).

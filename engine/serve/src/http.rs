@@ -328,6 +328,17 @@ async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse 
     for (name, help, v) in counters {
         counter(name, help, v.load(Ordering::Relaxed));
     }
+    let (evictions, evicted_bytes) = service.cache().evicted();
+    counter(
+        "cache_evictions_total",
+        "Chunks evicted from the server's cache.",
+        evictions,
+    );
+    counter(
+        "cache_evicted_bytes_total",
+        "Bytes evicted from the server's cache.",
+        evicted_bytes,
+    );
     let _ = write!(
         out,
         "# HELP sealvol_serve_cache_bytes Bytes in the server's cache.\n# TYPE sealvol_serve_cache_bytes gauge\nsealvol_serve_cache_bytes {}\n",

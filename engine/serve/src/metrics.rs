@@ -1,7 +1,7 @@
 //! Prometheus text for a mount (`volume mount --metrics ADDR`), and the small server
 //! that exposes it: bytes, chunks and requests per tier, hit ratios, latency histograms
 //! of reads and of requests to the origin and to peers, errors, retries and
-//! failovers, and the node cache's size.
+//! failovers, and the node cache's size and evictions.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -81,9 +81,26 @@ impl Text {
 /// One tier's (name, chunks, bytes, requests); what a tier does not count is `None`.
 type TierRow = (&'static str, u64, Option<u64>, Option<u64>);
 
-/// The metrics of one mount, in Prometheus's text format; `cache`: the node cache's
-/// bytes held and its bound.
-pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<(u64, u64)>) -> String {
+/// The node cache as a mount's metrics show it.
+pub struct CacheState {
+    pub used: u64,
+    pub max: u64,
+    /// Objects and bytes this process evicted.
+    pub evicted: (u64, u64),
+}
+
+impl CacheState {
+    pub fn of(c: &sealvol_core::cache::ChunkCache) -> CacheState {
+        CacheState {
+            used: c.used_bytes(),
+            max: c.max_bytes(),
+            evicted: c.evicted(),
+        }
+    }
+}
+
+/// The metrics of one mount, in Prometheus's text format.
+pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) -> String {
     let mut t = Text {
         labels: format!(
             "volume=\"{}\",digest=\"{}\",dir=\"{}\"",
@@ -225,9 +242,21 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<(u64, u64)>) ->
         "The bound on it (--prefetch-memory).",
         s.memory_bound,
     );
-    if let Some((used, max)) = cache {
-        t.one("cache_bytes", "gauge", "Bytes in the node cache.", used);
-        t.one("cache_max_bytes", "gauge", "The node cache's bound.", max);
+    if let Some(c) = cache {
+        t.one("cache_bytes", "gauge", "Bytes in the node cache.", c.used);
+        t.one("cache_max_bytes", "gauge", "The node cache's bound.", c.max);
+        t.one(
+            "cache_evictions_total",
+            "counter",
+            "Chunks and whole files this mount evicted from the node cache.",
+            c.evicted.0,
+        );
+        t.one(
+            "cache_evicted_bytes_total",
+            "counter",
+            "Bytes this mount evicted from the node cache.",
+            c.evicted.1,
+        );
     }
     t.histogram(
         "read_seconds",

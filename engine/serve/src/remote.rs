@@ -5,12 +5,11 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::repo::Repository;
-use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests};
+use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests, Traffic};
 
 use crate::objects::ListPage;
 
@@ -25,22 +24,7 @@ pub struct RemoteStore {
     key: String,
     staging: PathBuf,
     client: reqwest::blocking::Client,
-    counts: Counts,
-}
-
-#[derive(Default)]
-struct Counts {
-    gets: AtomicU64,
-    puts: AtomicU64,
-    lists: AtomicU64,
-    heads: AtomicU64,
-    deletes: AtomicU64,
-    received: AtomicU64,
-    sent: AtomicU64,
-}
-
-fn add(a: &AtomicU64, n: u64) {
-    a.fetch_add(n, Ordering::Relaxed);
+    traffic: Traffic,
 }
 
 /// Opens the repository a server at `url` offers, with API key `key`; packs are built in
@@ -64,7 +48,7 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
         key,
         staging: staging.to_path_buf(),
         client,
-        counts: Counts::default(),
+        traffic: Traffic::default(),
     };
     // A GET, not a HEAD: a refusal comes with the server's reason.
     if store.get(sealvol_core::repo::CONFIG_KEY)?.is_none() {
@@ -85,7 +69,7 @@ pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
         key: key.unwrap_or_default().trim().to_string(),
         staging: PathBuf::new(),
         client,
-        counts: Counts::default(),
+        traffic: Traffic::default(),
     };
     let resp = store.send(store.client.get(format!("{base}/v1/key")))?;
     if !resp.status().is_success() {
@@ -189,13 +173,12 @@ impl RemoteStore {
                 format!("an answer from {} was cut short: {e}", self.base),
             )
         })?;
-        add(&self.counts.received, into.len() as u64);
+        self.traffic.received(into.len() as u64);
         Ok(())
     }
 
     fn put_mode(&self, key: &str, data: Vec<u8>, query: &str) -> Result<bool> {
-        add(&self.counts.puts, 1);
-        add(&self.counts.sent, data.len() as u64);
+        self.traffic.put(data.len() as u64);
         let resp = self.send(
             self.client
                 .put(format!("{}?{query}", self.object(key)))
@@ -211,7 +194,7 @@ impl RemoteStore {
 
 impl ObjectStore for RemoteStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        add(&self.counts.gets, 1);
+        self.traffic.get();
         let resp = self.send(self.client.get(self.object(key)))?;
         match resp.status().as_u16() {
             200 => {
@@ -235,7 +218,7 @@ impl ObjectStore for RemoteStore {
         if len == 0 {
             return Ok(());
         }
-        add(&self.counts.gets, 1);
+        self.traffic.get();
         let resp = self.send(self.client.get(self.object(key)).header(
             reqwest::header::RANGE,
             format!("bytes={offset}-{}", offset + len - 1),
@@ -254,7 +237,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>> {
-        add(&self.counts.heads, 1);
+        self.traffic.head();
         let resp = self.send(self.client.head(self.object(key)))?;
         match resp.status().as_u16() {
             200 => Ok(resp
@@ -297,7 +280,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
-        add(&self.counts.gets, 1);
+        self.traffic.get();
         let resp = self.send(
             self.client
                 .get(format!("{}?versioned=true", self.object(key))),
@@ -328,7 +311,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
-        add(&self.counts.lists, 1);
+        self.traffic.list();
         let mut url = format!("{}/v1/list?prefix={}", self.base, encode(prefix));
         if let Some(a) = after {
             url.push_str(&format!("&after={}", encode(a)));
@@ -360,7 +343,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        add(&self.counts.deletes, 1);
+        self.traffic.delete();
         let resp = self.send(self.client.delete(self.object(key)))?;
         match resp.status().as_u16() {
             204 | 404 => Ok(()),
@@ -373,16 +356,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn requests(&self) -> Option<Requests> {
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Some(Requests {
-            gets: g(&self.counts.gets),
-            puts: g(&self.counts.puts),
-            lists: g(&self.counts.lists),
-            heads: g(&self.counts.heads),
-            deletes: g(&self.counts.deletes),
-            bytes_received: g(&self.counts.received),
-            bytes_sent: g(&self.counts.sent),
-        })
+        Some(self.traffic.counts())
     }
 
     fn put(&self, key: &str, data: &[u8]) -> Result<()> {

@@ -12,10 +12,12 @@
 //! the repository for typed objects.
 
 mod local;
+mod traffic;
 
 use std::path::Path;
 
 pub use local::LocalStore;
+pub use traffic::Traffic;
 
 /// A file name no other writer in any process will pick: the host, the pid and a
 /// counter shared by everything in this process (several stores or caches may share a

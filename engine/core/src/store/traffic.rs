@@ -3,10 +3,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sealvol_core::store::Requests;
+use super::Requests;
 
 #[derive(Default)]
-pub(crate) struct Traffic {
+pub struct Traffic {
     gets: AtomicU64,
     puts: AtomicU64,
     lists: AtomicU64,
@@ -21,28 +21,28 @@ fn bump(a: &AtomicU64, n: u64) {
 }
 
 impl Traffic {
-    pub(crate) fn get(&self) {
+    pub fn get(&self) {
         bump(&self.gets, 1);
     }
-    pub(crate) fn received(&self, bytes: u64) {
+    pub fn received(&self, bytes: u64) {
         bump(&self.received, bytes);
     }
     /// One write request carrying `bytes` (0 for the requests around a multipart upload).
-    pub(crate) fn put(&self, bytes: u64) {
+    pub fn put(&self, bytes: u64) {
         bump(&self.puts, 1);
         bump(&self.sent, bytes);
     }
-    pub(crate) fn list(&self) {
+    pub fn list(&self) {
         bump(&self.lists, 1);
     }
-    pub(crate) fn head(&self) {
+    pub fn head(&self) {
         bump(&self.heads, 1);
     }
-    pub(crate) fn delete(&self) {
+    pub fn delete(&self) {
         bump(&self.deletes, 1);
     }
 
-    pub(crate) fn counts(&self) -> Requests {
+    pub fn counts(&self) -> Requests {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Requests {
             gets: l(&self.gets),

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""In-cluster cache tier benchmark (issue 19): four mounts on this machine reading the
+same version cold, through one `sealvol serve` and, beside it in the same run, each
+from the origin itself; and a push through `--remote` beside a direct push. Prints
+Markdown tables for BENCHMARKS.md.
+
+    python3 bench/serve.py --sealvol BIN --data DIR/v1 [--runs 3] [--work DIR]
+
+Measures, each the median of --runs, every run with empty node caches and, for the
+server, an empty server cache:
+- origin bytes read for the four mounts (the server's `origin_bytes_total`, or the
+  mounts' own `origin_bytes` without a server), as a multiple of the data;
+- aggregate throughput: 4 × the data over the wall time of four readers, one per
+  mount, reading every file at once in 1 MiB reads;
+- p50 / p99 latency of a run request to the peer, from the mounts' own histograms
+  (`--metrics`; bucket upper bounds, so the figures are bounds, not exact values);
+- push of the version into an empty repository directly, and through `--remote` to a
+  `sealvol serve` over an empty repository on this machine (loopback HTTP).
+The repository is local and its packs stay in the page cache: what is measured is the
+tier, not the disk.
+"""
+import argparse, json, os, shutil, statistics, subprocess, sys, threading, time, urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mount import wait_ready  # noqa: E402
+
+MOUNTS = 4
+
+
+def sh(*args, env=None):
+    p = subprocess.run(args, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(map(str, args))} failed: {p.stderr.strip()}")
+    return p.stdout
+
+
+def files(root):
+    return sorted(p for p in Path(root).rglob("*") if p.is_file())
+
+
+def read_all(root, out, i):
+    n = 0
+    for p in files(root):
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                n += len(b)
+    out[i] = n
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def quantile(buckets, bounds, q):
+    n = sum(buckets)
+    if n == 0:
+        return None
+    want, seen = max(1, int(n * q + 0.999999)), 0
+    for i, b in enumerate(buckets):
+        seen += b
+        if seen >= want:
+            return bounds[i] if i < len(bounds) else float("inf")
+    return None
+
+
+BOUNDS_US = [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000,
+             250_000, 500_000, 1_000_000, 2_500_000, 10_000_000]
+
+
+class Server:
+    def __init__(self, bin, env, cache):
+        self.p = subprocess.Popen([bin, "serve", "--listen", "127.0.0.1:0", "--cache", str(cache),
+                                   "--cache-size", "8G"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        line = self.p.stdout.readline().strip()
+        self.url = line.removeprefix("listening on ")
+        self.key = (Path(env["SEALVOL_STATE"]) / "serve" / "admin.key").read_text().strip()
+
+    def metrics(self):
+        req = urllib.request.Request(self.url + "/metrics", headers={"Authorization": "Bearer " + self.key})
+        return urllib.request.urlopen(req).read().decode()
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait()
+
+
+def four_mounts(bin, env, work, ref, data_bytes, server):
+    mnts, records = [], []
+    for i in range(MOUNTS):
+        mnt, cache = work / f"mnt{i}", work / f"node-cache{i}"
+        shutil.rmtree(cache, ignore_errors=True)
+        mnt.mkdir(parents=True, exist_ok=True)
+        args = [bin, "-q", "volume", "mount", ref, str(mnt), "--cache", str(cache), "--cache-size", "8G",
+                "--metrics", "127.0.0.1:0"]
+        e = dict(env)
+        if server:
+            args += ["--peer", server.url]
+            e["SEALVOL_API_KEY"] = server.key
+        subprocess.run(args, check=True, env=e)
+        wait_ready(mnt)
+        mnts.append(mnt)
+    out = [0] * MOUNTS
+    t = time.perf_counter()
+    threads = [threading.Thread(target=read_all, args=(m, out, i)) for i, m in enumerate(mnts)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t
+    assert all(n == data_bytes for n in out), out
+    time.sleep(1.2)  # the records are published every second
+    recs = {m["dir"]: m for m in json.loads(sh(bin, "volume", "mounts", "--json", env=env))["mounts"]}
+    buckets = [0] * 16
+    origin = 0
+    for m in mnts:
+        st = recs[str(m)]["stats"]
+        origin += st["origin_bytes"]
+        for i, b in enumerate(st.get("peer_latency", {}).get("buckets", [0] * 16)):
+            buckets[i] += b
+    for m in mnts:
+        subprocess.run([bin, "-q", "volume", "unmount", str(m)], env=env)
+    if server:
+        origin = metric(server.metrics(), "sealvol_serve_origin_bytes_total")
+    return {
+        "origin_x": origin / data_bytes,
+        "gbs": MOUNTS * data_bytes / wall / 1e9,
+        "p50_ms": (quantile(buckets, BOUNDS_US, 0.5) or 0) / 1000,
+        "p99_ms": (quantile(buckets, BOUNDS_US, 0.99) or 0) / 1000,
+    }
+
+
+def timed_push(bin, env, data, ref):
+    t = time.perf_counter()
+    sh(bin, "-q", "volume", "push", str(data), ref, env=env)
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sealvol", required=True)
+    ap.add_argument("--data", required=True, type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp/sealvol-bench/serve"))
+    a = ap.parse_args()
+    bin, work = str(Path(a.sealvol).resolve()), a.work
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    data_bytes = sum(p.stat().st_size for p in files(a.data))
+    env = dict(os.environ, SEALVOL_REPO=str(work / "repo"), SEALVOL_STATE=str(work / "state"),
+               SEALVOL_FSYNC="0")
+    ref = sh(bin, "-q", "volume", "push", str(a.data), "bench/ckpt", env=env).strip().splitlines()[-1]
+
+    rows = {"through one serve": [], "each from the origin": []}
+    for _ in range(a.runs):
+        shutil.rmtree(work / "serve-cache", ignore_errors=True)
+        server = Server(bin, env, work / "serve-cache")
+        try:
+            rows["through one serve"].append(four_mounts(bin, env, work, ref, data_bytes, server))
+        finally:
+            server.stop()
+        rows["each from the origin"].append(four_mounts(bin, env, work, ref, data_bytes, None))
+
+    print(f"Four mounts reading {data_bytes / 2**30:.2f} GiB cold at once, median of {a.runs}:\n")
+    print("| read | origin bytes (× data) | aggregate GB/s | peer run p50 | peer run p99 |")
+    print("|---|---|---|---|---|")
+    for name, rs in rows.items():
+        med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+        lat = (f"≤ {med('p50_ms'):g} ms", f"≤ {med('p99_ms'):g} ms") if name.startswith("through") else ("-", "-")
+        print(f"| {name} | {med('origin_x'):.2f} | {med('gbs'):.2f} | {lat[0]} | {lat[1]} |")
+
+    direct, remote = [], []
+    for i in range(a.runs):
+        e = dict(env, SEALVOL_REPO=str(work / f"push-direct{i}"), SEALVOL_STATE=str(work / f"push-state{i}"))
+        direct.append(timed_push(bin, e, a.data, "bench/ckpt"))
+        srv_env = dict(env, SEALVOL_REPO=str(work / f"push-remote{i}"), SEALVOL_STATE=str(work / f"srv-state{i}"))
+        sh(bin, "-q", "init", env=srv_env)
+        server = Server(bin, srv_env, work / f"push-cache{i}")
+        try:
+            ce = dict(env, SEALVOL_REMOTE=server.url, SEALVOL_API_KEY=server.key,
+                      SEALVOL_STATE=str(work / f"client-state{i}"))
+            remote.append(timed_push(bin, ce, a.data, "bench/ckpt"))
+        finally:
+            server.stop()
+    d, r = statistics.median(direct), statistics.median(remote)
+    print(f"\nPush of {data_bytes / 2**30:.2f} GiB into an empty repository, median of {a.runs}:\n")
+    print("| push | seconds | GB/s | × direct |")
+    print("|---|---|---|---|")
+    print(f"| direct (local repository) | {d:.2f} | {data_bytes / d / 1e9:.2f} | 1.00 |")
+    print(f"| through `--remote` (loopback `sealvol serve`) | {r:.2f} | {data_bytes / r / 1e9:.2f} | {r / d:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
