@@ -103,10 +103,20 @@ enum Claim {
     Lead(Arc<Flight>),
 }
 
+/// Flights under way or ended and not yet in the cache, by chunk.
+type Flights = Arc<Mutex<HashMap<Hash, Arc<Flight>>>>;
+
+/// Fetched chunks waiting for the cache writer. Bounded: when it is full, the request
+/// that fetched a chunk writes it itself, so memory stays bounded and nothing is lost.
+const FILL_QUEUE: usize = 64;
+
 pub struct ChunkService {
     repo: Arc<Repository>,
     cache: Arc<ChunkCache>,
-    flights: Mutex<HashMap<Hash, Arc<Flight>>>,
+    flights: Flights,
+    /// The cache writer: one thread, so that requests never wait on file creation and
+    /// writers do not contend for the cache directory's lock.
+    filler: Option<std::sync::mpsc::SyncSender<(Hash, ChunkBytes, Arc<Flight>)>>,
     index: Mutex<Option<(Instant, Arc<ChunkIndex>)>>,
     pub counters: Counters,
 }
@@ -143,12 +153,42 @@ pub fn check_run(offset: u64, chunks: &[(Hash, u32)]) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes a fetched chunk to the cache: a full or broken cache disk makes later
+/// requests slower, never wrong.
+fn store(cache: &ChunkCache, hash: &Hash, bytes: &[u8]) {
+    if let Err(e) = cache.put(hash, bytes) {
+        tracing::warn!("cannot cache chunk {}: {e}", hash.hex());
+    }
+}
+
+/// Removes a flight that ended (and whose chunk is cached, if it was fetched).
+fn retire(flights: &Flights, hash: &Hash, flight: &Arc<Flight>) {
+    let mut f = flights.lock().unwrap_or_else(|p| p.into_inner());
+    if f.get(hash).is_some_and(|g| Arc::ptr_eq(g, flight)) {
+        f.remove(hash);
+    }
+}
+
 impl ChunkService {
     pub fn new(repo: Arc<Repository>, cache: Arc<ChunkCache>) -> ChunkService {
+        let flights = Flights::default();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Hash, ChunkBytes, Arc<Flight>)>(FILL_QUEUE);
+        let (c, f) = (Arc::clone(&cache), Arc::clone(&flights));
+        let filler = std::thread::Builder::new()
+            .name("sealvol-serve-fill".into())
+            .spawn(move || {
+                for (hash, bytes, flight) in rx {
+                    store(&c, &hash, &bytes);
+                    retire(&f, &hash, &flight);
+                }
+            })
+            .ok()
+            .map(|_| tx);
         ChunkService {
             repo,
             cache,
-            flights: Mutex::default(),
+            flights,
+            filler,
             index: Mutex::default(),
             counters: Counters::default(),
         }
@@ -282,29 +322,36 @@ impl ChunkService {
         Some(ChunkBytes::whole(b))
     }
 
-    /// Ends a flight this request led: the cache keeps the bytes, waiters get them.
-    fn finish(&self, hash: &Hash, flight: &Flight, outcome: &Outcome) {
-        if let Ok(b) = outcome
-            && let Err(e) = self.cache.put(hash, b)
-        {
-            // A full or broken cache disk makes later requests slower, never wrong.
-            tracing::warn!("cannot cache chunk {}: {e}", hash.hex());
-        }
+    /// Ends a flight this request led: waiters get the bytes at once, and the flight
+    /// stays where later requests find it (already answered) until the cache holds the
+    /// chunk, so a chunk is fetched from the origin once however the requests fall.
+    fn finish(&self, hash: &Hash, flight: &Arc<Flight>, outcome: &Outcome) {
         match outcome {
             Err(Miss::NotFound(_)) => add(&self.counters.not_found, 1),
             Err(_) => add(&self.counters.errors, 1),
             Ok(_) => {}
         }
-        self.publish(hash, flight, outcome.clone());
+        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
+        flight.done.notify_all();
+        let Ok(bytes) = outcome else {
+            return retire(&self.flights, hash, flight);
+        };
+        let job = (*hash, bytes.clone(), Arc::clone(flight));
+        let queued = self
+            .filler
+            .as_ref()
+            .is_some_and(|tx| tx.try_send(job).is_ok());
+        if !queued {
+            // The writer is behind (or gone): this request writes the chunk itself.
+            store(&self.cache, hash, bytes);
+            retire(&self.flights, hash, flight);
+        }
     }
 
-    fn publish(&self, hash: &Hash, flight: &Flight, outcome: Outcome) {
+    fn publish(&self, hash: &Hash, flight: &Arc<Flight>, outcome: Outcome) {
         *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
         flight.done.notify_all();
-        self.flights
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(hash);
+        retire(&self.flights, hash, flight);
     }
 
     fn fetch(&self, hash: &Hash, hint: Option<Hint>) -> Outcome {
