@@ -9,22 +9,29 @@
 //! origin and cheap on a local one.
 //!
 //! Every reader goes through `Chunks`: a mount and a pull read `Tiers` (cache, then
-//! peers, then origin); verify and diff read `Origin`, the repository alone, because
-//! they judge what the repository holds and not what a cache remembers.
+//! peers, then origin, then mirrors); verify and diff read `Origin`, the repository
+//! alone, because they judge what the repository holds and not what a cache remembers.
 //!
 //! Peers (`sealvol serve` on another machine, the in-cluster cache) are not trusted:
 //! what one returns is checked chunk by chunk like the origin's bytes, and a peer that
 //! fails, is slow or returns bytes that fail their hash is passed over (and left alone
 //! for `PEER_BACKOFF`) in favour of the next tier. The protocol lives with the server;
-//! this layer knows only the `Peer` trait.
+//! this layer knows only the `Peer` trait. Mirrors are repositories holding the same
+//! versions, read when the origin cannot give a run (`upstream.rs`); what the tiers
+//! count is in `stats.rs`.
 
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use crossbeam_channel::Sender;
-use serde::{Deserialize, Serialize};
+
+mod stats;
+mod upstream;
+
+pub use stats::{Counters, Histogram, LATENCY_BOUNDS_US, Latency, TierStats, add, now_ms};
+use upstream::{Backoff, MirrorTier, PeerTier, from_mirrors, from_peers};
+pub use upstream::{PEER_BACKOFF, Peer};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;
@@ -98,295 +105,6 @@ pub fn max_run(repo: &Repository) -> u64 {
         0 | 1 => MAX_RUN,
         _ => REMOTE_MAX_RUN,
     }
-}
-
-/// Counters a mount publishes (the Mounts screen and `volume mounts` show them).
-#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct TierStats {
-    /// Reads answered, and the bytes they returned.
-    pub reads: u64,
-    pub bytes_served: u64,
-    /// Chunks found in the mount's memory (read-ahead) without waiting for a tier.
-    pub memory_hits: u64,
-    pub cache_hits: u64,
-    pub cache_bytes: u64,
-    pub origin_chunks: u64,
-    pub origin_bytes: u64,
-    /// Range requests sent to the origin: fewer than chunks when runs coalesce.
-    pub origin_requests: u64,
-    /// Opens handed to the kernel (FUSE passthrough of a whole cached file).
-    #[serde(default)]
-    pub passthrough_opens: u64,
-    /// Whole files kept in the node cache for passthrough.
-    #[serde(default)]
-    pub files_cached: u64,
-    /// Reads that failed (EIO).
-    pub errors: u64,
-    /// Bytes read ahead of the readers, and those dropped from memory before any reader
-    /// asked for them (read ahead for nothing).
-    #[serde(default)]
-    pub prefetched_bytes: u64,
-    #[serde(default)]
-    pub prefetch_wasted_bytes: u64,
-    /// The most memory the mount's memory tier held at once (chunks kept and range
-    /// reads under way), against its bound (`--prefetch-memory`).
-    #[serde(default)]
-    pub memory_peak: u64,
-    #[serde(default)]
-    pub memory_bound: u64,
-    /// Read-ahead tasks queued or under way and plans with pieces left, when the
-    /// snapshot was taken (filled in by the mount, which owns the read-ahead).
-    #[serde(default)]
-    pub prefetch_pending: u64,
-    /// Chunks and bytes that came from peers, in how many requests; requests that
-    /// failed (down, timed out, cut short), and chunks a peer returned that failed
-    /// their hash (never served; the next tier was asked).
-    #[serde(default)]
-    pub peer_chunks: u64,
-    #[serde(default)]
-    pub peer_bytes: u64,
-    #[serde(default)]
-    pub peer_requests: u64,
-    #[serde(default)]
-    pub peer_errors: u64,
-    #[serde(default)]
-    pub peer_bad_chunks: u64,
-    /// Chunks and bytes read from mirrored origins (`--origin`), in how many requests;
-    /// mirror reads that failed (unreachable, lacking a chunk, a chunk failing its hash).
-    #[serde(default)]
-    pub mirror_chunks: u64,
-    #[serde(default)]
-    pub mirror_bytes: u64,
-    #[serde(default)]
-    pub mirror_requests: u64,
-    #[serde(default)]
-    pub mirror_errors: u64,
-    /// Runs the origin could not give (or was passed over for) that went to a mirror.
-    #[serde(default)]
-    pub failovers: u64,
-    /// Reads that failed in a way that may pass and were tried again.
-    #[serde(default)]
-    pub retries: u64,
-    /// How long readers waited for their bytes, and how long each range request to
-    /// the origin and to a peer took.
-    #[serde(default)]
-    pub read_latency: Latency,
-    #[serde(default)]
-    pub origin_latency: Latency,
-    #[serde(default)]
-    pub peer_latency: Latency,
-}
-
-/// Upper bounds, in microseconds, of the latency histograms' buckets; one more bucket
-/// holds everything slower.
-pub const LATENCY_BOUNDS_US: [u64; 15] = [
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 10_000_000,
-];
-
-/// A latency histogram as published: the count in each bucket (not cumulative) and the
-/// sum of all observations.
-#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Latency {
-    pub buckets: [u64; 16],
-    pub sum_us: u64,
-}
-
-impl Latency {
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-
-    /// The upper bound of the bucket holding quantile `q` (0..=1), in microseconds;
-    /// `None` without observations or in the open last bucket.
-    pub fn quantile_us(&self, q: f64) -> Option<u64> {
-        let n = self.count();
-        if n == 0 {
-            return None;
-        }
-        let want = ((n as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, b) in self.buckets.iter().enumerate() {
-            seen += b;
-            if seen >= want {
-                return LATENCY_BOUNDS_US.get(i).copied();
-            }
-        }
-        None
-    }
-}
-
-/// A latency histogram being filled, from many threads.
-#[derive(Default)]
-pub struct Histogram {
-    buckets: [AtomicU64; 16],
-    sum_us: AtomicU64,
-}
-
-impl Histogram {
-    pub fn observe(&self, d: Duration) {
-        let us = d.as_micros().min(u64::MAX as u128) as u64;
-        let i = LATENCY_BOUNDS_US
-            .iter()
-            .position(|&b| us <= b)
-            .unwrap_or(LATENCY_BOUNDS_US.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_us.fetch_add(us, Ordering::Relaxed);
-    }
-
-    pub fn snapshot(&self) -> Latency {
-        Latency {
-            buckets: std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed)),
-            sum_us: self.sum_us.load(Ordering::Relaxed),
-        }
-    }
-}
-
-#[derive(Default)]
-pub struct Counters {
-    pub reads: AtomicU64,
-    pub bytes_served: AtomicU64,
-    pub memory_hits: AtomicU64,
-    pub cache_hits: AtomicU64,
-    pub cache_bytes: AtomicU64,
-    pub origin_chunks: AtomicU64,
-    pub origin_bytes: AtomicU64,
-    pub origin_requests: AtomicU64,
-    pub passthrough_opens: AtomicU64,
-    pub files_cached: AtomicU64,
-    pub errors: AtomicU64,
-    pub prefetched_bytes: AtomicU64,
-    pub prefetch_wasted_bytes: AtomicU64,
-    pub memory_peak: AtomicU64,
-    pub memory_bound: AtomicU64,
-    pub peer_chunks: AtomicU64,
-    pub peer_bytes: AtomicU64,
-    pub peer_requests: AtomicU64,
-    pub peer_errors: AtomicU64,
-    pub peer_bad_chunks: AtomicU64,
-    pub mirror_chunks: AtomicU64,
-    pub mirror_bytes: AtomicU64,
-    pub mirror_requests: AtomicU64,
-    pub mirror_errors: AtomicU64,
-    pub failovers: AtomicU64,
-    pub retries: AtomicU64,
-    pub read_latency: Histogram,
-    pub origin_latency: Histogram,
-    pub peer_latency: Histogram,
-    /// When the last read arrived, in milliseconds since the epoch.
-    pub last_read_ms: AtomicU64,
-}
-
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-impl Counters {
-    pub fn snapshot(&self) -> TierStats {
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        TierStats {
-            reads: g(&self.reads),
-            bytes_served: g(&self.bytes_served),
-            memory_hits: g(&self.memory_hits),
-            cache_hits: g(&self.cache_hits),
-            cache_bytes: g(&self.cache_bytes),
-            origin_chunks: g(&self.origin_chunks),
-            origin_bytes: g(&self.origin_bytes),
-            origin_requests: g(&self.origin_requests),
-            passthrough_opens: g(&self.passthrough_opens),
-            files_cached: g(&self.files_cached),
-            errors: g(&self.errors),
-            prefetched_bytes: g(&self.prefetched_bytes),
-            prefetch_wasted_bytes: g(&self.prefetch_wasted_bytes),
-            memory_peak: g(&self.memory_peak),
-            memory_bound: g(&self.memory_bound),
-            prefetch_pending: 0,
-            peer_chunks: g(&self.peer_chunks),
-            peer_bytes: g(&self.peer_bytes),
-            peer_requests: g(&self.peer_requests),
-            peer_errors: g(&self.peer_errors),
-            peer_bad_chunks: g(&self.peer_bad_chunks),
-            mirror_chunks: g(&self.mirror_chunks),
-            mirror_bytes: g(&self.mirror_bytes),
-            mirror_requests: g(&self.mirror_requests),
-            mirror_errors: g(&self.mirror_errors),
-            failovers: g(&self.failovers),
-            retries: g(&self.retries),
-            read_latency: self.read_latency.snapshot(),
-            origin_latency: self.origin_latency.snapshot(),
-            peer_latency: self.peer_latency.snapshot(),
-        }
-    }
-}
-
-pub fn add(a: &AtomicU64, n: u64) {
-    a.fetch_add(n, Ordering::Relaxed);
-}
-
-/// Another machine that serves chunks by hash: `sealvol serve`, the in-cluster tier.
-pub trait Peer: Send + Sync {
-    /// Where it is, for logs.
-    fn name(&self) -> &str;
-
-    /// Puts in `into` (replacing what it held, keeping its memory) the stored bytes of
-    /// `chunks` (hash, stored length), which lie back to back in `pack` from `offset`,
-    /// in order. Unverified: the caller checks every chunk.
-    fn read_run(
-        &self,
-        pack: &PackId,
-        offset: u64,
-        chunks: &[(Hash, u32)],
-        into: &mut Vec<u8>,
-    ) -> Result<()>;
-}
-
-/// How long a peer that failed or returned bad bytes is passed over before it is
-/// asked again: long enough that a dead peer costs one timeout, not one per read.
-pub const PEER_BACKOFF: Duration = Duration::from_secs(5);
-
-/// A source that failed, passed over until `PEER_BACKOFF` has gone by.
-#[derive(Default)]
-struct Backoff {
-    /// Asked again from this time (milliseconds since the epoch); 0 when up.
-    down_until_ms: AtomicU64,
-}
-
-impl Backoff {
-    fn is_up(&self) -> bool {
-        self.down_until_ms.load(Ordering::Relaxed) <= now_ms()
-    }
-
-    fn pass_over(&self, what: &str, why: &str) {
-        let until = now_ms() + PEER_BACKOFF.as_millis() as u64;
-        // Logged once per outage, not once per read.
-        if self.down_until_ms.swap(until, Ordering::Relaxed) <= now_ms() {
-            tracing::warn!(
-                "{what}: {why}; reading from the next tier for {}s",
-                PEER_BACKOFF.as_secs()
-            );
-        }
-    }
-}
-
-struct PeerTier {
-    peer: Arc<dyn Peer>,
-    backoff: Backoff,
-}
-
-impl PeerTier {
-    fn pass_over(&self, why: &str) {
-        self.backoff
-            .pass_over(&format!("peer {}", self.peer.name()), why);
-    }
-}
-
-/// Another repository that holds the same versions (`volume mirror`), read when the
-/// origin cannot give a run; trusted like the origin, every chunk still checked.
-struct MirrorTier {
-    repo: Arc<Repository>,
-    backoff: Backoff,
 }
 
 /// Where verified chunks come from.
@@ -896,147 +614,6 @@ fn fill_each(
     }
 }
 
-/// Chunks `run` of `obj` from the first mirror that is up and holds every one of them
-/// with its hash; `None` if none does.
-fn from_mirrors(
-    mirrors: &[MirrorTier],
-    obj: &FileObject,
-    run: &[usize],
-    counters: &Counters,
-) -> Option<Vec<ChunkBytes>> {
-    for m in mirrors.iter().filter(|m| m.backoff.is_up()) {
-        match mirror_run(&m.repo, obj, run, counters) {
-            Ok(pieces) => {
-                add(&counters.mirror_chunks, pieces.len() as u64);
-                add(
-                    &counters.mirror_bytes,
-                    pieces.iter().map(|p| p.len() as u64).sum(),
-                );
-                return Some(pieces);
-            }
-            Err(e) => {
-                add(&counters.mirror_errors, 1);
-                let what = format!("mirror {}", m.repo.location());
-                // A mirror lacking a chunk is not down: only this run goes elsewhere.
-                if e.kind() == ErrorKind::NotFound {
-                    tracing::warn!("{what}: {}", e.message());
-                } else {
-                    m.backoff.pass_over(&what, &e.to_string());
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Chunks `run` of `obj` from `mirror`, found by hash in its own packs, read in runs of
-/// chunks that lie back to back there, each checked.
-fn mirror_run(
-    mirror: &Repository,
-    obj: &FileObject,
-    run: &[usize],
-    counters: &Counters,
-) -> Result<Vec<ChunkBytes>> {
-    let mut locs = Vec::with_capacity(run.len());
-    for &i in run {
-        let h = obj.chunks[i].entry.hash;
-        let loc = mirror.locate(&h)?.ok_or_else(|| {
-            Error::not_found(format!("lacks chunk {}", h.hex()))
-                .hint("copy the version there with `sealvol volume mirror REF --to REPO`")
-        })?;
-        locs.push(loc);
-    }
-    let max = max_run(mirror);
-    let mut out = Vec::with_capacity(run.len());
-    let mut a = 0;
-    while a < locs.len() {
-        let (pack, first) = locs[a];
-        let mut end = first.offset + first.stored_len as u64;
-        let mut b = a + 1;
-        while b < locs.len()
-            && locs[b].0 == pack
-            && locs[b].1.offset == end
-            && end + locs[b].1.stored_len as u64 - first.offset <= max
-        {
-            end += locs[b].1.stored_len as u64;
-            b += 1;
-        }
-        add(&counters.mirror_requests, 1);
-        let mut buf = recycled::take((end - first.offset) as usize);
-        mirror.pack_range_into(&pack, first.offset, buf.as_mut_vec())?;
-        let buf = Arc::new(buf);
-        for (p, e) in &locs[a..b] {
-            let at = (e.offset - first.offset) as usize;
-            let piece = ChunkBytes::slice(&buf, at..at + e.stored_len as usize);
-            if let Err(err) = check_chunk(&piece, e, p) {
-                mirror.record_damage(p, e, "read");
-                return Err(err);
-            }
-            out.push(piece);
-        }
-        a = b;
-    }
-    Ok(out)
-}
-
-/// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`) from the
-/// first peer that is up and returns it whole with every chunk passing its hash; `None`
-/// sends the run to the origin.
-fn from_peers(
-    peers: &[PeerTier],
-    obj: &FileObject,
-    run: &[usize],
-    pack: &PackId,
-    start: u64,
-    end: u64,
-    counters: &Counters,
-) -> Option<Arc<Buffer>> {
-    let mut up = peers.iter().filter(|p| p.backoff.is_up()).peekable();
-    up.peek()?;
-    let chunks: Vec<(Hash, u32)> = run
-        .iter()
-        .map(|&i| (obj.chunks[i].entry.hash, obj.chunks[i].entry.stored_len))
-        .collect();
-    let len = (end - start) as usize;
-    for p in up {
-        add(&counters.peer_requests, 1);
-        let mut buf = recycled::take(len);
-        let asked = std::time::Instant::now();
-        let answer = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec());
-        counters.peer_latency.observe(asked.elapsed());
-        if let Err(e) = answer {
-            add(&counters.peer_errors, 1);
-            p.pass_over(&e.to_string());
-            continue;
-        }
-        if buf.len() != len {
-            add(&counters.peer_errors, 1);
-            p.pass_over(&format!("returned {} bytes for a run of {len}", buf.len()));
-            continue;
-        }
-        let bad = run
-            .iter()
-            .filter(|&&i| {
-                let e = &obj.chunks[i].entry;
-                let at = (e.offset - start) as usize;
-                Hash::of(&buf[at..at + e.stored_len as usize]) != e.hash
-            })
-            .count();
-        if bad > 0 {
-            add(&counters.peer_bad_chunks, bad as u64);
-            p.pass_over(&format!(
-                "{bad} chunk(s) of pack {} at offset {start} failed their hash check",
-                pack.hex()
-            ));
-            continue;
-        }
-        add(&counters.peer_chunks, run.len() as u64);
-        add(&counters.peer_bytes, len as u64);
-        return Some(Arc::new(buf));
-    }
-    None
-}
-
 /// A chunk whose copy in `pack` cannot be used, read from another copy the repository
 /// holds (a chunk list written before a repair relinked it still reads), checked.
 fn elsewhere(
@@ -1067,7 +644,7 @@ fn elsewhere(
 }
 
 /// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.
-fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
+pub(super) fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
     if Hash::of(bytes) != entry.hash {
         return Err(Error::corrupt(format!(
             "chunk {} in pack {} at offset {} fails its hash check",

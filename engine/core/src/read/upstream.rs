@@ -1,0 +1,219 @@
+//! The tiers beside the origin: peers (`sealvol serve` on other machines, not trusted)
+//! and mirrored origins (repositories holding the same versions), each passed over for
+//! a while after it fails, every chunk they give checked against its hash.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
+use crate::digest::Hash;
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::{FileObject, PackId};
+use crate::recycled::{self, Buffer};
+use crate::repo::Repository;
+
+/// Another machine that serves chunks by hash: `sealvol serve`, the in-cluster tier.
+pub trait Peer: Send + Sync {
+    /// Where it is, for logs.
+    fn name(&self) -> &str;
+
+    /// Puts in `into` (replacing what it held, keeping its memory) the stored bytes of
+    /// `chunks` (hash, stored length), which lie back to back in `pack` from `offset`,
+    /// in order. Unverified: the caller checks every chunk.
+    fn read_run(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()>;
+}
+
+/// How long a peer that failed or returned bad bytes is passed over before it is
+/// asked again: long enough that a dead peer costs one timeout, not one per read.
+pub const PEER_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A source that failed, passed over until `PEER_BACKOFF` has gone by.
+#[derive(Default)]
+pub(super) struct Backoff {
+    /// Asked again from this time (milliseconds since the epoch); 0 when up.
+    down_until_ms: AtomicU64,
+}
+
+impl Backoff {
+    pub(super) fn is_up(&self) -> bool {
+        self.down_until_ms.load(Ordering::Relaxed) <= now_ms()
+    }
+
+    pub(super) fn pass_over(&self, what: &str, why: &str) {
+        let until = now_ms() + PEER_BACKOFF.as_millis() as u64;
+        // Logged once per outage, not once per read.
+        if self.down_until_ms.swap(until, Ordering::Relaxed) <= now_ms() {
+            tracing::warn!(
+                "{what}: {why}; reading from the next tier for {}s",
+                PEER_BACKOFF.as_secs()
+            );
+        }
+    }
+}
+
+pub(super) struct PeerTier {
+    pub(super) peer: Arc<dyn Peer>,
+    pub(super) backoff: Backoff,
+}
+
+impl PeerTier {
+    fn pass_over(&self, why: &str) {
+        self.backoff
+            .pass_over(&format!("peer {}", self.peer.name()), why);
+    }
+}
+
+/// Another repository that holds the same versions (`volume mirror`), read when the
+/// origin cannot give a run; trusted like the origin, every chunk still checked.
+pub(super) struct MirrorTier {
+    pub(super) repo: Arc<Repository>,
+    pub(super) backoff: Backoff,
+}
+
+/// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`) from the
+/// first peer that is up and returns it whole with every chunk passing its hash; `None`
+/// sends the run to the origin.
+pub(super) fn from_peers(
+    peers: &[PeerTier],
+    obj: &FileObject,
+    run: &[usize],
+    pack: &PackId,
+    start: u64,
+    end: u64,
+    counters: &Counters,
+) -> Option<Arc<Buffer>> {
+    let mut up = peers.iter().filter(|p| p.backoff.is_up()).peekable();
+    up.peek()?;
+    let chunks: Vec<(Hash, u32)> = run
+        .iter()
+        .map(|&i| (obj.chunks[i].entry.hash, obj.chunks[i].entry.stored_len))
+        .collect();
+    let len = (end - start) as usize;
+    for p in up {
+        add(&counters.peer_requests, 1);
+        let mut buf = recycled::take(len);
+        let asked = std::time::Instant::now();
+        let answer = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec());
+        counters.peer_latency.observe(asked.elapsed());
+        if let Err(e) = answer {
+            add(&counters.peer_errors, 1);
+            p.pass_over(&e.to_string());
+            continue;
+        }
+        if buf.len() != len {
+            add(&counters.peer_errors, 1);
+            p.pass_over(&format!("returned {} bytes for a run of {len}", buf.len()));
+            continue;
+        }
+        let bad = run
+            .iter()
+            .filter(|&&i| {
+                let e = &obj.chunks[i].entry;
+                let at = (e.offset - start) as usize;
+                Hash::of(&buf[at..at + e.stored_len as usize]) != e.hash
+            })
+            .count();
+        if bad > 0 {
+            add(&counters.peer_bad_chunks, bad as u64);
+            p.pass_over(&format!(
+                "{bad} chunk(s) of pack {} at offset {start} failed their hash check",
+                pack.hex()
+            ));
+            continue;
+        }
+        add(&counters.peer_chunks, run.len() as u64);
+        add(&counters.peer_bytes, len as u64);
+        return Some(Arc::new(buf));
+    }
+    None
+}
+
+/// Chunks `run` of `obj` from the first mirror that is up and holds every one of them
+/// with its hash; `None` if none does.
+pub(super) fn from_mirrors(
+    mirrors: &[MirrorTier],
+    obj: &FileObject,
+    run: &[usize],
+    counters: &Counters,
+) -> Option<Vec<ChunkBytes>> {
+    for m in mirrors.iter().filter(|m| m.backoff.is_up()) {
+        match mirror_run(&m.repo, obj, run, counters) {
+            Ok(pieces) => {
+                add(&counters.mirror_chunks, pieces.len() as u64);
+                add(
+                    &counters.mirror_bytes,
+                    pieces.iter().map(|p| p.len() as u64).sum(),
+                );
+                return Some(pieces);
+            }
+            Err(e) => {
+                add(&counters.mirror_errors, 1);
+                let what = format!("mirror {}", m.repo.location());
+                // A mirror lacking a chunk is not down: only this run goes elsewhere.
+                if e.kind() == ErrorKind::NotFound {
+                    tracing::warn!("{what}: {}", e.message());
+                } else {
+                    m.backoff.pass_over(&what, &e.to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Chunks `run` of `obj` from `mirror`, found by hash in its own packs, read in runs of
+/// chunks that lie back to back there, each checked.
+fn mirror_run(
+    mirror: &Repository,
+    obj: &FileObject,
+    run: &[usize],
+    counters: &Counters,
+) -> Result<Vec<ChunkBytes>> {
+    let mut locs = Vec::with_capacity(run.len());
+    for &i in run {
+        let h = obj.chunks[i].entry.hash;
+        let loc = mirror.locate(&h)?.ok_or_else(|| {
+            Error::not_found(format!("lacks chunk {}", h.hex()))
+                .hint("copy the version there with `sealvol volume mirror REF --to REPO`")
+        })?;
+        locs.push(loc);
+    }
+    let max = max_run(mirror);
+    let mut out = Vec::with_capacity(run.len());
+    let mut a = 0;
+    while a < locs.len() {
+        let (pack, first) = locs[a];
+        let mut end = first.offset + first.stored_len as u64;
+        let mut b = a + 1;
+        while b < locs.len()
+            && locs[b].0 == pack
+            && locs[b].1.offset == end
+            && end + locs[b].1.stored_len as u64 - first.offset <= max
+        {
+            end += locs[b].1.stored_len as u64;
+            b += 1;
+        }
+        add(&counters.mirror_requests, 1);
+        let mut buf = recycled::take((end - first.offset) as usize);
+        mirror.pack_range_into(&pack, first.offset, buf.as_mut_vec())?;
+        let buf = Arc::new(buf);
+        for (p, e) in &locs[a..b] {
+            let at = (e.offset - first.offset) as usize;
+            let piece = ChunkBytes::slice(&buf, at..at + e.stored_len as usize);
+            if let Err(err) = check_chunk(&piece, e, p) {
+                mirror.record_damage(p, e, "read");
+                return Err(err);
+            }
+            out.push(piece);
+        }
+        a = b;
+    }
+    Ok(out)
+}
