@@ -95,8 +95,18 @@ fn a_training_job_elsewhere_pushes_tags_diffs_deletes_and_restores_through_the_r
 
     // Pulled back anywhere, byte for byte; and the server's repository is whole.
     let out = ci.path("out");
-    ci.ok(&["volume", "pull", &pinned2, out.to_str().unwrap()]);
+    let pulled: Value = serde_json::from_str(&ci.ok(&[
+        "volume",
+        "pull",
+        &pinned2,
+        out.to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
     assert_same_tree(&v2, &out);
+    // Through the server's own cache tier: the remote engine is the pull's peer.
+    assert!(pulled["tiers"]["peer_bytes"].as_u64() > Some(0), "{pulled}");
+    assert_eq!(pulled["tiers"]["origin_chunks"], 0, "{pulled}");
     server.ok(&["volume", "verify", "--read-data"]);
 }
 

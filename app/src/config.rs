@@ -77,9 +77,15 @@ pub struct Settings {
 
 impl Settings {
     /// The cache servers to read through: those a command names (`--peer`), else
-    /// config.toml's; each checked to be an address one can be reached at.
+    /// config.toml's, else the remote engine (whose cache then serves the chunks); each
+    /// checked to be an address one can be reached at.
     pub fn peers_or(&self, flags: &[String]) -> Result<Vec<String>> {
-        let named = if flags.is_empty() { &self.peers } else { flags };
+        let remote: Vec<String> = self.remote.iter().cloned().collect();
+        let named = match (flags.is_empty(), self.peers.is_empty()) {
+            (false, _) => flags,
+            (true, false) => &self.peers,
+            (true, true) => &remote,
+        };
         named
             .iter()
             .map(|p| sealvol_serve::peer::check_url(p))
