@@ -63,6 +63,8 @@ pub struct Counters {
     pub requests: AtomicU64,
     /// Run requests (adjacent chunks of one pack), also counted in `requests`.
     pub runs: AtomicU64,
+    /// Chunks asked for: one per chunk request, and one per chunk of a run.
+    pub chunks: AtomicU64,
     pub bytes_served: AtomicU64,
     pub cache_hits: AtomicU64,
     pub origin_fetches: AtomicU64,
@@ -73,6 +75,9 @@ pub struct Counters {
     pub bad_bytes: AtomicU64,
     pub not_found: AtomicU64,
     pub errors: AtomicU64,
+    /// How long requests took to answer, and each origin range read.
+    pub request_latency: sealvol_core::read::Histogram,
+    pub origin_latency: sealvol_core::read::Histogram,
 }
 
 type Outcome = Result<ChunkBytes, Miss>;
@@ -206,7 +211,15 @@ impl ChunkService {
     /// The verified bytes of chunk `hash`: from the cache, else from the origin, fetched
     /// once for everyone who asks meanwhile. Blocking: call it off the async threads.
     pub fn get(&self, hash: &Hash, hint: Option<Hint>) -> Outcome {
+        let started = Instant::now();
         add(&self.counters.requests, 1);
+        add(&self.counters.chunks, 1);
+        let outcome = self.get_claimed(hash, hint);
+        self.counters.request_latency.observe(started.elapsed());
+        outcome
+    }
+
+    fn get_claimed(&self, hash: &Hash, hint: Option<Hint>) -> Outcome {
         match self.claim(hash) {
             Claim::Ready(b) => Ok(b),
             Claim::Wait(f) => f.wait(),
@@ -229,8 +242,21 @@ impl ChunkService {
         chunks: &[(Hash, u32)],
     ) -> Result<Vec<ChunkBytes>, Miss> {
         check_run(offset, chunks).map_err(Miss::Invalid)?;
+        let started = Instant::now();
         add(&self.counters.requests, 1);
         add(&self.counters.runs, 1);
+        add(&self.counters.chunks, chunks.len() as u64);
+        let pieces = self.run_claimed(pack, offset, chunks);
+        self.counters.request_latency.observe(started.elapsed());
+        pieces
+    }
+
+    fn run_claimed(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+    ) -> Result<Vec<ChunkBytes>, Miss> {
         let claims: Vec<Claim> = chunks.iter().map(|(h, _)| self.claim(h)).collect();
         let mut at = Vec::with_capacity(chunks.len());
         let mut o = offset;
@@ -395,9 +421,10 @@ impl ChunkService {
     fn read_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Arc<Buffer>, Miss> {
         let mut buf = recycled::take(len as usize);
         add(&self.counters.origin_fetches, 1);
-        self.repo
-            .pack_range_into(pack, offset, buf.as_mut_vec())
-            .map_err(|e| origin_miss(&e))?;
+        let asked = Instant::now();
+        let read = self.repo.pack_range_into(pack, offset, buf.as_mut_vec());
+        self.counters.origin_latency.observe(asked.elapsed());
+        read.map_err(|e| origin_miss(&e))?;
         add(&self.counters.origin_bytes, buf.len() as u64);
         Ok(Arc::new(buf))
     }

@@ -10,9 +10,7 @@
 //! max-age=31536000, immutable`, the hash as the `ETag`): an ordinary HTTP cache in
 //! front of the server works too.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -265,90 +263,12 @@ fn immutable(etag: &str) -> HeaderMap {
 }
 
 async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse {
-    let c = &service.counters;
-    let mut out = String::new();
-    let mut counter = |name: &str, help: &str, v: u64| {
-        let _ = write!(
-            out,
-            "# HELP sealvol_serve_{name} {help}\n# TYPE sealvol_serve_{name} counter\nsealvol_serve_{name} {v}\n"
-        );
-    };
-    let counters = [
-        (
-            "chunk_requests_total",
-            "Chunk requests answered.",
-            &c.requests,
-        ),
-        (
-            "run_requests_total",
-            "Run requests (adjacent chunks of one pack), also counted as chunk requests.",
-            &c.runs,
-        ),
-        (
-            "bytes_served_total",
-            "Chunk bytes sent to clients.",
-            &c.bytes_served,
-        ),
-        (
-            "cache_hits_total",
-            "Chunks found in the server's cache.",
-            &c.cache_hits,
-        ),
-        (
-            "origin_fetches_total",
-            "Range reads of the origin repository.",
-            &c.origin_fetches,
-        ),
-        (
-            "origin_bytes_total",
-            "Bytes read from the origin.",
-            &c.origin_bytes,
-        ),
-        (
-            "singleflight_waits_total",
-            "Requests that waited for another's fetch of the same chunk.",
-            &c.flight_waits,
-        ),
-        (
-            "bad_bytes_total",
-            "Origin reads whose bytes failed their hash (never served).",
-            &c.bad_bytes,
-        ),
-        (
-            "not_found_total",
-            "Chunks the repository does not hold.",
-            &c.not_found,
-        ),
-        (
-            "errors_total",
-            "Requests that failed for another reason.",
-            &c.errors,
-        ),
-    ];
-    for (name, help, v) in counters {
-        counter(name, help, v.load(Ordering::Relaxed));
-    }
-    let (evictions, evicted_bytes) = service.cache().evicted();
-    counter(
-        "cache_evictions_total",
-        "Chunks evicted from the server's cache.",
-        evictions,
-    );
-    counter(
-        "cache_evicted_bytes_total",
-        "Bytes evicted from the server's cache.",
-        evicted_bytes,
-    );
-    let _ = write!(
-        out,
-        "# HELP sealvol_serve_cache_bytes Bytes in the server's cache.\n# TYPE sealvol_serve_cache_bytes gauge\nsealvol_serve_cache_bytes {}\n",
-        service.cache().used_bytes()
-    );
+    let cache = crate::metrics::CacheState::of(service.cache());
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        out,
+        crate::metrics::serve_text(&service.counters, cache),
     )
 }

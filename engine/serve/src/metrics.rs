@@ -23,23 +23,34 @@ fn quote(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// Families written one after another, each row with the mount's labels.
+/// Families written one after another, named `PREFIX_NAME`, each row with the same
+/// labels (none for the server, the mount's for a mount).
 struct Text {
+    prefix: &'static str,
     labels: String,
     out: String,
 }
 
 impl Text {
+    /// `name{labels,extra}`, or `name` alone without labels.
+    fn series(&self, name: &str, extra: &str) -> String {
+        let sep = if self.labels.is_empty() || extra.is_empty() {
+            ""
+        } else {
+            ","
+        };
+        match (self.labels.is_empty(), extra.is_empty()) {
+            (true, true) => format!("{}_{name}", self.prefix),
+            _ => format!("{}_{name}{{{}{sep}{extra}}}", self.prefix, self.labels),
+        }
+    }
+
     fn family(&mut self, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
-        let _ = writeln!(self.out, "# HELP sealvol_mount_{name} {help}");
-        let _ = writeln!(self.out, "# TYPE sealvol_mount_{name} {kind}");
+        let _ = writeln!(self.out, "# HELP {}_{name} {help}", self.prefix);
+        let _ = writeln!(self.out, "# TYPE {}_{name} {kind}", self.prefix);
         for (extra, v) in rows {
-            let sep = if extra.is_empty() { "" } else { "," };
-            let _ = writeln!(
-                self.out,
-                "sealvol_mount_{name}{{{}{sep}{extra}}} {v}",
-                self.labels
-            );
+            let series = self.series(name, extra);
+            let _ = writeln!(self.out, "{series} {v}");
         }
     }
 
@@ -49,8 +60,8 @@ impl Text {
 
     /// A histogram with cumulative buckets, in seconds.
     fn histogram(&mut self, name: &str, help: &str, l: &Latency) {
-        let _ = writeln!(self.out, "# HELP sealvol_mount_{name} {help}");
-        let _ = writeln!(self.out, "# TYPE sealvol_mount_{name} histogram");
+        let _ = writeln!(self.out, "# HELP {}_{name} {help}", self.prefix);
+        let _ = writeln!(self.out, "# TYPE {}_{name} histogram", self.prefix);
         let mut seen = 0;
         for (i, n) in l.buckets.iter().enumerate() {
             seen += n;
@@ -58,23 +69,13 @@ impl Text {
                 Some(us) => format!("{}", *us as f64 / 1e6),
                 None => "+Inf".into(),
             };
-            let _ = writeln!(
-                self.out,
-                "sealvol_mount_{name}_bucket{{{},le=\"{le}\"}} {seen}",
-                self.labels
-            );
+            let series = self.series(&format!("{name}_bucket"), &format!("le=\"{le}\""));
+            let _ = writeln!(self.out, "{series} {seen}");
         }
-        let _ = writeln!(
-            self.out,
-            "sealvol_mount_{name}_sum{{{}}} {}",
-            self.labels,
-            l.sum_us as f64 / 1e6
-        );
-        let _ = writeln!(
-            self.out,
-            "sealvol_mount_{name}_count{{{}}} {seen}",
-            self.labels
-        );
+        let sum = self.series(&format!("{name}_sum"), "");
+        let count = self.series(&format!("{name}_count"), "");
+        let _ = writeln!(self.out, "{sum} {}", l.sum_us as f64 / 1e6);
+        let _ = writeln!(self.out, "{count} {seen}");
     }
 }
 
@@ -102,6 +103,7 @@ impl CacheState {
 /// The metrics of one mount, in Prometheus's text format.
 pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) -> String {
     let mut t = Text {
+        prefix: "sealvol_mount",
         labels: format!(
             "volume=\"{}\",digest=\"{}\",dir=\"{}\"",
             quote(&info.volume),
@@ -272,6 +274,123 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) ->
         "peer_request_seconds",
         "How long each run request to a peer took.",
         &s.peer_latency,
+    );
+    t.out
+}
+
+/// The server's metrics (`sealvol serve`'s `/metrics`), in Prometheus's text format.
+pub fn serve_text(c: &crate::chunks::Counters, cache: CacheState) -> String {
+    use std::sync::atomic::Ordering;
+    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let mut t = Text {
+        prefix: "sealvol_serve",
+        labels: String::new(),
+        out: String::new(),
+    };
+    let counters = [
+        (
+            "chunk_requests_total",
+            "Chunk requests answered.",
+            g(&c.requests),
+        ),
+        (
+            "run_requests_total",
+            "Run requests (adjacent chunks of one pack), also counted as chunk requests.",
+            g(&c.runs),
+        ),
+        (
+            "chunks_asked_total",
+            "Chunks asked for, one per chunk of a run.",
+            g(&c.chunks),
+        ),
+        (
+            "bytes_served_total",
+            "Chunk bytes sent to clients.",
+            g(&c.bytes_served),
+        ),
+        (
+            "cache_hits_total",
+            "Chunks found in the server's cache.",
+            g(&c.cache_hits),
+        ),
+        (
+            "origin_fetches_total",
+            "Range reads of the origin repository.",
+            g(&c.origin_fetches),
+        ),
+        (
+            "origin_bytes_total",
+            "Bytes read from the origin.",
+            g(&c.origin_bytes),
+        ),
+        (
+            "singleflight_waits_total",
+            "Requests that waited for another's fetch of the same chunk.",
+            g(&c.flight_waits),
+        ),
+        (
+            "bad_bytes_total",
+            "Origin reads whose bytes failed their hash (never served).",
+            g(&c.bad_bytes),
+        ),
+        (
+            "not_found_total",
+            "Chunks the repository does not hold.",
+            g(&c.not_found),
+        ),
+        (
+            "errors_total",
+            "Requests that failed for another reason.",
+            g(&c.errors),
+        ),
+        (
+            "cache_evictions_total",
+            "Chunks evicted from the server's cache.",
+            cache.evicted.0,
+        ),
+        (
+            "cache_evicted_bytes_total",
+            "Bytes evicted from the server's cache.",
+            cache.evicted.1,
+        ),
+    ];
+    for (name, help, v) in counters {
+        t.one(name, "counter", help, v);
+    }
+    let asked = g(&c.chunks);
+    let hits = g(&c.cache_hits);
+    let ratio = if asked == 0 {
+        0.0
+    } else {
+        hits.min(asked) as f64 / asked as f64
+    };
+    t.family(
+        "cache_hit_ratio",
+        "gauge",
+        "Share of the chunks asked for that the cache held.",
+        &[(String::new(), ratio)],
+    );
+    t.one(
+        "cache_bytes",
+        "gauge",
+        "Bytes in the server's cache.",
+        cache.used,
+    );
+    t.one(
+        "cache_max_bytes",
+        "gauge",
+        "The server's cache bound.",
+        cache.max,
+    );
+    t.histogram(
+        "request_seconds",
+        "How long chunk and run requests took to answer.",
+        &c.request_latency.snapshot(),
+    );
+    t.histogram(
+        "origin_request_seconds",
+        "How long each range read of the origin took.",
+        &c.origin_latency.snapshot(),
     );
     t.out
 }

@@ -57,6 +57,9 @@ fn sixteen_clients_asking_for_one_cold_chunk_cause_one_origin_fetch() {
     assert!(bodies.iter().all(|b| *b == want(&s, 3)));
     assert_eq!(s.metric("origin_fetches_total"), 1, "one fetch for all 16");
     assert_eq!(s.metric("chunk_requests_total"), 16);
+    // Every answer timed, the one origin read too.
+    assert_eq!(s.metric("request_seconds_count"), 16);
+    assert_eq!(s.metric("origin_request_seconds_count"), 1);
     assert_eq!(
         s.metric("singleflight_waits_total") + s.metric("cache_hits_total"),
         15,
