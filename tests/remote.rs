@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::servers::{HfServer, Served, minilm_dir, serve};
+use common::servers::{HfServer, Moto, Served, minilm_dir, serve};
 use common::{Env, assert_same_tree, noise, write};
 use serde_json::Value;
 
@@ -233,5 +233,32 @@ fn a_sync_through_the_remote_seals_the_model_on_the_server() {
             .ok(&["volume", "resolve", "embed/minilm:prod"])
             .trim()
             .ends_with(want.trim())
+    );
+}
+
+#[test]
+fn a_remote_engine_over_a_bucket_moves_tags_by_the_buckets_own_versions() {
+    // Tags move by compare-and-swap on the bucket's own versions (ETags), which the
+    // remote passes to the client and back as they are.
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let mut server = Env::new();
+    server.vars = moto.repo_vars("s3://models/remote");
+    server.ok(&["init"]);
+    let served = serve(&server, &[]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "weights"]));
+    let v1 = checkpoint(&ci, "v1", 5);
+    let pinned1 = ci.push(&v1, "weights/b", &["--tag", "prod"]);
+    let v2 = checkpoint(&ci, "v2", 6);
+    let pinned2 = ci.push(&v2, "weights/b", &["--tag", "prod"]);
+    ci.ok(&["volume", "tag", &pinned1, "prod"]);
+    assert_eq!(
+        server.ok(&["volume", "resolve", "weights/b:prod"]).trim(),
+        pinned1
+    );
+    let history = server.ok(&["volume", "tags", "weights/b", "--history", "--json"]);
+    assert!(
+        history.contains(&pinned2[pinned2.len() - 16..]),
+        "{history}"
     );
 }

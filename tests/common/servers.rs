@@ -364,13 +364,16 @@ pub fn serve(env: &super::Env, extra: &[&str]) -> Served {
 /// A server with its own cache directory, `name`.
 pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
     let cache = env.path(name);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealvol"))
-        .args([
-            "--repo",
-            env.repo.to_str().unwrap(),
-            "--state",
-            env.state.to_str().unwrap(),
-        ])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealvol"));
+    // A bucket repository comes with its address and keys in `vars`.
+    for (k, v) in &env.vars {
+        cmd.env(k, v);
+    }
+    if !env.vars.iter().any(|(k, _)| k == "SEALVOL_REPO") {
+        cmd.args(["--repo", env.repo.to_str().unwrap()]);
+    }
+    let mut child = cmd
+        .args(["--state", env.state.to_str().unwrap()])
         .args(["serve", "--cache", cache.to_str().unwrap()])
         // A free loopback port, unless the test listens elsewhere.
         .args(match extra.contains(&"--listen") {

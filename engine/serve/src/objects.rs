@@ -34,6 +34,9 @@ use sealvol_core::store::{ETag, ObjectStore};
 
 use crate::keys::Grant;
 
+/// The header that carries an object's version (`get_versioned`) to the client.
+pub const VERSION_HEADER: &str = "x-sealvol-version";
+
 /// The largest object a client may write: a pack is about the repository's target
 /// size (64 MiB) plus one chunk.
 pub const MAX_OBJECT: usize = 256 << 20;
@@ -260,9 +263,11 @@ pub async fn get_object(
     .await;
     match got {
         Ok(Some((bytes, etag))) => {
+            // The store's own version string, as it is (an S3 ETag keeps its quotes):
+            // the client hands it back for the compare-and-swap.
             let mut h = HeaderMap::new();
-            if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", etag.0)) {
-                h.insert(header::ETAG, v);
+            if let Ok(v) = HeaderValue::from_str(&etag.0) {
+                h.insert(VERSION_HEADER, v);
             }
             (StatusCode::OK, h, bytes).into_response()
         }

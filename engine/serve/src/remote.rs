@@ -289,10 +289,10 @@ impl ObjectStore for RemoteStore {
             200 => {
                 let etag = resp
                     .headers()
-                    .get(reqwest::header::ETAG)
+                    .get(crate::objects::VERSION_HEADER)
                     .and_then(|v| v.to_str().ok())
-                    .map(|v| v.trim_matches('"').to_string())
-                    .unwrap_or_default();
+                    .unwrap_or_default()
+                    .to_string();
                 let mut out = Vec::new();
                 self.bytes(resp, &mut out)?;
                 Ok(Some((out, ETag(etag))))
