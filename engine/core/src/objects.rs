@@ -95,32 +95,74 @@ pub fn decode_entries(what: &str, bytes: &[u8], count: u64) -> Result<Vec<PackEn
 /// it starts with the magic, its trailer parses, names it `id`, and lays its chunks
 /// back to back in order with every one passing its hash.
 pub fn check_pack(what: &str, id: &PackId, bytes: &[u8]) -> Result<()> {
+    check_pack_with(what, id, bytes.len() as u64, &mut |offset, buf| {
+        let at = offset as usize;
+        buf.copy_from_slice(&bytes[at..at + buf.len()]);
+        Ok(())
+    })
+}
+
+/// `check_pack` of a pack in a file, read a chunk at a time (memory: one chunk).
+pub fn check_pack_file(what: &str, id: &PackId, path: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| Error::io("cannot read", path, e))?
+        .len();
+    check_pack_with(what, id, len, &mut |offset, buf| {
+        f.read_exact_at(buf, offset)
+            .map_err(|e| Error::io("cannot read", path, e))
+    })
+}
+
+/// `check_pack` over `read(offset, buf)`, which fills `buf` from the pack's `len`
+/// bytes.
+fn check_pack_with(
+    what: &str,
+    id: &PackId,
+    len: u64,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+) -> Result<()> {
     let bad = |why: &str| Error::corrupt(format!("{what}: {why}"));
-    if bytes.len() < PACK_MAGIC.len() + FOOTER_LEN || !bytes.starts_with(PACK_MAGIC) {
+    let head = (PACK_MAGIC.len() + FOOTER_LEN) as u64;
+    if len < head {
         return Err(bad("not a pack"));
     }
-    let count = decode_footer(what, &bytes[bytes.len() - FOOTER_LEN..])?;
+    let mut magic = [0u8; 8];
+    read(0, &mut magic)?;
+    if magic != *PACK_MAGIC {
+        return Err(bad("not a pack"));
+    }
+    let mut footer = [0u8; FOOTER_LEN];
+    read(len - FOOTER_LEN as u64, &mut footer)?;
+    let count = decode_footer(what, &footer)?;
     let table = count
         .checked_mul(ENTRY_LEN as u64)
-        .filter(|t| *t <= (bytes.len() - PACK_MAGIC.len() - FOOTER_LEN) as u64)
-        .ok_or_else(|| bad("its entry count does not fit the pack"))? as usize;
-    let data_end = bytes.len() - FOOTER_LEN - table;
-    let entries = decode_entries(what, &bytes[data_end..bytes.len() - FOOTER_LEN], count)?;
+        .filter(|t| *t <= len - head)
+        .ok_or_else(|| bad("its entry count does not fit the pack"))?;
+    let data_end = len - FOOTER_LEN as u64 - table;
+    let mut raw = vec![0u8; table as usize];
+    read(data_end, &mut raw)?;
+    let entries = decode_entries(what, &raw, count)?;
     if pack_id(&entries) != *id {
         return Err(bad("its entry table does not hash to its name"));
     }
     let mut at = PACK_MAGIC.len() as u64;
+    let mut chunk = Vec::new();
     for e in &entries {
         let end = e.offset + e.stored_len as u64;
-        if e.offset != at || end > data_end as u64 {
+        if e.offset != at || end > data_end {
             return Err(bad("its chunks are not laid back to back"));
         }
-        if Hash::of(&bytes[e.offset as usize..end as usize]) != e.hash {
+        chunk.resize(e.stored_len as usize, 0);
+        read(e.offset, &mut chunk)?;
+        if Hash::of(&chunk) != e.hash {
             return Err(bad(&format!("chunk {} fails its hash check", e.hash.hex())));
         }
         at = end;
     }
-    if at != data_end as u64 {
+    if at != data_end {
         return Err(bad("it holds bytes no entry names"));
     }
     Ok(())

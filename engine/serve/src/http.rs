@@ -79,8 +79,7 @@ pub fn router(served: Served) -> Router {
             get(o::get_object)
                 .head(o::head_object)
                 .put(o::put_object)
-                .delete(o::delete_object)
-                .layer(DefaultBodyLimit::max(o::MAX_OBJECT)),
+                .delete(o::delete_object),
         )
         .route(ROUTES[3].0, get(o::list))
         .route(ROUTES[4].0, get(o::now))

@@ -38,8 +38,12 @@ use crate::keys::Grant;
 pub const VERSION_HEADER: &str = "x-sealvol-version";
 
 /// The largest object a client may write: a pack is about the repository's target
-/// size (64 MiB) plus one chunk.
+/// size (64 MiB) plus one chunk. Packs are streamed to disk, never held whole.
 pub const MAX_OBJECT: usize = 256 << 20;
+
+/// The largest of every other object (a chunk list of a file of a million chunks is
+/// about 50 MiB), read into memory.
+pub const MAX_SMALL_OBJECT: usize = 64 << 20;
 
 /// What a request does to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +129,8 @@ fn check_content(key: &str, bytes: &[u8]) -> Result<(), Error> {
         Hash::parse_hex(s).ok_or_else(|| Error::invalid(format!("{key}: {s:.80} is not a hash")))
     };
     match parts.as_slice() {
+        // Whole packs are checked where they are staged (`put_pack`); this is a pack
+        // written by another mode, which must hold up all the same.
         ["packs", _, name] => sealvol_core::objects::check_pack(key, &id(name)?, bytes),
         ["index", name] => {
             let entries = sealvol_core::objects::decode_index(key, bytes)?;
@@ -302,27 +308,40 @@ pub async fn put_object(
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
     Query(q): Query<PutQuery>,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Response {
     let op = match (q.mode.as_str(), &q.etag) {
         ("absent", _) | ("match", None) => Op::Create,
         ("match", Some(_)) | ("put", _) => Op::Replace,
         (m, _) => {
-            return failed(Error::invalid(format!(
+            let r = failed(Error::invalid(format!(
                 "mode={m:.40}: give absent, match or put"
             )));
+            drain(body).await;
+            return r;
         }
+    };
+    // Checked before the body is stored; a refusal still reads it (discarding it),
+    // because a client still sending its body would not see the answer otherwise.
+    let refusal = match check_key(&key) {
+        Err(why) => Some(failed(Error::invalid(why))),
+        Ok(()) => authorize(&grant, &key, op).err().map(denied),
+    };
+    if let Some(r) = refusal {
+        drain(body).await;
+        return r;
+    }
+    if q.mode == "absent" && key.starts_with("packs/") {
+        return put_pack(repo, key, body).await;
+    }
+    let body = match axum::body::to_bytes(body, MAX_SMALL_OBJECT).await {
+        Ok(b) => b,
+        Err(_) => return too_large(MAX_SMALL_OBJECT),
     };
     let k = key.clone();
     let done = with_store(&repo, &grant, &key, op, move |s| {
         check_content(&k, &body)?;
         match q.mode.as_str() {
-            "absent" if k.starts_with("packs/") => {
-                // Staged as a file, as a push publishes a pack.
-                let path = s.staging_path()?;
-                std::fs::write(&path, &body).map_err(|e| Error::io("cannot write", &path, e))?;
-                s.put_file_if_absent(&k, &path)
-            }
             "absent" => s.put_if_absent(&k, &body),
             "match" => s
                 .put_if_match(&k, &body, q.etag.map(ETag).as_ref())
@@ -335,6 +354,103 @@ pub async fn put_object(
         Ok(true) => StatusCode::CREATED.into_response(),
         Ok(false) => StatusCode::OK.into_response(),
         Err(r) => r,
+    }
+}
+
+/// Reads a body to its end (at most `MAX_OBJECT` bytes), keeping nothing.
+async fn drain(body: axum::body::Body) {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut total = 0;
+    while let Some(Ok(b)) = stream.next().await {
+        total += b.len();
+        if total > MAX_OBJECT {
+            break;
+        }
+    }
+}
+
+fn too_large(limit: usize) -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Error::invalid(format!("the body is over {limit} bytes"))
+            .hint("a pack is at most the repository's pack size plus one chunk"),
+    )
+}
+
+/// A pack, streamed to a staging file as it arrives (memory: a few frames), checked
+/// there chunk by chunk against its name, then published; what fails leaves nothing.
+async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) -> Response {
+    use futures::StreamExt;
+    let Some(id) = key.rsplit('/').next().and_then(Hash::parse_hex) else {
+        return failed(Error::invalid(format!("{key}: not a pack id")));
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+    let r = Arc::clone(&repo);
+    let writer =
+        tokio::task::spawn_blocking(move || -> sealvol_core::Result<std::path::PathBuf> {
+            use std::io::Write;
+            let path = r.object_store().staging_path()?;
+            let mut f =
+                std::fs::File::create(&path).map_err(|e| Error::io("cannot create", &path, e))?;
+            while let Some(b) = rx.blocking_recv() {
+                if let Err(e) = f.write_all(&b) {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(Error::io("cannot write", &path, e));
+                }
+            }
+            Ok(path)
+        });
+    let mut stream = body.into_data_stream();
+    let mut total = 0usize;
+    let mut cut = None;
+    while let Some(frame) = stream.next().await {
+        match frame {
+            Ok(b) if total + b.len() > MAX_OBJECT => {
+                cut = Some(too_large(MAX_OBJECT));
+                break;
+            }
+            Ok(b) => {
+                total += b.len();
+                if tx.send(b).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                cut = Some(failed(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("the upload of {key} was cut short: {e}"),
+                )));
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let path = match writer.await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return failed(e),
+        Err(e) => return failed(Error::new(ErrorKind::Io, e.to_string())),
+    };
+    if let Some(refusal) = cut {
+        let _ = std::fs::remove_file(&path);
+        return refusal;
+    }
+    let done = tokio::task::spawn_blocking(move || {
+        let checked = sealvol_core::objects::check_pack_file(&key, &id, &path);
+        match checked {
+            Ok(()) => repo.object_store().put_file_if_absent(&key, &path),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(true)) => StatusCode::CREATED.into_response(),
+        Ok(Ok(false)) => StatusCode::OK.into_response(),
+        Ok(Err(e)) => failed(e),
+        Err(e) => failed(Error::new(ErrorKind::Io, e.to_string())),
     }
 }
 

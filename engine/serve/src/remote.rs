@@ -263,10 +263,26 @@ impl ObjectStore for RemoteStore {
     }
 
     fn put_file_if_absent(&self, key: &str, file: &Path) -> Result<bool> {
-        let data = std::fs::read(file).map_err(|e| Error::io("cannot read", file, e))?;
-        let created = self.put_mode(key, data, "mode=absent");
+        // Streamed from the file: a push keeps several packs in flight, and none of
+        // them in memory whole.
+        let f = std::fs::File::open(file).map_err(|e| Error::io("cannot read", file, e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| Error::io("cannot read", file, e))?
+            .len();
+        self.traffic.put(len);
+        let sent = self.send(
+            self.client
+                .put(format!("{}?mode=absent", self.object(key)))
+                .body(reqwest::blocking::Body::sized(f, len)),
+        );
         let _ = std::fs::remove_file(file);
-        created
+        let resp = sent?;
+        match resp.status().as_u16() {
+            201 => Ok(true),
+            200 => Ok(false),
+            _ => Err(self.error(resp)),
+        }
     }
 
     fn staging_path(&self) -> Result<PathBuf> {
