@@ -197,3 +197,39 @@ fn bad_object_requests_get_one_line_and_store_nothing() {
     let (status, text) = ask(&s, "GET", "/v1/list?prefix=packs", Some(&ci), Vec::new());
     assert_eq!(status, 400, "{text}");
 }
+
+#[test]
+fn an_upload_cut_short_stores_nothing_and_leaves_no_staging_file() {
+    use std::io::Write;
+    let s = server();
+    let ci = sealvol_serve::keys::create(&s.keys_dir, "ci", false, vec![]).unwrap();
+    let id = "ef".repeat(32);
+    let key = format!("packs/{}/{id}", &id[..2]);
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        c,
+        "PUT /v1/objects/{key}?mode=absent HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ci}\r\nContent-Length: {}\r\n\r\n",
+        4 << 20
+    )
+    .unwrap();
+    c.write_all(&vec![7u8; 1 << 20]).unwrap();
+    // The client dies a quarter of the way through.
+    drop(c);
+    let staged = || -> Vec<String> {
+        std::fs::read_dir(s.dir.path().join("repo/tmp"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tmp"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !staged().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(staged().is_empty(), "{:?}", staged());
+    assert!(s.repo.object_store().size(&key).unwrap().is_none());
+}
