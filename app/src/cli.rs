@@ -118,30 +118,11 @@ pub enum Command {
     #[command(subcommand)]
     Cache(CacheCommand),
 
-    /// Serve chunks to the nodes of a cluster: the in-cluster cache tier, pulled through from this repository.
+    /// Serve this repository: the in-cluster cache tier for nodes, and the remote engine for API-key holders.
     #[command(
-        after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 127.0.0.1:7420\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nRoutes: GET /v1/chunks/<hash> (optionally ?pack=&offset=&len=), /metrics, /healthz, /readyz.\nIt listens on loopback only, unless --insecure-http allows another address (no TLS yet)."
+        after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 10.0.0.5:7420 --tls-cert cert.pem --tls-key key.pem\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nThe first start makes an admin API key in <state>/serve/admin.key (0600); `sealvol key create` makes scoped ones.\nEvery route needs a key (Authorization: Bearer KEY): GET /v1/chunks/<hash>, POST /v1/runs, the remote engine's\n/v1/objects/…, /v1/list, /metrics, /healthz, /readyz. Off loopback it needs TLS or --insecure-http."
     )]
-    Serve {
-        /// The server's own chunk cache (default: the node cache's directory + `-serve`).
-        #[arg(long, value_name = "DIR")]
-        cache: Option<PathBuf>,
-        /// Bound on the cache (e.g. 200G); default: the node cache's size.
-        #[arg(long, value_name = "SIZE")]
-        cache_size: Option<String>,
-        /// Address to listen on.
-        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
-        listen: String,
-        /// The server's certificate chain, PEM: serve HTTPS (rustls). With --tls-key.
-        #[arg(long, value_name = "FILE")]
-        tls_cert: Option<PathBuf>,
-        /// The private key of --tls-cert, PEM.
-        #[arg(long, value_name = "FILE")]
-        tls_key: Option<PathBuf>,
-        /// Allow a non-loopback address without TLS (a network you trust).
-        #[arg(long)]
-        insecure_http: bool,
-    },
+    Serve(ServeArgs),
 
     /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
     #[command(
@@ -561,6 +542,28 @@ pub enum SecretCommand {
         /// The secret's name, from `sealvol secret ls`.
         name: String,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The server's own chunk cache (default: the node cache's directory + `-serve`).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Bound on the cache (e.g. 200G); default: the node cache's size.
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<String>,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
+    pub listen: String,
+    /// The server's certificate chain, PEM: serve HTTPS (rustls). With --tls-key.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Allow a non-loopback address without TLS (a network you trust).
+    #[arg(long)]
+    pub insecure_http: bool,
 }
 
 #[derive(Subcommand, Debug)]

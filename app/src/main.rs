@@ -95,24 +95,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),
         Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
-        Some(Command::Serve {
-            cache,
-            cache_size,
-            listen,
-            tls_cert,
-            tls_key,
-            insecure_http,
-        }) => commands::serve::serve(
-            &ctx,
-            commands::serve::Options {
-                cache,
-                cache_size,
-                listen,
-                tls_cert,
-                tls_key,
-                insecure_http,
-            },
-        ),
+        Some(Command::Serve(args)) => commands::serve::serve(&ctx, args),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Settings {
             retention,

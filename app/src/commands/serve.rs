@@ -2,34 +2,24 @@
 //! over this repository, for the holders of its API keys.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::{Error, Result};
 
 use super::Ctx;
+use crate::cli::ServeArgs;
 use crate::config::parse_size;
 
-/// `sealvol serve`'s options.
-pub struct Options {
-    pub cache: Option<PathBuf>,
-    pub cache_size: Option<String>,
-    pub listen: String,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub insecure_http: bool,
-}
-
-pub fn serve(ctx: &Ctx, o: Options) -> Result<()> {
-    let Options {
+pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
+    let ServeArgs {
         cache,
         cache_size,
         listen,
         tls_cert,
         tls_key,
         insecure_http,
-    } = o;
+    } = args;
     let listen = listen.as_str();
     let tls = match (&tls_cert, &tls_key) {
         (Some(c), Some(k)) => Some(sealvol_serve::tls::acceptor(c, k)?),
