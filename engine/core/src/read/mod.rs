@@ -486,11 +486,11 @@ fn read_runs(
                         continue;
                     }
                 }
-                // The pack is gone or cut short: each chunk may have a copy elsewhere.
-                if e.kind() != ErrorKind::Corrupt {
-                    return Err(e);
+                match e.kind() {
+                    // The pack is gone or cut short: each chunk may have a copy elsewhere.
+                    ErrorKind::Corrupt => Err(e),
+                    _ => return Err(e),
                 }
-                Err(e)
             }
         };
         let mut pieces = Vec::with_capacity(n);
