@@ -380,27 +380,46 @@ fn too_large(limit: usize) -> Response {
 
 /// A pack, streamed to a staging file as it arrives (memory: a few frames), checked
 /// there chunk by chunk against its name, then published; what fails leaves nothing.
+/// The file is the writer's: it publishes only once told the body is whole, and
+/// removes it otherwise, so a request dropped part way (the client gone) leaves no
+/// staging file behind either.
 async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) -> Response {
     use futures::StreamExt;
     let Some(id) = key.rsplit('/').next().and_then(Hash::parse_hex) else {
         return failed(Error::invalid(format!("{key}: not a pack id")));
     };
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(16);
-    let r = Arc::clone(&repo);
-    let writer =
-        tokio::task::spawn_blocking(move || -> sealvol_core::Result<std::path::PathBuf> {
-            use std::io::Write;
-            let path = r.object_store().staging_path()?;
+    // `None`: the body is whole.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<Bytes>>(16);
+    let writer = tokio::task::spawn_blocking(move || -> sealvol_core::Result<bool> {
+        use std::io::Write;
+        let path = repo.object_store().staging_path()?;
+        let staged = (|| {
             let mut f =
                 std::fs::File::create(&path).map_err(|e| Error::io("cannot create", &path, e))?;
-            while let Some(b) = rx.blocking_recv() {
-                if let Err(e) = f.write_all(&b) {
-                    let _ = std::fs::remove_file(&path);
-                    return Err(Error::io("cannot write", &path, e));
+            loop {
+                match rx.blocking_recv() {
+                    Some(Some(b)) => f
+                        .write_all(&b)
+                        .map_err(|e| Error::io("cannot write", &path, e))?,
+                    Some(None) => break,
+                    None => {
+                        return Err(Error::new(
+                            ErrorKind::Unavailable,
+                            format!("the upload of {key} ended before its body did"),
+                        ));
+                    }
                 }
             }
-            Ok(path)
-        });
+            sealvol_core::objects::check_pack_file(&key, &id, &path)
+        })();
+        match staged {
+            Ok(()) => repo.object_store().put_file_if_absent(&key, &path),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    });
     let mut stream = body.into_data_stream();
     let mut total = 0usize;
     let mut cut = None;
@@ -412,40 +431,27 @@ async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) ->
             }
             Ok(b) => {
                 total += b.len();
-                if tx.send(b).await.is_err() {
+                if tx.send(Some(b)).await.is_err() {
                     break;
                 }
             }
             Err(e) => {
                 cut = Some(failed(Error::new(
                     ErrorKind::Unavailable,
-                    format!("the upload of {key} was cut short: {e}"),
+                    format!("the upload was cut short: {e}"),
                 )));
                 break;
             }
         }
     }
+    if cut.is_none() {
+        let _ = tx.send(None).await;
+    }
     drop(tx);
-    let path = match writer.await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return failed(e),
-        Err(e) => return failed(Error::new(ErrorKind::Io, e.to_string())),
-    };
+    let done = writer.await;
     if let Some(refusal) = cut {
-        let _ = std::fs::remove_file(&path);
         return refusal;
     }
-    let done = tokio::task::spawn_blocking(move || {
-        let checked = sealvol_core::objects::check_pack_file(&key, &id, &path);
-        match checked {
-            Ok(()) => repo.object_store().put_file_if_absent(&key, &path),
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                Err(e)
-            }
-        }
-    })
-    .await;
     match done {
         Ok(Ok(true)) => StatusCode::CREATED.into_response(),
         Ok(Ok(false)) => StatusCode::OK.into_response(),
