@@ -200,7 +200,7 @@ fn damaged_of(v: &Value) -> BTreeMap<String, BTreeSet<String>> {
 fn file_object(repo: &Path, hash: &Hash) -> FileObject {
     let h = hash.hex();
     let bytes = std::fs::read(repo.join("files").join(&h[..2]).join(&h)).unwrap();
-    FileObject::decode("file", &bytes).unwrap()
+    FileObject::decode("file", &bytes, hash).unwrap()
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {

@@ -355,6 +355,11 @@ impl ChunkCache {
         self.used.load(Ordering::Relaxed)
     }
 
+    /// Whether a chunk of that name is cached (not read, not checked: `get` does that).
+    pub fn contains(&self, h: &Hash) -> bool {
+        self.path(h).exists()
+    }
+
     /// The chunk, if cached and intact. A chunk that fails its hash is deleted.
     pub fn get(&self, h: &Hash) -> Option<Buffer> {
         let p = self.path(h);

@@ -24,6 +24,7 @@ pub mod objects;
 pub mod paths;
 pub mod profile;
 pub mod progress;
+pub mod proof;
 pub mod pull;
 pub mod push;
 pub mod read;

@@ -90,6 +90,10 @@ pub fn mirror(
     progress.chunks(0, present);
     copy_runs(src, dest, &mut wanted, &mut index, progress)?;
 
+    // A chunk list is a hint in the source as anywhere: before the destination holds
+    // a file's list, the chunks it names are read in order and hashed into the file's
+    // hash, on whichever side reads cheaper (a folder rather than a bucket).
+    let prove_in_dest = dest.concurrency() <= 1 || src.concurrency() > 1;
     for (hash, obj) in &files {
         let relocated = relocate(obj, &index).ok_or_else(|| {
             Error::corrupt(format!(
@@ -98,6 +102,27 @@ pub fn mirror(
                 dest.location()
             ))
         })?;
+        let proven = match prove_in_dest {
+            true => crate::proof::prove_by_reading(&crate::read::Origin(dest), &relocated),
+            false => crate::proof::prove_by_reading(&crate::read::Origin(src), obj),
+        };
+        let ob = proven.map_err(|e| {
+            if crate::proof::is_unproven(&e) {
+                src.record_list_damage(hash, e.message(), "mirror");
+            }
+            Error::new(e.kind(), format!("{} (mirroring to {})", e.message(), dest.location()))
+                .hint(format!(
+                    "`sealvol volume verify --read-data` on {} names what is wrong, and `sealvol repair` there fixes it; then mirror again",
+                    src.location()
+                ))
+        })?;
+        let relocated = FileObject::new(
+            *hash,
+            relocated.size,
+            relocated.packs.clone(),
+            relocated.chunks.clone(),
+            Some(ob),
+        );
         dest.put_file_object(hash, &relocated)?;
         progress.file_done();
     }
@@ -235,9 +260,5 @@ fn relocate(obj: &FileObject, index: &ChunkIndex) -> Option<FileObject> {
             entry: loc.entry,
         });
     }
-    Some(FileObject {
-        size: obj.size,
-        packs,
-        chunks,
-    })
+    Some(obj.relocated(packs, chunks))
 }

@@ -1,13 +1,19 @@
 //! Binary encodings of the repository's data objects (docs/FORMAT.md): pack trailers,
 //! index objects and file chunk lists. All integers are little-endian.
 
+use std::sync::{Arc, OnceLock};
+
 use crate::digest::Hash;
 use crate::error::{Error, Result};
+use crate::proof::{Outboard, Proven};
 
 pub const PACK_MAGIC: &[u8; 8] = b"SVPACK01";
 pub const PACK_FOOTER_MAGIC: &[u8; 8] = b"SVPKEND1";
 pub const INDEX_MAGIC: &[u8; 8] = b"SVINDX01";
-pub const FILE_MAGIC: &[u8; 8] = b"SVFILE01";
+/// A chunk list with its proof (the file's block hashes).
+pub const FILE_MAGIC: &[u8; 8] = b"SVFILE02";
+/// A chunk list written before proofs: read, proven by hashing the whole file.
+pub const FILE_MAGIC_V1: &[u8; 8] = b"SVFILE01";
 
 /// Per-chunk storage flag: bytes stored as they are.
 pub const FLAG_RAW: u32 = 0;
@@ -191,17 +197,97 @@ pub struct ChunkRef {
     pub entry: PackEntry,
 }
 
-/// A file's chunk list: `files/<aa>/<file hash>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file's chunk list: `files/<aa>/<file hash>`. It says where the file's bytes lie,
+/// and carries their proof (`proof.rs`): a list is a hint, and what it leads to is
+/// served only once proven to be the file's.
+#[derive(Debug, Clone)]
 pub struct FileObject {
+    /// The file's hash: the list's name, what its proof is checked against.
+    pub hash: Hash,
     pub size: u64,
     pub packs: Vec<PackId>,
     pub chunks: Vec<ChunkRef>,
+    /// The proof and which blocks it proved, shared by every clone (so every reader of
+    /// one list proves a block once).
+    pub proof: Arc<Proven>,
+    starts: OnceLock<Vec<u64>>,
 }
 
+impl PartialEq for FileObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash
+            && self.size == other.size
+            && self.packs == other.packs
+            && self.chunks == other.chunks
+            && self.proof.outboard() == other.proof.outboard()
+    }
+}
+
+impl Eq for FileObject {}
+
 impl FileObject {
+    /// A list of file `hash`, proven by `outboard` (already checked against it, or
+    /// computed from the bytes), or by nothing yet (`None`: a list written before
+    /// proofs, re-encoded as it was).
+    pub fn new(
+        hash: Hash,
+        size: u64,
+        packs: Vec<PackId>,
+        chunks: Vec<ChunkRef>,
+        outboard: Option<Outboard>,
+    ) -> FileObject {
+        let proof = match outboard {
+            Some(ob) => Proven::with(ob),
+            None => Proven::default(),
+        };
+        // A file of one chunk is proven by that chunk's own hash check.
+        if chunks.len() == 1 && chunks[0].entry.hash == hash {
+            proof.mark_all();
+        }
+        FileObject {
+            hash,
+            size,
+            packs,
+            chunks,
+            proof: Arc::new(proof),
+            starts: OnceLock::new(),
+        }
+    }
+
+    /// The same list, naming other copies of its chunks (a relink, a repack, another
+    /// repository's packs): the proof carries over, since the bytes are the same.
+    pub fn relocated(&self, packs: Vec<PackId>, chunks: Vec<ChunkRef>) -> FileObject {
+        FileObject::new(
+            self.hash,
+            self.size,
+            packs,
+            chunks,
+            self.proof.outboard().cloned(),
+        )
+    }
+
+    /// Where each chunk starts in the file, and the file's size last.
+    fn starts(&self) -> &[u64] {
+        self.starts.get_or_init(|| {
+            let mut at = 0u64;
+            let mut v = Vec::with_capacity(self.chunks.len() + 1);
+            for c in &self.chunks {
+                v.push(at);
+                at += c.entry.raw_len as u64;
+            }
+            v.push(at);
+            v
+        })
+    }
+
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = FILE_MAGIC.to_vec();
+        let ob = self.proof.outboard();
+        let magic = if ob.is_some() {
+            FILE_MAGIC
+        } else {
+            FILE_MAGIC_V1
+        };
+        let mut out = magic.to_vec();
         out.extend_from_slice(&self.size.to_le_bytes());
         out.extend_from_slice(&(self.packs.len() as u32).to_le_bytes());
         for p in &self.packs {
@@ -212,21 +298,49 @@ impl FileObject {
             out.extend_from_slice(&c.pack.to_le_bytes());
             c.entry.put(&mut out);
         }
+        if let Some(ob) = ob {
+            out.push(ob.log());
+            out.extend_from_slice(&(ob.cvs().len() as u64).to_le_bytes());
+            for cv in ob.cvs() {
+                out.extend_from_slice(cv);
+            }
+        }
         out
     }
 
-    pub fn decode(what: &str, bytes: &[u8]) -> Result<FileObject> {
+    /// Decodes the chunk list of file `hash`, refusing one whose proof does not merge
+    /// into that hash (another file's list, a damaged one).
+    pub fn decode(what: &str, bytes: &[u8], hash: &Hash) -> Result<FileObject> {
+        FileObject::decode_with(what, bytes, hash, true)
+    }
+
+    /// Decodes a list whose proof failed, without it: what repair reads to see whether
+    /// the chunks it names are the file's after all (then only its proof was damaged).
+    pub fn decode_without_proof(what: &str, bytes: &[u8], hash: &Hash) -> Result<FileObject> {
+        FileObject::decode_with(what, bytes, hash, false)
+    }
+
+    fn decode_with(what: &str, bytes: &[u8], hash: &Hash, check: bool) -> Result<FileObject> {
         let mut r = Reader::new(what, bytes);
-        if r.array::<8>()? != *FILE_MAGIC {
-            return Err(Error::corrupt(format!("{what}: not a file object")));
-        }
+        let magic = r.array::<8>()?;
+        let proved = match &magic {
+            m if m == FILE_MAGIC => true,
+            m if m == FILE_MAGIC_V1 => false,
+            _ => return Err(Error::corrupt(format!("{what}: not a file object"))),
+        };
         let size = r.u64()?;
         let npacks = r.u32()?;
+        if npacks as usize > r.rest().len() / 32 {
+            return Err(Error::corrupt(format!("{what}: truncated")));
+        }
         let packs = (0..npacks)
             .map(|_| r.array().map(Hash))
             .collect::<Result<Vec<_>>>()?;
         let nchunks = r.u64()?;
-        let mut chunks = Vec::with_capacity(nchunks.min(1 << 20) as usize);
+        if nchunks > (r.rest().len() / (4 + ENTRY_LEN)) as u64 {
+            return Err(Error::corrupt(format!("{what}: truncated")));
+        }
+        let mut chunks = Vec::with_capacity(nchunks as usize);
         for _ in 0..nchunks {
             let pack = r.u32()?;
             if pack >= npacks {
@@ -239,6 +353,30 @@ impl FileObject {
                 entry: PackEntry::get(&mut r)?,
             });
         }
+        let outboard = if proved {
+            let log = r.array::<1>()?[0];
+            let n = r.u64()?;
+            if n > (r.rest().len() / 32) as u64 {
+                return Err(Error::corrupt(format!("{what}: truncated")));
+            }
+            let cvs = (0..n).map(|_| r.array()).collect::<Result<Vec<_>>>()?;
+            let ob = Outboard::new(log, size, cvs);
+            match (ob, check) {
+                (Err(e), true) => {
+                    return Err(crate::proof::unproven(what, e.message()));
+                }
+                (Ok(ob), true) if !ob.proves(hash) => {
+                    return Err(crate::proof::unproven(
+                        what,
+                        "its block hashes merge into another hash",
+                    ));
+                }
+                (Ok(ob), true) => Some(ob),
+                (_, false) => None,
+            }
+        } else {
+            None
+        };
         if !r.rest().is_empty() {
             return Err(Error::corrupt(format!("{what}: trailing bytes")));
         }
@@ -248,11 +386,47 @@ impl FileObject {
                 "{what}: chunks add up to {total} bytes, the file has {size}"
             )));
         }
-        Ok(FileObject {
-            size,
-            packs,
-            chunks,
-        })
+        Ok(FileObject::new(*hash, size, packs, chunks, outboard))
+    }
+
+    /// Whether bytes `[start, end)` are proven already.
+    pub fn is_proven(&self, start: u64, end: u64) -> bool {
+        let end = end.min(self.size);
+        if start >= end || self.proof.all() {
+            return true;
+        }
+        let Some(ob) = self.proof.outboard() else {
+            return false;
+        };
+        let log = ob.log();
+        ((start >> log)..=((end - 1) >> log)).all(|b| self.proof.is_proven(b))
+    }
+
+    /// Whether every byte of the file is proven (or it has none).
+    pub fn all_proven(&self) -> bool {
+        self.size == 0 || self.proof.all()
+    }
+}
+
+impl FileObject {
+    /// The chunk holding byte `offset`; the last one for an offset at or past the end.
+    pub fn chunk_at(&self, offset: u64) -> usize {
+        let starts = self.starts();
+        starts[..starts.len() - 1]
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Where chunk `i` starts in the file (the chunk count gives the size).
+    pub fn start_of(&self, i: usize) -> u64 {
+        let starts = self.starts();
+        starts[i.min(starts.len() - 1)]
+    }
+
+    /// The list's name, for messages (`chunk list files/ab/ab12…`).
+    pub fn list_name(&self) -> String {
+        let h = self.hash.hex();
+        format!("chunk list files/{}/{h}", &h[..2])
     }
 }
 
@@ -316,19 +490,36 @@ mod tests {
         let count = decode_footer("p", &trailer[trailer.len() - FOOTER_LEN..]).unwrap();
         assert_eq!(count, 2);
 
-        let f = FileObject {
-            size: 20,
-            packs: vec![pack_id(&entries)],
-            chunks: entries
-                .iter()
-                .map(|&entry| ChunkRef { pack: 0, entry })
-                .collect(),
-        };
+        let h = Hash([7; 32]);
+        let chunks: Vec<ChunkRef> = entries
+            .iter()
+            .map(|&entry| ChunkRef { pack: 0, entry })
+            .collect();
+        // A list written before proofs.
+        let f = FileObject::new(h, 20, vec![pack_id(&entries)], chunks.clone(), None);
         let bytes = f.encode();
-        assert_eq!(FileObject::decode("f", &bytes).unwrap(), f);
-        assert!(FileObject::decode("f", &bytes[..bytes.len() - 3]).is_err());
-        let mut bad = f.clone();
-        bad.size = 21;
-        assert!(FileObject::decode("f", &bad.encode()).is_err());
+        assert_eq!(&bytes[..8], FILE_MAGIC_V1);
+        assert_eq!(FileObject::decode("f", &bytes, &h).unwrap(), f);
+        assert!(FileObject::decode("f", &bytes[..bytes.len() - 3], &h).is_err());
+        let bad = FileObject::new(h, 21, vec![pack_id(&entries)], chunks.clone(), None);
+        assert!(FileObject::decode("f", &bad.encode(), &h).is_err());
+        // With a proof: decodes only as the file it proves.
+        let mut t = crate::proof::TreeHasher::default();
+        t.update(&[9u8; 20]);
+        let (file, ob) = t.finalize();
+        let f = FileObject::new(file, 20, vec![pack_id(&entries)], chunks, Some(ob));
+        let bytes = f.encode();
+        assert_eq!(&bytes[..8], FILE_MAGIC);
+        assert_eq!(FileObject::decode("f", &bytes, &file).unwrap(), f);
+        assert!(
+            FileObject::decode("f", &bytes, &h).is_ok(),
+            "one block: proven by reading"
+        );
+        assert!(FileObject::decode("f", &bytes[..bytes.len() - 1], &file).is_err());
+        // A huge count in a short object is damage, not an allocation.
+        let mut huge = FILE_MAGIC_V1.to_vec();
+        huge.extend_from_slice(&20u64.to_le_bytes());
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(FileObject::decode("f", &huge, &h).is_err());
     }
 }

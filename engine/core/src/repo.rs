@@ -430,6 +430,48 @@ impl Repository {
         }
     }
 
+    /// Writes down that the chunk list of file `hash` failed its proof: it names other
+    /// bytes than the file's (`proof.rs`). Garbage collection deletes nothing while such
+    /// a record stands (what the file really needs is unknown), verify names the list,
+    /// and repair rebuilds or quarantines it. Idempotent; a failure to write is logged.
+    pub fn record_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) {
+        let rec = ListDamage {
+            file: hash.hex(),
+            problem: problem.chars().take(1000).collect(),
+            found_by: found_by.to_string(),
+            by: crate::stamp::whoami(),
+            at: crate::stamp::now_rfc3339(),
+        };
+        let write = serde_json::to_vec_pretty(&rec)
+            .map_err(json_error)
+            .and_then(|b| self.store.put_if_absent(&list_damage_key(hash), &b));
+        if let Err(e) = write {
+            tracing::warn!("cannot record that {} fails its proof: {e}", file_key(hash));
+        }
+    }
+
+    /// The files whose chunk lists are recorded as failing their proof, with what was
+    /// found (a record that cannot be parsed still counts, by its name).
+    pub fn list_damage(&self) -> Result<Vec<(Hash, Option<ListDamage>)>> {
+        let mut out = Vec::new();
+        for o in self.store.list(LIST_DAMAGE_PREFIX)? {
+            let Some(hash) = Hash::parse_hex(&o.key[LIST_DAMAGE_PREFIX.len()..]) else {
+                continue;
+            };
+            let record = self
+                .store
+                .get(&o.key)?
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            out.push((hash, record));
+        }
+        Ok(out)
+    }
+
+    /// Removes the record of a chunk list that proves again (rebuilt by repair) or left.
+    pub fn clear_list_damage(&self, hash: &Hash) -> Result<()> {
+        self.store.delete(&list_damage_key(hash))
+    }
+
     /// Removes the record of a copy that reads fine again, or whose pack left.
     pub fn clear_damage(&self, pack: &PackId, chunk: &Hash) -> Result<()> {
         self.store.delete(&damage_key(pack, chunk))
@@ -664,7 +706,7 @@ impl Repository {
     pub fn file_object_if_stored(&self, hash: &Hash) -> Result<Option<FileObject>> {
         let key = file_key(hash);
         match self.store.get(&key)? {
-            Some(bytes) => FileObject::decode(&key, &bytes).map(Some),
+            Some(bytes) => FileObject::decode(&key, &bytes, hash).map(Some),
             None => Ok(None),
         }
     }
@@ -692,7 +734,7 @@ impl Repository {
             .store
             .get(&key)?
             .ok_or_else(|| Error::corrupt(format!("chunk list {key} is missing")))?;
-        FileObject::decode(&key, &bytes)
+        FileObject::decode(&key, &bytes, hash)
     }
 
     /// Reads a pack's entry table from its trailer.
@@ -787,6 +829,24 @@ fn pack_key(id: &PackId) -> String {
 }
 
 const DAMAGE_PREFIX: &str = "damage/";
+/// `damage/files/<file hash>`: a chunk list that failed its proof. `files` is no pack
+/// id, so readers of chunk damage records pass these by.
+const LIST_DAMAGE_PREFIX: &str = "damage/files/";
+
+fn list_damage_key(hash: &Hash) -> String {
+    format!("{LIST_DAMAGE_PREFIX}{}", hash.hex())
+}
+
+/// A chunk list found failing its proof: `damage/files/<file hash>` (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ListDamage {
+    pub file: String,
+    pub problem: String,
+    /// What found it: `read` (a mount, pull or diff), `verify`, `serve`.
+    pub found_by: String,
+    pub by: String,
+    pub at: String,
+}
 
 fn damage_key(pack: &PackId, chunk: &Hash) -> String {
     format!("{DAMAGE_PREFIX}{}/{}", pack.hex(), chunk.hex())

@@ -161,7 +161,12 @@ fn a_read_fails_over_to_a_mirror_when_the_origin_packs_go_mid_read() {
         s.failovers > 0 && s.mirror_chunks as usize >= obj.chunks.len() - half,
         "{s:?}"
     );
-    assert_eq!(s.origin_chunks as usize, half, "{s:?}");
+    // Proving the block that straddles the two halves read the first chunk of the
+    // second half from the origin too, before its packs went.
+    assert!(
+        (half..=half + 1).contains(&(s.origin_chunks as usize)),
+        "{s:?}"
+    );
 }
 
 #[test]

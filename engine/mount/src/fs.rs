@@ -13,9 +13,10 @@ use sealvol_core::error::{ErrorKind, Result};
 use super::layout::{Layout, Layouts};
 use super::memo::{Memo, Want};
 use super::profile::Recorder;
-use super::readahead::{FileRef, Prefetcher, Stream};
+use super::readahead::{FileRef, Order, Prefetcher, Stream};
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
 use sealvol_core::profile::Step;
+use sealvol_core::proof::Edge;
 use sealvol_core::read::{ChunkBytes, Tiers, add};
 use sealvol_core::recycled::{self, Buffer};
 
@@ -552,17 +553,25 @@ impl VolumeFs {
         }
         let first = layout.chunk_at(offset);
         let last = layout.chunk_at(end - 1) + 1;
-        let prefetch = handle
-            .stream
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .on_read(layout, offset, end - offset, self.max_window);
+        let (prefetch, onward) = {
+            let mut stream = handle.stream.lock().unwrap_or_else(|p| p.into_inner());
+            let onward = stream.continues(offset);
+            (
+                stream.on_read(layout, offset, end - offset, self.max_window),
+                onward,
+            )
+        };
         self.recorder.note(layout, first..last);
         // A file a plan reads ahead needs no stream read-ahead on top.
-        if !self.prefetcher.note_read(&layout.hash, first..last) && !prefetch.is_empty() {
+        let planned = self.prefetcher.note_read(&layout.hash, first..last);
+        if planned.is_none() && !prefetch.is_empty() {
             self.prefetcher.ahead(layout, prefetch);
         }
-        let chunks = self.demand(&handle, first..last, offset, end)?;
+        let chunks = &self.demand(&handle, first..last, offset, end)?;
+        // Whether the chunk after this read is the next one asked for: a reader that
+        // streams on, unless a plan has seen it follow another order (by name).
+        let onward = onward && planned.is_none_or(|o| o == Order::Offset);
+        self.prove(&handle, first, chunks, offset, end, onward)?;
         add(&counters.bytes_served, end - offset);
         handle.read.fetch_add(end - offset, Ordering::Relaxed);
         let base = layout.start_of(first);
@@ -575,7 +584,7 @@ impl VolumeFs {
         // faulted its pages in first.
         let mut out = recycled::take((end - offset) as usize);
         let (mut at, mut put) = (base, 0);
-        for c in &chunks {
+        for c in chunks {
             let c_end = at + c.len() as u64;
             let s = (offset.max(at) - at) as usize;
             let e = (end.min(c_end) - at) as usize;
@@ -602,14 +611,120 @@ impl VolumeFs {
             )
         };
         self.patiently(what, || {
-            self.memo.get(
-                &self.tiers,
-                &handle.layout,
-                range.clone(),
-                Want::Demand,
-                None,
-            )
+            self.memo
+                .get(
+                    &self.tiers,
+                    &handle.layout,
+                    range.clone(),
+                    Want::Demand,
+                    None,
+                )
+                .inspect_err(|e| self.note_unproven(&handle.hash, e))
         })
+    }
+
+    /// Writes down a chunk list found failing its proof, so that garbage collection
+    /// deletes nothing on its word and verify names it (`Repository::record_list_damage`).
+    fn note_unproven(&self, file: &Hash, e: &sealvol_core::Error) {
+        if sealvol_core::proof::is_unproven(e) {
+            self.tiers
+                .repo()
+                .record_list_damage(file, e.message(), "read");
+        }
+    }
+
+    /// Proves bytes `[offset, end)` of the handle's file before they are served: the
+    /// chunk list is a hint, and only bytes proven to be the file's leave the mount
+    /// (`proof.rs`). Each block is hashed once for the life of the list; what a block
+    /// reaches into beyond the chunks read comes from `edge_bytes`. `onward`: the
+    /// reader reads on from where it stopped.
+    fn prove(
+        &self,
+        handle: &Handle,
+        first: usize,
+        chunks: &[ChunkBytes],
+        offset: u64,
+        end: u64,
+        onward: bool,
+    ) -> Result<(), Errno> {
+        let layout = &handle.layout;
+        if layout.obj.all_proven() {
+            return Ok(());
+        }
+        let what = || {
+            format!(
+                "read of {} at offset {offset} ({} bytes)",
+                self.tree.path_of(handle.ino),
+                end - offset
+            )
+        };
+        self.patiently(what, || {
+            // A list written before proofs: the file is read whole, once.
+            sealvol_core::proof::prove_whole(self.tiers.as_ref(), &layout.obj)
+                .and_then(|()| {
+                    sealvol_core::proof::prove(
+                        &layout.obj,
+                        offset,
+                        end,
+                        first,
+                        chunks,
+                        &mut |x, y, edge| {
+                            // The next chunk of a reader reading on is read next anyway.
+                            let whole = onward && x >= end;
+                            self.edge_bytes(layout, x, y, edge, whole)
+                        },
+                    )
+                })
+                .inspect_err(|e| self.note_unproven(&layout.hash, e))
+        })
+    }
+
+    /// Bytes `[x, y)` of a file that a block being proven reaches into: from the memory
+    /// tier when it holds their chunks or is fetching them, as whole chunks when `whole`
+    /// (a reader reading on will ask for them next), else read for the proof alone
+    /// (`Tiers::fetch_edge`: the few KiB the block needs, not whole neighbouring chunks
+    /// a reader that jumps around may never ask for); checked whole chunks when the
+    /// proof asks for them again.
+    fn edge_bytes(
+        &self,
+        layout: &Layout,
+        x: u64,
+        y: u64,
+        edge: Edge,
+        whole: bool,
+    ) -> Result<Vec<ChunkBytes>> {
+        let range = layout.chunks_of(x, y);
+        if edge == Edge::Checked || whole {
+            let whole = self
+                .memo
+                .get(&self.tiers, layout, range.clone(), Want::Demand, None)?;
+            return Ok(sealvol_core::read::slice_bytes(
+                &layout.obj,
+                range.start,
+                &whole,
+                x,
+                y,
+            ));
+        }
+        let held = match self.memo.peek(layout, range.clone()) {
+            Ok(held) => held,
+            // Read ahead and on their way: waiting costs less than reading them twice.
+            Err(true) => self
+                .memo
+                .get(&self.tiers, layout, range.clone(), Want::Demand, None)?,
+            Err(false) => {
+                return self
+                    .tiers
+                    .fetch_edge(&layout.obj, x, y, &self.tiers.counters);
+            }
+        };
+        Ok(sealvol_core::read::slice_bytes(
+            &layout.obj,
+            range.start,
+            &held,
+            x,
+            y,
+        ))
     }
 
     /// Runs `op`, which needs the origin, for a reader: a failure that may pass (a

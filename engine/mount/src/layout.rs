@@ -50,6 +50,21 @@ impl Layout {
         self.chunk_at(start)..self.chunk_at(end - 1) + 1
     }
 
+    /// The chunks that hold the proof blocks bytes `[start, end)` lie in: what a plan
+    /// reads ahead for a reader of those bytes, so that proving them before they are
+    /// served needs nothing more (`proof.rs`).
+    pub fn blocks_of(&self, start: u64, end: u64) -> Range<usize> {
+        let log = self
+            .obj
+            .proof
+            .outboard()
+            .map_or(sealvol_core::proof::BLOCK_LOG, |o| o.log());
+        let size = self.obj.size;
+        let s = (start >> log) << log;
+        let e = (end.div_ceil(1 << log) << log).min(size);
+        self.chunks_of(s.min(start), e.max(end.min(size)))
+    }
+
     /// Splits chunks `range` into pieces of at most `max` bytes that each lie in one
     /// pack, so that each piece is one range read and workers can share them.
     pub fn pieces(&self, range: Range<usize>, max: u64) -> Vec<Range<usize>> {

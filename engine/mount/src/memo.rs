@@ -161,6 +161,29 @@ impl Memo {
     /// Chunks `range` of a file: from memory, by waiting for a fetch under way, or by
     /// fetching the missing ones (as coalesced runs) through the tiers. A read-ahead
     /// passes its reservation, which its chunks take over as they are kept.
+    /// Chunks `range` if the memory tier holds every one of them now; never fetches
+    /// or waits, and does not count as a use. `Err(true)` when some are not held but
+    /// are being fetched (a wait for them is short), `Err(false)` otherwise.
+    pub fn peek(&self, layout: &Layout, range: Range<usize>) -> Result<Vec<ChunkBytes>, bool> {
+        let g = self.lock();
+        let mut out = Vec::with_capacity(range.len());
+        let mut pending = false;
+        let mut absent = false;
+        for i in range {
+            let h = &layout.obj.chunks[i].entry.hash;
+            match g.ready.get(h) {
+                Some(s) => out.push(s.bytes.clone()),
+                None if g.pending.contains(h) => pending = true,
+                None => absent = true,
+            }
+        }
+        match (pending, absent) {
+            (false, false) => Ok(out),
+            (true, false) => Err(true),
+            _ => Err(false),
+        }
+    }
+
     pub fn get(
         &self,
         tiers: &Tiers,
@@ -272,7 +295,12 @@ fn fetch_runs(
             n += 1;
         }
         let run = missing[k]..missing[k] + n;
-        for (i, bytes) in run.clone().zip(tiers.fetch(&layout.obj, run)?) {
+        let bytes = tiers.fetch_unproven(&layout.obj, run.clone())?;
+        // The blocks wholly inside the run are proven here, on the fetching thread
+        // (read-ahead's, often), so that readers find them proven; blocks reaching
+        // into neighbours are proven when a reader asks for them.
+        sealvol_core::proof::prove_within(&layout.obj, run.start, &bytes)?;
+        for (i, bytes) in run.zip(bytes) {
             got.push((i, bytes));
         }
         k += n;

@@ -55,6 +55,11 @@ impl Stream {
         }
     }
 
+    /// Whether a read at `off` carries on from where the last one ended.
+    pub fn continues(&self, off: u64) -> bool {
+        off == self.next && off > 0
+    }
+
     /// Records a read of `[off, off+len)`; returns the chunks to prefetch, if any.
     pub fn on_read(&mut self, layout: &Layout, off: u64, len: u64, max: u64) -> Range<usize> {
         let sequential = off == self.next && off > 0 || off == 0 && self.next == 0;
@@ -140,6 +145,15 @@ struct TensorOrder {
     last: Option<usize>,
     /// The reader asked for some of the file since read-ahead was last found dropped.
     touched: bool,
+}
+
+/// The order a plan follows its reader in (`Prefetcher::note_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// By offset: the reader reads on through the file.
+    Offset,
+    /// Another (by name, or not known yet).
+    Other,
 }
 
 /// How many tensors forward one read may pass over and still count as a step.
@@ -369,7 +383,7 @@ impl Prefetcher {
     /// Notes that a reader asked for chunks `range` of file `hash`, so its plan skips
     /// them; whether a plan reads the file ahead by its format (or is about to), in
     /// which case a stream over it would add nothing.
-    pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> bool {
+    pub fn note_read(&self, hash: &Hash, range: Range<usize>) -> Option<Order> {
         let mut q = self.shared.lock();
         if let Some(p) = q.plans.iter_mut().find(|p| p.id == PlanId::File(*hash)) {
             // Where the read ends is where the reader goes on from.
@@ -380,9 +394,15 @@ impl Prefetcher {
             {
                 p.pieces.clear();
             }
-            return true;
+            return Some(match &p.tensors {
+                Some(t) if t.by_offset => Order::Offset,
+                _ => Order::Other,
+            });
         }
-        q.headers.iter().any(|h| h.0.hash == *hash)
+        q.headers
+            .iter()
+            .any(|h| h.0.hash == *hash)
+            .then_some(Order::Other)
     }
 
     /// Plans with pieces left (tests and the log).

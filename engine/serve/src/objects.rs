@@ -141,7 +141,9 @@ fn check_content(key: &str, bytes: &[u8]) -> Result<(), Error> {
             }
             Ok(())
         }
-        ["files", _, _] => sealvol_core::objects::FileObject::decode(key, bytes).map(|_| ()),
+        ["files", _, name] => {
+            sealvol_core::objects::FileObject::decode(key, bytes, &id(name)?).map(|_| ())
+        }
         ["manifests", ns, vol, digest] => {
             let m: sealvol_core::registry::Manifest = serde_json::from_slice(bytes)
                 .map_err(|e| Error::invalid(format!("{key} is not a manifest: {e}")))?;

@@ -65,6 +65,22 @@ pub fn mark(
         }
         progress.file_done();
     }
+    // A list found failing its proof names other chunks than its file needs: what the
+    // file really references is unknown.
+    if let Some((h, rec)) = repo
+        .list_damage()?
+        .into_iter()
+        .find(|(h, _)| m.files.contains(h))
+    {
+        let why = rec.map(|r| r.problem).unwrap_or_default();
+        return Err(refuse(
+            Error::corrupt(format!(
+                "{} was found failing its proof ({why:.200})",
+                Kind::File.name(&h)
+            )),
+            &Kind::File.name(&h),
+        ));
+    }
     for h in &m.files {
         let obj = match repo.file_object_if_stored(h) {
             Ok(Some(obj)) => obj,

@@ -158,9 +158,5 @@ fn relink(
             entry,
         });
     }
-    changed.then_some(FileObject {
-        size: obj.size,
-        packs,
-        chunks,
-    })
+    changed.then(|| obj.relocated(packs, chunks))
 }

@@ -18,6 +18,7 @@ use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackId};
 use crate::progress::Progress;
+use crate::proof::{Outboard, TreeHasher};
 use crate::repo::{ChunkIndex, ChunkLoc, Kind, Repository};
 
 /// What the pipeline learns about one file it read.
@@ -25,6 +26,8 @@ pub(super) struct HashedFile {
     pub hash: Hash,
     pub size: u64,
     pub chunks: Vec<ChunkLoc>,
+    /// Its proof, from the same pass as its hash.
+    pub outboard: Outboard,
 }
 
 /// What one run of the pipeline read and stored.
@@ -194,7 +197,8 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>) {
 
 /// Per file, while its blocks stream by.
 struct OpenFile {
-    hasher: blake3::Hasher,
+    /// The file's hash and its proof (block hashes) in one pass.
+    hasher: TreeHasher,
     size: u64,
     chunks: Vec<ChunkLoc>,
 }
@@ -235,7 +239,7 @@ fn write_in_order(
                 (
                     m.file,
                     OpenFile {
-                        hasher: blake3::Hasher::new(),
+                        hasher: TreeHasher::default(),
                         size: 0,
                         chunks: Vec::new(),
                     },
@@ -274,12 +278,14 @@ fn write_in_order(
             pool.give_back_shared(data);
             if last && let Some((file_no, of)) = open.take() {
                 progress.file_done();
+                let (hash, outboard) = of.hasher.finalize();
                 out.files.insert(
                     file_no,
                     HashedFile {
-                        hash: Hash(*of.hasher.finalize().as_bytes()),
+                        hash,
                         size: of.size,
                         chunks: of.chunks,
+                        outboard,
                     },
                 );
             }
@@ -312,11 +318,7 @@ fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
             }
         })
         .collect();
-    FileObject {
-        size: hf.size,
-        packs,
-        chunks,
-    }
+    FileObject::new(hf.hash, hf.size, packs, chunks, Some(hf.outboard.clone()))
 }
 
 /// Chunk lists of the files a pipeline read: after their packs and indexes are
@@ -332,6 +334,15 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
     Ok(healed.into_iter().filter(|h| *h).count() as u64)
 }
 
+/// Whether two lists of one file name the same chunks, in the same order.
+fn same_chunks(a: &FileObject, b: &FileObject) -> bool {
+    a.chunks.len() == b.chunks.len()
+        && a.chunks
+            .iter()
+            .zip(&b.chunks)
+            .all(|(x, y)| x.entry.hash == y.entry.hash && x.entry.raw_len == y.entry.raw_len)
+}
+
 /// Stores one file's chunk list; true if it replaced a damaged one.
 fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> Result<bool> {
     let obj = file_object(index, hf);
@@ -339,6 +350,22 @@ fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> R
         return Ok(false);
     }
     match repo.file_object(&hf.hash) {
+        // A list is a hint, and this push knows the truth: a stored list that names
+        // other chunks than the ones just read (planted, or damaged in a way its proof
+        // alone cannot show), or that carries no proof (written before proofs), is
+        // replaced by this one, which was proven in the same pass that hashed the file.
+        Ok(old) if !same_chunks(&old, &obj) || old.proof.outboard().is_none() => {
+            crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
+            repo.clear_list_damage(&hf.hash)?;
+            if old.proof.outboard().is_some() {
+                tracing::warn!(
+                    "the stored chunk list of file {} named other chunks than the file's; replaced",
+                    hf.hash.hex()
+                );
+                return Ok(true);
+            }
+            return Ok(false);
+        }
         Ok(old) => match index.health.first_unusable(&old) {
             None => return Ok(false),
             // Not damage: the list named a pack a garbage collection condemned, and
@@ -353,6 +380,7 @@ fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> R
         Err(e) if e.kind() == ErrorKind::Corrupt => {
             repo.quarantine(&Kind::File.name(&hf.hash))?;
             repo.put_file_object(&hf.hash, &obj)?;
+            repo.clear_list_damage(&hf.hash)?;
         }
         Err(e) => return Err(e),
     }

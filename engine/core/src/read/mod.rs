@@ -59,6 +59,16 @@ impl ChunkBytes {
         }
     }
 
+    /// Bytes `range` of these bytes, sharing their buffer.
+    pub fn sub(&self, range: Range<usize>) -> ChunkBytes {
+        let end = (self.start + range.end).min(self.end);
+        ChunkBytes {
+            buf: Arc::clone(&self.buf),
+            start: (self.start + range.start).min(end),
+            end,
+        }
+    }
+
     pub fn whole(v: impl Into<Buffer>) -> ChunkBytes {
         let v = v.into();
         let end = v.len();
@@ -109,10 +119,38 @@ pub fn max_run(repo: &Repository) -> u64 {
 
 /// Where verified chunks come from.
 pub trait Chunks {
-    /// Chunks `range` of a file, verified, in order.
-    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>>;
+    /// Chunks `range` of a file, in order, each checked against the hash its chunk list
+    /// names for it; not yet proven to be the file's (`fetch` is).
+    fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>>;
 
-    /// Calls `f` with chunks `range` of a file, verified, in order, fetching a window of
+    /// Chunks `range` of a file, in order, every byte proven to be the file's: checked
+    /// against its chunk's hash, and its blocks against the file's proof (`proof.rs`).
+    /// A list that names other bytes than the file's fails with `Corrupt`.
+    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        // A list written before proofs: the file is proven whole, once.
+        crate::proof::prove_whole(self, obj)?;
+        let got = self.fetch_unproven(obj, range.clone())?;
+        crate::proof::prove(
+            obj,
+            obj.start_of(range.start),
+            obj.start_of(range.end),
+            range.start,
+            &got,
+            &mut |x, y, _| {
+                let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+                Ok(slice_bytes(
+                    obj,
+                    c0,
+                    &self.fetch_unproven(obj, c0..c1)?,
+                    x,
+                    y,
+                ))
+            },
+        )?;
+        Ok(got)
+    }
+
+    /// Calls `f` with chunks `range` of a file, proven, in order, fetching a window of
     /// up to `MAX_RUN` bytes at a time (so memory stays bounded whatever the file).
     fn for_each(
         &self,
@@ -120,23 +158,32 @@ pub trait Chunks {
         range: Range<usize>,
         f: &mut dyn FnMut(&ChunkBytes) -> Result<()>,
     ) -> Result<()> {
-        let mut start = range.start;
-        while start < range.end {
-            let mut end = start;
-            let mut bytes = 0u64;
-            while end < range.end && (end == start || bytes < MAX_RUN) {
-                bytes += obj.chunks[end].entry.stored_len as u64;
-                end += 1;
-            }
-            for c in self.fetch(obj, start..end)? {
+        for w in windows(obj, range) {
+            for c in self.fetch(obj, w)? {
                 f(&c)?;
             }
-            start = end;
         }
         Ok(())
     }
 
-    /// Calls `f` with the verified bytes `[start, end)` of a file, in order.
+    /// `for_each` with each chunk checked against its hash only: for a caller that
+    /// proves the whole file itself before anything it read is used (a pull hashes
+    /// each file whole before it gets its name).
+    fn for_each_unproven(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        f: &mut dyn FnMut(&ChunkBytes) -> Result<()>,
+    ) -> Result<()> {
+        for w in windows(obj, range) {
+            for c in self.fetch_unproven(obj, w)? {
+                f(&c)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the proven bytes `[start, end)` of a file, in order.
     fn for_bytes(
         &self,
         obj: &FileObject,
@@ -144,24 +191,12 @@ pub trait Chunks {
         end: u64,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<()> {
-        // The chunks that cover the range, and where the first one begins.
-        let (mut first, mut at) = (obj.chunks.len(), 0u64);
-        let mut last = obj.chunks.len();
-        let mut offset = 0u64;
-        for (i, c) in obj.chunks.iter().enumerate() {
-            let c_end = offset + c.entry.raw_len as u64;
-            if first == obj.chunks.len() && c_end > start {
-                (first, at) = (i, offset);
-            }
-            if offset >= end {
-                last = i;
-                break;
-            }
-            offset = c_end;
-        }
-        if first >= last {
+        let end = end.min(obj.size);
+        if start >= end {
             return Ok(());
         }
+        let (first, last) = (obj.chunk_at(start), obj.chunk_at(end - 1) + 1);
+        let mut at = obj.start_of(first);
         self.for_each(obj, first..last, &mut |c| {
             let c_end = at + c.len() as u64;
             let from = start.saturating_sub(at) as usize;
@@ -173,11 +208,51 @@ pub trait Chunks {
     }
 }
 
+/// Bytes `[x, y)` of a file out of its chunks from `first` (`chunks`), as slices.
+pub fn slice_bytes(
+    obj: &FileObject,
+    first: usize,
+    chunks: &[ChunkBytes],
+    x: u64,
+    y: u64,
+) -> Vec<ChunkBytes> {
+    let mut at = obj.start_of(first);
+    let mut out = Vec::new();
+    for c in chunks {
+        let end = at + c.len() as u64;
+        if end > x && at < y {
+            out.push(c.sub(x.saturating_sub(at) as usize..(y.min(end) - at) as usize));
+        }
+        at = end;
+    }
+    out
+}
+
+/// Chunks `range` of a file in windows of up to `MAX_RUN` stored bytes (at least one
+/// chunk each).
+fn windows(obj: &FileObject, range: Range<usize>) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut start = range.start;
+    std::iter::from_fn(move || {
+        if start >= range.end {
+            return None;
+        }
+        let mut end = start;
+        let mut bytes = 0u64;
+        while end < range.end && (end == start || bytes < MAX_RUN) {
+            bytes += obj.chunks[end].entry.stored_len as u64;
+            end += 1;
+        }
+        let w = start..end;
+        start = end;
+        Some(w)
+    })
+}
+
 /// The origin repository alone, with no cache: what verify and diff read.
 pub struct Origin<'a>(pub &'a Repository);
 
 impl Chunks for Origin<'_> {
-    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+    fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         let mut out = vec![None; range.len()];
         let misses: Vec<usize> = range.clone().collect();
         let up = Upstream {
@@ -385,8 +460,84 @@ impl Tiers {
     }
 }
 
+impl Tiers {
+    /// Bytes `[x, y)` of a file for the edge of a block being proven (`proof::Edge::
+    /// Cheap`): a chunk the node cache holds comes from it (checked, as every cache
+    /// read), the rest as parts of chunks read from the origin, one range read per
+    /// stretch of one pack, unchecked: the block's hash checks them, and a block that
+    /// fails asks again for checked chunks. So a reader that jumps around reads only
+    /// the few KiB a block reaches into its neighbours, not their whole chunks.
+    pub fn fetch_edge(
+        &self,
+        obj: &FileObject,
+        x: u64,
+        y: u64,
+        counters: &Counters,
+    ) -> Result<Vec<ChunkBytes>> {
+        let mut out = Vec::new();
+        if x >= y {
+            return Ok(out);
+        }
+        let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+        let mut i = c0;
+        while i < c1 {
+            let c = &obj.chunks[i];
+            let cs = obj.start_of(i);
+            let (a, b) = (x.max(cs), y.min(cs + c.entry.raw_len as u64));
+            if let Some(bytes) = self
+                .cache
+                .as_ref()
+                .and_then(|cache| cache.get(&c.entry.hash))
+            {
+                add(&counters.cache_hits, 1);
+                add(&counters.cache_bytes, bytes.len() as u64);
+                let whole = ChunkBytes::whole(bytes);
+                out.push(whole.sub((a - cs) as usize..(b - cs) as usize));
+                i += 1;
+                continue;
+            }
+            if c.entry.flags != crate::objects::FLAG_RAW {
+                let whole = self.fetch_counted(obj, i..i + 1, counters)?;
+                out.extend(slice_bytes(obj, i, &whole, a, b));
+                i += 1;
+                continue;
+            }
+            // This chunk's part, and the parts of those after it that lie next to it
+            // in the same pack.
+            let pack = c.pack;
+            let from = c.entry.offset + (a - cs);
+            let mut to = c.entry.offset + (b - cs);
+            let mut j = i + 1;
+            while j < c1 {
+                let n = &obj.chunks[j];
+                let ns = obj.start_of(j);
+                if n.pack != pack
+                    || n.entry.offset != to
+                    || n.entry.flags != crate::objects::FLAG_RAW
+                    || self
+                        .cache
+                        .as_ref()
+                        .is_some_and(|cache| cache.contains(&n.entry.hash))
+                {
+                    break;
+                }
+                to = n.entry.offset + (y.min(ns + n.entry.raw_len as u64) - ns);
+                j += 1;
+            }
+            add(&counters.origin_requests, 1);
+            add(&counters.origin_bytes, to - from);
+            let bytes = self
+                .repo
+                .pack_range(&obj.packs[pack as usize], from, to - from)?;
+            out.push(ChunkBytes::whole(bytes));
+            i = j;
+        }
+        Ok(out)
+    }
+}
+
 impl Chunks for Tiers {
-    fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+    fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         self.fetch_counted(obj, range, &self.counters)
     }
 }

@@ -66,13 +66,5 @@ pub(super) fn relink(
             entry,
         });
     }
-    (
-        FileObject {
-            size: obj.size,
-            packs,
-            chunks,
-        },
-        fixed,
-        missing,
-    )
+    (obj.relocated(packs, chunks), fixed, missing)
 }

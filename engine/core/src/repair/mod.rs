@@ -8,7 +8,10 @@
 //! 3. Healthy chunks of damaged packs that have no healthy copy elsewhere are copied
 //!    into new packs (each checked against its hash on the way).
 //! 4. Missing or damaged indexes of sound packs are written from their trailers.
-//! 5. Chunk lists that name unusable copies are relinked to healthy ones (replaced whole).
+//! 5. Chunk lists that fail their proof are read: if the chunks they name are the
+//!    file's after all, they are written anew with a proof built from them (so are
+//!    lists written before proofs); chunk lists that name unusable copies are relinked
+//!    to healthy ones (replaced whole).
 //! 6. Only then are damaged packs, their indexes, indexes of missing packs and damaged
 //!    chunk lists moved to quarantine.
 //! 7. With `--from DIR`, versions still missing data are healed from the folder: a
@@ -131,6 +134,7 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
     r.clear_false_records()?;
     r.salvage()?;
     r.write_indexes()?;
+    r.prove_lists()?;
     r.relink()?;
     r.quarantine_damaged()?;
     r.find_damaged_versions();
@@ -295,6 +299,86 @@ impl Repair<'_> {
         }
         if self.write {
             self.repo.barrier()?;
+        }
+        Ok(())
+    }
+
+    /// Step 5a: chunk lists and their proofs. A list that fails its proof, or was
+    /// recorded failing it, is read with what it names: if those chunks hash to the file
+    /// after all (only its proof was damaged), it is written anew with a proof built from
+    /// them; otherwise it stays damaged, for quarantine (the file is then missing data,
+    /// healed by `--from`). A list written before proofs gets its proof the same way.
+    /// A record whose list proves is cleared.
+    fn prove_lists(&mut self) -> Result<()> {
+        let recorded: HashSet<Hash> = self.s.list_records.iter().copied().collect();
+        let hashes: Vec<Hash> = self.s.files.keys().copied().collect();
+        for hash in hashes {
+            let key = Kind::File.name(&hash);
+            let (obj, why) = match &self.s.files[&hash] {
+                Ok(obj) if obj.proof.outboard().is_some() && !recorded.contains(&hash) => {
+                    continue;
+                }
+                Ok(obj) if obj.proof.outboard().is_none() && !recorded.contains(&hash) => {
+                    (obj.clone(), "was written before proofs".to_string())
+                }
+                Ok(obj) => (obj.clone(), "was recorded failing its proof".to_string()),
+                Err(why) => {
+                    let Some(bytes) = self.repo.store().get(&key)? else {
+                        continue;
+                    };
+                    match crate::objects::FileObject::decode_without_proof(&key, &bytes, &hash) {
+                        Ok(obj) => (obj, why.clone()),
+                        Err(_) => continue,
+                    }
+                }
+            };
+            if self.s.proven_lists.contains(&hash) && obj.proof.outboard().is_some() {
+                if self.write {
+                    self.repo.clear_list_damage(&hash)?;
+                }
+                self.s.files.insert(hash, Ok(obj));
+                self.report.act(
+                    "clear record",
+                    key,
+                    "its chunks prove against the file again",
+                );
+                continue;
+            }
+            if !self.write {
+                self.report.act(
+                    "prove",
+                    key,
+                    format!("{why}; would read the chunks it names and write its proof if they are the file's"),
+                );
+                continue;
+            }
+            match crate::proof::prove_by_reading(&crate::read::Origin(self.repo), &obj) {
+                Ok(ob) => {
+                    let fresh = crate::objects::FileObject::new(
+                        hash,
+                        obj.size,
+                        obj.packs.clone(),
+                        obj.chunks.clone(),
+                        Some(ob),
+                    );
+                    crate::gc::replace_chunk_list(self.repo, &hash, &fresh)?;
+                    self.repo.clear_list_damage(&hash)?;
+                    self.s.files.insert(hash, Ok(fresh));
+                    self.report.act(
+                        "prove",
+                        key,
+                        format!("{why}; its chunks are the file's, and it was written anew with its proof"),
+                    );
+                }
+                Err(e) if crate::proof::is_unproven(&e) => {
+                    self.s
+                        .files
+                        .insert(hash, Err(format!("{why}; {}", e.message())));
+                }
+                // A chunk it names cannot be read: relink and quarantine deal with it.
+                Err(e) if e.kind() == crate::error::ErrorKind::Corrupt => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -490,6 +574,12 @@ impl Repair<'_> {
         for (pack, chunk) in &self.s.records {
             if self.damaged_packs.contains(pack) || !self.s.packs.contains_key(pack) {
                 self.repo.clear_damage(pack, chunk)?;
+            }
+        }
+        // Lists recorded failing their proof that are now in quarantine (or gone).
+        for hash in &self.s.list_records {
+            if !matches!(self.s.files.get(hash), Some(Ok(_))) {
+                self.repo.clear_list_damage(hash)?;
             }
         }
         let s = verify::survey_all(self.repo, ReadData::None, None, false, self.opts.progress)?;

@@ -51,6 +51,10 @@ pub struct Survey {
     /// Packs a garbage collection round names (condemned, being swept, or swept).
     pub collected_packs: HashSet<PackId>,
     pub records: Vec<(PackId, Hash)>,
+    /// Chunk lists recorded as failing their proof (`damage/files/`).
+    pub list_records: Vec<Hash>,
+    /// Chunk lists proven in this survey by reading the chunks they name.
+    pub proven_lists: HashSet<Hash>,
     pub bytes_read: u64,
     pub packs_read: u64,
     pub read_data: String,
@@ -160,6 +164,11 @@ pub fn survey_all(
         };
         s.files.insert(hash, file_facts(repo, &hash)?);
     }
+    s.list_records = recorded_lists(repo, &mut s.files)?;
+    if read == ReadData::All {
+        let all: Vec<Hash> = s.files.keys().copied().collect();
+        prove_lists(repo, &mut s, &all, record, progress)?;
+    }
     for vol in repo.volumes(None)? {
         for digest in repo.version_digests(&vol)? {
             let m = manifest_facts(repo, &vol, &digest)?;
@@ -252,6 +261,7 @@ pub fn survey_version(
         }
         s.files.insert(h, f);
     }
+    s.list_records = recorded_lists(repo, &mut s.files)?;
     let health = repo.health()?;
     let present: Vec<(PackId, u64)> = wanted
         .keys()
@@ -269,6 +279,8 @@ pub fn survey_version(
     for p in wanted.keys() {
         s.indexes.insert(*p, index_facts(repo, p)?);
     }
+    let files: Vec<Hash> = s.files.keys().copied().collect();
+    prove_lists(repo, &mut s, &files, true, progress)?;
     s.tags = tag_facts(repo, vol)?
         .into_iter()
         .filter(|t| match &t.file {
@@ -281,6 +293,82 @@ pub fn survey_version(
         .collect();
     progress.finish();
     Ok(s)
+}
+
+/// The chunk lists recorded as failing their proof; those among `files` count as
+/// damaged until a survey that reads their data proves them again.
+fn recorded_lists(
+    repo: &Repository,
+    files: &mut BTreeMap<Hash, std::result::Result<FileObject, String>>,
+) -> Result<Vec<Hash>> {
+    let mut out = Vec::new();
+    for (hash, record) in repo.list_damage()? {
+        if let Some(f @ Ok(_)) = files.get_mut(&hash) {
+            let why = record.map(|r| r.problem).unwrap_or_else(|| {
+                format!(
+                    "{} was found failing its proof (damage/files/{})",
+                    Kind::File.name(&hash),
+                    hash.hex()
+                )
+            });
+            *f = Err(why);
+        }
+        out.push(hash);
+    }
+    Ok(out)
+}
+
+/// Proves chunk lists `which` by reading the chunks each names, in order, and hashing
+/// them into the file's hash: a list that names other bytes than its file's (whatever
+/// its own proof says) is damaged, and recorded as such when `record`. A list whose
+/// chunks cannot all be read is left to the pack survey, which names the bad copy.
+/// A recorded list that proves is kept in `proven_lists`, for repair to clear.
+fn prove_lists(
+    repo: &Repository,
+    s: &mut Survey,
+    which: &[Hash],
+    record: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let recorded: HashSet<Hash> = s.list_records.iter().copied().collect();
+    let mut todo: Vec<(Hash, FileObject)> = Vec::new();
+    for h in which {
+        match s.files.get(h) {
+            Some(Ok(obj)) => todo.push((*h, obj.clone())),
+            // Recorded as failing: read again with what it says, to see if it holds.
+            Some(Err(_)) if recorded.contains(h) => {
+                if let Ok(obj) = repo.file_object(h) {
+                    todo.push((*h, obj));
+                }
+            }
+            _ => {}
+        }
+    }
+    let bytes: u64 = todo.iter().map(|(_, o)| o.size).sum();
+    progress.begin("prove", bytes, todo.len() as u64);
+    for (h, obj) in todo {
+        match crate::proof::prove_by_reading(&crate::read::Origin(repo), &obj) {
+            Ok(_) => {
+                if recorded.contains(&h) {
+                    s.files.insert(h, Ok(obj));
+                }
+                s.proven_lists.insert(h);
+            }
+            Err(e) if crate::proof::is_unproven(&e) => {
+                if record {
+                    repo.record_list_damage(&h, e.message(), "verify");
+                    if !s.list_records.contains(&h) {
+                        s.list_records.push(h);
+                    }
+                }
+                s.files.insert(h, Err(e.message().to_string()));
+            }
+            Err(e) if e.kind() == ErrorKind::Corrupt => {}
+            Err(e) => return Err(e),
+        }
+        progress.file_done();
+    }
+    Ok(())
 }
 
 fn index_facts(repo: &Repository, id: &PackId) -> Result<IndexFacts> {

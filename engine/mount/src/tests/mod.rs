@@ -409,3 +409,48 @@ fn a_version_mounts_from_its_listing_and_else_from_its_manifest() {
         fs::read(f.src.join("big.bin")).unwrap()
     );
 }
+
+/// Only the digest is trusted: a chunk list replaced on disk by one that carries the
+/// file's own proof over another file's chunks (of the same size) is never served,
+/// not even one page of a cold file read at random; the read fails with `EIO` and the
+/// list is recorded as failing its proof, which stops garbage collection.
+#[test]
+fn a_forged_chunk_list_is_never_served_by_a_mount() {
+    let mine = noise(3 << 20, 21);
+    let theirs = noise(3 << 20, 22);
+    let f = fixture_with(|src| {
+        fs::write(src.join("mine.bin"), &mine).unwrap();
+        fs::write(src.join("theirs.bin"), &theirs).unwrap();
+    });
+    let hash = |b: &[u8]| sealvol_core::digest::Hash::of(b);
+    let (hm, ht) = (hash(&mine), hash(&theirs));
+    let real = f.repo.file_object(&hm).unwrap();
+    let other = f.repo.file_object(&ht).unwrap();
+    let forged = sealvol_core::objects::FileObject::new(
+        hm,
+        real.size,
+        other.packs.clone(),
+        other.chunks.clone(),
+        real.proof.outboard().cloned(),
+    );
+    let hex = hm.hex();
+    let key = f._dir.path().join("repo/files").join(&hex[..2]).join(&hex);
+    fs::write(&key, forged.encode()).unwrap();
+
+    let fs = f.fs(None);
+    let fh = fs
+        .open(resolve(&fs, "mine.bin").unwrap(), libc::O_RDONLY)
+        .unwrap()
+        .fh;
+    // One page deep in the cold file, then the start of it.
+    for at in [(2 << 20) + 12288, 0] {
+        match fs.read(fh, at, 4096) {
+            Err(e) => assert_eq!(e, Errno::IO),
+            Ok(d) => panic!("served {} bytes of another file's chunks", d.as_ref().len()),
+        }
+    }
+    let recorded = f.repo.list_damage().unwrap();
+    assert!(recorded.iter().any(|(h, _)| *h == hm), "{recorded:?}");
+    // The other file reads as ever.
+    assert!(read_all(&fs, "theirs.bin", 1 << 20) == theirs);
+}

@@ -131,8 +131,11 @@ fn opening_a_safetensors_file_reads_its_tensors_ahead_within_the_memory_bound() 
         s.memory_hits * 2 > s.origin_chunks,
         "most reads found their chunks in memory: {s:?}"
     );
+    // Each chunk came from the origin once. Proving a tensor's edge blocks before they
+    // are served may read a few KiB of a neighbour that read-ahead has not brought yet
+    // (1.03-1.08x here, with two CPU hogs beside the test).
     assert!(
-        s.origin_bytes <= want.len() as u64 * 11 / 10,
+        s.origin_bytes <= want.len() as u64 * 23 / 20,
         "each chunk came from the origin once: {s:?}"
     );
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -1,0 +1,382 @@
+//! Only the digest is trusted: a chunk list is a hint. Two teams push files of the same
+//! size into one repository; team-b's chunk list is then replaced on disk, by team-a's
+//! list as it is and by a list crafted to carry team-b's own proof over team-a's chunks.
+//! No read, random or whole, ever returns team-a's bytes as team-b's file.
+
+use std::path::Path;
+
+use sealvol_core::digest::{Entry, Hash};
+use sealvol_core::error::ErrorKind;
+use sealvol_core::objects::FileObject;
+use sealvol_core::progress::Quiet;
+use sealvol_core::push::{PushOptions, push};
+use sealvol_core::read::{Chunks, Origin, Tiers};
+use sealvol_core::refs::VolumeName;
+use sealvol_core::testutil::noise;
+use sealvol_core::{Digest, Repository};
+
+const SIZE: usize = 3 << 20;
+
+fn push_file(repo: &Repository, dir: &Path, vol: &str, bytes: &[u8]) -> (Digest, Hash) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("model.bin"), bytes).unwrap();
+    let opts = PushOptions {
+        source: None,
+        stat_cache: None,
+        progress: &Quiet,
+        cancel: None,
+        guard: None,
+    };
+    let vol = VolumeName::parse(vol).unwrap();
+    let d = push(repo, dir, &vol, &[], &opts).unwrap().digest;
+    let m = repo.manifest(&vol, &d).unwrap();
+    let Entry::File { hash, .. } = &m.entries[0] else {
+        panic!("{:?}", m.entries)
+    };
+    (d, *hash)
+}
+
+fn list_path(repo: &Path, h: &Hash) -> std::path::PathBuf {
+    let hex = h.hex();
+    repo.join("files").join(&hex[..2]).join(&hex)
+}
+
+struct Teams {
+    _t: tempfile::TempDir,
+    path: std::path::PathBuf,
+    repo: Repository,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    ha: Hash,
+    hb: Hash,
+    db: Digest,
+}
+
+fn teams() -> Teams {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("repo");
+    let repo = Repository::open_local(&path, true, false).unwrap();
+    let a = noise(SIZE, 11);
+    // team-b's file shares its first MiB with team-a's (deduplicated), then differs.
+    let mut b = a[..1 << 20].to_vec();
+    b.extend_from_slice(&noise(SIZE - (1 << 20), 12));
+    let (_, ha) = push_file(&repo, &t.path().join("a"), "team-a/model", &a);
+    let (db, hb) = push_file(&repo, &t.path().join("b"), "team-b/model", &b);
+    Teams {
+        _t: t,
+        path,
+        repo,
+        a,
+        b,
+        ha,
+        hb,
+        db,
+    }
+}
+
+fn read_all(chunks: &dyn Chunks, obj: &FileObject) -> sealvol_core::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    chunks.for_each(obj, 0..obj.chunks.len(), &mut |c| {
+        out.extend_from_slice(c);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[test]
+fn a_list_copied_from_another_file_is_refused_when_it_is_read() {
+    let t = teams();
+    std::fs::copy(list_path(&t.path, &t.ha), list_path(&t.path, &t.hb)).unwrap();
+    let e = t.repo.file_object(&t.hb).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt);
+    assert!(e.message().contains("does not prove"), "{e}");
+    assert!(
+        e.hint_text().is_some_and(|h| h.contains("sealvol repair")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_list_carrying_the_files_proof_over_other_chunks_never_serves_them() {
+    let t = teams();
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    // team-b's own proof, with team-a's chunks: the shape a forger would send.
+    let forged = FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        real.proof.outboard().cloned(),
+    );
+    std::fs::write(list_path(&t.path, &t.hb), forged.encode()).unwrap();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    assert_eq!(obj.size as usize, SIZE);
+
+    // A whole read, through the origin and through the tiers.
+    let tiers = Tiers::new(
+        std::sync::Arc::new(Repository::open_local(&t.path, false, false).unwrap()),
+        None,
+    );
+    for chunks in [&Origin(&t.repo) as &dyn Chunks, &tiers] {
+        let e = read_all(chunks, &obj).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        assert!(e.message().contains("does not prove"), "{e}");
+    }
+    // A random read of one page deep in the file: the bytes there differ.
+    let mut page = Vec::new();
+    let at = 2u64 << 20;
+    let e = Origin(&t.repo)
+        .for_bytes(&obj, at, at + 4096, &mut |b| page.extend_from_slice(b))
+        .unwrap_err();
+    assert!(e.message().contains("does not prove"), "{e}");
+    assert!(page.is_empty(), "bytes were handed on before their proof");
+    // The first MiB is the same in both files: those blocks prove, and read.
+    let fresh = t.repo.file_object(&t.hb).unwrap();
+    let mut head = Vec::new();
+    Origin(&t.repo)
+        .for_bytes(&fresh, 4096, 8192, &mut |b| head.extend_from_slice(b))
+        .unwrap();
+    assert_eq!(head, t.b[4096..8192]);
+    assert_ne!(
+        t.a[2 << 20..(2 << 20) + 4096],
+        t.b[2 << 20..(2 << 20) + 4096]
+    );
+}
+
+#[test]
+fn a_pull_through_a_forged_list_writes_nothing_under_the_files_name() {
+    let t = teams();
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    let forged = FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        real.proof.outboard().cloned(),
+    );
+    std::fs::write(list_path(&t.path, &t.hb), forged.encode()).unwrap();
+    let out = t.path.parent().unwrap().join("pulled");
+    let tiers = Tiers::new(
+        std::sync::Arc::new(Repository::open_local(&t.path, false, false).unwrap()),
+        None,
+    );
+    let vol = VolumeName::parse("team-b/model").unwrap();
+    let e = sealvol_core::pull::pull(&tiers, &vol, &t.db, &out, false, &Quiet).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(!out.join("model.bin").exists());
+}
+
+#[test]
+fn a_push_of_the_real_file_replaces_a_forged_list() {
+    let t = teams();
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    let forged = FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        real.proof.outboard().cloned(),
+    );
+    std::fs::write(list_path(&t.path, &t.hb), forged.encode()).unwrap();
+    // A list planted before the file is pushed is the same case: the push knows the
+    // file's chunks, and a stored list naming others is replaced.
+    push_file(
+        &t.repo,
+        &t.path.parent().unwrap().join("b2"),
+        "team-b/model",
+        &t.b,
+    );
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    assert_eq!(read_all(&Origin(&t.repo), &obj).unwrap(), t.b);
+}
+
+#[test]
+fn a_list_written_before_proofs_is_proven_by_reading_the_file_whole() {
+    let t = teams();
+    let real = t.repo.file_object(&t.hb).unwrap();
+    // Re-encoded without its proof: the format before proofs (SVFILE01).
+    let old = FileObject::new(
+        t.hb,
+        real.size,
+        real.packs.clone(),
+        real.chunks.clone(),
+        None,
+    );
+    let bytes = old.encode();
+    assert_eq!(&bytes[..8], b"SVFILE01");
+    std::fs::write(list_path(&t.path, &t.hb), &bytes).unwrap();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let mut page = Vec::new();
+    Origin(&t.repo)
+        .for_bytes(&obj, 2 << 20, (2 << 20) + 100, &mut |b| {
+            page.extend_from_slice(b)
+        })
+        .unwrap();
+    assert_eq!(page, t.b[2 << 20..(2 << 20) + 100]);
+    assert!(
+        obj.proof.outboard().is_some(),
+        "the proof is built by the whole read"
+    );
+
+    // The same old format naming team-a's chunks: refused.
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    let bad = FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        None,
+    );
+    std::fs::write(list_path(&t.path, &t.hb), bad.encode()).unwrap();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let e = read_all(&Origin(&t.repo), &obj).unwrap_err();
+    assert!(e.message().contains("does not prove"), "{e}");
+}
+
+fn forge(t: &Teams) {
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    let forged = FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        real.proof.outboard().cloned(),
+    );
+    std::fs::write(list_path(&t.path, &t.hb), forged.encode()).unwrap();
+}
+
+fn survey(
+    repo: &Repository,
+    read: sealvol_core::verify::ReadData,
+) -> sealvol_core::verify::VerifyReport {
+    sealvol_core::verify::survey_all(repo, read, None, true, &Quiet)
+        .unwrap()
+        .report()
+}
+
+#[test]
+fn verify_with_data_names_a_forged_list_and_gc_then_deletes_nothing() {
+    let t = teams();
+    forge(&t);
+    // The structure alone cannot tell: the list's own proof is the file's.
+    let quick = survey(&t.repo, sealvol_core::verify::ReadData::None);
+    assert!(quick.problems.is_empty(), "{:?}", quick.problems);
+    let full = survey(&t.repo, sealvol_core::verify::ReadData::All);
+    let name = format!("files/{}/{}", &t.hb.hex()[..2], t.hb.hex());
+    let p = full
+        .problems
+        .iter()
+        .find(|p| p.object == name)
+        .unwrap_or_else(|| panic!("{:?}", full.problems));
+    assert!(p.problem.contains("does not prove"), "{p:?}");
+    assert!(
+        full.damaged_versions.iter().any(|a| a
+            .version
+            .as_deref()
+            .is_some_and(|v| v.contains("team-b/model"))),
+        "{:?}",
+        full.damaged_versions
+    );
+    // Recorded: a collection now deletes nothing, since what team-b's file needs is
+    // not what its list says.
+    let opts = sealvol_core::gc::GcOptions {
+        dry_run: false,
+        wait: false,
+        progress: &Quiet,
+    };
+    let e = sealvol_core::gc::collect(&t.repo, &opts).unwrap_err();
+    assert!(e.message().contains("failing its proof"), "{e}");
+    assert!(e.message().contains("deletes nothing"), "{e}");
+}
+
+#[test]
+fn repair_rebuilds_a_list_whose_proof_alone_was_damaged_and_quarantines_a_forged_one() {
+    let t = teams();
+    forge(&t);
+    // team-a's list: one block hash flipped; the chunks it names are still the file's.
+    let pa = list_path(&t.path, &t.ha);
+    let mut bytes = std::fs::read(&pa).unwrap();
+    let n = bytes.len();
+    bytes[n - 5] ^= 0x40;
+    std::fs::write(&pa, &bytes).unwrap();
+    let mut repo = Repository::open_local(&t.path, false, false).unwrap();
+    let opts = sealvol_core::repair::RepairOptions {
+        dry_run: false,
+        read_data: true,
+        from: None,
+        progress: &Quiet,
+    };
+    let report = sealvol_core::repair::repair(&mut repo, &opts).unwrap();
+    let acted = |what: &str, h: &Hash| {
+        report
+            .actions
+            .iter()
+            .any(|a| a.action == what && a.object.ends_with(&h.hex()))
+    };
+    assert!(acted("prove", &t.ha), "{:?}", report.actions);
+    assert!(acted("quarantine", &t.hb), "{:?}", report.actions);
+    // team-a reads as ever; team-b's file is missing data until it is pushed again.
+    let obj = repo.file_object(&t.ha).unwrap();
+    assert_eq!(read_all(&Origin(&repo), &obj).unwrap(), t.a);
+    assert!(
+        report.remaining_versions.iter().any(|a| a
+            .version
+            .as_deref()
+            .is_some_and(|v| v.contains("team-b/model"))),
+        "{:?}",
+        report.remaining_versions
+    );
+    push_file(
+        &repo,
+        &t.path.parent().unwrap().join("b3"),
+        "team-b/model",
+        &t.b,
+    );
+    let obj = repo.file_object(&t.hb).unwrap();
+    assert_eq!(read_all(&Origin(&repo), &obj).unwrap(), t.b);
+    assert!(repo.list_damage().unwrap().is_empty());
+}
+
+#[test]
+fn repair_writes_the_proof_of_a_list_written_before_proofs() {
+    let t = teams();
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let old = FileObject::new(
+        t.hb,
+        real.size,
+        real.packs.clone(),
+        real.chunks.clone(),
+        None,
+    );
+    std::fs::write(list_path(&t.path, &t.hb), old.encode()).unwrap();
+    let mut repo = Repository::open_local(&t.path, false, false).unwrap();
+    let opts = sealvol_core::repair::RepairOptions {
+        dry_run: false,
+        read_data: false,
+        from: None,
+        progress: &Quiet,
+    };
+    sealvol_core::repair::repair(&mut repo, &opts).unwrap();
+    let bytes = std::fs::read(list_path(&t.path, &t.hb)).unwrap();
+    assert_eq!(&bytes[..8], b"SVFILE02");
+    assert_eq!(repo.file_object(&t.hb).unwrap(), real);
+}
+
+#[test]
+fn a_mirror_of_a_version_with_a_forged_list_seals_nothing() {
+    let t = teams();
+    forge(&t);
+    let dest = Repository::open_local(&t.path.parent().unwrap().join("dest"), true, false).unwrap();
+    let r = sealvol_core::refs::Ref::parse(&format!("team-b/model@{}", t.db)).unwrap();
+    let e = sealvol_core::mirror::mirror(&t.repo, &dest, &r, &Quiet).unwrap_err();
+    assert!(e.message().contains("does not prove"), "{e}");
+    let vol = VolumeName::parse("team-b/model").unwrap();
+    assert!(dest.version_digests(&vol).unwrap().is_empty());
+    // team-a's version mirrors as ever.
+    let ra = sealvol_core::refs::Ref::parse("team-a/model").unwrap();
+    sealvol_core::mirror::mirror(&t.repo, &dest, &ra, &Quiet).unwrap();
+}
