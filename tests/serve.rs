@@ -51,8 +51,13 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
         text.contains("sealvol_serve_origin_fetches_total 0"),
         "{text}"
     );
-    let (status, body) = get(&s, &format!("/v1/chunks/{}", "ab".repeat(32)));
-    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    // A chunk is served only as some file's, and the server holds no such file.
+    let (status, body) = get(
+        &s,
+        &format!("/v1/chunks/{}?file={}", "ab".repeat(32), "cd".repeat(32)),
+    );
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("no chunk list"));
 }
 
 #[test]

@@ -71,8 +71,38 @@ pub struct Settings {
     /// A remote engine to work on instead of `repo` (`--remote`, SEALVOL_REMOTE).
     pub remote: Option<String>,
     /// The key for the remote engine and for peers (SEALVOL_API_KEY; never a flag, so
-    /// that it stays out of the process list).
-    pub api_key: Option<String>,
+    /// that it stays out of the process list, and never printed).
+    pub api_key: Option<Secret>,
+}
+
+/// A secret a process holds (an API key): printed, at any verbosity, as its name only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: String) -> Secret {
+        Secret(s)
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `sv1:NAME:…`: the key's name is no secret, and says which key it is.
+        let name = self
+            .0
+            .strip_prefix("sv1:")
+            .and_then(|r| r.rsplit_once(':'))
+            .map(|(name, _)| name);
+        match name {
+            Some(n) => write!(f, "sv1:{n}:(hidden)"),
+            None => f.write_str("(hidden)"),
+        }
+    }
 }
 
 impl Settings {
@@ -232,7 +262,8 @@ pub fn resolve(
             .transpose()?,
         api_key: std::env::var("SEALVOL_API_KEY")
             .ok()
-            .filter(|k| !k.trim().is_empty()),
+            .filter(|k| !k.trim().is_empty())
+            .map(Secret::new),
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

@@ -199,7 +199,10 @@ fn open_console(
     // makes a read-only console, so that it offers nothing the server would refuse.
     let (label, readonly) = match &ctx.settings.remote {
         Some(url) => {
-            let key = sealvol_serve::remote::whoami(url, ctx.settings.api_key.as_deref())?;
+            let key = sealvol_serve::remote::whoami(
+                url,
+                ctx.settings.api_key.as_ref().map(|k| k.expose()),
+            )?;
             (
                 Some(format!("{url} · remote, key {} ({})", key.name, key.scope)),
                 readonly || key.read_only,

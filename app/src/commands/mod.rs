@@ -61,7 +61,7 @@ impl Ctx {
             }
             return sealvol_serve::remote::open(
                 url,
-                s.api_key.as_deref(),
+                s.api_key.as_ref().map(|k| k.expose()),
                 &s.state.join("staging"),
             );
         }

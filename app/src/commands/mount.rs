@@ -150,7 +150,10 @@ fn serve(
         MountOptions {
             cache: Some(Arc::clone(&cache)),
             limits,
-            peers: crate::commands::peers(&set.peers, ctx.settings.api_key.as_deref())?,
+            peers: crate::commands::peers(
+                &set.peers,
+                ctx.settings.api_key.as_ref().map(|k| k.expose()),
+            )?,
             mirrors,
             ..MountOptions::default()
         },

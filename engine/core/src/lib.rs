@@ -31,6 +31,7 @@ pub mod read;
 pub mod recycled;
 pub mod refs;
 pub mod registry;
+pub mod remote;
 pub mod repair;
 pub mod repo;
 pub mod stamp;

@@ -70,6 +70,23 @@ pub fn mirror(
             files.push((*hash, src.file_object(hash)?));
         }
     }
+    // Through a server, ask it which chunks it holds.
+    if let Some(remote) = dest.remote() {
+        let mut hashes: Vec<(Hash, u32)> = files
+            .iter()
+            .flat_map(|(_, o)| o.chunks.iter().map(|c| (c.entry.hash, c.entry.raw_len)))
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup_by_key(|(h, _)| *h);
+        for part in hashes.chunks(crate::push::ASK_AT_ONCE) {
+            let ask: Vec<Hash> = part.iter().map(|(h, _)| *h).collect();
+            for ((h, len), have) in part.iter().zip(remote.have_chunks(&ask)?) {
+                if have {
+                    index.add_on_server(*h, *len);
+                }
+            }
+        }
+    }
     let mut wanted: Vec<(PackId, PackEntry)> = Vec::new();
     let mut present = 0u64;
     let mut taken = HashSet::new();
@@ -95,6 +112,12 @@ pub fn mirror(
     // hash, on whichever side reads cheaper (a folder rather than a bucket).
     let prove_in_dest = dest.concurrency() <= 1 || src.concurrency() > 1;
     for (hash, obj) in &files {
+        // A server finds the chunks, proves them and writes the list itself.
+        if dest.remote().is_some() {
+            dest.put_file_object(hash, obj)?;
+            progress.file_done();
+            continue;
+        }
         let relocated = relocate(obj, &index).ok_or_else(|| {
             Error::corrupt(format!(
                 "a chunk of file {} was not copied to {}",

@@ -100,7 +100,7 @@ pub fn decode_entries(what: &str, bytes: &[u8], count: u64) -> Result<Vec<PackEn
 /// Checks a whole pack as it arrives from a client that is not trusted (a remote push):
 /// it starts with the magic, its trailer parses, names it `id`, and lays its chunks
 /// back to back in order with every one passing its hash.
-pub fn check_pack(what: &str, id: &PackId, bytes: &[u8]) -> Result<()> {
+pub fn check_pack(what: &str, id: &PackId, bytes: &[u8]) -> Result<Vec<PackEntry>> {
     check_pack_with(what, id, bytes.len() as u64, &mut |offset, buf| {
         let at = offset as usize;
         buf.copy_from_slice(&bytes[at..at + buf.len()]);
@@ -108,8 +108,9 @@ pub fn check_pack(what: &str, id: &PackId, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// `check_pack` of a pack in a file, read a chunk at a time (memory: one chunk).
-pub fn check_pack_file(what: &str, id: &PackId, path: &std::path::Path) -> Result<()> {
+/// `check_pack` of a pack in a file, read a chunk at a time (memory: one chunk);
+/// returns its entries.
+pub fn check_pack_file(what: &str, id: &PackId, path: &std::path::Path) -> Result<Vec<PackEntry>> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
     let len = f
@@ -129,7 +130,7 @@ fn check_pack_with(
     id: &PackId,
     len: u64,
     read: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
-) -> Result<()> {
+) -> Result<Vec<PackEntry>> {
     let bad = |why: &str| Error::corrupt(format!("{what}: {why}"));
     let head = (PACK_MAGIC.len() + FOOTER_LEN) as u64;
     if len < head {
@@ -171,7 +172,7 @@ fn check_pack_with(
     if at != data_end {
         return Err(bad("it holds bytes no entry names"));
     }
-    Ok(())
+    Ok(entries)
 }
 
 pub fn encode_index(entries: &[PackEntry]) -> Vec<u8> {

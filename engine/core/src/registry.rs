@@ -136,7 +136,7 @@ pub struct Sealed {
 }
 
 /// One tag moved by a push or sync, as the compare-and-swap did it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TagChange {
     pub tag: String,
     /// The digest the tag pointed at before; `None` for a new tag.
@@ -497,10 +497,13 @@ impl Repository {
             Target::Tag(tag) => {
                 let t = self
                     .tag(vol, tag)
-                    .map_err(|e| {
-                        e.hint(format!(
+                    // Only a damaged tag is repair's to restore; a refusal (a key that
+                    // may not read it) or an unreachable store keeps its own hint.
+                    .map_err(|e| match e.kind() {
+                        ErrorKind::Corrupt => e.hint(format!(
                             "`sealvol repair` restores it from its history, or set it again with `sealvol volume tag {vol}@DIGEST {tag}`"
-                        ))
+                        )),
+                        _ => e,
                     })?
                     .ok_or_else(|| {
                         Error::not_found(format!("no tag {tag} on vol:{vol}"))
@@ -561,6 +564,14 @@ impl Repository {
         to: &Digest,
         expected: Option<Option<Digest>>,
     ) -> Result<TagMoved> {
+        if let Some(remote) = self.remote() {
+            return remote.change_tag(&crate::remote::TagRequest {
+                volume: vol.clone(),
+                tag: tag.clone(),
+                to: Some(*to),
+                expected,
+            });
+        }
         if self.store().size(&manifest_key(vol, to))?.is_none() {
             return Err(missing_version(&Ref::pinned(vol.clone(), *to)));
         }
@@ -578,6 +589,14 @@ impl Repository {
         tag: &Name,
         expected: Option<Digest>,
     ) -> Result<TagMoved> {
+        if let Some(remote) = self.remote() {
+            return remote.change_tag(&crate::remote::TagRequest {
+                volume: vol.clone(),
+                tag: tag.clone(),
+                to: None,
+                expected: expected.map(Some),
+            });
+        }
         match self.tag(vol, tag) {
             Ok(Some(t)) if !t.removed() => {}
             Ok(Some(_)) => {
@@ -706,6 +725,15 @@ impl Repository {
         provenance: Provenance,
         since: Option<std::time::SystemTime>,
     ) -> Result<Sealed> {
+        if let Some(remote) = self.remote() {
+            return remote.seal(&crate::remote::SealRequest {
+                volume: volume.clone(),
+                tags: tags.to_vec(),
+                entries,
+                stats,
+                provenance,
+            });
+        }
         let digest = version_digest(&entries);
         let manifest = Manifest {
             format: MANIFEST_FORMAT,

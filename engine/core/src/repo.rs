@@ -151,6 +151,9 @@ pub struct Repository {
     /// The chunk index, loaded only when a reader finds a copy unusable and looks for
     /// another (`other_copy`); with when it was loaded.
     copies: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<ChunkIndex>)>>,
+    /// The server that owns this repository's writes, when it is reached through one
+    /// (`remote.rs`): writes below go to it as operations.
+    remote: Option<std::sync::Arc<dyn crate::remote::Remote>>,
 }
 
 impl Repository {
@@ -266,7 +269,20 @@ impl Repository {
             location,
             config_damage,
             copies: Default::default(),
+            remote: None,
         })
+    }
+
+    /// A repository reached through a server that owns its writes: packs still go up
+    /// through the store, every other write to `remote`.
+    pub fn with_remote(mut self, remote: std::sync::Arc<dyn crate::remote::Remote>) -> Self {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// The server that owns this repository's writes, if there is one.
+    pub fn remote(&self) -> Option<&dyn crate::remote::Remote> {
+        self.remote.as_deref()
     }
 
     /// The store itself, for the registry (manifests, tags) only.
@@ -409,6 +425,16 @@ impl Repository {
     /// failure to write is logged, never made the reader's error (which already says
     /// what is wrong).
     pub fn record_damage(&self, pack: &PackId, entry: &PackEntry, found_by: &str) {
+        if let Some(remote) = &self.remote {
+            if let Err(e) = remote.report_damage(pack, entry) {
+                tracing::warn!(
+                    "cannot tell the server that chunk {} in pack {} fails its hash: {e}",
+                    entry.hash.hex(),
+                    pack.hex()
+                );
+            }
+            return;
+        }
         let rec = DamageRecord {
             pack: pack.hex(),
             chunk: entry.hash.hex(),
@@ -435,6 +461,10 @@ impl Repository {
     /// a record stands (what the file really needs is unknown), verify names the list,
     /// and repair rebuilds or quarantines it. Idempotent; a failure to write is logged.
     pub fn record_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) {
+        // A server proves what it sends and records what fails there itself.
+        if self.remote.is_some() {
+            return;
+        }
         let rec = ListDamage {
             file: hash.hex(),
             problem: problem.chars().take(1000).collect(),
@@ -495,6 +525,10 @@ impl Repository {
                 .map(|loc| (index.packs[loc.slot as usize], loc.entry))
         };
         let same = |found: &(PackId, PackEntry)| found.0 == *pack && found.1.offset == entry.offset;
+        // Through a server, other copies are the server's to find.
+        if self.remote.is_some() {
+            return Ok(None);
+        }
         let mut cached = self.copies.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
@@ -517,6 +551,9 @@ impl Repository {
     /// The index is loaded on first use and again for a chunk it lacks once it is older
     /// than `COPIES_FRESH` (a mirror may have been filled meanwhile).
     pub fn locate(&self, hash: &Hash) -> Result<Option<(PackId, PackEntry)>> {
+        if self.remote.is_some() {
+            return Ok(None);
+        }
         let look = |index: &ChunkIndex| {
             index
                 .chunks
@@ -597,7 +634,10 @@ impl Repository {
     /// index never names a pack that is not there. Returns whether the pack is new.
     pub fn publish_pack(&self, id: &PackId, file: &Path, entries: &[PackEntry]) -> Result<bool> {
         let created = self.store.put_file_if_absent(&pack_key(id), file)?;
-        self.put_index(id, entries)?;
+        // A server checks the pack and writes its index itself.
+        if self.remote.is_none() {
+            self.put_index(id, entries)?;
+        }
         Ok(created)
     }
 
@@ -627,7 +667,16 @@ impl Repository {
     }
 
     /// Stores a file's chunk list (after the packs it names). Returns whether it is new.
+    /// Through a server, the server finds the chunks, proves them and writes the list.
     pub fn put_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
+        if let Some(remote) = &self.remote {
+            let chunks: Vec<(Hash, u32)> = obj
+                .chunks
+                .iter()
+                .map(|c| (c.entry.hash, c.entry.raw_len))
+                .collect();
+            return remote.put_list(hash, obj.size, &chunks);
+        }
         self.store.put_if_absent(&file_key(hash), &obj.encode())
     }
 
@@ -636,6 +685,9 @@ impl Repository {
     /// a clear error, never other data. Writers go through `gc::replace_chunk_list`,
     /// which first rescues the packs the new list names from garbage collection.
     pub(crate) fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+        if self.remote.is_some() {
+            return self.put_file_object(hash, obj).map(|_| ());
+        }
         self.store.put(&file_key(hash), &obj.encode())
     }
 
@@ -700,6 +752,26 @@ impl Repository {
         self.store
             .get_range_into(&pack_key(pack), offset, buf)
             .map_err(|e| missing_pack(pack, e))
+    }
+
+    /// `pack_range_into` for a reader of file `file` (chunks its list names there).
+    pub fn file_range_into(
+        &self,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.store
+            .get_file_range_into(&pack_key(pack), offset, buf, file)
+            .map_err(|e| missing_pack(pack, e))
+    }
+
+    /// `pack_range` for a reader of file `file`.
+    pub fn file_range(&self, file: &Hash, pack: &PackId, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0; len as usize];
+        self.file_range_into(file, pack, offset, &mut buf)?;
+        Ok(buf)
     }
 
     /// A file's chunk list, or `None` if it is not stored.
@@ -899,9 +971,38 @@ pub struct ChunkIndex {
     /// When it was loaded, by the store's clock: what a writer built on was in the
     /// repository then (garbage collection's protection starts from it).
     pub since: Option<std::time::SystemTime>,
+    /// Chunks the server of a remote repository holds (`remote.rs`): asked for as a
+    /// push goes, and entered with `ChunkIndex::ON_SERVER` for a pack, since where they
+    /// lie is the server's business.
+    pub remote: bool,
 }
 
 impl ChunkIndex {
+    /// The pack slot of a chunk the server of a remote repository holds.
+    pub const ON_SERVER: u32 = u32::MAX;
+
+    /// An index for a push through a server: empty, filled by asking the server.
+    pub fn for_remote() -> ChunkIndex {
+        ChunkIndex {
+            remote: true,
+            ..ChunkIndex::default()
+        }
+    }
+
+    /// Notes that the server holds chunk `hash` of `len` bytes.
+    pub fn add_on_server(&mut self, hash: Hash, len: u32) {
+        self.chunks.entry(hash).or_insert(ChunkLoc {
+            slot: ChunkIndex::ON_SERVER,
+            entry: PackEntry {
+                hash,
+                offset: 0,
+                stored_len: len,
+                raw_len: len,
+                flags: objects::FLAG_RAW,
+            },
+        });
+    }
+
     /// Adds a pack's usable chunks; where a chunk has several copies, the first usable
     /// one is kept.
     pub fn add_pack(&mut self, id: PackId, entries: &[PackEntry]) {

@@ -41,7 +41,24 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(s).ok()
 }
 
+std::thread_local! {
+    /// Who this thread acts for, when it is not its own process's user (`on_behalf`).
+    static ACTING_FOR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with records stamped as made by `who`: a server making a change a key
+/// holder asked for writes who asked (`ana@laptop (key ci)`), not itself.
+pub fn on_behalf<T>(who: &str, f: impl FnOnce() -> T) -> T {
+    let before = ACTING_FOR.with(|a| a.replace(Some(who.to_string())));
+    let out = f();
+    ACTING_FOR.with(|a| *a.borrow_mut() = before);
+    out
+}
+
 pub fn whoami() -> String {
+    if let Some(who) = ACTING_FOR.with(|a| a.borrow().clone()) {
+        return who;
+    }
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| user_of_uid());

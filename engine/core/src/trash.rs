@@ -76,7 +76,7 @@ pub struct TrashedVersion {
 }
 
 /// What `delete_version` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Deleted {
     pub volume: String,
     pub digest: String,
@@ -86,7 +86,7 @@ pub struct Deleted {
 }
 
 /// What `restore_version` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Restored {
     pub volume: String,
     pub digest: String,
@@ -193,6 +193,9 @@ impl Repository {
     /// Moves a version to the trash. A version a tag points at is refused unless
     /// `untag`, which removes each such tag first (a move to nothing in its history).
     pub fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted> {
+        if let Some(remote) = self.remote() {
+            return remote.delete_version(r, untag);
+        }
         self.check_writable()?;
         let vol = &r.volume;
         let d = self.resolve(r)?;
@@ -275,6 +278,9 @@ impl Repository {
     /// Brings a version back from the trash, exactly as it was sealed. Fails once its
     /// window has passed, and when a purge has begun.
     pub fn restore_version(&self, r: &Ref) -> Result<Restored> {
+        if let Some(remote) = self.remote() {
+            return remote.restore_version(r);
+        }
         self.check_writable()?;
         let vol = &r.volume;
         let d = self.resolve_in_trash(r)?;

@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::Hash;
@@ -22,7 +22,7 @@ use sealvol_core::error::ErrorKind;
 use sealvol_core::objects::PackId;
 use sealvol_core::read::{ChunkBytes, add};
 use sealvol_core::recycled::{self, Buffer};
-use sealvol_core::repo::{ChunkIndex, Repository};
+use sealvol_core::repo::Repository;
 
 /// The largest chunk a repository holds (`chunk::ChunkParams::is_valid`): a longer
 /// hint is a bad request, not an allocation.
@@ -32,9 +32,6 @@ pub const MAX_CHUNK: u32 = (sealvol_core::chunk::BLOCK / 2) as u32;
 /// (`read::REMOTE_MAX_RUN`), and as many chunks as fit it at the smallest chunk size.
 pub const MAX_RUN_BYTES: u64 = sealvol_core::read::REMOTE_MAX_RUN;
 pub const MAX_RUN_CHUNKS: usize = 8192;
-
-/// An index older than this is loaded again when a chunk is not in it (a push since).
-const INDEX_FRESH: Duration = Duration::from_secs(10);
 
 /// Where a client says a chunk lies.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +52,8 @@ pub enum Miss {
     Corrupt(String),
     /// The origin could not be read just now; asking again may work.
     Unavailable(String),
+    /// The caller's key may not read what it asked for.
+    Denied(String),
 }
 
 /// What the server has done, for `/metrics`.
@@ -122,7 +121,8 @@ pub struct ChunkService {
     /// The cache writer: one thread, so that requests never wait on file creation and
     /// writers do not contend for the cache directory's lock.
     filler: Option<std::sync::mpsc::SyncSender<(Hash, ChunkBytes, Arc<Flight>)>>,
-    index: Mutex<Option<(Instant, Arc<ChunkIndex>)>>,
+    /// Which chunks the repository holds, shared with the remote engine's operations.
+    known: Arc<crate::known::Known>,
     pub counters: Counters,
 }
 
@@ -190,13 +190,18 @@ impl ChunkService {
             .ok()
             .map(|_| tx);
         ChunkService {
+            known: Arc::new(crate::known::Known::new(Arc::clone(&repo))),
             repo,
             cache,
             flights,
             filler,
-            index: Mutex::default(),
             counters: Counters::default(),
         }
+    }
+
+    /// What the server knows of the chunks the repository holds.
+    pub fn known(&self) -> &Arc<crate::known::Known> {
+        &self.known
     }
 
     /// The origin the chunks are pulled from (also the store the remote engine offers).
@@ -257,7 +262,8 @@ impl ChunkService {
         offset: u64,
         chunks: &[(Hash, u32)],
     ) -> Result<Vec<ChunkBytes>, Miss> {
-        let claims: Vec<Claim> = chunks.iter().map(|(h, _)| self.claim(h)).collect();
+        let hashes: Vec<Hash> = chunks.iter().map(|(h, _)| *h).collect();
+        let claims = self.claim_all(&hashes);
         let mut at = Vec::with_capacity(chunks.len());
         let mut o = offset;
         for (_, len) in chunks {
@@ -312,6 +318,51 @@ impl ChunkService {
                 (Claim::Wait(f), _) => f.wait(),
                 (Claim::Lead(_), Some(outcome)) => outcome,
                 (Claim::Lead(_), None) => Err(Miss::Unavailable("a fetch was lost".into())),
+            })
+            .collect()
+    }
+
+    /// `claim` of a run's chunks, all under one hold of the flights: of two requests
+    /// for the same run at once, one leads every chunk the cache lacks and the other
+    /// waits for them all, rather than each leading some and reading the pack twice.
+    fn claim_all(&self, hashes: &[Hash]) -> Vec<Claim> {
+        let mut claims: Vec<Option<Claim>> = hashes
+            .iter()
+            .map(|h| self.cached(h).map(Claim::Ready))
+            .collect();
+        {
+            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            for (h, c) in hashes.iter().zip(claims.iter_mut()) {
+                if c.is_some() {
+                    continue;
+                }
+                *c = Some(match flights.get(h) {
+                    Some(f) => {
+                        add(&self.counters.flight_waits, 1);
+                        Claim::Wait(Arc::clone(f))
+                    }
+                    None => {
+                        let f = Arc::new(Flight::default());
+                        flights.insert(*h, Arc::clone(&f));
+                        Claim::Lead(f)
+                    }
+                });
+            }
+        }
+        hashes
+            .iter()
+            .zip(claims)
+            .map(|(h, c)| match c {
+                // A fetch that ended just before this one began has filled the cache.
+                Some(Claim::Lead(f)) => match self.cached(h) {
+                    Some(b) => {
+                        self.publish(h, &f, Ok(b.clone()));
+                        Claim::Ready(b)
+                    }
+                    None => Claim::Lead(f),
+                },
+                Some(c) => c,
+                None => Claim::Wait(Arc::new(Flight::default())),
             })
             .collect()
     }
@@ -391,31 +442,17 @@ impl ChunkService {
         self.read_at(hash, &at)
     }
 
-    /// Where the repository's index has the chunk, loading the index again when the
-    /// chunk is not in it and it is not fresh.
+    /// Where the repository holds a usable copy of the chunk (`known.rs`).
     fn locate(&self, hash: &Hash) -> Result<Hint, Miss> {
-        let find = |index: &ChunkIndex| {
-            index.chunks.get(hash).map(|loc| Hint {
-                pack: index.packs[loc.slot as usize],
-                offset: loc.entry.offset,
-                len: loc.entry.stored_len,
-            })
-        };
-        let mut cached = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, index)) = cached.as_ref() {
-            match find(index) {
-                Some(h) => return Ok(h),
-                None if at.elapsed() < INDEX_FRESH => return Err(Miss::NotFound(*hash)),
-                None => {}
-            }
+        match self.known.locate(hash) {
+            Ok(Some((pack, e))) => Ok(Hint {
+                pack,
+                offset: e.offset,
+                len: e.stored_len,
+            }),
+            Ok(None) => Err(Miss::NotFound(*hash)),
+            Err(e) => Err(origin_miss(&e)),
         }
-        let index = self
-            .repo
-            .load_index(false, &[])
-            .map_err(|e| origin_miss(&e))?;
-        let found = find(&index);
-        *cached = Some((Instant::now(), Arc::new(index)));
-        found.ok_or(Miss::NotFound(*hash))
     }
 
     fn read_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Arc<Buffer>, Miss> {

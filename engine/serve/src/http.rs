@@ -10,26 +10,32 @@
 //! max-age=31536000, immutable`, the hash as the `ETag`): an ordinary HTTP cache in
 //! front of the server works too.
 
+// Checks answer a request early with its response; boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRef, Request};
+use axum::extract::{FromRef, Request};
 use axum::middleware::{self, Next};
 use sealvol_core::repo::Repository;
 
-use crate::keys::Keys;
+use crate::keys::{Grant, Keys};
+use crate::objects::Writes;
+use crate::ops::Steward;
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use sealvol_core::digest::Hash;
 
-use crate::chunks::{ChunkService, Hint, MAX_CHUNK, Miss};
+use crate::chunks::{ChunkService, Miss};
 
 /// Every route the server answers and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 10] = [
+pub const ROUTES: [(&str, &[&str]); 19] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -40,10 +46,19 @@ pub const ROUTES: [(&str, &[&str]); 10] = [
     ("/metrics", &["GET"]),
     ("/healthz", &["GET"]),
     ("/readyz", &["GET"]),
+    ("/v1/ops/have-chunks", &["POST"]),
+    ("/v1/ops/stored-files", &["POST"]),
+    ("/v1/ops/lists/{file}", &["PUT"]),
+    ("/v1/ops/seal", &["POST"]),
+    ("/v1/ops/tag", &["POST"]),
+    ("/v1/ops/delete", &["POST"]),
+    ("/v1/ops/restore", &["POST"]),
+    ("/v1/ops/damage", &["POST"]),
+    ("/v1/ops/gc", &["POST"]),
 ];
 
-/// The largest request body: a run request naming `MAX_RUN_CHUNKS` chunks is about
-/// 600 KiB of JSON.
+/// The largest request body of the chunk routes: a run request naming `MAX_RUN_CHUNKS`
+/// chunks is about 600 KiB of JSON.
 pub const MAX_BODY: usize = 1 << 20;
 
 /// What the handlers share.
@@ -51,6 +66,21 @@ pub const MAX_BODY: usize = 1 << 20;
 pub struct Served {
     pub chunks: Arc<ChunkService>,
     pub keys: Arc<Keys>,
+    pub steward: Arc<Steward>,
+}
+
+impl Served {
+    pub fn new(chunks: Arc<ChunkService>, keys: Arc<Keys>) -> Served {
+        let steward = Arc::new(Steward::new(
+            Arc::clone(chunks.repository()),
+            Arc::clone(chunks.known()),
+        ));
+        Served {
+            chunks,
+            keys,
+            steward,
+        }
+    }
 }
 
 impl FromRef<Served> for Arc<ChunkService> {
@@ -65,15 +95,28 @@ impl FromRef<Served> for Arc<Repository> {
     }
 }
 
+impl FromRef<Served> for Arc<Steward> {
+    fn from_ref(s: &Served) -> Self {
+        Arc::clone(&s.steward)
+    }
+}
+
+impl FromRef<Served> for Writes {
+    fn from_ref(s: &Served) -> Self {
+        Writes {
+            steward: Arc::clone(&s.steward),
+            keys: Arc::clone(&s.keys),
+        }
+    }
+}
+
 pub fn router(served: Served) -> Router {
     use crate::objects as o;
+    use crate::ops as op;
     let keys = Arc::clone(&served.keys);
     Router::new()
         .route(ROUTES[0].0, get(chunk))
-        .route(
-            ROUTES[1].0,
-            post(run).layer(DefaultBodyLimit::max(MAX_BODY)),
-        )
+        .route(ROUTES[1].0, post(run))
         .route(
             ROUTES[2].0,
             get(o::get_object)
@@ -88,9 +131,38 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[7].0, get(metrics))
         .route(ROUTES[8].0, get(|| async { "ok\n" }))
         .route(ROUTES[9].0, get(|| async { "ready\n" }))
+        .route(ROUTES[10].0, post(op::have_chunks))
+        .route(ROUTES[11].0, post(op::stored_files))
+        .route(ROUTES[12].0, put(op::put_list))
+        .route(ROUTES[13].0, post(op::seal))
+        .route(ROUTES[14].0, post(op::tag))
+        .route(ROUTES[15].0, post(op::delete))
+        .route(ROUTES[16].0, post(op::restore))
+        .route(ROUTES[17].0, post(op::damage))
+        .route(ROUTES[18].0, post(op::gc))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(keys, authenticate))
+        .layer(middleware::from_fn(no_panics))
         .with_state(served)
+}
+
+/// A handler that panics answers 500 with no more than that: the panic's text (and
+/// whatever it names) stays in the server's log, and the server goes on.
+async fn no_panics(req: Request, next: Next) -> Response {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(next.run(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::error!("a request panicked; answered 500");
+            crate::objects::failed(sealvol_core::Error::new(
+                sealvol_core::error::ErrorKind::Io,
+                "the request failed on the server",
+            ))
+        }
+    }
 }
 
 /// The one check every request passes: a known, unrevoked key, whose grant the handlers
@@ -116,25 +188,39 @@ async fn authenticate(State(keys): State<Arc<Keys>>, mut req: Request, next: Nex
     }
 }
 
-/// A run request as it travels: what `peer::HttpPeer` sends.
+/// A run request as it travels: what `peer::HttpPeer` sends. `file` names the file
+/// whose chunk list names the chunks: they are served only as that file's, to a key
+/// that may read it, and proven to be its bytes first.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct RunRequest {
+    pub file: String,
     pub pack: String,
     pub offset: u64,
     pub chunks: Vec<(String, u32)>,
 }
 
-async fn run(State(service): State<Arc<ChunkService>>, body: Bytes) -> Response {
+async fn run(
+    State(served): State<Served>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let req: RunRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
             return bad_request(format!(
-                "not a run request ({e}): send {{\"pack\": HEX, \"offset\": N, \"chunks\": [[HEX, LEN], …]}}"
+                "not a run request ({e:.200}): send {{\"file\": HEX, \"pack\": HEX, \"offset\": N, \"chunks\": [[HEX, LEN], …]}}"
             ));
         }
     };
-    let Some(pack) = Hash::parse_hex(&req.pack) else {
-        return bad_request(format!("not a pack id: {:.80} (64 hex digits)", req.pack));
+    let (Some(file), Some(pack)) = (Hash::parse_hex(&req.file), Hash::parse_hex(&req.pack)) else {
+        return bad_request(format!(
+            "not a file hash and pack id: {:.80}, {:.80} (64 hex digits each)",
+            req.file, req.pack
+        ));
     };
     let mut chunks = Vec::with_capacity(req.chunks.len());
     for (h, len) in &req.chunks {
@@ -145,19 +231,56 @@ async fn run(State(service): State<Arc<ChunkService>>, body: Bytes) -> Response 
         };
         chunks.push((hash, *len));
     }
-    let worker = Arc::clone(&service);
-    let outcome = tokio::task::spawn_blocking(move || worker.get_run(&pack, req.offset, &chunks))
-        .await
-        .unwrap_or_else(|e| Err(Miss::Unavailable(format!("the fetch failed: {e}"))));
+    if let Err(why) = crate::chunks::check_run(req.offset, &chunks) {
+        return bad_request(why);
+    }
+    // The answer is held until the client has taken it: within the runs' budget.
+    let total: u64 = chunks.iter().map(|(_, len)| *len as u64).sum();
+    let Some(share) = crate::budget::for_run(total).await else {
+        return crate::objects::busy();
+    };
+    let service = Arc::clone(&served.chunks);
+    let steward = Arc::clone(&served.steward);
+    let offset = req.offset;
+    let outcome = tokio::task::spawn_blocking(move || {
+        let listed = file_for(&steward, &grant, &file)?;
+        // Each chunk asked for must be the file's, where its list says it is.
+        let mut at = offset;
+        let mut positions = Vec::with_capacity(chunks.len());
+        for (h, len) in &chunks {
+            let p = listed
+                .position(&pack, at)
+                .filter(|&p| {
+                    let e = &listed.obj.chunks[p].entry;
+                    e.hash == *h && e.stored_len == *len
+                })
+                .ok_or_else(|| {
+                    Miss::Invalid(format!(
+                        "chunk {} at offset {at} of pack {} is not one of file {}'s",
+                        h.hex(),
+                        pack.hex(),
+                        file.hex()
+                    ))
+                })?;
+            positions.push(p);
+            at += *len as u64;
+        }
+        let pieces = service.get_run(&pack, offset, &chunks)?;
+        prove_pieces(&service, &steward, &listed.obj, &positions, &pieces)?;
+        Ok(pieces)
+    })
+    .await
+    .unwrap_or_else(|_| Err(Miss::Unavailable("the fetch failed on the server".into())));
     match outcome {
         Ok(pieces) => {
             let total: usize = pieces.iter().map(|p| p.len()).sum();
-            sealvol_core::read::add(&service.counters.bytes_served, total as u64);
-            let body = Body::from_stream(futures::stream::iter(
-                pieces
-                    .into_iter()
-                    .map(|p| Ok::<_, std::convert::Infallible>(Bytes::from_owner(p))),
-            ));
+            sealvol_core::read::add(&served.chunks.counters.bytes_served, total as u64);
+            use futures::StreamExt;
+            // The budget's share goes with the body, and back when it is dropped.
+            let body = Body::from_stream(futures::stream::iter(pieces).map(move |p| {
+                let _held = &share;
+                Ok::<_, std::convert::Infallible>(Bytes::from_owner(p))
+            }));
             let headers = [
                 (
                     header::CONTENT_TYPE,
@@ -171,10 +294,102 @@ async fn run(State(service): State<Arc<ChunkService>>, body: Bytes) -> Response 
     }
 }
 
+/// The chunk list of `file`, if `grant` may read that file.
+fn file_for(
+    steward: &Steward,
+    grant: &Grant,
+    file: &Hash,
+) -> Result<Arc<crate::lists::Listed>, Miss> {
+    let reached = steward
+        .reach
+        .reaches(grant, file)
+        .map_err(|e| Miss::Unavailable(e.to_string()))?;
+    if !reached {
+        return Err(Miss::Denied(format!(
+            "key {} ({}) may not read file {}: no version of its namespaces holds it",
+            grant.name,
+            grant.scope(),
+            file.hex()
+        )));
+    }
+    steward.lists.get(file).map_err(|e| match e.kind() {
+        sealvol_core::error::ErrorKind::NotFound => {
+            Miss::Invalid(format!("no chunk list of file {} is stored", file.hex()))
+        }
+        sealvol_core::error::ErrorKind::Corrupt => Miss::Corrupt(e.message().to_string()),
+        _ => Miss::Unavailable(e.to_string()),
+    })
+}
+
+/// Proves `pieces` (chunks at `positions` of `obj`'s list) to be the file's before
+/// they are sent: every block they lie in hashed against the file's proof, the bytes a
+/// block reaches into beyond them fetched through the cache like any chunk. A list
+/// that fails is recorded (`damage/files/`) and nothing is sent.
+fn prove_pieces(
+    service: &ChunkService,
+    steward: &Steward,
+    obj: &sealvol_core::objects::FileObject,
+    positions: &[usize],
+    pieces: &[sealvol_core::read::ChunkBytes],
+) -> Result<(), Miss> {
+    let fetch = |i: usize| -> sealvol_core::Result<sealvol_core::read::ChunkBytes> {
+        let c = &obj.chunks[i];
+        let hint = crate::chunks::Hint {
+            pack: obj.packs[c.pack as usize],
+            offset: c.entry.offset,
+            len: c.entry.stored_len,
+        };
+        service.get(&c.entry.hash, Some(hint)).map_err(|m| {
+            sealvol_core::Error::new(
+                sealvol_core::error::ErrorKind::Unavailable,
+                format!("{m:?}"),
+            )
+        })
+    };
+    let proved = (|| -> sealvol_core::Result<()> {
+        sealvol_core::proof::prove_whole(&sealvol_core::read::Origin(&steward.repo), obj)?;
+        let mut k = 0;
+        while k < positions.len() {
+            let mut n = 1;
+            while k + n < positions.len() && positions[k + n] == positions[k] + n {
+                n += 1;
+            }
+            let first = positions[k];
+            sealvol_core::proof::prove(
+                obj,
+                obj.start_of(first),
+                obj.start_of(first + n),
+                first,
+                &pieces[k..k + n],
+                &mut |x, y, _| {
+                    let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+                    let got = (c0..c1)
+                        .map(fetch)
+                        .collect::<sealvol_core::Result<Vec<_>>>()?;
+                    Ok(sealvol_core::read::slice_bytes(obj, c0, &got, x, y))
+                },
+            )?;
+            k += n;
+        }
+        Ok(())
+    })();
+    proved.map_err(|e| {
+        if sealvol_core::proof::is_unproven(&e) {
+            steward
+                .repo
+                .record_list_damage(&obj.hash, e.message(), "serve");
+            Miss::Corrupt(e.message().to_string())
+        } else {
+            Miss::Unavailable(e.message().to_string())
+        }
+    })
+}
+
 /// What a client is told when a chunk cannot be served: never the bytes.
 fn miss_response(miss: Miss) -> Response {
     match miss {
         Miss::Invalid(why) => bad_request(why),
+        Miss::Denied(why) => crate::objects::denied(why),
         Miss::NotFound(h) => (
             StatusCode::NOT_FOUND,
             format!("no chunk {} in the repository\n", h.hex()),
@@ -187,20 +402,20 @@ fn miss_response(miss: Miss) -> Response {
 }
 
 #[derive(serde::Deserialize)]
-struct HintQuery {
-    pack: Option<String>,
-    offset: Option<u64>,
-    len: Option<u32>,
+struct ChunkQuery {
+    file: Option<String>,
 }
 
 fn bad_request(what: String) -> Response {
     (StatusCode::BAD_REQUEST, what + "\n").into_response()
 }
 
+/// One chunk of file `?file=`, as its list names it, proven like a run.
 async fn chunk(
-    State(service): State<Arc<ChunkService>>,
+    State(served): State<Served>,
+    Extension(grant): Extension<Arc<Grant>>,
     Path(hash): Path<String>,
-    Query(q): Query<HintQuery>,
+    Query(q): Query<ChunkQuery>,
     headers: HeaderMap,
 ) -> Response {
     let Some(h) = Hash::parse_hex(&hash) else {
@@ -208,20 +423,10 @@ async fn chunk(
             "not a chunk hash: {hash:.80} (a chunk is named by 64 hex digits)"
         ));
     };
-    let hint = match (q.pack, q.offset, q.len) {
-        (None, None, None) => None,
-        (Some(p), Some(offset), Some(len)) => {
-            let Some(pack) = Hash::parse_hex(&p) else {
-                return bad_request(format!("not a pack id: {p:.80} (64 hex digits)"));
-            };
-            if len == 0 || len > MAX_CHUNK {
-                return bad_request(format!(
-                    "len {len} is not a chunk's length (1 to {MAX_CHUNK} bytes)"
-                ));
-            }
-            Some(Hint { pack, offset, len })
-        }
-        _ => return bad_request("a hint needs all of pack, offset and len".into()),
+    let Some(file) = q.file.as_deref().and_then(Hash::parse_hex) else {
+        return bad_request(
+            "name the file the chunk is read for: ?file=HASH (64 hex digits)".into(),
+        );
     };
     let etag = format!("\"{}\"", h.hex());
     if headers
@@ -230,13 +435,43 @@ async fn chunk(
     {
         return (StatusCode::NOT_MODIFIED, immutable(&etag)).into_response();
     }
-    let worker = Arc::clone(&service);
-    let outcome = tokio::task::spawn_blocking(move || worker.get(&h, hint))
-        .await
-        .unwrap_or_else(|e| Err(Miss::Unavailable(format!("the fetch failed: {e}"))));
+    let service = Arc::clone(&served.chunks);
+    let steward = Arc::clone(&served.steward);
+    let outcome = tokio::task::spawn_blocking(move || {
+        let listed = file_for(&steward, &grant, &file)?;
+        let p = listed
+            .obj
+            .chunks
+            .iter()
+            .position(|c| c.entry.hash == h)
+            .ok_or_else(|| {
+                Miss::Invalid(format!(
+                    "chunk {} is not one of file {}'s",
+                    h.hex(),
+                    file.hex()
+                ))
+            })?;
+        let c = &listed.obj.chunks[p];
+        let hint = crate::chunks::Hint {
+            pack: listed.obj.packs[c.pack as usize],
+            offset: c.entry.offset,
+            len: c.entry.stored_len,
+        };
+        let bytes = service.get(&h, Some(hint))?;
+        prove_pieces(
+            &service,
+            &steward,
+            &listed.obj,
+            &[p],
+            std::slice::from_ref(&bytes),
+        )?;
+        Ok(bytes)
+    })
+    .await
+    .unwrap_or_else(|_| Err(Miss::Unavailable("the fetch failed on the server".into())));
     match outcome {
         Ok(bytes) => {
-            sealvol_core::read::add(&service.counters.bytes_served, bytes.len() as u64);
+            sealvol_core::read::add(&served.chunks.counters.bytes_served, bytes.len() as u64);
             let mut h = immutable(&etag);
             h.insert(
                 header::CONTENT_TYPE,

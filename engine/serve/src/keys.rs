@@ -157,11 +157,13 @@ impl Keys {
 
     /// The grant of `authorization` (an `Authorization` header's value).
     pub fn check(&self, authorization: Option<&str>) -> std::result::Result<Grant, Refused> {
-        let token = authorization
-            .ok_or(Refused::Missing)?
-            .strip_prefix("Bearer ")
-            .ok_or(Refused::Malformed)?
-            .trim();
+        // The scheme is case-insensitive (RFC 7235).
+        let header = authorization.ok_or(Refused::Missing)?.trim();
+        let (scheme, token) = header.split_once(' ').ok_or(Refused::Malformed)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(Refused::Malformed);
+        }
+        let token = token.trim();
         let (name, secret) = parse(token).ok_or(Refused::Malformed)?;
         // A list that cannot be read refuses everyone rather than letting anyone in.
         let list = self.current().map_err(|e| {
@@ -182,6 +184,20 @@ impl Keys {
             return Err(Refused::Revoked(key.name.clone()));
         }
         Ok(key.grant())
+    }
+}
+
+impl Keys {
+    /// Whether key `name` is still known and not revoked: an upload begun before a
+    /// revocation ends with it.
+    pub fn is_live(&self, name: &str) -> bool {
+        self.current()
+            .map(|list| {
+                list.keys
+                    .iter()
+                    .any(|k| k.name == name && k.revoked.is_none())
+            })
+            .unwrap_or(false)
     }
 }
 

@@ -14,12 +14,18 @@
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
 
+pub mod budget;
 pub mod chunks;
+pub mod conn;
 pub mod http;
 pub mod keys;
+pub mod known;
+pub mod lists;
 pub mod metrics;
 pub mod objects;
+pub mod ops;
 pub mod peer;
+pub mod reach;
 pub mod remote;
 pub mod tls;
 
@@ -51,9 +57,6 @@ where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let served = http::Served {
-        chunks: service,
-        keys,
-    };
-    axum::serve(listener, http::router(served)).await
+    let served = http::Served::new(service, keys);
+    conn::serve(listener, http::router(served)).await
 }

@@ -1,38 +1,45 @@
-//! The remote engine: the repository's object store over HTTP, for a CLI or console
-//! elsewhere that runs the engine against it (`sealvol --remote URL`), as restic's REST
-//! server does for restic. Every engine operation (push, tags, diff, trash, restore,
-//! mounts) is then the same code as against a local repository, and this module only
-//! decides, object by object, what the caller's key may touch:
+//! The remote engine's object routes: the repository's objects, read by the holders
+//! of keys as far as each key may see them, and the two kinds of object a key holder
+//! writes itself (packs, read-ahead profiles), each checked before it exists. Every
+//! other write is an operation the server makes (`ops.rs`).
 //!
-//! - objects of a namespace (`manifests/`, `listings/`, `summaries/`, `profiles/`,
-//!   `tags/`, `trash/` + `<ns>/…`): seen by keys that see the namespace, written by
-//!   read-write keys in it; of them only trash records are deleted by such a key (a
-//!   restore); listings leave out the namespaces a key does not see;
-//! - content-addressed objects (`packs/`, `index/`, `files/`): read by every key,
-//!   created by read-write keys; packs and indexes are checked against their names as
-//!   they arrive, manifests against their digest, so a key cannot plant bytes under a
-//!   name they do not hash to;
-//! - damage records: created by read-write keys (readers record what failed);
-//!   garbage-collection rounds: compare-and-swap by read-write keys (a push rescuing
-//!   what it builds on, docs/GC.md); everything else written or deleted: admin only.
+//! What a key may read:
+//! - the admin key, and keys with no namespaces (a cluster's nodes), everything but
+//!   quarantine and staging;
+//! - a key scoped to namespaces: `sealvol.repo`; its namespaces' manifests, listings,
+//!   summaries, profiles, tags and trash records; the chunk list of a file a version of
+//!   its namespaces holds (`reach.rs`); and of packs only ranges that hold chunks of such
+//!   a file, named with `?file=`. Indexes, other lists, whole packs, damage records and
+//!   garbage-collection rounds are not its business: what content exists outside its
+//!   namespaces it learns only by asking whether chunks it is about to push exist.
+//!
+//! What a key may write: read-write keys create packs (checked against their id and
+//! every chunk against its hash as they arrive; the server writes the index) and
+//! read-ahead profiles of versions in their namespaces (named by their hash); the admin
+//! key anything (repair and settings run through it). Every name is checked against
+//! its kind's exact shape first, so nothing can take a folder's name.
 //!
 //! Routes: `GET|HEAD|PUT|DELETE /v1/objects/{*key}`, `GET /v1/list`, `GET /v1/now`,
-//! `POST /v1/barrier`, and `GET /v1/key` (what the caller's key may do). Errors are JSON (`kind`, `message`, `hint`), so the client
-//! rebuilds the engine's own error.
+//! `POST /v1/barrier`, and `GET /v1/key`. Errors are JSON (`kind`, `message`, `hint`),
+//! so the client rebuilds the engine's own error; they never carry the server's paths.
 
-use std::sync::Arc;
+// Checks answer a request early with its response; boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+use std::sync::{Arc, OnceLock};
 
 use axum::Extension;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind};
-use sealvol_core::repo::Repository;
+use sealvol_core::refs::Name;
 use sealvol_core::store::{ETag, ObjectStore};
 
-use crate::keys::Grant;
+use crate::keys::{Grant, Keys};
+use crate::ops::Steward;
 
 /// The header that carries an object's version (`get_versioned`) to the client.
 pub const VERSION_HEADER: &str = "x-sealvol-version";
@@ -41,9 +48,16 @@ pub const VERSION_HEADER: &str = "x-sealvol-version";
 /// size (64 MiB) plus one chunk. Packs are streamed to disk, never held whole.
 pub const MAX_OBJECT: usize = 256 << 20;
 
-/// The largest of every other object (a chunk list of a file of a million chunks is
-/// about 50 MiB), read into memory.
-pub const MAX_SMALL_OBJECT: usize = 64 << 20;
+/// The largest read-ahead profile a key may write (262,144 steps of about 100 bytes).
+pub const MAX_PROFILE: usize = 32 << 20;
+
+/// Whole objects are read whole only up to this size (tags, records, settings: what a
+/// compare-and-swap needs with its version); larger ones are streamed in pieces.
+const READ_WHOLE: u64 = 4 << 20;
+/// The piece a streamed read sends at a time.
+const PIECE: u64 = 256 << 10;
+/// How long an upload may send nothing before it is ended.
+pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a request does to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,109 +79,143 @@ const NAMESPACED: [&str; 6] = [
     "trash",
 ];
 
-/// A key path a client may name: relative, `/`-separated, no empty or dot segments,
-/// printable ASCII.
-pub fn check_key(key: &str) -> Result<(), String> {
+/// An object key, by kind, checked against its kind's exact shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Object {
+    Config,
+    Pack(Hash),
+    Index(Hash),
+    File(Hash),
+    /// `manifests/`, `listings/`, … of namespace `ns`.
+    Namespaced {
+        kind: &'static str,
+        ns: String,
+    },
+    /// `damage/`, `gc/`: records others build decisions on.
+    Records,
+    /// `quarantine/`, `tmp/`, `probe/`: the server's own.
+    Private,
+}
+
+/// A key path a client may name, by kind: relative, `/`-separated, no empty or dot
+/// segments, printable ASCII, at most 1 KiB; content-addressed kinds in their exact
+/// fan-out shape (`packs/ab/ab…`), namespaced kinds under a valid namespace name.
+pub fn parse_key(key: &str) -> Result<Object, String> {
+    let bad = || format!("{key:.100} is not an object key of a kind this server keeps");
     let ok = !key.is_empty()
         && key.len() <= 1024
         && key.bytes().all(|b| b.is_ascii_graphic())
         && key
             .split('/')
             .all(|s| !s.is_empty() && s != "." && s != "..");
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{key:.100} is not an object key (relative, no empty, . or .. parts)"
-        ))
+    if !ok {
+        return Err(format!(
+            "{key:.100} is not an object key (relative, printable, no empty, . or .. parts)"
+        ));
     }
+    let parts: Vec<&str> = key.split('/').collect();
+    let hash = |s: &str| Hash::parse_hex(s).filter(|h| h.hex() == s);
+    let fanned = |aa: &str, name: &str| hash(name).filter(|_| name.get(..2) == Some(aa));
+    Ok(match parts.as_slice() {
+        ["sealvol.repo"] => Object::Config,
+        ["packs", aa, name] => Object::Pack(fanned(aa, name).ok_or_else(bad)?),
+        ["index", name] => Object::Index(hash(name).ok_or_else(bad)?),
+        ["files", aa, name] => Object::File(fanned(aa, name).ok_or_else(bad)?),
+        [kind, ns, _, ..] if NAMESPACED.contains(kind) => {
+            Name::parse("namespace", ns).map_err(|_| bad())?;
+            let kind = NAMESPACED
+                .iter()
+                .find(|k| *k == kind)
+                .copied()
+                .unwrap_or_default();
+            Object::Namespaced {
+                kind,
+                ns: ns.to_string(),
+            }
+        }
+        ["damage" | "gc", _, ..] => Object::Records,
+        ["quarantine" | "tmp" | "probe", _, ..] => Object::Private,
+        _ => return Err(bad()),
+    })
 }
 
-/// Whether `grant` may do `op` to object `key`; the refusal says why.
-pub fn authorize(grant: &Grant, key: &str, op: Op) -> Result<(), String> {
-    if grant.admin {
-        return Ok(());
-    }
-    let mut parts = key.split('/');
-    let top = parts.next().unwrap_or_default();
+/// Whether `grant` may do `op` to `obj` as far as it can be told without reading the
+/// repository (files and pack ranges of a scoped key need `reach.rs` too); the refusal
+/// says why.
+pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), String> {
     let refuse = |what: &str| {
         Err(format!(
-            "key {} ({}) may not {what} {key}",
+            "key {} ({}) may not {what} {key:.120}",
             grant.name,
             grant.scope()
         ))
     };
-    let verb = match op {
-        Op::Read => "read",
-        Op::Create | Op::Replace => "write",
-        Op::Delete => "delete",
-    };
-    if NAMESPACED.contains(&top) {
-        let ns = parts.next().unwrap_or_default();
-        let ok = match op {
-            Op::Read => grant.sees(ns),
-            Op::Create | Op::Replace => grant.writes(ns),
-            Op::Delete => top == "trash" && grant.writes(ns),
-        };
-        return if ok { Ok(()) } else { refuse(verb) };
+    if grant.admin {
+        return Ok(());
     }
-    let ok = match (top, op) {
-        ("packs" | "index" | "files" | "damage" | "gc" | "sealvol.repo", Op::Read) => true,
-        ("packs" | "index" | "files" | "damage", Op::Create) => !grant.read_only,
-        // A push heals a chunk list that names a damaged copy.
-        ("files", Op::Replace) => !grant.read_only,
-        ("gc", Op::Replace) => !grant.read_only && key.starts_with("gc/rounds/"),
-        _ => false,
-    };
-    if ok { Ok(()) } else { refuse(verb) }
-}
-
-/// Checks what a client writes under a name that its bytes must hash to.
-fn check_content(key: &str, bytes: &[u8]) -> Result<(), Error> {
-    let parts: Vec<&str> = key.split('/').collect();
-    let id = |s: &str| {
-        Hash::parse_hex(s).ok_or_else(|| Error::invalid(format!("{key}: {s:.80} is not a hash")))
-    };
-    match parts.as_slice() {
-        // Whole packs are checked where they are staged (`put_pack`); this is a pack
-        // written by another mode, which must hold up all the same.
-        ["packs", _, name] => sealvol_core::objects::check_pack(key, &id(name)?, bytes),
-        ["index", name] => {
-            let entries = sealvol_core::objects::decode_index(key, bytes)?;
-            if sealvol_core::objects::pack_id(&entries) != id(name)? {
-                return Err(Error::corrupt(format!(
-                    "{key}: its entries do not hash to its name"
-                )));
-            }
-            Ok(())
+    let everything = grant.namespaces.is_empty();
+    match (obj, op) {
+        (Object::Private, _) => refuse("touch"),
+        (Object::Config, Op::Read) => Ok(()),
+        (Object::Namespaced { ns, .. }, Op::Read) if grant.sees(ns) => Ok(()),
+        (Object::Namespaced { .. }, Op::Read) => refuse("read"),
+        (Object::File(_) | Object::Pack(_), Op::Read) => Ok(()),
+        (Object::Index(_) | Object::Records, Op::Read) if everything => Ok(()),
+        (_, Op::Read) => refuse("read"),
+        (Object::Pack(_), Op::Create) if !grant.read_only => Ok(()),
+        (
+            Object::Namespaced {
+                kind: "profiles",
+                ns,
+            },
+            Op::Create,
+        ) if grant.writes(ns) => Ok(()),
+        (_, Op::Create | Op::Replace) if grant.read_only => refuse("write"),
+        // Chunk lists, indexes, manifests, tags, trash and damage records, rounds:
+        // the server writes them, when asked for an operation (`ops.rs`).
+        (_, Op::Create | Op::Replace) => {
+            refuse("write (the server writes it, asked for an operation)")
         }
-        ["files", _, name] => {
-            sealvol_core::objects::FileObject::decode(key, bytes, &id(name)?).map(|_| ())
-        }
-        ["manifests", ns, vol, digest] => {
-            let m: sealvol_core::registry::Manifest = serde_json::from_slice(bytes)
-                .map_err(|e| Error::invalid(format!("{key} is not a manifest: {e}")))?;
-            let actual = sealvol_core::digest::version_digest(&m.entries);
-            if actual.hex() != *digest
-                || m.digest != actual.to_string()
-                || m.volume != format!("{ns}/{vol}")
-            {
-                return Err(Error::corrupt(format!(
-                    "{key}: its entries hash to {actual}, not to its name"
-                )));
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+        (_, Op::Delete) => refuse("delete"),
     }
 }
 
-/// An engine error as the client rebuilds it.
+/// The server's own paths, which no error body may carry (`hide_paths`).
+static HIDDEN: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Paths (the repository's, the state folder's) that error bodies replace by `…`.
+pub fn hide_paths(paths: Vec<String>) {
+    let mut paths: Vec<String> = paths.into_iter().filter(|p| p.len() > 1).collect();
+    // Longest first, so a path inside another is replaced whole.
+    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let _ = HIDDEN.set(paths);
+}
+
+fn scrub(text: &str) -> String {
+    let mut out = text.to_string();
+    for p in HIDDEN.get().into_iter().flatten() {
+        out = out.replace(p.as_str(), "…");
+    }
+    out
+}
+
+/// An engine error as the client rebuilds it, without the server's paths: an I/O
+/// failure is logged here in full and sent as what it means to the client.
 pub fn error_response(status: StatusCode, e: &Error) -> Response {
+    let (message, hint) = match e.kind() {
+        ErrorKind::Io => {
+            tracing::warn!("a request failed: {e}");
+            (
+                "the server could not read or write its repository".to_string(),
+                Some("try again; if it persists, the server's log says why".to_string()),
+            )
+        }
+        _ => (scrub(e.message()), e.hint_text().map(scrub)),
+    };
     let body = serde_json::json!({
         "kind": e.kind(),
-        "message": e.message(),
-        "hint": e.hint_text(),
+        "message": message,
+        "hint": hint,
     });
     (
         status,
@@ -177,7 +225,7 @@ pub fn error_response(status: StatusCode, e: &Error) -> Response {
         .into_response()
 }
 
-fn json(v: &impl serde::Serialize) -> Response {
+pub fn json(v: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(v) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => failed(Error::new(ErrorKind::Io, format!("cannot encode: {e}"))),
@@ -191,42 +239,126 @@ fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::Denied => StatusCode::FORBIDDEN,
         ErrorKind::Invalid | ErrorKind::Usage => StatusCode::BAD_REQUEST,
         ErrorKind::Corrupt => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::Collected | ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
-fn failed(e: Error) -> Response {
+pub fn failed(e: Error) -> Response {
     error_response(status_of(e.kind()), &e)
 }
 
-fn denied(why: String) -> Response {
+pub fn denied(why: String) -> Response {
     failed(
         Error::new(ErrorKind::Denied, why)
             .hint("ask the server's operator for a key with that scope (`sealvol key create`)"),
     )
 }
 
-/// Checks the key and the caller's right, then runs `f` on a blocking thread.
-async fn with_store<T: Send + 'static>(
-    repo: &Arc<Repository>,
-    grant: &Grant,
-    key: &str,
-    op: Op,
+/// Runs `f` on the repository's store on a blocking thread.
+async fn on_store<T: Send + 'static>(
+    s: &Arc<Steward>,
     f: impl FnOnce(&dyn ObjectStore) -> sealvol_core::Result<T> + Send + 'static,
 ) -> Result<T, Response> {
-    check_key(key).map_err(|why| failed(Error::invalid(why)))?;
-    authorize(grant, key, op).map_err(denied)?;
-    let repo = Arc::clone(repo);
+    let repo = Arc::clone(&s.repo);
     tokio::task::spawn_blocking(move || f(repo.object_store()))
         .await
-        .map_err(|e| {
-            failed(Error::new(
-                ErrorKind::Io,
-                format!("the request failed: {e}"),
-            ))
-        })?
+        .map_err(|_| failed(Error::new(ErrorKind::Io, "a read failed on the server")))?
         .map_err(failed)
+}
+
+/// Checks `key` and whether `grant` may do `op` to it, reading what a scoped key's
+/// file and pack reads need (`file`: the file a pack range is read for).
+async fn allowed(
+    s: &Arc<Steward>,
+    grant: &Arc<Grant>,
+    key: &str,
+    op: Op,
+    file: Option<Hash>,
+    range: Option<(u64, u64)>,
+) -> Result<Object, Response> {
+    let obj = parse_key(key).map_err(|why| failed(Error::invalid(why)))?;
+    authorize(grant, key, &obj, op).map_err(denied)?;
+    let scoped = !grant.admin && !grant.namespaces.is_empty();
+    if !scoped || op != Op::Read {
+        return Ok(obj);
+    }
+    let refuse = |why: &str| {
+        denied(format!(
+            "key {} ({}) may not read {key:.120}: {why}",
+            grant.name,
+            grant.scope()
+        ))
+    };
+    let (s2, g) = (Arc::clone(s), Arc::clone(grant));
+    match &obj {
+        Object::File(h) => {
+            let h = *h;
+            let reached = tokio::task::spawn_blocking(move || s2.reach.reaches(&g, &h))
+                .await
+                .map_err(|_| failed(Error::new(ErrorKind::Io, "a check failed")))?
+                .map_err(failed)?;
+            if !reached {
+                return Err(refuse("no version of its namespaces holds that file"));
+            }
+        }
+        Object::Pack(pack) => {
+            let (Some(file), Some((offset, len))) = (file, range) else {
+                return Err(refuse(
+                    "it reads ranges of packs for a file (?file=), not whole packs",
+                ));
+            };
+            let pack = *pack;
+            let ok = tokio::task::spawn_blocking(move || -> sealvol_core::Result<bool> {
+                if !s2.reach.reaches(&g, &file)? {
+                    return Ok(false);
+                }
+                let listed = s2.lists.get(&file)?;
+                Ok(holds_range(&listed.obj, &pack, offset, len))
+            })
+            .await
+            .map_err(|_| failed(Error::new(ErrorKind::Io, "a check failed")))?
+            .map_err(failed)?;
+            if !ok {
+                return Err(refuse(
+                    "that range holds no chunks of a file its namespaces hold",
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(obj)
+}
+
+/// Whether bytes `[offset, offset + len)` of `pack` lie within the copies of `obj`'s
+/// chunks there (adjacent copies count as one stretch).
+fn holds_range(
+    obj: &sealvol_core::objects::FileObject,
+    pack: &Hash,
+    offset: u64,
+    len: u64,
+) -> bool {
+    let Some(slot) = obj.packs.iter().position(|p| p == pack) else {
+        return false;
+    };
+    let mut spans: Vec<(u64, u64)> = obj
+        .chunks
+        .iter()
+        .filter(|c| c.pack as usize == slot)
+        .map(|c| (c.entry.offset, c.entry.offset + c.entry.stored_len as u64))
+        .collect();
+    spans.sort_unstable();
+    let end = offset.saturating_add(len);
+    let mut at: Option<(u64, u64)> = None;
+    for (s, e) in spans {
+        at = match at {
+            Some((a, b)) if s <= b => Some((a, b.max(e))),
+            Some((a, b)) if a <= offset && end <= b => return true,
+            _ => Some((s, e)),
+        };
+    }
+    at.is_some_and(|(a, b)| a <= offset && end <= b)
 }
 
 #[derive(serde::Deserialize)]
@@ -234,39 +366,144 @@ pub struct GetQuery {
     /// Also return the version (`ETag`) for a later compare-and-swap.
     #[serde(default)]
     versioned: bool,
+    /// The file a pack range is read for (keys scoped to namespaces).
+    file: Option<String>,
 }
 
-fn range(headers: &HeaderMap) -> Option<(u64, u64)> {
-    let v = headers.get(header::RANGE)?.to_str().ok()?;
-    let (a, b) = v.strip_prefix("bytes=")?.split_once('-')?;
-    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
-    (b >= a).then_some((a, b - a + 1))
+/// A request's `Range`, as (first byte, length) within an object of `size` bytes: one
+/// range of `bytes=FIRST-LAST`, `bytes=FIRST-` or `bytes=-SUFFIX`, the end clamped to the
+/// object. `Err` answers 416 (unsatisfiable) or 400 (not a range this server reads).
+pub fn parse_range(value: &str, size: u64) -> Result<(u64, u64), StatusCode> {
+    let spec = value
+        .trim()
+        .strip_prefix("bytes=")
+        .ok_or(StatusCode::BAD_REQUEST)?;
+    if spec.contains(',') {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    let (a, b) = spec.split_once('-').ok_or(StatusCode::BAD_REQUEST)?;
+    let num = |s: &str| s.trim().parse::<u64>().map_err(|_| StatusCode::BAD_REQUEST);
+    let (first, last) = match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, true) => return Err(StatusCode::BAD_REQUEST),
+        (true, false) => {
+            let n = num(b)?;
+            if n == 0 || size == 0 {
+                return Err(StatusCode::RANGE_NOT_SATISFIABLE);
+            }
+            (size - n.min(size), size - 1)
+        }
+        (false, true) => (num(a)?, size.saturating_sub(1)),
+        (false, false) => (num(a)?, num(b)?),
+    };
+    if first >= size {
+        return Err(StatusCode::RANGE_NOT_SATISFIABLE);
+    }
+    if last < first {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    let last = last.min(size - 1);
+    Ok((first, last - first + 1))
+}
+
+/// Streams `len` bytes of `key` from `offset`, a piece at a time as the client takes
+/// them: a slow reader holds one piece, never the object.
+fn stream(s: &Arc<Steward>, key: String, offset: u64, len: u64) -> Body {
+    let repo = Arc::clone(&s.repo);
+    let pieces = futures::stream::unfold(0u64, move |done| {
+        let (repo, key) = (Arc::clone(&repo), key.clone());
+        async move {
+            if done >= len {
+                return None;
+            }
+            let n = PIECE.min(len - done);
+            let at = offset + done;
+            let read =
+                tokio::task::spawn_blocking(move || repo.object_store().get_range(&key, at, n))
+                    .await;
+            match read {
+                Ok(Ok(b)) => Some((Ok::<_, std::io::Error>(Bytes::from(b)), done + n)),
+                // Cut short: the client sees a body shorter than its length.
+                _ => Some((
+                    Err(std::io::Error::other("the object could not be read")),
+                    len,
+                )),
+            }
+        }
+    });
+    Body::from_stream(pieces)
 }
 
 pub async fn get_object(
-    State(repo): State<Arc<Repository>>,
+    State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
     Query(q): Query<GetQuery>,
     headers: HeaderMap,
 ) -> Response {
+    let file = match q.file.as_deref().map(Hash::parse_hex) {
+        None => None,
+        Some(Some(h)) => Some(h),
+        Some(None) => {
+            return failed(Error::invalid(
+                "file= names a file by its hash (64 hex digits)",
+            ));
+        }
+    };
+    let range_header = match headers.get(header::RANGE).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) => Some(v.to_string()),
+        Some(Err(_)) => return failed(Error::invalid("a Range must be bytes=FIRST-LAST")),
+    };
+    let obj = match parse_key(&key) {
+        Ok(o) => o,
+        Err(why) => return failed(Error::invalid(why)),
+    };
+    if let Err(why) = authorize(&grant, &key, &obj, Op::Read) {
+        return denied(why);
+    }
     let k = key.clone();
-    if let Some((offset, len)) = range(&headers) {
-        return match with_store(&repo, &grant, &key, Op::Read, move |s| {
-            s.get_range(&k, offset, len)
-        })
-        .await
+    let size = match on_store(&s, move |st| st.size(&k)).await {
+        Ok(Some(size)) => size,
+        Ok(None) => return failed(Error::not_found(format!("no object {key}"))),
+        Err(r) => return r,
+    };
+    let range = match range_header.as_deref().map(|v| parse_range(v, size)) {
+        None => None,
+        Some(Ok(r)) => Some(r),
+        Some(Err(StatusCode::RANGE_NOT_SATISFIABLE)) => {
+            return (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                [(header::CONTENT_RANGE, format!("bytes */{size}"))],
+            )
+                .into_response();
+        }
+        Some(Err(_)) => {
+            return failed(Error::invalid(
+                "a Range must be one range: bytes=FIRST-LAST, bytes=FIRST- or bytes=-LAST_N",
+            ));
+        }
+    };
+    if let Err(r) = allowed(&s, &grant, &key, Op::Read, file, range).await {
+        return r;
+    }
+    if let Some((offset, len)) = range {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        if let Ok(v) = HeaderValue::from_str(&format!("bytes {offset}-{}/{size}", offset + len - 1))
         {
-            Ok(bytes) => (StatusCode::PARTIAL_CONTENT, bytes).into_response(),
-            Err(r) => r,
-        };
+            h.insert(header::CONTENT_RANGE, v);
+        }
+        return (StatusCode::PARTIAL_CONTENT, h, stream(&s, key, offset, len)).into_response();
     }
-    if headers.contains_key(header::RANGE) {
-        return failed(Error::invalid("a Range must be bytes=FIRST-LAST"));
+    if size > READ_WHOLE && !q.versioned {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+        return (StatusCode::OK, h, stream(&s, key, 0, size)).into_response();
     }
-    let got = with_store(&repo, &grant, &key, Op::Read, move |s| match q.versioned {
-        true => s.get_versioned(&k),
-        false => Ok(s.get(&k)?.map(|b| (b, ETag(String::new())))),
+    let k = key.clone();
+    let got = on_store(&s, move |st| match q.versioned {
+        true => st.get_versioned(&k),
+        false => Ok(st.get(&k)?.map(|b| (b, ETag(String::new())))),
     })
     .await;
     match got {
@@ -285,12 +522,15 @@ pub async fn get_object(
 }
 
 pub async fn head_object(
-    State(repo): State<Arc<Repository>>,
+    State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
 ) -> Response {
+    if let Err(r) = allowed(&s, &grant, &key, Op::Read, None, None).await {
+        return r;
+    }
     let k = key.clone();
-    match with_store(&repo, &grant, &key, Op::Read, move |s| s.size(&k)).await {
+    match on_store(&s, move |st| st.size(&k)).await {
         Ok(Some(size)) => (StatusCode::OK, [("x-sealvol-size", size.to_string())]).into_response(),
         Ok(None) => StatusCode::NOT_FOUND.into_response(),
         Err(r) => r,
@@ -305,13 +545,22 @@ pub struct PutQuery {
     etag: Option<String>,
 }
 
+/// What an object write needs besides the repository: the key list, to end an
+/// upload whose key is revoked meanwhile.
+#[derive(Clone)]
+pub struct Writes {
+    pub steward: Arc<Steward>,
+    pub keys: Arc<Keys>,
+}
+
 pub async fn put_object(
-    State(repo): State<Arc<Repository>>,
+    State(w): State<Writes>,
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
     Query(q): Query<PutQuery>,
-    body: axum::body::Body,
+    body: Body,
 ) -> Response {
+    let s = &w.steward;
     let op = match (q.mode.as_str(), &q.etag) {
         ("absent", _) | ("match", None) => Op::Create,
         ("match", Some(_)) | ("put", _) => Op::Replace,
@@ -325,30 +574,35 @@ pub async fn put_object(
     };
     // Checked before the body is stored; a refusal still reads it (discarding it),
     // because a client still sending its body would not see the answer otherwise.
-    let refusal = match check_key(&key) {
-        Err(why) => Some(failed(Error::invalid(why))),
-        Ok(()) => authorize(&grant, &key, op).err().map(denied),
+    let obj = match parse_key(&key) {
+        Err(why) => {
+            drain(body).await;
+            return failed(Error::invalid(why));
+        }
+        Ok(obj) => obj,
     };
-    if let Some(r) = refusal {
+    if let Err(why) = authorize(&grant, &key, &obj, op) {
         drain(body).await;
-        return r;
+        return denied(why);
     }
-    if q.mode == "absent" && key.starts_with("packs/") {
-        return put_pack(repo, key, body).await;
+    if let (Object::Pack(id), "absent") = (&obj, q.mode.as_str()) {
+        return put_pack(w.clone(), Arc::clone(&grant), *id, key, body).await;
     }
-    let body = match axum::body::to_bytes(body, MAX_SMALL_OBJECT).await {
+    let limit = if grant.admin { MAX_OBJECT } else { MAX_PROFILE };
+    let body = match read_body(body, limit).await {
         Ok(b) => b,
-        Err(_) => return too_large(MAX_SMALL_OBJECT),
+        Err(r) => return r,
     };
     let k = key.clone();
-    let done = with_store(&repo, &grant, &key, op, move |s| {
-        check_content(&k, &body)?;
+    let done = on_store(s, move |st| {
+        let body = body.bytes;
+        check_content(&k, &obj, &body)?;
         match q.mode.as_str() {
-            "absent" => s.put_if_absent(&k, &body),
-            "match" => s
+            "absent" => st.put_if_absent(&k, &body),
+            "match" => st
                 .put_if_match(&k, &body, q.etag.map(ETag).as_ref())
                 .map(|()| true),
-            _ => s.put(&k, &body).map(|()| true),
+            _ => st.put(&k, &body).map(|()| true),
         }
     })
     .await;
@@ -359,12 +613,150 @@ pub async fn put_object(
     }
 }
 
-/// Reads a body to its end (at most `MAX_OBJECT` bytes), keeping nothing.
-async fn drain(body: axum::body::Body) {
+/// A body read whole, with its share of the server's budget for such bodies.
+pub struct Whole {
+    pub bytes: Bytes,
+    _share: crate::budget::Share,
+}
+
+impl std::ops::Deref for Whole {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// A body read whole, at most `limit` bytes, each piece within `BODY_IDLE` of the last,
+/// and within the server's budget for bodies held whole (`budget.rs`).
+pub async fn read_body(body: Body, limit: usize) -> Result<Whole, Response> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    let mut share = crate::budget::Share::none();
+    loop {
+        match tokio::time::timeout(BODY_IDLE, stream.next()).await {
+            Err(_) => return Err(idle()),
+            Ok(None) => {
+                return Ok(Whole {
+                    bytes: Bytes::from(out),
+                    _share: share,
+                });
+            }
+            Ok(Some(Err(e))) => {
+                return Err(failed(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("the body was cut short: {e}"),
+                )));
+            }
+            Ok(Some(Ok(b))) => {
+                if out.len() + b.len() > limit {
+                    return Err(too_large(limit));
+                }
+                if !share.cover_body((out.len() + b.len()) as u64).await {
+                    return Err(busy());
+                }
+                out.extend_from_slice(&b);
+            }
+        }
+    }
+}
+
+/// The server holds all the bodies it will hold at once.
+pub fn busy() -> Response {
+    failed(
+        Error::new(
+            ErrorKind::Unavailable,
+            "the server is holding all the request bodies it may at once",
+        )
+        .hint("try again in a moment"),
+    )
+}
+
+fn idle() -> Response {
+    failed(
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("the body stopped coming for {} s", BODY_IDLE.as_secs()),
+        )
+        .hint("send again"),
+    )
+}
+
+/// Checks what the admin or a key writes under a name its bytes must hash to.
+fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<()> {
+    let parts: Vec<&str> = key.split('/').collect();
+    match (obj, parts.as_slice()) {
+        (Object::Pack(id), _) => sealvol_core::objects::check_pack(key, id, bytes).map(|_| ()),
+        (Object::Index(id), _) => {
+            let entries = sealvol_core::objects::decode_index(key, bytes)?;
+            if sealvol_core::objects::pack_id(&entries) != *id {
+                return Err(Error::corrupt(format!(
+                    "{key}: its entries do not hash to its name"
+                )));
+            }
+            Ok(())
+        }
+        (Object::File(h), _) => {
+            sealvol_core::objects::FileObject::decode(key, bytes, h).map(|_| ())
+        }
+        (
+            Object::Namespaced {
+                kind: "manifests", ..
+            },
+            ["manifests", ns, vol, digest],
+        ) => {
+            let m: sealvol_core::registry::Manifest = serde_json::from_slice(bytes)
+                .map_err(|e| Error::invalid(format!("{key} is not a manifest: {e}")))?;
+            let actual = sealvol_core::digest::version_digest(&m.entries);
+            if actual.hex() != *digest
+                || m.digest != actual.to_string()
+                || m.volume != format!("{ns}/{vol}")
+            {
+                return Err(Error::corrupt(format!(
+                    "{key}: its entries hash to {actual}, not to its name"
+                )));
+            }
+            Ok(())
+        }
+        (
+            Object::Namespaced {
+                kind: "profiles", ..
+            },
+            ["profiles", _, _, digest, name],
+        ) => {
+            if Hash::of(bytes).hex() != *name {
+                return Err(Error::invalid(format!(
+                    "{key}: its bytes do not hash to its name"
+                )));
+            }
+            let p: sealvol_core::profile::Profile = serde_json::from_slice(bytes)
+                .map_err(|e| Error::invalid(format!("{key} is not a read profile: {e}")))?;
+            if p.digest != format!("b3:{digest}") {
+                return Err(Error::invalid(format!(
+                    "{key}: a profile of another version"
+                )));
+            }
+            Ok(())
+        }
+        (
+            Object::Namespaced {
+                kind: "profiles", ..
+            },
+            _,
+        ) => Err(Error::invalid(format!(
+            "{key}: profiles/NS/VOL/DIGEST/HASH"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a body to its end (at most `MAX_OBJECT` bytes, each piece within
+/// `BODY_IDLE`), keeping nothing.
+async fn drain(body: Body) {
     use futures::StreamExt;
     let mut stream = body.into_data_stream();
     let mut total = 0;
-    while let Some(Ok(b)) = stream.next().await {
+    while let Ok(Some(Ok(b))) = tokio::time::timeout(BODY_IDLE, stream.next()).await {
         total += b.len();
         if total > MAX_OBJECT {
             break;
@@ -381,19 +773,19 @@ fn too_large(limit: usize) -> Response {
 }
 
 /// A pack, streamed to a staging file as it arrives (memory: a few frames), checked
-/// there chunk by chunk against its name, then published; what fails leaves nothing.
-/// The file is the writer's: it publishes only once told the body is whole, and
-/// removes it otherwise, so a request dropped part way (the client gone) leaves no
-/// staging file behind either.
-async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) -> Response {
+/// there chunk by chunk against its name, then published and indexed (by the server:
+/// its index is its own); what fails leaves nothing. The file is the writer's: it
+/// publishes only once told the body is whole, and removes it otherwise, so a request
+/// dropped part way (the client gone), one whose body stops coming, and one whose key
+/// is revoked meanwhile all leave no staging file behind.
+async fn put_pack(w: Writes, grant: Arc<Grant>, id: Hash, key: String, body: Body) -> Response {
     use futures::StreamExt;
-    let Some(id) = key.rsplit('/').next().and_then(Hash::parse_hex) else {
-        return failed(Error::invalid(format!("{key}: not a pack id")));
-    };
+    let s = Arc::clone(&w.steward);
     // `None`: the body is whole.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<Bytes>>(16);
     let writer = tokio::task::spawn_blocking(move || -> sealvol_core::Result<bool> {
         use std::io::Write;
+        let repo = &s.repo;
         let path = repo.object_store().staging_path()?;
         let staged = (|| {
             let mut f =
@@ -415,7 +807,11 @@ async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) ->
             sealvol_core::objects::check_pack_file(&key, &id, &path)
         })();
         match staged {
-            Ok(()) => repo.object_store().put_file_if_absent(&key, &path),
+            Ok(entries) => {
+                let created = repo.publish_pack(&id, &path, &entries)?;
+                s.known.add_pack(&id, &entries);
+                Ok(created)
+            }
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
                 Err(e)
@@ -425,7 +821,27 @@ async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) ->
     let mut stream = body.into_data_stream();
     let mut total = 0usize;
     let mut cut = None;
-    while let Some(frame) = stream.next().await {
+    let mut checked = std::time::Instant::now();
+    loop {
+        let frame = match tokio::time::timeout(BODY_IDLE, stream.next()).await {
+            Err(_) => {
+                cut = Some(idle());
+                break;
+            }
+            Ok(None) => break,
+            Ok(Some(frame)) => frame,
+        };
+        // A key revoked while it uploads ends its upload.
+        if checked.elapsed() > std::time::Duration::from_millis(200) {
+            checked = std::time::Instant::now();
+            if !w.keys.is_live(&grant.name) {
+                cut = Some(denied(format!(
+                    "key {} was revoked during the upload",
+                    grant.name
+                )));
+                break;
+            }
+        }
         match frame {
             Ok(b) if total + b.len() > MAX_OBJECT => {
                 cut = Some(too_large(MAX_OBJECT));
@@ -446,6 +862,12 @@ async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) ->
             }
         }
     }
+    if cut.is_none() && !w.keys.is_live(&grant.name) {
+        cut = Some(denied(format!(
+            "key {} was revoked during the upload",
+            grant.name
+        )));
+    }
     if cut.is_none() {
         let _ = tx.send(None).await;
     }
@@ -458,17 +880,20 @@ async fn put_pack(repo: Arc<Repository>, key: String, body: axum::body::Body) ->
         Ok(Ok(true)) => StatusCode::CREATED.into_response(),
         Ok(Ok(false)) => StatusCode::OK.into_response(),
         Ok(Err(e)) => failed(e),
-        Err(e) => failed(Error::new(ErrorKind::Io, e.to_string())),
+        Err(_) => failed(Error::new(ErrorKind::Io, "the upload failed on the server")),
     }
 }
 
 pub async fn delete_object(
-    State(repo): State<Arc<Repository>>,
+    State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
 ) -> Response {
+    if let Err(r) = allowed(&s, &grant, &key, Op::Delete, None, None).await {
+        return r;
+    }
     let k = key.clone();
-    match with_store(&repo, &grant, &key, Op::Delete, move |s| s.delete(&k)).await {
+    match on_store(&s, move |st| st.delete(&k)).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(r) => r,
     }
@@ -488,47 +913,46 @@ pub struct ListPage {
 }
 
 pub async fn list(
-    State(repo): State<Arc<Repository>>,
+    State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     Query(q): Query<ListQuery>,
 ) -> Response {
-    if !(q.prefix.is_empty() || q.prefix.ends_with('/')) {
+    if !(q.prefix.is_empty() || q.prefix.ends_with('/')) || q.prefix.len() > 1024 {
         return failed(Error::invalid("a listing's prefix ends in /"));
     }
-    // A namespaced kind is listed whole and filtered; anything else needs the right
-    // to read what is under the prefix; the root (stray names), admin only.
+    // A namespaced kind is listed whole and filtered; anything else by the admin, or
+    // by a key that sees every namespace (not the server's own folders).
     let prefix = q.prefix.clone();
-    let top = prefix.split('/').next().unwrap_or_default();
-    let allowed = match prefix.as_str() {
-        "" => grant.admin,
-        p if NAMESPACED.contains(&top) && p.len() == top.len() + 1 => true,
-        p => {
-            check_key(&format!("{p}x")).is_ok()
-                && authorize(&grant, &format!("{p}x"), Op::Read).is_ok()
-        }
-    };
+    let mut parts = prefix.split('/');
+    let top = parts.next().unwrap_or_default();
+    let ns_ok = parts
+        .next()
+        .is_none_or(|ns| ns.is_empty() || grant.sees(ns));
+    let allowed = grant.admin
+        || (NAMESPACED.contains(&top) && ns_ok)
+        || (grant.namespaces.is_empty()
+            && !prefix.is_empty()
+            && !matches!(top, "quarantine" | "tmp" | "probe"));
     if !allowed {
         return denied(format!(
-            "key {} ({}) may not list {prefix}",
+            "key {} ({}) may not list {prefix:.120}",
             grant.name,
             grant.scope()
         ));
     }
     let g = Arc::clone(&grant);
-    let r = Arc::clone(&repo);
-    let page = match tokio::task::spawn_blocking(move || {
-        r.object_store().list_page(&prefix, q.after.as_deref())
-    })
-    .await
-    {
-        Ok(Ok(page)) => page,
-        Ok(Err(e)) => return failed(e),
-        Err(e) => return failed(Error::new(ErrorKind::Io, e.to_string())),
+    let page = match on_store(&s, move |st| st.list_page(&prefix, q.after.as_deref())).await {
+        Ok(page) => page,
+        Err(r) => return r,
     };
     let objects = page
         .objects
         .into_iter()
-        .filter(|o| authorize(&g, &o.key, Op::Read).is_ok())
+        .filter(|o| match parse_key(&o.key) {
+            Ok(obj) => authorize(&g, &o.key, &obj, Op::Read).is_ok(),
+            // Strays are the admin's to see (repair moves them aside).
+            Err(_) => g.admin,
+        })
         .map(|o| {
             let ms = o.modified.and_then(|m| {
                 m.duration_since(std::time::UNIX_EPOCH)
@@ -564,30 +988,28 @@ pub async fn whoami(Extension(grant): Extension<Arc<Grant>>) -> Response {
     })
 }
 
-pub async fn now(State(repo): State<Arc<Repository>>) -> Response {
-    match tokio::task::spawn_blocking(move || repo.object_store().now()).await {
-        Ok(Ok(t)) => {
+pub async fn now(State(s): State<Arc<Steward>>) -> Response {
+    match on_store(&s, |st| st.now()).await {
+        Ok(t) => {
             let ms = t
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
             json(&serde_json::json!({ "now_ms": ms }))
         }
-        Ok(Err(e)) => failed(e),
-        Err(e) => failed(Error::new(ErrorKind::Io, e.to_string())),
+        Err(r) => r,
     }
 }
 
 pub async fn barrier(
-    State(repo): State<Arc<Repository>>,
+    State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
 ) -> Response {
     if grant.read_only {
         return denied(format!("key {} is read-only", grant.name));
     }
-    match tokio::task::spawn_blocking(move || repo.object_store().sync()).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => failed(e),
-        Err(e) => failed(Error::new(ErrorKind::Io, e.to_string())),
+    match on_store(&s, |st| st.sync()).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(r) => r,
     }
 }
 
@@ -604,31 +1026,102 @@ mod tests {
         }
     }
 
+    fn may(g: &Grant, key: &str, op: Op) -> bool {
+        parse_key(key).is_ok_and(|o| authorize(g, key, &o, op).is_ok())
+    }
+
     #[test]
     fn what_each_kind_of_key_may_touch() {
+        let h = "ab".to_string() + &"0".repeat(62);
+        let pack = format!("packs/ab/{h}");
         let ci = grant(false, false, &["weights"]);
         let ro = grant(false, true, &[]);
         let admin = grant(true, false, &[]);
-        let m = "manifests/weights/m/abcd";
-        assert!(authorize(&ci, m, Op::Create).is_ok());
-        assert!(authorize(&ci, "manifests/other/m/abcd", Op::Read).is_err());
-        assert!(authorize(&ci, "manifests/other/m/abcd", Op::Create).is_err());
-        assert!(authorize(&ci, m, Op::Delete).is_err());
-        assert!(authorize(&ci, "trash/weights/m/abcd", Op::Delete).is_ok());
-        assert!(authorize(&ci, "trash/other/m/abcd", Op::Delete).is_err());
-        assert!(authorize(&ci, "packs/ab/cd", Op::Create).is_ok());
-        assert!(authorize(&ci, "packs/ab/cd", Op::Delete).is_err());
-        assert!(authorize(&ci, "packs/ab/cd", Op::Replace).is_err());
-        assert!(authorize(&ci, "sealvol.repo", Op::Replace).is_err());
-        assert!(authorize(&ci, "gc/rounds/1", Op::Replace).is_ok());
-        assert!(authorize(&ci, "gc/lease", Op::Replace).is_err());
-        assert!(authorize(&ci, "quarantine/x/y", Op::Read).is_err());
-        assert!(authorize(&ro, m, Op::Read).is_ok());
-        assert!(authorize(&ro, "packs/ab/cd", Op::Create).is_err());
-        assert!(authorize(&ro, "tags/weights/m/prod", Op::Replace).is_err());
-        assert!(authorize(&admin, "packs/ab/cd", Op::Delete).is_ok());
-        for bad in ["", "/abs", "a//b", "a/../b", "a/./b", "a b", "packs/\u{e9}"] {
-            assert!(check_key(bad).is_err(), "{bad:?}");
+        let m = format!("manifests/weights/m/{h}");
+        // Manifests and every derived object: the server writes them.
+        assert!(!may(&ci, &m, Op::Create));
+        assert!(may(&ci, &m, Op::Read));
+        assert!(!may(&ci, &format!("manifests/other/m/{h}"), Op::Read));
+        assert!(!may(&ci, &format!("trash/weights/m/{h}"), Op::Delete));
+        assert!(!may(&ci, &format!("files/ab/{h}"), Op::Create));
+        assert!(!may(&ci, &format!("index/{h}"), Op::Create));
+        assert!(!may(&ci, &format!("damage/{h}/{h}"), Op::Create));
+        assert!(!may(&ci, "gc/rounds/1", Op::Replace));
+        assert!(!may(&ci, "tags/weights/m/prod", Op::Replace));
+        // Packs and profiles it writes; what it reads of packs needs a file.
+        assert!(may(&ci, &pack, Op::Create));
+        assert!(!may(&ci, &pack, Op::Delete));
+        assert!(!may(&ci, &pack, Op::Replace));
+        assert!(may(&ci, &format!("profiles/weights/m/{h}/{h}"), Op::Create));
+        assert!(!may(&ci, &format!("profiles/other/m/{h}/{h}"), Op::Create));
+        assert!(!may(&ci, &format!("index/{h}"), Op::Read));
+        assert!(!may(&ci, "gc/rounds/1", Op::Read));
+        assert!(!may(&ci, "sealvol.repo", Op::Replace));
+        assert!(!may(&ci, "quarantine/x/y", Op::Read));
+        // A node's key sees everything but the server's own folders, writes nothing.
+        assert!(may(&ro, &m, Op::Read));
+        assert!(may(&ro, &format!("index/{h}"), Op::Read));
+        assert!(!may(&ro, "quarantine/x/y", Op::Read));
+        assert!(!may(&ro, &pack, Op::Create));
+        assert!(may(&admin, &pack, Op::Delete));
+        // Shapes: no folder names, no other fan-out, no paths out.
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/../b",
+            "a/./b",
+            "a b",
+            "packs/\u{e9}",
+            "packs/ab",
+            "files/ab",
+            "packs/cd/ab00",
+            &format!("packs/cd/{h}"),
+            &format!("packs/ab/{h}/x"),
+            &format!("manifests/../m/{h}"),
+            &format!("manifests/Bad/m/{h}"),
+            "stray",
+            "index",
+        ] {
+            assert!(parse_key(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn ranges_are_checked_against_the_object() {
+        assert_eq!(parse_range("bytes=0-9", 100), Ok((0, 10)));
+        assert_eq!(parse_range("bytes=90-", 100), Ok((90, 10)));
+        assert_eq!(parse_range("bytes=-10", 100), Ok((90, 10)));
+        assert_eq!(parse_range("bytes=0-99999999999", 100), Ok((0, 100)));
+        assert_eq!(
+            parse_range("bytes=0-18446744073709551615", 100),
+            Ok((0, 100))
+        );
+        assert_eq!(
+            parse_range("bytes=1-18446744073709551615", 100),
+            Ok((1, 99))
+        );
+        assert_eq!(
+            parse_range("bytes=100-", 100),
+            Err(StatusCode::RANGE_NOT_SATISFIABLE)
+        );
+        assert_eq!(
+            parse_range("bytes=18446744073709551615-", 100),
+            Err(StatusCode::RANGE_NOT_SATISFIABLE)
+        );
+        for bad in [
+            "bytes=9-1",
+            "bytes=a-b",
+            "bytes=-",
+            "items=0-1",
+            "bytes=0-1,4-5",
+            "bytes=99999999999999999999-1",
+        ] {
+            assert_eq!(parse_range(bad, 100), Err(StatusCode::BAD_REQUEST), "{bad}");
+        }
+        assert_eq!(
+            parse_range("bytes=-0", 100),
+            Err(StatusCode::RANGE_NOT_SATISFIABLE)
+        );
     }
 }

@@ -74,6 +74,7 @@ impl Peer for HttpPeer {
 
     fn read_run(
         &self,
+        file: &Hash,
         pack: &PackId,
         offset: u64,
         chunks: &[(Hash, u32)],
@@ -81,6 +82,7 @@ impl Peer for HttpPeer {
     ) -> Result<()> {
         let unavailable = |what: String| Error::new(ErrorKind::Unavailable, what);
         let req = RunRequest {
+            file: file.hex(),
             pack: pack.hex(),
             offset,
             chunks: chunks.iter().map(|(h, len)| (h.hex(), *len)).collect(),

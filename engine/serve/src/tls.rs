@@ -112,15 +112,17 @@ pub fn client(connect: Duration, total: Duration) -> Result<reqwest::blocking::C
     if let Some(path) = std::env::var_os(CA_ENV) {
         let path = std::path::PathBuf::from(path);
         let pem = std::fs::read(&path).map_err(|e| Error::io("cannot read", &path, e))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-            Error::invalid(format!(
-                "{CA_ENV}={}: not PEM certificates: {e}",
-                path.display()
-            ))
-            .hint(
-                "point it at the CA (or self-signed) certificate the server's --tls-cert chains to",
+        let not_pem = |why: String| {
+            Error::invalid(format!("{CA_ENV}={}: {why}", path.display())).hint(
+                "point it at the CA (or self-signed) certificate the server's --tls-cert chains to, in PEM",
             )
-        })?;
+        };
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| not_pem(format!("not PEM certificates: {e}")))?;
+        // A file with no PEM certificate in it would otherwise be passed over in silence.
+        if certs.is_empty() {
+            return Err(not_pem("holds no PEM certificate".into()));
+        }
         for c in certs {
             b = b.add_root_certificate(c);
         }

@@ -12,7 +12,8 @@ use sealvol_serve::http::ROUTES;
 fn concrete(route: &str) -> String {
     route
         .replace("{hash}", &"ab".repeat(32))
-        .replace("{*key}", "packs/ab/cd")
+        .replace("{*key}", &format!("packs/ab/{}", "ab".repeat(32)))
+        .replace("{file}", &"cd".repeat(32))
 }
 
 fn ask(s: &Server, method: &str, path: &str, key: Option<&str>, body: Vec<u8>) -> (u16, String) {
@@ -111,7 +112,8 @@ fn scoped_and_read_only_keys_are_held_to_their_scope() {
     );
     let (status, body) = ask(&s, "PUT", tag, Some(&other), b"{}".to_vec());
     assert_eq!(status, 403, "{body}");
-    let pack = format!("/v1/objects/{}", "packs/ab/cd");
+    let id = "ab".repeat(32);
+    let pack = format!("/v1/objects/packs/ab/{id}");
     let (status, body) = ask(&s, "DELETE", &pack, Some(&ci), Vec::new());
     assert_eq!(status, 403, "{body}");
     let (status, body) = ask(&s, "POST", "/v1/barrier", Some(&ro), Vec::new());
@@ -140,15 +142,37 @@ fn bad_object_requests_get_one_line_and_store_nothing() {
             b"not a pack".to_vec(),
             422,
         ),
+        // What the server derives, it writes itself: a key may not.
         (
             format!("/v1/objects/index/{id}?mode=absent"),
             vec![0; 100],
-            422,
+            403,
+        ),
+        (
+            format!("/v1/objects/manifests/t/serve/{id}?mode=absent"),
+            b"{\"not\": \"a manifest\"}".to_vec(),
+            403,
+        ),
+        (
+            format!("/v1/objects/files/{}/{id}?mode=put", &id[..2]),
+            b"x".to_vec(),
+            403,
+        ),
+        // Names that are no object of any kind: a folder's name, a stray.
+        (
+            "/v1/objects/packs/cd?mode=absent".to_string(),
+            b"x".to_vec(),
+            400,
+        ),
+        (
+            "/v1/objects/files/cd?mode=absent".to_string(),
+            b"x".to_vec(),
+            400,
         ),
         (
             "/v1/objects/manifests/t/serve/abcd?mode=absent".to_string(),
-            b"{\"not\": \"a manifest\"}".to_vec(),
-            400,
+            b"x".to_vec(),
+            403,
         ),
         // (A `..` never reaches the server: URL parsers resolve it first.)
         (
@@ -193,6 +217,14 @@ fn bad_object_requests_get_one_line_and_store_nothing() {
         "{staged:?}"
     );
     let (status, text) = ask(&s, "GET", "/v1/objects/packs/none", Some(&ci), Vec::new());
+    assert_eq!(status, 400, "{text}");
+    let (status, text) = ask(
+        &s,
+        "GET",
+        &format!("/v1/objects/{key}"),
+        Some(&ci),
+        Vec::new(),
+    );
     assert_eq!(status, 404, "{text}");
     let (status, text) = ask(&s, "GET", "/v1/list?prefix=packs", Some(&ci), Vec::new());
     assert_eq!(status, 400, "{text}");

@@ -140,7 +140,7 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
     let r = Ref::parse(reference)?;
     let peers = crate::commands::peers(
         &ctx.settings.peers_or(how.peers)?,
-        ctx.settings.api_key.as_deref(),
+        ctx.settings.api_key.as_ref().map(|k| k.expose()),
     )?;
     let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let digest = repo.resolve(&r)?;

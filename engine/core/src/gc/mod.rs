@@ -34,8 +34,9 @@ use crate::repo::{Kind, Repository};
 use crate::trash::Purge;
 
 pub use lease::LEASE_TTL;
+pub(crate) use rounds::protect;
 use rounds::{RoundState, Stored};
-pub(crate) use rounds::{condemned_packs, protect, replace_chunk_list};
+pub use rounds::{condemned_packs, replace_chunk_list};
 
 /// A pack whose live chunks are less than this share of its bytes is rewritten.
 pub const REPACK_BELOW: f64 = 0.5;
@@ -50,13 +51,13 @@ pub struct GcOptions<'a> {
 }
 
 /// A version purged from the trash.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PurgedVersion {
     pub volume: String,
     pub digest: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct GcReport {
     pub dry_run: bool,
     /// The grace period in effect (seconds).
@@ -101,6 +102,11 @@ pub struct GcReport {
 
 /// Runs one garbage collection (see the module's steps).
 pub fn collect(repo: &Repository, opts: &GcOptions) -> Result<GcReport> {
+    // Through a server, the server collects (admin keys only).
+    if let Some(remote) = repo.remote() {
+        opts.progress.note("garbage collection runs on the server");
+        return remote.collect(opts.dry_run);
+    }
     repo.check_writable()?;
     let started = Instant::now();
     let grace = repo.config().gc_grace;

@@ -155,7 +155,7 @@ pub(crate) fn new_key(now: SystemTime) -> String {
 }
 
 /// Packs that condemned or sweeping rounds hold: a writer builds nothing new on them.
-pub(crate) fn condemned_packs(repo: &Repository) -> Result<Vec<PackId>> {
+pub fn condemned_packs(repo: &Repository) -> Result<Vec<PackId>> {
     Ok(list(repo)?
         .into_iter()
         .filter(|s| s.round.state != RoundState::Swept)
@@ -272,7 +272,7 @@ pub(crate) fn protect(
 /// The writer's side for a chunk list it replaces (a heal, a relink): the packs the new
 /// list names are rescued from any round that holds them before the list is visible,
 /// or the replacement fails with `ErrorKind::Collected` (docs/GC.md, case 2).
-pub(crate) fn replace_chunk_list(repo: &Repository, hash: &Hash, obj: &FileObject) -> Result<()> {
+pub fn replace_chunk_list(repo: &Repository, hash: &Hash, obj: &FileObject) -> Result<()> {
     let rounds = list(repo)?;
     let uses = Uses {
         files: HashSet::new(),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::pipeline::{HashedFile, run_pipeline};
-use super::{Inputs, PushReport, index_after_recovery, stored_file};
+use super::{Inputs, PushReport, index_after_recovery, stored_files};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::progress::Progress;
@@ -109,11 +109,17 @@ fn push_once(
     let mut known: HashMap<usize, (Hash, u64)> = HashMap::new();
     if let Some(cache) = opts.stat_cache {
         let keys: Vec<(PathBuf, Stamp)> = files.iter().map(|(_, p, s)| (p.clone(), *s)).collect();
-        for ((i, _, _), hit) in files.iter().zip(cache.lookup(&keys)?) {
-            if let Some(h) = hit
-                && let Some(chunks) = stored_file(repo, &index, &h)?
-            {
-                known.insert(*i, (h, chunks));
+        let hits: Vec<(usize, Hash)> = files
+            .iter()
+            .zip(cache.lookup(&keys)?)
+            .filter_map(|((i, _, _), hit)| hit.map(|h| (*i, h)))
+            .collect();
+        for part in hits.chunks(super::ASK_AT_ONCE) {
+            let hashes: Vec<Hash> = part.iter().map(|(_, h)| *h).collect();
+            for ((i, h), stored) in part.iter().zip(stored_files(repo, &index, &hashes)?) {
+                if let Some(chunks) = stored {
+                    known.insert(*i, (*h, chunks));
+                }
             }
         }
     }

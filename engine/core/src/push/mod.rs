@@ -31,6 +31,10 @@ use crate::registry::VersionStats;
 use crate::repo::{ChunkIndex, Repository};
 
 pub use local::{PushOptions, SealGuard, StatCache, push, store_files};
+
+/// The most hashes one question to a server names (`Remote::have_chunks`,
+/// `Remote::stored_files`): 2 MiB of hashes.
+pub const ASK_AT_ONCE: usize = 65536;
 pub use stream::{
     Ingested, StoredFiles, StreamFile, check_stream_listing, ingest, seal_listing, seal_streams,
 };
@@ -78,6 +82,11 @@ pub const COLLECTED_RETRIES: u32 = 3;
 /// The chunk index, after cleaning up what interrupted writers left: their staging
 /// files, and packs they published without an index.
 pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
+    // Through a server, the server holds the index; a push asks it as it goes.
+    if repo.remote().is_some() {
+        repo.clean_staging()?;
+        return Ok(ChunkIndex::for_remote());
+    }
     repo.check_writable()?;
     // Before the index is read: a repair running now finishes first.
     let writing = repo.writers_lock(false)?;
@@ -97,7 +106,26 @@ pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
 /// knows), if its chunk list is intact and names only usable copies; `None` means the
 /// file must be read again, which heals it.
 pub fn stored_file(repo: &Repository, index: &ChunkIndex, h: &Hash) -> Result<Option<u64>> {
-    Ok(repo
-        .healthy_file_object(h, &index.health)?
-        .map(|obj| obj.chunks.len() as u64))
+    Ok(stored_files(repo, index, std::slice::from_ref(h))?
+        .pop()
+        .flatten())
+}
+
+/// `stored_file` of many files: one request to a server for all of them.
+pub fn stored_files(
+    repo: &Repository,
+    index: &ChunkIndex,
+    hashes: &[Hash],
+) -> Result<Vec<Option<u64>>> {
+    if let Some(remote) = repo.remote() {
+        return remote.stored_files(hashes);
+    }
+    hashes
+        .iter()
+        .map(|h| {
+            Ok(repo
+                .healthy_file_object(h, &index.health)?
+                .map(|obj| obj.chunks.len() as u64))
+        })
+        .collect()
 }

@@ -54,6 +54,8 @@ struct Hashed {
     file: usize,
     block: Result<Block>,
     hashes: Vec<Hash>,
+    /// Through a server: which of `hashes` it holds already.
+    on_server: Vec<bool>,
 }
 
 /// Reads `files` (listing index, size) through `inputs` into packs and stores their
@@ -87,7 +89,8 @@ pub(super) fn run_pipeline(
         for _ in 0..workers {
             let rx = work_rx.clone();
             let tx = done_tx.clone();
-            s.spawn(move || hash_blocks(rx, tx));
+            let remote = repo.remote();
+            s.spawn(move || hash_blocks(rx, tx, remote));
         }
         drop(work_rx);
         drop(done_tx);
@@ -167,9 +170,11 @@ fn read_files(
     }
 }
 
-fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>) {
-    for w in rx {
-        let hashes = match &w.block {
+/// Hashes each block's chunks; through a server, also asks it which of them it holds
+/// (one question per block, side by side with the other workers').
+fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate::remote::Remote>) {
+    for mut w in rx {
+        let hashes: Vec<Hash> = match &w.block {
             Ok(b) => {
                 let mut off = 0usize;
                 b.lens
@@ -183,11 +188,29 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>) {
             }
             Err(_) => Vec::new(),
         };
+        let on_server = match (remote, w.block.is_ok()) {
+            (Some(r), true) => match r.have_chunks(&hashes) {
+                Ok(have) if have.len() == hashes.len() => have,
+                Ok(_) => {
+                    w.block = Err(Error::new(
+                        ErrorKind::Io,
+                        "the server answered for another number of chunks than it was asked",
+                    ));
+                    Vec::new()
+                }
+                Err(e) => {
+                    w.block = Err(e);
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        };
         let msg = Hashed {
             seq: w.seq,
             file: w.file,
             block: w.block,
             hashes,
+            on_server,
         };
         if tx.send(msg).is_err() {
             return;
@@ -248,7 +271,10 @@ fn write_in_order(
             debug_assert_eq!(*file_no, m.file);
             let mut off = 0u32;
             let (new_before, reused_before) = (out.new_chunks, out.chunks_reused);
-            for (&len, hash) in block.lens.iter().zip(&m.hashes) {
+            for (k, (&len, hash)) in block.lens.iter().zip(&m.hashes).enumerate() {
+                if m.on_server.get(k).copied().unwrap_or(false) {
+                    index.add_on_server(*hash, len);
+                }
                 let loc = match index.chunks.get(hash) {
                     Some(loc) => {
                         out.chunks_reused += 1;
@@ -345,6 +371,16 @@ fn same_chunks(a: &FileObject, b: &FileObject) -> bool {
 
 /// Stores one file's chunk list; true if it replaced a damaged one.
 fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> Result<bool> {
+    // Through a server: it finds the chunks, proves them and writes the list itself.
+    if let Some(remote) = repo.remote() {
+        let chunks: Vec<(Hash, u32)> = hf
+            .chunks
+            .iter()
+            .map(|c| (c.entry.hash, c.entry.raw_len))
+            .collect();
+        remote.put_list(&hf.hash, hf.size, &chunks)?;
+        return Ok(false);
+    }
     let obj = file_object(index, hf);
     if repo.put_file_object(&hf.hash, &obj)? {
         return Ok(false);

@@ -526,9 +526,9 @@ impl Tiers {
             }
             add(&counters.origin_requests, 1);
             add(&counters.origin_bytes, to - from);
-            let bytes = self
-                .repo
-                .pack_range(&obj.packs[pack as usize], from, to - from)?;
+            let bytes =
+                self.repo
+                    .file_range(&obj.hash, &obj.packs[pack as usize], from, to - from)?;
             out.push(ChunkBytes::whole(bytes));
             i = j;
         }
@@ -625,7 +625,7 @@ fn read_runs(
         add(&counters.origin_requests, 1);
         let mut buf = recycled::take((end - start) as usize);
         let asked = std::time::Instant::now();
-        let read = repo.pack_range_into(&pack, start, buf.as_mut_vec());
+        let read = repo.file_range_into(&obj.hash, &pack, start, buf.as_mut_vec());
         counters.origin_latency.observe(asked.elapsed());
         let bytes = match read {
             Ok(()) => Ok(Arc::new(buf)),
@@ -669,7 +669,12 @@ fn read_runs(
                 }
                 // The run failed as a whole (a pack cut short): this chunk alone may
                 // still be there.
-                Err(e) => match repo.pack_range(&pack, c.entry.offset, c.entry.stored_len as u64) {
+                Err(e) => match repo.file_range(
+                    &obj.hash,
+                    &pack,
+                    c.entry.offset,
+                    c.entry.stored_len as u64,
+                ) {
                     Ok(b) if check_chunk(&b, &c.entry, &pack).is_ok() => {
                         add(&counters.origin_requests, 1);
                         let whole = ChunkBytes::whole(b);

@@ -20,9 +20,12 @@ pub trait Peer: Send + Sync {
 
     /// Puts in `into` (replacing what it held, keeping its memory) the stored bytes of
     /// `chunks` (hash, stored length), which lie back to back in `pack` from `offset`,
-    /// in order. Unverified: the caller checks every chunk.
+    /// in order, for a reader of file `file` (whose chunk list names them: a server
+    /// lets a key read only chunks of files its namespaces hold, and proves them).
+    /// Unverified: the caller checks every chunk.
     fn read_run(
         &self,
+        file: &Hash,
         pack: &PackId,
         offset: u64,
         chunks: &[(Hash, u32)],
@@ -100,7 +103,9 @@ pub(super) fn from_peers(
         add(&counters.peer_requests, 1);
         let mut buf = recycled::take(len);
         let asked = std::time::Instant::now();
-        let answer = p.peer.read_run(pack, start, &chunks, buf.as_mut_vec());
+        let answer = p
+            .peer
+            .read_run(&obj.hash, pack, start, &chunks, buf.as_mut_vec());
         counters.peer_latency.observe(asked.elapsed());
         if let Err(e) = answer {
             add(&counters.peer_errors, 1);

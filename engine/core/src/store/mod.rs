@@ -113,6 +113,7 @@ pub fn process_started(pid: u32) -> Option<std::time::SystemTime> {
     Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(secs))
 }
 
+use crate::digest::Hash;
 use crate::error::Result;
 
 /// Removes the files of `dir` (a staging directory) whose owner is gone
@@ -209,6 +210,20 @@ pub trait ObjectStore: Send + Sync {
     fn get_range_into(&self, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
         *buf = self.get_range(key, offset, buf.len() as u64)?;
         Ok(())
+    }
+
+    /// `get_range_into` of bytes a reader needs for the file `file` (chunks its list
+    /// names): a server checks that the caller's key may read that file and that the
+    /// range holds its chunks; every other store reads the range.
+    fn get_file_range_into(
+        &self,
+        key: &str,
+        offset: u64,
+        buf: &mut Vec<u8>,
+        file: &Hash,
+    ) -> Result<()> {
+        let _ = file;
+        self.get_range_into(key, offset, buf)
     }
 
     /// The object's size, or `None` if it does not exist.

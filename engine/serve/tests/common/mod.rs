@@ -120,19 +120,24 @@ impl Server {
             .unwrap()
     }
 
+    /// Chunk `i` of the file, asked for as the file's.
     pub fn chunk_path(&self, i: usize) -> String {
-        format!("/v1/chunks/{}", self.file.chunks[i].entry.hash.hex())
+        format!(
+            "/v1/chunks/{}?file={}",
+            self.file.chunks[i].entry.hash.hex(),
+            self.file.hash.hex()
+        )
     }
 
-    pub fn hinted_path(&self, i: usize) -> String {
-        let c = &self.file.chunks[i];
-        format!(
-            "{}?pack={}&offset={}&len={}",
-            self.chunk_path(i),
-            self.file.packs[c.pack as usize].hex(),
-            c.entry.offset,
-            c.entry.stored_len
-        )
+    /// The chunks whose bytes proving chunks `range` needs: those of the proof blocks
+    /// they lie in (`sealvol_core::proof`), each fetched once.
+    pub fn proof_span(&self, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let g = 1u64 << sealvol_core::proof::BLOCK_LOG;
+        let f = &self.file;
+        let (start, end) = (f.start_of(range.start), f.start_of(range.end));
+        let s = (start / g) * g;
+        let e = (end.div_ceil(g) * g).min(f.size);
+        f.chunk_at(s)..f.chunk_at(e - 1) + 1
     }
 }
 
@@ -155,6 +160,7 @@ impl Server {
             .map(|c| (c.entry.hash.hex(), c.entry.stored_len))
             .collect();
         serde_json::to_vec(&serde_json::json!({
+            "file": self.file.hash.hex(),
             "pack": self.file.packs[chunks[0].pack as usize].hex(),
             "offset": chunks[0].entry.offset,
             "chunks": list,

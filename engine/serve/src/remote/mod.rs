@@ -1,15 +1,23 @@
-//! The client of the remote engine: a repository whose objects live behind a `sealvol
-//! serve` (`objects.rs` there), reached with an API key. The engine runs here, against
-//! this store, exactly as against a local directory or a bucket; the server checks
-//! what the key may touch and the bytes of what it names by hash.
+//! The client of the remote engine: a repository behind a `sealvol serve`, reached
+//! with an API key. The engine runs here: it reads the objects the key may see through
+//! the store (`RemoteStore`, the server's `objects.rs`), uploads packs, and asks the
+//! server for every other write as an operation (`ops.rs` here, the server's `ops.rs`
+//! there), which the server checks and makes itself.
 
-use std::io::Read;
+mod link;
+mod ops;
+
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::repo::Repository;
-use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests, Traffic};
+use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests};
+
+pub use link::root_cause;
+use link::{Link, encode};
 
 use crate::objects::ListPage;
 
@@ -20,11 +28,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 const CONCURRENCY: usize = 8;
 
 pub struct RemoteStore {
-    base: String,
-    key: String,
+    link: Arc<Link>,
     staging: PathBuf,
-    client: reqwest::blocking::Client,
-    traffic: Traffic,
 }
 
 /// Opens the repository a server at `url` offers, with API key `key`; packs are built in
@@ -42,13 +47,10 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
         })?
         .trim()
         .to_string();
-    let client = crate::tls::client(CONNECT_TIMEOUT, REQUEST_TIMEOUT)?;
+    let link = Arc::new(Link::new(&base, &key, CONNECT_TIMEOUT, REQUEST_TIMEOUT)?);
     let store = RemoteStore {
-        base: base.clone(),
-        key,
+        link: Arc::clone(&link),
         staging: staging.to_path_buf(),
-        client,
-        traffic: Traffic::default(),
     };
     // A GET, not a HEAD: a refusal comes with the server's reason.
     if store.get(sealvol_core::repo::CONFIG_KEY)?.is_none() {
@@ -56,27 +58,26 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
             "the server at {base} offers no repository"
         )));
     }
-    Repository::open(Box::new(store), base, false)
+    Ok(Repository::open(Box::new(store), base, false)?
+        .with_remote(Arc::new(ops::RemoteOps::new(link))))
 }
 
 /// What key `key` may do at the server at `url` (for a console's title and read-only
 /// mode).
 pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
     let base = check_remote(url)?;
-    let client = crate::tls::client(CONNECT_TIMEOUT, Duration::from_secs(30))?;
-    let store = RemoteStore {
-        base: base.clone(),
-        key: key.unwrap_or_default().trim().to_string(),
-        staging: PathBuf::new(),
-        client,
-        traffic: Traffic::default(),
-    };
-    let resp = store.send(store.client.get(format!("{base}/v1/key")))?;
+    let link = Link::new(
+        &base,
+        key.unwrap_or_default().trim(),
+        CONNECT_TIMEOUT,
+        Duration::from_secs(30),
+    )?;
+    let resp = link.send(link.client.get(format!("{base}/v1/key")))?;
     if !resp.status().is_success() {
-        return Err(store.error(resp));
+        return Err(link.error(resp));
     }
     let mut body = Vec::new();
-    store.bytes(resp, &mut body)?;
+    link.bytes(resp, &mut body)?;
     serde_json::from_slice(&body).map_err(|e| {
         Error::new(
             ErrorKind::Io,
@@ -90,120 +91,62 @@ pub fn check_remote(url: &str) -> Result<String> {
     crate::peer::check_address("--remote", url)
 }
 
-/// The innermost cause of a client error: what actually failed (a refused connection, a
-/// certificate not trusted), not the layers above it.
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
-}
-
-/// A key as it goes into a URL path: unreserved characters and `/` as they are.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl RemoteStore {
     fn object(&self, key: &str) -> String {
-        format!("{}/v1/objects/{}", self.base, encode(key))
-    }
-
-    fn send(&self, req: reqwest::blocking::RequestBuilder) -> Result<reqwest::blocking::Response> {
-        req.bearer_auth(&self.key).send().map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("cannot reach the remote engine at {}: {}", self.base, root_cause(&e)),
-            )
-            .hint(format!(
-                "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
-                crate::tls::CA_ENV
-            ))
-        })
-    }
-
-    /// The engine's error the server sent, rebuilt.
-    fn error(&self, resp: reqwest::blocking::Response) -> Error {
-        let status = resp.status();
-        let text = resp.text().unwrap_or_default();
-        #[derive(serde::Deserialize)]
-        struct Sent {
-            kind: ErrorKind,
-            message: String,
-            hint: Option<String>,
-        }
-        match serde_json::from_str::<Sent>(&text) {
-            Ok(s) => {
-                let e = Error::new(s.kind, s.message);
-                match s.hint {
-                    Some(h) => e.hint(h),
-                    None => e,
-                }
-            }
-            Err(_) => Error::new(
-                if status.is_server_error() {
-                    ErrorKind::Unavailable
-                } else {
-                    ErrorKind::Io
-                },
-                format!(
-                    "the remote engine at {} answered {status}: {:.200}",
-                    self.base,
-                    text.lines().next().unwrap_or_default()
-                ),
-            ),
-        }
-    }
-
-    fn bytes(&self, resp: reqwest::blocking::Response, into: &mut Vec<u8>) -> Result<()> {
-        into.clear();
-        let mut resp = resp;
-        resp.read_to_end(into).map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("an answer from {} was cut short: {e}", self.base),
-            )
-        })?;
-        self.traffic.received(into.len() as u64);
-        Ok(())
+        format!("{}/v1/objects/{}", self.link.base, encode(key))
     }
 
     fn put_mode(&self, key: &str, data: Vec<u8>, query: &str) -> Result<bool> {
-        self.traffic.put(data.len() as u64);
-        let resp = self.send(
-            self.client
+        self.link.traffic.put(data.len() as u64);
+        let resp = self.link.send(
+            self.link
+                .client
                 .put(format!("{}?{query}", self.object(key)))
                 .body(data),
         )?;
         match resp.status().as_u16() {
             201 => Ok(true),
             200 => Ok(false),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
+    }
+
+    fn range_into(&self, url: String, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
+        let len = buf.len() as u64;
+        if len == 0 {
+            return Ok(());
+        }
+        self.link.traffic.get();
+        let resp = self.link.send(self.link.client.get(url).header(
+            reqwest::header::RANGE,
+            format!("bytes={offset}-{}", offset + len - 1),
+        ))?;
+        if resp.status().as_u16() != 206 {
+            return Err(self.link.error(resp));
+        }
+        self.link.bytes(resp, buf)?;
+        if buf.len() as u64 != len {
+            return Err(Error::corrupt(format!(
+                "{key}: {} bytes at {offset} where {len} were asked",
+                buf.len()
+            )));
+        }
+        Ok(())
     }
 }
 
 impl ObjectStore for RemoteStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        self.traffic.get();
-        let resp = self.send(self.client.get(self.object(key)))?;
+        self.link.traffic.get();
+        let resp = self.link.send(self.link.client.get(self.object(key)))?;
         match resp.status().as_u16() {
             200 => {
                 let mut out = Vec::new();
-                self.bytes(resp, &mut out)?;
+                self.link.bytes(resp, &mut out)?;
                 Ok(Some(out))
             }
             404 => Ok(None),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
     }
 
@@ -214,31 +157,24 @@ impl ObjectStore for RemoteStore {
     }
 
     fn get_range_into(&self, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
-        let len = buf.len() as u64;
-        if len == 0 {
-            return Ok(());
-        }
-        self.traffic.get();
-        let resp = self.send(self.client.get(self.object(key)).header(
-            reqwest::header::RANGE,
-            format!("bytes={offset}-{}", offset + len - 1),
-        ))?;
-        if resp.status().as_u16() != 206 {
-            return Err(self.error(resp));
-        }
-        self.bytes(resp, buf)?;
-        if buf.len() as u64 != len {
-            return Err(Error::corrupt(format!(
-                "{key}: {} bytes at {offset} where {len} were asked",
-                buf.len()
-            )));
-        }
-        Ok(())
+        self.range_into(self.object(key), key, offset, buf)
+    }
+
+    fn get_file_range_into(
+        &self,
+        key: &str,
+        offset: u64,
+        buf: &mut Vec<u8>,
+        file: &Hash,
+    ) -> Result<()> {
+        // Named, so that a key scoped to namespaces may read a file of theirs.
+        let url = format!("{}?file={}", self.object(key), file.hex());
+        self.range_into(url, key, offset, buf)
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>> {
-        self.traffic.head();
-        let resp = self.send(self.client.head(self.object(key)))?;
+        self.link.traffic.head();
+        let resp = self.link.send(self.link.client.head(self.object(key)))?;
         match resp.status().as_u16() {
             200 => Ok(resp
                 .headers()
@@ -250,11 +186,11 @@ impl ObjectStore for RemoteStore {
                 ErrorKind::Denied,
                 format!(
                     "the remote engine at {} refused the API key (unknown, revoked or out of scope)",
-                    self.base
+                    self.link.base
                 ),
             )
             .hint("check SEALVOL_API_KEY: `sealvol key ls` on the server shows its keys")),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
     }
 
@@ -270,9 +206,10 @@ impl ObjectStore for RemoteStore {
             .metadata()
             .map_err(|e| Error::io("cannot read", file, e))?
             .len();
-        self.traffic.put(len);
-        let sent = self.send(
-            self.client
+        self.link.traffic.put(len);
+        let sent = self.link.send(
+            self.link
+                .client
                 .put(format!("{}?mode=absent", self.object(key)))
                 .body(reqwest::blocking::Body::sized(f, len)),
         );
@@ -281,7 +218,7 @@ impl ObjectStore for RemoteStore {
         match resp.status().as_u16() {
             201 => Ok(true),
             200 => Ok(false),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
     }
 
@@ -296,9 +233,10 @@ impl ObjectStore for RemoteStore {
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, ETag)>> {
-        self.traffic.get();
-        let resp = self.send(
-            self.client
+        self.link.traffic.get();
+        let resp = self.link.send(
+            self.link
+                .client
                 .get(format!("{}?versioned=true", self.object(key))),
         )?;
         match resp.status().as_u16() {
@@ -310,11 +248,11 @@ impl ObjectStore for RemoteStore {
                     .unwrap_or_default()
                     .to_string();
                 let mut out = Vec::new();
-                self.bytes(resp, &mut out)?;
+                self.link.bytes(resp, &mut out)?;
                 Ok(Some((out, ETag(etag))))
             }
             404 => Ok(None),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
     }
 
@@ -327,21 +265,21 @@ impl ObjectStore for RemoteStore {
     }
 
     fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
-        self.traffic.list();
-        let mut url = format!("{}/v1/list?prefix={}", self.base, encode(prefix));
+        self.link.traffic.list();
+        let mut url = format!("{}/v1/list?prefix={}", self.link.base, encode(prefix));
         if let Some(a) = after {
             url.push_str(&format!("&after={}", encode(a)));
         }
-        let resp = self.send(self.client.get(url))?;
+        let resp = self.link.send(self.link.client.get(url))?;
         if !resp.status().is_success() {
-            return Err(self.error(resp));
+            return Err(self.link.error(resp));
         }
         let mut body = Vec::new();
-        self.bytes(resp, &mut body)?;
+        self.link.bytes(resp, &mut body)?;
         let page: ListPage = serde_json::from_slice(&body).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
-                format!("a listing from {} is not JSON: {e}", self.base),
+                format!("a listing from {} is not JSON: {e}", self.link.base),
             )
         })?;
         Ok(Page {
@@ -359,11 +297,11 @@ impl ObjectStore for RemoteStore {
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        self.traffic.delete();
-        let resp = self.send(self.client.delete(self.object(key)))?;
+        self.link.traffic.delete();
+        let resp = self.link.send(self.link.client.delete(self.object(key)))?;
         match resp.status().as_u16() {
             204 | 404 => Ok(()),
-            _ => Err(self.error(resp)),
+            _ => Err(self.link.error(resp)),
         }
     }
 
@@ -372,7 +310,7 @@ impl ObjectStore for RemoteStore {
     }
 
     fn requests(&self) -> Option<Requests> {
-        Some(self.traffic.counts())
+        Some(self.link.traffic.counts())
     }
 
     fn put(&self, key: &str, data: &[u8]) -> Result<()> {
@@ -380,29 +318,35 @@ impl ObjectStore for RemoteStore {
     }
 
     fn now(&self) -> Result<std::time::SystemTime> {
-        let resp = self.send(self.client.get(format!("{}/v1/now", self.base)))?;
+        let resp = self
+            .link
+            .send(self.link.client.get(format!("{}/v1/now", self.link.base)))?;
         if !resp.status().is_success() {
-            return Err(self.error(resp));
+            return Err(self.link.error(resp));
         }
         #[derive(serde::Deserialize)]
         struct Now {
             now_ms: u64,
         }
         let mut body = Vec::new();
-        self.bytes(resp, &mut body)?;
+        self.link.bytes(resp, &mut body)?;
         let now: Now = serde_json::from_slice(&body).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
-                format!("the time from {} is not JSON: {e}", self.base),
+                format!("the time from {} is not JSON: {e}", self.link.base),
             )
         })?;
         Ok(std::time::UNIX_EPOCH + Duration::from_millis(now.now_ms))
     }
 
     fn sync(&self) -> Result<()> {
-        let resp = self.send(self.client.post(format!("{}/v1/barrier", self.base)))?;
+        let resp = self.link.send(
+            self.link
+                .client
+                .post(format!("{}/v1/barrier", self.link.base)),
+        )?;
         if !resp.status().is_success() {
-            return Err(self.error(resp));
+            return Err(self.link.error(resp));
         }
         Ok(())
     }

@@ -1,0 +1,70 @@
+//! A repository offered by a server that owns its writes (`sealvol serve`, reached
+//! with `--remote`): a key holder asks for operations, never writes the objects that
+//! other writers and readers build on. The client still reads through the store (what
+//! its key may see) and uploads packs, which the server checks against their names and
+//! indexes itself; everything derived or shared (chunk lists and their proofs, indexes,
+//! manifests, listings, summaries, tags, trash and damage records, garbage-collection
+//! rounds) the server writes, after checking what it was asked.
+//!
+//! `Repository` routes each such write here when it has a remote (`Repository::
+//! remote`), so the push, tag, trash and gc code is the same against a folder, a
+//! bucket or a server.
+
+use crate::digest::{Entry, Hash};
+use crate::error::Result;
+use crate::objects::{PackEntry, PackId};
+use crate::refs::{Digest, Name, Ref, VolumeName};
+use crate::registry::{Provenance, Sealed, TagMoved, VersionStats};
+use crate::trash::{Deleted, Restored};
+
+/// What a seal asks the server for: a version of files whose chunk lists it holds.
+#[derive(Debug, Clone)]
+pub struct SealRequest {
+    pub volume: VolumeName,
+    pub tags: Vec<Name>,
+    pub entries: Vec<Entry>,
+    pub stats: VersionStats,
+    pub provenance: Provenance,
+}
+
+/// A tag change a client asks for: a move (`to`) or a removal (`None`), with the
+/// compare-and-swap's expectation as `Repository::move_tag` takes it.
+#[derive(Debug, Clone)]
+pub struct TagRequest {
+    pub volume: VolumeName,
+    pub tag: Name,
+    pub to: Option<Digest>,
+    pub expected: Option<Option<Digest>>,
+}
+
+pub trait Remote: Send + Sync {
+    /// Which of `hashes` the repository holds a usable copy of, in any namespace (a
+    /// chunk is stored once): a push uploads only the others.
+    fn have_chunks(&self, hashes: &[Hash]) -> Result<Vec<bool>>;
+
+    /// For each file, its chunk count if its chunk list is stored, proven and names
+    /// only usable copies (a push skips such a file), else `None`.
+    fn stored_files(&self, hashes: &[Hash]) -> Result<Vec<Option<u64>>>;
+
+    /// Asks the server to store the chunk list of file `hash`: its chunks by hash and
+    /// length, in order, all already stored. The server finds them, proves them by
+    /// hashing them into `hash`, and writes the list with its proof. Returns whether a
+    /// list was written (false: an equal one was there).
+    fn put_list(&self, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool>;
+
+    fn seal(&self, req: &SealRequest) -> Result<Sealed>;
+
+    fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;
+
+    fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted>;
+
+    fn restore_version(&self, r: &Ref) -> Result<Restored>;
+
+    /// Says that the copy of `entry` in `pack` failed its hash here; the server reads
+    /// it itself and records it only if it fails there too.
+    fn report_damage(&self, pack: &PackId, entry: &PackEntry) -> Result<()>;
+
+    /// A garbage collection, run by the server (admin keys only); it condemns and
+    /// sweeps what is due without waiting out the grace period in the request.
+    fn collect(&self, dry_run: bool) -> Result<crate::gc::GcReport>;
+}

@@ -1,0 +1,836 @@
+//! The remote engine's operations: what a key holder asks the server to do, instead of
+//! writing objects others build on (`sealvol_core::remote` is the client's side).
+//! Every write below is the server's own, made after it checked what it was asked:
+//!
+//! - `POST /v1/ops/have-chunks`: which of the chunks named (32-byte hashes, back to
+//!   back) the repository holds, one byte each (read-write keys: it tells whether a
+//!   chunk exists anywhere, which is what deduplication across namespaces costs);
+//! - `POST /v1/ops/stored-files`: which files have a usable, proven chunk list;
+//! - `PUT /v1/ops/lists/{file}`: store a file's chunk list, sent as its chunks by hash
+//!   and length (`LIST_MAGIC`); the server finds each chunk, reads them in order and
+//!   hashes them into the file's hash (the proof) before it writes the list;
+//! - `POST /v1/ops/seal`: seal a version in the key's namespace, every file of which
+//!   must have such a list;
+//! - `POST /v1/ops/tag`, `/v1/ops/delete`, `/v1/ops/restore`: tag moves and removals
+//!   (compare-and-swap), the trash, in the key's namespaces;
+//! - `POST /v1/ops/damage`: a chunk copy a reader found failing its hash, recorded
+//!   only if it fails when the server reads it;
+//! - `POST /v1/ops/gc`: a garbage collection, admin keys only.
+//!
+//! Records are stamped with who asked (`by` in the request, and the key's name), which
+//! the server cannot check beyond the key.
+
+// Checks answer a request early with its response; boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use axum::Extension;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sealvol_core::digest::{Entry, Hash};
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::objects::{ChunkRef, FileObject, PackId};
+use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
+use sealvol_core::registry::{Provenance, TagChange, TagFile, VersionStats};
+use sealvol_core::repo::Repository;
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Grant;
+use crate::known::Known;
+use crate::lists::Lists;
+use crate::objects::{denied, failed, json};
+use crate::reach::Reach;
+
+/// How a chunk list travels to the server: `LIST_MAGIC` · u64 file size · u64 chunk
+/// count · (32-byte chunk hash · u32 length)*.
+pub const LIST_MAGIC: &[u8; 8] = b"SVLIST01";
+/// The most hashes one question names (2 MiB of them).
+pub const MAX_ASK: usize = sealvol_core::push::ASK_AT_ONCE;
+/// The largest operation body: a chunk list of about 1.8 million chunks (a file of
+/// about 230 GiB), or a manifest of some 300,000 files.
+pub const MAX_OP_BODY: usize = 64 << 20;
+/// The largest body of a small operation (a tag move, a delete).
+const SMALL_BODY: usize = 64 << 10;
+/// Lists one key may have the server prove at once (more wait their turn): proving
+/// reads the file's bytes, and one key's pushes must not take every reader's turn.
+const PROOFS_PER_KEY: usize = 4;
+
+/// What the operations share: the repository and what the server knows of it.
+pub struct Steward {
+    pub repo: Arc<Repository>,
+    pub known: Arc<Known>,
+    pub reach: Arc<Reach>,
+    pub lists: Arc<Lists>,
+    /// Turns to prove a list, by key name, and for all keys.
+    turns: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    all_turns: Arc<tokio::sync::Semaphore>,
+    /// Files whose chunk lists a key sent (by key name), and when: a seal by that key
+    /// may name them.
+    sent: Mutex<std::collections::HashMap<(String, Hash), std::time::Instant>>,
+}
+
+/// How long a chunk list a key sent lets its seals name the file.
+const SENT_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
+/// The most sent lists remembered; older ones go first.
+const MAX_SENT: usize = 1 << 20;
+
+impl Steward {
+    pub fn new(repo: Arc<Repository>, known: Arc<Known>) -> Steward {
+        Steward {
+            known,
+            reach: Arc::new(Reach::new(Arc::clone(&repo))),
+            lists: Arc::new(Lists::new(Arc::clone(&repo))),
+            repo,
+            turns: Mutex::default(),
+            all_turns: Arc::new(tokio::sync::Semaphore::new(
+                2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+            )),
+            sent: Mutex::default(),
+        }
+    }
+
+    /// Notes that key `key` sent file `hash`'s chunk list.
+    fn note_sent(&self, key: &str, hash: &Hash) {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if sent.len() >= MAX_SENT {
+            sent.retain(|_, at| at.elapsed() < SENT_FOR);
+        }
+        if sent.len() < MAX_SENT {
+            sent.insert((key.to_string(), *hash), std::time::Instant::now());
+        }
+    }
+
+    fn shown(&self, key: &str, hash: &Hash) -> bool {
+        self.sent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(key.to_string(), *hash))
+            .is_some_and(|at| at.elapsed() < SENT_FOR)
+    }
+
+    /// Waits for a turn of `key` to prove a list, and one of all keys'.
+    async fn proof_turn(&self, key: &str) -> Option<ProofTurn> {
+        let mine = {
+            let mut t = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+            // Keys that hold no turn now need no entry.
+            t.retain(|_, s| s.available_permits() < PROOFS_PER_KEY);
+            Arc::clone(
+                t.entry(key.to_string())
+                    .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(PROOFS_PER_KEY))),
+            )
+        };
+        let key_turn = mine.acquire_owned().await.ok()?;
+        let all = Arc::clone(&self.all_turns).acquire_owned().await.ok()?;
+        Some(ProofTurn(key_turn, all))
+    }
+}
+
+/// A turn to prove a list, given back when dropped.
+struct ProofTurn(
+    #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit,
+    #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit,
+);
+
+/// Runs `f` on a blocking thread, stamping records as made for `grant` (and `by`).
+async fn blocking<T: Send + 'static>(
+    grant: &Grant,
+    by: Option<&str>,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> std::result::Result<T, Response> {
+    let who = acting_for(grant, by);
+    tokio::task::spawn_blocking(move || sealvol_core::stamp::on_behalf(&who, f))
+        .await
+        .map_err(|_| {
+            failed(Error::new(
+                ErrorKind::Io,
+                "the operation failed on the server",
+            ))
+        })?
+        .map_err(failed)
+}
+
+/// `ana@laptop (key ci)`: who asked, as the request says, printable and short, and the
+/// key it came with.
+fn acting_for(grant: &Grant, by: Option<&str>) -> String {
+    let said: String = by
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(80)
+        .collect();
+    match said.trim() {
+        "" => format!("key {}", grant.name),
+        s => format!("{s} (key {})", grant.name),
+    }
+}
+
+fn writes(grant: &Grant, what: &str) -> std::result::Result<(), Response> {
+    match grant.read_only {
+        true => Err(denied(format!(
+            "key {} (read-only) may not write ({what})",
+            grant.name
+        ))),
+        false => Ok(()),
+    }
+}
+
+fn writes_in(grant: &Grant, vol: &VolumeName, what: &str) -> std::result::Result<(), Response> {
+    match grant.writes(vol.namespace.as_str()) {
+        true => Ok(()),
+        false => Err(denied(format!(
+            "key {} ({}) may not write in {} ({what})",
+            grant.name,
+            grant.scope(),
+            vol.namespace
+        ))),
+    }
+}
+
+fn hashes(body: &[u8]) -> std::result::Result<Vec<Hash>, Response> {
+    if !body.len().is_multiple_of(32) || body.len() / 32 > MAX_ASK {
+        return Err(failed(Error::invalid(format!(
+            "a question names 32-byte hashes back to back, at most {MAX_ASK} of them"
+        ))));
+    }
+    Ok(body
+        .chunks_exact(32)
+        .map(|c| {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(c);
+            Hash(h)
+        })
+        .collect())
+}
+
+pub async fn have_chunks(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Err(r) = writes(&grant, "push") {
+        return r;
+    }
+    let asked = match hashes(&body) {
+        Ok(h) => h,
+        Err(r) => return r,
+    };
+    match blocking(&grant, None, move || s.known.have(&asked)).await {
+        Ok(have) => {
+            let bytes: Vec<u8> = have.into_iter().map(u8::from).collect();
+            ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// Per file asked: its chunk count when its list is stored, proven, names only usable
+/// copies and the key may read it; else `null` (the push reads the file again).
+#[derive(Serialize, Deserialize)]
+pub struct StoredFiles {
+    pub chunks: Vec<Option<u64>>,
+}
+
+pub async fn stored_files(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Err(r) = writes(&grant, "push") {
+        return r;
+    }
+    let asked = match hashes(&body) {
+        Ok(h) => h,
+        Err(r) => return r,
+    };
+    let g = Arc::clone(&grant);
+    let answer = blocking(&grant, None, move || {
+        let mut out = Vec::with_capacity(asked.len());
+        for h in &asked {
+            let obj = match s.repo.file_object_if_stored(h) {
+                Ok(Some(obj)) if s.known.usable(&obj)? => obj,
+                Ok(_) => {
+                    out.push(None);
+                    continue;
+                }
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    out.push(None);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            out.push(s.reach.reaches(&g, h)?.then_some(obj.chunks.len() as u64));
+        }
+        Ok(StoredFiles { chunks: out })
+    })
+    .await;
+    match answer {
+        Ok(a) => json(&a),
+        Err(r) => r,
+    }
+}
+
+/// A chunk list as it travels: `LIST_MAGIC` and the file's chunks by hash and length.
+pub fn encode_list(size: u64, chunks: &[(Hash, u32)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + chunks.len() * 36);
+    out.extend_from_slice(LIST_MAGIC);
+    out.extend_from_slice(&size.to_le_bytes());
+    out.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+    for (h, len) in chunks {
+        out.extend_from_slice(&h.0);
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+    out
+}
+
+fn decode_list(body: &[u8]) -> std::result::Result<(u64, Vec<(Hash, u32)>), String> {
+    let bad = |why: &str| {
+        format!(
+            "not a chunk list ({why}): send SVLIST01, the size, the count, then (hash, length) pairs"
+        )
+    };
+    if body.len() < 24 || &body[..8] != LIST_MAGIC {
+        return Err(bad("no magic"));
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(body[i..i + 8].try_into().unwrap_or([0; 8]));
+    let (size, n) = (u64_at(8), u64_at(16));
+    let rest = &body[24..];
+    if n.checked_mul(36) != Some(rest.len() as u64) {
+        return Err(bad("its count does not match its length"));
+    }
+    let mut chunks = Vec::with_capacity(n as usize);
+    let mut total = 0u64;
+    for c in rest.chunks_exact(36) {
+        let mut h = [0u8; 32];
+        h.copy_from_slice(&c[..32]);
+        let len = u32::from_le_bytes(c[32..36].try_into().unwrap_or([0; 4]));
+        if len == 0 || len > crate::chunks::MAX_CHUNK {
+            return Err(bad(&format!("a chunk of {len} bytes")));
+        }
+        total += len as u64;
+        chunks.push((Hash(h), len));
+    }
+    if total != size {
+        return Err(bad(&format!(
+            "its chunks add up to {total} bytes, not {size}"
+        )));
+    }
+    Ok((size, chunks))
+}
+
+pub async fn put_list(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(file): Path<String>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if let Err(r) = writes(&grant, "push") {
+        return r;
+    }
+    let Some(hash) = Hash::parse_hex(&file) else {
+        return failed(Error::invalid(format!(
+            "{file:.80} is not a file hash (64 hex digits)"
+        )));
+    };
+    let (size, chunks) = match decode_list(&body) {
+        Ok(l) => l,
+        Err(why) => return failed(Error::invalid(why)),
+    };
+    let Some(slot) = s.proof_turn(&grant.name).await else {
+        return failed(Error::new(ErrorKind::Unavailable, "the server is stopping"));
+    };
+    let key = grant.name.clone();
+    let written = blocking(&grant, None, move || {
+        let _slot = slot;
+        let written = store_list(&s, &hash, size, &chunks)?;
+        s.note_sent(&key, &hash);
+        Ok(written)
+    })
+    .await;
+    match written {
+        Ok(true) => StatusCode::CREATED.into_response(),
+        Ok(false) => StatusCode::OK.into_response(),
+        Err(r) => r,
+    }
+}
+
+/// Finds the chunks, proves them into `hash` by reading them, and writes the list
+/// (replacing one that names other chunks or unusable copies). False when a usable
+/// list naming the same chunks was there.
+fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool> {
+    let existing = match s.repo.file_object_if_stored(hash) {
+        Ok(found) => found,
+        Err(e) if e.kind() == ErrorKind::Corrupt => None,
+        Err(e) => return Err(e),
+    };
+    if let Some(old) = &existing
+        && old.size == size
+        && old.chunks.len() == chunks.len()
+        && old
+            .chunks
+            .iter()
+            .zip(chunks)
+            .all(|(c, (h, len))| c.entry.hash == *h && c.entry.raw_len == *len)
+        && s.known.usable(old)?
+    {
+        return Ok(false);
+    }
+    let mut packs: Vec<PackId> = Vec::new();
+    let mut refs = Vec::with_capacity(chunks.len());
+    for (h, len) in chunks {
+        let (pack, entry) = s.known.locate(h)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Collected,
+                format!(
+                    "chunk {} of file {} is not stored here",
+                    h.hex(),
+                    hash.hex()
+                ),
+            )
+            .hint("push again: the chunks the server lacks are uploaded first")
+        })?;
+        if entry.raw_len != *len {
+            return Err(Error::invalid(format!(
+                "chunk {} is {} bytes, not {len}",
+                h.hex(),
+                entry.raw_len
+            )));
+        }
+        let slot = match packs.iter().position(|p| *p == pack) {
+            Some(i) => i,
+            None => {
+                packs.push(pack);
+                packs.len() - 1
+            }
+        };
+        refs.push(ChunkRef {
+            pack: slot as u32,
+            entry,
+        });
+    }
+    let unproven = FileObject::new(*hash, size, packs, refs, None);
+    let outboard =
+        sealvol_core::proof::prove_by_reading(&sealvol_core::read::Origin(&s.repo), &unproven)
+            .map_err(|e| match sealvol_core::proof::is_unproven(&e) {
+                true => Error::invalid(format!(
+                    "the chunks named for file {} do not hash to it",
+                    hash.hex()
+                ))
+                .hint("push the file again: its chunk list is computed from its bytes"),
+                false => e,
+            })?;
+    let obj = FileObject::new(
+        *hash,
+        size,
+        unproven.packs.clone(),
+        unproven.chunks.clone(),
+        Some(outboard),
+    );
+    let _writing = s.repo.writers_lock(false)?;
+    match existing {
+        Some(_) => sealvol_core::gc::replace_chunk_list(&s.repo, hash, &obj)?,
+        None if !s.repo.put_file_object(hash, &obj)? => {
+            // Another writer stored one meanwhile; it was proven as this one was.
+        }
+        None => {}
+    }
+    s.repo.clear_list_damage(hash)?;
+    s.lists.forget(hash);
+    Ok(true)
+}
+
+/// A seal as it travels.
+#[derive(Serialize, Deserialize)]
+pub struct SealBody {
+    pub volume: String,
+    pub tags: Vec<String>,
+    pub entries: Vec<Entry>,
+    pub stats: VersionStats,
+    pub provenance: Provenance,
+}
+
+/// What a seal did, as it travels back.
+#[derive(Serialize, Deserialize)]
+pub struct SealedBody {
+    pub digest: String,
+    pub new: bool,
+    pub restored: bool,
+    pub tags: Vec<TagChange>,
+}
+
+pub async fn seal(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let req: SealBody = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return failed(Error::invalid(format!("not a seal request: {e:.200}"))),
+    };
+    let vol = match VolumeName::parse(&req.volume) {
+        Ok(v) => v,
+        Err(e) => return failed(e),
+    };
+    if let Err(r) = writes_in(&grant, &vol, "seal versions") {
+        return r;
+    }
+    let tags = match req
+        .tags
+        .iter()
+        .map(|t| Name::parse("tag", t))
+        .collect::<Result<Vec<_>>>()
+    {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let by = req.provenance.pushed_by.clone();
+    let g = Arc::clone(&grant);
+    let sealed = blocking(&grant, Some(&by), move || {
+        let stats = check_seal(&s, &g, &req.entries, req.stats)?;
+        let mut provenance = req.provenance;
+        provenance.pushed_by = acting_for(&g, Some(&provenance.pushed_by));
+        let _writing = s.repo.writers_lock(false)?;
+        // The server builds on nothing it did not check: `since: None` makes the
+        // seal's protection against garbage collection check every round and pack.
+        s.repo
+            .seal(&vol, &tags, req.entries, stats, provenance, None)
+    })
+    .await;
+    match sealed {
+        Ok(sealed) => json(&SealedBody {
+            digest: sealed.digest.to_string(),
+            new: sealed.new,
+            restored: sealed.restored,
+            tags: sealed.tags,
+        }),
+        Err(r) => r,
+    }
+}
+
+/// Checks a version the way a push builds it: clean paths once each, links inside it,
+/// and every file's chunk list stored, proven, of the entry's size and usable. Returns
+/// its figures, counted here (the new-bytes figures are the client's, at most these).
+fn check_seal(
+    s: &Steward,
+    grant: &Grant,
+    entries: &[Entry],
+    said: VersionStats,
+) -> Result<VersionStats> {
+    sealvol_core::listing::Listing::from_entries(entries).map_err(|e| {
+        Error::invalid(
+            e.message()
+                .replace("refusing to mount it", "refusing to seal it"),
+        )
+    })?;
+    let mut paths = HashSet::new();
+    let mut stats = VersionStats::default();
+    for e in entries {
+        if !paths.insert(e.path()) {
+            return Err(Error::invalid(format!("{} is listed twice", e.path())));
+        }
+        if let Entry::File {
+            path, size, hash, ..
+        } = e
+        {
+            let obj = s
+                .repo
+                .file_object_if_stored(hash)
+                .ok()
+                .flatten()
+                .filter(|o| o.size == *size)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Collected,
+                        format!("{path} ({}) has no chunk list here", hash.hex()),
+                    )
+                    .hint("push again: the server stores a file's list once it has its chunks")
+                })?;
+            if !s.known.usable(&obj)? {
+                return Err(Error::new(
+                    ErrorKind::Collected,
+                    format!("the chunk list of {path} names a copy that cannot be used"),
+                )
+                .hint("push again: the file is read and stored anew"));
+            }
+            // A file's hash alone is no capability: a version of the key's namespace
+            // names a file only if the key reaches it already, or sent its chunk list
+            // (all its chunk hashes and lengths, which only the file's bytes give).
+            if !s.shown(&grant.name, hash) && !s.reach.reaches(grant, hash)? {
+                return Err(Error::new(
+                    ErrorKind::Collected,
+                    format!(
+                        "{path} ({}): its chunk list was not sent with this push",
+                        hash.hex()
+                    ),
+                )
+                .hint(
+                    "push again: the files a version names are sent, or already the namespace's",
+                ));
+            }
+            stats.bytes += size;
+            stats.files += 1;
+            stats.chunks += obj.chunks.len() as u64;
+        }
+    }
+    stats.new_bytes = said.new_bytes.min(stats.bytes);
+    stats.new_chunks = said.new_chunks.min(stats.chunks);
+    Ok(stats)
+}
+
+/// A tag change as it travels: a move (`to`) or a removal; `expected` as
+/// `Repository::move_tag` takes it (`Some(None)`: only if the tag points nowhere).
+#[derive(Serialize, Deserialize)]
+pub struct TagBody {
+    pub volume: String,
+    pub tag: String,
+    pub to: Option<String>,
+    pub expected: Option<Option<String>>,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct TagMovedBody {
+    pub file: TagFile,
+    pub from: Option<String>,
+    pub moved: bool,
+    pub kept_damaged: Option<String>,
+}
+
+pub async fn tag(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let req: TagBody = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return failed(Error::invalid(format!("not a tag request: {e:.200}"))),
+    };
+    let parsed = (|| -> Result<_> {
+        let vol = VolumeName::parse(&req.volume)?;
+        let tag = Name::parse("tag", &req.tag)?;
+        let to = req.to.as_deref().map(Digest::parse).transpose()?;
+        let expected = match &req.expected {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(d)) => Some(Some(Digest::parse(d)?)),
+        };
+        Ok((vol, tag, to, expected))
+    })();
+    let (vol, tag, to, expected) = match parsed {
+        Ok(p) => p,
+        Err(e) => return failed(e),
+    };
+    if let Err(r) = writes_in(&grant, &vol, "move tags") {
+        return r;
+    }
+    let moved = blocking(&grant, req.by.as_deref(), move || match to {
+        Some(d) => s.repo.move_tag(&vol, &tag, &d, expected),
+        None => s.repo.remove_tag(&vol, &tag, expected.flatten()),
+    })
+    .await;
+    match moved {
+        Ok(m) => json(&TagMovedBody {
+            file: m.file,
+            from: m.from,
+            moved: m.moved,
+            kept_damaged: m.kept_damaged,
+        }),
+        Err(r) => r,
+    }
+}
+
+/// A delete or restore as it travels.
+#[derive(Serialize, Deserialize)]
+pub struct TrashBody {
+    #[serde(rename = "ref")]
+    pub r: String,
+    #[serde(default)]
+    pub untag: bool,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+async fn trash_op(s: Arc<Steward>, grant: Arc<Grant>, body: Bytes, restore: bool) -> Response {
+    let req: TrashBody = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return failed(Error::invalid(format!("not a trash request: {e:.200}"))),
+    };
+    let r = match Ref::parse(&req.r) {
+        Ok(r) => r,
+        Err(e) => return failed(e),
+    };
+    let what = if restore {
+        "restore versions"
+    } else {
+        "delete versions"
+    };
+    if let Err(resp) = writes_in(&grant, &r.volume, what) {
+        return resp;
+    }
+    let untag = req.untag;
+    match restore {
+        true => match blocking(&grant, req.by.as_deref(), move || {
+            s.repo.restore_version(&r)
+        })
+        .await
+        {
+            Ok(done) => json(&done),
+            Err(resp) => resp,
+        },
+        false => match blocking(&grant, req.by.as_deref(), move || {
+            s.repo.delete_version(&r, untag)
+        })
+        .await
+        {
+            Ok(done) => json(&done),
+            Err(resp) => resp,
+        },
+    }
+}
+
+pub async fn delete(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    trash_op(s, grant, body.bytes, false).await
+}
+
+pub async fn restore(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    trash_op(s, grant, body.bytes, true).await
+}
+
+/// A chunk copy a reader found bad, as it travels.
+#[derive(Serialize, Deserialize)]
+pub struct DamageBody {
+    pub pack: String,
+    pub chunk: String,
+    pub offset: u64,
+    pub len: u32,
+}
+
+pub async fn damage(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let req: DamageBody = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return failed(Error::invalid(format!("not a damage report: {e:.200}"))),
+    };
+    let (Some(pack), Some(chunk)) = (Hash::parse_hex(&req.pack), Hash::parse_hex(&req.chunk))
+    else {
+        return failed(Error::invalid(
+            "a damage report names a pack and a chunk by their hashes",
+        ));
+    };
+    let checked = blocking(&grant, None, move || {
+        // Only a copy its pack's own table names, read here and failing here.
+        let Some(entry) = s.repo.index(&pack)?.and_then(|e| {
+            e.into_iter()
+                .find(|e| e.hash == chunk && e.offset == req.offset)
+        }) else {
+            return Ok(false);
+        };
+        if entry.stored_len != req.len {
+            return Ok(false);
+        }
+        let bad = match s
+            .repo
+            .pack_range(&pack, entry.offset, entry.stored_len as u64)
+        {
+            Ok(bytes) => Hash::of(&bytes) != entry.hash,
+            Err(e) => e.kind() == ErrorKind::Corrupt,
+        };
+        if bad {
+            s.repo.record_damage(&pack, &entry, "read");
+        }
+        Ok(bad)
+    })
+    .await;
+    match checked {
+        Ok(true) => StatusCode::CREATED.into_response(),
+        Ok(false) => StatusCode::OK.into_response(),
+        Err(r) => r,
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct GcBody {
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+pub async fn gc(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if !grant.admin {
+        return denied(format!(
+            "key {} ({}) may not collect garbage: the server's admin key may",
+            grant.name,
+            grant.scope()
+        ));
+    }
+    let req: GcBody = serde_json::from_slice(&body).unwrap_or(GcBody { dry_run: false });
+    let report = blocking(&grant, None, move || {
+        sealvol_core::gc::collect(
+            &s.repo,
+            &sealvol_core::gc::GcOptions {
+                dry_run: req.dry_run,
+                wait: false,
+                progress: &sealvol_core::progress::Quiet,
+            },
+        )
+    })
+    .await;
+    match report {
+        Ok(r) => json(&r),
+        Err(r) => r,
+    }
+}

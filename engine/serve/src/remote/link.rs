@@ -1,0 +1,127 @@
+//! One server, one key, one HTTP client: what the store and the operations share.
+
+use std::io::Read;
+use std::time::Duration;
+
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::store::Traffic;
+
+pub struct Link {
+    pub base: String,
+    key: String,
+    pub client: reqwest::blocking::Client,
+    pub traffic: Traffic,
+}
+
+impl Link {
+    pub fn new(base: &str, key: &str, connect: Duration, request: Duration) -> Result<Link> {
+        Ok(Link {
+            base: base.to_string(),
+            key: key.to_string(),
+            client: crate::tls::client(connect, request)?,
+            traffic: Traffic::default(),
+        })
+    }
+
+    /// Sends a request with the key; a server that cannot be reached is `Unavailable`.
+    pub fn send(
+        &self,
+        req: reqwest::blocking::RequestBuilder,
+    ) -> Result<reqwest::blocking::Response> {
+        req.bearer_auth(&self.key).send().map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("cannot reach the remote engine at {}: {}", self.base, root_cause(&e)),
+            )
+            .hint(format!(
+                "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
+                crate::tls::CA_ENV
+            ))
+        })
+    }
+
+    /// The engine's error the server sent, rebuilt.
+    pub fn error(&self, resp: reqwest::blocking::Response) -> Error {
+        let status = resp.status();
+        let text = resp.text().unwrap_or_default();
+        #[derive(serde::Deserialize)]
+        struct Sent {
+            kind: ErrorKind,
+            message: String,
+            hint: Option<String>,
+        }
+        match serde_json::from_str::<Sent>(&text) {
+            Ok(s) => {
+                let e = Error::new(s.kind, s.message);
+                match s.hint {
+                    Some(h) => e.hint(h),
+                    None => e,
+                }
+            }
+            Err(_) => Error::new(
+                if status.is_server_error() {
+                    ErrorKind::Unavailable
+                } else {
+                    ErrorKind::Io
+                },
+                format!(
+                    "the remote engine at {} answered {status}: {:.200}",
+                    self.base,
+                    text.lines().next().unwrap_or_default()
+                ),
+            ),
+        }
+    }
+
+    /// The whole body of `resp` into `into`.
+    pub fn bytes(&self, resp: reqwest::blocking::Response, into: &mut Vec<u8>) -> Result<()> {
+        into.clear();
+        let mut resp = resp;
+        resp.read_to_end(into).map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("an answer from {} was cut short: {e}", self.base),
+            )
+        })?;
+        self.traffic.received(into.len() as u64);
+        Ok(())
+    }
+
+    /// POSTs `body` to `/v1/ops/{op}` and returns the answer's body; an error the
+    /// server sent is rebuilt.
+    pub fn op(&self, method: reqwest::Method, op: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>)> {
+        self.traffic.put(body.len() as u64);
+        let url = format!("{}/v1/ops/{op}", self.base);
+        let resp = self.send(self.client.request(method, url).body(body))?;
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            return Err(self.error(resp));
+        }
+        let mut out = Vec::new();
+        self.bytes(resp, &mut out)?;
+        Ok((status, out))
+    }
+}
+
+/// The innermost cause of a client error: what actually failed (a refused connection, a
+/// certificate not trusted), not the layers above it.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// A key as it goes into a URL path: unreserved characters and `/` as they are.
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

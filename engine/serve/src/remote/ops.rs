@@ -1,0 +1,177 @@
+//! The operations a client asks its server for (`sealvol_core::remote::Remote`), over
+//! the server's `/v1/ops/` routes (`crate::ops`, which says what each checks).
+
+use std::sync::Arc;
+
+use reqwest::Method;
+use sealvol_core::digest::Hash;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::objects::{PackEntry, PackId};
+use sealvol_core::refs::{Digest, Ref};
+use sealvol_core::registry::{Sealed, TagMoved};
+use sealvol_core::remote::{Remote, SealRequest, TagRequest};
+use sealvol_core::trash::{Deleted, Restored};
+
+use super::link::Link;
+use crate::ops::{
+    DamageBody, GcBody, SealBody, SealedBody, StoredFiles, TagBody, TagMovedBody, TrashBody,
+    encode_list,
+};
+
+pub struct RemoteOps {
+    link: Arc<Link>,
+}
+
+impl RemoteOps {
+    pub fn new(link: Arc<Link>) -> RemoteOps {
+        RemoteOps { link }
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        op: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<T> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write a request: {e}")))?;
+        let (_, answer) = self.link.op(Method::POST, op, body)?;
+        serde_json::from_slice(&answer).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "the remote engine at {} answered {op} with no JSON: {e}",
+                    self.link.base
+                ),
+            )
+        })
+    }
+}
+
+fn hashes(hashes: &[Hash]) -> Vec<u8> {
+    hashes.iter().flat_map(|h| h.0).collect()
+}
+
+fn by() -> Option<String> {
+    Some(sealvol_core::stamp::whoami())
+}
+
+impl Remote for RemoteOps {
+    fn have_chunks(&self, asked: &[Hash]) -> Result<Vec<bool>> {
+        let mut out = Vec::with_capacity(asked.len());
+        for part in asked.chunks(crate::ops::MAX_ASK) {
+            let (_, answer) = self.link.op(Method::POST, "have-chunks", hashes(part))?;
+            if answer.len() != part.len() {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "the remote engine at {} answered for {} chunks, not {}",
+                        self.link.base,
+                        answer.len(),
+                        part.len()
+                    ),
+                ));
+            }
+            out.extend(answer.into_iter().map(|b| b != 0));
+        }
+        Ok(out)
+    }
+
+    fn stored_files(&self, asked: &[Hash]) -> Result<Vec<Option<u64>>> {
+        let mut out = Vec::with_capacity(asked.len());
+        for part in asked.chunks(crate::ops::MAX_ASK) {
+            let (_, answer) = self.link.op(Method::POST, "stored-files", hashes(part))?;
+            let a: StoredFiles = serde_json::from_slice(&answer).map_err(|e| {
+                Error::new(ErrorKind::Io, format!("stored-files answered no JSON: {e}"))
+            })?;
+            if a.chunks.len() != part.len() {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    "stored-files answered for other files",
+                ));
+            }
+            out.extend(a.chunks);
+        }
+        Ok(out)
+    }
+
+    fn put_list(&self, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool> {
+        let (status, _) = self.link.op(
+            Method::PUT,
+            &format!("lists/{}", hash.hex()),
+            encode_list(size, chunks),
+        )?;
+        Ok(status == 201)
+    }
+
+    fn seal(&self, req: &SealRequest) -> Result<Sealed> {
+        let body = SealBody {
+            volume: req.volume.to_string(),
+            tags: req.tags.iter().map(|t| t.to_string()).collect(),
+            entries: req.entries.clone(),
+            stats: req.stats,
+            provenance: req.provenance.clone(),
+        };
+        let s: SealedBody = self.json("seal", &body)?;
+        Ok(Sealed {
+            digest: Digest::parse(&s.digest)?,
+            new: s.new,
+            restored: s.restored,
+            tags: s.tags,
+        })
+    }
+
+    fn change_tag(&self, req: &TagRequest) -> Result<TagMoved> {
+        let body = TagBody {
+            volume: req.volume.to_string(),
+            tag: req.tag.to_string(),
+            to: req.to.map(|d| d.to_string()),
+            expected: req.expected.map(|e| e.map(|d| d.to_string())),
+            by: by(),
+        };
+        let m: TagMovedBody = self.json("tag", &body)?;
+        Ok(TagMoved {
+            file: m.file,
+            from: m.from,
+            moved: m.moved,
+            kept_damaged: m.kept_damaged,
+        })
+    }
+
+    fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted> {
+        self.json(
+            "delete",
+            &TrashBody {
+                r: r.to_string(),
+                untag,
+                by: by(),
+            },
+        )
+    }
+
+    fn restore_version(&self, r: &Ref) -> Result<Restored> {
+        self.json(
+            "restore",
+            &TrashBody {
+                r: r.to_string(),
+                untag: false,
+                by: by(),
+            },
+        )
+    }
+
+    fn report_damage(&self, pack: &PackId, entry: &PackEntry) -> Result<()> {
+        let body = DamageBody {
+            pack: pack.hex(),
+            chunk: entry.hash.hex(),
+            offset: entry.offset,
+            len: entry.stored_len,
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write a report: {e}")))?;
+        self.link.op(Method::POST, "damage", body).map(|_| ())
+    }
+
+    fn collect(&self, dry_run: bool) -> Result<sealvol_core::gc::GcReport> {
+        self.json("gc", &GcBody { dry_run })
+    }
+}
