@@ -406,4 +406,9 @@ impl Served {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+
+    /// The server process's id (its memory, in /proc, for tests of what it holds).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }

@@ -53,6 +53,12 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         );
     }
     let cache = Arc::new(ChunkCache::open(&dir, bytes)?);
+    // What a caller is told never names the server's own folders.
+    sealvol_serve::objects::hide_paths(vec![
+        repo.location().to_string(),
+        dir.display().to_string(),
+        ctx.settings.state.display().to_string(),
+    ]);
     let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -491,6 +491,44 @@ impl Repository {
         Ok(Unbin::Restored)
     }
 
+    /// Writes a damaged trash record anew, keeping the damaged bytes in quarantine: the
+    /// version stays deleted (hiding it is the safe way to be wrong), its window starting
+    /// now, as a delete by repair. Returns where the damaged record went.
+    pub fn rewrite_trash_record(&self, vol: &VolumeName, d: &Digest) -> Result<String> {
+        let key = trash_key(vol, d);
+        let kept = match self.store().get(&key)? {
+            Some(bytes) => self.quarantine_copy(&key, &bytes)?,
+            None => String::new(),
+        };
+        let rec = TrashRecord {
+            volume: vol.to_string(),
+            digest: d.to_string(),
+            state: TrashState::Deleted,
+            deleted_at: now_rfc3339(),
+            deleted_by: format!("{} (repair: the record was damaged)", whoami()),
+            tags: Vec::new(),
+        };
+        let bytes = serde_json::to_vec_pretty(&rec).map_err(json_error)?;
+        self.store().put(&key, &bytes)?;
+        Ok(kept)
+    }
+
+    /// The trash records that cannot be read: (volume, digest, why).
+    pub fn damaged_trash(&self) -> Result<Vec<(VolumeName, Digest, String)>> {
+        let mut out = Vec::new();
+        for (vol, d) in self.all_trashed()? {
+            match self.trash_record(&vol, &d) {
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    out.push((vol, d, e.message().to_string()));
+                }
+                r => {
+                    r?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Every trash record in the repository: (volume, digest).
     pub(crate) fn all_trashed(&self) -> Result<Vec<(VolumeName, Digest)>> {
         let mut out = Vec::new();

@@ -558,9 +558,18 @@ pub async fn put_object(
     Extension(grant): Extension<Arc<Grant>>,
     Path(key): Path<String>,
     Query(q): Query<PutQuery>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
     let s = &w.steward;
+    // A body announced larger than any object is refused before a byte of it is read.
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_OBJECT as u64) {
+        return too_large(MAX_OBJECT);
+    }
     let op = match (q.mode.as_str(), &q.etag) {
         ("absent", _) | ("match", None) => Op::Create,
         ("match", Some(_)) | ("put", _) => Op::Replace,

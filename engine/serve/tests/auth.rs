@@ -196,16 +196,21 @@ fn bad_object_requests_get_one_line_and_store_nothing() {
         assert_eq!(status, want, "{path}: {text}");
         assert!(!text.trim().contains('\n'), "{path}: {text}");
     }
-    // Over the largest object: refused before it is read whole.
-    let huge = vec![0u8; sealvol_serve::objects::MAX_OBJECT + 1];
-    let (status, _) = ask(
-        &s,
-        "PUT",
-        &format!("/v1/objects/{key}?mode=absent"),
-        Some(&ci),
-        huge,
-    );
-    assert_eq!(status, 413);
+    // Over the largest object: refused on its announced length, before a byte is read.
+    {
+        use std::io::{Read, Write};
+        let addr = s.url.trim_start_matches("http://").to_string();
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            c,
+            "PUT /v1/objects/{key}?mode=absent HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ci}\r\nContent-Length: {}\r\n\r\n",
+            sealvol_serve::objects::MAX_OBJECT + 1
+        )
+        .unwrap();
+        let mut head = [0u8; 12];
+        c.read_exact(&mut head).unwrap();
+        assert_eq!(&head[9..12], b"413", "{}", String::from_utf8_lossy(&head));
+    }
     assert!(s.repo.object_store().size(&key).unwrap().is_none());
     let staged: Vec<_> = std::fs::read_dir(s.dir.path().join("repo/tmp"))
         .map(|rd| rd.flatten().map(|e| e.file_name()).collect())

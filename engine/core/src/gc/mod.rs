@@ -325,9 +325,24 @@ fn purge_expired(
             volume: vol.to_string(),
             digest: d.to_string(),
         };
+        // A damaged record cannot say when its version was deleted: the version stays
+        // (it is marked like any other), and the rest of the trash is purged as due.
+        let damaged = |e: &crate::Error| e.kind() == crate::error::ErrorKind::Corrupt;
+        let record = match repo.in_trash(&vol, &d) {
+            Err(e) if damaged(&e) => {
+                report.notes.push(format!(
+                    "{}; vol:{vol}@{} stays in the trash, kept whole, until `sealvol repair` writes its record anew",
+                    e.message(),
+                    d.short(16)
+                ));
+                report.in_trash += 1;
+                continue;
+            }
+            r => r?,
+        };
         let outcome = match dry_run {
             false => repo.purge(&vol, &d, now)?,
-            true => match repo.in_trash(&vol, &d)? {
+            true => match record {
                 None => Purge::NotInTrash,
                 Some(r) if r.expires(retention).is_none_or(|end| now < end) => Purge::TooEarly,
                 Some(_) if repo.tags(&vol)?.iter().any(|t| t.digest == d.to_string()) => {

@@ -146,6 +146,7 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
     }
     r.quarantine_manifests()?;
     r.restore_tags()?;
+    r.rewrite_trash()?;
     for key in r.repo.rebuild_summaries(!write)? {
         r.report.act(
             "write summary",
@@ -479,6 +480,25 @@ impl Repair<'_> {
             };
             self.damaged_versions.insert((vol.clone(), *digest), whole);
         }
+    }
+
+    /// Step 8: a damaged trash record is written anew (the version stays deleted, its
+    /// window starting now), the damaged bytes kept in quarantine.
+    fn rewrite_trash(&mut self) -> Result<()> {
+        for (vol, digest, why) in self.s.trash.clone() {
+            let key = format!("trash/{}/{}/{}", vol.namespace, vol.name, digest.hex());
+            let detail = match self.write {
+                true => {
+                    let kept = self.repo.rewrite_trash_record(&vol, &digest)?;
+                    format!(
+                        "{why}; written anew: vol:{vol}@{digest} stays in the trash, restorable for the retention window from now (the damaged record is at {kept})"
+                    )
+                }
+                false => format!("{why}; would be written anew, the version staying in the trash"),
+            };
+            self.report.act("rewrite trash record", key, detail);
+        }
+        Ok(())
     }
 
     /// Step 8: damaged manifests nothing healed.

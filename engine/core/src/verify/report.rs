@@ -211,6 +211,16 @@ impl Survey {
                 }
             }
         }
+        for (vol, digest, why) in &self.trash {
+            let key = format!("trash/{}/{}/{}", vol.namespace, vol.name, digest.hex());
+            note(
+                &mut acc,
+                &key,
+                format!(
+                    "{why}; its version is kept in the trash, never purged, until repair writes it anew"
+                ),
+            );
+        }
         let mut history_notes = Vec::new();
         for t in &self.tags {
             let full = format!("{}:{}", t.volume, t.tag);

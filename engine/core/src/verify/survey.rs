@@ -51,6 +51,8 @@ pub struct Survey {
     /// Packs a garbage collection round names (condemned, being swept, or swept).
     pub collected_packs: HashSet<PackId>,
     pub records: Vec<(PackId, Hash)>,
+    /// Trash records that cannot be read: (volume, digest, why).
+    pub trash: Vec<(VolumeName, Digest, String)>,
     /// Chunk lists recorded as failing their proof (`damage/files/`).
     pub list_records: Vec<Hash>,
     /// Chunk lists proven in this survey by reading the chunks they name.
@@ -177,6 +179,7 @@ pub fn survey_all(
         s.tags.extend(tag_facts(repo, &vol)?);
     }
     (s.lost, s.quarantined_packs) = in_quarantine(repo, &s.manifests)?;
+    s.trash = repo.damaged_trash()?;
     s.collected_packs = crate::gc::rounds::list(repo)?
         .iter()
         .flat_map(|r| r.round.pack_ids().collect::<Vec<_>>())
