@@ -488,3 +488,66 @@ fn a_mount_serves_prometheus_metrics_per_tier_with_latency_histograms() {
     assert!(e.contains("--metrics nowhere is not an address"), "{e}");
     assert!(!common::mounts::is_mounted(&bad));
 }
+
+#[test]
+fn a_peer_that_refuses_the_key_is_said_at_once_and_sends_no_more_than_nodes_read() {
+    let mut env = Env::new();
+    let src = env.path("src");
+    let file = noise(20 << 20, 9);
+    write(&src.join("w.bin"), &file);
+    let pinned = env.push(&src, "t/refused", &[]);
+    let served = serve(&env, &[]);
+    let url = format!("http://{}", served.addr);
+    // No key, and a key the server does not know: refused before anything is read.
+    for key in [None, Some(format!("sv1:nodes:{}", "0".repeat(64)))] {
+        let mut cmd = env.cmd();
+        cmd.env_remove("SEALVOL_API_KEY");
+        if let Some(k) = &key {
+            cmd.env("SEALVOL_API_KEY", k);
+        }
+        let out = cmd
+            .args([
+                "volume",
+                "pull",
+                &pinned,
+                env.path("p").to_str().unwrap(),
+                "--peer",
+                &url,
+            ])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        assert!(
+            e.contains("refused this node's API key") && e.contains("key create"),
+            "{e}"
+        );
+        assert!(!env.path("p").join("w.bin").exists());
+    }
+    if !fuse_available() {
+        return;
+    }
+    // With a key: two nodes read the file through the server, which sends what they
+    // read (a whole file kept in a node's cache is built from the origin, not asked
+    // for again).
+    env.vars
+        .push(("SEALVOL_API_KEY".into(), served.key.clone()));
+    for i in 0..2 {
+        let mnt = env.path(&format!("mnt{i}"));
+        let cache = env.path(&format!("node-cache{i}"));
+        let _m = mount(
+            &env,
+            &pinned,
+            &mnt,
+            &["--cache", cache.to_str().unwrap(), "--peer", &url],
+        );
+        assert!(std::fs::read(mnt.join("w.bin")).unwrap() == file);
+        wait_stats(&env, &mnt, |s| s["files_cached"].as_u64() >= Some(1));
+    }
+    let sent = metric(&served, "bytes_served_total");
+    let read = 2 * file.len() as u64;
+    assert!(
+        sent * 100 <= read * 105,
+        "the server sent {sent} bytes for {read} the nodes read"
+    );
+}

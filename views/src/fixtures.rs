@@ -414,6 +414,7 @@ pub fn mounts() -> FrameView {
             cache_hits: hits.1,
             peer_chunks: hits.2,
             peer_faults: 0,
+            peer_refused: 0,
             peers: usize::from(hits.2 > 0),
             origin_chunks: hits.3,
             memory_peak: 410 << 20,

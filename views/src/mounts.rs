@@ -26,6 +26,8 @@ pub struct MountRow {
     /// of which went to the next tier instead).
     pub peer_chunks: u64,
     pub peer_faults: u64,
+    /// Peer requests refused this node's API key: the peer serves it nothing.
+    pub peer_refused: u64,
     /// How many peers the mount reads through: none shows `-`, not `0%`.
     pub peers: usize,
     pub origin_chunks: u64,
@@ -170,6 +172,10 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             // Faults mark the share: a peer that fails sends its reads to the origin.
             let peers = match (r.peers, r.peer_faults) {
                 (0, _) => cell("-".to_string(), Role::Dim),
+                _ if r.peer_refused > 0 => cell(
+                    format!("{} refused", pct(r.peer_chunks, total)),
+                    Role::Error,
+                ),
                 (_, 0) => cell(pct(r.peer_chunks, total), Role::Text),
                 (_, f) => cell(format!("{} !{f}", pct(r.peer_chunks, total)), Role::Error),
             };

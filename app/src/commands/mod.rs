@@ -28,6 +28,13 @@ pub fn peers(
     urls.iter()
         .map(|u| {
             let p = sealvol_serve::peer::HttpPeer::new(u, key)?;
+            // A peer that refuses the key would send every read to the origin in
+            // silence: refuse to start instead. One that is down may come up.
+            match p.check() {
+                Err(e) if e.kind() == sealvol_core::error::ErrorKind::Denied => return Err(e),
+                Err(e) => eprintln!("warning: {e}; reads go to the origin until it answers"),
+                Ok(()) => {}
+            }
             Ok(std::sync::Arc::new(p) as std::sync::Arc<dyn sealvol_core::read::Peer>)
         })
         .collect()

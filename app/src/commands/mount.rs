@@ -526,6 +526,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
             let chunks = s.memory_hits + s.cache_hits + s.peer_chunks + s.origin_chunks;
             let peers = match (r.peers.len(), s.peer_errors + s.peer_bad_chunks) {
                 (0, _) => "-".to_string(),
+                _ if s.peer_refused > 0 => format!("{} refused", pct(s.peer_chunks, chunks)),
                 (_, 0) => pct(s.peer_chunks, chunks),
                 (_, faults) => format!("{} !{faults}", pct(s.peer_chunks, chunks)),
             };

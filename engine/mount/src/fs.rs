@@ -493,7 +493,7 @@ impl VolumeFs {
                     // Only while readers are idle: on a busy node this copy would halve
                     // the speed of the reads it is meant to speed up later.
                     wait_until_idle(&tiers.counters);
-                    match tiers.fetch_counted(&layout.obj, r, &quiet) {
+                    match tiers.fetch_for_keeping(&layout.obj, r, &quiet) {
                         Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
                         Err(e) => vec![Err(e)],
                     }

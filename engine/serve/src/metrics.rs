@@ -209,6 +209,12 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) ->
         s.peer_bad_chunks,
     );
     t.one(
+        "peer_refused_total",
+        "counter",
+        "Peer requests refused this node's API key (401, 403): the peer serves it nothing.",
+        s.peer_refused,
+    );
+    t.one(
         "mirror_errors_total",
         "counter",
         "Mirror reads that failed.",

@@ -41,6 +41,53 @@ impl HttpPeer {
     }
 }
 
+/// A peer that will not take this node's key: every read then goes to the origin, so
+/// this is said loudly (`HttpPeer::check`), not only counted.
+fn refused(status: u16, said: &str) -> Error {
+    Error::new(
+        ErrorKind::Denied,
+        format!("refused this node's API key ({status}: {said:.200})"),
+    )
+    .hint("set SEALVOL_API_KEY to a key the server knows: `sealvol key create NODES --read-only` on it makes one for a cluster's nodes")
+}
+
+impl HttpPeer {
+    /// Asks the peer whether it takes this node's key (`GET /v1/key`): `Err` of kind
+    /// `Denied` when it refuses it, of kind `Unavailable` when it cannot be reached (it
+    /// may come up later; reads pass it over meanwhile).
+    pub fn check(&self) -> Result<()> {
+        let mut get = self.client.get(format!("{}/v1/key", self.url));
+        if let Some(k) = &self.key {
+            get = get.bearer_auth(k);
+        }
+        let resp = get.send().map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "peer {} cannot be reached: {}",
+                    self.url,
+                    crate::remote::root_cause(&e)
+                ),
+            )
+        })?;
+        let status = resp.status().as_u16();
+        if matches!(status, 401 | 403) {
+            let text = resp.text().unwrap_or_default();
+            let said = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or(text);
+            let e = refused(status, &said);
+            return Err(Error::new(
+                ErrorKind::Denied,
+                format!("peer {} {}", self.url, e.message()),
+            )
+            .hint(e.hint_text().unwrap_or_default()));
+        }
+        Ok(())
+    }
+}
+
 /// `url` without a trailing slash, if it is an address a peer can be reached at.
 pub fn check_url(url: &str) -> Result<String> {
     check_address("--peer", url)
@@ -102,6 +149,9 @@ impl Peer for HttpPeer {
         if !status.is_success() {
             let text = resp.text().unwrap_or_default();
             let line = text.lines().next().unwrap_or_default();
+            if matches!(status.as_u16(), 401 | 403) {
+                return Err(refused(status.as_u16(), line));
+            }
             return Err(unavailable(format!("answered {status}: {line:.200}")));
         }
         let expect: u64 = chunks.iter().map(|c| c.1 as u64).sum();

@@ -109,6 +109,7 @@ impl Screen for Mounts {
                     cache_hits: m.stats.cache_hits,
                     peer_chunks: m.stats.peer_chunks,
                     peer_faults: m.stats.peer_errors + m.stats.peer_bad_chunks,
+                    peer_refused: m.stats.peer_refused,
                     peers: m.peers.len(),
                     origin_chunks: m.stats.origin_chunks,
                     memory_peak: m.stats.memory_peak,

@@ -412,6 +412,30 @@ impl Tiers {
         range: Range<usize>,
         counters: &Counters,
     ) -> Result<Vec<ChunkBytes>> {
+        self.fetch_with(obj, range, counters, true)
+    }
+
+    /// Chunks of a file a mount keeps whole in the node cache. When the origin is
+    /// local, such a file's chunks were not filled into the cache as it was read
+    /// (`keeping_whole_files_from`): the copy is built from the origin's packs, not
+    /// asked of the peers again (a second download of what the node just read).
+    pub fn fetch_for_keeping(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        counters: &Counters,
+    ) -> Result<Vec<ChunkBytes>> {
+        let peers = self.fills(obj);
+        self.fetch_with(obj, range, counters, peers)
+    }
+
+    fn fetch_with(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        counters: &Counters,
+        ask_peers: bool,
+    ) -> Result<Vec<ChunkBytes>> {
         let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
         let mut misses = Vec::new();
         for (slot, i) in range.clone().enumerate() {
@@ -444,7 +468,7 @@ impl Tiers {
         let up = Upstream {
             origin: &self.repo,
             origin_backoff: Some(&self.origin_backoff),
-            peers: &self.peers,
+            peers: if ask_peers { &self.peers } else { &[] },
             mirrors: &self.mirrors,
         };
         read_runs(

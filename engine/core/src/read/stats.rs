@@ -58,6 +58,10 @@ pub struct TierStats {
     pub peer_errors: u64,
     #[serde(default)]
     pub peer_bad_chunks: u64,
+    /// Peer requests refused this node's API key (401/403), also counted as errors:
+    /// a peer that refuses sends every read to the origin.
+    #[serde(default)]
+    pub peer_refused: u64,
     /// Chunks and bytes read from mirrored origins (`--origin`), in how many requests;
     /// mirror reads that failed (unreachable, lacking a chunk, a chunk failing its hash).
     #[serde(default)]
@@ -171,6 +175,7 @@ pub struct Counters {
     pub peer_requests: AtomicU64,
     pub peer_errors: AtomicU64,
     pub peer_bad_chunks: AtomicU64,
+    pub peer_refused: AtomicU64,
     pub mirror_chunks: AtomicU64,
     pub mirror_bytes: AtomicU64,
     pub mirror_requests: AtomicU64,
@@ -215,6 +220,7 @@ impl Counters {
             peer_requests: g(&self.peer_requests),
             peer_errors: g(&self.peer_errors),
             peer_bad_chunks: g(&self.peer_bad_chunks),
+            peer_refused: g(&self.peer_refused),
             mirror_chunks: g(&self.mirror_chunks),
             mirror_bytes: g(&self.mirror_bytes),
             mirror_requests: g(&self.mirror_requests),

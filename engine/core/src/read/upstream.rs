@@ -109,6 +109,9 @@ pub(super) fn from_peers(
         counters.peer_latency.observe(asked.elapsed());
         if let Err(e) = answer {
             add(&counters.peer_errors, 1);
+            if e.kind() == ErrorKind::Denied {
+                add(&counters.peer_refused, 1);
+            }
             p.pass_over(&e.to_string());
             continue;
         }
