@@ -61,6 +61,10 @@ pub struct Global {
     #[arg(long, env = "SEALVOL_STATE", global = true, value_name = "DIR")]
     pub state: Option<PathBuf>,
 
+    /// How long a backend (bucket, source, remote engine) may leave a request unanswered, retries included, before the command fails [default: 2m, or `timeout` in config.toml]
+    #[arg(long, env = "SEALVOL_TIMEOUT", global = true, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
     /// More log output (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,

@@ -28,6 +28,8 @@ pub struct ConfigFile {
     pub sync_batch: Option<String>,
     /// Ranged reads a sync keeps in flight.
     pub sync_streams: Option<usize>,
+    /// How long a backend may leave a request unanswered, retries included: "2m".
+    pub timeout: Option<String>,
     /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
     #[serde(default)]
     pub endpoints: sealvol_node::source::Endpoints,
@@ -60,6 +62,8 @@ pub struct Settings {
     pub fsync: bool,
     pub sync_batch: u64,
     pub sync_streams: usize,
+    /// How long a backend may leave a request unanswered (`--timeout`).
+    pub timeout: std::time::Duration,
     /// config.toml's `[endpoints]` under the standard environment variables.
     pub endpoints: sealvol_node::source::Endpoints,
     /// config.toml's `deploy_dirs`: deployment files or folders the console shows.
@@ -163,7 +167,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, deploy_dirs, peers, mirrors, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, mirrors, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -177,6 +181,7 @@ pub fn resolve(
     remote: Option<String>,
     repo_secret: Option<String>,
     state: Option<PathBuf>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<Settings> {
     let file = match config_path() {
         Some(p) => load_file(&p)?,
@@ -241,6 +246,23 @@ pub fn resolve(
             .unwrap_or(sealvol_node::sync::DEFAULT_STREAMS),
     }
     .clamp(1, 64);
+    let timeout = match (timeout, &file.timeout) {
+        (Some(t), _) => t,
+        (None, Some(text)) => humantime::parse_duration(text).map_err(|e| {
+            Error::invalid(format!("config.toml: timeout = {text:?}: {e}"))
+                .hint("write a duration, like \"2m\" or \"90s\"")
+        })?,
+        (None, None) => sealvol_core::patience::DEFAULT,
+    };
+    if timeout < std::time::Duration::from_secs(1) {
+        return Err(Error::usage(format!(
+            "a timeout of {} is too short to hear any answer",
+            humantime::format_duration(timeout)
+        ))
+        .hint("give at least 1s (the default is 2m)"));
+    }
+    // Set once, before any client is made: every backend reads it (`patience`).
+    sealvol_core::patience::set(timeout);
     let settings = Settings {
         repo,
         repo_secret,
@@ -252,6 +274,7 @@ pub fn resolve(
         fsync,
         sync_batch,
         sync_streams,
+        timeout,
         endpoints: file.endpoints.with_env(),
         deploy_dirs: file.deploy_dirs,
         peers: file.peers,

@@ -29,14 +29,24 @@ fn main() -> ExitCode {
     complete::answer_if_asked(Cli::command);
     // A foreground mount sets its own (commands/mount.rs).
     alloc::for_streams();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, the version, or a usage error: clap's own text, whose write is checked
+        // (clap's `exit` would pass over a full disk with status 0).
+        Err(e) => {
+            return match e.print() {
+                Ok(()) => ExitCode::from(e.exit_code().clamp(0, 255) as u8),
+                Err(_) => ExitCode::from(1),
+            };
+        }
+    };
     init_logging(cli.global.verbose, cli.global.quiet);
     match run(cli) {
         Ok(()) => ExitCode::from(output::exit_code()),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             if let Some(hint) = e.hint_text() {
-                eprintln!("hint: {hint}");
+                errln!("hint: {hint}");
             }
             ExitCode::from(if e.kind() == ErrorKind::Usage { 2 } else { 1 })
         }
@@ -59,7 +69,8 @@ fn init_logging(verbose: u8, quiet: bool) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| output::StderrWriter)
+        .log_internal_errors(false)
         .with_ansi(color)
         .with_target(false)
         .init();
@@ -78,6 +89,7 @@ fn run(cli: Cli) -> Result<()> {
             cli.global.remote.clone(),
             cli.global.repo_secret.clone(),
             cli.global.state.clone(),
+            cli.global.timeout,
         )?,
         quiet: cli.global.quiet,
     };
@@ -111,7 +123,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
         None if cli.demo => {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
-                eprintln!("seeded a demo repository at {}", ctx.settings.repo);
+                errln!("seeded a demo repository at {}", ctx.settings.repo);
             }
             if interactive() {
                 return open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy);

@@ -1,7 +1,9 @@
 //! Standard output for the commands: plain-text tables for people, JSON for programs,
 //! and lines written so that a failed write (a full disk, a closed file) is an error
 //! the command returns, never a panic. (A closed pipe ends the process quietly, by
-//! SIGPIPE, as for every Unix tool: `stdout_failed`.)
+//! SIGPIPE, as for every Unix tool: `stdout_failed`.) Standard error likewise: a note
+//! that cannot be written is lost, the command goes on, and the process exits 1
+//! (`errln!`, `StderrWriter` for the log).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -16,6 +18,17 @@ macro_rules! outln {
     };
 }
 
+/// `errln!` that never panics: a line on standard error, and an exit code of 1 for
+/// the process if it cannot be written (`note`).
+macro_rules! errln {
+    () => {
+        $crate::output::note(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::note(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// The exit code of a command that succeeded but has something to say by it
 /// (`volume diff --exit-code`: 1 when the versions differ).
 static EXIT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
@@ -26,6 +39,40 @@ pub fn exit_with(code: u8) {
 
 pub fn exit_code() -> u8 {
     EXIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Text on standard error. A failed write cannot be reported where errors go, so the
+/// process exits 1 when it is done (unless it already has a code of its own).
+pub fn note(args: std::fmt::Arguments) {
+    let mut err = std::io::stderr().lock();
+    if err.write_fmt(args).and_then(|()| err.flush()).is_err() {
+        stderr_failed();
+    }
+}
+
+fn stderr_failed() {
+    let _ = EXIT.compare_exchange(
+        0,
+        1,
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Standard error for the log: a write that fails sets the exit code as `note` does,
+/// rather than making the log print a complaint (to standard error, which panics).
+pub struct StderrWriter;
+
+impl Write for StderrWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stderr()
+            .write(buf)
+            .inspect_err(|_| stderr_failed())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush().inspect_err(|_| stderr_failed())
+    }
 }
 
 /// One line on standard output.
@@ -114,7 +161,7 @@ pub fn ask(yes_hint: &str, declined: &str, question: &str) -> Result<()> {
         )
         .hint(yes_hint.to_string()));
     }
-    eprint!("{question} [y/N] ");
+    note(format_args!("{question} [y/N] "));
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     std::io::stdin()

@@ -151,7 +151,9 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         ]),
         head.width,
     );
-    buf.set_string(head.x, head.y + 1, &vm.summary, theme.style(Role::Text));
+    if head.height > 1 {
+        buf.set_string(head.x, head.y + 1, &vm.summary, theme.style(Role::Text));
+    }
 
     let strip_w = files.width.saturating_sub(2 + 34 + 11 + 24 + 1) as usize;
     draw_table(

@@ -419,6 +419,7 @@ pub fn mounts() -> FrameView {
             origin_chunks: hits.3,
             memory_peak: 410 << 20,
             memory_bound: 512 << 20,
+            process_peak: 470 << 20,
             prefetched_bytes: served,
             prefetch_wasted_bytes: served / 50,
             errors: 0,

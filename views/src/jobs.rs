@@ -114,7 +114,8 @@ fn pct(done: u64, total: u64) -> String {
 }
 
 pub fn draw(vm: &JobsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let table_rows = (vm.rows.len() as u16 + 1).clamp(2, area.height / 2);
+    // At least the header and one row, at most half the screen (a tiny one gets less).
+    let table_rows = (vm.rows.len() as u16 + 1).max(2).min(area.height / 2);
     let [table, detail] =
         Layout::vertical([Constraint::Length(table_rows), Constraint::Min(0)]).areas(area);
     draw_table(

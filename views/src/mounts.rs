@@ -34,6 +34,9 @@ pub struct MountRow {
     /// The most memory read-ahead held at once, against `--prefetch-memory`.
     pub memory_peak: u64,
     pub memory_bound: u64,
+    /// The most memory the mount process held resident at once: everything, not only
+    /// what the bound counts.
+    pub process_peak: u64,
     /// Bytes read ahead, and those dropped before any reader asked for them.
     pub prefetched_bytes: u64,
     pub prefetch_wasted_bytes: u64,
@@ -48,7 +51,7 @@ pub struct MountsView {
     pub empty: String,
 }
 
-const COLUMNS: [Column; 12] = [
+const COLUMNS: [Column; 13] = [
     Column {
         title: "MOUNT POINT",
         width: 22,
@@ -100,6 +103,11 @@ const COLUMNS: [Column; 12] = [
         keep: 2,
     },
     Column {
+        title: "PROCESS",
+        width: 8,
+        keep: 1,
+    },
+    Column {
         title: "WASTED",
         width: 7,
         keep: 1,
@@ -133,13 +141,16 @@ fn pct(n: u64, total: u64) -> String {
 }
 
 /// `412M/512M`: what fits a narrow column.
-fn of_bound(n: u64, bound: u64) -> String {
-    let short = |b: u64| match b {
+fn short(b: u64) -> String {
+    match b {
         0..1024 => format!("{b}B"),
         1024..0x10_0000 => format!("{}K", b >> 10),
         0x10_0000..0x4000_0000 => format!("{}M", b >> 20),
         _ => format!("{:.1}G", b as f64 / (1u64 << 30) as f64),
-    };
+    }
+}
+
+fn of_bound(n: u64, bound: u64) -> String {
     if bound == 0 {
         "-".into()
     } else {
@@ -193,6 +204,10 @@ pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 peers,
                 cell(pct(r.origin_chunks, total), Role::Dim),
                 cell(of_bound(r.memory_peak, r.memory_bound), Role::Dim),
+                match r.process_peak {
+                    0 => cell("-".to_string(), Role::Dim),
+                    n => cell(short(n), Role::Dim),
+                },
                 cell(pct(r.prefetch_wasted_bytes, r.prefetched_bytes), Role::Dim),
                 cell(
                     r.errors.to_string(),

@@ -152,7 +152,9 @@ fn secs(s: f64) -> String {
 }
 
 pub fn draw(vm: &WatchesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let table_rows = (vm.rows.len() as u16 + 1).clamp(2, area.height / 3);
+    // At least the header and one row, at most a third of the screen (a tiny one gets
+    // less).
+    let table_rows = (vm.rows.len() as u16 + 1).max(2).min(area.height / 3);
     let [table, detail] =
         Layout::vertical([Constraint::Length(table_rows), Constraint::Min(0)]).areas(area);
     draw_table(

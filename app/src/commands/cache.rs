@@ -66,11 +66,11 @@ fn save(ctx: &Ctx, dir: &Path, volume: &str, key: &str, as_json: bool) -> Result
     }
     if !ctx.quiet {
         match (report.sealed_new, moved) {
-            (false, false) => eprintln!(
+            (false, false) => errln!(
                 "the cache for this key is unchanged ({}): nothing written",
                 tag
             ),
-            _ => eprintln!(
+            _ => errln!(
                 "saved the cache for this key as {volume}:{tag}: {} new of {}",
                 size(report.stats.new_bytes),
                 size(report.stats.bytes)
@@ -112,7 +112,7 @@ fn restore(
                 }));
             }
             if !ctx.quiet {
-                eprintln!(
+                errln!(
                     "no startup cache for this key in {volume} yet ({}): nothing restored; `sealvol cache save` after the first start publishes one",
                     e.message()
                 );
@@ -171,7 +171,7 @@ fn restore(
         }));
     }
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "restored the startup cache {pinned} {} {}",
             if mount { "mounted at" } else { "into" },
             dir.display()

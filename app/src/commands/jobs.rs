@@ -99,7 +99,7 @@ pub fn hand_over(ctx: &Ctx, agent: std::sync::Arc<dyn JobsApi>) -> Result<()> {
     }
     let c = agent_in_background(ctx)?;
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "{detached} watch(es) and {jobs} job(s) go on in a background agent (pid {}); `sealvol watch ls`, `sealvol jobs ls`",
             c.pid
         );
@@ -183,9 +183,11 @@ pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
             json(&job)?;
         } else {
             if !ctx.quiet {
-                eprintln!(
+                errln!(
                     "job {} queued in the agent (pid {}); follow it with `sealvol jobs show {}`",
-                    job.id, client.pid, job.id
+                    job.id,
+                    client.pid,
+                    job.id
                 );
             }
             outln!("{}", job.id)?;
@@ -212,11 +214,12 @@ fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
             String::new()
         };
         match host {
-            Host::Remote(c) => eprintln!(
+            Host::Remote(c) => errln!(
                 "job {id}: {verb} {}{attempt} in the agent (pid {}); ctrl-c stops following, not the job",
-                job.spec.source, c.pid
+                job.spec.source,
+                c.pid
             ),
-            Host::Local(_) => eprintln!("job {id}: {verb} {}{attempt}", job.spec.source),
+            Host::Local(_) => errln!("job {id}: {verb} {}{attempt}", job.spec.source),
         }
     }
     let bar = JobBar::new(ctx.quiet);
@@ -247,7 +250,7 @@ fn finished(ctx: &Ctx, job: Job, as_json: bool) -> Result<()> {
     }
     if !ctx.quiet {
         let p = &job.progress;
-        eprintln!(
+        errln!(
             "job {} READY: {} in {} file(s); {} new chunk(s), {} reused",
             job.id,
             size(p.bytes_total),
@@ -344,7 +347,7 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
         .hint("a console or a foreground sync is the agent now; try again when it ends"));
     };
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "agent (pid {}) serving {}",
             std::process::id(),
             sealvol_node::agent::socket::path(&ctx.settings.state).display()
@@ -369,7 +372,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
                 json(&serde_json::json!({ "jobs": jobs }))?;
             } else if jobs.is_empty() {
                 if !ctx.quiet {
-                    eprintln!("no jobs; start one with: sealvol volume sync SOURCE NS/NAME");
+                    errln!("no jobs; start one with: sealvol volume sync SOURCE NS/NAME");
                 }
             } else {
                 let rows: Vec<Vec<String>> = jobs.iter().map(row).collect();
@@ -396,7 +399,7 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             if as_json {
                 json(&job)?;
             } else if !ctx.quiet {
-                eprintln!("job {id} {}", job.state);
+                errln!("job {id} {}", job.state);
             }
             Ok(())
         }

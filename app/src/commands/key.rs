@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
                 return json(&serde_json::json!({ "name": name, "key": key }));
             }
             if !ctx.quiet {
-                eprintln!("created key {name}; it is shown this once (set SEALVOL_API_KEY to it):");
+                errln!("created key {name}; it is shown this once (set SEALVOL_API_KEY to it):");
             }
             println!("{key}");
             Ok(())
@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
                 return json(&serde_json::json!({ "name": k.name, "revoked": k.revoked }));
             }
             if !ctx.quiet {
-                eprintln!("revoked key {name}: the server refuses it from its next request");
+                errln!("revoked key {name}: the server refuses it from its next request");
             }
             Ok(())
         }

@@ -32,7 +32,7 @@ pub fn peers(
             // silence: refuse to start instead. One that is down may come up.
             match p.check() {
                 Err(e) if e.kind() == sealvol_core::error::ErrorKind::Denied => return Err(e),
-                Err(e) => eprintln!("warning: {e}; reads go to the origin until it answers"),
+                Err(e) => errln!("warning: {e}; reads go to the origin until it answers"),
                 Ok(()) => {}
             }
             Ok(std::sync::Arc::new(p) as std::sync::Arc<dyn sealvol_core::read::Peer>)
@@ -141,14 +141,22 @@ impl Ctx {
     /// The global options that make a child process use this repository.
     pub fn repo_args(&self) -> Vec<std::ffi::OsString> {
         let s = &self.settings;
+        // A child (agent, mount) waits on backends as long as this process would.
+        let timeout: [std::ffi::OsString; 2] = [
+            "--timeout".into(),
+            format!("{}ms", s.timeout.as_millis()).into(),
+        ];
         if let Some(url) = &s.remote {
             // The key goes by the environment, which the child inherits.
-            return vec!["--remote".into(), url.into()];
+            let mut args: Vec<std::ffi::OsString> = vec!["--remote".into(), url.into()];
+            args.extend(timeout);
+            return args;
         }
         let mut args: Vec<std::ffi::OsString> = vec!["--repo".into(), s.repo.to_string().into()];
         if let Some(name) = &s.repo_secret {
             args.extend(["--repo-secret".into(), name.into()]);
         }
+        args.extend(timeout);
         args
     }
 

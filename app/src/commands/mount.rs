@@ -201,7 +201,7 @@ fn serve(
         return Err(e);
     }
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "mounted vol:{volume}@{digest} at {} ({} file(s), {}){}",
             rec.dir,
             rec.files,
@@ -248,7 +248,7 @@ fn serve(
     records::remove(&dir, rec.pid);
     let result = m.unmount();
     if !ctx.quiet {
-        eprintln!("unmounted {} ({stopped})", rec.dir);
+        errln!("unmounted {} ({stopped})", rec.dir);
     }
     result
 }
@@ -351,7 +351,7 @@ fn spawn_background(
     let _ = std::io::BufRead::read_line(&mut reader, &mut msg);
     if msg.starts_with("ready") {
         if !ctx.quiet {
-            eprintln!(
+            errln!(
                 "mounted vol:{volume}@{digest} at {} (pid {}; log {}); `sealvol volume unmount {}` ends it",
                 abs.display(),
                 child.id(),
@@ -487,7 +487,7 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
     }
     if !ctx.quiet {
         let still = serving.iter().any(|r| records::alive(r.pid));
-        eprintln!(
+        errln!(
             "unmounted {}{}",
             abs.display(),
             if still {
@@ -508,7 +508,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
     }
     if recs.is_empty() {
         if !ctx.quiet {
-            eprintln!("no active mounts");
+            errln!("no active mounts");
         }
         return Ok(());
     }

@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
             let value = read_value(&name)?;
             secrets::set(state, &name, &value)?;
             if !ctx.quiet {
-                eprintln!("stored secret {name}");
+                errln!("stored secret {name}");
             }
             Ok(())
         }
@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
                 json(&serde_json::json!({ "secrets": l }))?;
             } else if l.is_empty() {
                 if !ctx.quiet {
-                    eprintln!("no secrets; store one with: sealvol secret set NAME < FILE");
+                    errln!("no secrets; store one with: sealvol secret set NAME < FILE");
                 }
             } else {
                 let rows: Vec<Vec<String>> = l
@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
         SecretCommand::Rm { name } => {
             secrets::remove(state, &name)?;
             if !ctx.quiet {
-                eprintln!("removed secret {name}");
+                errln!("removed secret {name}");
             }
             Ok(())
         }
@@ -73,12 +73,12 @@ fn read_value(name: &str) -> Result<Vec<u8>> {
         stdin.lock().read_to_end(&mut v).map_err(io_err)?;
         return Ok(v);
     }
-    eprint!("value for secret {name} (not echoed): ");
+    crate::output::note(format_args!("value for secret {name} (not echoed): "));
     let echo = EchoOff::new();
     let mut line = String::new();
     let r = stdin.read_line(&mut line);
     drop(echo);
-    eprintln!();
+    errln!();
     r.map_err(io_err)?;
     Ok(line.into_bytes())
 }

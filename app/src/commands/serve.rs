@@ -47,7 +47,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let (keys, made) = sealvol_serve::keys::Keys::open(&super::key::dir(ctx))?;
     if let Some(admin) = made {
         // The path, never the key: logs are read by more people than keys should be.
-        eprintln!(
+        errln!(
             "created an admin API key in {} (mode 0600): callers set SEALVOL_API_KEY to a key; make scoped ones with `sealvol key create`",
             admin.display()
         );
@@ -74,7 +74,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         println!("listening on {scheme}://{bound}");
         if !ctx.quiet {
-            eprintln!(
+            errln!(
                 "serving chunks of {} from cache {} ({} bytes at most)",
                 ctx.settings.repo,
                 dir.display(),

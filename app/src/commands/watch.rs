@@ -62,9 +62,11 @@ pub fn start(ctx: &Ctx, r: WatchArgs) -> Result<()> {
             json(&w)?;
         } else {
             if !ctx.quiet {
-                eprintln!(
+                errln!(
                     "watch {} runs in the agent (pid {}); follow it with `sealvol watch show {}`",
-                    w.id, client.pid, w.id
+                    w.id,
+                    client.pid,
+                    w.id
                 );
             }
             outln!("{}", w.id)?;
@@ -84,9 +86,11 @@ pub fn start(ctx: &Ctx, r: WatchArgs) -> Result<()> {
         } else {
             "it runs in the agent; ctrl-c stops following, not the watch"
         };
-        eprintln!(
+        errln!(
             "watch {}: {} -> {} ({how})",
-            w.id, w.spec.dir, w.spec.volume
+            w.id,
+            w.spec.dir,
+            w.spec.volume
         );
     }
     let status = Status::new(ctx.quiet);
@@ -123,7 +127,7 @@ pub fn start(ctx: &Ctx, r: WatchArgs) -> Result<()> {
     if !ctx.quiet {
         let view = api.watch_view(w.id)?;
         let live = view.watch.sealed.iter().filter(|s| !s.trashed).count();
-        eprintln!(
+        errln!(
             "watch {} {}: {} checkpoint(s) sealed, {live} live",
             w.id,
             if why == "stopped" {
@@ -199,8 +203,8 @@ impl Status {
             return;
         }
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.suspend(|| errln!("{line}")),
+            None => errln!("{line}"),
         }
     }
 
@@ -266,7 +270,7 @@ pub fn run(ctx: &Ctx, cmd: WatchCommand) -> Result<()> {
                 json(&serde_json::json!({ "watches": watches }))?;
             } else if watches.is_empty() {
                 if !ctx.quiet {
-                    eprintln!("no watches; start one with: sealvol volume watch DIR NS/NAME");
+                    errln!("no watches; start one with: sealvol volume watch DIR NS/NAME");
                 }
             } else {
                 let rows: Vec<Vec<String>> = watches.iter().map(row).collect();
@@ -288,7 +292,7 @@ pub fn run(ctx: &Ctx, cmd: WatchCommand) -> Result<()> {
             if as_json {
                 json(&w)?;
             } else if !ctx.quiet {
-                eprintln!(
+                errln!(
                     "watch {id} stopped; the {} version(s) it sealed stay",
                     w.sealed.len()
                 );

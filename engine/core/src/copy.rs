@@ -75,19 +75,22 @@ pub(crate) fn write_pack(
         .create_new(true)
         .open(&path)
         .ctx("cannot create", &path)?;
+    // Removed on the way out, whether published or not.
+    let staged = crate::store::Staged::new(path);
+    let path = staged.path();
     let mut entries = Vec::with_capacity(chunks.len());
     let mut offset = objects::PACK_MAGIC.len() as u64;
     f.write_all(objects::PACK_MAGIC)
-        .ctx("cannot write", &path)?;
+        .ctx("cannot write", path)?;
     for (e, b) in chunks {
-        f.write_all(b).ctx("cannot write", &path)?;
+        f.write_all(b).ctx("cannot write", path)?;
         entries.push(PackEntry { offset, ..*e });
         offset += b.len() as u64;
     }
     f.write_all(&objects::encode_trailer(&entries))
-        .ctx("cannot write", &path)?;
+        .ctx("cannot write", path)?;
     drop(f);
     let id = objects::pack_id(&entries);
-    repo.publish_pack(&id, &path, &entries)?;
+    repo.publish_pack(&id, path, &entries)?;
     Ok((id, entries))
 }

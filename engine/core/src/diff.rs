@@ -19,10 +19,11 @@ use crate::objects::FileObject;
 use crate::read::{Chunks, Origin};
 use crate::refs::{Digest, VolumeName};
 use crate::repo::Repository;
+use crate::safetensors;
 
-/// A safetensors header larger than this is refused rather than read (the format's own
-/// reference implementation caps it at 100 MB).
-const MAX_HEADER: u64 = 100 << 20;
+/// The most tensors a diff lists for one file: each row costs memory here and in every
+/// view of it, and a header can name a million one-byte tensors.
+const MAX_TENSORS: usize = 200_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -320,48 +321,32 @@ fn read_header(repo: &Repository, obj: &FileObject) -> Result<BTreeMap<String, T
         return Err(Error::invalid("too short to be a safetensors file"));
     }
     let len_bytes = read_range(repo, obj, 0, 8)?;
-    let n = u64::from_le_bytes(len_bytes.try_into().unwrap_or([0; 8]));
-    if n > MAX_HEADER || 8 + n > obj.size {
+    let Some(n) = safetensors::header_len(&len_bytes, obj.size) else {
+        let n = u64::from_le_bytes(len_bytes.try_into().unwrap_or([0; 8]));
         return Err(Error::invalid(format!(
             "safetensors header claims {n} bytes; not a safetensors file, or a damaged one"
         )));
-    }
+    };
     let raw = read_range(repo, obj, 8, 8 + n)?;
-    let json: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&raw)
-        .map_err(|e| Error::invalid(format!("safetensors header is not valid JSON: {e}")))?;
-    let base = 8 + n;
-    let mut out = BTreeMap::new();
-    for (name, v) in json {
-        if name == "__metadata__" {
-            continue;
-        }
-        let bad = || Error::invalid(format!("safetensors header entry {name:?} is malformed"));
-        let dtype = v["dtype"].as_str().ok_or_else(bad)?.to_string();
-        let shape = v["shape"]
-            .as_array()
-            .ok_or_else(bad)?
-            .iter()
-            .map(|d| d.as_u64().ok_or_else(bad))
-            .collect::<Result<Vec<u64>>>()?;
-        let offs = v["data_offsets"].as_array().ok_or_else(bad)?;
-        let (s, e) = match (
-            offs.first().and_then(|x| x.as_u64()),
-            offs.get(1).and_then(|x| x.as_u64()),
-        ) {
-            (Some(s), Some(e)) if s <= e && base + e <= obj.size => (s, e),
-            _ => return Err(bad()),
-        };
-        out.insert(
-            name,
-            Tensor {
-                dtype,
-                shape,
-                start: base + s,
-                end: base + e,
-            },
-        );
-    }
-    Ok(out)
+    let tensors = safetensors::parse(&raw, obj.size, safetensors::Want::Details, MAX_TENSORS)
+        .map_err(|e| match e {
+            safetensors::HeaderError::TooMany { limit } => Error::invalid(format!(
+                "its header names more than {limit} tensors; the diff lists its chunks only"
+            )),
+            e => Error::invalid(e.to_string()),
+        })?;
+    Ok(tensors
+        .into_iter()
+        .map(|t| {
+            let tensor = Tensor {
+                dtype: t.dtype,
+                shape: t.shape,
+                start: t.range.start,
+                end: t.range.end,
+            };
+            (t.name, tensor)
+        })
+        .collect())
 }
 
 fn read_range(repo: &Repository, obj: &FileObject, start: u64, end: u64) -> Result<Vec<u8>> {

@@ -218,3 +218,45 @@ fn an_added_or_removed_safetensors_file_lists_its_tensors() {
         assert_eq!(listed, [("lora.b", status, 4096), ("lora.a", status, 2048)]);
     }
 }
+
+/// A header whose offsets wrap around u64 is not a 16384 PiB tensor, nor a valid
+/// small one: the file is diffed by its chunks, with a note that says why.
+#[test]
+fn offsets_that_wrap_around_are_refused_with_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = Repository::open_local(&tmp.path().join("repo"), true, false).unwrap();
+    let vol = VolumeName::parse("weights/t").unwrap();
+    let crafted = |b: u64, e: u64, seed: u64| {
+        let header =
+            format!(r#"{{"t":{{"dtype":"U8","shape":[1],"data_offsets":[{b},{e}]}}}}      "#);
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(&noise(1 << 20, seed));
+        out
+    };
+    for (i, (b, e)) in [(0, u64::MAX - 7), (u64::MAX - 100, u64::MAX - 7)]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = tmp.path().join(format!("case{i}"));
+        let v1 = push_dir(
+            &repo,
+            &dir.join("a"),
+            &[("m.safetensors", crafted(b, e, 1))],
+        );
+        let v2 = push_dir(
+            &repo,
+            &dir.join("b"),
+            &[("m.safetensors", crafted(b, e, 2))],
+        );
+        for (from, to) in [(&v1, &v2), (&v1, &v1)] {
+            let d = diff(&repo, (&vol, from), (&vol, to)).unwrap();
+            for f in &d.files {
+                assert!(f.tensors.is_none(), "[{b}, {e}]: {f:?}");
+            }
+        }
+        let d = diff(&repo, (&vol, &v1), (&vol, &v2)).unwrap();
+        let note = d.files[0].tensor_note.as_deref().unwrap_or("");
+        assert!(note.contains("do not lie within the file"), "{note}");
+    }
+}

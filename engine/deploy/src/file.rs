@@ -356,6 +356,19 @@ mod tests {
     }
 
     #[test]
+    fn an_alias_bomb_is_refused_at_its_line() {
+        let mut text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string();
+        for l in 1..=9 {
+            let refs = vec![format!("*a{}", l - 1); 10].join(", ");
+            text.push_str(&format!("a{l}: &a{l} [{refs}]\n"));
+        }
+        text.push_str("sealvol:\n  mounts:\n    - {ref: *a9, path: /p}\n");
+        let err = parse(&text).unwrap_err();
+        assert!(err.message().starts_with("d.yaml:5:"), "{err}");
+        assert!(err.message().contains("100000 nodes"), "{err}");
+    }
+
+    #[test]
     fn wrong_shapes_say_what_and_where() {
         let cases = [
             ("a: 1\n", "has no `sealvol:` block"),

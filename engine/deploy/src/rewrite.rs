@@ -120,6 +120,7 @@ pub fn apply(edit: &Edit) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    sweep_litter(dir, &name);
     let tmp = dir.join(format!(".{name}.sealvol-{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
@@ -158,6 +159,37 @@ pub fn apply(edit: &Edit) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Removes the temporary copies of `name` that runs killed mid-write left in `dir`
+/// (`.NAME.sealvol-PID.tmp`, whose process is gone or started after the copy was
+/// written), so a user's deployment folder does not collect them.
+fn sweep_litter(dir: &Path, name: &str) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.sealvol-");
+    for item in rd.flatten() {
+        let file = item.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|f| f.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(written) = item.metadata().and_then(|m| m.modified()) else {
+            continue;
+        };
+        let gone = match sealvol_core::store::process_started(pid) {
+            None => true,
+            Some(started) => started > written + std::time::Duration::from_secs(1),
+        };
+        if gone {
+            let _ = std::fs::remove_file(item.path());
+        }
+    }
 }
 
 fn changed(path: &Path) -> Error {
@@ -230,6 +262,32 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "no temporary left: {names:?}");
+    }
+
+    #[test]
+    fn a_write_removes_what_killed_writes_left_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.yaml");
+        std::fs::write(&p, "sealvol:\n  mounts:\n    - {ref: a/b:t, path: /p}\n").unwrap();
+        // No process has a pid this large; this test's parent runs (a write in flight).
+        let dead = dir.path().join(".d.yaml.sealvol-4000000000.tmp");
+        let live = dir.path().join(format!(
+            ".d.yaml.sealvol-{}.tmp",
+            std::os::unix::process::parent_id()
+        ));
+        let other = dir.path().join(".e.yaml.sealvol-4000000000.tmp");
+        let odd = dir.path().join(".d.yaml.sealvol-x.tmp");
+        for f in [&dead, &live, &other, &odd] {
+            std::fs::write(f, "partial").unwrap();
+        }
+        let f = DeployFile::read(&p).unwrap();
+        apply(&edit(&f, &[(0, "a/b@b3:1111".into())]).unwrap()).unwrap();
+        assert!(!dead.exists(), "a dead writer's copy is removed");
+        assert!(live.exists(), "a running writer's copy stays");
+        assert!(
+            other.exists() && odd.exists(),
+            "other files are not touched"
+        );
     }
 
     #[test]

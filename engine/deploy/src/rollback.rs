@@ -55,6 +55,24 @@ pub fn mount_of(f: &DeployFile, volume: &VolumeName, path: Option<&str>) -> Resu
 }
 
 pub fn not_mounted(f: &DeployFile, volume: &VolumeName) -> Error {
+    // A ref that is this volume's but does not read as a ref (a block scalar keeps its
+    // line break) is what the user meant: say what is wrong with it, as `deploy check`.
+    for m in &f.mounts {
+        let Err(why) = Ref::parse(&m.reference) else {
+            continue;
+        };
+        if Ref::parse(m.reference.trim()).is_ok_and(|r| r.volume == *volume) {
+            return Error::invalid(format!(
+                "{}:{}:{}: the ref of the mount at {} does not read as a ref: {}",
+                f.path.display(),
+                m.at.line,
+                m.at.col,
+                m.path,
+                why.message()
+            ))
+            .hint("write it on one line, plain or quoted (not `|` or `>`), then run this again");
+        }
+    }
     let mounted: Vec<String> = f
         .mounts
         .iter()
@@ -121,4 +139,19 @@ pub fn plan_file(
 /// Writes the plan, if the file still holds the bytes it was made from.
 pub fn apply(plan: &RollbackPlan) -> Result<()> {
     rewrite::apply(&plan.edit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ref_written_as_a_block_scalar_is_named_with_what_is_wrong() {
+        let text = "sealvol:\n  mounts:\n    - path: /w\n      ref: |\n        vol:w/ck:prod\n";
+        let f = DeployFile::parse(Path::new("d.yaml"), text.to_string()).unwrap();
+        let err = mount_of(&f, &VolumeName::parse("w/ck").unwrap(), None).unwrap_err();
+        assert!(err.message().starts_with("d.yaml:5:"), "{err}");
+        assert!(err.message().contains("does not read as a ref"), "{err}");
+        assert!(err.hint_text().unwrap_or("").contains("one line"), "{err}");
+    }
 }

@@ -3,9 +3,15 @@
 //! sequences, scalars with their style and exact source bytes, anchors, aliases and
 //! merge keys. The text itself is never re-emitted: a rewrite replaces the bytes of one
 //! scalar, so every other byte stays as it was.
+//!
+//! An alias shares its anchor's node rather than copying it, and a document whose
+//! aliases would expand past [`MAX_NODES`] is refused at the alias that crosses it: ten
+//! lines of nested aliases (the "billion laughs" shape) otherwise stand for billions of
+//! nodes, which any walk of the tree would visit.
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
@@ -43,9 +49,10 @@ pub enum Node {
         pairs: Vec<(Node, Node)>,
         at: Pos,
     },
-    /// `*name`: the anchored node, and where the alias itself was written.
+    /// `*name`: the anchored node (shared, not copied), and where the alias itself was
+    /// written.
     Alias {
-        target: Box<Node>,
+        target: Arc<Node>,
         anchor: String,
         at: Pos,
     },
@@ -123,6 +130,15 @@ pub struct SyntaxError {
     pub message: String,
 }
 
+/// How many nodes a document may stand for once every alias is expanded. A deployment
+/// file has tens; a file past this is a mistake or an attack, and either way no walk
+/// of it should run.
+pub const MAX_NODES: u64 = 100_000;
+
+/// How deeply collections may nest. A deployment file nests four or five levels; a
+/// limit keeps every recursive walk of the tree (and its drop) off the stack's edge.
+pub const MAX_DEPTH: usize = 64;
+
 /// Every document of a YAML stream.
 pub fn parse(text: &str) -> std::result::Result<Vec<Node>, SyntaxError> {
     let starts: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
@@ -132,6 +148,7 @@ pub fn parse(text: &str) -> std::result::Result<Vec<Node>, SyntaxError> {
         stack: Vec::new(),
         anchors: HashMap::new(),
         docs: Vec::new(),
+        seen: 0,
     };
     for ev in Parser::new_from_str(text) {
         let (ev, span) = ev.map_err(|e| SyntaxError {
@@ -153,20 +170,43 @@ pub fn parse(text: &str) -> std::result::Result<Vec<Node>, SyntaxError> {
     Ok(b.docs)
 }
 
+/// A collection being built: its items so far, where it started, its anchor id, and
+/// how many nodes it stands for with aliases expanded.
 enum Open {
-    Seq(Vec<Node>, Pos, usize),
-    Map(Vec<(Node, Node)>, Option<Node>, Pos, usize),
+    Seq(Vec<Node>, Pos, usize, u64),
+    Map(Vec<(Node, Node)>, Option<Node>, Pos, usize, u64),
 }
 
 struct Builder<'t> {
     text: &'t str,
     stack: Vec<Open>,
-    anchors: HashMap<usize, Node>,
+    /// Each anchor's node and its expanded size.
+    anchors: HashMap<usize, (Arc<Node>, u64)>,
     docs: Vec<Node>,
+    /// Nodes seen so far, each alias counted as the nodes it stands for.
+    seen: u64,
 }
 
 impl Builder<'_> {
+    /// Counts `n` more nodes, refusing the document once it stands for too many.
+    fn count(&mut self, n: u64) -> std::result::Result<(), String> {
+        self.seen = self.seen.saturating_add(n);
+        match self.seen > MAX_NODES {
+            true => Err(format!(
+                "the document expands past {MAX_NODES} nodes here (aliases of aliases?); a deployment file needs far fewer"
+            )),
+            false => Ok(()),
+        }
+    }
+
     fn event(&mut self, ev: Event, at: Pos) -> std::result::Result<(), String> {
+        match &ev {
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..) => {
+                self.count(1)?
+            }
+            Event::Alias(id) => self.count(self.anchors.get(id).map_or(0, |(_, n)| *n))?,
+            _ => {}
+        }
         match ev {
             Event::Scalar(value, style, anchor, _tag) => {
                 let source = scalar_source(self.text, at.byte, &value, style);
@@ -175,10 +215,10 @@ impl Builder<'_> {
                     at,
                     source,
                 };
-                self.close(node, anchor)
+                self.close(node, anchor, 1)
             }
             Event::Alias(id) => {
-                let target = self
+                let (target, size) = self
                     .anchors
                     .get(&id)
                     .cloned()
@@ -191,30 +231,30 @@ impl Builder<'_> {
                         r[..end.unwrap_or(r.len())].to_string()
                     })
                     .unwrap_or_default();
-                self.close(
-                    Node::Alias {
-                        target: Box::new(target),
-                        anchor,
-                        at,
-                    },
-                    0,
-                )
+                self.close(Node::Alias { target, anchor, at }, 0, size)
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if self.stack.len() >= MAX_DEPTH => {
+                Err(format!(
+                    "lists and mappings nest deeper than {MAX_DEPTH} levels here; a deployment file needs a few"
+                ))
             }
             Event::SequenceStart(anchor, _) => {
-                self.stack.push(Open::Seq(Vec::new(), at, anchor));
+                self.stack.push(Open::Seq(Vec::new(), at, anchor, 1));
                 Ok(())
             }
             Event::MappingStart(anchor, _) => {
-                self.stack.push(Open::Map(Vec::new(), None, at, anchor));
+                self.stack.push(Open::Map(Vec::new(), None, at, anchor, 1));
                 Ok(())
             }
             Event::SequenceEnd => match self.stack.pop() {
-                Some(Open::Seq(items, at, anchor)) => self.close(Node::Seq { items, at }, anchor),
+                Some(Open::Seq(items, at, anchor, size)) => {
+                    self.close(Node::Seq { items, at }, anchor, size)
+                }
                 _ => Err("a list ends that never started".into()),
             },
             Event::MappingEnd => match self.stack.pop() {
-                Some(Open::Map(pairs, None, at, anchor)) => {
-                    self.close(Node::Map { pairs, at }, anchor)
+                Some(Open::Map(pairs, None, at, anchor, size)) => {
+                    self.close(Node::Map { pairs, at }, anchor, size)
                 }
                 _ => Err("a mapping ends in the middle of a pair".into()),
             },
@@ -222,10 +262,14 @@ impl Builder<'_> {
         }
     }
 
-    /// A finished node goes into what is open, or becomes a document.
-    fn close(&mut self, node: Node, anchor: usize) -> std::result::Result<(), String> {
+    /// A finished node, standing for `size` nodes with aliases expanded, goes into what
+    /// is open, or becomes a document.
+    fn close(&mut self, node: Node, anchor: usize, size: u64) -> std::result::Result<(), String> {
+        if let Some(Open::Seq(.., parent) | Open::Map(.., parent)) = self.stack.last_mut() {
+            *parent += size;
+        }
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            self.anchors.insert(anchor, (Arc::new(node.clone()), size));
         }
         match self.stack.last_mut() {
             None => self.docs.push(node),
@@ -397,6 +441,56 @@ mod tests {
         };
         assert_eq!(anchor, "w");
         assert_eq!(r.as_str(), Some("vol:a/b:t"));
+    }
+
+    /// Ten of the previous level's alias on each of `levels` lines: 10^levels nodes in
+    /// a few hundred bytes.
+    fn alias_bomb(levels: usize) -> String {
+        let mut text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string();
+        for l in 1..=levels {
+            let refs = vec![format!("*a{}", l - 1); 10].join(", ");
+            text.push_str(&format!("a{l}: &a{l} [{refs}]\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_where_they_cross_the_budget() {
+        for levels in [7, 9] {
+            let text = alias_bomb(levels);
+            assert!(text.len() < 700, "{}", text.len());
+            let err = parse(&text).unwrap_err();
+            // 10^5 nodes are crossed on the line of the fifth level.
+            assert_eq!(err.line, 5, "{err:?}");
+            assert!(err.message.contains("expands past 100000 nodes"), "{err:?}");
+        }
+        // Four levels stand for about 11,000 nodes: allowed, and shared, not copied.
+        let docs = parse(&alias_bomb(3)).unwrap();
+        assert_eq!(docs.len(), 1);
+    }
+
+    #[test]
+    fn an_anchor_cannot_refer_to_itself() {
+        for text in [
+            "a: &a {<<: *a}\n",
+            "a: &a [*a]\n",
+            "sealvol: &s {mounts: [{<<: *s, ref: x, path: /p}]}\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.message.contains("not defined"), "{text}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        let err = parse(&deep).unwrap_err();
+        assert!(err.message.contains("nest deeper than 64"), "{err:?}");
+        // The parser refuses far deeper nesting itself, before any node is built.
+        let deeper = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(parse(&deeper).is_err());
+        let ok = format!("{}{}", "[".repeat(60), "]".repeat(60));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

@@ -519,6 +519,7 @@ impl VolumeFs {
     pub fn stats(&self) -> sealvol_core::read::TierStats {
         sealvol_core::read::TierStats {
             prefetch_pending: self.prefetch_pending() as u64,
+            process_peak: resident_peak(),
             ..self.tiers().counters.snapshot()
         }
     }
@@ -830,4 +831,17 @@ fn wait_until_idle(counters: &sealvol_core::read::Counters) {
     {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+/// This process's peak resident memory (`VmHWM` in /proc/self/status), in bytes; 0
+/// where the kernel does not say.
+fn resident_peak() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb.saturating_mul(1024))
+        })
+        .unwrap_or(0)
 }

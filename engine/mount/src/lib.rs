@@ -23,7 +23,6 @@ pub mod layout;
 pub mod memo;
 pub mod profile;
 pub mod readahead;
-mod safetensors;
 pub mod table;
 pub mod tree;
 

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sealvol_core::digest::Hash;
@@ -85,6 +85,40 @@ impl Drop for Reservation<'_> {
         if self.bytes > 0 {
             self.memo.lock().reserved -= self.bytes;
             self.bytes = 0;
+            self.memo.room.notify_all();
+        }
+    }
+}
+
+impl Reservation<'_> {
+    /// Keeps `bytes` of this reservation (the rest is given back) for as long as the
+    /// returned `Held` lives: memory its caller keeps apart from chunks, such as a
+    /// plan's tables, counted against the bound like chunks are.
+    pub fn keep(mut self, memo: &Arc<Memo>, bytes: usize) -> Held {
+        debug_assert!(std::ptr::eq(self.memo, Arc::as_ptr(memo)));
+        let kept = bytes.min(self.bytes);
+        let mut g = self.memo.lock();
+        g.reserved -= self.bytes - kept;
+        drop(g);
+        self.bytes = 0;
+        self.memo.room.notify_all();
+        Held {
+            memo: Arc::clone(memo),
+            bytes: kept,
+        }
+    }
+}
+
+/// Memory counted against the bound until dropped (`Reservation::keep`).
+pub struct Held {
+    memo: Arc<Memo>,
+    bytes: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.memo.lock().reserved -= self.bytes;
             self.memo.room.notify_all();
         }
     }

@@ -27,8 +27,9 @@ use sealvol_core::profile::Step;
 use sealvol_core::read::Tiers;
 
 use crate::layout::{Layout, Layouts};
-use crate::memo::{Memo, Want};
-use crate::safetensors;
+use sealvol_core::safetensors;
+
+use crate::memo::{Held, Memo, Want};
 
 /// One open file's read pattern.
 pub struct Stream {
@@ -123,6 +124,8 @@ struct Plan {
     opened: bool,
     /// A `.safetensors` file's tensors, read ahead in the order its reader follows.
     tensors: Option<TensorOrder>,
+    /// The memory its tables take, counted against the bound until the plan is dropped.
+    _held: Option<Held>,
 }
 
 /// The two orders a loader reads a `.safetensors` file's tensors in: by name (what
@@ -159,10 +162,29 @@ pub enum Order {
 /// How many tensors forward one read may pass over and still count as a step.
 const STEP: usize = 4;
 
+/// What a plan keeps per tensor: its span of chunks and its place in each order.
+const KEPT_PER_TENSOR: usize =
+    std::mem::size_of::<Range<usize>>() + 2 * std::mem::size_of::<usize>();
+
+/// The fewest header bytes that name one tensor: `"":{"data_offsets":[0,0]},`.
+const MIN_ENTRY: usize = 25;
+
 impl TensorOrder {
-    fn new(spans: Vec<Range<usize>>, names: Vec<String>) -> TensorOrder {
-        let mut by_name: Vec<usize> = (0..spans.len()).collect();
-        by_name.sort_by(|&a, &b| names[a].cmp(&names[b]));
+    /// The non-empty tensors of `layout`'s file, in offset order; names are kept only
+    /// to sort by.
+    fn new(tensors: Vec<safetensors::Tensor>, layout: &Layout) -> TensorOrder {
+        let mut tensors: Vec<safetensors::Tensor> = tensors
+            .into_iter()
+            .filter(|t| !t.range.is_empty())
+            .collect();
+        tensors.sort_by_key(|t| t.range.start);
+        let mut by_name: Vec<usize> = (0..tensors.len()).collect();
+        by_name.sort_by(|&a, &b| tensors[a].name.cmp(&tensors[b].name));
+        let spans: Vec<Range<usize>> = tensors
+            .iter()
+            .map(|t| layout.chunks_of(t.range.start, t.range.end))
+            .collect();
+        drop(tensors);
         let mut name_rank = vec![0; spans.len()];
         for (rank, &t) in by_name.iter().enumerate() {
             name_rank[t] = rank;
@@ -375,6 +397,7 @@ impl Prefetcher {
             opened: false,
             tensors: None,
             layout: None,
+            _held: None,
         });
         drop(q);
         self.shared.wake.notify_all();
@@ -563,7 +586,10 @@ impl Shared {
     }
 
     /// Reads a `.safetensors` header and plans the tensors' chunks in offset order;
-    /// `None` when the file is not one (it is then read ahead like any other).
+    /// `None` when the file is not one, or its header and tables would not fit a quarter
+    /// of the bound (it is then read ahead like any other file). The header's bytes and
+    /// the tensors it names are counted against the bound while they are parsed, and the
+    /// plan's tables while it lives.
     fn plan(&self, layout: Arc<Layout>, opened: bool) -> Result<Option<Plan>> {
         let size = layout.obj.size;
         let read = |start: u64, end: u64| -> Result<Vec<u8>> {
@@ -583,20 +609,38 @@ impl Shared {
             }
             Ok(out)
         };
+        let skip = |why: String| {
+            tracing::debug!("{}: no tensor plan: {why}", layout.hash.hex());
+            Ok(None)
+        };
         let Some(n) = safetensors::header_len(&read(0, 8.min(size))?, size) else {
             return Ok(None);
         };
-        if n > self.memo.capacity() as u64 / 4 {
-            return Ok(None);
+        let n = n as usize;
+        let share = self.memo.capacity() / 4;
+        let per = safetensors::cost_per_tensor(safetensors::Want::Ranges) + KEPT_PER_TENSOR;
+        if n >= share {
+            return skip(format!("a {n}-byte header is past a quarter of the bound"));
         }
-        let Some(tensors) = safetensors::tensors(&read(8, 8 + n)?, size) else {
-            tracing::debug!("{} is not a safetensors file", layout.hash.hex());
-            return Ok(None);
+        let limit = (share - n) / per;
+        let most = (n / MIN_ENTRY + 1).min(limit);
+        let Some(reserved) = self.memo.reserve(
+            &self.tiers.counters,
+            n + most * per,
+            self.memo.capacity(),
+            Duration::from_secs(1),
+            false,
+        ) else {
+            return skip("no room in the bound to read its header".into());
         };
-        let (names, spans): (Vec<String>, Vec<Range<usize>>) = tensors
-            .into_iter()
-            .map(|(name, r)| (name, layout.chunks_of(r.start, r.end)))
-            .unzip();
+        let header = read(8, 8 + n as u64)?;
+        let tensors = match safetensors::parse(&header, size, safetensors::Want::Ranges, limit) {
+            Ok(t) => t,
+            Err(e) => return skip(e.to_string()),
+        };
+        drop(header);
+        let order = TensorOrder::new(tensors, &layout);
+        let held = reserved.keep(&self.memo, order.spans.len() * KEPT_PER_TENSOR);
         Ok(Some(Plan {
             id: PlanId::File(layout.hash),
             files: HashSet::from([layout.hash]),
@@ -604,8 +648,9 @@ impl Shared {
             pieces: VecDeque::new(),
             steps: VecDeque::new(),
             opened,
-            tensors: Some(TensorOrder::new(spans, names)),
+            tensors: Some(order),
             layout: Some(layout),
+            _held: Some(held),
         }))
     }
 }

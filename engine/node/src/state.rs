@@ -38,6 +38,7 @@ impl StateDb {
         crate::private::dir(dir)?;
         let path = dir.join("state.redb");
         let deadline = std::time::Instant::now() + patience;
+        let mut recreated = false;
         loop {
             match Database::create(&path) {
                 Ok(db) => {
@@ -49,6 +50,21 @@ impl StateDb {
                         return Ok(None);
                     }
                     std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) if !recreated && never_written(&path) => {
+                    // Created where the disk was full (or killed before its header was
+                    // written): it holds nothing, so a new one loses nothing. While the
+                    // disk is still full it is removed, not left to fail the next run.
+                    std::fs::remove_file(&path)
+                        .map_err(|io| Error::io("cannot remove", &path, io))?;
+                    if disk_full(&e) {
+                        return Err(db_error(&path, e));
+                    }
+                    tracing::warn!(
+                        "state database {} was never completely written ({e}); made a new one",
+                        path.display()
+                    );
+                    recreated = true;
                 }
                 Err(e) => return Err(db_error(&path, e)),
             }
@@ -427,12 +443,42 @@ fn decode(b: &[u8]) -> Option<(Stamp, Hash)> {
     Some((stamp, Hash(h)))
 }
 
+/// redb's file signature, which its header begins with once it is written.
+const REDB_MAGIC: &[u8; 9] = b"redb\x1a\x0a\xa9\x0d\x0a";
+
+/// Whether the database file exists but never had its header written: empty, short, or
+/// zeros where the signature goes (redb sizes the file before it writes the header, so
+/// a full disk leaves such a file behind).
+fn never_written(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 9];
+    match std::fs::File::open(path) {
+        Ok(mut f) => match f.read_exact(&mut head) {
+            Ok(()) => &head != REDB_MAGIC,
+            Err(_) => true,
+        },
+        Err(_) => false,
+    }
+}
+
+fn disk_full(e: &DatabaseError) -> bool {
+    matches!(e, DatabaseError::Storage(redb::StorageError::Io(io))
+        if io.raw_os_error() == Some(libc::ENOSPC))
+}
+
 fn db_error(path: &Path, e: DatabaseError) -> Error {
-    Error::new(
+    let full = disk_full(&e);
+    let err = Error::new(
         ErrorKind::Io,
         format!("cannot open state database {}: {e}", path.display()),
-    )
-    .hint("if state.redb is damaged, delete it: that loses the stat cache and job records, never repository data")
+    );
+    match full {
+        true => err.hint(format!(
+            "free some space on the disk of {} and run this again",
+            path.parent().unwrap_or(path).display()
+        )),
+        false => err.hint("if state.redb is damaged, delete it: that loses the stat cache and job records, never repository data"),
+    }
 }
 
 fn db_error_s(e: &dyn std::fmt::Display) -> Error {
@@ -443,6 +489,78 @@ fn db_error_s(e: &dyn std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_never_written_is_made_anew_and_a_damaged_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        for never in [&b""[..], &[0u8; 1 << 20][..], b"red"] {
+            std::fs::write(&path, never).unwrap();
+            let db = StateDb::open(dir.path(), Duration::ZERO).unwrap().unwrap();
+            db.lookup(&[]).unwrap();
+            drop(db);
+        }
+        // Written once, damaged since: it may hold job records, so it is not replaced.
+        let mut damaged = std::fs::read(&path).unwrap();
+        damaged[9..4096].fill(0xAB);
+        std::fs::write(&path, &damaged).unwrap();
+        let err = StateDb::open(dir.path(), Duration::ZERO).err().unwrap();
+        assert!(err.hint_text().unwrap_or("").contains("delete it"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), damaged, "left as it was");
+    }
+
+    /// A 1 MiB tmpfs (the tests run as root in CI; elsewhere this is skipped).
+    struct Tmpfs(tempfile::TempDir);
+
+    impl Tmpfs {
+        fn mount() -> Option<Tmpfs> {
+            let dir = tempfile::tempdir().unwrap();
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=1M", "tmpfs"])
+                .arg(dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok && std::env::var_os("SEALVOL_REQUIRE_FUSE").is_some() {
+                panic!("cannot mount a tmpfs (the suite runs as root in CI)");
+            }
+            ok.then_some(Tmpfs(dir))
+        }
+    }
+
+    impl Drop for Tmpfs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.0.path())
+                .status();
+        }
+    }
+
+    #[test]
+    fn a_full_disk_fails_the_open_with_what_to_do_and_leaves_nothing_broken() {
+        let Some(fs) = Tmpfs::mount() else {
+            eprintln!("SKIPPED: no tmpfs (not root)");
+            return;
+        };
+        let state = fs.0.path().join("state");
+        let fill = fs.0.path().join("fill");
+        let mut f = std::fs::File::create(&fill).unwrap();
+        while std::io::Write::write_all(&mut f, &[0u8; 4096]).is_ok() {}
+        drop(f);
+        let err = StateDb::open(&state, Duration::ZERO).err().unwrap();
+        assert!(
+            err.hint_text().unwrap_or("").contains("free some space"),
+            "{err}"
+        );
+        assert!(
+            !state.join("state.redb").exists(),
+            "no half-made database left"
+        );
+        std::fs::remove_file(&fill).unwrap();
+        let db = StateDb::open(&state, Duration::ZERO).unwrap().unwrap();
+        db.lookup(&[]).unwrap();
+    }
 
     fn spec() -> JobSpec {
         JobSpec {

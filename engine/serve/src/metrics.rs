@@ -250,6 +250,12 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) ->
         "The bound on it (--prefetch-memory).",
         s.memory_bound,
     );
+    t.one(
+        "process_resident_peak_bytes",
+        "gauge",
+        "The most memory the mount process held resident at once (VmHWM).",
+        s.process_peak,
+    );
     if let Some(c) = cache {
         t.one("cache_bytes", "gauge", "Bytes in the node cache.", c.used);
         t.one("cache_max_bytes", "gauge", "The node cache's bound.", c.max);

@@ -11,7 +11,7 @@ use std::ops::Range;
 use futures::StreamExt;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::path::Path as StorePath;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
@@ -41,16 +41,27 @@ impl Azure {
         else {
             return Err(Error::invalid(format!("{url} is not an Azure source")));
         };
-        let mut b = MicrosoftAzureBuilder::from_env()
-            .with_account(account)
-            .with_container_name(container);
         let public = AZURE_DEFAULT.replace("{account}", account);
         let endpoint = at.url.clone().unwrap_or_else(|| public.clone());
+        // Waits bounded as for every source (`patience`): no total per request, which
+        // would cut a long read that is making progress, and no retries of its own
+        // (`retry` covers every source alike).
+        let options = ClientOptions::new()
+            .with_allow_http(endpoint.starts_with("http://"))
+            .with_connect_timeout(sealvol_core::patience::connect())
+            .with_read_timeout(sealvol_core::patience::answer())
+            .with_timeout_disabled();
+        let mut b = MicrosoftAzureBuilder::from_env()
+            .with_account(account)
+            .with_container_name(container)
+            .with_client_options(options)
+            .with_retry(RetryConfig {
+                max_retries: 0,
+                ..RetryConfig::default()
+            });
         if endpoint != public {
             // An emulator or a private cloud: the account is in the path.
-            b = b
-                .with_endpoint(format!("{}/{account}", endpoint.trim_end_matches('/')))
-                .with_allow_http(endpoint.starts_with("http://"));
+            b = b.with_endpoint(format!("{}/{account}", endpoint.trim_end_matches('/')));
         }
         if let Some(s) = secret {
             let text = s.text()?;

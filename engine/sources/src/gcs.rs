@@ -92,7 +92,10 @@ impl Gcs {
             let mut b = GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
                 .with_client_options(
-                    ClientOptions::new().with_allow_http(base.starts_with("http://")),
+                    ClientOptions::new()
+                        .with_allow_http(base.starts_with("http://"))
+                        .with_connect_timeout(sealvol_core::patience::connect())
+                        .with_read_timeout(sealvol_core::patience::answer()),
                 );
             if let Some(s) = secret {
                 b = b.with_service_account_key(s.text()?);
@@ -104,7 +107,7 @@ impl Gcs {
             Some(store.credentials().clone())
         };
         Ok(Gcs {
-            http: reqwest::Client::new(),
+            http: crate::http::client()?,
             base: base.to_string(),
             bucket: bucket.clone(),
             prefix: prefix.clone(),

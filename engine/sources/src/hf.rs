@@ -4,7 +4,6 @@
 //! commit with ranged GETs, following the redirect large files take to the CDN.
 
 use std::ops::Range;
-use std::time::Duration;
 
 use futures::StreamExt;
 use hf_hub::repository::files::RepoTreeEntry;
@@ -59,7 +58,9 @@ impl Hf {
             .clone()
             .unwrap_or_else(|| sealvol_node::source::endpoints::HF_DEFAULT.to_string());
         let token = secret.map(Secret::text).transpose()?;
+        let http = crate::http::client()?;
         let mut b = HFClient::builder()
+            .client(http.clone())
             .endpoint(&endpoint)
             .cache_enabled(false)
             // Our own retry (`sources::retry`) covers every source alike.
@@ -68,12 +69,6 @@ impl Hf {
             b = b.token(t);
         }
         let hub = b.build().map_err(|e| hf_error(&url.to_string(), e))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(60))
-            .user_agent(concat!("sealvol/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot make an HTTP client: {e}")))?;
         // Without a token of ours, fall back to what hf-hub found (HF_TOKEN, login file).
         let token = token.or_else(|| std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()));
         Ok(Hf {

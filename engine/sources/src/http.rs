@@ -16,6 +16,18 @@ pub struct Hints {
     pub endpoint: &'static str,
 }
 
+/// The HTTP client every HTTPS source uses: connects within `patience::connect()` and
+/// waits at most `patience::answer()` for each byte of an answer, so a server that
+/// accepts connections and then says nothing fails the try instead of hanging it.
+pub fn client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(sealvol_core::patience::connect())
+        .read_timeout(sealvol_core::patience::answer())
+        .user_agent(concat!("sealvol/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot make an HTTP client: {e}")))
+}
+
 /// `s` percent-encoded as one path segment (or query value): only unreserved bytes stay.
 pub fn percent(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::patience::Tries;
 use sealvol_node::source::Notes;
 
 tokio::task_local! {
@@ -45,33 +46,43 @@ async fn cancelled(cancel: &AtomicBool) {
     }
 }
 
-/// Tries per request: with the backoff below, about 30 s of trouble is ridden out.
+/// Tries per request at most: with the backoff below, about 30 s of quick failures
+/// (5xx, throttling) are ridden out. Tries that wait for an answer are fewer: they stop
+/// once another could not end within the request's total (`patience`).
 pub const ATTEMPTS: u32 = 6;
 const FIRST_DELAY: Duration = Duration::from_millis(250);
 const MAX_DELAY: Duration = Duration::from_secs(10);
 
-/// Runs `op` until it succeeds, fails permanently, or has failed `ATTEMPTS` times.
+/// Runs `op` until it succeeds, fails permanently, has failed `ATTEMPTS` times, or
+/// has used up the request's total (`patience::total`).
 pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T>>,
 {
     let mut delay = FIRST_DELAY;
-    let mut attempt = 1;
+    let mut tries = Tries::new();
+    let started = tokio::time::Instant::now();
     loop {
-        match op().await {
-            Err(e) if e.kind() == ErrorKind::Unavailable && attempt < ATTEMPTS => {
-                let wait = delay + jitter(delay);
-                say(format!(
-                    "{what}: {e}; retrying in {:.1} s ({attempt}/{ATTEMPTS})",
-                    wait.as_secs_f64()
-                ));
-                tokio::time::sleep(wait).await;
-                delay = (delay * 2).min(MAX_DELAY);
-                attempt += 1;
-            }
+        tries.count += 1;
+        let e = match op().await {
+            Err(e) if e.kind() == ErrorKind::Unavailable => e,
             other => return other,
+        };
+        let wait = delay + jitter(delay);
+        if tries.count >= ATTEMPTS {
+            return Err(e);
         }
+        if !tries.may_retry(started.elapsed(), wait) {
+            return Err(tries.gave_up(what, e, started.elapsed()));
+        }
+        say(format!(
+            "{what}: {e}; retrying in {:.1} s ({}/{ATTEMPTS})",
+            wait.as_secs_f64(),
+            tries.count
+        ));
+        tokio::time::sleep(wait).await;
+        delay = (delay * 2).min(MAX_DELAY);
     }
 }
 
@@ -119,5 +130,32 @@ mod tests {
         .await;
         assert_eq!(r.unwrap_err().kind(), ErrorKind::Unavailable);
         assert_eq!(calls.load(Ordering::SeqCst), ATTEMPTS);
+    }
+
+    /// A backend that never answers: each try waits its answer out, and the request
+    /// gives up within the total, saying since when.
+    #[tokio::test(start_paused = true)]
+    async fn a_backend_that_never_answers_is_given_up_within_the_total() {
+        let calls = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let r: Result<u32> = retrying("s3://b/k", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(sealvol_core::patience::answer()).await;
+            Err(Error::new(
+                ErrorKind::Unavailable,
+                "no answer from http://x",
+            ))
+        })
+        .await;
+        let took = started.elapsed();
+        let e = r.unwrap_err();
+        assert!(took <= sealvol_core::patience::total(), "{took:?}");
+        assert!(took >= sealvol_core::patience::total() / 2, "{took:?}");
+        assert!(calls.load(Ordering::SeqCst) < ATTEMPTS);
+        assert!(e.message().contains("failing since"), "{e}");
+        assert!(
+            e.message().starts_with("s3://b/k: no answer from http://x"),
+            "{e}"
+        );
     }
 }

@@ -3,14 +3,13 @@
 //! and instance metadata), or a stored secret `KEY_ID:SECRET[:SESSION_TOKEN]`.
 
 use std::ops::Range;
-use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{Credentials, Region};
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
@@ -166,8 +165,8 @@ pub async fn client(
         .retry_config(RetryConfig::disabled())
         .timeout_config(
             TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .read_timeout(Duration::from_secs(60))
+                .connect_timeout(sealvol_core::patience::connect())
+                .read_timeout(sealvol_core::patience::answer())
                 .build(),
         );
     if let Some(u) = &at.url {
@@ -203,26 +202,55 @@ where
             se.raw().status().as_u16(),
             se.err().code().unwrap_or("").to_string(),
         )),
-        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => Err(Error::new(
+        SdkError::TimeoutError(_) => Err(no_answer(at, endpoint)),
+        SdkError::DispatchFailure(d) if d.is_timeout() => Err(no_answer(at, endpoint)),
+        SdkError::ResponseError(_) => Err(Error::new(
             ErrorKind::Unavailable,
-            format!("{at}: cannot {doing}: {}", DisplayErrorContext(e)),
+            format!("{at}: cannot {doing}: {}", plain(e)),
         )),
-        SdkError::DispatchFailure(d) if d.is_io() || d.is_timeout() => Err(Error::new(
+        SdkError::DispatchFailure(d) if d.is_io() => Err(Error::new(
             ErrorKind::Unavailable,
-            format!("{at}: cannot reach {endpoint}: {}", DisplayErrorContext(e)),
+            format!("{at}: cannot reach {endpoint}: {}", plain(e)),
         )
         .hint("check the endpoint (AWS_ENDPOINT_URL) and the network")),
         // Not our request's fault (that is `is_user`): a connection cut mid-request.
         SdkError::DispatchFailure(d) if !d.is_user() => Err(Error::new(
             ErrorKind::Unavailable,
-            format!("{at}: the connection was cut: {}", DisplayErrorContext(e)),
+            format!("{at}: the connection was cut: {}", plain(e)),
         )),
         _ => Err(Error::new(
             ErrorKind::Invalid,
-            format!("{at}: cannot {doing}: {}", DisplayErrorContext(e)),
+            format!("{at}: cannot {doing}: {}", plain(e)),
         )
         .hint(CREDENTIALS_HINT)),
     }
+}
+
+/// A try that got no answer in time (connect or first byte or the next byte).
+fn no_answer(at: &str, endpoint: &str) -> Error {
+    Error::new(
+        ErrorKind::Unavailable,
+        format!(
+            "{at}: {endpoint} did not answer within {} s",
+            sealvol_core::patience::answer().as_secs()
+        ),
+    )
+    .hint("check the endpoint (AWS_ENDPOINT_URL) and the network")
+}
+
+/// An SDK error as one plain line: each cause's own words, outermost first, without
+/// the SDK's debug dump of its types (`DispatchFailure(…)`).
+fn plain(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next: Option<&dyn std::error::Error> = Some(e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = err.source();
+    }
+    parts.join(": ")
 }
 
 /// What every S3 answer means alike, whoever asked: throttling and 5xx (`Unavailable`,

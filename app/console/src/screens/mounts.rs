@@ -114,6 +114,7 @@ impl Screen for Mounts {
                     origin_chunks: m.stats.origin_chunks,
                     memory_peak: m.stats.memory_peak,
                     memory_bound: m.stats.memory_bound,
+                    process_peak: m.stats.process_peak,
                     prefetched_bytes: m.stats.prefetched_bytes,
                     prefetch_wasted_bytes: m.stats.prefetch_wasted_bytes,
                     errors: m.stats.errors,

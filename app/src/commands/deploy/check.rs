@@ -53,7 +53,7 @@ pub(super) fn check_files(ctx: &Ctx, paths: &[PathBuf], strict: bool, as_json: b
             "files": docs,
         }))?;
     } else if !ctx.quiet {
-        eprintln!(
+        errln!(
             "checked {} file(s): {errors} error(s), {warnings} warning(s)",
             loaded.len()
         );
@@ -187,7 +187,7 @@ pub(super) fn drift(ctx: &Ctx, paths: &[PathBuf], exit_code: bool, as_json: bool
         }
     }
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "{} volume(s) across {} deployment(s): {disagree} disagree",
             rows.len(),
             names.len()

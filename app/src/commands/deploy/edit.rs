@@ -59,7 +59,7 @@ pub(super) fn pin(
                 &serde_json::json!({"file": path.display().to_string(), "lines": [], "written": false}),
             );
         }
-        eprintln!(
+        errln!(
             "{}: every ref is pinned already; nothing to do",
             path.display()
         );
@@ -78,7 +78,7 @@ pub(super) fn pin(
     }
     print_diff(&edit)?;
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "{} {} ref(s) in {}",
             if dry_run { "would pin" } else { "pinned" },
             changes.len(),
@@ -197,7 +197,7 @@ pub(super) fn rollback(
                 &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "path": m.path, "from": target.to_string(), "to": target.to_string(), "lines": [], "written": false}),
             );
         }
-        eprintln!(
+        errln!(
             "{}: {volume} is pinned to {target} already; nothing to do",
             path.display()
         );
@@ -208,21 +208,19 @@ pub(super) fn rollback(
         Err(e) => format!("{} (does not resolve: {})", m.reference, e.message()),
     };
     if !as_json || !yes {
-        eprintln!(
+        errln!(
             "{}: roll back {volume} at {}",
             path.display(),
             name(&m.path)
         );
-        eprintln!("  from {from}");
-        eprintln!("  to   {}", version_line(&repo, &volume, &target));
+        errln!("  from {from}");
+        errln!("  to   {}", version_line(&repo, &volume, &target));
         for l in &plan.edit.lines {
-            eprintln!("-{:>4}: {}", l.line, name(&l.old));
-            eprintln!("+{:>4}: {}", l.line, name(&l.new));
+            errln!("-{:>4}: {}", l.line, name(&l.old));
+            errln!("+{:>4}: {}", l.line, name(&l.new));
         }
         for a in &plan.edit.anchors {
-            eprintln!(
-                "note: the ref comes from the anchor &{a}: every alias of it changes with it"
-            );
+            errln!("note: the ref comes from the anchor &{a}: every alias of it changes with it");
         }
     }
     if !yes {
@@ -245,7 +243,7 @@ pub(super) fn rollback(
         }));
     }
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "wrote {}: {volume} is pinned to {}",
             path.display(),
             short_digest(&target.to_string())

@@ -65,7 +65,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
             )));
         }
         if !as_json && !ctx.quiet {
-            eprintln!(
+            errln!(
                 "mounted {} ({}) at {}",
                 pinned,
                 match &s.follows {
@@ -96,10 +96,10 @@ pub(super) fn unmount(ctx: &Ctx, path: &Path, root: Option<&Path>, lazy: bool) -
         let dir = mount_point(root, &m.path);
         if let Err(e) = crate::commands::mount::unmount(ctx, &dir, lazy) {
             if e.kind() == ErrorKind::NotFound {
-                eprintln!("{}: not mounted", dir.display());
+                errln!("{}: not mounted", dir.display());
                 continue;
             }
-            eprintln!("{}: {}", dir.display(), e);
+            errln!("{}: {}", dir.display(), e);
             failed.push(dir);
         }
     }

@@ -33,7 +33,7 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
         return json(&serde_json::json!({ "volumes": vols }));
     }
     if vols.is_empty() {
-        eprintln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
+        errln!("no volumes yet; push one with `sealvol volume push DIR NS/NAME`");
         return Ok(());
     }
     warn_damaged(vols.iter().map(|v| v.damaged).sum());
@@ -85,7 +85,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
                     &serde_json::json!({ "volume": volume.to_string(), "versions": versions }),
                 );
             }
-            eprintln!(
+            errln!(
                 "{volume} has no versions outside the trash ({trashed} there: `sealvol volume trash {volume}`)"
             );
             return Ok(());
@@ -125,7 +125,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
 /// Damaged manifests and tags are listed, marked, and counted once on stderr.
 fn warn_damaged(n: usize) {
     if n > 0 {
-        eprintln!(
+        errln!(
             "warning: {n} damaged manifest(s) or tag(s); `sealvol volume verify` says what is wrong, `sealvol repair` what can be fixed"
         );
     }

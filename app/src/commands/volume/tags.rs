@@ -30,7 +30,7 @@ pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
         }));
     }
     if !ctx.quiet {
-        eprintln!("{}", tag_line(&change));
+        errln!("{}", tag_line(&change));
     }
     outln!("{pinned}")
 }
@@ -68,12 +68,12 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         return json(&serde_json::json!({ "volume": volume.to_string(), "tags": tags }));
     }
     if tags.is_empty() {
-        eprintln!("{volume} has no tags; add one with `sealvol volume tag REF TAG`");
+        errln!("{volume} has no tags; add one with `sealvol volume tag REF TAG`");
         return Ok(());
     }
     let damaged = tags.iter().filter(|t| t.damaged.is_some()).count();
     if damaged > 0 {
-        eprintln!(
+        errln!(
             "warning: {damaged} damaged tag(s); `sealvol volume verify` says what is wrong, `sealvol repair` restores them"
         );
     }

@@ -42,12 +42,12 @@ pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool)
         return json(&v);
     }
     if !ctx.quiet {
-        eprintln!("{}", push_summary(&report));
+        errln!("{}", push_summary(&report));
         if let Some(r) = requests {
-            eprintln!("{}", requests_line(&r, report.stats.bytes));
+            errln!("{}", requests_line(&r, report.stats.bytes));
         }
         for t in &report.tags {
-            eprintln!("{}", tag_line(t));
+            errln!("{}", tag_line(t));
         }
     }
     outln!("{}", report.pinned_ref())
@@ -173,41 +173,41 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         return Ok(());
     }
     if report.temporaries_removed > 0 {
-        eprintln!(
+        errln!(
             "removed {} temporary file(s) an interrupted pull left",
             report.temporaries_removed
         );
     }
     if !report.removed.is_empty() {
-        eprintln!(
+        errln!(
             "removed {} path(s) the version does not hold:",
             report.removed.len()
         );
         const SHOWN: usize = 20;
         for p in report.removed.iter().take(SHOWN) {
-            eprintln!("  - {}", name(p));
+            errln!("  - {}", name(p));
         }
         if report.removed.len() > SHOWN {
-            eprintln!(
+            errln!(
                 "  … and {} more (--json lists them all)",
                 report.removed.len() - SHOWN
             );
         }
     }
     if report.kept > 0 {
-        eprintln!(
+        errln!(
             "kept {} file(s) already there with the version's bytes",
             report.kept
         );
     }
-    eprintln!(
+    errln!(
         "pulled {pinned}: {} file(s), {} into {}",
         report.files,
         size(report.bytes),
         name(&dir.display().to_string())
     );
     if let Some(r) = requests {
-        eprintln!("{}", requests_line(&r, report.bytes));
+        errln!("{}", requests_line(&r, report.bytes));
     }
     Ok(())
 }
@@ -243,7 +243,7 @@ pub fn mirror(ctx: &Ctx, reference: &str, to: &str, as_json: bool) -> Result<()>
         } else {
             "already there:"
         };
-        eprintln!(
+        errln!(
             "{what} {pinned} to {}: {} file(s), {} chunk(s) copied ({}), {} already there{}",
             name(dest.location()),
             report.files_copied,

@@ -28,9 +28,9 @@ pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool)
     }
     if !ctx.quiet {
         for t in &deleted.untagged {
-            eprintln!("tag {t} removed (undo: `sealvol volume tag {pinned} {t}`)");
+            errln!("tag {t} removed (undo: `sealvol volume tag {pinned} {t}`)");
         }
-        eprintln!(
+        errln!(
             "moved to the trash until {}; undo: `sealvol volume restore {}@{}`",
             when(&deleted.expires),
             r.volume,
@@ -58,7 +58,7 @@ pub fn untag(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
         }));
     }
     if !ctx.quiet {
-        eprintln!(
+        errln!(
             "tag {tag} removed (it pointed at {}); undo: `sealvol volume tag {}@{} {tag}`",
             short_digest(&was),
             r.volume,
@@ -82,7 +82,7 @@ pub fn trash(ctx: &Ctx, volume: Option<&str>, as_json: bool) -> Result<()> {
         }));
     }
     if items.is_empty() {
-        eprintln!(
+        errln!(
             "the trash is empty (deleted versions stay {})",
             humantime::format_duration(repo.config().retention)
         );
@@ -121,9 +121,9 @@ pub fn restore(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
     }
     let pinned = format!("vol:{}@{}", restored.volume, restored.digest);
     if !ctx.quiet {
-        eprintln!("restored {pinned}");
+        errln!("restored {pinned}");
         if !restored.tags.is_empty() {
-            eprintln!(
+            errln!(
                 "it had tag(s) {}; point them again with `sealvol volume tag {pinned} TAG`",
                 restored.tags.join(", ")
             );

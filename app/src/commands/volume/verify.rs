@@ -126,7 +126,7 @@ fn print_verify(
         }
     }
     for n in &report.notes {
-        eprintln!("note: {}", name(n));
+        errln!("note: {}", name(n));
     }
     if !quiet {
         let read = match report.read_data.as_str() {
@@ -142,14 +142,18 @@ fn print_verify(
                 report.packs
             ),
         };
-        eprintln!(
+        errln!(
             "checked {} pack(s), {} chunk(s), {} chunk list(s), {} version(s), {} tag(s); {read}",
-            report.packs, report.chunks, report.files, report.versions, report.tags
+            report.packs,
+            report.chunks,
+            report.files,
+            report.versions,
+            report.tags
         );
     }
     if report.problems.is_empty() {
         for f in &report.fix {
-            eprintln!("to heal: {}  ({})", f.command, f.why);
+            errln!("to heal: {}  ({})", f.command, f.why);
         }
         return outln!("ok");
     }

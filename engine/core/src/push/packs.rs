@@ -15,6 +15,7 @@ use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::objects::{self, FLAG_RAW, PackEntry, PackId};
 use crate::repo::{ChunkIndex, ChunkLoc, Repository};
+use crate::store::Staged;
 
 /// What the pack writer thread is asked to do, in order.
 pub(super) enum PackOp {
@@ -129,7 +130,8 @@ pub(super) fn write_packs(
     publish: Sender<FinishedPack>,
     pool: &BufferPool,
 ) -> Result<()> {
-    let mut current: Option<(PathBuf, File)> = None;
+    // Dropped on the way out: a pack still open when the push fails is removed.
+    let mut current: Option<(Staged, File)> = None;
     let mut first_error: Option<Error> = None;
     for op in rx {
         if first_error.is_some() {
@@ -147,7 +149,7 @@ pub(super) fn write_packs(
 
 fn apply_pack_op(
     op: PackOp,
-    current: &mut Option<(PathBuf, File)>,
+    current: &mut Option<(Staged, File)>,
     publish: &Sender<FinishedPack>,
     pool: &BufferPool,
 ) -> Result<()> {
@@ -158,15 +160,16 @@ fn apply_pack_op(
                 .create_new(true)
                 .open(&path)
                 .ctx("cannot create", &path)?;
+            let path = Staged::new(path);
             f.write_all(objects::PACK_MAGIC)
-                .ctx("cannot write", &path)?;
+                .ctx("cannot write", path.path())?;
             *current = Some((path, f));
         }
         PackOp::Write(data, ranges) => {
             let result = match current.as_mut() {
                 Some((path, f)) => ranges.iter().try_for_each(|&(off, len)| {
                     f.write_all(&data[off as usize..(off + len) as usize])
-                        .ctx("cannot write", path)
+                        .ctx("cannot write", path.path())
                 }),
                 None => Err(Error::new(ErrorKind::Io, "pack write before open")),
             };
@@ -178,7 +181,7 @@ fn apply_pack_op(
                 return Err(Error::new(ErrorKind::Io, "pack close before open"));
             };
             f.write_all(&objects::encode_trailer(&entries))
-                .ctx("cannot write", &path)?;
+                .ctx("cannot write", path.path())?;
             drop(f);
             publish
                 .send(FinishedPack { path, id, entries })
@@ -189,7 +192,8 @@ fn apply_pack_op(
 }
 
 pub(super) struct FinishedPack {
-    path: PathBuf,
+    /// Removed when dropped: published, or not (a failed push leaves none behind).
+    path: Staged,
     id: PackId,
     entries: Vec<PackEntry>,
 }
@@ -207,11 +211,10 @@ pub(super) fn publish_packs(repo: &Repository, rx: Receiver<FinishedPack>) -> Re
                 for p in rx {
                     let mut first = failed.lock().unwrap_or_else(|e| e.into_inner());
                     if first.is_some() {
-                        let _ = std::fs::remove_file(&p.path);
                         continue;
                     }
                     drop(first);
-                    if let Err(e) = repo.publish_pack(&p.id, &p.path, &p.entries) {
+                    if let Err(e) = repo.publish_pack(&p.id, p.path.path(), &p.entries) {
                         first = failed.lock().unwrap_or_else(|e| e.into_inner());
                         first.get_or_insert(e);
                     }

@@ -41,6 +41,11 @@ pub struct TierStats {
     pub memory_peak: u64,
     #[serde(default)]
     pub memory_bound: u64,
+    /// The most memory the whole process held resident at once (the kernel's `VmHWM`):
+    /// the bound counts the memory tier's buffers, this counts everything else too
+    /// (tables, the program itself), filled in by the process that mounts.
+    #[serde(default)]
+    pub process_peak: u64,
     /// Read-ahead tasks queued or under way and plans with pieces left, when the
     /// snapshot was taken (filled in by the mount, which owns the read-ahead).
     #[serde(default)]
@@ -214,6 +219,7 @@ impl Counters {
             prefetch_wasted_bytes: g(&self.prefetch_wasted_bytes),
             memory_peak: g(&self.memory_peak),
             memory_bound: g(&self.memory_bound),
+            process_peak: 0,
             prefetch_pending: 0,
             peer_chunks: g(&self.peer_chunks),
             peer_bytes: g(&self.peer_bytes),

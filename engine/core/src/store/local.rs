@@ -63,10 +63,9 @@ impl LocalStore {
     /// Moves a finished temporary file to `dest` unless `dest` exists (then the temp is
     /// removed). With `sync`, the file and its new directory entry are made durable.
     fn publish(&self, tmp: &Path, dest: &Path, sync: bool) -> Result<bool> {
-        if sync {
-            File::open(tmp)
-                .and_then(|f| f.sync_all())
-                .ctx("cannot sync", tmp)?;
+        if sync && let Err(e) = File::open(tmp).and_then(|f| f.sync_all()) {
+            let _ = fs::remove_file(tmp);
+            return Err(Error::io("cannot sync", tmp, e));
         }
         if let Some(parent) = dest.parent() {
             fs::create_dir_all(parent).ctx("cannot create directory", parent)?;

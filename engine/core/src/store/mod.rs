@@ -14,7 +14,7 @@
 mod local;
 mod traffic;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use local::LocalStore;
 pub use traffic::Traffic;
@@ -147,6 +147,29 @@ pub fn clean_staging_dir(dir: &Path) -> Result<(u64, u64)> {
         }
     }
     Ok((files, bytes))
+}
+
+/// A staging file that is removed when this is dropped, unless publishing moved or
+/// consumed it first: a push or copy that fails on the way (a full disk, a store that
+/// refused) leaves no staging behind for a later run to find.
+#[derive(Debug)]
+pub struct Staged(PathBuf);
+
+impl Staged {
+    pub fn new(path: PathBuf) -> Staged {
+        Staged(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // Gone already once published (renamed into place or uploaded and removed).
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Holds `ObjectStore::writers_lock` until dropped.

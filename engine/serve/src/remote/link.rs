@@ -4,6 +4,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::patience;
 use sealvol_core::store::Traffic;
 
 pub struct Link {
@@ -14,13 +15,21 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(base: &str, key: &str, connect: Duration, request: Duration) -> Result<Link> {
+    /// A request gets `patience::total()` to be answered whole; one that carries a
+    /// body or a range of `n` bytes gets more (`time_for`).
+    pub fn new(base: &str, key: &str) -> Result<Link> {
         Ok(Link {
             base: base.to_string(),
             key: key.to_string(),
-            client: crate::tls::client(connect, request)?,
+            client: crate::tls::client(patience::connect(), patience::total())?,
             traffic: Traffic::default(),
         })
+    }
+
+    /// How long a request moving `bytes` may take: the total, and a second per MiB
+    /// on top (a 64 MiB pack over a link of 1 MiB/s).
+    pub fn time_for(bytes: u64) -> Duration {
+        patience::total() + Duration::from_secs(bytes >> 20)
     }
 
     /// Sends a request with the key; a server that cannot be reached is `Unavailable`.
@@ -29,6 +38,17 @@ impl Link {
         req: reqwest::blocking::RequestBuilder,
     ) -> Result<reqwest::blocking::Response> {
         req.bearer_auth(&self.key).send().map_err(|e| {
+            if e.is_timeout() {
+                return Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "the remote engine at {} stopped answering (nothing within {} s)",
+                        self.base,
+                        patience::total().as_secs()
+                    ),
+                )
+                .hint("check that `sealvol serve` runs there and the network; --timeout sets how long to wait");
+            }
             Error::new(
                 ErrorKind::Unavailable,
                 format!("cannot reach the remote engine at {}: {}", self.base, root_cause(&e)),

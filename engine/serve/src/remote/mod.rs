@@ -21,9 +21,6 @@ use link::{Link, encode};
 
 use crate::objects::ListPage;
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// A pack of 64 MiB over a slow link included.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Requests a caller may keep in flight: what a bucket gets.
 const CONCURRENCY: usize = 8;
 
@@ -47,7 +44,7 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
         })?
         .trim()
         .to_string();
-    let link = Arc::new(Link::new(&base, &key, CONNECT_TIMEOUT, REQUEST_TIMEOUT)?);
+    let link = Arc::new(Link::new(&base, &key)?);
     let store = RemoteStore {
         link: Arc::clone(&link),
         staging: staging.to_path_buf(),
@@ -66,12 +63,7 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
 /// mode).
 pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
     let base = check_remote(url)?;
-    let link = Link::new(
-        &base,
-        key.unwrap_or_default().trim(),
-        CONNECT_TIMEOUT,
-        Duration::from_secs(30),
-    )?;
+    let link = Link::new(&base, key.unwrap_or_default().trim())?;
     let resp = link.send(link.client.get(format!("{base}/v1/key")))?;
     if !resp.status().is_success() {
         return Err(link.error(resp));
@@ -117,10 +109,16 @@ impl RemoteStore {
             return Ok(());
         }
         self.link.traffic.get();
-        let resp = self.link.send(self.link.client.get(url).header(
-            reqwest::header::RANGE,
-            format!("bytes={offset}-{}", offset + len - 1),
-        ))?;
+        let resp = self.link.send(
+            self.link
+                .client
+                .get(url)
+                .header(
+                    reqwest::header::RANGE,
+                    format!("bytes={offset}-{}", offset + len - 1),
+                )
+                .timeout(Link::time_for(len)),
+        )?;
         if resp.status().as_u16() != 206 {
             return Err(self.link.error(resp));
         }
@@ -211,6 +209,7 @@ impl ObjectStore for RemoteStore {
             self.link
                 .client
                 .put(format!("{}?mode=absent", self.object(key)))
+                .timeout(Link::time_for(len))
                 .body(reqwest::blocking::Body::sized(f, len)),
         );
         let _ = std::fs::remove_file(file);
