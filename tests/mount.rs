@@ -968,3 +968,84 @@ fn a_read_profile_recorded_by_one_mount_is_replayed_by_the_next() {
         "b.bin, not in the profile, came from the origin: {last}"
     );
 }
+
+/// A `.safetensors` file whose header names `n` one-byte tensors (65 bytes of JSON
+/// each), then their `n` bytes.
+fn many_tensors(n: usize, seed: u8) -> Vec<u8> {
+    let mut header = String::with_capacity(n * 70);
+    header.push('{');
+    for i in 0..n {
+        if i > 0 {
+            header.push(',');
+        }
+        header.push_str(&format!(
+            r#""t{seed}.{i:07}":{{"dtype":"U8","shape":[1],"data_offsets":[{i},{}]}}"#,
+            i + 1
+        ));
+    }
+    header.push('}');
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend((0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
+    out
+}
+
+/// Three shards whose headers (65 MB each) name a million one-byte tensors: opening
+/// them and reading a few bytes kept a mount bounded to 512 MiB at a peak of 2.6 GB,
+/// while it reported 68 MiB. A header is planned only within a quarter of the bound
+/// (these are not: the files are read ahead as any other), what planning reads and
+/// parses is counted against the bound, and the mount reports its process's real peak.
+#[test]
+fn million_tensor_headers_keep_a_mount_within_its_memory_bound() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    let mut want = Vec::new();
+    for i in 1..=3u8 {
+        let name = format!("model-0000{i}-of-00003.safetensors");
+        let bytes = many_tensors(1_000_000, i);
+        write(&src.join(&name), &bytes);
+        want.push((name, bytes));
+    }
+    env.push(&src, "t/many", &[]);
+    let mnt = env.path("mnt");
+    let _m = mount(&env, "t/many", &mnt, &["--prefetch-memory", "512M"]);
+    // Counters are published every second: wait for ones that saw this read, with
+    // read-ahead settled, however long a busy machine takes.
+    let settled = |reads: u64| {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            let m = wait_stats(&env, &mnt, |s| {
+                s["reads"].as_u64() >= Some(reads) && s["prefetch_pending"] == 0
+            });
+            let s = m["stats"].clone();
+            if s["reads"].as_u64() >= Some(reads) && s["prefetch_pending"] == 0 {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "read-ahead never settled: {s}");
+        }
+    };
+    let mut s = serde_json::Value::Null;
+    for (n, (name, bytes)) in want.iter().enumerate() {
+        let f = fs::File::open(mnt.join(name)).unwrap();
+        let at = bytes.len() as u64 - 100;
+        let mut got = [0u8; 8];
+        f.read_exact_at(&mut got, at).unwrap();
+        assert_eq!(&got[..], &bytes[at as usize..at as usize + 8], "{name}");
+        s = settled(n as u64 + 1);
+    }
+    let bound = 512u64 << 20;
+    let (peak, process) = (
+        s["memory_peak"].as_u64().unwrap(),
+        s["process_peak"].as_u64().unwrap(),
+    );
+    assert!(peak <= bound, "{s}");
+    // The process holds the program and its threads besides what the bound counts.
+    // Measured here: 394 MiB counted, a process peak of 379 MiB (2.6 GB before).
+    assert!(
+        process > 0 && process <= bound + (128 << 20),
+        "process peak {process}: {s}"
+    );
+}

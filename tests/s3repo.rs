@@ -691,3 +691,49 @@ fn a_read_that_cannot_reach_the_origin_fails_with_eio_at_its_read_timeout() {
         "the log names the file, the offset and the reason: {log}"
     );
 }
+
+/// A bucket that accepts connections and never answers (moto stopped by SIGSTOP):
+/// push, pull, gc and verify each fail within `--timeout` (plus one try), with one
+/// plain line that names the endpoint and since when, and a hint that says how to wait
+/// longer; not after six tries of a minute for each request.
+#[test]
+fn a_bucket_that_stops_answering_fails_every_command_within_the_timeout() {
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let env = bucket_env(&moto.endpoint(), "s3://models/frozen");
+    env.ok(&["init"]);
+    let v1 = env.path("v1");
+    checkpoint(&v1, 7);
+    env.push(&v1, "weights/tiny", &["--tag", "prod"]);
+    let v2 = env.path("v2");
+    checkpoint(&v2, 8);
+    let _frozen = moto.freeze();
+    let out = env.path("out");
+    let out = out.to_str().unwrap();
+    let v2 = v2.to_str().unwrap();
+    for args in [
+        vec!["volume", "push", v2, "weights/tiny"],
+        vec!["volume", "pull", "weights/tiny:prod", out],
+        vec!["volume", "gc"],
+        vec!["volume", "versions", "weights/tiny"],
+    ] {
+        let started = Instant::now();
+        let mut all = vec!["--timeout", "5s"];
+        all.extend(&args);
+        let err = env.fails(1, &all);
+        let took = started.elapsed();
+        // 5 s of waiting for one try; the old clients waited 6 x 60 s per request.
+        assert!(
+            took < Duration::from_secs(90),
+            "{args:?} took {took:?}: {err}"
+        );
+        let line = err.lines().find(|l| l.starts_with("error:")).unwrap();
+        assert!(line.contains(&moto.endpoint()), "{args:?}: {err}");
+        assert!(
+            line.contains("did not answer within 5 s") && line.contains("failing since"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("DispatchFailure"), "{args:?}: {err}");
+        assert!(err.contains("--timeout"), "{args:?}: {err}");
+    }
+}

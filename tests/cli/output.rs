@@ -5,11 +5,15 @@ use std::process::Stdio;
 
 use crate::common::{Env, write};
 
-fn to_dev_full(env: &Env, args: &[&str]) -> (Option<i32>, String) {
-    let full = std::fs::OpenOptions::new()
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
-        .expect("/dev/full");
+        .expect("/dev/full")
+}
+
+fn to_dev_full(env: &Env, args: &[&str]) -> (Option<i32>, String) {
+    let full = dev_full();
     let out = env
         .cmd()
         .args(args)
@@ -52,6 +56,38 @@ fn a_full_disk_on_stdout_is_a_one_line_error_not_a_panic() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// Standard error on a full disk: nothing can be said, so the exit code says it (1),
+/// and nothing panics (`eprintln!` did, with exit 101); so also with both streams full,
+/// for `--help`, and for a command that succeeds but has notes to write.
+#[test]
+fn a_full_disk_on_stderr_exits_1_without_a_panic() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"a");
+    let s = src.to_str().unwrap();
+    for (args, both) in [
+        (vec!["volume", "versions", "no/such"], false),
+        (vec!["volume", "versions", "no/such"], true),
+        (vec!["volume", "push", s, "ns/vol"], false),
+        (vec!["-vv", "volume", "ls"], false),
+        (vec!["volume", "nosuch"], false),
+        (vec!["--help"], true),
+        (vec!["volume", "ls", "--json"], true),
+    ] {
+        let mut cmd = env.cmd();
+        cmd.args(&args).stderr(Stdio::from(dev_full()));
+        cmd.stdout(match both {
+            true => Stdio::from(dev_full()),
+            false => Stdio::null(),
+        });
+        let status = cmd.status().unwrap();
+        assert_eq!(status.code(), Some(1), "{args:?} (stdout full too: {both})");
+    }
+    // The push went through: only what it had to say was lost.
+    let versions = env.ok(&["volume", "versions", "ns/vol", "--json"]);
+    assert!(versions.contains("b3:"), "{versions}");
 }
 
 #[test]

@@ -80,6 +80,15 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Stops the server (SIGSTOP) until the guard is dropped: it keeps accepting
+    /// connections (the kernel does that) and answers nothing, as a hung bucket does.
+    pub fn freeze(&self) -> Frozen {
+        let pid = self._process.0.id() as i32;
+        // SAFETY: kill(2) with a pid this test spawned.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        Frozen(pid)
+    }
+
     /// What a command needs to use the repository `address` on this server, and
     /// nothing from the host's own AWS configuration (for `Env::vars`).
     pub fn repo_vars(&self, address: &str) -> Vec<(String, String)> {
@@ -103,6 +112,16 @@ impl Moto {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// A stopped server, resumed (SIGCONT) when dropped.
+pub struct Frozen(i32);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a pid the test spawned.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
     }
 }
 

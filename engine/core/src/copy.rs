@@ -80,8 +80,7 @@ pub(crate) fn write_pack(
     let path = staged.path();
     let mut entries = Vec::with_capacity(chunks.len());
     let mut offset = objects::PACK_MAGIC.len() as u64;
-    f.write_all(objects::PACK_MAGIC)
-        .ctx("cannot write", path)?;
+    f.write_all(objects::PACK_MAGIC).ctx("cannot write", path)?;
     for (e, b) in chunks {
         f.write_all(b).ctx("cannot write", path)?;
         entries.push(PackEntry { offset, ..*e });
