@@ -577,3 +577,96 @@ fn the_console_on_a_remote_engine_says_so_and_a_read_only_key_makes_it_read_only
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }
+
+/// A bucket that accepts connections and never answers: the console is drawn at once
+/// with a spinner while it opens the repository, then says why it could not, and `q`
+/// quits at any moment, the terminal restored. (It drew nothing for six minutes and
+/// ignored `q`.)
+#[test]
+fn the_console_on_a_bucket_that_stops_answering_opens_at_once_and_quits_on_q() {
+    let moto = common::servers::Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let mut env = Env::new();
+    env.vars = moto.repo_vars("s3://models/team");
+    env.ok(&["init"]);
+    let _frozen = moto.freeze();
+
+    // q while the repository is still being opened.
+    let t = Tmux::run(&env, 100, 24, "");
+    let s = t.wait_for("opening s3://models/team/");
+    assert!(
+        t.alternate_screen_on(),
+        "the console is drawn at once:\n{s}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    assert!(!t.alternate_screen_on(), "terminal not restored");
+
+    // Waited out: the error in the status line, and the console still answers.
+    let t = Tmux::run(&env, 160, 24, "--timeout 3s");
+    t.wait_for("opening s3://models/team/");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let s = loop {
+        let s = t.screen();
+        if s.contains("did not answer") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no error shown:\n{s}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(s.contains(&moto.endpoint()), "{s}");
+    t.keys(&["?"]);
+    t.wait_for("keys");
+    t.keys(&["Escape", "q"]);
+    t.wait_for("EXITED-0");
+    assert!(!t.alternate_screen_on(), "terminal not restored");
+}
+
+/// Every screen survives a terminal resized to 20×5, 1×1 and 50×15 and back (Jobs and
+/// Watch panicked at 20×5, the diff at 1×1), and the console still quits cleanly.
+#[test]
+fn every_screen_survives_a_terminal_resized_down_to_one_cell() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 100, 30);
+    t.wait_for("tiny-llama");
+    let resize = |w: u16, h: u16| {
+        let ok = Command::new("tmux")
+            .args(["resize-window", "-t", &t.session, "-x"])
+            .arg(w.to_string())
+            .arg("-y")
+            .arg(h.to_string())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let screens: [&[&str]; 6] = [
+        &[":", "jobs", "Enter"],
+        &[":", "watch", "Enter"],
+        &[":", "mounts", "Enter"],
+        &[":", "trash", "Enter"],
+        &[":", "deployments", "Enter"],
+        &["Enter"],
+    ];
+    for keys in screens {
+        resize(100, 30);
+        t.keys(&["Escape", "Escape", "Escape"]);
+        t.keys(keys);
+        for (w, h) in [(20, 5), (1, 1), (50, 15), (100, 30)] {
+            resize(w, h);
+        }
+        let s = t.screen();
+        assert!(!s.contains("EXITED-"), "{keys:?}: the console ended:\n{s}");
+    }
+    // The diff of the demo's two versions, at the sizes that broke it.
+    resize(100, 30);
+    t.keys(&["Escape", "Escape", "Escape", ":"]);
+    t.keys(&["diff weights/tiny-llama weights/tiny-llama:prod", "Enter"]);
+    for (w, h) in [(1, 1), (20, 5), (50, 15), (100, 30)] {
+        resize(w, h);
+    }
+    let s = t.screen();
+    assert!(!s.contains("EXITED-"), "diff: the console ended:\n{s}");
+    t.keys(&["Escape", "Escape", "q"]);
+    t.wait_for("EXITED-0");
+}

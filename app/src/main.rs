@@ -170,6 +170,49 @@ fn load_theme(name: &str) -> Result<sealvol_themes::Theme> {
     )
 }
 
+/// The console's engine: the repository (an empty one made on a first run), what the
+/// key may do on a remote engine, and the agent (hosted here when none runs; put in
+/// `hosted` so that it is handed over when the console ends).
+fn open_engine(
+    ctx: &commands::Ctx,
+    hosted: &std::sync::Mutex<Option<std::sync::Arc<dyn sealvol_node::jobs::JobsApi>>>,
+) -> Result<(std::sync::Arc<dyn sealvol_node::api::Api>, bool)> {
+    let repo = ctx.open_repo(false).or_else(|e| {
+        if e.kind() == ErrorKind::NotFound {
+            // A first run: an empty repository is a fine thing to look at.
+            ctx.open_repo(true)
+        } else {
+            Err(e)
+        }
+    })?;
+    // On a remote engine the title says so, with what the key may do; a read-only key
+    // makes a read-only console, so that it offers nothing the server would refuse.
+    let (label, readonly) = match &ctx.settings.remote {
+        Some(url) => {
+            let key = sealvol_serve::remote::whoami(
+                url,
+                ctx.settings.api_key.as_ref().map(|k| k.expose()),
+            )?;
+            (
+                Some(format!("{url} · remote, key {} ({})", key.name, key.scope)),
+                key.read_only,
+            )
+        }
+        None => (None, false),
+    };
+    let (jobs, is_hosted) = commands::jobs::agent_for_console(ctx);
+    if is_hosted {
+        *hosted.lock().unwrap_or_else(|p| p.into_inner()) = jobs.clone();
+    }
+    let node = sealvol_node::api::Node {
+        repo,
+        state: ctx.settings.state.clone(),
+        jobs,
+        label,
+    };
+    Ok((std::sync::Arc::new(node), readonly))
+}
+
 fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
@@ -199,37 +242,27 @@ fn open_console(
     let keymap =
         sealvol_console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
             .map_err(Error::invalid)?;
-    let repo = ctx.open_repo(false).or_else(|e| {
-        if e.kind() == ErrorKind::NotFound {
-            // A first run: an empty repository is a fine thing to look at.
-            ctx.open_repo(true)
-        } else {
-            Err(e)
-        }
-    })?;
-    // On a remote engine the title says so, with what the key may do; a read-only key
-    // makes a read-only console, so that it offers nothing the server would refuse.
-    let (label, readonly) = match &ctx.settings.remote {
-        Some(url) => {
-            let key = sealvol_serve::remote::whoami(
-                url,
-                ctx.settings.api_key.as_ref().map(|k| k.expose()),
-            )?;
-            (
-                Some(format!("{url} · remote, key {} ({})", key.name, key.scope)),
-                readonly || key.read_only,
-            )
-        }
-        None => (None, readonly),
+    // Opened on the console's own thread: a repository that does not answer shows a
+    // spinner, then its error, and `q` quits meanwhile.
+    let location = ctx
+        .settings
+        .remote
+        .clone()
+        .unwrap_or_else(|| ctx.settings.repo.to_string());
+    let hosted: std::sync::Arc<
+        std::sync::Mutex<Option<std::sync::Arc<dyn sealvol_node::jobs::JobsApi>>>,
+    > = Default::default();
+    let open = {
+        let ctx = commands::Ctx {
+            settings: ctx.settings.clone(),
+            quiet: ctx.quiet,
+        };
+        let hosted = std::sync::Arc::clone(&hosted);
+        Box::new(move || open_engine(&ctx, &hosted)) as sealvol_console::Open
     };
-    let (jobs, hosted) = commands::jobs::agent_for_console(ctx);
     let result = sealvol_console::run(
-        std::sync::Arc::new(sealvol_node::api::Node {
-            repo,
-            state: ctx.settings.state.clone(),
-            jobs: jobs.clone(),
-            label,
-        }),
+        location,
+        open,
         sealvol_console::Options {
             readonly,
             deploy,
@@ -238,7 +271,8 @@ fn open_console(
         },
     )
     .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e));
-    if let (true, Some(agent)) = (hosted, jobs) {
+    let agent = hosted.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(agent) = agent {
         commands::jobs::hand_over(ctx, agent)?;
     }
     result

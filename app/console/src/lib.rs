@@ -36,25 +36,44 @@ pub struct Options {
     pub keymap: Keymap,
 }
 
+/// How the console gets its engine: opened on a thread of its own while the console
+/// is already drawn, so that a repository that does not answer (a frozen bucket, a
+/// remote engine that hangs) shows a spinner and then its error, and `q` quits at any
+/// time. It gives the engine and whether it may only be read (a read-only key).
+pub type Open = Box<dyn FnOnce() -> sealvol_core::Result<(Arc<dyn Api>, bool)> + Send>;
+
 enum Msg {
     Input(Event),
     Loaded(Loaded),
+    Opened(sealvol_core::Result<(Arc<dyn Api>, bool)>),
 }
 
-pub fn run(api: Arc<dyn Api>, opts: Options) -> std::io::Result<()> {
+/// The engine once it is open; what was asked of it before.
+enum Engine {
+    Opening(Vec<Effect>),
+    Open(Arc<dyn Api>),
+    Failed,
+}
+
+/// Runs the console on the engine `open` gives, shown as `location` until it is open.
+pub fn run(location: String, open: Open, opts: Options) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         // Timers for the tick, I/O for the SIGTERM handler.
         .enable_all()
         .build()?;
     let mut term = terminal::enter()?;
-    let result = rt.block_on(event_loop(&mut term, api, &opts));
+    let result = rt.block_on(event_loop(&mut term, location, open, &opts));
     terminal::restore();
+    // Engine calls still waiting on a backend that does not answer are left behind:
+    // quitting never waits for them.
+    rt.shutdown_background();
     result
 }
 
 async fn event_loop(
     term: &mut terminal::Term,
-    api: Arc<dyn Api>,
+    location: String,
+    open: Open,
     opts: &Options,
 ) -> std::io::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
@@ -67,8 +86,15 @@ async fn event_loop(
             }
         }
     });
-    let (mut model, effects) = Model::new(api.location(), opts.readonly, opts.deploy.clone());
-    spawn_effects(&api, &tx, effects);
+    let (mut model, effects) = Model::new(location, opts.readonly, opts.deploy.clone());
+    let mut engine = Engine::Opening(Vec::new());
+    dispatch(&mut engine, &mut model, &tx, effects);
+    model.opening();
+    let opened_tx = tx.clone();
+    // A thread of its own, not a blocking task: quitting must not wait for it.
+    std::thread::spawn(move || {
+        let _ = opened_tx.send(Msg::Opened(open()));
+    });
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut live = tokio::time::interval(Duration::from_secs(1));
     // `kill` (SIGTERM) ends the console like `q`, so the terminal is restored; Ctrl-C
@@ -89,6 +115,19 @@ async fn event_loop(
                 }
                 Some(Msg::Input(_)) => Vec::new(),
                 Some(Msg::Loaded(l)) => model.on_loaded(l),
+                Some(Msg::Opened(Ok((api, readonly)))) => {
+                    model.opened(api.location(), readonly);
+                    match std::mem::replace(&mut engine, Engine::Open(api)) {
+                        Engine::Opening(asked) => asked,
+                        _ => Vec::new(),
+                    }
+                }
+                Some(Msg::Opened(Err(e))) => {
+                    if let Engine::Opening(asked) = std::mem::replace(&mut engine, Engine::Failed) {
+                        model.open_failed(&e, asked.len());
+                    }
+                    Vec::new()
+                }
                 None => break,
             },
             _ = sigterm.recv() => break,
@@ -98,7 +137,7 @@ async fn event_loop(
             }
             _ = live.tick(), if model.wants_live_refresh() => model.refresh_live(),
         };
-        spawn_effects(&api, &tx, effects);
+        dispatch(&mut engine, &mut model, &tx, effects);
         if model.quit {
             break;
         }
@@ -106,12 +145,31 @@ async fn event_loop(
     Ok(())
 }
 
-fn spawn_effects(api: &Arc<dyn Api>, tx: &mpsc::UnboundedSender<Msg>, effects: Vec<Effect>) {
-    for e in effects {
+/// Hands `effects` to the engine; before it is open they wait, and once it has failed
+/// to open they are dropped (the status line says why). Copying needs no engine.
+fn dispatch(
+    engine: &mut Engine,
+    model: &mut Model,
+    tx: &mpsc::UnboundedSender<Msg>,
+    effects: Vec<Effect>,
+) {
+    let (copies, work): (Vec<Effect>, Vec<Effect>) = effects
+        .into_iter()
+        .partition(|e| matches!(e, Effect::Copy(_)));
+    for e in copies {
         if let Effect::Copy(text) = &e {
             terminal::copy_osc52(text);
-            continue;
         }
+    }
+    match engine {
+        Engine::Open(api) => spawn_effects(api, tx, work),
+        Engine::Opening(asked) => asked.extend(work),
+        Engine::Failed => model.forget(work.len()),
+    }
+}
+
+fn spawn_effects(api: &Arc<dyn Api>, tx: &mpsc::UnboundedSender<Msg>, effects: Vec<Effect>) {
+    for e in effects {
         let api = Arc::clone(api);
         let tx = tx.clone();
         tokio::task::spawn_blocking(move || {

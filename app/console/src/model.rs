@@ -119,6 +119,36 @@ impl Model {
         effects
     }
 
+    /// The engine is being opened: the spinner turns, the status line says where.
+    pub fn opening(&mut self) {
+        self.ctx.busy += 1;
+        self.ctx.status = (StatusKind::Info, format!("opening {}…", self.location));
+    }
+
+    /// The engine is open at `location`; a read-only key makes the console read-only.
+    pub fn opened(&mut self, location: String, readonly: bool) {
+        self.ctx.busy = self.ctx.busy.saturating_sub(1);
+        self.location = location;
+        self.ctx.readonly |= readonly;
+        self.clear_status();
+    }
+
+    /// The engine could not be opened: the `waiting` effects asked for meanwhile will
+    /// never run, and the status line says why (the console stays, `q` quits).
+    pub fn open_failed(&mut self, e: &sealvol_core::Error, waiting: usize) {
+        self.ctx.busy = self.ctx.busy.saturating_sub(1);
+        self.forget(waiting);
+        self.ctx.error(match e.hint_text() {
+            Some(h) => format!("{e} ({h})"),
+            None => e.to_string(),
+        });
+    }
+
+    /// Effects counted as in flight that will never run.
+    pub fn forget(&mut self, n: usize) {
+        self.ctx.busy = self.ctx.busy.saturating_sub(n);
+    }
+
     pub fn is_busy(&self) -> bool {
         self.ctx.busy > 0
     }
