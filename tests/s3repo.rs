@@ -693,7 +693,7 @@ fn a_read_that_cannot_reach_the_origin_fails_with_eio_at_its_read_timeout() {
 }
 
 /// A bucket that accepts connections and never answers (moto stopped by SIGSTOP):
-/// push, pull, gc and verify each fail within `--timeout` (plus one try), with one
+/// push, pull, gc, versions and mount each fail within `--timeout` (plus one try), with one
 /// plain line that names the endpoint and since when, and a hint that says how to wait
 /// longer; not after six tries of a minute for each request.
 #[test]
@@ -716,6 +716,7 @@ fn a_bucket_that_stops_answering_fails_every_command_within_the_timeout() {
         vec!["volume", "pull", "weights/tiny:prod", out],
         vec!["volume", "gc"],
         vec!["volume", "versions", "weights/tiny"],
+        vec!["volume", "mount", "weights/tiny:prod", out],
     ] {
         let started = Instant::now();
         let mut all = vec!["--timeout", "5s"];

@@ -781,3 +781,43 @@ fn bad_watch_inputs_are_refused_with_nothing_recorded() {
     let err = env.fails(1, &["watch", "stop", id]);
     assert!(err.contains("already stopped"), "{err}");
 }
+
+/// A state directory on a full 1 MiB tmpfs: `watch --detach` says its agent could not
+/// start because the disk is full (its log could hold nothing), `jobs ls` says to free
+/// space; once space is freed, everything works again without deleting anything by hand
+/// (the state database half-made on the full disk is made anew).
+#[test]
+fn a_full_state_directory_says_so_and_recovers_once_space_is_freed() {
+    let Some(fs) = common::Tmpfs::mount("1M") else {
+        eprintln!("SKIPPED: no tmpfs (not root)");
+        return;
+    };
+    let mut env = Env::new();
+    env.state = fs.path().join("state");
+    std::fs::create_dir_all(&env.state).unwrap();
+    let src = env.path("run");
+    write(&src.join("a.bin"), &noise(1000, 1));
+    fs.fill();
+    let err = env.fails(
+        1,
+        &["volume", "watch", src.to_str().unwrap(), "t/w", "--detach"],
+    );
+    assert!(
+        err.contains("the disk of") && err.contains("is full"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("exit status: 101"),
+        "{err}"
+    );
+    let err = env.fails(1, &["jobs", "ls"]);
+    assert!(err.contains("free some space"), "{err}");
+    std::fs::remove_file(fs.path().join("fill")).unwrap();
+    env.ok(&["jobs", "ls"]);
+    env.ok(&["volume", "watch", src.to_str().unwrap(), "t/w", "--detach"]);
+    let ls: Value = serde_json::from_str(&env.ok(&["watch", "ls", "--json"])).unwrap();
+    let id = ls["watches"][0]["watch"]["id"]
+        .as_u64()
+        .expect("the watch is listed");
+    env.ok(&["watch", "stop", &id.to_string()]);
+}

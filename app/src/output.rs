@@ -8,6 +8,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
+pub use sealvol_core::paths::shown;
 use sealvol_core::{Error, Result};
 pub use sealvol_views::format::{name, size, when};
 

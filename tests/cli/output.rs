@@ -130,3 +130,18 @@ fn names_with_control_characters_are_escaped_in_text_and_exact_in_json() {
         "{diff}"
     );
 }
+
+/// A file name that is not UTF-8 is named with C escapes, not U+FFFD, so that the one
+/// meant can be found (and told from a name that differs only there).
+#[test]
+fn a_name_that_is_not_utf8_is_shown_with_c_escapes() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("ok.txt"), b"y");
+    let bad = src.join(std::ffi::OsStr::from_bytes(b"bad\xffname.bin"));
+    std::fs::write(&bad, b"x").unwrap();
+    let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
+    assert!(err.contains("bad\\xFFname.bin"), "{err}");
+    assert!(!err.contains('\u{FFFD}'), "{err}");
+}

@@ -206,3 +206,38 @@ fn a_listing_of_a_hundred_thousand_files_is_paged_through_and_filtered() {
     );
     eprintln!("100,000-entry listing synced in {:?}", t.elapsed());
 }
+
+/// A hub that accepts connections and never answers (a listener nobody reads), and one
+/// that refuses them: the sync fails within `--timeout` with one line that says which
+/// and since when, not after minutes of tries.
+#[test]
+fn a_hub_that_does_not_answer_fails_the_sync_within_the_timeout() {
+    let env = Env::new();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    for url in [&silent_url, &closed] {
+        let t = Instant::now();
+        let (code, err) = fails(
+            hf_cmd(&env, url),
+            &["--timeout", "3s", "volume", "sync", "hf://org/model", "x/m"],
+        );
+        let took = t.elapsed();
+        assert_eq!(code, 1, "{err}");
+        assert!(took < Duration::from_secs(90), "{url}: {took:?}: {err}");
+        let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or("");
+        assert!(line.contains("hf://org/model"), "{err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("DispatchFailure"),
+            "{err}"
+        );
+        if url == &silent_url {
+            assert!(line.contains("failing since"), "{err}");
+            assert!(err.contains("--timeout"), "{err}");
+        }
+    }
+    drop(silent);
+}

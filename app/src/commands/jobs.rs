@@ -307,11 +307,16 @@ pub(super) fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
             if let Some(c) = AgentClient::connect(state)? {
                 return Ok(c);
             }
+            let why = why_agent_ended(&log_path, state);
+            let hint = match why.ends_with(" is full") {
+                true => "free some space on that disk and run this again".to_string(),
+                false => format!("see {}", log_path.display()),
+            };
             return Err(Error::new(
                 ErrorKind::Io,
-                format!("the background agent ended at once ({status})"),
+                format!("the background agent ended at once ({status}){why}"),
             )
-            .hint(format!("see {}", log_path.display())));
+            .hint(hint));
         }
         if Instant::now() > deadline {
             return Err(
@@ -320,6 +325,29 @@ pub(super) fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
             );
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What an agent that ended at once said last in its log; or, when it could say
+/// nothing there, whether the state directory's disk is full (then it could not).
+fn why_agent_ended(log: &Path, state: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if let Some(last) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+        return format!(": {}", last.trim());
+    }
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    let full = std::ffi::CString::new(state.as_os_str().as_encoded_bytes())
+        .ok()
+        // SAFETY: a NUL-terminated path and a buffer statvfs fills when it returns 0.
+        .filter(|p| unsafe { libc::statvfs(p.as_ptr(), st.as_mut_ptr()) } == 0)
+        .map(|_| unsafe { st.assume_init() })
+        .is_some_and(|s| s.f_bavail == 0);
+    match full {
+        true => format!(
+            ": its log is empty, and the disk of {} is full",
+            crate::output::shown(state)
+        ),
+        false => String::new(),
     }
 }
 

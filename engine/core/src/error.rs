@@ -86,7 +86,7 @@ impl Error {
 
     /// An I/O error with what we were doing and to which path.
     pub fn io(what: &str, path: &Path, source: io::Error) -> Self {
-        let message = format!("{what} {}", path.display());
+        let message = format!("{what} {}", crate::paths::shown(path));
         let hint = match source.kind() {
             io::ErrorKind::PermissionDenied => {
                 Some("check the permissions of that path, or run as a user who can read it")

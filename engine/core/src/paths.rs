@@ -1,6 +1,6 @@
 //! Paths inside a version: clean, relative, `/`-separated, and never leading out. Every
 //! path read from a manifest, a source listing or an object key passes these checks
-//! before it touches a disk.
+//! before it touches a disk. And paths of this machine as people read them (`shown`).
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
@@ -104,5 +104,34 @@ mod tests {
         );
         assert!(check_listing(["x/y/z", "x/y"]).is_err());
         assert!(check_listing(["dup", "dup"]).is_err());
+    }
+}
+
+/// A path of this machine as a person reads it: as is when it is UTF-8, else with each
+/// byte that is not as a C escape (`bad\xFFname.bin`), so that two names that differ
+/// only there stay apart and the one meant can be found (`U+FFFD` would hide which).
+pub fn shown(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_c_escapes() {
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/d/bad\xffname\xc3.bin"));
+        assert_eq!(shown(p), "/d/bad\\xFFname\\xC3.bin");
+        assert_eq!(shown(std::path::Path::new("/d/ü.bin")), "/d/ü.bin");
     }
 }

@@ -89,10 +89,14 @@ impl Tries {
             true => format!("{said} (failing since {at} UTC, {took} s, {tries})"),
             false => format!("{what}: {said} (failing since {at} UTC, {took} s, {tries})"),
         };
-        Error::new(ErrorKind::Unavailable, message).hint(format!(
-            "check the service and the network; --timeout (now {} s) sets how long a request may go unanswered",
+        let wait = format!(
+            "--timeout (now {} s) sets how long a request may go unanswered",
             total().as_secs()
-        ))
+        );
+        Error::new(ErrorKind::Unavailable, message).hint(match last.hint_text() {
+            Some(h) => format!("{h}; {wait}"),
+            None => format!("check the service and the network; {wait}"),
+        })
     }
 }
 

@@ -92,9 +92,11 @@ pub fn walk(root: &Path) -> Result<Vec<WalkEntry>> {
             let Some(name) = name.to_str() else {
                 return Err(Error::invalid(format!(
                     "file name is not UTF-8: {}",
-                    abs.display()
+                    crate::paths::shown(&abs)
                 ))
-                .hint("rename the file; sealvol stores names as UTF-8 so every client can read them"));
+                .hint(
+                    "rename the file; sealvol stores names as UTF-8 so every client can read them",
+                ));
             };
             let path = if rel.is_empty() {
                 name.to_string()
@@ -148,7 +150,7 @@ fn link_target(abs: &Path, rel: &str) -> Result<String> {
     let Some(t) = target.to_str() else {
         return Err(Error::invalid(format!(
             "symlink target is not UTF-8: {}",
-            abs.display()
+            crate::paths::shown(abs)
         )));
     };
     if !link_stays_inside(rel, t) {

@@ -41,9 +41,30 @@ pub fn percent(s: &str) -> String {
     out
 }
 
+/// The innermost cause of an error, in its own words.
+pub fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
 /// A request that got no answer: transient.
 pub fn transport(what: &str, e: &reqwest::Error, hints: &Hints) -> Error {
-    Error::new(ErrorKind::Unavailable, format!("{what}: {e}")).hint(hints.endpoint)
+    let host = e
+        .url()
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_else(|| "the server".into());
+    let said = match (e.is_timeout(), e.is_connect()) {
+        (true, _) => format!(
+            "{host} did not answer within {} s",
+            sealvol_core::patience::answer().as_secs()
+        ),
+        (false, true) => format!("cannot reach {host}: {}", root_cause(e)),
+        (false, false) => format!("{host}: {}", root_cause(e)),
+    };
+    Error::new(ErrorKind::Unavailable, format!("{what}: {said}")).hint(hints.endpoint)
 }
 
 /// An answer other than success. `detail` (a server's error code) is shown after the
