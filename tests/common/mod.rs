@@ -272,39 +272,25 @@ pub fn fuse_available() -> bool {
     ok
 }
 
-/// A tmpfs of `size` (like "1M") mounted for a test and unmounted when dropped; `None`
-/// where this user cannot mount one (CI runs as root and requires it).
-pub struct Tmpfs(pub tempfile::TempDir);
+/// A tmpfs of `size` (like "1M") mounted on a directory of its own for a test,
+/// unmounted when dropped (`sealvol_core::testutil::Tmpfs`).
+pub struct Tmpfs {
+    fs: sealvol_core::testutil::Tmpfs,
+    _dir: tempfile::TempDir,
+}
 
 impl Tmpfs {
     pub fn mount(size: &str) -> Option<Tmpfs> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok && std::env::var_os("SEALVOL_REQUIRE_FUSE").is_some() {
-            panic!("cannot mount a tmpfs (CI runs as root)");
-        }
-        ok.then_some(Tmpfs(dir))
+        let fs = sealvol_core::testutil::Tmpfs::mount(dir.path(), size)?;
+        Some(Tmpfs { fs, _dir: dir })
     }
 
     pub fn path(&self) -> &Path {
-        self.0.path()
+        self.fs.path()
     }
 
-    /// Fills it to the last block with a file named `fill`.
     pub fn fill(&self) {
-        use std::io::Write;
-        let mut f = std::fs::File::create(self.path().join("fill")).expect("fill");
-        while f.write_all(&[0u8; 4096]).is_ok() {}
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+        self.fs.fill()
     }
 }

@@ -12,3 +12,48 @@ pub fn noise(n: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A tmpfs of `size` ("1M") mounted on an existing directory for a test, unmounted when
+/// dropped: a disk that fills up, for the tests of what a full disk does. `None` where
+/// this user cannot mount one; CI runs as root and sets `SEALVOL_REQUIRE_FUSE`, which
+/// makes that a failure instead.
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok && std::env::var_os("SEALVOL_REQUIRE_FUSE").is_some() {
+            panic!(
+                "cannot mount a tmpfs on {} (CI runs as root)",
+                dir.display()
+            );
+        }
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// Fills it to the last block with a file named `fill`.
+    pub fn fill(&self) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::File::create(self.0.join("fill")) {
+            while f.write_all(&[0u8; 4096]).is_ok() {}
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

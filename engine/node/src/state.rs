@@ -509,45 +509,16 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), damaged, "left as it was");
     }
 
-    /// A 1 MiB tmpfs (the tests run as root in CI; elsewhere this is skipped).
-    struct Tmpfs(tempfile::TempDir);
-
-    impl Tmpfs {
-        fn mount() -> Option<Tmpfs> {
-            let dir = tempfile::tempdir().unwrap();
-            let ok = std::process::Command::new("mount")
-                .args(["-t", "tmpfs", "-o", "size=1M", "tmpfs"])
-                .arg(dir.path())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok && std::env::var_os("SEALVOL_REQUIRE_FUSE").is_some() {
-                panic!("cannot mount a tmpfs (the suite runs as root in CI)");
-            }
-            ok.then_some(Tmpfs(dir))
-        }
-    }
-
-    impl Drop for Tmpfs {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(self.0.path())
-                .status();
-        }
-    }
-
     #[test]
     fn a_full_disk_fails_the_open_with_what_to_do_and_leaves_nothing_broken() {
-        let Some(fs) = Tmpfs::mount() else {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(fs) = sealvol_core::testutil::Tmpfs::mount(dir.path(), "1M") else {
             eprintln!("SKIPPED: no tmpfs (not root)");
             return;
         };
-        let state = fs.0.path().join("state");
-        let fill = fs.0.path().join("fill");
-        let mut f = std::fs::File::create(&fill).unwrap();
-        while std::io::Write::write_all(&mut f, &[0u8; 4096]).is_ok() {}
-        drop(f);
+        let state = fs.path().join("state");
+        let fill = fs.path().join("fill");
+        fs.fill();
         let err = StateDb::open(&state, Duration::ZERO).err().unwrap();
         assert!(
             err.hint_text().unwrap_or("").contains("free some space"),
