@@ -45,14 +45,24 @@ impl PackEntry {
         out.extend_from_slice(&self.flags.to_le_bytes());
     }
 
+    /// One entry as written; one whose bytes would end past the largest offset (a
+    /// crafted trailer, index or chunk list) is damage, so that no reader's
+    /// `offset + stored_len` can wrap.
     fn get(r: &mut Reader) -> Result<PackEntry> {
-        Ok(PackEntry {
+        let e = PackEntry {
             hash: Hash(r.array()?),
             offset: r.u64()?,
             stored_len: r.u32()?,
             raw_len: r.u32()?,
             flags: r.u32()?,
-        })
+        };
+        if e.offset.checked_add(e.stored_len as u64).is_none() {
+            return Err(Error::corrupt(format!(
+                "{}: a chunk at offset {} of {} bytes ends past the largest offset",
+                r.what, e.offset, e.stored_len
+            )));
+        }
+        Ok(e)
     }
 }
 
@@ -469,6 +479,48 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_that_would_wrap_are_damage_in_every_decoder() {
+        let e = PackEntry {
+            hash: Hash([7; 32]),
+            offset: u64::MAX - 10,
+            stored_len: 100,
+            raw_len: 100,
+            flags: FLAG_RAW,
+        };
+        let entries = encode_entries(&[e]);
+        let err = decode_entries("trailer", &entries, 1).unwrap_err();
+        assert!(
+            err.to_string().contains("ends past the largest offset"),
+            "{err}"
+        );
+        let err = decode_index("index", &encode_index(&[e])).unwrap_err();
+        assert!(
+            err.to_string().contains("ends past the largest offset"),
+            "{err}"
+        );
+        // A chunk list naming it.
+        let obj = FileObject::new(
+            Hash([1; 32]),
+            100,
+            vec![Hash([2; 32])],
+            vec![ChunkRef { pack: 0, entry: e }],
+            None,
+        );
+        let err =
+            FileObject::decode_without_proof("list", &obj.encode(), &Hash([1; 32])).unwrap_err();
+        assert!(
+            err.to_string().contains("ends past the largest offset"),
+            "{err}"
+        );
+        // At the edge it is fine.
+        let edge = PackEntry {
+            offset: u64::MAX - 100,
+            ..e
+        };
+        assert!(decode_entries("trailer", &encode_entries(&[edge]), 1).is_ok());
+    }
 
     fn entry(n: u8) -> PackEntry {
         PackEntry {
