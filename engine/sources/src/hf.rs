@@ -215,24 +215,8 @@ fn hf_error(shown: &str, e: HFError) -> Error {
             Error::not_found(format!("{shown}: no file {path:?}"))
         }
         // One plain line: the host, and whether it did not answer or could not be reached
-        // (reqwest's own text names the URL twice and says neither).
-        HFError::Request { ref source, ref url } => {
-            let host = url
-                .as_deref()
-                .and_then(|u| reqwest::Url::parse(u).ok())
-                .map(|u| u.origin().ascii_serialization())
-                .unwrap_or_else(|| "the Hub".into());
-            let what = match (source.is_timeout(), source.is_connect()) {
-                (true, _) => format!(
-                    "{host} did not answer within {} s",
-                    sealvol_core::patience::answer().as_secs()
-                ),
-                (false, true) => format!("cannot reach {host}"),
-                (false, false) => format!("{host}: the request failed: {}", crate::http::root_cause(source)),
-            };
-            Error::new(ErrorKind::Unavailable, format!("{shown}: {what}"))
-                .hint("check the endpoint (HF_ENDPOINT) and the network")
-        }
+        // (hf-hub's own text names the URL twice and says neither).
+        HFError::Request { ref source, .. } => crate::http::transport(shown, source, &HINTS),
         HFError::RateLimited { .. } => Error::new(ErrorKind::Unavailable, format!("{shown}: {e}")),
         HFError::Http { ref context } if context.status.is_server_error() => {
             Error::new(ErrorKind::Unavailable, format!("{shown}: {e}"))
