@@ -482,7 +482,8 @@ fn the_console_on_a_bucket_names_it_and_browses_it() {
     env.push(&src, "w/model", &[]);
 
     let t = Tmux::run(&env, 110, 30, "");
-    let s = t.wait_for("model");
+    // The title names the bucket at once; the list follows once it is read.
+    let s = t.wait_for("prod");
     assert!(
         s.contains("s3://models/team/"),
         "the title names the bucket:\n{s}"
@@ -567,7 +568,7 @@ fn the_console_on_a_remote_engine_says_so_and_a_read_only_key_makes_it_read_only
         ("SEALVOL_API_KEY".into(), key.trim().into()),
     ];
     let t = Tmux::run(&env, 140, 30, "");
-    let s = t.wait_for("model");
+    let s = t.wait_for("prod");
     assert!(
         s.contains(&served.url())
             && s.contains("key viewer (read-only)")

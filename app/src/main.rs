@@ -262,6 +262,9 @@ fn open_console(
         let hosted = std::sync::Arc::clone(&hosted);
         Box::new(move || open_engine(&ctx, &hosted)) as sealvol_console::Open
     };
+    // What the engine logs meanwhile goes to a file: the terminal is the console's.
+    let _ = sealvol_node::private::dir(&ctx.settings.state);
+    output::divert_log(&ctx.settings.state.join("console.log"));
     let result = sealvol_console::run(
         location,
         open,
@@ -273,6 +276,7 @@ fn open_console(
         },
     )
     .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e));
+    output::restore_log();
     let agent = hosted.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(agent) = agent {
         commands::jobs::hand_over(ctx, agent)?;

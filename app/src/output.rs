@@ -62,16 +62,41 @@ fn stderr_failed() {
 
 /// Standard error for the log: a write that fails sets the exit code as `note` does,
 /// rather than making the log print a complaint (to standard error, which panics).
+/// While the console owns the terminal, the log goes to a file instead (`divert_log`):
+/// a line written over the screen would garble it.
 pub struct StderrWriter;
+
+static DIVERTED: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
+/// Sends the log to `file` (appended) until `restore_log`; if it cannot be opened the
+/// log is dropped, never drawn over the console.
+pub fn divert_log(file: &Path) {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .or_else(|_| std::fs::OpenOptions::new().write(true).open("/dev/null"));
+    *DIVERTED.lock().unwrap_or_else(|p| p.into_inner()) = f.ok();
+}
+
+pub fn restore_log() {
+    *DIVERTED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
 
 impl Write for StderrWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(f) = DIVERTED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            return f.write(buf);
+        }
         std::io::stderr()
             .write(buf)
             .inspect_err(|_| stderr_failed())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(f) = DIVERTED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            return f.flush();
+        }
         std::io::stderr().flush().inspect_err(|_| stderr_failed())
     }
 }
