@@ -55,12 +55,15 @@ fn wait_for(port: u16, what: &str) {
 }
 
 impl Moto {
-    /// Starts `moto_server` (installed by scripts/test.sh). `env` configures it, e.g.
+    /// Starts moto's S3 server (installed by scripts/test.sh) with its writes one at a
+    /// time (tests/servers/moto_serial.py: moto's conditional writes are not atomic on
+    /// a busy machine, S3's are). `env` configures it, e.g.
     /// `INITIAL_NO_AUTH_ACTION_COUNT` to make it check credentials.
     pub fn start(env: &[(&str, &str)]) -> Moto {
         let port = free_port();
-        let mut cmd = Command::new("moto_server");
-        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let mut cmd = Command::new("python3");
+        cmd.arg(servers_dir().join("moto_serial.py"))
+            .args(["127.0.0.1", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         for (k, v) in env {
@@ -68,8 +71,8 @@ impl Moto {
         }
         let child = cmd
             .spawn()
-            .expect("moto_server: run scripts/test.sh, which installs moto[server]");
-        wait_for(port, "moto_server");
+            .expect("python3 with moto[server]: run scripts/test.sh, which installs it");
+        wait_for(port, "moto_serial.py");
         Moto {
             _process: Process(child),
             port,
