@@ -204,6 +204,29 @@ fn check_pin_and_drift_on_three_deployments_that_disagree() {
     assert_eq!(v["errors"], 0);
     assert_eq!(v["warnings"], 2, "{v}");
     assert_eq!(v["ok"], true);
+    // The folder above them finds all three, a level down (it said it held none).
+    let d = dir.to_str().unwrap();
+    let folder = json_of(&env.ok(&["deploy", "check", d, "--json"]));
+    assert_eq!(
+        (&folder["warnings"], &folder["errors"]),
+        (&v["warnings"], &v["errors"])
+    );
+    let files = |v: &Value| {
+        let mut f: Vec<String> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["file"].as_str().unwrap().to_string())
+            .collect();
+        f.sort();
+        f
+    };
+    assert_eq!(files(&folder), files(&v));
+    let drift = env.ok(&["deploy", "drift", d]);
+    assert!(
+        drift.contains("canary") && drift.contains("prod"),
+        "{drift}"
+    );
     let text = env.ok(&["deploy", "check", s]);
     assert!(
         text.contains(

@@ -266,8 +266,16 @@ fn no_duplicates(
     Ok(())
 }
 
-/// The deployment files named: a file is itself; a directory gives its `*.yaml` and
-/// `*.yml` files that mention `sealvol:`, sorted. A directory with none is an error.
+/// How deep below a named folder deployment files are looked for, and how many
+/// entries are looked at in all: `deploy/prod/config.yaml` is two levels down, and a
+/// folder is not a file system to crawl.
+const MAX_DEPTH: usize = 8;
+const MAX_ENTRIES: usize = 100_000;
+
+/// The deployment files named: a file is itself; a directory gives the `*.yaml` and
+/// `*.yml` files below it (in folders too, to `MAX_DEPTH` levels; hidden folders and
+/// links to folders are passed over, so a ConfigMap's `..data` is read once, through
+/// its links) that mention `sealvol:`, sorted. A directory with none is an error.
 pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
@@ -277,20 +285,11 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             continue;
         }
         let mut found = Vec::new();
-        for e in std::fs::read_dir(p).map_err(|e| Error::io("cannot list", p, e))? {
-            let e = e.map_err(|e| Error::io("cannot list", p, e))?;
-            let path = e.path();
-            let yaml = path.extension().is_some_and(|x| x == "yaml" || x == "yml");
-            if yaml
-                && path.is_file()
-                && std::fs::read_to_string(&path).is_ok_and(|t| t.contains("sealvol:"))
-            {
-                found.push(path);
-            }
-        }
+        let mut seen = 0;
+        find_below(p, 0, &mut seen, &mut found)?;
         if found.is_empty() {
             return Err(Error::not_found(format!(
-                "{} holds no deployment files (*.yaml or *.yml with a `sealvol:` block)",
+                "{} holds no deployment files (*.yaml or *.yml with a `sealvol:` block), in it or in its folders",
                 p.display()
             ))
             .hint(SHAPE_HINT));
@@ -300,6 +299,40 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     }
     out.dedup();
     Ok(out)
+}
+
+fn find_below(dir: &Path, depth: usize, seen: &mut usize, found: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io("cannot list", dir, e))? {
+        let e = e.map_err(|e| Error::io("cannot list", dir, e))?;
+        *seen += 1;
+        if *seen > MAX_ENTRIES {
+            return Err(Error::invalid(format!(
+                "{} holds more than {MAX_ENTRIES} entries to look through for deployment files",
+                dir.display()
+            ))
+            .hint("name the deployment files, or the folder that holds them"));
+        }
+        let path = e.path();
+        let hidden = e.file_name().to_str().is_some_and(|n| n.starts_with('.'));
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            if !hidden && depth + 1 < MAX_DEPTH {
+                find_below(&path, depth + 1, seen, found)?;
+            }
+            continue;
+        }
+        let yaml = path.extension().is_some_and(|x| x == "yaml" || x == "yml");
+        // A file, or a link to one (a ConfigMap's files are links); never a large one.
+        let small_file =
+            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_BYTES);
+        if yaml
+            && small_file
+            && std::fs::read_to_string(&path).is_ok_and(|t| t.contains("sealvol:"))
+        {
+            found.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Short names for deployment files: their paths below the deepest folder they share
@@ -429,6 +462,48 @@ mod tests {
             assert!(err.message().contains(want), "{text:?}: {}", err.message());
             assert!(err.hint_text().is_some(), "{text:?} has a hint");
         }
+    }
+
+    #[test]
+    fn deployment_folders_are_searched_below_their_top_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("deploy");
+        let file = "sealvol:\n  mounts:\n    - {ref: a/b:t, path: /p}\n";
+        for rel in [
+            "prod/config.yaml",
+            "canary/config.yml",
+            "a/b/c/d.yaml",
+            ".git/x.yaml",
+        ] {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, file).unwrap();
+        }
+        std::fs::write(root.join("prod/values.yaml"), "replicas: 3\n").unwrap();
+        // A ConfigMap's layout: the file is a link into `..data`, itself a link.
+        let cm = root.join("cm");
+        std::fs::create_dir_all(cm.join("..2026_12_03")).unwrap();
+        std::fs::write(cm.join("..2026_12_03/config.yaml"), file).unwrap();
+        std::os::unix::fs::symlink("..2026_12_03", cm.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/config.yaml", cm.join("config.yaml")).unwrap();
+        let found: Vec<String> = collect(std::slice::from_ref(&root))
+            .unwrap()
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "a/b/c/d.yaml",
+                "canary/config.yml",
+                "cm/config.yaml",
+                "prod/config.yaml"
+            ]
+        );
+        let empty = dir.path().join("empty/deep");
+        std::fs::create_dir_all(&empty).unwrap();
+        let err = collect(&[dir.path().join("empty")]).unwrap_err();
+        assert!(err.message().contains("holds no deployment files"), "{err}");
     }
 
     #[test]
