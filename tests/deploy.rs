@@ -748,3 +748,34 @@ fn deploy_mount_mounts_two_volumes_under_a_root() {
     );
     assert!(!root.join("app/weights/weights.bin").exists());
 }
+
+/// Every hint `deploy check` prints is a command that works as printed (`deploy pin
+/// FILE` alone failed: it needs the volume or --all), and running them leaves nothing
+/// unpinned.
+#[test]
+fn the_hints_deploy_check_prints_work_as_printed() {
+    let env = Env::new();
+    repo_with_history(&env);
+    let file = env.path("deploy/prod/config.yaml");
+    write(
+        &file,
+        b"sealvol:\n  mounts:\n    - ref: w/q:prod\n      path: /app/w\n    - ref: x/lora\n      path: /app/l\n",
+    );
+    let f = file.to_str().unwrap();
+    let v = json_of(&env.ok(&["deploy", "check", f, "--json"]));
+    let hints: Vec<String> = v["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["hint"].as_str())
+        .filter_map(|h| h.split('`').nth(1).map(str::to_string))
+        .collect();
+    assert_eq!(hints.len(), 2, "{v}");
+    for h in &hints {
+        let words: Vec<&str> = h.split_whitespace().collect();
+        assert_eq!(words[0], "sealvol", "{h}");
+        env.ok(&words[1..]);
+    }
+    let after = json_of(&env.ok(&["deploy", "check", f, "--json"]));
+    assert_eq!(after["warnings"], 0, "{after}");
+}

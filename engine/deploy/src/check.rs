@@ -107,10 +107,13 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
         message,
         hint,
     };
-    let pin_hint = Some(format!(
-        "`sealvol deploy pin {}` writes the digest it resolves to now",
-        file.path.display()
-    ));
+    // A command that works as printed: `deploy pin` needs the volume (or --all).
+    let pin_hint = |volume: &VolumeName| {
+        Some(format!(
+            "`sealvol deploy pin {} {volume}` writes the digest it resolves to now",
+            file.path.display()
+        ))
+    };
     for m in &file.mounts {
         let s = resolve(repo, m);
         match &s {
@@ -129,7 +132,7 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
                         "abbreviated digest: {} is {} now, but a later version may share the prefix",
                         m.reference, s.digest
                     ),
-                    pin_hint.clone(),
+                    pin_hint(&s.volume),
                 )),
                 Follows::Tag(t) => findings.push(finding(
                     m,
@@ -138,7 +141,7 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
                         "unpinned: new replicas may serve a different version than running ones (tag {t} resolves to {} now)",
                         s.digest
                     ),
-                    pin_hint.clone(),
+                    pin_hint(&s.volume),
                 )),
                 Follows::Latest => findings.push(finding(
                     m,
@@ -147,7 +150,7 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
                         "unpinned: new replicas may serve a different version than running ones ({} follows the newest version, {} now)",
                         m.reference, s.digest
                     ),
-                    pin_hint.clone(),
+                    pin_hint(&s.volume),
                 )),
             },
         }
