@@ -505,15 +505,7 @@ mod tests {
     use super::*;
 
     fn data(n: usize) -> Vec<u8> {
-        let mut x = 0x12345678u32;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect()
+        crate::testutil::noise(n, 0x12345678)
     }
 
     #[test]

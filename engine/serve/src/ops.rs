@@ -206,18 +206,26 @@ fn hashes(body: &[u8]) -> std::result::Result<Vec<Hash>, Response> {
         .collect())
 }
 
+/// The body of an operation a push asks for, read within its bound, once the key is
+/// known to write.
+async fn push_body(
+    body: Body,
+    grant: &Grant,
+) -> std::result::Result<crate::objects::Whole, Response> {
+    let body = crate::objects::read_body(body, MAX_OP_BODY).await?;
+    writes(grant, "push")?;
+    Ok(body)
+}
+
 pub async fn have_chunks(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+    let body = match push_body(body, &grant).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Err(r) = writes(&grant, "push") {
-        return r;
-    }
     let asked = match hashes(&body) {
         Ok(h) => h,
         Err(r) => return r,
@@ -243,13 +251,10 @@ pub async fn stored_files(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+    let body = match push_body(body, &grant).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Err(r) = writes(&grant, "push") {
-        return r;
-    }
     let asked = match hashes(&body) {
         Ok(h) => h,
         Err(r) => return r,
@@ -335,13 +340,10 @@ pub async fn put_list(
     Path(file): Path<String>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+    let body = match push_body(body, &grant).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    if let Err(r) = writes(&grant, "push") {
-        return r;
-    }
     let Some(hash) = Hash::parse_hex(&file) else {
         return failed(Error::invalid(format!(
             "{file:.80} is not a file hash (64 hex digits)"
