@@ -626,7 +626,9 @@ impl Repository {
     ) -> Result<TagMoved> {
         let to_text = to.map(|d| d.to_string()).unwrap_or_default();
         let key = tag_key(vol, tag);
-        for _attempt in 0..16 {
+        // Each lost race means another writer's move landed; eight writers moving one
+        // tag on a store that answers one write at a time can lose sixteen in a row.
+        for _attempt in 0..64 {
             let current = self.store().get_versioned(&key)?;
             let mut kept_at = None;
             let (mut file, etag) = match &current {
