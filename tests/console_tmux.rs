@@ -671,3 +671,49 @@ fn every_screen_survives_a_terminal_resized_down_to_one_cell() {
     t.keys(&["Escape", "Escape", "q"]);
     t.wait_for("EXITED-0");
 }
+
+/// The demo's first and last tiny-llama: the tensors that changed are in layers 10 and
+/// 11, far down a 49-tensor file. The tensors pane shows them first, enter moves the
+/// keys into it, `G` reaches its last row, `/` filters the tensors, esc goes back.
+#[test]
+fn the_tensor_diff_is_reached_and_scrolled_by_keyboard_in_a_real_terminal() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 110, 30);
+    t.wait_for("tiny-llama");
+    // weights/tiny-llama, its oldest version marked, then its newest: the diff opens.
+    t.keys(&["j", "j", "Enter"]);
+    t.wait_for("pinned only");
+    t.keys(&["G", "m", "g", "m"]);
+    let s = t.wait_for("tensors of model.safetensors");
+    assert!(
+        s.contains("1 added · 8 modified · 40 unchanged"),
+        "tensor counts:\n{s}"
+    );
+    // Changed first: all nine on the first screen, before any unchanged one.
+    for name in [
+        "model.lora_extra.weight",
+        "model.layers.10.self_attn.q_proj.weight",
+        "model.layers.11.self_attn.o_proj.weight",
+    ] {
+        assert!(s.contains(name), "{name} not shown:\n{s}");
+    }
+    let first_unchanged = s.find("= model.layers.").expect("unchanged rows after");
+    assert!(s.find("model.layers.11.self_attn.o_proj").unwrap() < first_unchanged);
+
+    t.keys(&["Enter"]);
+    t.wait_for("9 of 49 tensor(s) changed");
+    t.keys(&["G"]);
+    let s = t.wait_for("49/49");
+    assert!(s.contains("› tensors"), "{s}");
+    t.keys(&["/", "l", "a", "y", "e", "r", "s", ".", "1", "1", "Enter"]);
+    let s = t.wait_for("model.layers.11.self_attn.v_proj");
+    assert!(
+        !s.contains("model.layers.3.") && s.contains("model.safetensors"),
+        "the filter is on the tensors, not the files:\n{s}"
+    );
+    t.keys(&["Escape", "Escape"]);
+    let s = t.wait_for("enter its tensors");
+    assert!(!s.contains("› tensors"), "{s}");
+    t.keys(&["Escape", "q"]);
+    t.wait_for("EXITED-0");
+}

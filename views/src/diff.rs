@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Widget};
 use sealvol_themes::{Role, Theme};
 
 use crate::format::{name, size};
-use crate::list::{Cell, Column, cell, draw_table};
+use crate::list::{Cell, Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -47,6 +47,16 @@ pub struct DiffTensor {
     pub change: Change,
     pub kind: String,
     pub bytes: u64,
+    /// Bytes of new chunks inside it (a modified tensor).
+    pub changed_bytes: u64,
+}
+
+/// Which list the keys move in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DiffFocus {
+    #[default]
+    Files,
+    Tensors,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -56,10 +66,15 @@ pub struct DiffView {
     pub summary: String,
     pub files: Vec<DiffFile>,
     pub selected: usize,
-    /// Tensors of the selected file (empty if it is not a safetensors file).
+    /// Tensors of the selected file (empty if it is not a safetensors file), changed
+    /// ones first, after the filter when they have the focus.
     pub tensors: Vec<DiffTensor>,
+    /// What the selected file's tensors add up to (`1 added · 8 modified · 40 unchanged`).
+    pub tensor_summary: String,
     /// Why tensors are not shown, when that needs saying.
     pub note: Option<String>,
+    pub focus: DiffFocus,
+    pub tensor_selected: usize,
 }
 
 const FILE_COLUMNS: [Column; 5] = [
@@ -90,7 +105,7 @@ const FILE_COLUMNS: [Column; 5] = [
     },
 ];
 
-const TENSOR_COLUMNS: [Column; 4] = [
+const TENSOR_COLUMNS: [Column; 5] = [
     Column {
         title: " ",
         width: 2,
@@ -108,8 +123,13 @@ const TENSOR_COLUMNS: [Column; 4] = [
     },
     Column {
         title: "SIZE",
-        width: 0,
+        width: 11,
         keep: 4,
+    },
+    Column {
+        title: "NEW BYTES",
+        width: 0,
+        keep: 5,
     },
 ];
 
@@ -134,10 +154,20 @@ pub fn heat_strip(spans: &[(u64, u32, bool)], size: u64, width: usize) -> Vec<bo
 }
 
 pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let has_tensors = !vm.tensors.is_empty() || vm.note.is_some();
+    let has_tensors = !vm.tensors.is_empty() || vm.note.is_some() || vm.focus == DiffFocus::Tensors;
+    // The files take what they need, up to half (a third while the tensors have the
+    // keys): a checkpoint is a few files and many tensors.
+    let rest = area.height.saturating_sub(2);
+    let files_height = match (has_tensors, vm.focus) {
+        (false, _) => rest,
+        (true, DiffFocus::Files) => rest / 2,
+        (true, DiffFocus::Tensors) => rest / 3,
+    }
+    .min(vm.files.len() as u16 + 1)
+    .max(rest.min(2));
     let [head, files, tensors] = Layout::vertical([
         Constraint::Length(2),
-        Constraint::Percentage(if has_tensors { 50 } else { 100 }),
+        Constraint::Length(if has_tensors { files_height } else { rest }),
         Constraint::Min(0),
     ])
     .areas(area);
@@ -162,8 +192,8 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         buf,
         &FILE_COLUMNS,
         vm.files.len(),
-        Some(vm.selected),
-        None,
+        (vm.focus == DiffFocus::Files).then_some(vm.selected),
+        (vm.focus == DiffFocus::Tensors).then_some(vm.selected),
         |i| {
             let f = &vm.files[i];
             let (mark, role) = f.change.mark();
@@ -206,12 +236,14 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let title = match vm.files.get(vm.selected) {
-        Some(f) => format!(" tensors of {} ", name(&f.path)),
+        Some(f) if vm.tensor_summary.is_empty() => format!(" tensors of {} ", name(&f.path)),
+        Some(f) => format!(" tensors of {} · {} ", name(&f.path), vm.tensor_summary),
         None => " tensors ".into(),
     };
+    let focused = vm.focus == DiffFocus::Tensors;
     let block = Block::default()
         .borders(Borders::TOP)
-        .border_style(theme.style(Role::Border))
+        .border_style(theme.style(if focused { Role::Title } else { Role::Border }))
         .title(TextSpan::styled(title, theme.style(Role::Title)));
     let inner = block.inner(tensors);
     block.render(tensors, buf);
@@ -225,19 +257,33 @@ pub fn draw(vm: &DiffView, theme: &Theme, area: Rect, buf: &mut Buffer) {
         buf,
         &TENSOR_COLUMNS,
         vm.tensors.len(),
-        None,
+        focused.then_some(vm.tensor_selected),
         None,
         |i| {
             let t = &vm.tensors[i];
             let (mark, role) = t.change.mark();
+            let new = match t.change {
+                Change::Modified => size(t.changed_bytes),
+                Change::Added => size(t.bytes),
+                Change::Removed | Change::Unchanged => String::new(),
+            };
             vec![
                 cell(mark, role),
                 cell(name(&t.name), role),
                 cell(&t.kind, Role::Dim),
                 cell(size(t.bytes), Role::Text),
+                cell(new, role),
             ]
         },
     );
+    if vm.tensors.is_empty() && focused {
+        draw_empty(
+            theme,
+            inner,
+            buf,
+            "no tensor matches the filter (esc clears it)",
+        );
+    }
 }
 
 /// The last `max` characters of a path, with `…` in front when cut: the file name is

@@ -267,6 +267,11 @@ pub fn diff() -> FrameView {
         change,
         kind: "BF16 [1024, 1024]".into(),
         bytes: 2 << 20,
+        changed_bytes: if change == Change::Modified {
+            1 << 20
+        } else {
+            0
+        },
     };
     FrameView {
         crumbs: vec!["volumes".into(), "weights/qwen3-8b".into(), "diff".into()],
@@ -327,15 +332,29 @@ pub fn diff() -> FrameView {
             tensors: vec![
                 tensor("model.layers.229.self_attn.q_proj.weight", Change::Modified),
                 tensor("model.layers.229.self_attn.k_proj.weight", Change::Modified),
-                tensor("model.layers.228.mlp.down_proj.weight", Change::Unchanged),
                 tensor("model.lora_extra.weight", Change::Added),
                 tensor("model.layers.230.old_adapter.weight", Change::Removed),
+                tensor("model.layers.228.mlp.down_proj.weight", Change::Unchanged),
             ],
+            tensor_summary: "1 added · 1 removed · 2 modified · 1 unchanged".into(),
             note: None,
+            focus: Default::default(),
+            tensor_selected: 0,
         }),
         status: status("j/k: file · esc: back"),
         overlay: None,
     }
+}
+
+/// The diff with the keys in the tensors pane, the second changed tensor selected.
+pub fn diff_tensors() -> FrameView {
+    let mut f = diff();
+    if let Body::Diff(vm) = &mut f.body {
+        vm.focus = crate::diff::DiffFocus::Tensors;
+        vm.tensor_selected = 1;
+    }
+    f.status = status("2 of 5 tensors changed");
+    f
 }
 
 pub fn files() -> FrameView {
@@ -575,6 +594,7 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("tags", tags()),
         ("confirm", confirm()),
         ("diff", diff()),
+        ("diff-tensors", diff_tensors()),
         ("help", help()),
         ("mounts-empty", mounts_empty()),
         ("jobs-empty", jobs_empty()),

@@ -100,7 +100,8 @@ pub fn draw_table(
         ..area
     };
     let height = body.height as usize;
-    let offset = scroll_offset(selected.unwrap_or(0), len, height);
+    // Unselected, the marked row is kept in sight (a list that lent the keys to another).
+    let offset = scroll_offset(selected.or(mark).unwrap_or(0), len, height);
     for (line, i) in (offset..len.min(offset + height)).enumerate() {
         let highlight = if Some(i) == selected {
             Some(theme.style(Role::Selection))

@@ -646,6 +646,11 @@ impl Model {
             self.ctx.filter.clear();
             return Vec::new();
         }
+        // A screen of two lists takes the keys back to its first before it closes.
+        let (top, ctx) = self.top_and_ctx();
+        if let Some(r) = top.on_action(Action::Back, ctx) {
+            return self.apply(r);
+        }
         if self.above.pop().is_some() {
             self.clear_status();
             return self.reload();

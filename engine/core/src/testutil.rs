@@ -57,3 +57,26 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// A `.safetensors` file holding `tensors` (name, bytes) in order, each a `U8` vector
+/// of its bytes' length: what a trainer writes, small.
+pub fn safetensors(tensors: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut header = String::from("{");
+    let mut data = Vec::new();
+    for (i, (name, bytes)) in tensors.iter().enumerate() {
+        let (start, end) = (data.len(), data.len() + bytes.len());
+        if i > 0 {
+            header.push(',');
+        }
+        header.push_str(&format!(
+            r#""{name}":{{"dtype":"U8","shape":[{}],"data_offsets":[{start},{end}]}}"#,
+            bytes.len()
+        ));
+        data.extend_from_slice(bytes);
+    }
+    header.push('}');
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&data);
+    out
+}

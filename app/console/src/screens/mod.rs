@@ -58,8 +58,13 @@ impl Ctx {
 
     /// Whether a row described by `hay` passes the filter (case-insensitive).
     pub fn matches(&self, hay: &str) -> bool {
-        self.filter.is_empty() || hay.to_lowercase().contains(&self.filter.to_lowercase())
+        matches(&self.filter, hay)
     }
+}
+
+/// Whether `hay` passes `filter` (case-insensitive; an empty filter passes all).
+pub fn matches(filter: &str, hay: &str) -> bool {
+    filter.is_empty() || hay.to_lowercase().contains(&filter.to_lowercase())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -849,3 +849,125 @@ fn a_damaged_manifest_and_tag_are_marked_and_the_rest_still_browses() {
             .any(|t| t.tag == "prod" && t.damaged.is_some())
     );
 }
+
+/// A checkpoint whose changed tensors lie far past the first screen (the last layers of
+/// sixty): the diff opens on the changed file, enter moves the keys into its tensors,
+/// the changed ones come first, `/` filters the tensors (not the files), `G` reaches
+/// the last one, esc goes back to the files and then closes the diff.
+#[test]
+fn the_tensors_of_a_diff_are_reached_filtered_and_scrolled_by_keyboard() {
+    use sealvol_core::testutil::{noise, safetensors};
+    use sealvol_views::diff::{Change, DiffFocus};
+    let mut h = harness(false);
+    let vol = VolumeName::parse("weights/deep").unwrap();
+    let tensors = |changed: &[usize], extra: bool| {
+        let mut t: Vec<(String, Vec<u8>)> = (0..60)
+            .map(|i| {
+                let seed = 1 + i as u64 + if changed.contains(&i) { 1000 } else { 0 };
+                (format!("model.layers.{i}.weight"), noise(4096, seed))
+            })
+            .collect();
+        if extra {
+            t.push(("model.lora_extra.weight".into(), noise(4096, 7777)));
+        }
+        safetensors(&t)
+    };
+    let push_version = |dir: &str, st: Vec<u8>| {
+        let d = h._tmp.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("config.json"), b"{}").unwrap();
+        std::fs::write(d.join("model.safetensors"), st).unwrap();
+        let opts = PushOptions {
+            cancel: None,
+            guard: None,
+            source: None,
+            stat_cache: None,
+            progress: &Quiet,
+        };
+        push(&h.node.repo, &d, &vol, &[], &opts).unwrap().digest
+    };
+    let a = push_version("deep1", tensors(&[], false));
+    let b = push_version("deep2", tensors(&[50, 51, 52, 53], true));
+    h.keys(":");
+    h.typed(&format!(
+        "diff weights/deep@{} weights/deep@{}",
+        &a.hex()[..12],
+        &b.hex()[..12]
+    ));
+    h.keys("enter");
+    let diff = |h: &Harness| match h.model.frame(&h.keys).body {
+        Body::Diff(d) => d,
+        _ => panic!("no diff: {}", h.status()),
+    };
+    let d = diff(&h);
+    assert_eq!(d.files[d.selected].path, "model.safetensors");
+    assert_eq!(d.focus, DiffFocus::Files);
+    assert_eq!(d.tensor_summary, "1 added · 4 modified · 56 unchanged");
+    // Changed first, in the file's order: what a screen of any height shows first.
+    let names: Vec<_> = d.tensors.iter().take(5).map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "model.layers.50.weight",
+            "model.layers.51.weight",
+            "model.layers.52.weight",
+            "model.layers.53.weight",
+            "model.lora_extra.weight"
+        ]
+    );
+    assert_eq!(d.tensors[4].change, Change::Added);
+    assert!(d.tensors[5..].iter().all(|t| t.change == Change::Unchanged));
+
+    h.keys("enter");
+    let d = diff(&h);
+    assert_eq!(d.focus, DiffFocus::Tensors);
+    assert!(
+        h.status().contains("5 of 61 tensor(s) changed"),
+        "{}",
+        h.status()
+    );
+    h.keys("j j");
+    assert_eq!(diff(&h).tensor_selected, 2);
+    h.keys("G");
+    let d = diff(&h);
+    assert_eq!(d.tensor_selected, 60);
+    assert_eq!(d.tensors.len(), 61);
+
+    // `/` filters the tensors; the files stay.
+    h.keys("/");
+    h.typed("layers.5");
+    h.keys("enter");
+    let d = diff(&h);
+    assert_eq!(d.files.len(), 2, "the files are not filtered");
+    let names: Vec<_> = d.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names.len(), 11, "{names:?}"); // 50..=59, and 5
+    assert_eq!(names[0], "model.layers.50.weight");
+    assert!(names.contains(&"model.layers.5.weight"));
+    assert!(d.tensor_selected < names.len());
+
+    // esc clears the filter, esc again goes back to the files, and again closes.
+    h.keys("esc");
+    assert_eq!(diff(&h).tensors.len(), 61);
+    h.keys("esc");
+    let d = diff(&h);
+    assert_eq!(d.focus, DiffFocus::Files);
+    assert_eq!(d.files[d.selected].path, "model.safetensors");
+    // tab goes in and out too; on a file without tensors, enter says why.
+    h.keys("tab");
+    assert_eq!(diff(&h).focus, DiffFocus::Tensors);
+    h.keys("tab k");
+    let d = diff(&h);
+    assert_eq!(
+        (d.focus, d.files[d.selected].path.as_str()),
+        (DiffFocus::Files, "config.json")
+    );
+    h.keys("enter");
+    assert!(
+        h.status().contains("not a .safetensors file"),
+        "{}",
+        h.status()
+    );
+    assert_eq!(diff(&h).focus, DiffFocus::Files);
+    h.keys("esc");
+    assert!(!matches!(h.model.frame(&h.keys).body, Body::Diff(_)));
+}
