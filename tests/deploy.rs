@@ -359,7 +359,7 @@ fn bad_deployment_inputs_are_refused_and_change_nothing() {
         (
             "unknown.yaml",
             "sealvol:\n  mounts:\n    - {ref: 'nope/vol:prod', path: /w}\n".into(),
-            "no tag prod on vol:nope/vol",
+            "no volume nope/vol",
         ),
         (
             "digest.yaml",

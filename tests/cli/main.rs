@@ -10,6 +10,7 @@ mod json;
 mod output;
 mod pull;
 mod tags;
+mod unknown;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -134,16 +134,23 @@ pub enum Loaded {
 }
 
 fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
+    // The engine's answer for an unknown volume, with the console's hint.
     let exists = |v: &VolumeName| -> sealvol_core::Result<()> {
-        if !api
+        let known: Vec<String> = api
             .volumes()?
             .iter()
-            .any(|i| i.namespace == v.namespace.as_str() && i.name == v.name.as_str())
-        {
-            return Err(sealvol_core::Error::not_found(format!("no volume {v}"))
-                .hint("`:volumes` lists them"));
+            .map(|i| format!("{}/{}", i.namespace, i.name))
+            .collect();
+        let typed = v.to_string();
+        if known.contains(&typed) {
+            return Ok(());
         }
-        Ok(())
+        let message = match sealvol_core::suggest::nearest(&typed, known.iter().map(String::as_str))
+        {
+            Some(near) => format!("no volume {v}; did you mean {near}?"),
+            None => format!("no volume {v}"),
+        };
+        Err(sealvol_core::Error::not_found(message).hint("`:volumes` lists them"))
     };
     Ok(match o {
         Open::Versions(v) => {

@@ -38,6 +38,7 @@ pub mod repo;
 pub mod safetensors;
 pub mod stamp;
 pub mod store;
+pub mod suggest;
 pub mod summary;
 pub mod testutil;
 pub mod trash;

@@ -460,13 +460,64 @@ impl Repository {
         }
     }
 
+    /// The one answer for a volume that does not exist, whichever command named it:
+    /// with the nearest name among the volumes this key may read, if one is near.
+    pub fn unknown_volume(&self, vol: &VolumeName) -> Error {
+        let known: Vec<String> = self
+            .volumes(None)
+            .unwrap_or_default()
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        let typed = vol.to_string();
+        let message = match crate::suggest::nearest(&typed, known.iter().map(String::as_str)) {
+            Some(near) => format!("no volume {vol}; did you mean {near}?"),
+            None => format!("no volume {vol}"),
+        };
+        Error::not_found(message).hint("list volumes with `sealvol volume ls`")
+    }
+
+    /// `Ok` if the volume has a version (in the trash or not), the unknown-volume error
+    /// if it has none.
+    pub fn require_volume(&self, vol: &VolumeName) -> Result<()> {
+        match self.version_digests(vol)?.is_empty() {
+            true => Err(self.unknown_volume(vol)),
+            false => Ok(()),
+        }
+    }
+
+    /// `e` for a volume that exists; the unknown-volume error for one that does not,
+    /// so a misspelt volume is never reported as a missing tag or version of it.
+    pub(crate) fn or_unknown_volume(&self, vol: &VolumeName, e: Error) -> Error {
+        match self.version_digests(vol) {
+            Ok(d) if d.is_empty() => self.unknown_volume(vol),
+            _ => e,
+        }
+    }
+
+    /// No tag `tag` on an existing volume: with the nearest of its tags, if one is near.
+    fn unknown_tag(&self, vol: &VolumeName, tag: &Name) -> Error {
+        let known: Vec<String> = self
+            .tags(vol)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.tag)
+            .collect();
+        let message = match crate::suggest::nearest(tag.as_str(), known.iter().map(String::as_str))
+        {
+            Some(near) => format!("no tag {tag} on vol:{vol}; did you mean {near}?"),
+            None => format!("no tag {tag} on vol:{vol}"),
+        };
+        Error::not_found(message).hint(format!("list tags with `sealvol volume tags {vol}`"))
+    }
+
     /// Resolves a ref to the digest of an existing version.
     pub fn resolve(&self, r: &Ref) -> Result<Digest> {
         let vol = &r.volume;
         match &r.target {
             Target::Digest(DigestSpec::Full(d)) => {
                 if self.store().size(&manifest_key(vol, d))?.is_none() {
-                    return Err(missing_version(r));
+                    return Err(self.or_unknown_volume(vol, missing_version(r)));
                 }
                 if let Some(t) = self.in_trash(vol, d)? {
                     return Err(self.trashed_error(vol, d, &t));
@@ -475,6 +526,9 @@ impl Repository {
             }
             Target::Digest(spec @ DigestSpec::Prefix(_)) => {
                 let all = self.version_digests(vol)?;
+                if all.is_empty() {
+                    return Err(self.unknown_volume(vol));
+                }
                 let trashed = self.trashed_digests(vol)?;
                 let mut found: Vec<Digest> = all
                     .iter()
@@ -505,10 +559,7 @@ impl Repository {
                         )),
                         _ => e,
                     })?
-                    .ok_or_else(|| {
-                        Error::not_found(format!("no tag {tag} on vol:{vol}"))
-                            .hint(format!("list tags with `sealvol volume tags {vol}`"))
-                    })?;
+                    .ok_or_else(|| self.or_unknown_volume(vol, self.unknown_tag(vol, tag)))?;
                 if t.removed() {
                     let last = t.history.last();
                     return Err(Error::not_found(format!(
@@ -544,8 +595,13 @@ impl Repository {
                         .iter()
                         .find(|v| v.damaged.is_none())
                         .ok_or_else(|| match versions.is_empty() {
-                            true => Error::not_found(format!("volume {vol} has no versions"))
-                                .hint("list volumes with `sealvol volume ls`"),
+                            true => self.or_unknown_volume(
+                                vol,
+                                Error::not_found(format!("every version of {vol} is in the trash"))
+                                    .hint(format!(
+                                        "restore one: `sealvol volume trash {vol}` lists them"
+                                    )),
+                            ),
                             false => Error::corrupt(format!("every version of {vol} is damaged")),
                         })?;
                 Digest::parse(&v.digest)
@@ -573,7 +629,9 @@ impl Repository {
             });
         }
         if self.store().size(&manifest_key(vol, to))?.is_none() {
-            return Err(missing_version(&Ref::pinned(vol.clone(), *to)));
+            return Err(
+                self.or_unknown_volume(vol, missing_version(&Ref::pinned(vol.clone(), *to)))
+            );
         }
         if let Some(t) = self.in_trash(vol, to)? {
             return Err(self.trashed_error(vol, to, &t));
@@ -607,8 +665,7 @@ impl Repository {
                 );
             }
             Ok(None) => {
-                return Err(Error::not_found(format!("no tag {tag} on vol:{vol}"))
-                    .hint(format!("list tags with `sealvol volume tags {vol}`")));
+                return Err(self.or_unknown_volume(vol, self.unknown_tag(vol, tag)));
             }
             // A damaged tag can be removed: what is readable of its history is kept.
             Err(e) if e.kind() == ErrorKind::Corrupt => {}

@@ -370,7 +370,7 @@ impl Repository {
                         Error::not_found(format!("{r} is not in the trash: it is a live version"))
                             .hint(format!("list the trash with `sealvol volume trash {vol}`"))
                     }
-                    false => not_in_trash(r),
+                    false => self.or_unknown_volume(vol, not_in_trash(r)),
                 })
             }
             _ => Err(ambiguous_prefix(spec, vol, &found, " in the trash")),
@@ -381,10 +381,7 @@ impl Repository {
     pub fn trash(&self, vol: Option<&VolumeName>) -> Result<Vec<TrashedVersion>> {
         let vols = match vol {
             Some(v) => {
-                if !self.volumes(Some(&v.namespace))?.contains(v) {
-                    return Err(Error::not_found(format!("no volume {v}"))
-                        .hint("list volumes with `sealvol volume ls`"));
-                }
+                self.require_volume(v)?;
                 vec![v.clone()]
             }
             None => self.volumes(None)?,

@@ -36,6 +36,10 @@ fn unknown_names_are_errors_and_the_screen_stays() {
     assert_eq!(kind(&h), "versions");
     for (line, says) in [
         ("tags weights/nothere", "no volume weights/nothere"),
+        (
+            "versions weights/tinny",
+            "no volume weights/tinny; did you mean weights/tiny?",
+        ),
         ("versions weights/nothere", "no volume weights/nothere"),
         ("files weights/tiny:nope", "no tag nope"),
         ("diff weights/tiny:prod weights/tiny:nope", "no tag nope"),

@@ -90,8 +90,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
             );
             return Ok(());
         }
-        return Err(Error::not_found(format!("no volume {volume}"))
-            .hint("list volumes with `sealvol volume ls`"));
+        return Err(repo.unknown_volume(&volume));
     }
     if as_json {
         return json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));

@@ -2,7 +2,7 @@
 //! in the text and in JSON alike).
 
 use sealvol_core::registry::TagChange;
-use sealvol_core::{Error, Name, Ref, Result, VolumeName};
+use sealvol_core::{Name, Ref, Result, VolumeName};
 use sealvol_views::format::short_digest;
 
 use crate::commands::Ctx;
@@ -52,10 +52,7 @@ pub fn tag_line(t: &TagChange) -> String {
 pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()> {
     let volume = VolumeName::parse(volume)?;
     let repo = ctx.open_repo(false)?;
-    if repo.version_digests(&volume)?.is_empty() {
-        return Err(Error::not_found(format!("no volume {volume}"))
-            .hint("list volumes with `sealvol volume ls`"));
-    }
+    repo.require_volume(&volume)?;
     // The history shows removed tags too: their removal is undone by tagging again.
     let mut tags = match history {
         true => repo.tags_with_removed(&volume)?,
