@@ -61,11 +61,11 @@ fn init_logging(verbose: u8, quiet: bool) {
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // The certificate verifier and hf-hub log the failures our own errors then
-        // report, with what to do: said once, not twice.
+        // The certificate verifier, hf-hub and the AWS credential chain log the
+        // failures our own errors then report, with what to do: said once, not twice.
         .unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new(format!(
-                "{default},rustls_platform_verifier=off,hf_hub=off"
+                "{default},rustls_platform_verifier=off,hf_hub=off,aws_config=off"
             ))
         });
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -231,8 +231,16 @@ pub struct FailingServer {
 
 impl FailingServer {
     pub fn start() -> FailingServer {
-        let (process, line) =
-            spawn_listening(Command::new("python3").arg(servers_dir().join("failing_server.py")));
+        FailingServer::answering(500)
+    }
+
+    /// One that answers every request with `status`.
+    pub fn answering(status: u16) -> FailingServer {
+        let (process, line) = spawn_listening(
+            Command::new("python3")
+                .arg(servers_dir().join("failing_server.py"))
+                .args(["--status", &status.to_string()]),
+        );
         let port = line
             .rsplit(' ')
             .next()

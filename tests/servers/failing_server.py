@@ -2,17 +2,21 @@
 """An HTTP endpoint that answers every request with 500 Internal Server Error: a source
 whose server is down in the way that a client must retry. No real S3 server can be made
 to do this on demand, so this stands in for one in the tests of retries and cancel.
+With `--status 403` it is an instance metadata service that refuses, as off EC2.
 
-    failing_server.py
+    failing_server.py [--status N]
 prints "listening on PORT" once ready.
 """
+import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STATUS = int(sys.argv[sys.argv.index("--status") + 1]) if "--status" in sys.argv else 500
 
 
 class Failing(BaseHTTPRequestHandler):
     def answer(self):
         body = b"<Error><Code>InternalError</Code><Message>down</Message></Error>"
-        self.send_response(500)
+        self.send_response(STATUS)
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -225,6 +225,90 @@ fn a_403_fails_at_once_and_says_which_credentials_to_give() {
     );
 }
 
+/// No credentials anywhere, and an instance metadata service that refuses (as off
+/// EC2): one error line and its hint, nothing logged besides, and no request made, so
+/// nothing retried (the bucket's endpoint answers 500 to anything, which would be).
+#[test]
+fn a_sync_without_credentials_says_so_in_one_line_and_is_not_retried() {
+    let imds = FailingServer::answering(403);
+    let s3 = FailingServer::start();
+    let env = Env::new();
+    let mut c = env.cmd();
+    c.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", s3.port))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+            format!("http://127.0.0.1:{}", imds.port),
+        );
+    for var in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_EC2_METADATA_DISABLED",
+        "AWS_ENDPOINT_URL_S3",
+    ] {
+        c.env_remove(var);
+    }
+    let t = Instant::now();
+    let (code, err) = fails(
+        c,
+        &[
+            "volume",
+            "sync",
+            "s3://ckpts/run-7/step-1",
+            "weights/synced",
+        ],
+    );
+    let took = t.elapsed();
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "job 1: syncing s3://ckpts/run-7/step-1/",
+            "error: s3://ckpts/run-7/step-1/: no AWS credentials found",
+            "hint: give credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE), or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME (--repo-secret NAME for the repository)",
+        ],
+        "{err}"
+    );
+    let log = env.ok(&["jobs", "logs", "1"]);
+    assert_eq!(
+        log.lines().filter(|l| l.contains("attempt")).count(),
+        1,
+        "tried once: {log}"
+    );
+    assert!(
+        !log.contains("retry") && !log.contains("the connection was cut"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("s3://ckpts/run-7/step-1/").count(),
+        2,
+        "queued and failed once each: {log}"
+    );
+    // Not a deadline (a busy machine may be slow): what a retry would cost is seconds.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+
+    // A slash short is an address with a typo, not a local folder named `s3:`.
+    let (code, err) = fails(
+        env.cmd(),
+        &["volume", "sync", "s3:/ckpts/run-7", "weights/synced"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(
+            "error: source \"s3:/ckpts/run-7\" looks like an address missing a slash: s3://ckpts/run-7\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(env.ok(&["jobs", "ls"]).lines().count(), 2, "no second job");
+}
+
 #[test]
 fn credentials_from_a_secret_are_used_and_never_leak() {
     let moto = Moto::start(&[]);

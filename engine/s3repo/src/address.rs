@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sealvol_core::error::{Error, Result};
 use sealvol_node::source::SourceUrl;
+use sealvol_node::source::url::scheme;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Address {
@@ -22,17 +23,6 @@ s3:// with AWS_ENDPOINT_URL=https://storage.googleapis.com)";
 
 fn bad(s: &str, why: impl fmt::Display) -> Error {
     Error::invalid(format!("repository {s:?}: {why}")).hint(FORMS)
-}
-
-/// The scheme of `s` if it starts like `name:` (letters, digits, `+ - .`, from a
-/// letter): a directory whose name holds a colon is written `./name:…`.
-fn scheme(s: &str) -> Option<&str> {
-    let (head, _) = s.split_once(':')?;
-    let mut chars = head.chars();
-    let first = chars.next()?;
-    (first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-    .then_some(head)
 }
 
 impl Address {

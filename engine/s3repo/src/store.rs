@@ -71,7 +71,7 @@ impl S3Store {
         });
         let client = rx
             .recv()
-            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client did not start"))?;
+            .map_err(|_| Error::new(ErrorKind::Io, "the S3 client did not start"))??;
         Ok(S3Store {
             rt: Some(rt),
             inner: Arc::new(Inner {

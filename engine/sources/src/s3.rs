@@ -39,7 +39,7 @@ impl S3 {
             return Err(Error::invalid(format!("{url} is not an S3 source")));
         };
         Ok(S3 {
-            client: client(url, at, secret.map(credentials).transpose()?).await,
+            client: client(url, at, secret.map(credentials).transpose()?).await?,
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
             shown: url.to_string(),
@@ -144,23 +144,32 @@ pub async fn client(
     url: &SourceUrl,
     at: &Resolved,
     keys: Option<Credentials>,
-) -> aws_sdk_s3::Client {
+) -> Result<aws_sdk_s3::Client> {
     let default_region = match url {
         SourceUrl::R2 { .. } => "auto",
         _ => "us-east-1",
     };
     // The default chain asks instance metadata last; off AWS (a custom endpoint) that
     // only costs a timeout and a warning, so there it is the environment and profile.
-    let region = match at.url {
-        None => RegionProviderChain::default_provider(),
-        Some(_) => RegionProviderChain::first_try(
-            aws_config::environment::EnvironmentVariableRegionProvider::new(),
-        )
-        .or_else(aws_config::profile::ProfileFileRegionProvider::new()),
-    }
-    .or_else(Region::new(default_region));
+    let chain = RegionProviderChain::first_try(
+        aws_config::environment::EnvironmentVariableRegionProvider::new(),
+    )
+    .or_else(aws_config::profile::ProfileFileRegionProvider::new());
+    let chain = match at.url {
+        None => chain.or_else(
+            aws_config::imds::region::ImdsRegionProvider::builder()
+                .imds_client(imds())
+                .build(),
+        ),
+        Some(_) => chain,
+    };
+    let region = chain
+        .or_else(Region::new(default_region))
+        .region()
+        .await
+        .unwrap_or_else(|| Region::new(default_region));
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .region(region)
+        .region(region.clone())
         // Our own retry (`sources::retry`) covers every source alike.
         .retry_config(RetryConfig::disabled())
         .timeout_config(
@@ -172,17 +181,87 @@ pub async fn client(
     if let Some(u) = &at.url {
         loader = loader.endpoint_url(u);
     }
-    if let Some(keys) = keys {
-        loader = loader.credentials_provider(keys);
+    let probe = keys.is_none();
+    match keys {
+        Some(keys) => loader = loader.credentials_provider(keys),
+        None => {
+            let chain =
+                aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
+                    .region(region)
+                    .imds_client(imds())
+                    .build()
+                    .await;
+            loader = loader.credentials_provider(chain);
+        }
     }
     let shared = loader.load().await;
+    // Found once, before any request: a missing credential is one line that says what
+    // to set, not a request failure retried for seconds. The SDK caches what it found.
+    if probe && let Some(provider) = shared.credentials_provider() {
+        use aws_sdk_s3::config::ProvideCredentials;
+        let found = tokio::time::timeout(
+            sealvol_core::patience::connect(),
+            provider.provide_credentials(),
+        )
+        .await;
+        match found {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(no_credentials(url, &e)),
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{url}: finding AWS credentials took over {} s",
+                        sealvol_core::patience::connect().as_secs()
+                    ),
+                )
+                .hint(CREDENTIALS_HINT));
+            }
+        }
+    }
     let conf = aws_sdk_s3::config::Builder::from(&shared)
         .force_path_style(at.path_style)
         // Every byte read is checked against its BLAKE3 hash (or its source's ETag);
         // the SDK's own check cannot even validate a multipart object's checksum.
         .response_checksum_validation(aws_sdk_s3::config::ResponseChecksumValidation::WhenRequired)
         .build();
-    aws_sdk_s3::Client::from_conf(conf)
+    Ok(aws_sdk_s3::Client::from_conf(conf))
+}
+
+/// The instance metadata service as the credential and region chains ask it: one
+/// second to answer, one retry (its default is four tries, seconds off EC2).
+fn imds() -> aws_config::imds::Client {
+    aws_config::imds::Client::builder()
+        .max_attempts(2)
+        .connect_timeout(std::time::Duration::from_secs(1))
+        .read_timeout(std::time::Duration::from_secs(1))
+        .build()
+}
+
+/// The credential chain found nothing: one line and what to set. The chain's last
+/// answer (most often instance metadata refusing, off EC2) is logged for `-v`; a broken
+/// configuration is the user's to fix, so its cause is in the line.
+fn no_credentials(
+    url: &SourceUrl,
+    e: &aws_credential_types::provider::error::CredentialsError,
+) -> Error {
+    use aws_credential_types::provider::error::CredentialsError as E;
+    tracing::debug!("{url}: the AWS credential chain: {}", plain(e));
+    match e {
+        E::CredentialsNotLoaded(_) | E::ProviderError(_) => Error::new(
+            ErrorKind::Invalid,
+            format!("{url}: no AWS credentials found"),
+        ),
+        E::ProviderTimedOut(_) => Error::new(
+            ErrorKind::Unavailable,
+            format!("{url}: finding AWS credentials timed out"),
+        ),
+        other => Error::new(
+            ErrorKind::Invalid,
+            format!("{url}: cannot load AWS credentials: {}", plain(other)),
+        ),
+    }
+    .hint(CREDENTIALS_HINT)
 }
 
 /// A service's answer as its HTTP status and error code, or our error for a failure

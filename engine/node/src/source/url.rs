@@ -55,6 +55,18 @@ fn bad(s: &str, why: impl fmt::Display) -> Error {
     Error::invalid(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
 }
 
+/// The scheme of `s` if it starts like `name:` (letters, digits, `+ - .`, from a
+/// letter): what an address starts with. A local folder whose name holds a colon is
+/// written `./name:…`.
+pub fn scheme(s: &str) -> Option<&str> {
+    let (head, _) = s.split_once(':')?;
+    let mut chars = head.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(head)
+}
+
 fn name_ok(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
     (min..=max).contains(&s.len())
         && s.chars()
@@ -95,6 +107,16 @@ impl SourceUrl {
         let Some((scheme, rest)) = s.split_once("://") else {
             if s.is_empty() {
                 return Err(bad(s, "is empty"));
+            }
+            // `s3:/ckpts/x` is an address with a slash missing, never a local folder.
+            if let Some(scheme) = scheme(s) {
+                let rest = s[scheme.len() + 1..].trim_start_matches('/');
+                return Err(Error::invalid(format!(
+                    "source {s:?} looks like an address missing a slash: {scheme}://{rest}"
+                ))
+                .hint(format!(
+                    "write {scheme}://{rest}, or ./{s} for a local folder of that name"
+                )));
             }
             return Ok(SourceUrl::Local(PathBuf::from(s)));
         };
@@ -307,5 +329,25 @@ mod tests {
                 "{s:?}"
             );
         }
+    }
+
+    /// A slash short of an address is said so, never read as a local folder named `s3:`.
+    #[test]
+    fn an_address_missing_a_slash_is_not_a_local_folder() {
+        for (s, fixed) in [
+            ("s3:/ckpts/run-7/step-1", "s3://ckpts/run-7/step-1"),
+            ("s3:ckpts/x", "s3://ckpts/x"),
+            ("hf:/Qwen/Qwen3-8B", "hf://Qwen/Qwen3-8B"),
+            ("gs:/bucket/p", "gs://bucket/p"),
+        ] {
+            let e = SourceUrl::parse(s).unwrap_err();
+            assert_eq!(
+                e.message(),
+                format!("source {s:?} looks like an address missing a slash: {fixed}")
+            );
+            assert!(e.hint_text().unwrap().contains(&format!("./{s}")), "{e:?}");
+        }
+        assert_eq!(ok("./s3:/x"), SourceUrl::Local("./s3:/x".into()));
+        assert_eq!(ok("/data/ckpt"), SourceUrl::Local("/data/ckpt".into()));
     }
 }
