@@ -62,7 +62,11 @@ pub fn script(shell: Shell, mut cli: clap::Command) -> Result<String> {
 fn repository() -> Option<Repository> {
     // Completion runs at every key press: a local repository only, never a bucket.
     let repo = std::env::var("SEALVOL_REPO").ok();
-    let settings = crate::config::resolve(repo, None, None, None, None).ok()?;
+    let settings = crate::config::resolve(crate::config::Flags {
+        repo,
+        ..Default::default()
+    })
+    .ok()?;
     Repository::open_local(settings.repo.local()?, false, false).ok()
 }
 

@@ -1,6 +1,7 @@
 //! Where things live: flags > SEALVOL_* environment > config.toml > XDG defaults.
 //! (clap already applies flags over environment; this adds the file and the defaults.)
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -56,7 +57,7 @@ pub struct Settings {
     pub cache_size: u64,
     /// A mount's memory bound (`--prefetch-memory`), if config.toml gives one.
     pub prefetch_memory: Option<u64>,
-    /// Console theme preset.
+    /// Console theme: `--theme`, SEALVOL_THEME, config.toml, else dark.
     pub theme: String,
     /// fsync repository writes before they become visible (default on).
     pub fsync: bool,
@@ -77,6 +78,8 @@ pub struct Settings {
     /// The key for the remote engine and for peers (SEALVOL_API_KEY; never a flag, so
     /// that it stays out of the process list, and never printed).
     pub api_key: Option<Secret>,
+    /// Where each setting came from (`sealvol info`).
+    pub origins: Origins,
 }
 
 /// A secret a process holds (an API key): printed, at any verbosity, as its name only.
@@ -174,19 +177,78 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
     }
 }
 
-/// The settings in effect: `repo` and `state` from the command line or their `SEALVOL_*`
-/// variables (clap reads both), then config.toml, then the XDG defaults.
-pub fn resolve(
-    repo: Option<String>,
-    remote: Option<String>,
-    repo_secret: Option<String>,
-    state: Option<PathBuf>,
-    timeout: Option<std::time::Duration>,
-) -> Result<Settings> {
+/// What the command line (or the `SEALVOL_*` variables clap reads for it) gave, and
+/// where each given value came from (`--theme`, `SEALVOL_THEME`), for `sealvol info`.
+#[derive(Debug, Default)]
+pub struct Flags {
+    pub repo: Option<String>,
+    pub remote: Option<String>,
+    pub repo_secret: Option<String>,
+    pub state: Option<PathBuf>,
+    pub timeout: Option<std::time::Duration>,
+    pub theme: Option<String>,
+    pub from: BTreeMap<&'static str, String>,
+}
+
+/// Where each setting `sealvol info` shows came from: a flag, a variable, the config
+/// file, or the default.
+pub type Origins = BTreeMap<&'static str, String>;
+
+const FROM_FILE: &str = "config.toml";
+const FROM_DEFAULT: &str = "default";
+
+/// The settings in effect: the command line or its `SEALVOL_*` variables (clap reads
+/// both), then config.toml, then the XDG defaults.
+pub fn resolve(flags: Flags) -> Result<Settings> {
+    let Flags {
+        repo,
+        remote,
+        repo_secret,
+        state,
+        timeout,
+        theme,
+        from,
+    } = flags;
     let file = match config_path() {
         Some(p) => load_file(&p)?,
         None => ConfigFile::default(),
     };
+    let mut origins = Origins::new();
+    // `key`'s origin: the flag or variable that gave it, else the file if it has it.
+    let mut origin = |key: &'static str, in_file: bool| {
+        let o = match from.get(key) {
+            Some(f) => f.clone(),
+            None if in_file => FROM_FILE.into(),
+            None => FROM_DEFAULT.into(),
+        };
+        origins.insert(key, o);
+    };
+    origin("repository", file.repository.is_some());
+    origin("remote", false);
+    origin("state", file.state.is_some());
+    origin("theme", file.theme.is_some());
+    origin("timeout", file.timeout.is_some());
+    origin("cache_size", file.cache_size.is_some());
+    let mut from_env = |key: &'static str, var: &'static str, in_file: bool| {
+        let o = match std::env::var_os(var) {
+            Some(_) => var.to_string(),
+            None if in_file => FROM_FILE.into(),
+            None => FROM_DEFAULT.into(),
+        };
+        origins.insert(key, o);
+    };
+    from_env("cache", "SEALVOL_CACHE", file.cache.is_some());
+    from_env("fsync", "SEALVOL_FSYNC", file.fsync.is_some());
+    from_env(
+        "sync_batch",
+        "SEALVOL_SYNC_BATCH",
+        file.sync_batch.is_some(),
+    );
+    from_env(
+        "sync_streams",
+        "SEALVOL_SYNC_STREAMS",
+        file.sync_streams.is_some(),
+    );
     let dirs = dirs();
     let repo = match repo.or(file.repository) {
         Some(text) => Address::parse(&text)?,
@@ -227,7 +289,7 @@ pub fn resolve(
         .as_deref()
         .map(parse_size)
         .transpose()?;
-    let theme = file.theme.unwrap_or_else(|| "dark".into());
+    let theme = theme.or(file.theme).unwrap_or_else(|| "dark".into());
     let fsync = match std::env::var("SEALVOL_FSYNC") {
         Ok(v) => !matches!(v.as_str(), "0" | "off" | "false" | "no"),
         Err(_) => file.fsync.unwrap_or(true),
@@ -287,6 +349,7 @@ pub fn resolve(
             .ok()
             .filter(|k| !k.trim().is_empty())
             .map(Secret::new),
+        origins,
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)

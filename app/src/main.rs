@@ -15,7 +15,7 @@ mod signals;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use sealvol_core::{Error, ErrorKind, Result};
 
 use cli::{Cli, Command};
@@ -29,8 +29,11 @@ fn main() -> ExitCode {
     complete::answer_if_asked(Cli::command);
     // A foreground mount sets its own (commands/mount.rs).
     alloc::for_streams();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(both) => both,
         // Help, the version, or a usage error: clap's own text, whose write is checked
         // (clap's `exit` would pass over a full disk with status 0).
         Err(e) => {
@@ -41,7 +44,7 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.global.verbose, cli.global.quiet);
-    match run(cli) {
+    match run(cli, &matches) {
         Ok(()) => ExitCode::from(output::exit_code()),
         Err(e) => {
             errln!("error: {e}");
@@ -78,7 +81,41 @@ fn init_logging(verbose: u8, quiet: bool) {
         .init();
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Where each value the command line gave came from: `--theme`, or the variable clap
+/// read for it. A global flag may be given after the subcommands, so they are searched.
+fn flag_origins(m: &clap::ArgMatches) -> std::collections::BTreeMap<&'static str, String> {
+    use clap::parser::ValueSource;
+    let flags: [(&str, &'static str, &str, &str, bool); 5] = [
+        ("repo", "repository", "--repo", "SEALVOL_REPO", true),
+        ("remote", "remote", "--remote", "SEALVOL_REMOTE", true),
+        ("state", "state", "--state", "SEALVOL_STATE", true),
+        ("timeout", "timeout", "--timeout", "SEALVOL_TIMEOUT", true),
+        ("theme", "theme", "--theme", "SEALVOL_THEME", false),
+    ];
+    let mut out = std::collections::BTreeMap::new();
+    for (id, key, flag, var, global) in flags {
+        let mut level = Some(m);
+        while let Some(here) = level {
+            match here.value_source(id) {
+                Some(ValueSource::CommandLine) => {
+                    out.insert(key, flag.to_string());
+                    break;
+                }
+                Some(ValueSource::EnvVariable) => {
+                    out.insert(key, var.to_string());
+                }
+                _ => {}
+            }
+            level = match global {
+                true => here.subcommand().map(|(_, sub)| sub),
+                false => None,
+            };
+        }
+    }
+    out
+}
+
+fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
     if let Some(Command::Completions { shell }) = &cli.command {
         return outln!("{}", complete::script(*shell, Cli::command())?.trim_end());
     }
@@ -86,13 +123,15 @@ fn run(cli: Cli) -> Result<()> {
         return commands::info::digest(dir, *json);
     }
     let ctx = Ctx {
-        settings: config::resolve(
-            cli.global.repo.clone(),
-            cli.global.remote.clone(),
-            cli.global.repo_secret.clone(),
-            cli.global.state.clone(),
-            cli.global.timeout,
-        )?,
+        settings: config::resolve(config::Flags {
+            repo: cli.global.repo.clone(),
+            remote: cli.global.remote.clone(),
+            repo_secret: cli.global.repo_secret.clone(),
+            state: cli.global.state.clone(),
+            timeout: cli.global.timeout,
+            theme: cli.theme.clone(),
+            from: flag_origins(matches),
+        })?,
         quiet: cli.global.quiet,
     };
     // A theme named on the command line is checked even where no console opens.
@@ -128,7 +167,7 @@ fn run(cli: Cli) -> Result<()> {
                 errln!("seeded a demo repository at {}", ctx.settings.repo);
             }
             if interactive() {
-                return open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy);
+                return open_console(&ctx, cli.readonly, &cli.deploy);
             }
             // Not a terminal: show what the console would.
             commands::volume::run(
@@ -139,9 +178,7 @@ fn run(cli: Cli) -> Result<()> {
                 },
             )
         }
-        None if interactive() => {
-            open_console(&ctx, cli.readonly, cli.theme.as_deref(), &cli.deploy)
-        }
+        None if interactive() => open_console(&ctx, cli.readonly, &cli.deploy),
         None => {
             let _ = Cli::command().print_help();
             Err(
@@ -219,12 +256,7 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
-fn open_console(
-    ctx: &Ctx,
-    readonly: bool,
-    theme: Option<&str>,
-    deploy: &[std::path::PathBuf],
-) -> Result<()> {
+fn open_console(ctx: &Ctx, readonly: bool, deploy: &[std::path::PathBuf]) -> Result<()> {
     // Named on the command line: checked now, so a typo is an error, not an empty screen.
     for p in deploy {
         if !p.exists() {
@@ -240,7 +272,7 @@ fn open_console(
         false => deploy.to_vec(),
     };
     let config_dir = config_dir();
-    let theme = load_theme(theme.unwrap_or(&ctx.settings.theme))?;
+    let theme = load_theme(&ctx.settings.theme)?;
     let keymap =
         sealvol_console::Keymap::load(config_dir.map(|d| d.join("keymap.toml")).as_deref())
             .map_err(Error::invalid)?;

@@ -700,6 +700,83 @@ fn config_file_flags_and_environment_in_that_order() {
     assert!(err.contains("config.toml is invalid"), "{err}");
 }
 
+/// `info` shows the theme in effect and where it came from, for each of its sources,
+/// and says when the config file it names is not there.
+#[test]
+fn info_shows_each_setting_and_where_it_came_from() {
+    let env = Env::new();
+    let row = |out: &str, name: &str| -> Vec<String> {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{out}"));
+        line.split_whitespace().map(String::from).collect()
+    };
+    let info = |c: &mut std::process::Command| {
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut c = env.cmd();
+    c.env_remove("SEALVOL_THEME").arg("info");
+    let out = info(&mut c);
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("config.toml (not there: nothing is read from it)"),
+        "{out}"
+    );
+    assert_eq!(row(&out, "theme"), ["theme", "dark", "default"]);
+    assert_eq!(row(&out, "repository")[2], "SEALVOL_REPO");
+
+    let cfg = env.path("config/sealvol/config.toml");
+    write(&cfg, b"theme = \"high-contrast\"\n");
+    let mut c = env.cmd();
+    c.env_remove("SEALVOL_THEME").arg("info");
+    let out = info(&mut c);
+    assert_eq!(
+        out.lines().next().unwrap(),
+        format!("config file  {}", cfg.display())
+    );
+    assert_eq!(
+        row(&out, "theme"),
+        ["theme", "high-contrast", "config.toml"]
+    );
+
+    let mut c = env.cmd();
+    c.env("SEALVOL_THEME", "light").arg("info");
+    assert_eq!(
+        row(&info(&mut c), "theme"),
+        ["theme", "light", "SEALVOL_THEME"]
+    );
+
+    // The flag wins, before or after the subcommand (it is the console's, given first).
+    let mut c = env.cmd();
+    c.env("SEALVOL_THEME", "light")
+        .args(["--theme", "dark", "info"]);
+    assert_eq!(row(&info(&mut c), "theme"), ["theme", "dark", "--theme"]);
+    let mut c = env.cmd();
+    c.args(["info", "--timeout", "30s", "--repo", "/flag/wins"]);
+    let out = info(&mut c);
+    assert_eq!(row(&out, "timeout"), ["timeout", "30s", "--timeout"]);
+    assert_eq!(
+        row(&out, "repository"),
+        ["repository", "/flag/wins", "--repo"]
+    );
+
+    let mut c = env.cmd();
+    c.env("SEALVOL_THEME", "light").args(["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&info(&mut c)).unwrap();
+    assert_eq!(v["theme"], "light");
+    assert_eq!(v["sources"]["theme"], "SEALVOL_THEME");
+    assert_eq!(v["config_file_exists"], true);
+}
+
 #[test]
 fn a_closed_pipe_ends_the_listing_quietly() {
     let env = Env::new();

@@ -7,7 +7,7 @@ use sealvol_core::Result;
 
 use super::Ctx;
 use crate::config;
-use crate::output::{json, size};
+use crate::output::{json, size, table};
 
 /// `sealvol init`: a new repository at the address in effect.
 pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
@@ -24,46 +24,86 @@ pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
     outln!("created a repository at {}", repo.location())
 }
 
+/// The settings in effect, each with where it came from (a flag, a `SEALVOL_*`
+/// variable, config.toml, the default, or the repository itself).
 pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     let s = &ctx.settings;
-    let config = config::config_path().map(|p| p.display().to_string());
+    let config = config::config_path();
+    let config_there = config.as_deref().is_some_and(std::path::Path::is_file);
     // The repository's own settings, if there is one yet.
     let repo = ctx.open_repo(false).ok();
     let repo_settings = repo.as_ref().map(|r| r.config());
+    let from = |key: &str| s.origins.get(key).cloned().unwrap_or_default();
     if as_json {
         return json(&serde_json::json!({
-            "config_file": config,
+            "config_file": config.as_ref().map(|p| p.display().to_string()),
+            "config_file_exists": config_there,
             "repository": s.repo.to_string(),
+            "remote": s.remote,
             "state": s.state.display().to_string(),
             "cache": s.cache.display().to_string(),
             "cache_size": s.cache_size,
             "theme": s.theme,
             "fsync": s.fsync,
+            "timeout_secs": s.timeout.as_secs(),
+            "sync_batch": s.sync_batch,
+            "sync_streams": s.sync_streams,
             "retention_secs": repo_settings.map(|c| c.retention.as_secs()),
             "gc_grace_secs": repo_settings.map(|c| c.gc_grace.as_secs()),
+            "sources": s.origins,
         }));
     }
-    let config = config.unwrap_or_else(|| "(no home directory)".into());
-    outln!("config file  {config}")?;
-    outln!("repository   {}", s.repo)?;
-    outln!("state        {}", s.state.display())?;
-    outln!(
-        "cache        {} (bound {})",
-        s.cache.display(),
-        size(s.cache_size)
-    )?;
-    outln!("theme        {}", s.theme)?;
-    outln!("fsync        {}", if s.fsync { "on" } else { "off" })?;
+    let config_line = match (&config, config_there) {
+        (Some(p), true) => p.display().to_string(),
+        (Some(p), false) => format!("{} (not there: nothing is read from it)", p.display()),
+        (None, _) => "(no home directory)".into(),
+    };
+    outln!("config file  {config_line}")?;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut row = |name: &str, value: String, source: String| {
+        rows.push(vec![name.to_string(), value, source]);
+    };
+    match &s.remote {
+        Some(r) => row("remote", r.clone(), from("remote")),
+        None => row("repository", s.repo.to_string(), from("repository")),
+    }
+    row("state", s.state.display().to_string(), from("state"));
+    row("cache", s.cache.display().to_string(), from("cache"));
+    row("cache bound", size(s.cache_size), from("cache_size"));
+    row("theme", s.theme.clone(), from("theme"));
+    row(
+        "fsync",
+        (if s.fsync { "on" } else { "off" }).into(),
+        from("fsync"),
+    );
+    row(
+        "timeout",
+        humantime::format_duration(s.timeout).to_string(),
+        from("timeout"),
+    );
+    row("sync batch", size(s.sync_batch), from("sync_batch"));
+    row(
+        "sync streams",
+        s.sync_streams.to_string(),
+        from("sync_streams"),
+    );
     match repo_settings {
         Some(c) => {
-            outln!(
-                "retention    {} (the trash; `sealvol settings`)",
-                humantime::format_duration(c.retention)
-            )?;
-            outln!("gc grace     {}", humantime::format_duration(c.gc_grace))
+            let shown = "the repository (`sealvol settings`)".to_string();
+            row(
+                "retention",
+                humantime::format_duration(c.retention).to_string(),
+                shown.clone(),
+            );
+            row(
+                "gc grace",
+                humantime::format_duration(c.gc_grace).to_string(),
+                shown,
+            );
         }
-        None => outln!("retention    (no repository yet)"),
+        None => row("retention", "-".into(), "(no repository yet)".into()),
     }
+    table(&["SETTING", "VALUE", "FROM"], &rows)
 }
 
 /// Shortest grace period allowed: a push's check-to-manifest window is milliseconds,
