@@ -536,7 +536,7 @@ fn paths_and_ranges_a_client_makes_up_are_refused_and_hurt_nothing() {
     let (status, _) = http(
         &t.served,
         "GET",
-        "/healthz",
+        "/v1/key",
         None,
         &[("Authorization", &format!("bearer {}", t.a))],
         b"",
@@ -606,7 +606,7 @@ fn stalled_slow_and_idle_clients_pin_no_memory_and_stop_no_one() {
     std::thread::sleep(Duration::from_secs(2));
     // Meanwhile everyone else is served at once.
     let asked = Instant::now();
-    let (status, _) = http(&t.served, "GET", "/healthz", Some(&t.b), &[], b"");
+    let (status, _) = http(&t.served, "GET", "/v1/key", Some(&t.b), &[], b"");
     assert_eq!(status, 200);
     assert!(
         asked.elapsed() < Duration::from_secs(5),

@@ -36,10 +36,29 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
     let src = env.path("src");
     write(&src.join("w.bin"), &noise(1 << 20, 3));
     env.push(&src, "t/served", &[]);
-    let s = serve(&env, &["--cache-size", "64M"]);
-    assert_eq!(get(&s, "/healthz").0, 200);
-    // Without the key, nothing: not even health (the route walk is engine/serve/tests/auth.rs).
-    assert_eq!(get_as(&s.addr, None, "/healthz").0, 401);
+    let metrics_port = common::servers::free_port();
+    let s = serve(
+        &env,
+        &[
+            "--cache-size",
+            "64M",
+            "--metrics-listen",
+            &metrics_port.to_string(),
+        ],
+    );
+    // The probes answer without a key (a load balancer or a kubelet holds none); the
+    // rest, /metrics included, need one (the route walk is engine/serve/tests/auth.rs).
+    assert_eq!(get_as(&s.addr, None, "/healthz"), (200, b"ok\n".to_vec()));
+    assert_eq!(get_as(&s.addr, None, "/readyz"), (200, b"ready\n".to_vec()));
+    assert_eq!(get_as(&s.addr, None, "/metrics").0, 401);
+    // ... unless asked for on an address of its own: a port alone is loopback.
+    let (status, body) = get_as(&format!("127.0.0.1:{metrics_port}"), None, "/metrics");
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8_lossy(&body).contains("sealvol_serve_origin_fetches_total 0"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     let mode = std::fs::metadata(env.state.join("serve/admin.key"))
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
         .unwrap();
@@ -69,6 +88,11 @@ fn bad_serve_input_gets_one_clear_line() {
     let e = env.fails(2, &["serve", "--listen", "0.0.0.0:0"]);
     assert!(
         e.contains("not a loopback address") && e.contains("--insecure-http"),
+        "{e}"
+    );
+    let e = env.fails(2, &["serve", "--metrics-listen", "localhost:x"]);
+    assert!(
+        e.contains("--metrics-listen localhost:x is not an address or a port"),
         "{e}"
     );
     let e = env.fails(2, &["serve", "--listen", "localhost"]);

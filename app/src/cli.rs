@@ -124,7 +124,7 @@ pub enum Command {
 
     /// Serve this repository: the in-cluster cache tier for nodes, and the remote engine for API-key holders.
     #[command(
-        after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 10.0.0.5:7420 --tls-cert cert.pem --tls-key key.pem\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nThe first start makes an admin API key in <state>/serve/admin.key (0600); `sealvol key create` makes scoped ones.\nEvery route needs a key (Authorization: Bearer KEY): GET /v1/chunks/<hash>, POST /v1/runs, the remote engine's\n/v1/objects/…, /v1/list, /metrics, /healthz, /readyz. Off loopback it needs TLS or --insecure-http."
+        after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 10.0.0.5:7420 --tls-cert cert.pem --tls-key key.pem\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nThe first start makes an admin API key in <state>/serve/admin.key (0600); `sealvol key create` makes scoped ones.\nEvery route needs a key (Authorization: Bearer KEY): GET /v1/chunks/<hash>, POST /v1/runs, the remote engine's\n/v1/objects/…, /v1/list, /metrics; but not the probes /healthz (the process is up) and /readyz (the repository answers).\n--metrics-listen serves /metrics without a key on an address of its own. Off loopback it needs TLS or --insecure-http."
     )]
     Serve(ServeArgs),
 
@@ -568,6 +568,9 @@ pub struct ServeArgs {
     /// Allow a non-loopback address without TLS (a network you trust).
     #[arg(long)]
     pub insecure_http: bool,
+    /// Also serve /metrics without a key, on this address, for a Prometheus that holds none (a port alone: 127.0.0.1:PORT)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

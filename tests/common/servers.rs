@@ -39,7 +39,8 @@ pub fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers")
 }
 
-fn free_port() -> u16 {
+/// A loopback port free a moment ago, for a server that must be told its port.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

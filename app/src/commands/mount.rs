@@ -188,7 +188,7 @@ fn serve(
             let held = sealvol_serve::metrics::CacheState::of(&cache);
             sealvol_serve::metrics::mount_text(&info, &fs.stats(), Some(held))
         });
-        match sealvol_serve::metrics::expose(addr, render) {
+        match sealvol_serve::metrics::expose("--metrics", addr, render) {
             Ok(bound) => rec.metrics = Some(format!("http://{bound}/metrics")),
             Err(e) => {
                 let _ = m.unmount();

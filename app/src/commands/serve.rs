@@ -19,6 +19,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         tls_cert,
         tls_key,
         insecure_http,
+        metrics_listen,
     } = args;
     let listen = listen.as_str();
     let tls = match (&tls_cert, &tls_key) {
@@ -60,6 +61,18 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         ctx.settings.state.display().to_string(),
     ]);
     let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
+    if let Some(text) = &metrics_listen {
+        let at = metrics_address(text)?;
+        let s = Arc::clone(&service);
+        let render = Arc::new(move || {
+            let cache = sealvol_serve::metrics::CacheState::of(s.cache());
+            sealvol_serve::metrics::serve_text(&s.counters, cache)
+        });
+        let bound = sealvol_serve::metrics::expose("--metrics-listen", at, render)?;
+        if !ctx.quiet {
+            errln!("metrics without a key at http://{bound}/metrics");
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -95,5 +108,19 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             r = served => r.map_err(|e| Error::usage(format!("the server stopped: {e}"))),
             _ = tokio::signal::ctrl_c() => Ok(()),
         }
+    })
+}
+
+/// `--metrics-listen`: an address, or a port alone for loopback (metrics name no data,
+/// but what a node serves is still nobody else's business unless asked for).
+fn metrics_address(text: &str) -> Result<SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        Error::usage(format!(
+            "--metrics-listen {text} is not an address or a port"
+        ))
+        .hint("give a port (9464, on loopback) or an IP and a port (0.0.0.0:9464)")
     })
 }

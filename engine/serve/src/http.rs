@@ -4,7 +4,10 @@
 //! routes (`objects.rs`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
 //!
 //! Every route, and any path that is not one, needs an API key (`keys.rs`): the check is
-//! one layer over the whole router, so a route added later cannot skip it.
+//! one layer over the whole router, so a route added later cannot skip it. The two
+//! probes (`OPEN_ROUTES`: `/healthz`, `/readyz`) are the exception, outside that layer,
+//! for load balancers and Kubernetes: they say only "ok" or "ready", and `/readyz` asks
+//! the repository at most once every few seconds however often it is probed.
 //!
 //! Chunk URLs name immutable bytes, so responses say so (`Cache-Control: public,
 //! max-age=31536000, immutable`, the hash as the `ETag`): an ordinary HTTP cache in
@@ -33,9 +36,9 @@ use sealvol_core::digest::Hash;
 
 use crate::chunks::{ChunkService, Miss};
 
-/// Every route the server answers and its methods, for the router and for tests that
+/// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 19] = [
+pub const ROUTES: [(&str, &[&str]); 17] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -44,8 +47,6 @@ pub const ROUTES: [(&str, &[&str]); 19] = [
     ("/v1/barrier", &["POST"]),
     ("/v1/key", &["GET"]),
     ("/metrics", &["GET"]),
-    ("/healthz", &["GET"]),
-    ("/readyz", &["GET"]),
     ("/v1/ops/have-chunks", &["POST"]),
     ("/v1/ops/stored-files", &["POST"]),
     ("/v1/ops/lists/{file}", &["PUT"]),
@@ -57,6 +58,13 @@ pub const ROUTES: [(&str, &[&str]); 19] = [
     ("/v1/ops/gc", &["POST"]),
 ];
 
+/// The probes, answered without a key: is the process up, can it reach its repository.
+pub const OPEN_ROUTES: [(&str, &[&str]); 2] = [("/healthz", &["GET"]), ("/readyz", &["GET"])];
+
+/// How long a `/readyz` answer stands: probes from anyone cost the repository at most
+/// one small request this often.
+const READY_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The largest request body of the chunk routes: a run request naming `MAX_RUN_CHUNKS`
 /// chunks is about 600 KiB of JSON.
 pub const MAX_BODY: usize = 1 << 20;
@@ -67,6 +75,8 @@ pub struct Served {
     pub chunks: Arc<ChunkService>,
     pub keys: Arc<Keys>,
     pub steward: Arc<Steward>,
+    /// The last `/readyz` verdict and when it was reached.
+    ready: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>>,
 }
 
 impl Served {
@@ -79,6 +89,7 @@ impl Served {
             chunks,
             keys,
             steward,
+            ready: Arc::default(),
         }
     }
 }
@@ -114,7 +125,10 @@ pub fn router(served: Served) -> Router {
     use crate::objects as o;
     use crate::ops as op;
     let keys = Arc::clone(&served.keys);
-    Router::new()
+    let probes = Router::new()
+        .route(OPEN_ROUTES[0].0, get(|| async { "ok\n" }))
+        .route(OPEN_ROUTES[1].0, get(readyz));
+    let keyed = Router::new()
         .route(ROUTES[0].0, get(chunk))
         .route(ROUTES[1].0, post(run))
         .route(
@@ -129,21 +143,64 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[5].0, post(o::barrier))
         .route(ROUTES[6].0, get(o::whoami))
         .route(ROUTES[7].0, get(metrics))
-        .route(ROUTES[8].0, get(|| async { "ok\n" }))
-        .route(ROUTES[9].0, get(|| async { "ready\n" }))
-        .route(ROUTES[10].0, post(op::have_chunks))
-        .route(ROUTES[11].0, post(op::stored_files))
-        .route(ROUTES[12].0, put(op::put_list))
-        .route(ROUTES[13].0, post(op::seal))
-        .route(ROUTES[14].0, post(op::tag))
-        .route(ROUTES[15].0, post(op::delete))
-        .route(ROUTES[16].0, post(op::restore))
-        .route(ROUTES[17].0, post(op::damage))
-        .route(ROUTES[18].0, post(op::gc))
+        .route(ROUTES[8].0, post(op::have_chunks))
+        .route(ROUTES[9].0, post(op::stored_files))
+        .route(ROUTES[10].0, put(op::put_list))
+        .route(ROUTES[11].0, post(op::seal))
+        .route(ROUTES[12].0, post(op::tag))
+        .route(ROUTES[13].0, post(op::delete))
+        .route(ROUTES[14].0, post(op::restore))
+        .route(ROUTES[15].0, post(op::damage))
+        .route(ROUTES[16].0, post(op::gc))
         .fallback(|| async { StatusCode::NOT_FOUND })
-        .layer(middleware::from_fn_with_state(keys, authenticate))
+        .layer(middleware::from_fn_with_state(keys, authenticate));
+    probes
+        .merge(keyed)
         .layer(middleware::from_fn(no_panics))
         .with_state(served)
+}
+
+/// `/readyz`: 200 once the repository answers a small request, 503 while it does not.
+/// The verdict stands for `READY_FOR`, and the answer says nothing else: anyone may ask.
+async fn readyz(State(served): State<Served>) -> Response {
+    let mut last = served.ready.lock().await;
+    let ready = match *last {
+        Some((at, ready)) if at.elapsed() < READY_FOR => ready,
+        _ => {
+            let repo = Arc::clone(served.chunks.repository());
+            let asked = tokio::task::spawn_blocking(move || {
+                repo.object_store().size(sealvol_core::repo::CONFIG_KEY)
+            });
+            let ready = match tokio::time::timeout(READY_FOR, asked).await {
+                Ok(Ok(Ok(Some(_)))) => true,
+                Ok(Ok(Ok(None))) => {
+                    tracing::warn!(
+                        "not ready: the repository has no {}",
+                        sealvol_core::repo::CONFIG_KEY
+                    );
+                    false
+                }
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!("not ready: the repository: {e}");
+                    false
+                }
+                Ok(Err(_)) | Err(_) => {
+                    tracing::warn!("not ready: the repository did not answer within {READY_FOR:?}");
+                    false
+                }
+            };
+            *last = Some((std::time::Instant::now(), ready));
+            ready
+        }
+    };
+    match ready {
+        true => (StatusCode::OK, "ready\n").into_response(),
+        false => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the repository does not answer\n",
+        )
+            .into_response(),
+    }
 }
 
 /// A handler that panics answers 500 with no more than that: the panic's text (and

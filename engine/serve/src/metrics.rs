@@ -408,19 +408,20 @@ pub fn serve_text(c: &crate::chunks::Counters, cache: CacheState) -> String {
 }
 
 /// Serves `GET /metrics` with what `render` says, on `addr`, from a thread of its own;
-/// returns the address bound (for port 0).
+/// returns the address bound (for port 0). `flag` names the option errors are about.
 pub fn expose(
+    flag: &str,
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
 ) -> Result<SocketAddr> {
     let std_listener = std::net::TcpListener::bind(addr).map_err(|e| {
-        Error::usage(format!("--metrics {addr}: cannot listen: {e}"))
+        Error::usage(format!("{flag} {addr}: cannot listen: {e}"))
             .hint("pick a free port, or 127.0.0.1:0 for any")
     })?;
     let bound = std_listener.local_addr().unwrap_or(addr);
     std_listener
         .set_nonblocking(true)
-        .map_err(|e| Error::usage(format!("--metrics {addr}: {e}")))?;
+        .map_err(|e| Error::usage(format!("{flag} {addr}: {e}")))?;
     std::thread::Builder::new()
         .name("sealvol-metrics".into())
         .spawn(move || {
@@ -456,6 +457,6 @@ pub fn expose(
                 }
             });
         })
-        .map_err(|e| Error::usage(format!("--metrics {addr}: cannot start its thread: {e}")))?;
+        .map_err(|e| Error::usage(format!("{flag} {addr}: cannot start its thread: {e}")))?;
     Ok(bound)
 }

@@ -1,12 +1,12 @@
 //! API keys on a real server over loopback: every route in the router's list (and a
 //! path that is none) refuses a request without a key, with a wrong one and with a
-//! revoked one; scoped and read-only keys are held to their scope object by object;
+//! revoked one, but for the two probes, which answer anyone; scoped and read-only keys are held to their scope object by object;
 //! bad object requests get one line and store nothing.
 
 mod common;
 
 use common::{Server, server};
-use sealvol_serve::http::ROUTES;
+use sealvol_serve::http::{OPEN_ROUTES, ROUTES};
 
 /// `route` with its parameters filled in.
 fn concrete(route: &str) -> String {
@@ -60,8 +60,44 @@ fn every_route_refuses_no_key_a_wrong_key_and_a_revoked_key() {
     }
     assert!(walked >= ROUTES.len());
     // The admin key is let in everywhere (what each route then says is its own).
-    let (status, _) = ask(&s, "GET", "/healthz", Some(&s.key), Vec::new());
+    let (status, _) = ask(&s, "GET", "/v1/key", Some(&s.key), Vec::new());
     assert_eq!(status, 200);
+    // The probes are for load balancers and kubelets, which hold no key: any caller is
+    // answered, and told nothing but the verdict.
+    for (route, _) in OPEN_ROUTES {
+        for key in [
+            None,
+            Some(wrong.as_str()),
+            Some(revoked.as_str()),
+            Some("Basic abc"),
+        ] {
+            let (status, body) = ask(&s, "GET", route, key, Vec::new());
+            assert_eq!(status, 200, "{route} with {key:?}: {body}");
+            assert!(body == "ok\n" || body == "ready\n", "{route}: {body:?}");
+        }
+        let (status, _) = ask(&s, "POST", route, None, Vec::new());
+        assert_eq!(status, 405, "{route}: only GET");
+    }
+}
+
+/// `/readyz` says whether the repository answers, without a key and without saying
+/// more; `/healthz` only that the process is up.
+#[test]
+fn readyz_fails_while_the_repository_cannot_be_read() {
+    let s = server();
+    let config = s
+        .dir
+        .path()
+        .join("repo")
+        .join(sealvol_core::repo::CONFIG_KEY);
+    let kept = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    let (status, body) = ask(&s, "GET", "/readyz", None, Vec::new());
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body, "not ready: the repository does not answer\n");
+    assert!(!body.contains(&s.dir.path().display().to_string()));
+    assert_eq!(ask(&s, "GET", "/healthz", None, Vec::new()).0, 200);
+    std::fs::write(&config, kept).unwrap();
 }
 
 #[test]
