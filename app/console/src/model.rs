@@ -776,7 +776,16 @@ impl Model {
         };
         let mut text = self.ctx.status.1.clone();
         if !self.ctx.filter.is_empty() && !matches!(self.ctx.overlay, Some(Overlay::Prompt(_))) {
-            text = format!("/{}  {text}", self.ctx.filter);
+            // What the filter leaves, beside a screen's own counts of all its rows.
+            let n = top.len(&self.ctx);
+            let matched = match n {
+                1 => "1 match".to_string(),
+                n => format!("{n} matches"),
+            };
+            text = match text.is_empty() {
+                true => format!("/{}: {matched}", self.ctx.filter),
+                false => format!("/{}: {matched} · {text}", self.ctx.filter),
+            };
         }
         let overlay = self
             .ctx

@@ -55,6 +55,45 @@ impl Deployments {
     }
 }
 
+impl Deployments {
+    /// Why `b` found no cell to roll back: what the screen is missing, in order.
+    fn why_nothing_to_roll_back(&self, ctx: &Ctx) -> String {
+        let Some(m) = &self.matrix else {
+            return match (self.paths.is_empty(), ctx.busy > 0) {
+                (true, _) => "no deployment files to roll back: start with --deploy FILE (or a folder), or set deploy_dirs in config.toml".into(),
+                (false, true) => "the deployments are still loading".into(),
+                (false, false) => format!(
+                    "no deployments could be read from {} (r reads them again)",
+                    shown(&self.paths)
+                ),
+            };
+        };
+        if m.names.is_empty() {
+            return format!("no deployment files found in {}", shown(&self.paths));
+        }
+        if self.visible(ctx).is_empty() {
+            return match ctx.filter.is_empty() {
+                true => "the deployments mount no volume".into(),
+                false => format!("no volume matches /{} (esc clears the filter)", ctx.filter),
+            };
+        }
+        match m.names.get(self.column) {
+            Some(name) => {
+                format!("{name} does not mount the selected volume: tab to a deployment that does")
+            }
+            None => "select a deployment with tab".into(),
+        }
+    }
+}
+
+fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn cell_view(cells: &[Cell]) -> DeployCell {
     match cells.first() {
         None => DeployCell {
@@ -143,7 +182,7 @@ impl Screen for Deployments {
             }
             Action::Rollback | Action::Open => {
                 let Some((cell, file, name, volume)) = self.selected_cell(ctx) else {
-                    ctx.info("this deployment does not mount the selected volume");
+                    ctx.info(self.why_nothing_to_roll_back(ctx));
                     return Some(Reply::default());
                 };
                 let Ok(volume) = VolumeName::parse(&volume) else {

@@ -182,4 +182,40 @@ fn read_only_and_unconfigured_consoles_change_nothing() {
     h.keys("D");
     let v = view(&h);
     assert!(v.names.is_empty() && v.empty.contains("--deploy"), "{v:?}");
+    // b says what is missing, not that some deployment lacks the volume.
+    h.keys("b");
+    assert!(
+        h.status()
+            .starts_with("no deployment files to roll back: start with --deploy"),
+        "{}",
+        h.status()
+    );
+    // A folder with no deployment file in it, and a filter that hides every volume.
+    let mut h = harness_with(false, &|dir, _, _| {
+        let d = dir.join("empty-deploy");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("notes.txt"), "nothing here").unwrap();
+        vec![d]
+    });
+    h.keys("D");
+    assert!(
+        h.status().contains("holds no deployment files"),
+        "{}",
+        h.status()
+    );
+    h.keys("b");
+    assert!(
+        h.status().starts_with("no deployments could be read from")
+            && h.status().ends_with("(r reads them again)"),
+        "{}",
+        h.status()
+    );
+    let mut h = harness_with(false, &files);
+    h.keys("D / z z z enter b");
+    assert!(
+        h.status()
+            .ends_with("no volume matches /zzz (esc clears the filter)"),
+        "{}",
+        h.status()
+    );
 }

@@ -51,6 +51,12 @@ fn a_second_slash_edits_the_filter_and_every_list_screen_filters() {
     };
     assert_eq!(v.rows.len(), 1, "typing replaced the old filter");
     assert!(v.rows[0].name.contains("tiny"));
+    // The status line counts what the filter leaves, beside the screen's own count.
+    assert!(
+        h.status().starts_with("/tiny: 1 match · 2 volume(s) in 2 namespace(s)"),
+        "{}",
+        h.status()
+    );
     h.keys("/ backspace");
     h.typed("x");
     let ViewOverlay::Prompt { input, .. } = h.model.frame(&h.keys).overlay.unwrap() else {
