@@ -31,6 +31,12 @@ pub enum Overlay {
         bindings: Vec<(String, String)>,
         offset: usize,
     },
+    /// The status line's recent messages in full, newest first (text, is an error),
+    /// wrapped, scrolled down by `offset` lines.
+    Messages {
+        messages: Vec<(String, bool)>,
+        offset: usize,
+    },
     /// A destructive action, named by what it changes, with from → to.
     Confirm {
         title: String,
@@ -130,12 +136,15 @@ pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer)
         _ => Role::Status,
     };
     let style = theme.style(Role::Status).patch(theme.style(role));
-    // Text wider than the terminal ends in `…` rather than at the edge mid-word.
+    // Text wider than the terminal ends in `…` rather than at the edge mid-word, and
+    // says where the rest is when there is room to.
     let text = status_text(status);
     let room = area.width as usize;
+    const REST: &str = "… (L: in full)";
     let text = if text.chars().count() > room && room > 1 {
-        let mut cut: String = text.chars().take(room - 1).collect();
-        cut.push('…');
+        let tail = if room > 40 { REST } else { "…" };
+        let mut cut: String = text.chars().take(room - tail.chars().count()).collect();
+        cut.push_str(tail);
         cut
     } else {
         text
@@ -211,6 +220,23 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
             };
             Paragraph::new(lines)
                 .block(framed(&title, Role::Border, theme))
+                .render(r, buf);
+        }
+        Overlay::Messages { messages, offset } => {
+            let width = area.width.saturating_sub(4).min(120);
+            let r = centered(area, width, area.height.saturating_sub(2));
+            Clear.render(r, buf);
+            let mut lines: Vec<Line> = Vec::new();
+            for (text, error) in messages {
+                let role = if *error { Role::Error } else { Role::Text };
+                lines.push(Line::from(Span::styled(text.clone(), theme.style(role))));
+                lines.push(Line::default());
+            }
+            let title = " messages, newest first (j/k scroll; esc closes) ";
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .scroll((u16::try_from(*offset).unwrap_or(u16::MAX), 0))
+                .block(framed(title, Role::Border, theme))
                 .render(r, buf);
         }
         Overlay::Confirm { title, lines, yes } => {

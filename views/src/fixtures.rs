@@ -248,6 +248,23 @@ pub fn help() -> FrameView {
     f
 }
 
+/// `L`: the status line's messages in full, an error cut on the line read whole.
+pub fn messages() -> FrameView {
+    let mut f = volumes();
+    f.overlay = Some(Overlay::Messages {
+        offset: 0,
+        messages: vec![
+            (
+                "s3://ckpts/run-7/step-1/: no AWS credentials found (give credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or AWS_WEB_IDENTITY_TOKEN_FILE), or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME)".into(),
+                true,
+            ),
+            ("job 12: syncing s3://ckpts/run-7/step-1/".into(), false),
+            ("3 volume(s) in 3 namespace(s)".into(), false),
+        ],
+    });
+    f
+}
+
 pub fn diff() -> FrameView {
     use crate::diff::{Change, DiffFile, DiffTensor, DiffView};
     let size: u64 = 536_870_912;
@@ -596,6 +613,7 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("diff", diff()),
         ("diff-tensors", diff_tensors()),
         ("help", help()),
+        ("messages", messages()),
         ("mounts-empty", mounts_empty()),
         ("jobs-empty", jobs_empty()),
         ("versions-damaged", versions_damaged()),

@@ -33,6 +33,8 @@ pub enum Action {
     Command,
     Refresh,
     Help,
+    /// The status line's recent messages, in full.
+    Messages,
     Quit,
     Confirm,
     Cancel,
@@ -70,6 +72,7 @@ impl Action {
             "command" => Action::Command,
             "refresh" => Action::Refresh,
             "help" => Action::Help,
+            "messages" => Action::Messages,
             "quit" => Action::Quit,
             "confirm" => Action::Confirm,
             "cancel" => Action::Cancel,

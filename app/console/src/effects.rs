@@ -131,6 +131,9 @@ pub enum Loaded {
     RollbackPlanned(RollbackRequest, Option<Box<RollbackPlan>>),
     RolledBack(Box<RollbackPlan>),
     Failed(String),
+    /// A change that was not made (a tag moved meanwhile, a version gone): said, and
+    /// what is shown reloaded, since it is likely stale.
+    Refused(String),
 }
 
 fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
@@ -182,12 +185,12 @@ fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
 /// Carries out an effect against the engine. Runs on a blocking task in the console,
 /// and directly in tests.
 pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
-    let failed = |e: sealvol_core::Error| {
-        Loaded::Failed(match e.hint_text() {
-            Some(h) => format!("{e} ({h})"),
-            None => e.to_string(),
-        })
+    let text = |e: sealvol_core::Error| match e.hint_text() {
+        Some(h) => format!("{e} ({h})"),
+        None => e.to_string(),
     };
+    let failed = |e| Loaded::Failed(text(e));
+    let refused = |e| Loaded::Refused(text(e));
     Some(match e {
         Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
         Effect::LoadMounts => api.mounts().map(Loaded::Mounts).unwrap_or_else(failed),
@@ -224,7 +227,7 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::MoveTag(plan) => api
             .move_tag(&plan.volume, &plan.tag, &plan.to, plan.from)
             .map(|_| Loaded::Moved(plan))
-            .unwrap_or_else(failed),
+            .unwrap_or_else(refused),
         Effect::Diff(a, b) => {
             let resolve = |r: &Ref| api.resolve(r).map(|d| (r.volume.clone(), d));
             match resolve(&a).and_then(|x| resolve(&b).map(|y| (x, y))) {
@@ -243,11 +246,11 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::Delete(plan) => api
             .delete_version(&plan.volume, &plan.digest, !plan.tags.is_empty())
             .map(|d| Loaded::Deleted(plan, d.expires))
-            .unwrap_or_else(failed),
+            .unwrap_or_else(refused),
         Effect::Restore(plan) => api
             .restore_version(&plan.volume, &plan.digest)
             .map(|_| Loaded::Restored(plan))
-            .unwrap_or_else(failed),
+            .unwrap_or_else(refused),
         Effect::LoadFiles(v, d) => api
             .files(&v, &d)
             .map(|f| Loaded::Files(v, d, f))
@@ -263,7 +266,7 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::ApplyRollback(plan) => api
             .apply_rollback(&plan)
             .map(|()| Loaded::RolledBack(plan))
-            .unwrap_or_else(failed),
+            .unwrap_or_else(refused),
         Effect::Copy(_) => return None,
     })
 }

@@ -59,6 +59,7 @@ impl Model {
                 busy: 0,
                 mounts: Vec::new(),
                 overlay: None,
+                messages: Default::default(),
             },
             spinner: 0,
             quit: false,
@@ -275,24 +276,35 @@ impl Model {
         if let Some(Overlay::Prompt(_)) = &self.ctx.overlay {
             return self.on_prompt_key(ev);
         }
-        if let Some(Overlay::Help(offset)) = self.ctx.overlay {
-            // j/k and the arrows scroll a help longer than the terminal; any other key
+        if let Some(Overlay::Help(offset) | Overlay::Messages(offset)) = self.ctx.overlay {
+            // The moving keys scroll a window longer than the terminal; any other key
             // closes it, and `q` still quits.
-            let lines = self.help_lines(keymap).len();
-            match keymap.action(Mode::Normal, ev) {
-                Some(Action::Down) => {
-                    self.ctx.overlay =
-                        Some(Overlay::Help((offset + 1).min(lines.saturating_sub(1))))
-                }
-                Some(Action::Up) => {
-                    self.ctx.overlay = Some(Overlay::Help(offset.saturating_sub(1)))
-                }
+            let help = matches!(self.ctx.overlay, Some(Overlay::Help(_)));
+            let lines = match help {
+                true => self.help_lines(keymap).len(),
+                // Wrapped lines, at least; scrolling past the end shows the frame.
+                false => (self.ctx.messages.iter())
+                    .map(|(_, t)| t.chars().count() / 40 + 2)
+                    .sum(),
+            };
+            let last = lines.saturating_sub(1);
+            let to = match keymap.action(Mode::Normal, ev) {
+                Some(Action::Down) => Some((offset + 1).min(last)),
+                Some(Action::Up) => Some(offset.saturating_sub(1)),
+                Some(Action::PageDown) => Some((offset + self.page).min(last)),
+                Some(Action::PageUp) => Some(offset.saturating_sub(self.page)),
+                Some(Action::Top) => Some(0),
+                Some(Action::Bottom) => Some(last),
                 Some(Action::Quit) => {
                     self.ctx.overlay = None;
                     return self.on_action(Action::Quit);
                 }
-                _ => self.ctx.overlay = None,
-            }
+                _ => None,
+            };
+            self.ctx.overlay = to.map(|o| match help {
+                true => Overlay::Help(o),
+                false => Overlay::Messages(o),
+            });
             return Vec::new();
         }
         match keymap.action(self.mode(), ev) {
@@ -384,6 +396,10 @@ impl Model {
             }
             Action::Refresh => return self.reload(),
             Action::Help => self.ctx.overlay = Some(Overlay::Help(0)),
+            Action::Messages => match self.ctx.messages.is_empty() {
+                true => self.ctx.info("no messages yet"),
+                false => self.ctx.overlay = Some(Overlay::Messages(0)),
+            },
             Action::Quit => self.quit = true,
             Action::Confirm | Action::Cancel => {}
             // A change refused in a read-only console, whatever the screen.
@@ -454,7 +470,7 @@ impl Model {
                 format!("writing {}…", plan.file.display()),
                 format!("cancelled; {} is unchanged", plan.file.display()),
             ),
-            Overlay::Help(_) | Overlay::Prompt(_) => return None,
+            Overlay::Help(_) | Overlay::Messages(_) | Overlay::Prompt(_) => return None,
         };
         Some(match a {
             Action::Confirm => {
@@ -518,6 +534,10 @@ impl Model {
         self.ctx.busy = self.ctx.busy.saturating_sub(1);
         match l {
             Loaded::Failed(msg) => self.ctx.error(msg),
+            Loaded::Refused(msg) => {
+                self.ctx.error(msg);
+                return self.reload();
+            }
             Loaded::Moved(plan) => {
                 self.ctx.info(format!(
                     "{}:{} now points at {} (was {}); undo from its history with u",
@@ -791,7 +811,7 @@ impl Model {
             .ctx
             .overlay
             .as_ref()
-            .map(|o| overlay_view(o, || self.help_lines(keymap)));
+            .map(|o| overlay_view(o, || self.help_lines(keymap), &self.ctx.messages));
         let context = if self.ctx.readonly {
             format!("{} · read-only", self.location)
         } else {
@@ -816,10 +836,22 @@ impl Model {
 }
 
 /// `help` is called only when help is what is shown.
-fn overlay_view(o: &Overlay, help: impl FnOnce() -> Vec<(String, String)>) -> ViewOverlay {
+fn overlay_view(
+    o: &Overlay,
+    help: impl FnOnce() -> Vec<(String, String)>,
+    messages: &std::collections::VecDeque<(StatusKind, String)>,
+) -> ViewOverlay {
     match o {
         Overlay::Help(offset) => ViewOverlay::Help {
             bindings: help(),
+            offset: *offset,
+        },
+        Overlay::Messages(offset) => ViewOverlay::Messages {
+            messages: messages
+                .iter()
+                .rev()
+                .map(|(k, t)| (t.clone(), *k == StatusKind::Error))
+                .collect(),
             offset: *offset,
         },
         Overlay::Prompt(p) => ViewOverlay::Prompt {

@@ -41,15 +41,34 @@ pub struct Ctx {
     pub mounts: Vec<MountRecord>,
     /// A confirmation or prompt a screen has opened.
     pub overlay: Option<Overlay>,
+    /// The status line's messages, newest last, in full (the line may cut them): `L`.
+    pub messages: std::collections::VecDeque<(StatusKind, String)>,
 }
+
+/// How many status messages `L` keeps.
+pub const MESSAGES_KEPT: usize = 100;
 
 impl Ctx {
     pub fn info(&mut self, text: impl Into<String>) {
-        self.status = (StatusKind::Info, text.into());
+        self.say(StatusKind::Info, text.into());
     }
 
     pub fn error(&mut self, text: impl Into<String>) {
-        self.status = (StatusKind::Error, text.into());
+        self.say(StatusKind::Error, text.into());
+    }
+
+    fn say(&mut self, kind: StatusKind, text: String) {
+        let repeated = self
+            .messages
+            .back()
+            .is_some_and(|(k, t)| *k == kind && *t == text);
+        if !text.is_empty() && !repeated {
+            if self.messages.len() == MESSAGES_KEPT {
+                self.messages.pop_front();
+            }
+            self.messages.push_back((kind.clone(), text.clone()));
+        }
+        self.status = (kind, text);
     }
 
     pub fn status_is_error(&self) -> bool {
@@ -78,6 +97,9 @@ pub enum PromptKind {
 pub enum Overlay {
     /// The keys: this screen's first, scrolled down by this many lines.
     Help(usize),
+    /// The status line's recent messages in full, newest first, scrolled down by this
+    /// many lines.
+    Messages(usize),
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),

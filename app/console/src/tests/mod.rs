@@ -201,6 +201,12 @@ fn a_confirmation_for_a_tag_that_moved_meanwhile_fails_safely() {
         h.model.frame(&h.keys).status.kind,
         sealvol_views::StatusKind::Error
     );
+    // The refusal reloaded the tags: the table shows where prod is now, without `r`.
+    let Body::Tags(t) = h.model.frame(&h.keys).body else {
+        panic!()
+    };
+    assert_eq!(t.tags[0].digest, other.to_string());
+    assert_eq!(t.tags[0].history.len(), 3);
 }
 
 #[test]

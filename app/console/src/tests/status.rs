@@ -78,3 +78,53 @@ fn a_second_slash_edits_the_filter_and_every_list_screen_filters() {
     };
     assert_eq!(f.rows.len(), 0, "/ filters the files screen");
 }
+
+/// An error longer than the status line is cut there, and `L` shows it in full, with
+/// the messages before it; the moving keys scroll that window (and the help) instead of
+/// closing it, and any other key closes it.
+#[test]
+fn a_cut_error_is_read_in_full_with_l_and_g_scrolls_the_help() {
+    let mut h = harness(false);
+    h.keys(":");
+    let long = format!("versions weights/{}", "x".repeat(50));
+    h.typed(&long);
+    h.keys("enter");
+    let error = h.status();
+    assert!(error.contains("no volume weights/xxx"), "{error}");
+    // Drawn at 60 columns the line is cut, and says where the rest is.
+    let frame = h.model.frame(&h.keys);
+    let mut buf = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, 60, 10));
+    let theme = sealvol_themes::Theme::preset("dark").unwrap();
+    sealvol_views::draw(&frame, &theme, buf.area, &mut buf);
+    let last: String = (0..60).map(|x| buf[(x, 9)].symbol().to_string()).collect();
+    assert!(last.trim_end().ends_with("… (L: in full)"), "{last:?}");
+
+    h.keys("L");
+    let Some(ViewOverlay::Messages { messages, offset }) = h.model.frame(&h.keys).overlay else {
+        panic!("no messages window")
+    };
+    assert_eq!(offset, 0);
+    assert_eq!(messages[0], (error.clone(), true), "newest first, whole, marked an error");
+    assert!(messages.iter().any(|(m, e)| m.contains("volume(s)") && !e));
+    h.keys("j G");
+    assert!(
+        matches!(h.model.frame(&h.keys).overlay, Some(ViewOverlay::Messages { offset, .. }) if offset > 0),
+        "j and G scroll"
+    );
+    h.keys("x");
+    assert!(h.model.frame(&h.keys).overlay.is_none(), "another key closes it");
+
+    h.keys("?");
+    h.keys("G");
+    assert!(
+        matches!(h.model.frame(&h.keys).overlay, Some(ViewOverlay::Help { offset, .. }) if offset > 0),
+        "G scrolls the help to its end instead of closing it"
+    );
+    h.keys("g");
+    assert!(matches!(
+        h.model.frame(&h.keys).overlay,
+        Some(ViewOverlay::Help { offset: 0, .. })
+    ));
+    h.keys("esc");
+    assert!(h.model.frame(&h.keys).overlay.is_none());
+}
