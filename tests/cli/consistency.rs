@@ -165,3 +165,22 @@ fn completions_offer_volume_tag_and_digest_names() {
             .contains("export extern sealvol")
     );
 }
+
+/// A version's tags read the same in every table, the console's included (both use
+/// `sealvol_views::format::tags`): `canary,prod`.
+#[test]
+fn tags_are_written_alike_in_every_table() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a"), b"a");
+    env.push(&src, "weights/tiny", &["--tag", "prod", "--tag", "canary"]);
+    let want = sealvol_views::format::tags(&["canary".to_string(), "prod".to_string()]);
+    assert_eq!(want, "canary,prod");
+    for args in [
+        vec!["volume", "ls"],
+        vec!["volume", "versions", "weights/tiny"],
+    ] {
+        let out = env.ok(&args);
+        assert!(out.contains(&want), "{args:?}:\n{out}");
+    }
+}

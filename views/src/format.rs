@@ -111,3 +111,9 @@ mod tests {
         assert_eq!(name("del\x7f"), "\"del\\x7f\"");
     }
 }
+
+/// A version's tags in one table cell, the same in the console and the CLI's tables:
+/// `canary,prod` (no space, so a cell stays one word where columns are split on them).
+pub fn tags(tags: &[String]) -> String {
+    tags.iter().map(|t| name(t)).collect::<Vec<_>>().join(",")
+}

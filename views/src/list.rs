@@ -173,11 +173,19 @@ fn draw_row(
     }
 }
 
-/// The cell cut to `room` characters, its last one `…` when anything was cut.
+/// The cell cut to `room` characters, its last one `…` when anything was cut. A path
+/// (one span from `/` or `~/`) loses its middle instead: its end names it
+/// (`/mnt/…/qwen3-8b/canary`).
 fn ellipsize(cell: &Cell, room: usize) -> Cell {
     let total: usize = cell.iter().map(|(t, _)| t.chars().count()).sum();
     if total <= room {
         return cell.clone();
+    }
+    if let [(text, role)] = cell.as_slice()
+        && (text.starts_with('/') || text.starts_with("~/"))
+        && room >= 5
+    {
+        return vec![(middle_cut(text, room), *role)];
     }
     let mut left = room.saturating_sub(1);
     let mut out = Cell::new();
@@ -194,9 +202,38 @@ fn ellipsize(cell: &Cell, room: usize) -> Cell {
     out
 }
 
+/// `text` in `room` characters: its start and (the longer part) its end, `…` between.
+pub fn middle_cut(text: &str, room: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= room {
+        return text.to_string();
+    }
+    let keep = room.saturating_sub(1);
+    let head = keep / 3;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_keeps_its_end() {
+        let cell = vec![(
+            "/mnt/models/weights/qwen3-8b/canary".to_string(),
+            Role::Text,
+        )];
+        let cut = ellipsize(&cell, 21);
+        assert_eq!(cut[0].0, "/mnt/m…wen3-8b/canary");
+        assert_eq!(cut[0].0.chars().count(), 21);
+        let text = vec![("weights/qwen3-8b@b3:9f3c1a2b".to_string(), Role::Text)];
+        let cut: String = ellipsize(&text, 10).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(cut, "weights/q…", "not a path: its end is cut");
+    }
 
     const COLS: [Column; 4] = [
         Column {

@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, when};
+use crate::format::{short_digest, size, tags, when};
 use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -91,7 +91,7 @@ pub fn draw(vm: &TrashView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     if r.gone { Role::Danger } else { Role::Text },
                 ),
                 cell(size(r.bytes), Role::Text),
-                cell(r.tags.join(", "), Role::Tag),
+                cell(tags(&r.tags), Role::Tag),
             ]
         },
     );

@@ -6,7 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, when};
+use crate::format::{short_digest, size, tags, when};
 use crate::list::{Cell, Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -96,8 +96,8 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             let tags: Cell = match (r.tags.is_empty(), r.mounts) {
                 (true, 0) => cell("pinned only", Role::Dim),
                 (true, _) => cell(mounted, Role::Added),
-                (false, 0) => cell(r.tags.join(" "), Role::Tag),
-                (false, _) => cell(format!("{} {mounted}", r.tags.join(" ")), Role::Tag),
+                (false, 0) => cell(tags(&r.tags), Role::Tag),
+                (false, _) => cell(format!("{} {mounted}", tags(&r.tags)), Role::Tag),
             };
             let new_role = if r.new_bytes == 0 {
                 Role::Unchanged

@@ -4,7 +4,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, when};
+use crate::format::{short_digest, size, tags, when};
 use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -82,21 +82,18 @@ pub fn draw(vm: &VolumesView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(when(&r.updated), Role::Dim),
                 if r.damaged > 0 {
                     cell(
-                        format!("⚠ {} damaged  {}", r.damaged, r.tags.join(" ")),
+                        format!("⚠ {} damaged  {}", r.damaged, tags(&r.tags)),
                         Role::Error,
                     )
                 } else if r.mounted.is_empty() {
-                    cell(r.tags.join(" "), Role::Tag)
+                    cell(tags(&r.tags), Role::Tag)
                 } else {
                     let served: Vec<String> = r
                         .mounted
                         .iter()
                         .map(|d| format!("◉ {}", short_digest(d)))
                         .collect();
-                    cell(
-                        format!("{} {}", r.tags.join(" "), served.join(" ")),
-                        Role::Tag,
-                    )
+                    cell(format!("{} {}", tags(&r.tags), served.join(" ")), Role::Tag)
                 },
             ]
         },

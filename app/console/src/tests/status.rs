@@ -53,7 +53,8 @@ fn a_second_slash_edits_the_filter_and_every_list_screen_filters() {
     assert!(v.rows[0].name.contains("tiny"));
     // The status line counts what the filter leaves, beside the screen's own count.
     assert!(
-        h.status().starts_with("/tiny: 1 match · 2 volume(s) in 2 namespace(s)"),
+        h.status()
+            .starts_with("/tiny: 1 match · 2 volume(s) in 2 namespace(s)"),
         "{}",
         h.status()
     );
@@ -104,7 +105,11 @@ fn a_cut_error_is_read_in_full_with_l_and_g_scrolls_the_help() {
         panic!("no messages window")
     };
     assert_eq!(offset, 0);
-    assert_eq!(messages[0], (error.clone(), true), "newest first, whole, marked an error");
+    assert_eq!(
+        messages[0],
+        (error.clone(), true),
+        "newest first, whole, marked an error"
+    );
     assert!(messages.iter().any(|(m, e)| m.contains("volume(s)") && !e));
     h.keys("j G");
     assert!(
@@ -112,7 +117,10 @@ fn a_cut_error_is_read_in_full_with_l_and_g_scrolls_the_help() {
         "j and G scroll"
     );
     h.keys("x");
-    assert!(h.model.frame(&h.keys).overlay.is_none(), "another key closes it");
+    assert!(
+        h.model.frame(&h.keys).overlay.is_none(),
+        "another key closes it"
+    );
 
     h.keys("?");
     h.keys("G");

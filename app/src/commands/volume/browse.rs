@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use sealvol_core::digest::Entry;
 use sealvol_core::{Error, Name, Ref, Result, VolumeName};
-use sealvol_views::format::short_digest;
+use sealvol_views::format::{short_digest, tags};
 
 use crate::commands::Ctx;
 use crate::output::{json, name, size, table, when};
@@ -50,10 +50,10 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
                 size(v.latest_bytes),
                 when(&v.updated),
                 match v.damaged {
-                    0 => v.tags.join(","),
+                    0 => tags(&v.tags),
                     n => format!(
                         "{} [{n} damaged: see `sealvol volume verify`]",
-                        v.tags.join(",")
+                        tags(&v.tags)
                     ),
                 },
             ]
@@ -102,7 +102,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
             if v.damaged.is_some() {
                 let mut row = vec![short_digest(&v.digest), "damaged".into()];
                 row.extend(["-", "-", "-"].map(String::from));
-                row.push(v.tags.join(","));
+                row.push(tags(&v.tags));
                 return row;
             }
             vec![
@@ -111,7 +111,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
                 size(v.bytes),
                 v.files.to_string(),
                 size(v.new_bytes),
-                v.tags.join(","),
+                tags(&v.tags),
             ]
         })
         .collect();

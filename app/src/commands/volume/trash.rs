@@ -3,7 +3,7 @@
 use sealvol_core::refs::Target;
 use sealvol_core::trash::TrashedVersion;
 use sealvol_core::{Error, Ref, Result, VolumeName};
-use sealvol_views::format::{short_digest, time_left};
+use sealvol_views::format::{short_digest, tags, time_left};
 
 use crate::commands::Ctx;
 use crate::output::{json, size, table, when};
@@ -108,7 +108,7 @@ fn row(t: &TrashedVersion, now: std::time::SystemTime) -> Vec<String> {
             (false, false) => time_left(&t.expires, now),
         },
         size(t.bytes),
-        t.tags.join(","),
+        tags(&t.tags),
     ]
 }
 
