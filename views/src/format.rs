@@ -81,6 +81,12 @@ fn unsafe_char(c: char) -> bool {
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// A version's tags in one table cell, the same in the console and the CLI's tables:
+/// `canary,prod` (no space, so a cell stays one word where columns are split on them).
+pub fn tags(tags: &[String]) -> String {
+    tags.iter().map(|t| name(t)).collect::<Vec<_>>().join(",")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -110,10 +116,4 @@ mod tests {
         assert_eq!(name("evil\u{202e}txt.exe"), "\"evil\\u{202e}txt.exe\"");
         assert_eq!(name("del\x7f"), "\"del\\x7f\"");
     }
-}
-
-/// A version's tags in one table cell, the same in the console and the CLI's tables:
-/// `canary,prod` (no space, so a cell stays one word where columns are split on them).
-pub fn tags(tags: &[String]) -> String {
-    tags.iter().map(|t| name(t)).collect::<Vec<_>>().join(",")
 }
