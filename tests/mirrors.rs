@@ -255,3 +255,67 @@ fn a_pull_reads_from_the_mirror_what_the_repository_lost() {
     assert_eq!(pulled["tiers"]["origin_chunks"], 0, "{pulled}");
     assert_same_tree(&v1, &out);
 }
+
+/// Between folders: the mirrored version keeps its creation time, the tag REF named is
+/// pointed there too (said as a tag move), and a second mirror copies nothing and says
+/// that plainly, the tag already pointing there.
+#[test]
+fn a_mirror_keeps_the_versions_time_and_says_what_a_second_one_did() {
+    let env = Env::new();
+    let v1 = checkpoint(&env, "v1", 3);
+    let made = "2026-01-02T03:04:05Z";
+    env.ok_at(
+        made,
+        &[
+            "volume",
+            "push",
+            v1.to_str().unwrap(),
+            "weights/m",
+            "--tag",
+            "prod",
+        ],
+    );
+    let other = env.path("other");
+    let to = other.to_str().unwrap();
+    let first = env.run(&["volume", "mirror", "weights/m:prod", "--to", to]);
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{err}");
+    assert!(err.contains("mirrored vol:weights/m@b3:"), "{err}");
+    assert!(
+        err.contains("tag prod -> b3:") && err.contains("(new) (in "),
+        "{err}"
+    );
+
+    let second = env.run(&["volume", "mirror", "weights/m:prod", "--to", to]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].ends_with(": nothing copied")
+            && lines[0].contains("already holds vol:weights/m@b3:"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("tag prod already points at b3:"),
+        "{err}"
+    );
+
+    let mut there = Env::new();
+    there.vars = vec![("SEALVOL_REPO".into(), to.to_string())];
+    let versions: Value =
+        serde_json::from_str(&there.ok(&["volume", "versions", "weights/m", "--json"])).unwrap();
+    let here: Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "weights/m", "--json"])).unwrap();
+    assert_eq!(
+        versions["versions"][0]["created"],
+        here["versions"][0]["created"]
+    );
+    assert!(
+        versions["versions"][0]["created"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-01-02T03:04:05"),
+        "{versions}"
+    );
+}

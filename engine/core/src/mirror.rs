@@ -32,8 +32,9 @@ pub struct MirrorReport {
     pub chunks_present: u64,
     /// False when the destination already had the version.
     pub new: bool,
-    /// Tags moved in the destination (the tag `REF` named).
-    pub tags: Vec<String>,
+    /// The tag `REF` named, pointed at the version in the destination (`moved` false
+    /// when it pointed there already).
+    pub tags: Vec<crate::registry::TagChange>,
 }
 
 /// Copies version `r` from `src` to `dest`. A tag in `r` is moved in `dest` too.
@@ -150,13 +151,17 @@ pub fn mirror(
         progress.file_done();
     }
     progress.sealing();
-    let sealed = dest.seal(
+    // The version keeps the time it was made, not the mirror's (a source's bad date
+    // is replaced by now: it is the source's claim, and only a display).
+    let created = humantime::parse_rfc3339(&manifest.created).ok();
+    let sealed = dest.seal_created(
         vol,
         &tags,
         manifest.entries,
         manifest.stats,
         manifest.provenance,
         index.since,
+        created,
     )?;
     if sealed.digest != digest {
         // The digest is a function of the entries alone; this would be a bug.
@@ -175,7 +180,7 @@ pub fn mirror(
         bytes_copied: bytes,
         chunks_present: present,
         new: sealed.new,
-        tags: tags.iter().map(|t| t.to_string()).collect(),
+        tags: sealed.tags,
     })
 }
 

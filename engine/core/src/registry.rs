@@ -784,6 +784,23 @@ impl Repository {
         provenance: Provenance,
         since: Option<std::time::SystemTime>,
     ) -> Result<Sealed> {
+        self.seal_created(volume, tags, entries, stats, provenance, since, None)
+    }
+
+    /// `seal`, the manifest saying it was created at `created` (RFC 3339) rather than
+    /// now: a mirror keeps the version's own time. Through a server, the server's clock
+    /// says (a key holder does not date what it seals).
+    #[allow(clippy::too_many_arguments)]
+    pub fn seal_created(
+        &self,
+        volume: &VolumeName,
+        tags: &[Name],
+        entries: Vec<Entry>,
+        stats: VersionStats,
+        provenance: Provenance,
+        since: Option<std::time::SystemTime>,
+        created: Option<std::time::SystemTime>,
+    ) -> Result<Sealed> {
         if let Some(remote) = self.remote() {
             return remote.seal(&crate::remote::SealRequest {
                 volume: volume.clone(),
@@ -798,7 +815,7 @@ impl Repository {
             format: MANIFEST_FORMAT,
             volume: volume.to_string(),
             digest: digest.to_string(),
-            created: now_rfc3339(),
+            created: created.map_or_else(now_rfc3339, crate::stamp::rfc3339),
             provenance,
             stats,
             entries,

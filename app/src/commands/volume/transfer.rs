@@ -238,23 +238,21 @@ pub fn mirror(ctx: &Ctx, reference: &str, to: &str, as_json: bool) -> Result<()>
         }));
     }
     if !ctx.quiet {
-        let what = if report.new {
-            "mirrored"
-        } else {
-            "already there:"
-        };
-        errln!(
-            "{what} {pinned} to {}: {} file(s), {} chunk(s) copied ({}), {} already there{}",
-            name(dest.location()),
-            report.files_copied,
-            report.chunks_copied,
-            size(report.bytes_copied),
-            report.chunks_present,
-            match report.tags.as_slice() {
-                [] => String::new(),
-                t => format!("; tag {} moved there", t.join(", ")),
-            }
-        );
+        let to = name(dest.location());
+        match report.new {
+            true => errln!(
+                "mirrored {pinned} to {to}: {} file(s), {} chunk(s) copied ({}), {} already there",
+                report.files_copied,
+                report.chunks_copied,
+                size(report.bytes_copied),
+                report.chunks_present,
+            ),
+            false => errln!("{to} already holds {pinned}: nothing copied"),
+        }
+        // The tag REF named is pointed there too (README: "Mirrored origins").
+        for t in &report.tags {
+            errln!("{} (in {to})", tag_line(t));
+        }
     }
     println!("{pinned}");
     Ok(())
