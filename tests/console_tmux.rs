@@ -717,3 +717,27 @@ fn the_tensor_diff_is_reached_and_scrolled_by_keyboard_in_a_real_terminal() {
     t.keys(&["Escape", "q"]);
     t.wait_for("EXITED-0");
 }
+
+/// `volume delete` in a terminal asks, naming the retention as people write it, and its
+/// undo hint is a ref with its `b3:`, as every other printed ref.
+#[test]
+fn delete_asks_in_plain_words_and_its_undo_is_a_whole_ref() {
+    let env = Env::new();
+    let src = env.path("src");
+    common::write(&src.join("w.bin"), b"weights");
+    let pinned = env.push(&src, "t/asked", &[]);
+    let t = Tmux::run(&env, 200, 12, &format!("volume delete {pinned}"));
+    let s = t.wait_for("[y/N]");
+    assert!(
+        s.contains(&format!(
+            "move {pinned} to the trash (restorable for 7 days)? [y/N]"
+        )),
+        "{s}"
+    );
+    t.keys(&["y", "Enter"]);
+    let s = t.wait_for("EXITED-0");
+    assert!(
+        s.contains("undo: `sealvol volume restore t/asked@b3:"),
+        "{s}"
+    );
+}

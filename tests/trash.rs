@@ -358,7 +358,8 @@ fn settings_show_in_info_and_bad_values_are_refused() {
     );
     env.ok(&["settings", "--retention", "14d"]);
     let text = env.ok(&["info"]);
-    assert!(text.contains("retention    14days"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("retention")).unwrap();
+    assert!(row.contains(" 14 days "), "{text}");
     // The window follows the setting: 10 days on, a version deleted now is restorable.
     env.ok(&["volume", "delete", &t.new, "--untag", "--yes"]);
     run_at(env, &later(10), &["volume", "restore", &prefix(&t.new, 12)]);

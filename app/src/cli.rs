@@ -204,6 +204,9 @@ pub enum VolumeCommand {
         /// Point these tags at the new version (repeatable).
         #[arg(long = "tag", short = 't', value_name = "TAG")]
         tags: Vec<String>,
+        /// Seal a folder that holds no file (refused otherwise: it is most often a wrong path).
+        #[arg(long)]
+        allow_empty: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

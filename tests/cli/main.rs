@@ -361,10 +361,15 @@ fn empty_directories_and_zero_byte_files_round_trip() {
     let out = env.path("out");
     env.ok(&["volume", "pull", &r, out.to_str().unwrap()]);
     assert_same_tree(&src, &out);
-    // A completely empty directory is a valid (empty) version too.
+    // A folder with no file is most often a wrong path: refused, nothing sealed...
     let nothing = env.path("nothing");
-    std::fs::create_dir_all(&nothing).unwrap();
-    let r = env.push(&nothing, "ns/empty", &[]);
+    std::fs::create_dir_all(nothing.join("only/folders")).unwrap();
+    let err = env.fails(1, &["volume", "push", nothing.to_str().unwrap(), "ns/empty"]);
+    assert!(err.contains("holds no file: nothing to seal") && err.contains("--allow-empty"), "{err}");
+    env.fails(1, &["volume", "versions", "ns/empty"]);
+    // ... unless asked for: a valid (empty) version.
+    std::fs::remove_dir_all(nothing.join("only")).unwrap();
+    let r = env.push(&nothing, "ns/empty", &["--allow-empty"]);
     let out = env.path("out2");
     env.ok(&["volume", "pull", &r, out.to_str().unwrap()]);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
@@ -763,7 +768,10 @@ fn info_shows_each_setting_and_where_it_came_from() {
     let mut c = env.cmd();
     c.args(["info", "--timeout", "30s", "--repo", "/flag/wins"]);
     let out = info(&mut c);
-    assert_eq!(row(&out, "timeout"), ["timeout", "30s", "--timeout"]);
+    assert_eq!(
+        row(&out, "timeout"),
+        ["timeout", "30", "seconds", "--timeout"]
+    );
     assert_eq!(
         row(&out, "repository"),
         ["repository", "/flag/wins", "--repo"]

@@ -87,8 +87,53 @@ pub fn tags(tags: &[String]) -> String {
     tags.iter().map(|t| name(t)).collect::<Vec<_>>().join(",")
 }
 
+/// A duration as people write it: its two largest units, `7 days`, `1 day 12 hours`,
+/// `15 minutes`, `90 seconds` under two minutes (humantime's `7days` reads as a typo).
+pub fn span(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    let unit = |n: u64, one: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {one}s"),
+    };
+    if secs < 120 {
+        return unit(secs, "second");
+    }
+    let parts = [
+        (secs / 86_400, "day"),
+        (secs / 3_600 % 24, "hour"),
+        (secs / 60 % 60, "minute"),
+    ];
+    let mut shown: Vec<String> = Vec::new();
+    for (i, (n, one)) in parts.iter().enumerate() {
+        if *n == 0 {
+            if shown.is_empty() {
+                continue;
+            }
+            break;
+        }
+        shown.push(unit(*n, one));
+        if shown.len() == 2 || i == parts.len() - 1 {
+            break;
+        }
+    }
+    shown.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn spans_read_as_people_write_them() {
+        use std::time::Duration;
+        let d = |s: u64| super::span(Duration::from_secs(s));
+        assert_eq!(d(7 * 86_400), "7 days");
+        assert_eq!(d(86_400 + 12 * 3_600), "1 day 12 hours");
+        assert_eq!(d(86_400 + 30), "1 day");
+        assert_eq!(d(15 * 60), "15 minutes");
+        assert_eq!(d(3_600 + 60), "1 hour 1 minute");
+        assert_eq!(d(90), "90 seconds");
+        assert_eq!(d(1), "1 second");
+    }
+
     #[test]
     fn sizes_and_times() {
         assert_eq!(super::size(0), "0 B");

@@ -8,6 +8,7 @@ use sealvol_core::Result;
 use super::Ctx;
 use crate::config;
 use crate::output::{json, size, table};
+use sealvol_views::format::span;
 
 /// `sealvol init`: a new repository at the address in effect.
 pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
@@ -76,11 +77,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
         (if s.fsync { "on" } else { "off" }).into(),
         from("fsync"),
     );
-    row(
-        "timeout",
-        humantime::format_duration(s.timeout).to_string(),
-        from("timeout"),
-    );
+    row("timeout", span(s.timeout), from("timeout"));
     row("sync batch", size(s.sync_batch), from("sync_batch"));
     row(
         "sync streams",
@@ -90,16 +87,8 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     match repo_settings {
         Some(c) => {
             let shown = "the repository (`sealvol settings`)".to_string();
-            row(
-                "retention",
-                humantime::format_duration(c.retention).to_string(),
-                shown.clone(),
-            );
-            row(
-                "gc grace",
-                humantime::format_duration(c.gc_grace).to_string(),
-                shown,
-            );
+            row("retention", span(c.retention), shown.clone());
+            row("gc grace", span(c.gc_grace), shown);
         }
         None => row("retention", "-".into(), "(no repository yet)".into()),
     }
@@ -147,8 +136,8 @@ pub fn settings(
             "gc_grace_secs": c.gc_grace.as_secs(),
         }));
     }
-    outln!("retention  {}", humantime::format_duration(c.retention))?;
-    outln!("gc grace   {}", humantime::format_duration(c.gc_grace))
+    outln!("retention  {}", span(c.retention))?;
+    outln!("gc grace   {}", span(c.gc_grace))
 }
 
 pub fn digest(dir: &Path, as_json: bool) -> Result<()> {

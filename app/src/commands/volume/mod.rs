@@ -26,8 +26,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             dir,
             volume,
             tags,
+            allow_empty,
             json,
-        } => transfer::push(ctx, &dir, &volume, &tags, json),
+        } => transfer::push(ctx, &dir, &volume, &tags, allow_empty, json),
         VolumeCommand::Pull {
             reference,
             dir,

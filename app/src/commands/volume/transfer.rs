@@ -14,12 +14,26 @@ use super::tags::tag_line;
 use crate::commands::Ctx;
 use crate::output::{json, name, size};
 
-pub fn push(ctx: &Ctx, dir: &Path, volume: &str, tags: &[String], as_json: bool) -> Result<()> {
+pub fn push(
+    ctx: &Ctx,
+    dir: &Path,
+    volume: &str,
+    tags: &[String],
+    allow_empty: bool,
+    as_json: bool,
+) -> Result<()> {
     let volume = VolumeName::parse(volume)?;
     let tags = tags
         .iter()
         .map(|t| Name::parse("tag", t))
         .collect::<Result<Vec<_>>>()?;
+    if !allow_empty && dir.is_dir() && !holds_a_file(dir) {
+        return Err(sealvol_core::Error::invalid(format!(
+            "{} holds no file: nothing to seal",
+            name(&dir.display().to_string())
+        ))
+        .hint("check the path; to seal an empty version on purpose, pass --allow-empty"));
+    }
     let repo = ctx.open_repo(true)?;
     let progress = ctx.progress();
     let report = push_dir(
@@ -210,6 +224,25 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         errln!("{}", requests_line(&r, report.bytes));
     }
     Ok(())
+}
+
+/// Whether anything but folders lies below `dir` (a file or a link), found at the
+/// first one; an unreadable folder counts as holding something (the push says why).
+fn holds_a_file(dir: &Path) -> bool {
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(d) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            return true;
+        };
+        for e in entries {
+            let Ok(e) = e else { return true };
+            match e.file_type() {
+                Ok(t) if t.is_dir() => folders.push(e.path()),
+                _ => return true,
+            }
+        }
+    }
+    false
 }
 
 /// `volume mirror REF --to REPO`.

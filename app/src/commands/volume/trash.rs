@@ -3,7 +3,7 @@
 use sealvol_core::refs::Target;
 use sealvol_core::trash::TrashedVersion;
 use sealvol_core::{Error, Ref, Result, VolumeName};
-use sealvol_views::format::{short_digest, tags, time_left};
+use sealvol_views::format::{short_digest, span, tags, time_left};
 
 use crate::commands::Ctx;
 use crate::output::{json, size, table, when};
@@ -14,7 +14,7 @@ pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool)
     let d = repo.resolve(&r)?;
     let pinned = Ref::pinned(r.volume.clone(), d);
     if !yes {
-        let retention = humantime::format_duration(repo.config().retention);
+        let retention = span(repo.config().retention);
         crate::output::ask(
             "pass --yes to delete without asking",
             "not deleted",
@@ -31,7 +31,7 @@ pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool)
             errln!("tag {t} removed (undo: `sealvol volume tag {pinned} {t}`)");
         }
         errln!(
-            "moved to the trash until {}; undo: `sealvol volume restore {}@{}`",
+            "moved to the trash until {}; undo: `sealvol volume restore {}@b3:{}`",
             when(&deleted.expires),
             r.volume,
             d.short(16)
@@ -59,7 +59,7 @@ pub fn untag(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
     }
     if !ctx.quiet {
         errln!(
-            "tag {tag} removed (it pointed at {}); undo: `sealvol volume tag {}@{} {tag}`",
+            "tag {tag} removed (it pointed at {}); undo: `sealvol volume tag {}@b3:{} {tag}`",
             short_digest(&was),
             r.volume,
             was.strip_prefix("b3:")
@@ -84,7 +84,7 @@ pub fn trash(ctx: &Ctx, volume: Option<&str>, as_json: bool) -> Result<()> {
     if items.is_empty() {
         errln!(
             "the trash is empty (deleted versions stay {})",
-            humantime::format_duration(repo.config().retention)
+            span(repo.config().retention)
         );
         return Ok(());
     }
