@@ -184,3 +184,32 @@ fn tags_are_written_alike_in_every_table() {
         assert!(out.contains(&want), "{args:?}:\n{out}");
     }
 }
+
+/// Plain verify samples, but reads a small repository whole: its summary says which it
+/// did and why, so it does not read as `--read-data` under another name.
+#[test]
+fn verify_says_what_it_read_and_why() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a"), b"some bytes");
+    env.push(&src, "weights/tiny", &[]);
+    let summary = |args: &[&str]| {
+        let out = env.run(args);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let plain = summary(&["volume", "verify"]);
+    assert!(
+        plain.contains(
+            "(every pack: a repository under 256 MiB is read whole, a larger one sampled)"
+        ),
+        "{plain}"
+    );
+    let all = summary(&["volume", "verify", "--read-data"]);
+    assert!(
+        all.trim_end().ends_with("of chunk data (every pack)"),
+        "{all}"
+    );
+    let one = summary(&["volume", "verify", "weights/tiny"]);
+    assert!(one.trim_end().ends_with("(the version's)"), "{one}");
+}

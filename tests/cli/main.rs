@@ -364,8 +364,14 @@ fn empty_directories_and_zero_byte_files_round_trip() {
     // A folder with no file is most often a wrong path: refused, nothing sealed...
     let nothing = env.path("nothing");
     std::fs::create_dir_all(nothing.join("only/folders")).unwrap();
-    let err = env.fails(1, &["volume", "push", nothing.to_str().unwrap(), "ns/empty"]);
-    assert!(err.contains("holds no file: nothing to seal") && err.contains("--allow-empty"), "{err}");
+    let err = env.fails(
+        1,
+        &["volume", "push", nothing.to_str().unwrap(), "ns/empty"],
+    );
+    assert!(
+        err.contains("holds no file: nothing to seal") && err.contains("--allow-empty"),
+        "{err}"
+    );
     env.fails(1, &["volume", "versions", "ns/empty"]);
     // ... unless asked for: a valid (empty) version.
     std::fs::remove_dir_all(nothing.join("only")).unwrap();

@@ -130,7 +130,12 @@ fn print_verify(
     }
     if !quiet {
         let read = match report.read_data.as_str() {
-            "all" | "this version" => format!("read {} of chunk data", size(report.bytes)),
+            "all" => format!("read {} of chunk data (every pack)", size(report.bytes)),
+            "this version" => format!("read {} of chunk data (the version's)", size(report.bytes)),
+            "sample" if report.packs_read == report.packs => format!(
+                "read {} of chunk data (every pack: a repository under 256 MiB is read whole, a larger one sampled)",
+                size(report.bytes)
+            ),
             _ if report.packs_read == report.packs => {
                 format!("read {} of chunk data (every pack)", size(report.bytes))
             }
