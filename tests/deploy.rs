@@ -682,6 +682,24 @@ fn deploy_mount_mounts_two_volumes_under_a_root() {
         said.contains("tag prod resolved now"),
         "the tag resolved once, and printed: {said}"
     );
+    // One line per volume, then how to end them all.
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    assert!(
+        lines[..2].iter().all(|l| l.starts_with("mounted vol:")),
+        "{said}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "`sealvol deploy unmount {f} --root {}` ends them",
+            root.display()
+        )
+    );
+    // `volume mounts` shows the pinned ref as given, its digest short.
+    let mounts = env.ok(&["volume", "mounts"]);
+    assert!(!mounts.contains(&refs[1][refs[1].len() - 40..]), "{mounts}");
+    assert!(mounts.lines().all(|l| l.chars().count() < 150), "{mounts}");
     assert_eq!(
         std::fs::read(root.join("app/weights/weights.bin")).unwrap(),
         b"weights 2"

@@ -119,8 +119,34 @@ pub fn span(d: std::time::Duration) -> String {
     shown.join(" ")
 }
 
+/// What a mount's ref named besides its volume, as a table shows it: `:prod`,
+/// `@b3:0202d4a8e3c1` (a digest shortened as everywhere), or `newest`.
+pub fn as_given(volume: &str, requested: &str) -> String {
+    let rest = requested
+        .trim_start_matches("vol:")
+        .strip_prefix(volume)
+        .unwrap_or(requested);
+    match rest.strip_prefix('@') {
+        _ if rest.is_empty() => "newest".into(),
+        Some(digest) => format!("@{}", short_digest(digest)),
+        None => rest.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_mounts_ref_is_shown_as_given_with_its_digest_short() {
+        let hex = "0202d4a8e3c1".repeat(5) + "abcd";
+        assert_eq!(super::as_given("w/t", "w/t:prod"), ":prod");
+        assert_eq!(super::as_given("w/t", "vol:w/t"), "newest");
+        assert_eq!(
+            super::as_given("w/t", &format!("vol:w/t@b3:{hex}")),
+            "@b3:0202d4a8e3c1"
+        );
+        assert_eq!(super::as_given("w/t", "w/t@9f3c1a2b"), "@9f3c1a2b");
+    }
+
     #[test]
     fn spans_read_as_people_write_them() {
         use std::time::Duration;

@@ -7,7 +7,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{name, short_digest, size, when};
+use crate::format::{as_given, name, short_digest, size, when};
 use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -118,19 +118,6 @@ const COLUMNS: [Column; 13] = [
         keep: 7,
     },
 ];
-
-/// What the ref named besides the volume: `:prod`, `@b3:0202…`, or `newest`.
-fn as_given(volume: &str, requested: &str) -> String {
-    let rest = requested
-        .trim_start_matches("vol:")
-        .strip_prefix(volume)
-        .unwrap_or(requested);
-    if rest.is_empty() {
-        "newest".into()
-    } else {
-        rest.to_string()
-    }
-}
 
 fn pct(n: u64, total: u64) -> String {
     if total == 0 {

@@ -144,6 +144,7 @@ fn restore(
                     metrics: None,
                     foreground: false,
                     requested: Some(format!("{volume}:{tag}")),
+                    quiet: false,
                 },
             )?
         }

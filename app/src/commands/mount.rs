@@ -40,6 +40,8 @@ pub struct Request {
     pub metrics: Option<String>,
     pub foreground: bool,
     pub requested: Option<String>,
+    /// The caller says what was mounted (`deploy mount`, one line per volume).
+    pub quiet: bool,
 }
 
 const READY_FD: &str = "SEALVOL_READY_FD";
@@ -200,7 +202,7 @@ fn serve(
         let _ = m.unmount();
         return Err(e);
     }
-    if !ctx.quiet {
+    if !ctx.quiet && !req.quiet {
         errln!(
             "mounted vol:{volume}@{digest} at {} ({} file(s), {}){}",
             rec.dir,
@@ -350,7 +352,7 @@ fn spawn_background(
     let mut reader = std::io::BufReader::new(std::fs::File::from(read_end));
     let _ = std::io::BufRead::read_line(&mut reader, &mut msg);
     if msg.starts_with("ready") {
-        if !ctx.quiet {
+        if !ctx.quiet && !req.quiet {
             errln!(
                 "mounted vol:{volume}@{digest} at {} (pid {}; log {}); `sealvol volume unmount {}` ends it",
                 abs.display(),
@@ -533,7 +535,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
             vec![
                 name(&r.dir).into_owned(),
                 format!("{}@{}", r.volume, short_digest(&r.digest)),
-                r.requested.clone(),
+                sealvol_views::format::as_given(&r.volume, &r.requested),
                 r.pid.to_string(),
                 size(s.bytes_served),
                 pct(s.memory_hits, chunks),

@@ -51,6 +51,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         metrics: None,
                         foreground: false,
                         requested: Some(m.reference.clone()),
+                        quiet: true,
                     },
                 )
             });
@@ -84,6 +85,15 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
     }
     if as_json {
         return json(&serde_json::json!({"file": path.display().to_string(), "mounts": out}));
+    }
+    if !ctx.quiet {
+        let root = root
+            .map(|r| format!(" --root {}", r.display()))
+            .unwrap_or_default();
+        errln!(
+            "`sealvol deploy unmount {}{root}` ends them",
+            path.display()
+        );
     }
     Ok(())
 }

@@ -122,6 +122,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 metrics,
                 foreground,
                 requested,
+                quiet: false,
             },
         ),
         VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
