@@ -69,7 +69,12 @@ fn a_mirror_copies_only_missing_chunks_and_keeps_the_digest_and_tag() {
     assert_eq!(first.files_copied, 2);
     assert!(first.chunks_copied > 2, "{first:?}");
     assert!(first.bytes_copied >= 6 << 20, "{first:?}");
-    assert_eq!(first.tags, vec!["prod".to_string()]);
+    let tags: Vec<(&str, bool)> = first
+        .tags
+        .iter()
+        .map(|t| (t.tag.as_str(), t.moved))
+        .collect();
+    assert_eq!(tags, [("prod", true)]);
     assert_eq!(b.resolve(&r).unwrap(), d1);
     let tiers = Tiers::new(std::sync::Arc::new(b), None);
     assert_eq!(read(&tiers, &d1, "w.bin").unwrap(), big);
@@ -79,6 +84,7 @@ fn a_mirror_copies_only_missing_chunks_and_keeps_the_digest_and_tag() {
     let again = mirror(&a, &b, &r, &Quiet).unwrap();
     assert!(!again.new);
     assert_eq!((again.files_copied, again.chunks_copied), (0, 0));
+    assert!(!again.tags[0].moved, "prod pointed there already");
 
     // A close second version: only its changed chunks cross.
     let mut v2 = big.clone();
