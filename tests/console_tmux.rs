@@ -136,7 +136,7 @@ fn roll_back_a_tag_by_keyboard_in_a_real_terminal() {
     t.wait_for("now points at");
 
     t.keys(&["?"]);
-    t.wait_for("keys (esc closes)");
+    t.wait_for("esc closes");
     t.keys(&["Escape"]);
     t.keys(&["q"]);
     let s = t.wait_for("EXITED-0");

@@ -1,0 +1,223 @@
+//! README.md's transcripts are the binary's own output. Each ```text block after a
+//! `<!-- transcript: NAME -->` line is run, command by command, in one bash session
+//! (in a fresh folder, with its own repository, the clock set a minute later for each
+//! command), and what it prints must be what the README shows. Only what differs
+//! between runs by nature is masked: elapsed times and rates when comparing, and the
+//! host (`node7`) and the folder the commands run in (`./`) in what is shown.
+//!
+//! When output changes on purpose: `SEALVOL_README=write cargo test --test readme`
+//! writes it into README.md (review the diff).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Env, noise, write};
+
+const MARK: &str = "<!-- transcript: ";
+
+/// One transcript: where its text sits in the README, and its commands.
+struct Block {
+    name: String,
+    /// Byte range of the text between the fences.
+    range: std::ops::Range<usize>,
+    /// Each command (`$ ` stripped) and the output shown under it.
+    steps: Vec<(String, String)>,
+}
+
+fn readme_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")
+}
+
+fn blocks(readme: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = readme[at..].find(MARK) {
+        let start = at + i;
+        let name_end = start + readme[start..].find(" -->").expect("a closed marker");
+        let name = readme[start + MARK.len()..name_end].to_string();
+        let fence = name_end + readme[name_end..].find("```text\n").expect("a text block");
+        let body = fence + "```text\n".len();
+        let end = body + readme[body..].find("```\n").expect("a closed block");
+        let mut steps: Vec<(String, String)> = Vec::new();
+        for line in readme[body..end].lines() {
+            match line.strip_prefix("$ ") {
+                Some(cmd) => steps.push((cmd.to_string(), String::new())),
+                None => {
+                    let (_, shown) = steps.last_mut().expect("a command first");
+                    shown.push_str(line);
+                    shown.push('\n');
+                }
+            }
+        }
+        out.push(Block {
+            name,
+            range: body..end,
+            steps,
+        });
+        at = end;
+    }
+    out
+}
+
+/// The folders the transcripts name: two checkpoints of a small model, the second a
+/// fine-tune of its last layers, without the first one's notes.
+fn fixtures(dir: &Path) {
+    let tensors = |seed_of: &dyn Fn(usize) -> u64| {
+        let t: Vec<(String, Vec<u8>)> = (0..48)
+            .map(|i| {
+                let layer = i / 4;
+                let m = ["q_proj", "k_proj", "v_proj", "o_proj"][i % 4];
+                (
+                    format!("model.layers.{layer}.self_attn.{m}.weight"),
+                    noise(128 << 10, seed_of(i)),
+                )
+            })
+            .collect();
+        sealvol_core::testutil::safetensors(&t)
+    };
+    let c1 = dir.join("ckpt-1000");
+    write(&c1.join("model.safetensors"), &tensors(&|i| 1 + i as u64));
+    write(&c1.join("notes.md"), b"step 1000: warm-up done\n");
+    let c2 = dir.join("ckpt-2000");
+    write(
+        &c2.join("model.safetensors"),
+        &tensors(&|i| {
+            if i >= 40 {
+                1000 + i as u64
+            } else {
+                1 + i as u64
+            }
+        }),
+    );
+    write(
+        &c2.join("special_tokens_map.json"),
+        b"{\"eos_token\": \"</s>\"}\n",
+    );
+    for c in [&c1, &c2] {
+        write(
+            &c.join("config.json"),
+            b"{\"num_hidden_layers\": 12, \"hidden_size\": 256}\n",
+        );
+        write(
+            &c.join("generation_config.json"),
+            b"{\"max_new_tokens\": 256}\n",
+        );
+        write(&c.join("tokenizer.json"), &noise(64 << 10, 99));
+        write(
+            &c.join("tokenizer_config.json"),
+            b"{\"model_max_length\": 4096}\n",
+        );
+    }
+}
+
+const SEP: &str = "@@sealvol-readme-step@@";
+
+/// Runs a block's commands in one bash session; returns each command's output.
+fn run(env: &Env, block: &Block) -> Vec<String> {
+    let work = env.path("work");
+    fixtures(&work);
+    let bin = Path::new(env!("CARGO_BIN_EXE_sealvol")).parent().unwrap();
+    let mut script = String::from("set +e\n");
+    for (i, (cmd, _)) in block.steps.iter().enumerate() {
+        let minute = 55 + i;
+        let (h, m) = (23 + minute / 60, minute % 60);
+        // `$?` is carried over the separator, for a step that shows it.
+        script.push_str(&format!(
+            "__s=$?; echo '{SEP}'; export SEALVOL_NOW=2026-11-29T{h:02}:{m:02}:00Z; (exit $__s)\n{cmd}\n"
+        ));
+    }
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec 2>&1\n{script}"))
+        .current_dir(&work)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("SEALVOL_REPO", &env.repo)
+        .env("SEALVOL_STATE", &env.state)
+        .env("XDG_CONFIG_HOME", env.path("config"))
+        .env("USER", "ana")
+        .env("COLUMNS", "100")
+        .env_remove("SEALVOL_THEME")
+        .output()
+        .expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut parts: Vec<String> = text.split(&format!("{SEP}\n")).map(String::from).collect();
+    parts.remove(0);
+    assert_eq!(parts.len(), block.steps.len(), "{text}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    // The folder the commands ran in is shown as `.`, the host as `node7`.
+    let here = format!("{}/", work.display());
+    parts
+        .into_iter()
+        .map(|p| {
+            p.replace(&format!("ana@{}", host.trim()), "ana@node7")
+                .replace(&here, "./")
+        })
+        .collect()
+}
+
+/// What may differ between two runs of the same commands: elapsed times and rates.
+fn masked(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut l = line.to_string();
+        // "read 6.1 MiB in 0.1 s (61.0 MiB/s)": the time and the rate.
+        if let (Some(a), Some(b)) = (l.find(" in "), l.find("/s)")) {
+            if a < b && l[a..b].contains(" s (") {
+                l = format!("{} in T{}", &l[..a], &l[b + 3..]);
+            }
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_readme_transcripts_are_what_the_binary_prints() {
+    let path = readme_path();
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let found = blocks(&readme);
+    assert!(
+        found.iter().any(|b| b.name == "session"),
+        "README.md has no session transcript"
+    );
+    let writing = std::env::var("SEALVOL_README").is_ok_and(|v| v == "write");
+    let mut new = readme.clone();
+    let mut differences = Vec::new();
+    // Back to front, so that the earlier ranges stay put while writing.
+    for block in found.iter().rev() {
+        let env = Env::new();
+        let outputs = run(&env, block);
+        let mut text = String::new();
+        for (i, ((cmd, shown), got)) in block.steps.iter().zip(&outputs).enumerate() {
+            // A blank line between commands, for the reader.
+            let gap = if i + 1 < outputs.len() && !got.is_empty() {
+                "\n"
+            } else {
+                ""
+            };
+            text.push_str(&format!("$ {cmd}\n{got}{gap}"));
+            if masked(shown).trim_end() != masked(got).trim_end() {
+                differences.push(format!(
+                    "{}: `{cmd}`\n--- README\n{shown}--- the binary\n{got}",
+                    block.name
+                ));
+            }
+        }
+        new.replace_range(block.range.clone(), &text);
+    }
+    if writing {
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert!(
+        differences.is_empty(),
+        "README.md disagrees with the binary (SEALVOL_README=write cargo test --test readme rewrites it):\n\n{}",
+        differences.join("\n")
+    );
+}
