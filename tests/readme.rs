@@ -166,10 +166,11 @@ fn masked(text: &str) -> String {
     for line in text.lines() {
         let mut l = line.to_string();
         // "read 6.1 MiB in 0.1 s (61.0 MiB/s)": the time and the rate.
-        if let (Some(a), Some(b)) = (l.find(" in "), l.find("/s)")) {
-            if a < b && l[a..b].contains(" s (") {
-                l = format!("{} in T{}", &l[..a], &l[b + 3..]);
-            }
+        if let (Some(a), Some(b)) = (l.find(" in "), l.find("/s)"))
+            && a < b
+            && l[a..b].contains(" s (")
+        {
+            l = format!("{} in T{}", &l[..a], &l[b + 3..]);
         }
         out.push_str(&l);
         out.push('\n');

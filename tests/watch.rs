@@ -722,7 +722,7 @@ fn bad_watch_inputs_are_refused_with_nothing_recorded() {
     std::fs::create_dir_all(&run).unwrap();
     let file = env.path("file.bin");
     write(&file, b"x");
-    env.push(&run, "w/seed", &[]);
+    env.push(&run, "w/seed", &["--allow-empty"]);
     let r = run.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec![file.to_str().unwrap(), "w/x"], "is a file"),
