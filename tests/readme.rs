@@ -110,6 +110,26 @@ fn fixtures(dir: &Path) {
             b"{\"model_max_length\": 4096}\n",
         );
     }
+    // A LoRA adapter, and three deployments: prod pins ckpt-1000, canary pins
+    // ckpt-2000, staging follows the tag prod; all follow the adapter's tag.
+    write(
+        &dir.join("lora/adapter_model.safetensors"),
+        &noise(256 << 10, 5),
+    );
+    write(&dir.join("lora/adapter_config.json"), b"{\"r\": 16}\n");
+    let digest = |d: &Path| sealvol_core::walk::digest_dir(d).unwrap().to_string();
+    let deployment = |name: &str, weights: String| {
+        let text = format!(
+            "# {name}: served by the inference fleet\nreplicas: 4\nsealvol:\n  mounts:\n    - ref: {weights}\n      path: /app/weights\n    - ref: adapters/support-lora:prod\n      path: /app/lora\n"
+        );
+        write(
+            &dir.join(format!("deploy/{name}/config.yaml")),
+            text.as_bytes(),
+        );
+    };
+    deployment("prod", format!("vol:weights/tiny@{}", digest(&c1)));
+    deployment("canary", format!("vol:weights/tiny@{}", digest(&c2)));
+    deployment("staging", "weights/tiny:prod".into());
 }
 
 const SEP: &str = "@@sealvol-readme-step@@";
