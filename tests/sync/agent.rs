@@ -267,6 +267,10 @@ fn cancel_takes_effect_while_a_sync_waits_out_retries() {
     let ep = format!("http://127.0.0.1:{}", down.port);
     let mut agent = start_agent(&env, &ep);
     let id = detached_sync_until(&env, &ep, "s3://down/ckpt", "retrying in");
+    // A retry names the source once, not once per layer that passed the error on.
+    let logs = env.ok(&["jobs", "logs", &id]);
+    let retry = logs.lines().find(|l| l.contains("retrying in")).unwrap();
+    assert_eq!(retry.matches("s3://down/ckpt/").count(), 1, "{retry}");
     cancel_ends_it(&env, &id);
     agent.kill().unwrap();
     agent.wait().unwrap();

@@ -76,8 +76,13 @@ where
         if !tries.may_retry(started.elapsed(), wait) {
             return Err(tries.gave_up(what, e, started.elapsed()));
         }
+        // The error usually names the object already: said once.
+        let said = match e.message().starts_with(what) {
+            true => e.to_string(),
+            false => format!("{what}: {e}"),
+        };
         say(format!(
-            "{what}: {e}; retrying in {:.1} s ({}/{ATTEMPTS})",
+            "{said}; retrying in {:.1} s ({}/{ATTEMPTS})",
             wait.as_secs_f64(),
             tries.count
         ));
