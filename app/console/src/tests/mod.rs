@@ -29,8 +29,20 @@ pub(super) struct Harness {
 }
 
 fn version(repo: &Repository, dir: &std::path::Path, bytes: &[u8], vol: &VolumeName) -> Digest {
+    version_of(repo, dir, &[("model.bin", bytes)], vol)
+}
+
+/// A version of `vol` holding `files` (name, bytes), pushed from `dir`.
+fn version_of(
+    repo: &Repository,
+    dir: &std::path::Path,
+    files: &[(&str, &[u8])],
+    vol: &VolumeName,
+) -> Digest {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("model.bin"), bytes).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
     let opts = PushOptions {
         cancel: None,
         guard: None,
@@ -879,18 +891,8 @@ fn the_tensors_of_a_diff_are_reached_filtered_and_scrolled_by_keyboard() {
         safetensors(&t)
     };
     let push_version = |dir: &str, st: Vec<u8>| {
-        let d = h._tmp.path().join(dir);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("config.json"), b"{}").unwrap();
-        std::fs::write(d.join("model.safetensors"), st).unwrap();
-        let opts = PushOptions {
-            cancel: None,
-            guard: None,
-            source: None,
-            stat_cache: None,
-            progress: &Quiet,
-        };
-        push(&h.node.repo, &d, &vol, &[], &opts).unwrap().digest
+        let files: [(&str, &[u8]); 2] = [("config.json", b"{}"), ("model.safetensors", &st)];
+        version_of(&h.node.repo, &h._tmp.path().join(dir), &files, &vol)
     };
     let a = push_version("deep1", tensors(&[], false));
     let b = push_version("deep2", tensors(&[50, 51, 52, 53], true));
