@@ -5,6 +5,9 @@
 //! between runs by nature is masked: elapsed times and rates when comparing, and the
 //! host (`node7`) and the folder the commands run in (`./`) in what is shown.
 //!
+//! Every command an output offers (`` `sealvol …` `` in a hint or an undo line) is then
+//! run as printed, after the block, and must succeed.
+//!
 //! When output changes on purpose: `SEALVOL_README=write cargo test --test readme`
 //! writes it into README.md (review the diff).
 
@@ -134,24 +137,13 @@ fn fixtures(dir: &Path) {
 
 const SEP: &str = "@@sealvol-readme-step@@";
 
-/// Runs a block's commands in one bash session; returns each command's output.
-fn run(env: &Env, block: &Block) -> Vec<String> {
-    let work = env.path("work");
-    fixtures(&work);
+/// `script` in bash, in the block's folder, with the block's repository and state.
+fn shell(env: &Env, script: &str) -> std::process::Output {
     let bin = Path::new(env!("CARGO_BIN_EXE_sealvol")).parent().unwrap();
-    let mut script = String::from("set +e\n");
-    for (i, (cmd, _)) in block.steps.iter().enumerate() {
-        let minute = 55 + i;
-        let (h, m) = (23 + minute / 60, minute % 60);
-        // `$?` is carried over the separator, for a step that shows it.
-        script.push_str(&format!(
-            "__s=$?; echo '{SEP}'; export SEALVOL_NOW=2026-11-29T{h:02}:{m:02}:00Z; (exit $__s)\n{cmd}\n"
-        ));
-    }
-    let out = Command::new("bash")
+    Command::new("bash")
         .arg("-c")
-        .arg(format!("exec 2>&1\n{script}"))
-        .current_dir(&work)
+        .arg(script)
+        .current_dir(env.path("work"))
         .env(
             "PATH",
             format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
@@ -163,7 +155,44 @@ fn run(env: &Env, block: &Block) -> Vec<String> {
         .env("COLUMNS", "100")
         .env_remove("SEALVOL_THEME")
         .output()
-        .expect("bash");
+        .expect("bash")
+}
+
+/// The commands the outputs offer (`` `sealvol …` ``), but templates to fill in
+/// (`weights/tiny@DIGEST`).
+fn hints(outputs: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for text in outputs {
+        for (i, part) in text.split('`').enumerate() {
+            let template = part
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| w.len() > 1 && w.chars().all(|c| c.is_ascii_uppercase()));
+            if i % 2 == 1
+                && part.starts_with("sealvol ")
+                && !template
+                && !out.contains(&part.to_string())
+            {
+                out.push(part.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Runs a block's commands in one bash session; returns each command's output.
+fn run(env: &Env, block: &Block) -> Vec<String> {
+    let work = env.path("work");
+    fixtures(&work);
+    let mut script = String::from("set +e\n");
+    for (i, (cmd, _)) in block.steps.iter().enumerate() {
+        let minute = 55 + i;
+        let (h, m) = (23 + minute / 60, minute % 60);
+        // `$?` is carried over the separator, for a step that shows it.
+        script.push_str(&format!(
+            "__s=$?; echo '{SEP}'; export SEALVOL_NOW=2026-11-29T{h:02}:{m:02}:00Z; (exit $__s)\n{cmd}\n"
+        ));
+    }
+    let out = shell(env, &format!("exec 2>&1\n{script}"));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let mut parts: Vec<String> = text.split(&format!("{SEP}\n")).map(String::from).collect();
     parts.remove(0);
@@ -210,6 +239,7 @@ fn the_readme_transcripts_are_what_the_binary_prints() {
     let writing = std::env::var("SEALVOL_README").is_ok_and(|v| v == "write");
     let mut new = readme.clone();
     let mut differences = Vec::new();
+    let mut ran_hints = 0;
     // Back to front, so that the earlier ranges stay put while writing.
     for block in found.iter().rev() {
         let env = Env::new();
@@ -231,7 +261,23 @@ fn the_readme_transcripts_are_what_the_binary_prints() {
             }
         }
         new.replace_range(block.range.clone(), &text);
+        // Every command the outputs offer works as printed, after the block.
+        for hint in hints(&outputs) {
+            let out = shell(&env, &hint);
+            if !out.status.success() {
+                differences.push(format!(
+                    "{}: the hint `{hint}` fails:\n{}",
+                    block.name,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            ran_hints += 1;
+        }
     }
+    assert!(
+        ran_hints >= 3,
+        "the transcripts offer hints to run: {ran_hints}"
+    );
     if writing {
         std::fs::write(&path, new).unwrap();
         return;
