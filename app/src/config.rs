@@ -33,7 +33,7 @@ pub struct ConfigFile {
     pub timeout: Option<String>,
     /// Where sources are reached (`[endpoints]`: s3, r2, cw, gcs, azure, hf, s3_path_style).
     #[serde(default)]
-    pub endpoints: sealvol_node::source::Endpoints,
+    pub endpoints: sealvol_source::Endpoints,
     /// Deployment files, or folders of them, for the console's Deployments screen.
     #[serde(default)]
     pub deploy_dirs: Vec<PathBuf>,
@@ -66,7 +66,7 @@ pub struct Settings {
     /// How long a backend may leave a request unanswered (`--timeout`).
     pub timeout: std::time::Duration,
     /// config.toml's `[endpoints]` under the standard environment variables.
-    pub endpoints: sealvol_node::source::Endpoints,
+    pub endpoints: sealvol_source::Endpoints,
     /// config.toml's `deploy_dirs`: deployment files or folders the console shows.
     pub deploy_dirs: Vec<PathBuf>,
     /// config.toml's `peers`: cache servers read before the origin.

@@ -241,7 +241,7 @@ fn open_engine(
     };
     let (jobs, is_hosted) = commands::jobs::agent_for_console(ctx);
     if is_hosted {
-        *hosted.lock().unwrap_or_else(|p| p.into_inner()) = jobs.clone();
+        *sealvol_core::lock(hosted) = jobs.clone();
     }
     let node = sealvol_node::api::Node {
         repo,
@@ -295,7 +295,7 @@ fn open_console(ctx: &Ctx, readonly: bool, deploy: &[std::path::PathBuf]) -> Res
         Box::new(move || open_engine(&ctx, &hosted)) as sealvol_console::Open
     };
     // What the engine logs meanwhile goes to a file: the terminal is the console's.
-    let _ = sealvol_node::private::dir(&ctx.settings.state);
+    let _ = sealvol_core::private::dir(&ctx.settings.state);
     output::divert_log(&ctx.settings.state.join("console.log"));
     let result = sealvol_console::run(
         location,
@@ -309,7 +309,7 @@ fn open_console(ctx: &Ctx, readonly: bool, deploy: &[std::path::PathBuf]) -> Res
     )
     .map_err(|e| Error::io("console failed on", std::path::Path::new("the terminal"), e));
     output::restore_log();
-    let agent = hosted.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let agent = sealvol_core::lock(&hosted).take();
     if let Some(agent) = agent {
         commands::jobs::hand_over(ctx, agent)?;
     }

@@ -76,16 +76,16 @@ pub fn divert_log(file: &Path) {
         .append(true)
         .open(file)
         .or_else(|_| std::fs::OpenOptions::new().write(true).open("/dev/null"));
-    *DIVERTED.lock().unwrap_or_else(|p| p.into_inner()) = f.ok();
+    *sealvol_core::lock(&DIVERTED) = f.ok();
 }
 
 pub fn restore_log() {
-    *DIVERTED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *sealvol_core::lock(&DIVERTED) = None;
 }
 
 impl Write for StderrWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Some(f) = DIVERTED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(f) = sealvol_core::lock(&DIVERTED).as_mut() {
             return f.write(buf);
         }
         std::io::stderr()
@@ -94,7 +94,7 @@ impl Write for StderrWriter {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if let Some(f) = DIVERTED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        if let Some(f) = sealvol_core::lock(&DIVERTED).as_mut() {
             return f.flush();
         }
         std::io::stderr().flush().inspect_err(|_| stderr_failed())

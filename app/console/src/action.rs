@@ -1,7 +1,7 @@
 //! What a key (or a click, or a palette command) asks the console to do. The keymap
 //! maps keys to these by name; the model carries them out.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     Down,
     Up,
@@ -41,6 +41,21 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether it changes the repository or this machine's jobs: what a read-only
+    /// console refuses.
+    pub fn changes_repository(self) -> bool {
+        matches!(
+            self,
+            Action::PointTag
+                | Action::UndoMove
+                | Action::Stop
+                | Action::RetryJob
+                | Action::Delete
+                | Action::Restore
+                | Action::Rollback
+        )
+    }
+
     pub fn from_name(s: &str) -> Option<Action> {
         Some(match s {
             "down" => Action::Down,

@@ -9,9 +9,9 @@ use sealvol_core::registry::{TagFile, VersionInfo, VolumeInfo};
 use sealvol_core::trash::TrashedVersion;
 use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
+use sealvol_mount::records::MountRecord;
 use sealvol_node::api::Api;
 use sealvol_node::jobs::{Job, JobEvent};
-use sealvol_node::mounts::MountRecord;
 use sealvol_node::watch::{Watch, WatchView};
 
 /// A tag move a person has been shown and may confirm. It names the tag and both

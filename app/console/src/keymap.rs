@@ -51,16 +51,6 @@ impl Key {
         }
     }
 
-    /// The key event this key stands for (used when a hint is clicked).
-    pub fn to_event(self) -> KeyEvent {
-        let m = if self.ctrl {
-            KeyModifiers::CONTROL
-        } else {
-            KeyModifiers::NONE
-        };
-        KeyEvent::new(self.code, m)
-    }
-
     pub fn parse(s: &str) -> Option<Key> {
         let (ctrl, rest) = match s.strip_prefix("ctrl-") {
             Some(r) => (true, r),
@@ -91,6 +81,8 @@ impl Key {
 #[derive(Debug)]
 pub struct Keymap {
     map: HashMap<(Mode, Key), Action>,
+    /// The first key of each action's binding, as written: what hints show.
+    first: HashMap<(Mode, Action), String>,
     /// (mode, keys as written, description), in file order, for the help screen.
     help: Vec<(Mode, String, String)>,
 }
@@ -111,6 +103,7 @@ impl Keymap {
             }
         }
         let mut map = HashMap::new();
+        let mut first = HashMap::new();
         let mut help = Vec::new();
         for (mode, bindings) in [(Mode::Normal, &file.normal), (Mode::Confirm, &file.confirm)] {
             for b in bindings {
@@ -124,11 +117,31 @@ impl Keymap {
                 help.push((mode, b.keys.join(" "), b.desc.clone()));
             }
         }
-        Ok(Keymap { map, help })
+        // A key a later binding took is not shown for the earlier action.
+        for (mode, bindings) in [(Mode::Normal, &file.normal), (Mode::Confirm, &file.confirm)] {
+            for b in bindings {
+                let Some(action) = Action::from_name(&b.action) else {
+                    continue;
+                };
+                let still = b
+                    .keys
+                    .iter()
+                    .find(|k| Key::parse(k).and_then(|key| map.get(&(mode, key))) == Some(&action));
+                if let Some(k) = still {
+                    first.entry((mode, action)).or_insert_with(|| k.clone());
+                }
+            }
+        }
+        Ok(Keymap { map, first, help })
     }
 
     pub fn action(&self, mode: Mode, ev: &KeyEvent) -> Option<Action> {
         self.map.get(&(mode, Key::from_event(ev))).copied()
+    }
+
+    /// The key that triggers `action`, as the keymap writes it (`None`: unbound).
+    pub fn key(&self, mode: Mode, action: Action) -> Option<&str> {
+        self.first.get(&(mode, action)).map(String::as_str)
     }
 
     pub fn help(&self, mode: Mode) -> Vec<(String, String)> {

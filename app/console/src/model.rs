@@ -208,9 +208,13 @@ impl Model {
                 let Some(i) = sealvol_views::chrome::hint_at(&status, width, ev.column) else {
                     return Vec::new();
                 };
-                let key = status.hints[i].0.clone();
-                match crate::keymap::Key::parse(&key).map(|k| k.to_event()) {
-                    Some(ev) => self.on_key(&ev, keymap),
+                match self.shown_hints(keymap).get(i) {
+                    Some((action, _, _)) => {
+                        if self.ctx.status_is_error() {
+                            self.clear_status();
+                        }
+                        self.on_action(*action)
+                    }
                     None => Vec::new(),
                 }
             }
@@ -403,24 +407,9 @@ impl Model {
             Action::Quit => self.quit = true,
             Action::Confirm | Action::Cancel => {}
             // A change refused in a read-only console, whatever the screen.
-            Action::PointTag
-            | Action::UndoMove
-            | Action::Stop
-            | Action::RetryJob
-            | Action::Delete
-            | Action::Restore
-            | Action::Rollback
-                if self.refuse_if_readonly() => {}
-            Action::Open
-            | Action::Focus
-            | Action::PointTag
-            | Action::UndoMove
-            | Action::Mark
-            | Action::Stop
-            | Action::RetryJob
-            | Action::Delete
-            | Action::Restore
-            | Action::Rollback => {
+            a if a.changes_repository() && self.refuse_if_readonly() => {}
+            // Open, focus, mark and every change: the screen shown carries them out.
+            a => {
                 let (top, ctx) = self.top_and_ctx();
                 match top.on_action(a, ctx) {
                     Some(r) => return self.apply(r),
@@ -764,21 +753,37 @@ impl Model {
         }
     }
 
+    /// The screen's hints with the keys the keymap binds them to: (the action a click
+    /// does, the keys, the label). A hint whose action no key triggers is left out.
+    fn shown_hints(&self, keymap: &Keymap) -> Vec<(Action, String, &'static str)> {
+        self.top()
+            .hints()
+            .iter()
+            .filter_map(|(actions, label)| {
+                let keys: Option<Vec<&str>> = actions
+                    .iter()
+                    .map(|a| keymap.key(Mode::Normal, *a))
+                    .collect();
+                Some((*actions.first()?, keys?.join("/"), *label))
+            })
+            .collect()
+    }
+
     /// Help for the screen shown: its own keys first, then every other key.
     fn help_lines(&self, keymap: &Keymap) -> Vec<(String, String)> {
         let mut lines: Vec<(String, String)> = vec![("".into(), "on this screen".into())];
-        let here = self.top().hints();
+        let here = self.shown_hints(keymap);
         lines.extend(
             here.iter()
-                .filter(|(k, _)| *k != "?" && *k != "esc")
-                .map(|(k, d)| (k.to_string(), d.to_string())),
+                .filter(|(a, _, _)| !matches!(a, Action::Help | Action::Back))
+                .map(|(_, k, d)| (k.clone(), d.to_string())),
         );
         lines.push(("".into(), "everywhere".into()));
         lines.extend(
             keymap
                 .help(Mode::Normal)
                 .into_iter()
-                .filter(|(k, _)| !here.iter().any(|(h, _)| h == k)),
+                .filter(|(k, _)| !here.iter().any(|(_, h, _)| k.split(' ').next() == Some(h))),
         );
         lines
     }
@@ -824,10 +829,10 @@ impl Model {
             status: Status {
                 kind,
                 text,
-                hints: top
-                    .hints()
-                    .iter()
-                    .map(|(k, d)| (k.to_string(), d.to_string()))
+                hints: self
+                    .shown_hints(keymap)
+                    .into_iter()
+                    .map(|(_, k, d)| (k, d.to_string()))
                     .collect(),
             },
             overlay,

@@ -13,9 +13,9 @@ use sealvol_node::agent::socket::AgentClient;
 use sealvol_node::agent::{Agent, AgentSettings};
 use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_node::log as job_log;
-use sealvol_node::source::{Connector, SourceUrl};
 use sealvol_node::sync;
 use sealvol_node::watch::WatchState;
+use sealvol_source::{Connector, SourceUrl};
 
 use super::Ctx;
 use crate::cli::JobsCommand;
@@ -271,10 +271,10 @@ pub(super) fn agent_in_background(ctx: &Ctx) -> Result<AgentClient> {
     if let Some(c) = AgentClient::connect(state)? {
         return Ok(c);
     }
-    sealvol_node::private::dir(state)?;
+    sealvol_core::private::dir(state)?;
     let log_path = state.join("agent.log");
     let open_log = || {
-        sealvol_node::private::append(&log_path)
+        sealvol_core::private::append(&log_path)
             .map_err(|e| Error::io("cannot open log", &log_path, e))
     };
     let exe = std::env::current_exe()

@@ -80,7 +80,7 @@ impl Ctx {
     pub fn open_at(&self, address: &Address, mode: Mode) -> Result<Repository> {
         let s = &self.settings;
         let secret = match &s.repo_secret {
-            Some(name) if *address == s.repo => Some(sealvol_node::secrets::get(&s.state, name)?),
+            Some(name) if *address == s.repo => Some(sealvol_source::secrets::get(&s.state, name)?),
             _ => None,
         };
         let staging = s.state.join("staging");

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::registry::now_rfc3339;
 use sealvol_core::{Digest, Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_mount::records::{self as records, MountRecord};
 use sealvol_mount::{self as mount, MountOptions};
-use sealvol_node::mounts::{self as records, MountRecord};
 
 use super::Ctx;
 use crate::config::parse_size;
@@ -292,10 +292,10 @@ fn spawn_background(
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
     let dir = records_dir(ctx);
-    sealvol_node::private::dir(&dir)?;
+    sealvol_core::private::dir(&dir)?;
     let abs = std::path::absolute(&req.dir).unwrap_or_else(|_| req.dir.clone());
     let log_path = dir.join(format!("{}.log", log_name(&abs)));
-    let log = sealvol_node::private::append(&log_path)
+    let log = sealvol_core::private::append(&log_path)
         .map_err(|e| Error::io("cannot open log", &log_path, e))?;
     let log2 = log
         .try_clone()

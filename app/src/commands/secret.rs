@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Read};
 
 use sealvol_core::{Error, Result};
-use sealvol_node::secrets;
+use sealvol_source::secrets;
 
 use super::Ctx;
 use crate::cli::SecretCommand;

@@ -164,7 +164,7 @@ impl ChunkCache {
                     }
                 }
                 let (done, cv) = &*bg.measured;
-                *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                *crate::lock(done) = true;
                 cv.notify_all();
             });
         if let Err(e) = spawned {
@@ -345,7 +345,7 @@ impl ChunkCache {
     /// exact `used_bytes`).
     pub fn wait_measured(&self) {
         let (done, cv) = &*self.measured;
-        let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = crate::lock(done);
         while !*d {
             d = cv.wait(d).unwrap_or_else(|p| p.into_inner());
         }

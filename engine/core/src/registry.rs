@@ -758,7 +758,10 @@ impl Repository {
                         kept_damaged: kept_at,
                     });
                 }
-                Err(e) if e.kind() == ErrorKind::Race && expected.is_none() => continue,
+                // Another move landed between our read and our write: read again. A
+                // guarded move then finds the tag elsewhere and says where (or, moved
+                // back to what the person saw, goes through).
+                Err(e) if e.kind() == ErrorKind::Race => continue,
                 Err(e) => return Err(e),
             }
         }

@@ -70,8 +70,8 @@ pub const CONFIG_KEY: &str = "sealvol.repo";
 /// Where damaged objects are moved; nothing reads them, and garbage collection removes
 /// them once they are older than the retention window.
 pub const QUARANTINE: &str = "quarantine/";
-/// Packs are closed when they reach this size (DESIGN.md: tens of MiB, so that object
-/// stores see few large objects).
+/// Packs are closed when they reach this size: tens of MiB, so that an object store
+/// sees few large objects rather than many small ones (docs/FORMAT.md, packs).
 pub const PACK_TARGET: u64 = 64 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -529,7 +529,7 @@ impl Repository {
         if self.remote.is_some() {
             return Ok(None);
         }
-        let mut cached = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = crate::lock(&self.copies);
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
                 Some(found) if !same(&found) => return Ok(Some(found)),
@@ -560,7 +560,7 @@ impl Repository {
                 .get(hash)
                 .map(|loc| (index.packs[loc.slot as usize], loc.entry))
         };
-        let mut cached = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = crate::lock(&self.copies);
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
                 Some(found) => return Ok(Some(found)),

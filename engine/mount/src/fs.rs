@@ -469,11 +469,7 @@ impl VolumeFs {
             || h.read.load(Ordering::Relaxed) < size
             || size > cache.max_bytes() / 4
             || cache.has_file(&h.hash)
-            || !self
-                .keeping
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(h.hash)
+            || !sealvol_core::lock(&self.keeping).insert(h.hash)
         {
             return;
         }
@@ -504,10 +500,7 @@ impl VolumeFs {
                         Err(e) => tracing::warn!("cannot keep file {} whole: {e}", hash.hex()),
                     }
                 }
-                keeping
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&hash);
+                sealvol_core::lock(&keeping).remove(&hash);
             });
     }
 
@@ -555,7 +548,7 @@ impl VolumeFs {
         let first = layout.chunk_at(offset);
         let last = layout.chunk_at(end - 1) + 1;
         let (prefetch, onward) = {
-            let mut stream = handle.stream.lock().unwrap_or_else(|p| p.into_inner());
+            let mut stream = sealvol_core::lock(&handle.stream);
             let onward = stream.continues(offset);
             (
                 stream.on_read(layout, offset, end - offset, self.max_window),
@@ -795,11 +788,7 @@ impl VolumeFs {
 
     /// Whether whole files are still being written to the node cache.
     pub fn is_keeping(&self) -> bool {
-        !self
-            .keeping
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        !sealvol_core::lock(&self.keeping).is_empty()
     }
 
     pub fn statfs(&self) -> Statfs {

@@ -108,7 +108,7 @@ impl Filesystem for Adapter {
             Err(e) => return reply.error(errno(e)),
         };
         if let (true, Some(file)) = (self.passthrough, &opened.backing) {
-            let mut backing = self.backing.lock().unwrap_or_else(|p| p.into_inner());
+            let mut backing = sealvol_core::lock(&self.backing);
             let entry = match backing.remove(&ino.0) {
                 Some((id, n)) => Some((id, n + 1)),
                 None => match reply.open_backing(file) {
@@ -121,10 +121,7 @@ impl Filesystem for Adapter {
             };
             if let Some((id, n)) = entry {
                 self.fs.note_passthrough();
-                self.passed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(opened.fh, ino.0);
+                sealvol_core::lock(&self.passed).insert(opened.fh, ino.0);
                 reply.opened_passthrough(FileHandle(opened.fh), FopenFlags::empty(), &id);
                 backing.insert(ino.0, (id, n));
                 return;
@@ -162,13 +159,9 @@ impl Filesystem for Adapter {
         reply: ReplyEmpty,
     ) {
         self.fs.release(fh.0);
-        let passed = self
-            .passed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&fh.0);
+        let passed = sealvol_core::lock(&self.passed).remove(&fh.0);
         if let Some(ino) = passed {
-            let mut backing = self.backing.lock().unwrap_or_else(|p| p.into_inner());
+            let mut backing = sealvol_core::lock(&self.backing);
             if let Some((id, n)) = backing.remove(&ino)
                 && n > 1
             {

@@ -104,10 +104,7 @@ pub struct Layouts {
 impl Layouts {
     /// The chunk list of the file `hash`, which the manifest says has `size` bytes.
     pub fn get(&self, repo: &Repository, hash: &Hash, size: u64) -> Result<Arc<Layout>> {
-        if let Some(l) = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        if let Some(l) = sealvol_core::lock(&self.loaded)
             .get(hash)
             .and_then(Weak::upgrade)
         {
@@ -122,7 +119,7 @@ impl Layouts {
             )));
         }
         let l = Arc::new(Layout::new(*hash, obj));
-        let mut map = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = sealvol_core::lock(&self.loaded);
         map.retain(|_, w| w.strong_count() > 0);
         map.insert(*hash, Arc::downgrade(&l));
         Ok(l)

@@ -139,7 +139,7 @@ impl Memo {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        sealvol_core::lock(&self.inner)
     }
 
     /// Sets `bytes` aside for a read-ahead fetch once the memory kept and reserved
@@ -254,7 +254,7 @@ impl Memo {
             if waiting && missing.is_empty() {
                 // Another reader's fetch: wait for it, but not past this read's deadline.
                 match sealvol_core::deadline::left() {
-                    None => drop(self.done.wait(g).unwrap_or_else(|p| p.into_inner())),
+                    None => drop(sealvol_core::locks::wait(&self.done, g)),
                     Some(left) if left.is_zero() => {
                         return Err(sealvol_core::deadline::passed("a fetch under way"));
                     }

@@ -31,7 +31,7 @@ pub struct Recorder {
 impl Recorder {
     /// Notes that a reader asked for chunks `range` of a file.
     pub fn note(&self, layout: &Layout, range: Range<usize>) {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = sealvol_core::lock(&self.inner);
         if r.seen.len() >= MAX_CHUNKS {
             return;
         }
@@ -55,7 +55,7 @@ impl Recorder {
 
     /// The recording, if it changed since the last call.
     pub fn take_changed(&self) -> Option<Vec<Step>> {
-        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = sealvol_core::lock(&self.inner);
         if !r.changed {
             return None;
         }

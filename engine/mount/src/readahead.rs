@@ -463,7 +463,7 @@ impl Drop for Prefetcher {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+        sealvol_core::lock(&self.queue)
     }
 
     fn work(&self) {
@@ -511,7 +511,7 @@ impl Shared {
                 q.running += 1;
                 return task;
             }
-            q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = sealvol_core::locks::wait(&self.wake, q);
         }
     }
 

@@ -1,12 +1,11 @@
-//! The one API the console (and later remote clients) use: plain data in and out, so
-//! that a remote engine can stand behind the same trait. Calls block; callers that
-//! must stay responsive run them on a blocking task.
+//! The one API the console uses: plain data in and out, over whichever repository the
+//! app opened (a folder, a bucket, or a `sealvol serve` through `--remote`). Calls
+//! block; callers that must stay responsive run them on a blocking task.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::jobs::{Job, JobEvent, JobsApi};
-use crate::mounts::MountRecord;
 use crate::watch::{Watch, WatchView};
 use sealvol_core::diff::VersionDiff;
 use sealvol_core::error::Result;
@@ -17,6 +16,7 @@ use sealvol_core::repo::Repository;
 use sealvol_core::trash::{Deleted, Restored, TrashedVersion};
 use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
+use sealvol_mount::records::MountRecord;
 
 pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
@@ -178,7 +178,9 @@ impl Api for Node {
         Api::apply_rollback(&self.repo, plan)
     }
     fn mounts(&self) -> Result<Vec<MountRecord>> {
-        Ok(crate::mounts::list(&crate::mounts::dir(&self.state)))
+        Ok(sealvol_mount::records::list(&sealvol_mount::records::dir(
+            &self.state,
+        )))
     }
     fn jobs(&self) -> Result<Vec<Job>> {
         self.agent()?.list()

@@ -73,7 +73,7 @@ pub struct JobSpec {
     pub exclude: Vec<String>,
     /// Where the source is reached, fixed when the job was queued.
     #[serde(default)]
-    pub endpoint: crate::source::endpoints::Resolved,
+    pub endpoint: sealvol_source::endpoints::Resolved,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,9 +45,9 @@ impl JobLog {
     pub fn line(&self, text: &str) {
         let write = || -> std::io::Result<()> {
             if let Some(dir) = self.path.parent() {
-                crate::private::dir(dir).map_err(std::io::Error::other)?;
+                sealvol_core::private::dir(dir).map_err(std::io::Error::other)?;
             }
-            let mut f = crate::private::append(&self.path)?;
+            let mut f = sealvol_core::private::append(&self.path)?;
             writeln!(f, "{} {text}", now_rfc3339())
         };
         if let Err(e) = write() {

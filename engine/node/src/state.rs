@@ -13,12 +13,12 @@ use std::time::Duration;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::jobs::{Job, JobProgress, JobSpec, JobState};
-use crate::source::listing::Object;
 use crate::watch::Watch;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::registry::now_rfc3339;
 use sealvol_core::walk::Stamp;
+use sealvol_source::listing::Object;
 
 const STAT_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("stat_cache");
 const STAMP_LEN: usize = 8 + 16 + 16 + 8 + 8;
@@ -35,14 +35,14 @@ impl StateDb {
     /// Opens (or creates) the database. Returns `None` if another process holds it,
     /// after waiting `patience` for it to be released.
     pub fn open(dir: &Path, patience: Duration) -> Result<Option<StateDb>> {
-        crate::private::dir(dir)?;
+        sealvol_core::private::dir(dir)?;
         let path = dir.join("state.redb");
         let deadline = std::time::Instant::now() + patience;
         let mut recreated = false;
         loop {
             match Database::create(&path) {
                 Ok(db) => {
-                    crate::private::restrict(&path, 0o600)?;
+                    sealvol_core::private::restrict(&path, 0o600)?;
                     return Ok(Some(StateDb { db }));
                 }
                 Err(DatabaseError::DatabaseAlreadyOpen) => {

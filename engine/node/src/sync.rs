@@ -20,9 +20,9 @@ use sealvol_core::registry::{Provenance, now_rfc3339, whoami};
 use sealvol_core::repo::Repository;
 
 use crate::jobs::JobSpec;
-use crate::secrets;
-use crate::source::{Connector, Filter, Notes, Object, SourceUrl};
 use crate::state::StateDb;
+use sealvol_source::secrets;
+use sealvol_source::{Connector, Filter, Notes, Object, SourceUrl};
 
 /// Bytes per batch: what a killed sync may have to fetch again.
 pub const DEFAULT_BATCH: u64 = 1 << 30;

@@ -7,8 +7,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use sealvol_core::error::{Error, Result};
-use sealvol_node::source::SourceUrl;
-use sealvol_node::source::url::scheme;
+use sealvol_source::SourceUrl;
+use sealvol_source::url::scheme;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Address {

@@ -19,8 +19,8 @@ use std::path::Path;
 use sealvol_core::Repository;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::store::ObjectStore;
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::Endpoints;
+use sealvol_source::Endpoints;
+use sealvol_source::secrets::Secret;
 
 pub use address::Address;
 pub use store::S3Store;

@@ -8,8 +8,8 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::store::{ETag, ObjectInfo, Page};
-use sealvol_sources::retry::retrying;
-use sealvol_sources::s3::{code_text, common_status, service_status};
+use sealvol_s3::{code_text, common_status, service_status};
+use sealvol_source::retry::retrying;
 
 use sealvol_core::store::Traffic;
 

@@ -16,9 +16,9 @@ use std::time::{Duration, SystemTime};
 
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
 use sealvol_core::store::{ETag, ObjectStore, Page};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::SourceUrl;
-use sealvol_node::source::endpoints::Resolved;
+use sealvol_source::SourceUrl;
+use sealvol_source::endpoints::Resolved;
+use sealvol_source::secrets::Secret;
 
 use crate::requests::{Condition, Inner};
 use crate::upload;
@@ -52,7 +52,7 @@ impl S3Store {
         secret: Option<&Secret>,
         staging: &Path,
     ) -> Result<S3Store> {
-        let Some((bucket, prefix)) = sealvol_sources::s3::bucket_of(url) else {
+        let Some((bucket, prefix)) = sealvol_s3::bucket_of(url) else {
             return Err(Error::invalid(format!("{url} is not a bucket address")));
         };
         std::fs::create_dir_all(staging).ctx("cannot create", staging)?;
@@ -64,10 +64,10 @@ impl S3Store {
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the S3 client: {e}")))?;
         // Spawned, not `block_on`: the caller may itself be inside a runtime.
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let keys = secret.map(sealvol_sources::s3::credentials).transpose()?;
+        let keys = secret.map(sealvol_s3::credentials).transpose()?;
         let (u, a) = (url.clone(), at.clone());
         rt.spawn(async move {
-            let _ = tx.send(sealvol_sources::s3::client(&u, &a, keys).await);
+            let _ = tx.send(sealvol_s3::client(&u, &a, keys).await);
         });
         let client = rx
             .recv()
@@ -79,7 +79,7 @@ impl S3Store {
                 bucket: bucket.to_string(),
                 prefix: prefix.to_string(),
                 shown: url.to_string(),
-                endpoint: sealvol_sources::s3::endpoint_name(at),
+                endpoint: sealvol_s3::endpoint_name(at),
                 parts: tokio::sync::Semaphore::new(PARTS_IN_FLIGHT),
                 traffic: Traffic::default(),
             }),

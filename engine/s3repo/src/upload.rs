@@ -9,7 +9,7 @@ use std::path::Path;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
-use sealvol_sources::retry::retrying;
+use sealvol_source::retry::retrying;
 
 use crate::requests::{Condition, Expect, Inner};
 

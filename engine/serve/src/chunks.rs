@@ -89,12 +89,12 @@ struct Flight {
 
 impl Flight {
     fn wait(&self) -> Outcome {
-        let mut outcome = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
+        let mut outcome = sealvol_core::lock(&self.outcome);
         loop {
             if let Some(o) = outcome.as_ref() {
                 return o.clone();
             }
-            outcome = self.done.wait(outcome).unwrap_or_else(|p| p.into_inner());
+            outcome = sealvol_core::locks::wait(&self.done, outcome);
         }
     }
 }
@@ -168,7 +168,7 @@ fn store(cache: &ChunkCache, hash: &Hash, bytes: &[u8]) {
 
 /// Removes a flight that ended (and whose chunk is cached, if it was fetched).
 fn retire(flights: &Flights, hash: &Hash, flight: &Arc<Flight>) {
-    let mut f = flights.lock().unwrap_or_else(|p| p.into_inner());
+    let mut f = sealvol_core::lock(flights);
     if f.get(hash).is_some_and(|g| Arc::ptr_eq(g, flight)) {
         f.remove(hash);
     }
@@ -331,7 +331,7 @@ impl ChunkService {
             .map(|h| self.cached(h).map(Claim::Ready))
             .collect();
         {
-            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            let mut flights = sealvol_core::lock(&self.flights);
             for (h, c) in hashes.iter().zip(claims.iter_mut()) {
                 if c.is_some() {
                     continue;
@@ -374,7 +374,7 @@ impl ChunkService {
             return Claim::Ready(b);
         }
         let flight = {
-            let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+            let mut flights = sealvol_core::lock(&self.flights);
             if let Some(f) = flights.get(hash) {
                 add(&self.counters.flight_waits, 1);
                 return Claim::Wait(Arc::clone(f));
@@ -408,7 +408,7 @@ impl ChunkService {
             Err(_) => add(&self.counters.errors, 1),
             Ok(_) => {}
         }
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
+        *sealvol_core::lock(&flight.outcome) = Some(outcome.clone());
         flight.done.notify_all();
         let Ok(bytes) = outcome else {
             return retire(&self.flights, hash, flight);
@@ -426,7 +426,7 @@ impl ChunkService {
     }
 
     fn publish(&self, hash: &Hash, flight: &Arc<Flight>, outcome: Outcome) {
-        *flight.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+        *sealvol_core::lock(&flight.outcome) = Some(outcome);
         flight.done.notify_all();
         retire(&self.flights, hash, flight);
     }

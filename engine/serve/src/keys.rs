@@ -148,7 +148,7 @@ impl Keys {
         let modified = std::fs::metadata(&self.path)
             .and_then(|m| Ok((m.ino(), m.modified()?)))
             .map_err(|e| Error::io("cannot read", &self.path, e))?;
-        let mut c = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = sealvol_core::lock(&self.cached);
         if c.0 != Some(modified) {
             *c = (Some(modified), Arc::new(load(&self.path)?));
         }

@@ -36,7 +36,7 @@ impl Known {
     /// The index as loaded last, loading it when there is none or when `stale_ok` is
     /// false and it is older than `INDEX_FRESH`.
     pub fn index(&self, stale_ok: bool) -> Result<Arc<ChunkIndex>> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut loaded = sealvol_core::lock(&self.loaded);
         if let Some((at, index)) = loaded.as_ref()
             && (stale_ok || at.elapsed() < INDEX_FRESH)
         {
@@ -47,10 +47,7 @@ impl Known {
         let index = Arc::new(self.repo.load_index(false, &avoid)?);
         *loaded = Some((Instant::now(), Arc::clone(&index)));
         // What was uploaded before this load is in it now.
-        self.recent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        sealvol_core::lock(&self.recent).clear();
         Ok(index)
     }
 
@@ -74,11 +71,7 @@ impl Known {
     }
 
     fn recent_copy(&self, hash: &Hash) -> Option<(PackId, PackEntry)> {
-        self.recent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(hash)
-            .copied()
+        sealvol_core::lock(&self.recent).get(hash).copied()
     }
 
     /// Which of `hashes` the repository holds a usable copy of. Answered from what is
@@ -86,7 +79,7 @@ impl Known {
     /// wasteful, never wrong.
     pub fn have(&self, hashes: &[Hash]) -> Result<Vec<bool>> {
         let index = self.index(true)?;
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = sealvol_core::lock(&self.recent);
         Ok(hashes
             .iter()
             .map(|h| index.chunks.contains_key(h) || recent.contains_key(h))
@@ -98,7 +91,7 @@ impl Known {
     /// collection condemned it.
     pub fn usable(&self, obj: &sealvol_core::objects::FileObject) -> Result<bool> {
         let index = self.index(true)?;
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = sealvol_core::lock(&self.recent);
         Ok(obj.chunks.iter().all(|c| {
             let pack = obj.packs[c.pack as usize];
             index.health.check(&pack, &c.entry).is_ok()
@@ -110,7 +103,7 @@ impl Known {
 
     /// A pack uploaded here (checked, published, indexed).
     pub fn add_pack(&self, id: &PackId, entries: &[PackEntry]) {
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recent = sealvol_core::lock(&self.recent);
         for e in entries {
             recent.entry(e.hash).or_insert((*id, *e));
         }

@@ -53,7 +53,7 @@ impl Lists {
     /// kept. Blocking: call it off the async threads.
     pub fn get(&self, hash: &Hash) -> Result<Arc<Listed>> {
         {
-            let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let mut k = sealvol_core::lock(&self.kept);
             k.tick += 1;
             let tick = k.tick;
             if let Some((t, l)) = k.lists.get_mut(hash) {
@@ -71,7 +71,7 @@ impl Lists {
             .map(|(i, c)| ((obj.packs[c.pack as usize], c.entry.offset), i))
             .collect();
         let listed = Arc::new(Listed { obj, at });
-        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut k = sealvol_core::lock(&self.kept);
         k.tick += 1;
         let tick = k.tick;
         k.chunks += listed.obj.chunks.len();
@@ -97,7 +97,7 @@ impl Lists {
 
     /// Forgets a list (one just written anew).
     pub fn forget(&self, hash: &Hash) {
-        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut k = sealvol_core::lock(&self.kept);
         if let Some((_, l)) = k.lists.remove(hash) {
             k.chunks -= l.obj.chunks.len();
         }

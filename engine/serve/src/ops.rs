@@ -95,7 +95,7 @@ impl Steward {
 
     /// Notes that key `key` sent file `hash`'s chunk list.
     fn note_sent(&self, key: &str, hash: &Hash) {
-        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sent = sealvol_core::lock(&self.sent);
         if sent.len() >= MAX_SENT {
             sent.retain(|_, at| at.elapsed() < SENT_FOR);
         }
@@ -105,9 +105,7 @@ impl Steward {
     }
 
     fn shown(&self, key: &str, hash: &Hash) -> bool {
-        self.sent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        sealvol_core::lock(&self.sent)
             .get(&(key.to_string(), *hash))
             .is_some_and(|at| at.elapsed() < SENT_FOR)
     }
@@ -115,7 +113,7 @@ impl Steward {
     /// Waits for a turn of `key` to prove a list, and one of all keys'.
     async fn proof_turn(&self, key: &str) -> Option<ProofTurn> {
         let mine = {
-            let mut t = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+            let mut t = sealvol_core::lock(&self.turns);
             // Keys that hold no turn now need no entry.
             t.retain(|_, s| s.available_permits() < PROOFS_PER_KEY);
             Arc::clone(

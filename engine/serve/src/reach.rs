@@ -61,7 +61,7 @@ impl Reach {
     }
 
     fn holds(&self, ns: &str, hash: &Hash) -> Result<bool> {
-        let mut all = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = sealvol_core::lock(&self.namespaces);
         let n = all.entry(ns.to_string()).or_default();
         if n.files.contains(hash) {
             return Ok(true);

@@ -15,10 +15,10 @@ use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig
 
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::endpoints::{AZURE_DEFAULT, Resolved};
-use sealvol_node::source::listing::{Object, RawObject};
-use sealvol_node::source::url::SourceUrl;
+use sealvol_source::endpoints::{AZURE_DEFAULT, Resolved};
+use sealvol_source::listing::{Object, RawObject};
+use sealvol_source::secrets::Secret;
+use sealvol_source::url::SourceUrl;
 
 pub struct Azure {
     store: Box<dyn ObjectStore>,
@@ -88,7 +88,7 @@ impl Azure {
     }
 
     pub async fn list(&self) -> Result<Vec<RawObject>> {
-        crate::retry::retrying(&self.shown, || async {
+        sealvol_source::retry::retrying(&self.shown, || async {
             let prefix = StorePath::from(self.prefix.trim_end_matches('/'));
             let prefix = (!self.prefix.is_empty()).then_some(prefix);
             let mut stream = self.store.list(prefix.as_ref());

@@ -9,11 +9,11 @@ use crate::gcs::Gcs;
 use crate::hf::Hf;
 use crate::s3::S3;
 use sealvol_core::error::{Error, Result};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::endpoints::Resolved;
-use sealvol_node::source::filter::Filter;
-use sealvol_node::source::listing::{Listing, Object};
-use sealvol_node::source::url::SourceUrl;
+use sealvol_source::endpoints::Resolved;
+use sealvol_source::filter::Filter;
+use sealvol_source::listing::{Listing, Object};
+use sealvol_source::secrets::Secret;
+use sealvol_source::url::SourceUrl;
 
 pub enum Client {
     S3(S3),

@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 use crate::client::Client;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::push::Inputs;
-use sealvol_node::source::Fetch;
-use sealvol_node::source::listing::Object;
+use sealvol_source::Fetch;
+use sealvol_source::listing::Object;
 
 /// The size of one ranged read.
 pub const PART: u64 = 512 << 20;
@@ -54,7 +54,7 @@ impl Prefetch {
         shown: String,
         concurrency: usize,
         cancel: Arc<AtomicBool>,
-        log: sealvol_node::source::Notes,
+        log: sealvol_source::Notes,
     ) -> Prefetch {
         let concurrency = concurrency.max(1);
         let (tx, rx) = mpsc::channel::<Part>(concurrency);
@@ -78,8 +78,8 @@ impl Prefetch {
                 let client = client.clone();
                 let what = format!("{prefix}{}", obj.key);
                 let cancel = parts_cancel.clone();
-                tokio::spawn(crate::retry::logged(log.clone(), async move {
-                    let streamed = crate::retry::cancellable(&cancel, async {
+                tokio::spawn(sealvol_source::retry::logged(log.clone(), async move {
+                    let streamed = sealvol_source::retry::cancellable(&cancel, async {
                         stream_part(&client, &obj, range, &what, &part_tx).await;
                         Ok(())
                     });
@@ -183,7 +183,7 @@ async fn stream_part(
             }
         }
         cuts += 1;
-        if cuts >= crate::retry::ATTEMPTS {
+        if cuts >= sealvol_source::retry::ATTEMPTS {
             let e = Error::new(
                 ErrorKind::Unavailable,
                 format!(
@@ -195,9 +195,9 @@ async fn stream_part(
             let _ = tx.send(Err(e)).await;
             return;
         }
-        crate::retry::say(format!(
+        sealvol_source::retry::say(format!(
             "{what}: the connection was cut at byte {at}; reading on from there ({cuts}/{})",
-            crate::retry::ATTEMPTS
+            sealvol_source::retry::ATTEMPTS
         ));
         tokio::time::sleep(std::time::Duration::from_millis(250 << cuts.min(5))).await;
     }

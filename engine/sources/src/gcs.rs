@@ -19,10 +19,10 @@ use serde::Deserialize;
 use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get, status_error, transport};
 use sealvol_core::error::{Error, ErrorKind, Result};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::endpoints::{GCS_DEFAULT, Resolved};
-use sealvol_node::source::listing::{Object, RawObject};
-use sealvol_node::source::url::SourceUrl;
+use sealvol_source::endpoints::{GCS_DEFAULT, Resolved};
+use sealvol_source::listing::{Object, RawObject};
+use sealvol_source::secrets::Secret;
+use sealvol_source::url::SourceUrl;
 
 type Credentials = Arc<dyn CredentialProvider<Credential = GcpCredential>>;
 
@@ -132,7 +132,7 @@ impl Gcs {
 
     /// Every object under the prefix, with its key relative to it and its generation.
     pub async fn list(&self) -> Result<Vec<RawObject>> {
-        crate::retry::retrying(&self.shown, || async {
+        sealvol_source::retry::retrying(&self.shown, || async {
             let url = format!("{}/storage/v1/b/{}/o", self.base, percent(&self.bucket));
             let mut out = Vec::new();
             let mut page_token: Option<String> = None;
@@ -213,7 +213,7 @@ impl Gcs {
         if !obj.version.is_empty() {
             query.push(("generation", obj.version.as_str()));
         }
-        crate::retry::retrying(&what, || async {
+        sealvol_source::retry::retrying(&what, || async {
             let req = self.authorized(self.http.get(&url).query(&query)).await?;
             ranged_get(req, &what, &range, obj.size, &HINTS, "").await
         })

@@ -12,10 +12,10 @@ use hf_hub::{HFClient, HFError};
 use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get};
 use sealvol_core::error::{Error, ErrorKind, Result};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::endpoints::Resolved;
-use sealvol_node::source::listing::{Object, RawObject};
-use sealvol_node::source::url::{HfKind, SourceUrl};
+use sealvol_source::endpoints::Resolved;
+use sealvol_source::listing::{Object, RawObject};
+use sealvol_source::secrets::Secret;
+use sealvol_source::url::{HfKind, SourceUrl};
 
 pub struct Hf {
     hub: HFClient,
@@ -56,7 +56,7 @@ impl Hf {
         let endpoint = at
             .url
             .clone()
-            .unwrap_or_else(|| sealvol_node::source::endpoints::HF_DEFAULT.to_string());
+            .unwrap_or_else(|| sealvol_source::endpoints::HF_DEFAULT.to_string());
         let token = secret.map(Secret::text).transpose()?;
         let http = crate::http::client()?;
         let mut b = HFClient::builder()
@@ -86,7 +86,7 @@ impl Hf {
 
     /// The commit the revision names, and every file at that commit.
     pub async fn list(&mut self) -> Result<(String, Vec<RawObject>)> {
-        let sha = crate::retry::retrying(&self.shown, || async {
+        let sha = sealvol_source::retry::retrying(&self.shown, || async {
             let sha = match self.kind {
                 HfKind::Model => self
                     .hub
@@ -114,7 +114,7 @@ impl Hf {
                 format!("{}: the Hub named no commit for this revision", self.shown),
             )
         })?;
-        let files = crate::retry::retrying(&self.shown, || self.tree(&sha)).await?;
+        let files = sealvol_source::retry::retrying(&self.shown, || self.tree(&sha)).await?;
         // From here on, every read is of this exact commit.
         self.revision = sha.clone();
         Ok((sha, files))
@@ -180,7 +180,7 @@ impl Hf {
     pub async fn open(&self, obj: &Object, range: Range<u64>) -> Result<Body> {
         let what = format!("{}/{}", self.shown.trim_end_matches('/'), obj.key);
         let url = self.resolve_url(&obj.key);
-        crate::retry::retrying(&what, || async {
+        sealvol_source::retry::retrying(&what, || async {
             let mut req = self.http.get(&url);
             if let Some(t) = &self.token {
                 // reqwest drops this header on a redirect to another host (the CDN).

@@ -3,7 +3,7 @@
 //! Its one job is talking to remote stores: S3 and its kin (R2, CoreWeave), Hugging
 //! Face, GCS and Azure Blob. Each is listed and read with ranged, streamed, conditional
 //! requests (the bytes never land in a local copy), retried with backoff when the
-//! failure may pass. `Sources` is the `sealvol_node::source::Connector` the app hands the
+//! failure may pass. `Sources` is the `sealvol_source::Connector` the app hands the
 //! agent; the runner that turns a listing into a sealed version lives in the node.
 //! The heavy clients (aws-sdk-s3, hf-hub, object_store) are linked here and nowhere
 //! else.
@@ -15,19 +15,20 @@ mod fetch;
 mod gcs;
 mod hf;
 mod http;
-pub mod retry;
+
 pub mod s3;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
-use sealvol_node::secrets::Secret;
-use sealvol_node::source::endpoints::Resolved;
-use sealvol_node::source::{Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
+use sealvol_source::endpoints::Resolved;
+use sealvol_source::secrets::Secret;
+use sealvol_source::{Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
 
 use client::Client;
 use fetch::Prefetch;
+use sealvol_source::retry;
 
 /// Every kind of remote source, for the agent.
 pub struct Sources;

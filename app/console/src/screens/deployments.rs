@@ -3,6 +3,7 @@
 //! refs flagged. Tab moves between deployments; `b` on a cell rolls that deployment's
 //! ref back (the picker, then the file's diff, then a confirmation).
 
+use super::Hint;
 use std::path::PathBuf;
 
 use sealvol_core::refs::VolumeName;
@@ -259,12 +260,12 @@ impl Screen for Deployments {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("tab", "next deployment"),
-            ("b", "roll back"),
-            ("c", "copy ref"),
-            ("?", "help"),
+            (&[Action::Focus], "next deployment"),
+            (&[Action::Rollback], "roll back"),
+            (&[Action::Copy], "copy ref"),
+            (&[Action::Help], "help"),
         ]
     }
 

@@ -4,6 +4,7 @@
 //! selected file's tensors (changed ones first); enter or tab moves the keys (and `/`)
 //! into the tensors, esc or tab back.
 
+use super::Hint;
 use sealvol_core::diff::{FileDiff, Status, TensorDiff, VersionDiff};
 use sealvol_core::refs::{Ref, VolumeName};
 use sealvol_views::Body;
@@ -302,21 +303,21 @@ impl Screen for Diff {
         }
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         match self.focus {
             DiffFocus::Files => &[
-                ("j/k", "file"),
-                ("enter", "its tensors"),
-                ("/", "filter files"),
-                ("esc", "back"),
-                ("?", "help"),
+                (&[Action::Down, Action::Up], "file"),
+                (&[Action::Open], "its tensors"),
+                (&[Action::Filter], "filter files"),
+                (&[Action::Back], "back"),
+                (&[Action::Help], "help"),
             ],
             DiffFocus::Tensors => &[
-                ("j/k", "tensor"),
-                ("/", "filter tensors"),
-                ("tab", "files"),
-                ("esc", "files"),
-                ("?", "help"),
+                (&[Action::Down, Action::Up], "tensor"),
+                (&[Action::Filter], "filter tensors"),
+                (&[Action::Focus], "files"),
+                (&[Action::Back], "files"),
+                (&[Action::Help], "help"),
             ],
         }
     }

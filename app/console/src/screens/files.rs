@@ -1,6 +1,8 @@
 //! A version's tree: sizes, chunk counts, and how much of each file the previous
 //! version already had.
 
+use super::Hint;
+use crate::action::Action;
 use sealvol_core::files::VersionFiles;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_views::Body;
@@ -138,8 +140,12 @@ impl Screen for Files {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
-        &[("c", "copy ref"), ("esc", "back"), ("?", "help")]
+    fn hints(&self) -> &'static [Hint] {
+        &[
+            (&[Action::Copy], "copy ref"),
+            (&[Action::Back], "back"),
+            (&[Action::Help], "help"),
+        ]
     }
 
     fn volume(&self, _ctx: &Ctx) -> Option<VolumeName> {

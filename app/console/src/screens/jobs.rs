@@ -2,6 +2,7 @@
 //! minute, chunks new against reused, the files around the one being read, a failed
 //! job's error in full. Cancels (asks first) and retries; refreshed every second.
 
+use super::Hint;
 use sealvol_core::refs::{Digest, Ref, VolumeName};
 use sealvol_node::jobs::{FileState, Job, JobEvent, JobState};
 use sealvol_views::Body;
@@ -229,13 +230,13 @@ impl Screen for Jobs {
         Body::Jobs(view)
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("enter", "files"),
-            ("x", "cancel"),
-            ("R", "retry"),
-            ("/", "filter"),
-            ("?", "help"),
+            (&[Action::Open], "files"),
+            (&[Action::Stop], "cancel"),
+            (&[Action::RetryJob], "retry"),
+            (&[Action::Filter], "filter"),
+            (&[Action::Help], "help"),
         ]
     }
 

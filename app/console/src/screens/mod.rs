@@ -19,7 +19,7 @@ pub mod volumes;
 pub mod watch;
 
 use sealvol_core::refs::VolumeName;
-use sealvol_node::mounts::MountRecord;
+use sealvol_mount::records::MountRecord;
 use sealvol_views::Body;
 use sealvol_views::chrome::StatusKind;
 
@@ -174,6 +174,10 @@ impl Reply {
     }
 }
 
+/// A status-line hint: the actions it stands for (two for a pair such as `j/k`; a
+/// click does the first) and what it says.
+pub type Hint = (&'static [Action], &'static str);
+
 pub trait Screen {
     /// The screen's name on its breadcrumb in the stack (`volumes`, `ns/name`, `b3:…`).
     fn crumb(&self) -> String;
@@ -210,8 +214,9 @@ pub trait Screen {
 
     fn body(&self, ctx: &Ctx) -> Body;
 
-    /// Key hints for the status line.
-    fn hints(&self) -> &'static [(&'static str, &'static str)];
+    /// Key hints for the status line: actions, drawn with the keys the keymap binds
+    /// them to (so a rebound key shows as bound, and a click does the action).
+    fn hints(&self) -> &'static [Hint];
 
     /// The volume the screen is about (or its selected row is): what `t` opens the
     /// tags of, and what `c` copies a ref of.

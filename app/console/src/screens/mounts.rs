@@ -1,6 +1,7 @@
 //! Every live mount on this node: mount point, the digest it serves and the ref it was
 //! mounted as, bytes served, where chunks came from, errors; refreshed every second.
 
+use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_views::Body;
 use sealvol_views::mounts::{MountRow, MountsView};
@@ -124,13 +125,13 @@ impl Screen for Mounts {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("enter", "files"),
-            ("c", "copy ref"),
-            ("/", "filter"),
-            ("esc", "back"),
-            ("?", "help"),
+            (&[Action::Open], "files"),
+            (&[Action::Copy], "copy ref"),
+            (&[Action::Filter], "filter"),
+            (&[Action::Back], "back"),
+            (&[Action::Help], "help"),
         ]
     }
 

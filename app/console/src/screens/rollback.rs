@@ -3,6 +3,7 @@
 //! version plans the change to the file; the confirmation shows the file, the volume,
 //! both digests and the line that changes, and only then is the file written.
 
+use super::Hint;
 use std::path::PathBuf;
 
 use sealvol_core::refs::{Digest, VolumeName};
@@ -199,11 +200,11 @@ impl Screen for RollbackPick {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("enter", "roll back to this"),
-            ("esc", "back"),
-            ("?", "help"),
+            (&[Action::Open], "roll back to this"),
+            (&[Action::Back], "back"),
+            (&[Action::Help], "help"),
         ]
     }
 

@@ -1,6 +1,7 @@
 //! A volume's tags, each with its target and its full history of moves; a move can be
 //! undone from the history (asks first, naming the tag and both digests).
 
+use super::Hint;
 use sealvol_core::refs::{Digest, Name, VolumeName};
 use sealvol_core::registry::TagFile;
 use sealvol_views::Body;
@@ -168,12 +169,12 @@ impl Screen for Tags {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("tab", "history"),
-            ("u", "undo move"),
-            ("esc", "back"),
-            ("?", "help"),
+            (&[Action::Focus], "history"),
+            (&[Action::UndoMove], "undo move"),
+            (&[Action::Back], "back"),
+            (&[Action::Help], "help"),
         ]
     }
 

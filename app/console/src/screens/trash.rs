@@ -2,6 +2,7 @@
 //! the time left to restore them, and their size. Restores one (asks first, naming the
 //! digest).
 
+use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::trash::TrashedVersion;
 use sealvol_views::Body;
@@ -163,8 +164,12 @@ impl Screen for Trash {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
-        &[("U", "restore"), ("c", "copy ref"), ("?", "help")]
+    fn hints(&self) -> &'static [Hint] {
+        &[
+            (&[Action::Restore], "restore"),
+            (&[Action::Copy], "copy ref"),
+            (&[Action::Help], "help"),
+        ]
     }
 
     fn volume(&self, ctx: &Ctx) -> Option<VolumeName> {

@@ -1,6 +1,7 @@
 //! One volume's versions, newest first: digest, created, size, files, bytes added,
 //! tags, mounts. Marks two versions for a diff; points a tag at one (asks first).
 
+use super::Hint;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::VersionInfo;
 use sealvol_views::Body;
@@ -242,15 +243,15 @@ impl Screen for Versions {
         })
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("c", "copy ref"),
-            ("m", "mark/diff"),
-            ("p", "tag"),
-            ("t", "tags"),
-            ("d", "delete"),
-            ("T", "trash"),
-            ("?", "help"),
+            (&[Action::Copy], "copy ref"),
+            (&[Action::Mark], "mark/diff"),
+            (&[Action::PointTag], "tag"),
+            (&[Action::Tags], "tags"),
+            (&[Action::Delete], "delete"),
+            (&[Action::Trash], "trash"),
+            (&[Action::Help], "help"),
         ]
     }
 

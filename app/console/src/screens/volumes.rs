@@ -1,6 +1,7 @@
 //! Every namespace's volumes: versions, latest size, last update, tags, and which
 //! digests are mounted on this node. The bottom of the stack, always there.
 
+use super::Hint;
 use sealvol_core::refs::VolumeName;
 use sealvol_core::registry::VolumeInfo;
 use sealvol_views::Body;
@@ -131,15 +132,15 @@ impl Screen for Volumes {
         }
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("enter", "versions"),
-            ("t", "tags"),
-            ("M", "mounts"),
-            ("J", "jobs"),
-            ("W", "watch"),
-            ("T", "trash"),
-            ("?", "help"),
+            (&[Action::Open], "versions"),
+            (&[Action::Tags], "tags"),
+            (&[Action::Mounts], "mounts"),
+            (&[Action::Jobs], "jobs"),
+            (&[Action::Watch], "watch"),
+            (&[Action::Trash], "trash"),
+            (&[Action::Help], "help"),
         ]
     }
 

@@ -2,6 +2,7 @@
 //! countdown while a checkpoint settles and a gauge while it is pushed), the last
 //! version it sealed, and its pushes. Stops a watch (asks first); refreshed every second.
 
+use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_node::watch::{Outcome, Phase, PushRecord, WatchState, WatchView};
 use sealvol_views::Body;
@@ -267,12 +268,12 @@ impl Screen for Watches {
         Body::Watch(view)
     }
 
-    fn hints(&self) -> &'static [(&'static str, &'static str)] {
+    fn hints(&self) -> &'static [Hint] {
         &[
-            ("enter", "files"),
-            ("x", "stop"),
-            ("/", "filter"),
-            ("?", "help"),
+            (&[Action::Open], "files"),
+            (&[Action::Stop], "stop"),
+            (&[Action::Filter], "filter"),
+            (&[Action::Help], "help"),
         ]
     }
 

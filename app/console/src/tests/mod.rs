@@ -586,6 +586,59 @@ fn mouse_wheel_clicks_breadcrumbs_and_hints() {
     );
 }
 
+/// Hints come from the keymap: a rebound action shows its new key, the old key does
+/// nothing, and a click on the hint does the action whatever key it is bound to.
+#[test]
+fn a_rebound_key_shows_in_its_hint_and_a_click_on_it_does_the_action() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut h = harness(false);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("keymap.toml");
+    std::fs::write(
+        &p,
+        "[[normal]]\nkeys = [\"P\"]\naction = \"point-tag\"\ndesc = \"point a tag\"\n",
+    )
+    .unwrap();
+    h.keys = Keymap::load(Some(&p)).unwrap();
+    h.keys(":");
+    h.typed("versions weights/tiny");
+    h.keys("enter");
+    let status = h.model.frame(&h.keys).status;
+    let tag = status.hints.iter().find(|(_, d)| d == "tag");
+    assert_eq!(
+        tag.map(|(k, _)| k.as_str()),
+        Some("P"),
+        "{:?}",
+        status.hints
+    );
+    h.keys("p");
+    assert!(
+        h.model.frame(&h.keys).overlay.is_none(),
+        "p is no longer bound"
+    );
+    // Wide enough for every hint beside the status text.
+    let size = (220, 22);
+    let col = (0..size.0)
+        .find(|&c| {
+            sealvol_views::chrome::hint_at(&status, size.0, c)
+                .is_some_and(|i| status.hints[i].1 == "tag")
+        })
+        .expect("a tag hint");
+    let click = MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: col,
+        row: size.1 - 1,
+        modifiers: KeyModifiers::NONE,
+    };
+    let e = h.model.on_mouse(&click, size, &h.keys);
+    h.run(e);
+    assert!(
+        h.model.frame(&h.keys).overlay.is_some(),
+        "the click points a tag: {}",
+        h.status()
+    );
+}
+
 #[test]
 fn files_by_palette() {
     let mut h = harness(false);
@@ -614,8 +667,8 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
         eprintln!("SKIPPED: no /dev/fuse; the console's mounts test did not run");
         return;
     }
+    use sealvol_mount::records::{self as records, MountRecord};
     use sealvol_mount::{self as mount, MountOptions};
-    use sealvol_node::mounts::{self as records, MountRecord};
     let mut h = harness(false);
     let dir = h._tmp.path().join("mnt");
     std::fs::create_dir_all(&dir).unwrap();

@@ -205,10 +205,7 @@ impl ObjectStore for LocalStore {
         // each as they are written would make a push of many small files crawl.
         let created = self.publish(&tmp, &dest, false)?;
         if created && self.durable {
-            self.unsynced
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(dest);
+            crate::lock(&self.unsynced).push(dest);
         }
         Ok(created)
     }
@@ -303,7 +300,7 @@ impl ObjectStore for LocalStore {
         if !self.durable {
             return Ok(());
         }
-        let pending = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|p| p.into_inner()));
+        let pending = std::mem::take(&mut *crate::lock(&self.unsynced));
         if pending.len() <= FSYNC_ONE_BY_ONE {
             let mut dirs = std::collections::BTreeSet::new();
             for p in &pending {

@@ -1,7 +1,8 @@
-//! Where repository objects live. Every backend (the local directory now, S3-compatible
-//! buckets later) offers the same small set of operations, and the two that make the
-//! repository safe for many writers: create-if-absent for immutable objects and
-//! compare-and-swap for tags.
+//! Where repository objects live. Every backend (a local directory, an S3-compatible
+//! bucket in `sealvol-s3repo`, a `sealvol serve` in `remote.rs`, and for the engine's
+//! own tests a store in memory and a decorator that fails on cue) offers the same
+//! small set of operations, and the two that make the repository safe for many
+//! writers: create-if-absent for immutable objects and compare-and-swap for tags.
 //!
 //! The trait is shaped by what an object store can do, so that an S3 backend maps each
 //! call to one request: ranged reads; listings that come a page at a time, in key order,
@@ -11,12 +12,16 @@
 //! Only the repository (`repo.rs`, `registry.rs`) calls a store; everything else asks
 //! the repository for typed objects.
 
+pub mod faults;
 mod local;
+mod memory;
 mod traffic;
 
 use std::path::{Path, PathBuf};
 
+pub use faults::Faulty;
 pub use local::LocalStore;
+pub use memory::MemoryStore;
 pub use traffic::Traffic;
 
 /// A file name no other writer in any process will pick: the host, the pid and a
@@ -302,9 +307,9 @@ pub trait ObjectStore: Send + Sync {
     /// pushes and syncs at once) or rearranges them (exclusive: repair, which must not
     /// move a pack a push is about to name). Shared waits for an exclusive holder;
     /// exclusive fails at once if anyone holds it. Released when the guard drops or its
-    /// process dies. A backend without locks returns no guard (repair on it must then
-    /// run while nothing writes; the trash issue's garbage collection brings the
-    /// protocol that makes this safe on object stores).
+    /// process dies. A backend without locks returns no guard: repair on it must then
+    /// run while nothing writes, and garbage collection's rounds (docs/GC.md) are what
+    /// make it safe beside writers there.
     fn writers_lock(&self, _exclusive: bool) -> Result<Option<WriterGuard>> {
         Ok(None)
     }

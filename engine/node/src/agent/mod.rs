@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use crate::log::{JobLog, one_line};
-use crate::source::Connector;
 use crate::state::StateDb;
 use crate::sync::{self, SyncOptions};
 use crate::watch::{Watch, WatchSpec, WatchView};
 use live::LiveJob;
 use sealvol_core::error::{Error, ErrorKind, Result, WireError};
 use sealvol_core::repo::Repository;
+use sealvol_source::Connector;
 
 /// How often a watcher gets a live view.
 pub const TICK: Duration = Duration::from_millis(250);

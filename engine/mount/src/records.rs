@@ -51,11 +51,11 @@ pub fn write(dir: &Path, rec: &MountRecord) -> Result<()> {
 /// Writes `path` in `dir` (private to this user) whole or not at all: a reader sees
 /// the old file or the new one, never half of one.
 fn replace(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::private::dir(dir)?;
+    sealvol_core::private::dir(dir)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = fs::remove_file(&tmp);
-    crate::private::create_new()
+    sealvol_core::private::create_new()
         .open(&tmp)
         .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
         .ctx("cannot write", &tmp)?;
@@ -98,7 +98,7 @@ pub fn list(dir: &Path) -> Vec<MountRecord> {
     let Ok(rd) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mounted = sealvol_mount::table::mounted_dirs();
+    let mounted = crate::table::mounted_dirs();
     let mut out = Vec::new();
     for e in rd.flatten() {
         let p = e.path();

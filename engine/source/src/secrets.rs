@@ -68,7 +68,7 @@ fn dir(state: &Path) -> PathBuf {
 
 fn open_dir(state: &Path) -> Result<PathBuf> {
     let d = dir(state);
-    crate::private::dir(&d)?;
+    sealvol_core::private::dir(&d)?;
     Ok(d)
 }
 
@@ -94,7 +94,7 @@ pub fn set(state: &Path, name: &str, value: &[u8]) -> Result<()> {
         sealvol_core::store::unique_temp_name()
     ));
     let result = (|| -> Result<()> {
-        let mut f = crate::private::create_new()
+        let mut f = sealvol_core::private::create_new()
             .open(&tmp)
             .ctx("cannot write", &tmp)?;
         f.write_all(value).ctx("cannot write", &tmp)?;

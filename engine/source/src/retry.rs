@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::Notes;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::patience::Tries;
-use sealvol_node::source::Notes;
 
 tokio::task_local! {
     static LOG: Notes;

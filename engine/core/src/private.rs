@@ -6,7 +6,7 @@ use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use sealvol_core::error::{IoContext, Result};
+use crate::error::{IoContext, Result};
 
 /// Creates `dir` (and its parents) 0700; an existing one made under a looser umask is
 /// tightened.

@@ -1,0 +1,112 @@
+//! Mount points: the checks before a mount (an empty directory no one else is
+//! mounting on), whether a directory is mounted, and unmounting one whatever process
+//! serves it.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sealvol_core::error::{Error, ErrorKind, IoContext, Result};
+
+use crate::table;
+
+/// for as long as the mount lives. The kernel's mount table only shows a mount once it
+/// exists, so without the claim two mounts started at once would both find the
+/// directory free and stack.
+pub struct MountPointClaim(#[allow(dead_code)] std::fs::File);
+
+/// The mount point must be an existing, empty directory that is not mounted already
+/// (mounting over files would hide them) and that no other mount is claiming.
+pub fn check_mount_point(dir: &Path) -> Result<(PathBuf, MountPointClaim)> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        Error::io("cannot use mount point", dir, e).hint("create the directory first")
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!("{} is not a directory", dir.display()),
+        )
+        .hint("mount onto an empty directory"));
+    }
+    let dir = dir.canonicalize().ctx("cannot use mount point", dir)?;
+    let already = || {
+        Error::new(
+            ErrorKind::Conflict,
+            format!("{} is already mounted", dir.display()),
+        )
+        .hint("unmount it first (sealvol volume unmount DIR), or mount onto another directory")
+    };
+    // Opened before the mount table is read: if a mount lands in between, this handle
+    // is on the directory underneath, whose claim that mount holds.
+    let handle = std::fs::File::open(&dir).ctx("cannot use mount point", &dir)?;
+    // SAFETY: flock on a descriptor we own; it does not touch memory.
+    if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(already());
+    }
+    if is_mount_point(&dir) {
+        return Err(already());
+    }
+    let mut rd = std::fs::read_dir(&dir).ctx("cannot list", &dir)?;
+    if rd.next().is_some() {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "{} is not empty; a mount would hide its files",
+                dir.display()
+            ),
+        )
+        .hint("mount onto an empty directory"));
+    }
+    Ok((dir, MountPointClaim(handle)))
+}
+
+pub fn is_mount_point(dir: &Path) -> bool {
+    let d = dir.to_string_lossy();
+    table::mounted_dirs().iter().any(|m| *m == d)
+}
+
+/// Unmounts a FUSE mount point, whatever process serves it (or none: a dead mount).
+/// `lazy` detaches it even while files are open.
+pub fn unmount_dir(dir: &Path, lazy: bool) -> Result<()> {
+    let dir = match dir.canonicalize() {
+        Ok(d) => d,
+        // A dead mount (its process killed) cannot be stat'ed; its name still works.
+        Err(_) => std::path::absolute(dir).ctx("cannot use", dir)?,
+    };
+    if !is_mount_point(&dir) {
+        return Err(
+            Error::not_found(format!("{} is not a sealvol mount", dir.display()))
+                .hint("`sealvol volume mounts` lists the active mounts"),
+        );
+    }
+    let mut args = vec!["-u"];
+    if lazy {
+        args.push("-z");
+    }
+    let out = Command::new("fusermount3")
+        .args(&args)
+        .arg(&dir)
+        .output()
+        .or_else(|_| {
+            let mut c = Command::new("umount");
+            if lazy {
+                c.arg("-l");
+            }
+            c.arg(&dir).output()
+        })
+        .map_err(|e| Error::io("cannot run fusermount3", &dir, e))?;
+    if !out.status.success() {
+        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let busy = msg.contains("busy");
+        let e = Error::new(
+            ErrorKind::Io,
+            format!("cannot unmount {}: {msg}", dir.display()),
+        );
+        return Err(if busy {
+            e.hint("files are open under it: close them, or pass --lazy")
+        } else {
+            e
+        });
+    }
+    Ok(())
+}
