@@ -6,6 +6,7 @@ pub mod chrome;
 pub mod deployments;
 pub mod diff;
 pub mod files;
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod format;
 pub mod jobs;

@@ -1,21 +1,18 @@
 //! `sealvol volume mount | unmount | mounts`.
 //!
-//! A background mount is this same binary re-run with `--foreground` in a new session,
-//! its output going to a log in `<state>/mounts/`. The parent waits on a pipe until the
-//! child says the mount is ready, or passes on the child's error: so `volume mount`
-//! either returns with a working mount or fails with the reason, never in between.
+//! A background mount is this same binary re-run with `--foreground`: the flags that
+//! make it are this module's, starting it, serving it and unmounting it are the mount
+//! engine's (`sealvol_mount::process`), what is printed is this module's.
 
-use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::registry::now_rfc3339;
-use sealvol_core::{Digest, Error, ErrorKind, Ref, Result, VolumeName};
+use sealvol_core::{Digest, Error, Ref, Result, VolumeName};
+use sealvol_mount::process;
 use sealvol_mount::records::{self as records, MountRecord};
 use sealvol_mount::{self as mount, MountOptions};
 
@@ -43,8 +40,6 @@ pub struct Request {
     /// The caller says what was mounted (`deploy mount`, one line per volume).
     pub quiet: bool,
 }
-
-const READY_FD: &str = "SEALVOL_READY_FD";
 
 fn records_dir(ctx: &Ctx) -> PathBuf {
     records::dir(&ctx.settings.state)
@@ -112,7 +107,7 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         return spawn_background(ctx, &r.volume, &digest, &req, &set);
     }
     crate::alloc::for_mount();
-    let ready = ReadyPipe::from_env();
+    let ready = process::ReadyPipe::from_env();
     let result = serve(ctx, (repo, mirrors), &r.volume, &digest, &req, &set, &ready);
     if let Err(e) = &result {
         ready.fail(e);
@@ -133,7 +128,7 @@ fn serve(
     digest: &Digest,
     req: &Request,
     set: &Resolved,
-    ready: &ReadyPipe,
+    ready: &process::ReadyPipe,
 ) -> Result<()> {
     let cache = Arc::new(ChunkCache::open(&set.cache_dir, set.cache_bytes)?);
     // Catch SIGINT/SIGTERM before the mount exists: a signal that arrives the moment it
@@ -180,15 +175,15 @@ fn serve(
     };
     if let Some(addr) = set.metrics {
         let fs = m.shared_fs();
-        let info = sealvol_serve::metrics::MountInfo {
+        let info = sealvol_mount::metrics::MountInfo {
             volume: volume.to_string(),
             digest: digest.to_string(),
             dir: rec.dir.clone(),
         };
         let cache = Arc::clone(&cache);
         let render = Arc::new(move || {
-            let held = sealvol_serve::metrics::CacheState::of(&cache);
-            sealvol_serve::metrics::mount_text(&info, &fs.stats(), Some(held))
+            let held = sealvol_core::prometheus::CacheState::of(&cache);
+            sealvol_mount::metrics::mount_text(&info, &fs.stats(), Some(held))
         });
         match sealvol_serve::metrics::expose("--metrics", addr, render) {
             Ok(bound) => rec.metrics = Some(format!("http://{bound}/metrics")),
@@ -216,70 +211,15 @@ fn serve(
         );
     }
     ready.ok();
-    let pid = rec.pid;
-    // The order readers first asked for chunks, kept for `volume profile save`:
-    // written at most once a second while it changes, and once more at the end.
-    let mut recorded = Instant::now();
-    let keep_recording = |m: &mount::Mount| {
-        if let Some(steps) = m.fs().recording() {
-            let r = records::Recording {
-                volume: volume.to_string(),
-                digest: digest.to_string(),
-                recorded: now_rfc3339(),
-                steps,
-            };
-            if let Err(e) = records::write_recording(&ctx.settings.state, digest, &r) {
-                tracing::warn!("cannot keep the read profile: {e}");
-            }
-        }
-    };
-    let stopped = wait_for_stop(
-        &m,
-        signals,
-        || records::take_unmount_note(&dir, pid),
-        |stats| {
-            rec.stats = stats;
-            let _ = records::write(&dir, &rec);
-            if recorded.elapsed() >= Duration::from_secs(1) {
-                keep_recording(&m);
-                recorded = Instant::now();
-            }
-        },
-    );
-    keep_recording(&m);
-    records::remove(&dir, rec.pid);
+    let stopped =
+        process::serving::until_stopped(&m, &mut rec, &dir, &ctx.settings.state, |poll| {
+            signals.wait(Duration::from_millis(100), poll)
+        });
     let result = m.unmount();
     if !ctx.quiet {
         errln!("unmounted {} ({stopped})", rec.dir);
     }
     result
-}
-
-/// Blocks until SIGINT/SIGTERM or until the mount is unmounted; publishes the counters
-/// within 100 ms of a change meanwhile, so `volume mounts` is current right after a
-/// read. Returns why it stopped.
-fn wait_for_stop(
-    m: &mount::Mount,
-    signals: crate::signals::Signals,
-    mut unmounted_by_us: impl FnMut() -> bool,
-    mut publish: impl FnMut(mount::TierStats),
-) -> &'static str {
-    let mut last = m.stats();
-    signals.wait(Duration::from_millis(100), || {
-        if !m.is_running() {
-            return Some(if unmounted_by_us() {
-                "by `sealvol volume unmount`"
-            } else {
-                "from outside: fusermount3 -u or umount"
-            });
-        }
-        let now = m.stats();
-        if now != last {
-            publish(now);
-            last = now;
-        }
-        None
-    })
 }
 
 fn spawn_background(
@@ -291,211 +231,58 @@ fn spawn_background(
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("cannot find this program", Path::new("sealvol"), e))?;
-    let dir = records_dir(ctx);
-    sealvol_core::private::dir(&dir)?;
     let abs = std::path::absolute(&req.dir).unwrap_or_else(|_| req.dir.clone());
-    let log_path = dir.join(format!("{}.log", log_name(&abs)));
-    let log = sealvol_core::private::append(&log_path)
-        .map_err(|e| Error::io("cannot open log", &log_path, e))?;
-    let log2 = log
-        .try_clone()
-        .map_err(|e| Error::io("cannot open log", &log_path, e))?;
-    let (read_end, write_end) = pipe()?;
-    let child_fd = write_end.as_raw_fd();
-    let mut cmd = Command::new(exe);
-    cmd.args(ctx.repo_args())
-        .arg("--state")
-        .arg(&ctx.settings.state)
-        .args(["volume", "mount"])
-        .arg(format!("vol:{volume}@{digest}"))
-        .arg(&abs)
-        .arg("--cache")
-        .arg(&set.cache_dir)
-        .arg("--cache-size")
-        .arg(set.cache_bytes.to_string())
-        .arg("--prefetch-memory")
-        .arg(set.memory.to_string())
-        .arg("--read-timeout")
-        .arg(format!("{}ms", req.read_timeout.as_millis()))
-        .args(set.peers.iter().flat_map(|p| ["--peer", p]))
-        .args(set.origins.iter().flat_map(|o| ["--origin", o]))
-        .args(
-            set.metrics
-                .iter()
-                .flat_map(|a| ["--metrics".to_string(), a.to_string()]),
-        )
-        .arg("--foreground")
-        .arg("--requested")
-        .arg(req.requested.as_deref().unwrap_or(&req.reference))
-        .env(READY_FD, child_fd.to_string())
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log2);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            // A new session: the mount outlives this shell and its Ctrl-C.
-            libc::setsid();
-            // Keep the ready pipe open across exec (it was made close-on-exec).
-            if libc::fcntl(child_fd, libc::F_SETFD, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    let mut args: Vec<OsString> = ctx.repo_args();
+    args.extend([
+        "--state".into(),
+        ctx.settings.state.clone().into_os_string(),
+    ]);
+    args.extend(["volume".into(), "mount".into()]);
+    args.push(format!("vol:{volume}@{digest}").into());
+    args.push(abs.clone().into_os_string());
+    args.extend(["--cache".into(), set.cache_dir.clone().into_os_string()]);
+    args.extend(["--cache-size".into(), set.cache_bytes.to_string().into()]);
+    args.extend(["--prefetch-memory".into(), set.memory.to_string().into()]);
+    args.extend([
+        "--read-timeout".into(),
+        format!("{}ms", req.read_timeout.as_millis()).into(),
+    ]);
+    for p in &set.peers {
+        args.extend(["--peer".into(), p.into()]);
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::io("cannot start the mount process", &abs, e))?;
-    drop(write_end);
-    // One line: "ready", or the child's error. EOF without one means it died.
-    let mut msg = String::new();
-    let mut reader = std::io::BufReader::new(std::fs::File::from(read_end));
-    let _ = std::io::BufRead::read_line(&mut reader, &mut msg);
-    if msg.starts_with("ready") {
-        if !ctx.quiet && !req.quiet {
-            errln!(
-                "mounted vol:{volume}@{digest} at {} (pid {}; log {}); `sealvol volume unmount {}` ends it",
-                abs.display(),
-                child.id(),
-                log_path.display(),
-                abs.display()
-            );
-        }
-        return Ok(());
+    for o in &set.origins {
+        args.extend(["--origin".into(), o.into()]);
     }
-    // The child failed before it was ready: pass its reason on.
-    let mut parts = msg.trim_end().splitn(3, '\t');
-    let (_, message, hint) = (parts.next(), parts.next(), parts.next());
-    let e = match message {
-        Some(m) if !m.is_empty() => Error::new(ErrorKind::Io, m.to_string()),
-        _ => Error::new(
-            ErrorKind::Io,
-            "the mount process ended before the mount was ready",
-        )
-        .hint(format!("see {}", log_path.display())),
-    };
-    Err(match hint {
-        Some(h) if !h.is_empty() => e.hint(h.to_string()),
-        _ => e,
-    })
-}
-
-fn log_name(dir: &Path) -> String {
-    let s: String = dir
-        .to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    s.trim_start_matches('_').chars().take(150).collect()
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::io(
-            "cannot create a pipe",
-            Path::new("pipe"),
-            std::io::Error::last_os_error(),
-        ));
+    if let Some(a) = set.metrics {
+        args.extend(["--metrics".into(), a.to_string().into()]);
     }
-    // SAFETY: both are fresh descriptors owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// The write end of the parent's pipe, in a background mount's process.
-struct ReadyPipe(std::cell::RefCell<Option<std::fs::File>>);
-
-impl ReadyPipe {
-    fn from_env() -> ReadyPipe {
-        let fd = std::env::var(READY_FD)
-            .ok()
-            .and_then(|v| v.parse::<i32>().ok())
-            .filter(|fd| *fd > 2);
-        // SAFETY: the parent handed us this descriptor for exactly this purpose; it is
-        // made close-on-exec again so that helpers we start (fusermount3 stays running
-        // for auto-unmount) do not hold the parent's pipe open.
-        let file = fd.map(|fd| unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            std::fs::File::from_raw_fd(fd)
-        });
-        // Not inherited by anything we start.
-        // SAFETY: unsetting the variable before any thread of ours reads the environment.
-        unsafe { std::env::remove_var(READY_FD) };
-        ReadyPipe(std::cell::RefCell::new(file))
+    args.push("--foreground".into());
+    args.extend([
+        "--requested".into(),
+        req.requested.as_deref().unwrap_or(&req.reference).into(),
+    ]);
+    let started = process::start(&exe, &args, &records_dir(ctx), &abs)?;
+    if !ctx.quiet && !req.quiet {
+        errln!(
+            "mounted vol:{volume}@{digest} at {} (pid {}; log {}); `sealvol volume unmount {}` ends it",
+            abs.display(),
+            started.pid,
+            started.log.display(),
+            abs.display()
+        );
     }
-
-    fn is_set(&self) -> bool {
-        self.0.borrow().is_some()
-    }
-
-    fn ok(&self) {
-        if let Some(mut f) = self.0.borrow_mut().take() {
-            let _ = f.write_all(b"ready\n");
-        }
-    }
-
-    fn fail(&self, e: &Error) {
-        if let Some(mut f) = self.0.borrow_mut().take() {
-            let one_line = |s: &str| s.replace(['\t', '\n'], " ");
-            let _ = writeln!(
-                f,
-                "error\t{}\t{}",
-                one_line(&e.to_string()),
-                one_line(e.hint_text().unwrap_or(""))
-            );
-        }
-    }
+    Ok(())
 }
 
 pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
-    // Mount records and the kernel name the mount point by its canonical path.
-    let abs = dir
-        .canonicalize()
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_path_buf());
-    let serving: Vec<MountRecord> = records::list(&records_dir(ctx))
-        .into_iter()
-        .filter(|r| Path::new(&r.dir) == abs)
-        .collect();
-    let notes = records_dir(ctx);
-    for r in &serving {
-        records::note_unmount(&notes, r.pid);
-    }
-    if let Err(e) = mount::unmount_dir(&abs, lazy) {
-        for r in &serving {
-            records::take_unmount_note(&notes, r.pid);
-        }
-        return Err(e);
-    }
-    // Wait for the serving process to notice and exit, so a remount right after works.
-    // After a lazy detach it serves the files still open and ends when they close.
-    let wait = if lazy {
-        Duration::from_millis(500)
-    } else {
-        Duration::from_secs(10)
-    };
-    let deadline = Instant::now() + wait;
-    for r in &serving {
-        while records::alive(r.pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    let done = process::unmount(&records_dir(ctx), dir, lazy)?;
     if !ctx.quiet {
-        let still = serving.iter().any(|r| records::alive(r.pid));
         errln!(
             "unmounted {}{}",
-            abs.display(),
-            if still {
-                "; its process ends when the files still open there are closed"
-            } else {
-                ""
+            done.dir.display(),
+            match done.still_serving {
+                true => "; its process ends when the files still open there are closed",
+                false => "",
             }
         );
     }

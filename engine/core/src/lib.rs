@@ -27,6 +27,7 @@ pub mod patience;
 pub mod private;
 pub mod profile;
 pub mod progress;
+pub mod prometheus;
 pub mod proof;
 pub mod pull;
 pub mod push;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sealvol_core::refs::{DigestSpec, Target};
 use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
 
 use crate::check::{self, Served};
@@ -91,6 +92,66 @@ pub fn current(repo: &Repository, f: &DeployFile, i: usize) -> std::result::Resu
     check::resolve(repo, &f.mounts[i])
 }
 
+/// Which version a rollback goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// A ref of the volume (a tag, a digest or its prefix).
+    To(String),
+    /// The live version sealed just before the one the mount serves.
+    Previous,
+}
+
+/// The version a rollback of mount `i` of `f` (the file at `path`), which mounts
+/// `volume`, goes to. For
+/// `Previous`, a pin of a version now in the trash still says where "previous" is (its
+/// manifest is kept there); a ref that does not resolve has no "previous".
+pub fn target(
+    repo: &Repository,
+    path: &Path,
+    f: &DeployFile,
+    i: usize,
+    volume: &VolumeName,
+    choice: &Choice,
+) -> Result<Digest> {
+    let m = &f.mounts[i];
+    match choice {
+        Choice::To(to) => {
+            let r = Ref::parse_in(to, volume)?;
+            if r.volume != *volume {
+                return Err(Error::invalid(format!(
+                    "--to {to} names a version of {}, not of {volume}",
+                    r.volume
+                )));
+            }
+            repo.resolve(&r)
+        }
+        Choice::Previous => {
+            let pinned = match Ref::parse(&m.reference).map(|r| r.target) {
+                Ok(Target::Digest(DigestSpec::Full(d))) => Some(d),
+                _ => None,
+            };
+            let cur = current(repo, f, i)
+                .map(|c| c.digest)
+                .or_else(|e| pinned.ok_or(e))
+                .map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "{}: the ref of {volume} ({}) does not resolve, so there is no \"previous\": {}",
+                            path.display(),
+                            m.reference,
+                            e.message()
+                        ),
+                    )
+                    .hint(format!(
+                        "name the version with --to; `sealvol volume versions {volume}` lists them"
+                    ))
+                })?;
+            history::previous(repo, volume, &cur)
+        }
+    }
+}
+
 /// Plans pointing mount `i` of `f` at `to`. `None`: it is pinned there already.
 pub fn plan(
     repo: &Repository,
@@ -153,5 +214,51 @@ mod tests {
         assert!(err.message().starts_with("d.yaml:5:"), "{err}");
         assert!(err.message().contains("does not read as a ref"), "{err}");
         assert!(err.hint_text().unwrap_or("").contains("one line"), "{err}");
+    }
+
+    fn repository_with_two_versions() -> (tempfile::TempDir, Repository, Digest, Digest) {
+        use sealvol_core::push::{PushOptions, push};
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::open_local(&tmp.path().join("repo"), true, false).unwrap();
+        let vol = VolumeName::parse("w/ck").unwrap();
+        let mut digests = Vec::new();
+        for (i, body) in [b"one", b"two"].iter().enumerate() {
+            let dir = tmp.path().join(format!("v{i}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("f"), body).unwrap();
+            let opts = PushOptions {
+                cancel: None,
+                guard: None,
+                source: None,
+                stat_cache: None,
+                progress: &sealvol_core::progress::Quiet,
+            };
+            digests.push(push(&repo, &dir, &vol, &[], &opts).unwrap().digest);
+            // Versions are ordered by their seal time, to the second.
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+        }
+        (tmp, repo, digests[0], digests[1])
+    }
+
+    #[test]
+    fn previous_is_the_version_before_the_one_pinned_and_to_resolves_in_the_volume() {
+        let (_tmp, repo, v1, v2) = repository_with_two_versions();
+        let vol = VolumeName::parse("w/ck").unwrap();
+        let file = |d: &Digest| {
+            let text = format!("sealvol:\n  mounts:\n    - path: /w\n      ref: vol:w/ck@{d}\n");
+            DeployFile::parse(Path::new("d.yaml"), text).unwrap()
+        };
+        let at = Path::new("d.yaml");
+        assert_eq!(
+            target(&repo, at, &file(&v2), 0, &vol, &Choice::Previous).unwrap(),
+            v1
+        );
+        let oldest = target(&repo, at, &file(&v1), 0, &vol, &Choice::Previous).unwrap_err();
+        assert!(oldest.message().contains("oldest"), "{oldest}");
+        let to = Choice::To(format!("@{}", &v1.to_string()[..15]));
+        assert_eq!(target(&repo, at, &file(&v2), 0, &vol, &to).unwrap(), v1);
+        let other = Choice::To("x/y:prod".into());
+        let e = target(&repo, at, &file(&v2), 0, &vol, &other).unwrap_err();
+        assert!(e.message().contains("not of w/ck"), "{e}");
     }
 }

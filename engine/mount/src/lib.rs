@@ -11,12 +11,15 @@
 //! - `readahead`: what is fetched before readers ask (streams, and plans from a
 //!   file's format, `safetensors`, and saved read profiles), over the core's read
 //!   layer (node cache → origin, coalesced, verified, counted);
+//! - `metrics`: a mount's metrics in Prometheus's text format;
 //! - `profile`: the order readers first ask for chunks, recorded for
 //!   `volume profile save`;
 //! - `session` and `fuse`: the kernel's session and the thin `fuser` adapter (the
 //!   `fuse` feature: what lists or unmounts mounts, the node and the console, does not
 //!   link `fuser`);
 //! - `point`: mount points: checked before a mount, unmounted whoever serves them;
+//! - `process`: a mount's life as a process: started in the background and waited
+//!   on, served until stopped with its record kept current, unmounted;
 //! - `records`: what each running mount writes of itself for `volume mounts`;
 //! - `table`: which directories the kernel has mounted.
 //!
@@ -28,8 +31,10 @@ pub mod fs;
 mod fuse;
 pub mod layout;
 pub mod memo;
+pub mod metrics;
 pub mod open;
 pub mod point;
+pub mod process;
 pub mod profile;
 pub mod readahead;
 pub mod records;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use sealvol_core::refs::{DigestSpec, Target};
 use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
+use sealvol_deploy::rollback::Choice;
 use sealvol_deploy::{DeployFile, check, history, rewrite, rollback};
 use sealvol_views::format::short_digest;
 
@@ -99,22 +99,15 @@ fn print_diff(edit: &rewrite::Edit) -> Result<()> {
     Ok(())
 }
 
-/// Which version a rollback goes to.
-pub enum Choice {
-    To(String),
-    Previous,
-}
-
-impl Choice {
-    pub(super) fn from(to: Option<String>, previous: bool) -> Result<Choice> {
-        match (to, previous) {
-            (Some(t), false) => Ok(Choice::To(t)),
-            (None, true) => Ok(Choice::Previous),
-            _ => Err(
-                Error::usage("say where to roll back to: --previous, or --to REF")
-                    .hint("`sealvol volume versions NS/NAME` lists the versions"),
-            ),
-        }
+/// The rollback's target from its flags: exactly one of --to and --previous.
+pub(super) fn choice(to: Option<String>, previous: bool) -> Result<Choice> {
+    match (to, previous) {
+        (Some(t), false) => Ok(Choice::To(t)),
+        (None, true) => Ok(Choice::Previous),
+        _ => Err(
+            Error::usage("say where to roll back to: --previous, or --to REF")
+                .hint("`sealvol volume versions NS/NAME` lists the versions"),
+        ),
     }
 }
 
@@ -156,41 +149,7 @@ pub(super) fn rollback(
     let i = rollback::mount_of(&f, &volume, at)?;
     let m = &f.mounts[i];
     let current = rollback::current(&repo, &f, i);
-    let target = match &choice {
-        Choice::To(to) => {
-            let r = Ref::parse_in(to, &volume)?;
-            if r.volume != volume {
-                return Err(Error::invalid(format!(
-                    "--to {to} names a version of {}, not of {volume}",
-                    r.volume
-                )));
-            }
-            repo.resolve(&r)?
-        }
-        Choice::Previous => {
-            // A pin of a version now in the trash still says where "previous" is: its
-            // manifest is kept there.
-            let pinned = match Ref::parse(&m.reference).map(|r| r.target) {
-                Ok(Target::Digest(DigestSpec::Full(d))) => Some(d),
-                _ => None,
-            };
-            let cur = current.as_ref().map(|c| c.digest).or_else(|e| pinned.ok_or(e)).map_err(|e| {
-                Error::new(
-                    e.kind(),
-                    format!(
-                        "{}: the ref of {volume} ({}) does not resolve, so there is no \"previous\": {}",
-                        path.display(),
-                        m.reference,
-                        e.message()
-                    ),
-                )
-                .hint(format!(
-                    "name the version with --to; `sealvol volume versions {volume}` lists them"
-                ))
-            })?;
-            history::previous(&repo, &volume, &cur)?
-        }
-    };
+    let target = rollback::target(&repo, path, &f, i, &volume, &choice)?;
     let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
         if as_json {
             return json(

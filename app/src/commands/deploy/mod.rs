@@ -46,7 +46,7 @@ pub fn run(ctx: &Ctx, cmd: DeployCommand) -> Result<()> {
             ctx,
             &file,
             &volume,
-            edit::Choice::from(to, previous)?,
+            edit::choice(to, previous)?,
             path.as_deref(),
             yes,
             json,
