@@ -55,7 +55,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     }
     let cache = Arc::new(ChunkCache::open(&dir, bytes)?);
     // What a caller is told never names the server's own folders.
-    sealvol_serve::objects::hide_paths(vec![
+    sealvol_serve::reply::hide_paths(vec![
         repo.location().to_string(),
         dir.display().to_string(),
         ctx.settings.state.display().to_string(),

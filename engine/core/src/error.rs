@@ -86,7 +86,7 @@ impl Error {
 
     /// An I/O error with what we were doing and to which path.
     pub fn io(what: &str, path: &Path, source: io::Error) -> Self {
-        let message = format!("{what} {}", crate::paths::shown(path));
+        let message = format!("{what} {}", shown(path));
         let hint = match source.kind() {
             io::ErrorKind::PermissionDenied => {
                 Some("check the permissions of that path, or run as a user who can read it")
@@ -180,4 +180,20 @@ impl<T> IoContext<T> for io::Result<T> {
     fn ctx(self, what: &str, path: &Path) -> Result<T> {
         self.map_err(|e| Error::io(what, path, e))
     }
+}
+
+/// A path of this machine as a person reads it: as is when it is UTF-8, else with each
+/// byte that is not as a C escape (`bad\xFFname.bin`), so that two names that differ
+/// only there stay apart and the one meant can be found (`U+FFFD` would hide which).
+pub fn shown(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }

@@ -107,21 +107,8 @@ mod tests {
     }
 }
 
-/// A path of this machine as a person reads it: as is when it is UTF-8, else with each
-/// byte that is not as a C escape (`bad\xFFname.bin`), so that two names that differ
-/// only there stay apart and the one meant can be found (`U+FFFD` would hide which).
-pub fn shown(path: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    out
-}
+// `shown` is error.rs's (messages name paths through it); kept reachable here.
+pub use crate::error::shown;
 
 #[cfg(test)]
 mod shown_tests {

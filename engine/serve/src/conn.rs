@@ -5,7 +5,7 @@
 //! - A response the client stops reading is ended once no byte could be written for
 //!   `WRITE_STALL` (a slow reader that keeps reading is served however slowly).
 //! - At most `MAX_CONNECTIONS` at once; more wait in the kernel's queue.
-//! - Bodies that stop coming end in the handlers (`objects::BODY_IDLE`).
+//! - Bodies that stop coming end in the handlers (`reply::BODY_IDLE`).
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -214,7 +214,7 @@ async fn no_panics(req: Request, next: Next) -> Response {
         Ok(r) => r,
         Err(_) => {
             tracing::error!("a request panicked; answered 500");
-            crate::objects::failed(sealvol_core::Error::new(
+            crate::reply::failed(sealvol_core::Error::new(
                 sealvol_core::error::ErrorKind::Io,
                 "the request failed on the server",
             ))
@@ -237,7 +237,7 @@ async fn authenticate(State(keys): State<Arc<Keys>>, mut req: Request, next: Nex
         Err(refused) => {
             let e =
                 sealvol_core::Error::new(sealvol_core::error::ErrorKind::Denied, refused.message());
-            let mut r = crate::objects::error_response(StatusCode::UNAUTHORIZED, &e);
+            let mut r = crate::reply::error_response(StatusCode::UNAUTHORIZED, &e);
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             r
@@ -261,7 +261,7 @@ async fn run(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, MAX_BODY).await {
+    let body = match crate::reply::read_body(body, MAX_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -294,7 +294,7 @@ async fn run(
     // The answer is held until the client has taken it: within the runs' budget.
     let total: u64 = chunks.iter().map(|(_, len)| *len as u64).sum();
     let Some(share) = crate::budget::for_run(total).await else {
-        return crate::objects::busy();
+        return crate::reply::busy();
     };
     let service = Arc::clone(&served.chunks);
     let steward = Arc::clone(&served.steward);
@@ -446,7 +446,7 @@ fn prove_pieces(
 fn miss_response(miss: Miss) -> Response {
     match miss {
         Miss::Invalid(why) => bad_request(why),
-        Miss::Denied(why) => crate::objects::denied(why),
+        Miss::Denied(why) => crate::reply::denied(why),
         Miss::NotFound(h) => (
             StatusCode::NOT_FOUND,
             format!("no chunk {} in the repository\n", h.hex()),

@@ -14,6 +14,7 @@
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
 
+pub mod address;
 pub mod budget;
 pub mod chunks;
 pub mod conn;
@@ -27,6 +28,7 @@ pub mod ops;
 pub mod peer;
 pub mod reach;
 pub mod remote;
+pub mod reply;
 pub mod tls;
 
 use std::net::SocketAddr;

@@ -26,7 +26,7 @@
 // Checks answer a request early with its response; boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
@@ -40,6 +40,7 @@ use sealvol_core::store::{ETag, ObjectStore};
 
 use crate::keys::{Grant, Keys};
 use crate::ops::Steward;
+use crate::reply::{BODY_IDLE, denied, failed, idle, json, read_body, too_large};
 
 /// The header that carries an object's version (`get_versioned`) to the client.
 pub const VERSION_HEADER: &str = "x-sealvol-version";
@@ -56,8 +57,6 @@ pub const MAX_PROFILE: usize = 32 << 20;
 const READ_WHOLE: u64 = 4 << 20;
 /// The piece a streamed read sends at a time.
 const PIECE: u64 = 256 << 10;
-/// How long an upload may send nothing before it is ended.
-pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a request does to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,82 +177,6 @@ pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), S
         }
         (_, Op::Delete) => refuse("delete"),
     }
-}
-
-/// The server's own paths, which no error body may carry (`hide_paths`).
-static HIDDEN: OnceLock<Vec<String>> = OnceLock::new();
-
-/// Paths (the repository's, the state folder's) that error bodies replace by `…`.
-pub fn hide_paths(paths: Vec<String>) {
-    let mut paths: Vec<String> = paths.into_iter().filter(|p| p.len() > 1).collect();
-    // Longest first, so a path inside another is replaced whole.
-    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    let _ = HIDDEN.set(paths);
-}
-
-fn scrub(text: &str) -> String {
-    let mut out = text.to_string();
-    for p in HIDDEN.get().into_iter().flatten() {
-        out = out.replace(p.as_str(), "…");
-    }
-    out
-}
-
-/// An engine error as the client rebuilds it, without the server's paths: an I/O
-/// failure is logged here in full and sent as what it means to the client.
-pub fn error_response(status: StatusCode, e: &Error) -> Response {
-    let (message, hint) = match e.kind() {
-        ErrorKind::Io => {
-            tracing::warn!("a request failed: {e}");
-            (
-                "the server could not read or write its repository".to_string(),
-                Some("try again; if it persists, the server's log says why".to_string()),
-            )
-        }
-        _ => (scrub(e.message()), e.hint_text().map(scrub)),
-    };
-    let body = serde_json::json!({
-        "kind": e.kind(),
-        "message": message,
-        "hint": hint,
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-pub fn json(v: &impl serde::Serialize) -> Response {
-    match serde_json::to_vec(v) {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => failed(Error::new(ErrorKind::Io, format!("cannot encode: {e}"))),
-    }
-}
-
-fn status_of(kind: ErrorKind) -> StatusCode {
-    match kind {
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Race => StatusCode::PRECONDITION_FAILED,
-        ErrorKind::Denied => StatusCode::FORBIDDEN,
-        ErrorKind::Invalid | ErrorKind::Usage => StatusCode::BAD_REQUEST,
-        ErrorKind::Corrupt => StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorKind::Collected | ErrorKind::Conflict => StatusCode::CONFLICT,
-        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-pub fn failed(e: Error) -> Response {
-    error_response(status_of(e.kind()), &e)
-}
-
-pub fn denied(why: String) -> Response {
-    failed(
-        Error::new(ErrorKind::Denied, why)
-            .hint("ask the server's operator for a key with that scope (`sealvol key create`)"),
-    )
 }
 
 /// Runs `f` on the repository's store on a blocking thread.
@@ -622,75 +545,6 @@ pub async fn put_object(
     }
 }
 
-/// A body read whole, with its share of the server's budget for such bodies.
-pub struct Whole {
-    pub bytes: Bytes,
-    _share: crate::budget::Share,
-}
-
-impl std::ops::Deref for Whole {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-/// A body read whole, at most `limit` bytes, each piece within `BODY_IDLE` of the last,
-/// and within the server's budget for bodies held whole (`budget.rs`).
-pub async fn read_body(body: Body, limit: usize) -> Result<Whole, Response> {
-    use futures::StreamExt;
-    let mut stream = body.into_data_stream();
-    let mut out = Vec::new();
-    let mut share = crate::budget::Share::none();
-    loop {
-        match tokio::time::timeout(BODY_IDLE, stream.next()).await {
-            Err(_) => return Err(idle()),
-            Ok(None) => {
-                return Ok(Whole {
-                    bytes: Bytes::from(out),
-                    _share: share,
-                });
-            }
-            Ok(Some(Err(e))) => {
-                return Err(failed(Error::new(
-                    ErrorKind::Unavailable,
-                    format!("the body was cut short: {e}"),
-                )));
-            }
-            Ok(Some(Ok(b))) => {
-                if out.len() + b.len() > limit {
-                    return Err(too_large(limit));
-                }
-                if !share.cover_body((out.len() + b.len()) as u64).await {
-                    return Err(busy());
-                }
-                out.extend_from_slice(&b);
-            }
-        }
-    }
-}
-
-/// The server holds all the bodies it will hold at once.
-pub fn busy() -> Response {
-    failed(
-        Error::new(
-            ErrorKind::Unavailable,
-            "the server is holding all the request bodies it may at once",
-        )
-        .hint("try again in a moment"),
-    )
-}
-
-fn idle() -> Response {
-    failed(
-        Error::new(
-            ErrorKind::Unavailable,
-            format!("the body stopped coming for {} s", BODY_IDLE.as_secs()),
-        )
-        .hint("send again"),
-    )
-}
-
 /// Checks what the admin or a key writes under a name its bytes must hash to.
 fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<()> {
     let parts: Vec<&str> = key.split('/').collect();
@@ -771,14 +625,6 @@ async fn drain(body: Body) {
             break;
         }
     }
-}
-
-fn too_large(limit: usize) -> Response {
-    error_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &Error::invalid(format!("the body is over {limit} bytes"))
-            .hint("a pack is at most the repository's pack size plus one chunk"),
-    )
 }
 
 /// A pack, streamed to a staging file as it arrives (memory: a few frames), checked

@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use crate::keys::Grant;
 use crate::known::Known;
 use crate::lists::Lists;
-use crate::objects::{denied, failed, json};
 use crate::reach::Reach;
+use crate::reply::{denied, failed, json};
 
 /// How a chunk list travels to the server: `LIST_MAGIC` · u64 file size · u64 chunk
 /// count · (32-byte chunk hash · u32 length)*.
@@ -209,8 +209,8 @@ fn hashes(body: &[u8]) -> std::result::Result<Vec<Hash>, Response> {
 async fn push_body(
     body: Body,
     grant: &Grant,
-) -> std::result::Result<crate::objects::Whole, Response> {
-    let body = crate::objects::read_body(body, MAX_OP_BODY).await?;
+) -> std::result::Result<crate::reply::Whole, Response> {
+    let body = crate::reply::read_body(body, MAX_OP_BODY).await?;
     writes(grant, "push")?;
     Ok(body)
 }
@@ -478,7 +478,7 @@ pub async fn seal(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, MAX_OP_BODY).await {
+    let body = match crate::reply::read_body(body, MAX_OP_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -621,7 +621,7 @@ pub async fn tag(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -717,7 +717,7 @@ pub async fn delete(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -729,7 +729,7 @@ pub async fn restore(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -750,7 +750,7 @@ pub async fn damage(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -806,7 +806,7 @@ pub async fn gc(
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
 ) -> Response {
-    let body = match crate::objects::read_body(body, SMALL_BODY).await {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
         Ok(b) => b,
         Err(r) => return r,
     };

@@ -66,7 +66,7 @@ impl HttpPeer {
                 format!(
                     "peer {} cannot be reached: {}",
                     self.url,
-                    crate::remote::root_cause(&e)
+                    crate::address::root_cause(&e)
                 ),
             )
         })?;
@@ -90,28 +90,7 @@ impl HttpPeer {
 
 /// `url` without a trailing slash, if it is an address a peer can be reached at.
 pub fn check_url(url: &str) -> Result<String> {
-    check_address("--peer", url)
-}
-
-/// `url` without a trailing slash, if it is an address a `sealvol serve` can be reached
-/// at; the error names `flag`.
-pub fn check_address(flag: &str, url: &str) -> Result<String> {
-    let bad = |why: &str| {
-        Error::invalid(format!("{flag} {url:?} {why}"))
-            .hint("name a `sealvol serve` as http://HOST:PORT (or https:// behind a TLS proxy)")
-    };
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| bad("is not an http:// or https:// address"))?;
-    let host = rest.split('/').next().unwrap_or_default();
-    if host.is_empty() {
-        return Err(bad("names no host"));
-    }
-    if rest.contains(['?', '#']) || rest.chars().any(char::is_whitespace) {
-        return Err(bad("has a query, fragment or space in it"));
-    }
-    Ok(url.trim_end_matches('/').to_string())
+    crate::address::check_address("--peer", url)
 }
 
 impl Peer for HttpPeer {

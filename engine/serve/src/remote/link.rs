@@ -51,7 +51,7 @@ impl Link {
             }
             Error::new(
                 ErrorKind::Unavailable,
-                format!("cannot reach the remote engine at {}: {}", self.base, root_cause(&e)),
+                format!("cannot reach the remote engine at {}: {}", self.base, crate::address::root_cause(&e)),
             )
             .hint(format!(
                 "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
@@ -121,16 +121,6 @@ impl Link {
         self.bytes(resp, &mut out)?;
         Ok((status, out))
     }
-}
-
-/// The innermost cause of a client error: what actually failed (a refused connection, a
-/// certificate not trusted), not the layers above it.
-pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
 }
 
 /// A key as it goes into a URL path: unreserved characters and `/` as they are.

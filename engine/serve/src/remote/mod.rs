@@ -16,7 +16,6 @@ use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::repo::Repository;
 use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests};
 
-pub use link::root_cause;
 use link::{Link, encode};
 
 use crate::objects::ListPage;
@@ -80,7 +79,7 @@ pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
 
 /// `url` without a trailing slash, if a remote engine can be reached at it.
 pub fn check_remote(url: &str) -> Result<String> {
-    crate::peer::check_address("--remote", url)
+    crate::address::check_address("--remote", url)
 }
 
 impl RemoteStore {
