@@ -18,6 +18,7 @@ pub mod error;
 pub mod files;
 pub mod gc;
 pub mod health;
+pub mod keys;
 pub mod listing;
 pub mod locks;
 pub mod mirror;

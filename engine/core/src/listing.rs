@@ -202,7 +202,7 @@ impl Listing {
 }
 
 pub(crate) fn listing_key(vol: &VolumeName, digest: &Digest) -> String {
-    format!("listings/{}/{}/{}", vol.namespace, vol.name, digest.hex())
+    crate::keys::Key::Listing(vol.clone(), *digest).to_string()
 }
 
 impl Repository {

@@ -36,7 +36,11 @@ pub struct Profile {
 }
 
 fn prefix(vol: &VolumeName, digest: &Digest) -> String {
-    format!("profiles/{}/{}/{}/", vol.namespace, vol.name, digest.hex())
+    format!(
+        "{}{}/",
+        crate::keys::volume_folder("profiles", vol),
+        digest.hex()
+    )
 }
 
 impl Repository {

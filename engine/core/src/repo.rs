@@ -17,6 +17,7 @@ use crate::chunk::ChunkParams;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::health::{DamageRecord, Health};
+use crate::keys::Key;
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
 use crate::refs::{Digest, Name, VolumeName};
 use crate::store::{LocalStore, ObjectStore};
@@ -405,11 +406,8 @@ impl Repository {
     pub fn damage_records(&self) -> Result<Vec<(PackId, Hash, Option<DamageRecord>)>> {
         let mut out = Vec::new();
         for o in self.store.list(DAMAGE_PREFIX)? {
-            let mut parts = o.key[DAMAGE_PREFIX.len()..].split('/');
-            let (Some(p), Some(c), None) = (parts.next(), parts.next(), parts.next()) else {
-                continue;
-            };
-            let (Some(pack), Some(chunk)) = (Hash::parse_hex(p), Hash::parse_hex(c)) else {
+            // Chunk lists' records share the folder; a name of neither kind is no record.
+            let Ok(Key::Damage(pack, chunk)) = Key::parse(&o.key) else {
                 continue;
             };
             let record = self
@@ -485,7 +483,7 @@ impl Repository {
     pub fn list_damage(&self) -> Result<Vec<(Hash, Option<ListDamage>)>> {
         let mut out = Vec::new();
         for o in self.store.list(LIST_DAMAGE_PREFIX)? {
-            let Some(hash) = Hash::parse_hex(&o.key[LIST_DAMAGE_PREFIX.len()..]) else {
+            let Ok(Key::ListDamage(hash)) = Key::parse(&o.key) else {
                 continue;
             };
             let record = self
@@ -896,8 +894,7 @@ pub(crate) fn json_error(e: serde_json::Error) -> Error {
 }
 
 fn pack_key(id: &PackId) -> String {
-    let h = id.hex();
-    format!("packs/{}/{h}", &h[..2])
+    Key::Pack(*id).to_string()
 }
 
 const DAMAGE_PREFIX: &str = "damage/";
@@ -906,7 +903,7 @@ const DAMAGE_PREFIX: &str = "damage/";
 const LIST_DAMAGE_PREFIX: &str = "damage/files/";
 
 fn list_damage_key(hash: &Hash) -> String {
-    format!("{LIST_DAMAGE_PREFIX}{}", hash.hex())
+    Key::ListDamage(*hash).to_string()
 }
 
 /// A chunk list found failing its proof: `damage/files/<file hash>` (JSON).
@@ -921,32 +918,31 @@ pub struct ListDamage {
 }
 
 fn damage_key(pack: &PackId, chunk: &Hash) -> String {
-    format!("{DAMAGE_PREFIX}{}/{}", pack.hex(), chunk.hex())
+    Key::Damage(*pack, *chunk).to_string()
 }
 
 fn index_key(id: &PackId) -> String {
-    format!("index/{}", id.hex())
+    Key::Index(*id).to_string()
 }
 
 fn file_key(hash: &Hash) -> String {
-    let h = hash.hex();
-    format!("files/{}/{h}", &h[..2])
+    Key::File(*hash).to_string()
 }
 
 pub(crate) fn manifest_prefix(vol: &VolumeName) -> String {
-    format!("manifests/{}/{}/", vol.namespace, vol.name)
+    crate::keys::volume_folder("manifests", vol)
 }
 
 pub(crate) fn manifest_key(vol: &VolumeName, digest: &Digest) -> String {
-    format!("{}{}", manifest_prefix(vol), digest.hex())
+    Key::Manifest(vol.clone(), *digest).to_string()
 }
 
 pub(crate) fn tag_prefix(vol: &VolumeName) -> String {
-    format!("tags/{}/{}/", vol.namespace, vol.name)
+    crate::keys::volume_folder("tags", vol)
 }
 
 pub(crate) fn tag_key(vol: &VolumeName, tag: &Name) -> String {
-    format!("{}{tag}", tag_prefix(vol))
+    Key::Tag(vol.clone(), tag.clone()).to_string()
 }
 
 /// Where a chunk is: the pack's slot in `ChunkIndex::packs` and its entry.

@@ -44,12 +44,8 @@ pub struct Summary {
     pub manifest_bytes: u64,
 }
 
-pub(crate) fn summary_prefix(vol: &VolumeName) -> String {
-    format!("summaries/{}/{}/", vol.namespace, vol.name)
-}
-
 pub(crate) fn summary_key(vol: &VolumeName, digest: &Digest) -> String {
-    format!("{}{}", summary_prefix(vol), digest.hex())
+    crate::keys::Key::Summary(vol.clone(), *digest).to_string()
 }
 
 impl Repository {

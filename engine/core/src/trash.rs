@@ -118,16 +118,11 @@ pub(crate) enum Unbin {
 }
 
 pub(crate) fn trash_key(vol: &VolumeName, digest: &Digest) -> String {
-    format!(
-        "{TRASH_PREFIX}{}/{}/{}",
-        vol.namespace,
-        vol.name,
-        digest.hex()
-    )
+    crate::keys::Key::Trash(vol.clone(), *digest).to_string()
 }
 
 fn trash_prefix(vol: &VolumeName) -> String {
-    format!("{TRASH_PREFIX}{}/{}/", vol.namespace, vol.name)
+    crate::keys::volume_folder("trash", vol)
 }
 
 impl Repository {

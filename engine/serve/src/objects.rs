@@ -35,7 +35,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind};
-use sealvol_core::refs::Name;
 use sealvol_core::store::{ETag, ObjectStore};
 
 use crate::keys::{Grant, Keys};
@@ -69,15 +68,6 @@ pub enum Op {
     Delete,
 }
 
-const NAMESPACED: [&str; 6] = [
-    "manifests",
-    "listings",
-    "summaries",
-    "profiles",
-    "tags",
-    "trash",
-];
-
 /// An object key, by kind, checked against its kind's exact shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Object {
@@ -96,45 +86,28 @@ pub enum Object {
     Private,
 }
 
-/// A key path a client may name, by kind: relative, `/`-separated, no empty or dot
-/// segments, printable ASCII, at most 1 KiB; content-addressed kinds in their exact
-/// fan-out shape (`packs/ab/ab…`), namespaced kinds under a valid namespace name.
+/// A key a client may name, by kind: read by core's one key parser (`keys.rs`:
+/// relative, printable, at most 1 KiB, each kind in its exact shape), then sorted into
+/// what a key's scope is checked against.
 pub fn parse_key(key: &str) -> Result<Object, String> {
-    let bad = || format!("{key:.100} is not an object key of a kind this server keeps");
-    let ok = !key.is_empty()
-        && key.len() <= 1024
-        && key.bytes().all(|b| b.is_ascii_graphic())
-        && key
-            .split('/')
-            .all(|s| !s.is_empty() && s != "." && s != "..");
-    if !ok {
-        return Err(format!(
-            "{key:.100} is not an object key (relative, printable, no empty, . or .. parts)"
-        ));
-    }
-    let parts: Vec<&str> = key.split('/').collect();
-    let hash = |s: &str| Hash::parse_hex(s).filter(|h| h.hex() == s);
-    let fanned = |aa: &str, name: &str| hash(name).filter(|_| name.get(..2) == Some(aa));
-    Ok(match parts.as_slice() {
-        ["sealvol.repo"] => Object::Config,
-        ["packs", aa, name] => Object::Pack(fanned(aa, name).ok_or_else(bad)?),
-        ["index", name] => Object::Index(hash(name).ok_or_else(bad)?),
-        ["files", aa, name] => Object::File(fanned(aa, name).ok_or_else(bad)?),
-        [kind, ns, _, ..] if NAMESPACED.contains(kind) => {
-            Name::parse("namespace", ns).map_err(|_| bad())?;
-            let kind = NAMESPACED
-                .iter()
-                .find(|k| *k == kind)
-                .copied()
-                .unwrap_or_default();
-            Object::Namespaced {
-                kind,
-                ns: ns.to_string(),
-            }
-        }
-        ["damage" | "gc", _, ..] => Object::Records,
-        ["quarantine" | "tmp" | "probe", _, ..] => Object::Private,
-        _ => return Err(bad()),
+    use sealvol_core::keys::Key;
+    let k = Key::parse(key)?;
+    Ok(match &k {
+        Key::Config => Object::Config,
+        Key::Pack(h) => Object::Pack(*h),
+        Key::Index(h) => Object::Index(*h),
+        Key::File(h) => Object::File(*h),
+        Key::Manifest(..)
+        | Key::Listing(..)
+        | Key::Summary(..)
+        | Key::Profile(..)
+        | Key::Tag(..)
+        | Key::Trash(..) => Object::Namespaced {
+            kind: k.folder(),
+            ns: k.namespace().map(|n| n.to_string()).unwrap_or_default(),
+        },
+        Key::Damage(..) | Key::ListDamage(_) | Key::GcRound(_) | Key::GcLease => Object::Records,
+        Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) => Object::Private,
     })
 }
 
@@ -784,7 +757,7 @@ pub async fn list(
         .next()
         .is_none_or(|ns| ns.is_empty() || grant.sees(ns));
     let allowed = grant.admin
-        || (NAMESPACED.contains(&top) && ns_ok)
+        || (sealvol_core::keys::NAMESPACED.contains(&top) && ns_ok)
         || (grant.namespaces.is_empty()
             && !prefix.is_empty()
             && !matches!(top, "quarantine" | "tmp" | "probe"));

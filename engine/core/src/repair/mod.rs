@@ -486,7 +486,7 @@ impl Repair<'_> {
     /// window starting now), the damaged bytes kept in quarantine.
     fn rewrite_trash(&mut self) -> Result<()> {
         for (vol, digest, why) in self.s.trash.clone() {
-            let key = format!("trash/{}/{}/{}", vol.namespace, vol.name, digest.hex());
+            let key = crate::trash::trash_key(&vol, &digest);
             let detail = match self.write {
                 true => {
                     let kept = self.repo.rewrite_trash_record(&vol, &digest)?;

@@ -212,7 +212,7 @@ impl Survey {
             }
         }
         for (vol, digest, why) in &self.trash {
-            let key = format!("trash/{}/{}/{}", vol.namespace, vol.name, digest.hex());
+            let key = crate::trash::trash_key(vol, digest);
             note(
                 &mut acc,
                 &key,
