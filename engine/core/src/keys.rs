@@ -2,8 +2,8 @@
 //! nowhere else (docs/FORMAT.md, "Repository layout").
 //!
 //! A key is built from typed parts (`Key::Pack(id).to_string()`), and a key that comes
-//! from outside (a listing of a bucket anyone may write to, a request to `sealvol
-//! serve`) is read back with `Key::parse`, which takes only a key of a kind the
+//! from outside (a request to `sealvol serve`, a damage record a listing finds) is read
+//! back with `Key::parse`, which takes only a key of a kind the
 //! repository keeps, in that kind's exact shape: relative, `/`-separated, printable
 //! ASCII, at most 1 KiB, hashes as 64 lowercase hex digits in their fan-out folder,
 //! namespaces, volumes and tags as valid names. What does not parse is no object of
