@@ -10,6 +10,7 @@ mod action;
 mod effects;
 mod keymap;
 mod model;
+mod overlay;
 mod palette;
 mod screens;
 mod terminal;

@@ -5,8 +5,7 @@
 //! `Loaded`. No terminal and no I/O here, so key scripts can drive it in tests.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
-use sealvol_themes::Role;
-use sealvol_views::chrome::{Overlay as ViewOverlay, Status, StatusKind};
+use sealvol_views::chrome::{Status, StatusKind};
 use sealvol_views::format::short_digest;
 use sealvol_views::{Body, FrameView};
 
@@ -816,7 +815,7 @@ impl Model {
             .ctx
             .overlay
             .as_ref()
-            .map(|o| overlay_view(o, || self.help_lines(keymap), &self.ctx.messages));
+            .map(|o| crate::overlay::view(o, || self.help_lines(keymap), &self.ctx.messages));
         let context = if self.ctx.readonly {
             format!("{} · read-only", self.location)
         } else {
@@ -837,185 +836,5 @@ impl Model {
             },
             overlay,
         }
-    }
-}
-
-/// `help` is called only when help is what is shown.
-fn overlay_view(
-    o: &Overlay,
-    help: impl FnOnce() -> Vec<(String, String)>,
-    messages: &std::collections::VecDeque<(StatusKind, String)>,
-) -> ViewOverlay {
-    match o {
-        Overlay::Help(offset) => ViewOverlay::Help {
-            bindings: help(),
-            offset: *offset,
-        },
-        Overlay::Messages(offset) => ViewOverlay::Messages {
-            messages: messages
-                .iter()
-                .rev()
-                .map(|(k, t)| (t.clone(), *k == StatusKind::Error))
-                .collect(),
-            offset: *offset,
-        },
-        Overlay::Prompt(p) => ViewOverlay::Prompt {
-            prefix: match p.kind {
-                PromptKind::Filter => "/".to_string(),
-                PromptKind::Command => ":".to_string(),
-                PromptKind::TagName => p.label.clone(),
-            },
-            input: p.input.clone(),
-            fresh: p.fresh,
-            // The palette lists what it can do as you type.
-            suggestions: match p.kind {
-                PromptKind::Command => palette::matching(&p.input)
-                    .iter()
-                    .map(|c| (c.usage.to_string(), c.about.to_string()))
-                    .collect(),
-                _ => Vec::new(),
-            },
-        },
-        Overlay::ConfirmCancel(id, what) => ViewOverlay::Confirm {
-            title: format!("cancel job {id}"),
-            lines: vec![
-                (what.clone(), Role::Text),
-                (
-                    "it stops at its next read; nothing is sealed".into(),
-                    Role::Dim,
-                ),
-                (
-                    "what it stored stays, so a retry does not fetch it again".into(),
-                    Role::Dim,
-                ),
-            ],
-            yes: format!("cancel job {id}"),
-        },
-        Overlay::ConfirmStopWatch(id, what) => ViewOverlay::Confirm {
-            title: format!("stop watch {id}"),
-            lines: vec![
-                (what.clone(), Role::Text),
-                (
-                    "a push under way stops at its next read; nothing half-sealed".into(),
-                    Role::Dim,
-                ),
-                (
-                    "the versions it sealed stay; the same `volume watch` starts it again".into(),
-                    Role::Dim,
-                ),
-            ],
-            yes: format!("stop watch {id}"),
-        },
-        Overlay::ConfirmDelete(p) => {
-            let mut lines = vec![
-                (
-                    format!("vol:{}@b3:{}", p.volume, p.digest.short(16)),
-                    Role::Pinned,
-                ),
-                (
-                    "goes to the trash: restorable until its window ends (7 days by default)"
-                        .into(),
-                    Role::Text,
-                ),
-            ];
-            if !p.tags.is_empty() {
-                lines.push((
-                    format!(
-                        "removes tag {}, which points at it (its history keeps the move)",
-                        p.tags.join(", ")
-                    ),
-                    Role::Danger,
-                ));
-            }
-            lines.push((
-                "mounts serving it keep serving it until it is purged".into(),
-                Role::Dim,
-            ));
-            ViewOverlay::Confirm {
-                title: "delete a version".into(),
-                lines,
-                yes: "delete".into(),
-            }
-        }
-        Overlay::ConfirmRollback(p) => {
-            let file = p.file.display().to_string();
-            let mut lines = vec![
-                (file.clone(), Role::Text),
-                (format!("{} at {}", p.volume, p.path), Role::Text),
-                (
-                    format!(
-                        "from {}",
-                        p.from
-                            .map(|d| format!("b3:{}", d.short(16)))
-                            .unwrap_or_else(|| format!("{} (does not resolve)", p.reference))
-                    ),
-                    Role::Removed,
-                ),
-                (format!("to   b3:{}", p.to.short(16)), Role::Added),
-            ];
-            for l in &p.edit.lines {
-                lines.push((format!("-{:>4}: {}", l.line, l.old.trim()), Role::Removed));
-                lines.push((format!("+{:>4}: {}", l.line, l.new.trim()), Role::Added));
-            }
-            for a in &p.edit.anchors {
-                lines.push((
-                    format!("the ref comes from anchor &{a}: its other aliases change too"),
-                    Role::Danger,
-                ));
-            }
-            lines.push((
-                "only this ref changes; refused if the file changed since this diff".into(),
-                Role::Dim,
-            ));
-            ViewOverlay::Confirm {
-                title: format!("roll back {}", p.volume),
-                lines,
-                yes: format!("write {file}"),
-            }
-        }
-        Overlay::ConfirmRestore(p) => {
-            let mut lines = vec![
-                (
-                    format!("vol:{}@b3:{}", p.volume, p.digest.short(16)),
-                    Role::Pinned,
-                ),
-                (
-                    "comes back exactly as sealed: same digest, provenance and files".into(),
-                    Role::Text,
-                ),
-            ];
-            if !p.tags.is_empty() {
-                lines.push((
-                    format!("it had tag {}; tags are not moved back", p.tags.join(", ")),
-                    Role::Dim,
-                ));
-            }
-            ViewOverlay::Confirm {
-                title: "restore a version".into(),
-                lines,
-                yes: "restore".into(),
-            }
-        }
-        Overlay::Confirm(p) => ViewOverlay::Confirm {
-            title: format!("move tag {}", p.tag),
-            lines: vec![
-                (format!("vol:{}:{}", p.volume, p.tag), Role::Tag),
-                (
-                    format!(
-                        "from {}",
-                        p.from
-                            .map(|d| format!("b3:{}", d.short(16)))
-                            .unwrap_or_else(|| "(new tag)".into())
-                    ),
-                    Role::Removed,
-                ),
-                (format!("to   b3:{}", p.to.short(16)), Role::Added),
-                (
-                    format!("everything that resolves :{} will get the new bytes", p.tag),
-                    Role::Dim,
-                ),
-            ],
-            yes: format!("move {}", p.tag),
-        },
     }
 }
