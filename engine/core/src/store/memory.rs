@@ -63,14 +63,8 @@ impl MemoryStore {
     /// Replaces an object's bytes behind the repository's back (damage, a crafted
     /// object); not counted as a request.
     pub fn overwrite(&self, key: &str, bytes: &[u8]) {
-        let modified = self.clock();
-        crate::lock(&self.objects).insert(
-            key.to_string(),
-            Stored {
-                bytes: bytes.to_vec(),
-                modified,
-            },
-        );
+        let stored = self.stored(bytes);
+        crate::lock(&self.objects).insert(key.to_string(), stored);
     }
 
     fn clock(&self) -> SystemTime {
@@ -85,10 +79,12 @@ impl MemoryStore {
         }
     }
 
-    fn insert(&self, key: &str, bytes: Vec<u8>) {
-        let modified = self.clock();
-        self.traffic.put(bytes.len() as u64);
-        crate::lock(&self.objects).insert(key.to_string(), Stored { bytes, modified });
+    /// An object as written now, by the store's clock.
+    fn stored(&self, bytes: &[u8]) -> Stored {
+        Stored {
+            bytes: bytes.to_vec(),
+            modified: self.clock(),
+        }
     }
 }
 
@@ -147,14 +143,7 @@ impl ObjectStore for MemoryStore {
         if objects.contains_key(key) {
             return Ok(false);
         }
-        let modified = self.clock();
-        objects.insert(
-            key.to_string(),
-            Stored {
-                bytes: data.to_vec(),
-                modified,
-            },
-        );
+        objects.insert(key.to_string(), self.stored(data));
         Ok(true)
     }
 
@@ -194,14 +183,7 @@ impl ObjectStore for MemoryStore {
             )
             .hint("look at the current state and try again"));
         }
-        let modified = self.clock();
-        objects.insert(
-            key.to_string(),
-            Stored {
-                bytes: data.to_vec(),
-                modified,
-            },
-        );
+        objects.insert(key.to_string(), self.stored(data));
         Ok(())
     }
 
@@ -248,7 +230,9 @@ impl ObjectStore for MemoryStore {
 
     fn put(&self, key: &str, data: &[u8]) -> Result<()> {
         Self::check(key)?;
-        self.insert(key, data.to_vec());
+        self.traffic.put(data.len() as u64);
+        let stored = self.stored(data);
+        crate::lock(&self.objects).insert(key.to_string(), stored);
         Ok(())
     }
 
