@@ -23,6 +23,7 @@ pub mod listing;
 pub mod locks;
 pub mod mirror;
 pub mod objects;
+pub mod outcomes;
 pub mod paths;
 pub mod patience;
 pub mod private;

@@ -14,6 +14,7 @@ use crate::digest::{Entry, Hash};
 use crate::error::{Error, Result};
 use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
 use crate::progress::Progress;
+use crate::read::Chunks as _;
 use crate::read::max_run;
 use crate::refs::{Name, Ref, Target};
 use crate::repo::{ChunkIndex, Repository};
@@ -127,8 +128,8 @@ pub fn mirror(
             ))
         })?;
         let proven = match prove_in_dest {
-            true => crate::proof::prove_by_reading(&crate::read::Origin(dest), &relocated),
-            false => crate::proof::prove_by_reading(&crate::read::Origin(src), obj),
+            true => crate::read::Origin(dest).prove_by_reading(&relocated),
+            false => crate::read::Origin(src).prove_by_reading(obj),
         };
         let ob = proven.map_err(|e| {
             if crate::proof::is_unproven(&e) {

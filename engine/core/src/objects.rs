@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::digest::Hash;
 use crate::error::{Error, Result};
-use crate::proof::{Outboard, Proven};
+use crate::proof::tree::{Outboard, Proven, unproven};
 
 pub const PACK_MAGIC: &[u8; 8] = b"SVPACK01";
 pub const PACK_FOOTER_MAGIC: &[u8; 8] = b"SVPKEND1";
@@ -209,7 +209,7 @@ pub struct ChunkRef {
 }
 
 /// A file's chunk list: `files/<aa>/<file hash>`. It says where the file's bytes lie,
-/// and carries their proof (`proof.rs`): a list is a hint, and what it leads to is
+/// and carries their proof (`proof/`): a list is a hint, and what it leads to is
 /// served only once proven to be the file's.
 #[derive(Debug, Clone)]
 pub struct FileObject {
@@ -374,13 +374,10 @@ impl FileObject {
             let ob = Outboard::new(log, size, cvs);
             match (ob, check) {
                 (Err(e), true) => {
-                    return Err(crate::proof::unproven(what, e.message()));
+                    return Err(unproven(what, e.message()));
                 }
                 (Ok(ob), true) if !ob.proves(hash) => {
-                    return Err(crate::proof::unproven(
-                        what,
-                        "its block hashes merge into another hash",
-                    ));
+                    return Err(unproven(what, "its block hashes merge into another hash"));
                 }
                 (Ok(ob), true) => Some(ob),
                 (_, false) => None,
@@ -557,7 +554,7 @@ mod tests {
         let bad = FileObject::new(h, 21, vec![pack_id(&entries)], chunks.clone(), None);
         assert!(FileObject::decode("f", &bad.encode(), &h).is_err());
         // With a proof: decodes only as the file it proves.
-        let mut t = crate::proof::TreeHasher::default();
+        let mut t = crate::proof::tree::TreeHasher::default();
         t.update(&[9u8; 20]);
         let (file, ob) = t.finalize();
         let f = FileObject::new(file, 20, vec![pack_id(&entries)], chunks, Some(ob));

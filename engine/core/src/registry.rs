@@ -20,24 +20,9 @@ const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Newest manifest format this build writes.
 pub const MANIFEST_FORMAT: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Provenance {
-    /// Where the bytes came from: `file:///abs/path`, later `hf://…`, `s3://…`.
-    pub source: String,
-    /// The source's own revision (an HF commit, ETags), when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revision: Option<String>,
-    /// `user@host` of the process that sealed the version.
-    pub pushed_by: String,
-    /// When a sync listed its source (RFC 3339); absent for a push.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listed: Option<String>,
-    /// Each synced file's version at the source (ETag, version id), by path.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub objects: BTreeMap<String, String>,
-}
-
-pub use crate::summary::VersionStats;
+pub use crate::outcomes::{
+    Provenance, Sealed, TagChange, TagFile, TagMove, TagMoved, VersionStats,
+};
 
 /// One sealed version: `manifests/<ns>/<vol>/<digest>`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,95 +56,6 @@ impl Manifest {
             manifest_bytes,
         }
     }
-}
-
-/// One move of a tag; the first has no `from`. A removal (`volume untag`) is a move to
-/// nothing: `to` is empty here and `null` in the file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct TagMove {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    #[serde(with = "empty_as_null")]
-    pub to: String,
-    pub at: String,
-    pub by: String,
-}
-
-/// `tags/<ns>/<vol>/<tag>`: where the tag points now and how it got there. A removed
-/// tag keeps its file, with no digest (empty here, `null` in the file), so that its
-/// history stays and the removal can be undone like any move.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TagFile {
-    pub tag: String,
-    #[serde(with = "empty_as_null")]
-    pub digest: String,
-    pub history: Vec<TagMove>,
-    /// Set by listings (never stored): why this tag cannot be used, for a tag file that
-    /// is damaged (`digest` is then empty and `history` what could be read of it) or
-    /// that points at a version that does not exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub damaged: Option<String>,
-}
-
-impl TagFile {
-    /// Removed by `volume untag` (and not damaged, which also leaves no digest).
-    pub fn removed(&self) -> bool {
-        self.digest.is_empty() && self.damaged.is_none()
-    }
-}
-
-/// "Nothing" is an empty string in memory and `null` in a file.
-mod empty_as_null {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &str, s: S) -> Result<S::Ok, S::Error> {
-        match v.is_empty() {
-            true => s.serialize_none(),
-            false => s.serialize_str(v),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
-    }
-}
-
-/// A version just sealed: its digest, whether it is new, and what happened to each tag.
-#[derive(Debug, Clone)]
-pub struct Sealed {
-    pub digest: Digest,
-    /// False when an identical version was already sealed (by anyone).
-    pub new: bool,
-    /// The identical version was in the trash, and this seal restored it.
-    pub restored: bool,
-    pub tags: Vec<TagChange>,
-}
-
-/// One tag moved by a push or sync, as the compare-and-swap did it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TagChange {
-    pub tag: String,
-    /// The digest the tag pointed at before; `None` for a new tag.
-    pub from: Option<String>,
-    pub to: String,
-    /// False when the tag already pointed at `to`.
-    pub moved: bool,
-    /// The tag's file was damaged: where its bytes were kept before the move.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kept_damaged: Option<String>,
-}
-
-/// What a tag move did, from the compare-and-swap itself (not from a read before it,
-/// which a concurrent mover can make stale).
-#[derive(Debug, Clone)]
-pub struct TagMoved {
-    pub file: TagFile,
-    /// The digest the move replaced; `None` for a new tag.
-    pub from: Option<String>,
-    /// False when the tag already pointed there and nothing was written.
-    pub moved: bool,
-    /// Where the damaged tag file this move replaced was kept (`quarantine/…`).
-    pub kept_damaged: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

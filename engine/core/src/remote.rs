@@ -13,9 +13,8 @@
 use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
+use crate::outcomes::{Deleted, GcReport, Provenance, Restored, Sealed, TagMoved, VersionStats};
 use crate::refs::{Digest, Name, Ref, VolumeName};
-use crate::registry::{Provenance, Sealed, TagMoved, VersionStats};
-use crate::trash::{Deleted, Restored};
 
 /// What a seal asks the server for: a version of files whose chunk lists it holds.
 #[derive(Debug, Clone)]
@@ -66,5 +65,5 @@ pub trait Remote: Send + Sync {
 
     /// A garbage collection, run by the server (admin keys only); it condemns and
     /// sweeps what is due without waiting out the grace period in the request.
-    fn collect(&self, dry_run: bool) -> Result<crate::gc::GcReport>;
+    fn collect(&self, dry_run: bool) -> Result<GcReport>;
 }

@@ -455,7 +455,7 @@ impl Repository {
     }
 
     /// Writes down that the chunk list of file `hash` failed its proof: it names other
-    /// bytes than the file's (`proof.rs`). Garbage collection deletes nothing while such
+    /// bytes than the file's (`proof/`). Garbage collection deletes nothing while such
     /// a record stands (what the file really needs is unknown), verify names the list,
     /// and repair rebuilds or quarantines it. Idempotent; a failure to write is logged.
     pub fn record_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) {

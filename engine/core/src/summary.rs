@@ -17,18 +17,9 @@ use crate::error::Result;
 use crate::refs::{Digest, VolumeName};
 use crate::repo::{Repository, json_error};
 
-pub const SUMMARY_FORMAT: u32 = 1;
+pub use crate::outcomes::VersionStats;
 
-/// A version's size and what it added to the repository, in its manifest and summary.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct VersionStats {
-    pub bytes: u64,
-    pub files: u64,
-    pub chunks: u64,
-    /// Bytes of chunks this version added to the repository when it was sealed.
-    pub new_bytes: u64,
-    pub new_chunks: u64,
-}
+pub const SUMMARY_FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Summary {

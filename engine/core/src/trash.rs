@@ -17,6 +17,8 @@ use crate::repo::{Repository, json_error, manifest_key};
 use crate::stamp::{now, now_rfc3339, parse_rfc3339, rfc3339, to_minute, whoami};
 use crate::store::ETag;
 
+pub use crate::outcomes::{Deleted, Restored};
+
 pub(crate) const TRASH_PREFIX: &str = "trash/";
 
 /// Where a trash record stands.
@@ -73,25 +75,6 @@ pub struct TrashedVersion {
     pub source: String,
     /// Set while a garbage collection purges it.
     pub purging: bool,
-}
-
-/// What `delete_version` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct Deleted {
-    pub volume: String,
-    pub digest: String,
-    /// Tags removed on the way (`--untag`), each a move to nothing in its history.
-    pub untagged: Vec<String>,
-    pub expires: String,
-}
-
-/// What `restore_version` did.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct Restored {
-    pub volume: String,
-    pub digest: String,
-    /// The tags it had when deleted; a restore does not move them back.
-    pub tags: Vec<String>,
 }
 
 /// How a purge of one version ended.

@@ -17,7 +17,7 @@ use super::readahead::{FileRef, Order, Prefetcher, Stream};
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
 use sealvol_core::profile::Step;
 use sealvol_core::proof::Edge;
-use sealvol_core::read::{ChunkBytes, Tiers, add};
+use sealvol_core::read::{ChunkBytes, Chunks as _, Tiers, add};
 use sealvol_core::recycled::{self, Buffer};
 
 /// An errno with the reason, for the log.
@@ -629,7 +629,7 @@ impl VolumeFs {
 
     /// Proves bytes `[offset, end)` of the handle's file before they are served: the
     /// chunk list is a hint, and only bytes proven to be the file's leave the mount
-    /// (`proof.rs`). Each block is hashed once for the life of the list; what a block
+    /// (`proof/`). Each block is hashed once for the life of the list; what a block
     /// reaches into beyond the chunks read comes from `edge_bytes`. `onward`: the
     /// reader reads on from where it stopped.
     fn prove(
@@ -654,7 +654,8 @@ impl VolumeFs {
         };
         self.patiently(what, || {
             // A list written before proofs: the file is read whole, once.
-            sealvol_core::proof::prove_whole(self.tiers.as_ref(), &layout.obj)
+            self.tiers
+                .prove_whole(&layout.obj)
                 .and_then(|()| {
                     sealvol_core::proof::prove(
                         &layout.obj,

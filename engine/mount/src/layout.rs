@@ -52,7 +52,7 @@ impl Layout {
 
     /// The chunks that hold the proof blocks bytes `[start, end)` lie in: what a plan
     /// reads ahead for a reader of those bytes, so that proving them before they are
-    /// served needs nothing more (`proof.rs`).
+    /// served needs nothing more (`proof/`).
     pub fn blocks_of(&self, start: u64, end: u64) -> Range<usize> {
         let log = self
             .obj

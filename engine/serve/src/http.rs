@@ -22,6 +22,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRef, Request};
 use axum::middleware::{self, Next};
+use sealvol_core::read::Chunks as _;
 use sealvol_core::repo::Repository;
 
 use crate::keys::{Grant, Keys};
@@ -404,7 +405,7 @@ fn prove_pieces(
         })
     };
     let proved = (|| -> sealvol_core::Result<()> {
-        sealvol_core::proof::prove_whole(&sealvol_core::read::Origin(&steward.repo), obj)?;
+        sealvol_core::read::Origin(&steward.repo).prove_whole(obj)?;
         let mut k = 0;
         while k < positions.len() {
             let mut n = 1;

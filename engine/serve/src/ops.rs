@@ -34,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::{Entry, Hash};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::{ChunkRef, FileObject, PackId};
+use sealvol_core::read::Chunks as _;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{Provenance, TagChange, TagFile, VersionStats};
 use sealvol_core::repo::Repository;
@@ -424,16 +425,16 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
         });
     }
     let unproven = FileObject::new(*hash, size, packs, refs, None);
-    let outboard =
-        sealvol_core::proof::prove_by_reading(&sealvol_core::read::Origin(&s.repo), &unproven)
-            .map_err(|e| match sealvol_core::proof::is_unproven(&e) {
-                true => Error::invalid(format!(
-                    "the chunks named for file {} do not hash to it",
-                    hash.hex()
-                ))
-                .hint("push the file again: its chunk list is computed from its bytes"),
-                false => e,
-            })?;
+    let outboard = sealvol_core::read::Origin(&s.repo)
+        .prove_by_reading(&unproven)
+        .map_err(|e| match sealvol_core::proof::is_unproven(&e) {
+            true => Error::invalid(format!(
+                "the chunks named for file {} do not hash to it",
+                hash.hex()
+            ))
+            .hint("push the file again: its chunk list is computed from its bytes"),
+            false => e,
+        })?;
     let obj = FileObject::new(
         *hash,
         size,

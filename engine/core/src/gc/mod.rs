@@ -23,8 +23,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
-
 use crate::digest::Hash;
 use crate::error::{ErrorKind, Result};
 use crate::objects::PackId;
@@ -33,6 +31,7 @@ use crate::refs::{Digest, VolumeName};
 use crate::repo::{Kind, Repository};
 use crate::trash::Purge;
 
+pub use crate::outcomes::{GcReport, PurgedVersion};
 pub use lease::LEASE_TTL;
 pub(crate) use rounds::protect;
 use rounds::{RoundState, Stored};
@@ -48,56 +47,6 @@ pub struct GcOptions<'a> {
     /// sweep to the next run, which does it without waiting once the period is over).
     pub wait: bool,
     pub progress: &'a dyn Progress,
-}
-
-/// A version purged from the trash.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct PurgedVersion {
-    pub volume: String,
-    pub digest: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
-pub struct GcReport {
-    pub dry_run: bool,
-    /// The grace period in effect (seconds).
-    pub grace_secs: u64,
-    pub purged: Vec<PurgedVersion>,
-    /// Past their window, but a tag points at them again: kept in the trash.
-    pub kept_tagged: Vec<PurgedVersion>,
-    /// Still in the trash, within their window.
-    pub in_trash: usize,
-    /// Versions marked (live and in the trash).
-    pub versions: usize,
-    /// Objects before the run: packs and their bytes, chunk lists.
-    pub packs_before: usize,
-    pub pack_bytes_before: u64,
-    pub files_before: usize,
-    /// Unreferenced, but younger than the grace period: left for a later run.
-    pub young_packs: usize,
-    pub young_files: usize,
-    /// Condemned by this run.
-    pub condemned_packs: usize,
-    pub condemned_files: usize,
-    pub condemned_bytes: u64,
-    /// Mostly-dead packs rewritten: how many, their bytes, the new packs and bytes.
-    pub repacked: usize,
-    pub repacked_bytes: u64,
-    pub repack_new_packs: usize,
-    pub repack_new_bytes: u64,
-    /// Chunk lists pointed at the new copies.
-    pub relinked_files: usize,
-    /// Rounds swept by this run (its own and earlier ones that were due).
-    pub rounds_swept: usize,
-    pub deleted_packs: u64,
-    pub deleted_files: u64,
-    /// Rescued by writers from the rounds swept.
-    pub rescued: u64,
-    pub bytes_freed: u64,
-    /// Condemned, but the sweep was left to a later run (`--no-wait`).
-    pub sweep_pending: bool,
-    pub notes: Vec<String>,
-    pub seconds: f64,
 }
 
 /// Runs one garbage collection (see the module's steps).

@@ -26,9 +26,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_channel::Sender;
 
+pub mod bytes;
 mod stats;
 mod upstream;
 
+pub use bytes::ChunkBytes;
 pub use stats::{Counters, Histogram, LATENCY_BOUNDS_US, Latency, TierStats, add, now_ms};
 use upstream::{Backoff, MirrorTier, PeerTier, from_mirrors, from_peers};
 pub use upstream::{PEER_BACKOFF, Peer};
@@ -37,70 +39,9 @@ use crate::cache::ChunkCache;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackEntry, PackId};
+use crate::proof::{Outboard, TreeHasher, unproven};
 use crate::recycled::{self, Buffer};
 use crate::repo::Repository;
-
-/// A verified chunk: a slice of a shared buffer, so a range read of many chunks is
-/// never copied chunk by chunk.
-#[derive(Clone)]
-pub struct ChunkBytes {
-    buf: Arc<Buffer>,
-    start: usize,
-    end: usize,
-}
-
-impl ChunkBytes {
-    /// Bytes `range` of a shared buffer (one range read holding many chunks).
-    pub fn slice(buf: &Arc<Buffer>, range: Range<usize>) -> ChunkBytes {
-        ChunkBytes {
-            buf: Arc::clone(buf),
-            start: range.start,
-            end: range.end.max(range.start),
-        }
-    }
-
-    /// Bytes `range` of these bytes, sharing their buffer.
-    pub fn sub(&self, range: Range<usize>) -> ChunkBytes {
-        let end = (self.start + range.end).min(self.end);
-        ChunkBytes {
-            buf: Arc::clone(&self.buf),
-            start: (self.start + range.start).min(end),
-            end,
-        }
-    }
-
-    pub fn whole(v: impl Into<Buffer>) -> ChunkBytes {
-        let v = v.into();
-        let end = v.len();
-        ChunkBytes {
-            buf: Arc::new(v),
-            start: 0,
-            end,
-        }
-    }
-}
-
-impl ChunkBytes {
-    /// The buffer these bytes are a slice of, as (identity, length): memory is held by
-    /// buffers, so a bound on memory counts each one once, whole, however many chunks
-    /// of it are kept.
-    pub fn buffer(&self) -> (usize, usize) {
-        (Arc::as_ptr(&self.buf) as usize, self.buf.capacity())
-    }
-}
-
-impl AsRef<[u8]> for ChunkBytes {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
-impl std::ops::Deref for ChunkBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-}
 
 /// The largest single range read from a local origin.
 pub const MAX_RUN: u64 = 8 << 20;
@@ -124,11 +65,11 @@ pub trait Chunks {
     fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>>;
 
     /// Chunks `range` of a file, in order, every byte proven to be the file's: checked
-    /// against its chunk's hash, and its blocks against the file's proof (`proof.rs`).
+    /// against its chunk's hash, and its blocks against the file's proof (`proof/`).
     /// A list that names other bytes than the file's fails with `Corrupt`.
     fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         // A list written before proofs: the file is proven whole, once.
-        crate::proof::prove_whole(self, obj)?;
+        self.prove_whole(obj)?;
         let got = self.fetch_unproven(obj, range.clone())?;
         crate::proof::prove(
             obj,
@@ -148,6 +89,39 @@ pub trait Chunks {
             },
         )?;
         Ok(got)
+    }
+
+    /// Proves a list against its file by reading every chunk it names, in order, and
+    /// hashing them into the file's hash, whatever its own proof says (verify with
+    /// data, repair).
+    fn prove_by_reading(&self, obj: &FileObject) -> Result<Outboard> {
+        let mut hasher = TreeHasher::default();
+        self.for_each_unproven(obj, 0..obj.chunks.len(), &mut |c| {
+            hasher.update(c);
+            Ok(())
+        })?;
+        let (hash, ob) = hasher.finalize();
+        if hash != obj.hash {
+            return Err(unproven(
+                &obj.list_name(),
+                "its chunks hash to another file",
+            ));
+        }
+        Ok(ob)
+    }
+
+    /// Proves a whole file whose list carries no outboard (written before proofs): its
+    /// chunks, read in order, must hash to the file's hash. Builds the outboard as it
+    /// goes, so later reads prove block by block.
+    fn prove_whole(&self, obj: &FileObject) -> Result<()> {
+        let proven = &obj.proof;
+        if proven.outboard().is_some() || proven.all() {
+            return Ok(());
+        }
+        let ob = self.prove_by_reading(obj)?;
+        proven.set_outboard(ob);
+        proven.mark_all();
+        Ok(())
     }
 
     /// Calls `f` with chunks `range` of a file, proven, in order, fetching a window of

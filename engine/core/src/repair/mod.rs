@@ -37,6 +37,7 @@ use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
 use crate::progress::Progress;
+use crate::read::Chunks as _;
 use crate::refs::{Digest, VolumeName};
 use crate::repo::{Kind, Repository};
 use crate::verify::{self, IndexFacts, Problem, ReadData, Survey};
@@ -353,7 +354,7 @@ impl Repair<'_> {
                 );
                 continue;
             }
-            match crate::proof::prove_by_reading(&crate::read::Origin(self.repo), &obj) {
+            match crate::read::Origin(self.repo).prove_by_reading(&obj) {
                 Ok(ob) => {
                     let fresh = crate::objects::FileObject::new(
                         hash,

@@ -9,6 +9,7 @@ use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
 use crate::objects::{FileObject, PackEntry, PackId};
 use crate::progress::Progress;
+use crate::read::Chunks as _;
 use crate::refs::{Digest, Name, VolumeName};
 use crate::registry::{Manifest, TagFile};
 use crate::repo::{Kind, Repository};
@@ -350,7 +351,7 @@ fn prove_lists(
     let bytes: u64 = todo.iter().map(|(_, o)| o.size).sum();
     progress.begin("prove", bytes, todo.len() as u64);
     for (h, obj) in todo {
-        match crate::proof::prove_by_reading(&crate::read::Origin(repo), &obj) {
+        match crate::read::Origin(repo).prove_by_reading(&obj) {
             Ok(_) => {
                 if recorded.contains(&h) {
                     s.files.insert(h, Ok(obj));

@@ -1,21 +1,9 @@
-//! Proofs that bytes belong to a file. Only a version's digest is trusted: it names
-//! the manifest, and the manifest names each file's BLAKE3 hash. A chunk list says
-//! where the file's bytes lie, but it is a hint like any other object below the
-//! digest, so no byte is handed on until it is proven to be the file's own.
-//!
-//! The proof is the file's own BLAKE3 tree, cut at `2^BLOCK_LOG` bytes (64 KiB):
-//! a chunk list carries the chaining value of every block (its *outboard*, as Bao
-//! calls it), and the outboard is accepted only if those values merge into the file's
-//! hash, the one the manifest names. A block of bytes is then proven by hashing it as
-//! the subtree it is in the tree and comparing with its value: one BLAKE3 pass, with
-//! no need for the rest of the file. A file of one block needs no outboard: its bytes
-//! hash to the file's hash itself. Today's digests and file hashes stay as they are:
-//! this is the plain BLAKE3 of the file, seen in blocks (docs/SEMANTICS.md, "Nothing
-//! below the digest is trusted", says why this form and not another).
-//!
-//! Chunks are cut by content, so a chunk's first and last block usually reach into
-//! its neighbours; proving them needs those neighbours' bytes too (`prove`).
-
+//! The BLAKE3 tree of a file cut into blocks of `2^BLOCK_LOG` bytes: hashing bytes
+//! into it (`TreeHasher`), a file's outboard (the chaining value of every block, checked
+//! against the file's hash before use), which blocks of a list are proven (`Proven`),
+//! and the error a list that fails its proof gets. Knows nothing of chunk lists or
+//! readers, so the object formats (`objects.rs`) can carry a proof without depending
+//! on how bytes are proven (`proof/mod.rs`).
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -25,7 +13,6 @@ use blake3::hazmat::{
 
 use crate::digest::Hash;
 use crate::error::{Error, Result};
-use crate::objects::FileObject;
 
 /// Blocks of 64 KiB: an outboard is 32 bytes per block (0.05% of the file, about the
 /// size of its chunk list), and a block is 64 BLAKE3 chunks, enough for the widest SIMD.
@@ -266,7 +253,7 @@ impl Proven {
         self.outboard.get()
     }
 
-    fn set_outboard(&self, ob: Outboard) {
+    pub(crate) fn set_outboard(&self, ob: Outboard) {
         let words = ob.blocks().div_ceil(64) as usize;
         let _ = self
             .bits
@@ -287,7 +274,7 @@ impl Proven {
                 .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (b % 64)) != 0)
     }
 
-    fn mark(&self, b: u64) {
+    pub(crate) fn mark(&self, b: u64) {
         if let Some(w) = self.bits.get().and_then(|w| w.get((b / 64) as usize)) {
             w.fetch_or(1 << (b % 64), Ordering::Relaxed);
         }
@@ -313,191 +300,6 @@ pub fn unproven(what: &str, detail: &str) -> Error {
 /// Whether `e` says a chunk list failed its proof (rather than a chunk copy its hash).
 pub fn is_unproven(e: &Error) -> bool {
     e.kind() == crate::error::ErrorKind::Corrupt && e.message().contains(UNPROVEN)
-}
-
-/// How the bytes a block reaches into beyond the chunks at hand are asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Edge {
-    /// As cheaply as the reader can: bytes of a chunk not held may come as a part of
-    /// it, unchecked (the block's hash checks them).
-    Cheap,
-    /// Whole chunks, each checked against its hash: asked again when a block fails with
-    /// cheap bytes, so that a damaged copy is not taken for a list that lies.
-    Checked,
-}
-
-/// Bytes `[x, y)` of a file, as pieces in order: what `prove` asks of its caller for
-/// the parts of blocks outside the chunks at hand.
-pub type More<'a> = dyn FnMut(u64, u64, Edge) -> Result<Vec<crate::read::ChunkBytes>> + 'a;
-
-/// Proves bytes `[start, end)` of a file, whose chunks from `first` are `have` (chunk
-/// hashes already checked): every block they overlap must hash to its value in the
-/// outboard. The bytes a block reaches into beyond `have` come from `more`. Each block
-/// is proven once for the life of the list.
-pub fn prove(
-    obj: &FileObject,
-    start: u64,
-    end: u64,
-    first: usize,
-    have: &[impl AsRef<[u8]>],
-    more: &mut More,
-) -> Result<()> {
-    let size = obj.size;
-    let end = end.min(size);
-    let proven = &obj.proof;
-    if start >= end || proven.all() {
-        return Ok(());
-    }
-    let Some(ob) = proven.outboard() else {
-        return Err(Error::corrupt(format!(
-            "{} has no proof loaded yet",
-            obj.list_name()
-        )));
-    };
-    let log = ob.log();
-    let (b0, b1) = (start >> log, (end - 1) >> log);
-    let todo: Vec<u64> = (b0..=b1).filter(|&b| !proven.is_proven(b)).collect();
-    let (Some(&lo), Some(&hi)) = (todo.first(), todo.last()) else {
-        return Ok(());
-    };
-    // The bytes those blocks span: what `have` holds of them, and the edges beyond.
-    let need = (lo << log, ((hi + 1) << log).min(size));
-    let held = (obj.start_of(first), obj.start_of(first + have.len()));
-    let left = match need.0 < held.0 {
-        true => Some((need.0, held.0.min(need.1))),
-        false => None,
-    };
-    let right = match need.1 > held.1 {
-        true => Some((held.1.max(need.0), need.1)),
-        false => None,
-    };
-    let mut edges: Vec<(u64, Vec<crate::read::ChunkBytes>)> = Vec::new();
-    for (x, y) in [left, right].into_iter().flatten() {
-        edges.push((x, more(x, y, Edge::Cheap)?));
-    }
-    let file = obj.hash;
-    for b in todo {
-        let (bs, be) = (b << log, ((b + 1) << log).min(size));
-        let ok = ob.block_is(&file, b, &block_pieces(bs, be, held.0, have, &edges));
-        let reaches_edge = bs < held.0 || be > held.1;
-        if !ok && reaches_edge {
-            // Cheap edge bytes may be a damaged copy's: ask for checked ones, once.
-            for (x, pieces) in edges.iter_mut() {
-                let y = *x + pieces.iter().map(|p| p.len() as u64).sum::<u64>();
-                *pieces = more(*x, y, Edge::Checked)?;
-            }
-            if ob.block_is(&file, b, &block_pieces(bs, be, held.0, have, &edges)) {
-                proven.mark(b);
-                continue;
-            }
-        }
-        if !ok {
-            return Err(unproven(
-                &obj.list_name(),
-                &format!("bytes {bs}..{be} are not the file's"),
-            ));
-        }
-        proven.mark(b);
-    }
-    Ok(())
-}
-
-/// The slices of bytes `[bs, be)` among `have` (starting at byte `at`) and the edges.
-fn block_pieces<'a>(
-    bs: u64,
-    be: u64,
-    mut at: u64,
-    have: &'a [impl AsRef<[u8]>],
-    edges: &'a [(u64, Vec<crate::read::ChunkBytes>)],
-) -> Vec<&'a [u8]> {
-    let mut spans: Vec<(u64, &[u8])> = Vec::new();
-    for (x, pieces) in edges {
-        let mut p_at = *x;
-        for p in pieces {
-            spans.push((p_at, &p[..]));
-            p_at += p.len() as u64;
-        }
-    }
-    for c in have {
-        spans.push((at, c.as_ref()));
-        at += c.as_ref().len() as u64;
-    }
-    spans.sort_by_key(|(s, _)| *s);
-    spans
-        .into_iter()
-        .filter_map(|(s, bytes)| {
-            let e = s + bytes.len() as u64;
-            (e > bs && s < be).then(|| {
-                let from = bs.saturating_sub(s) as usize;
-                let to = (be.min(e) - s) as usize;
-                &bytes[from..to]
-            })
-        })
-        .collect()
-}
-
-/// Proves the blocks that lie wholly inside chunks `first..` (`have`), fetching nothing:
-/// work a fetching thread can do before any reader asks. A list without a proof yet
-/// (written before proofs) is left to `prove_whole`.
-pub fn prove_within(obj: &FileObject, first: usize, have: &[impl AsRef<[u8]>]) -> Result<()> {
-    let Some(ob) = obj.proof.outboard() else {
-        return Ok(());
-    };
-    if obj.proof.all() || have.is_empty() {
-        return Ok(());
-    }
-    let log = ob.log();
-    let (a, b) = (obj.start_of(first), obj.start_of(first + have.len()));
-    let inner_start = a.div_ceil(1 << log) << log;
-    let inner_end = if b >= obj.size {
-        obj.size
-    } else {
-        (b >> log) << log
-    };
-    if inner_start >= inner_end {
-        return Ok(());
-    }
-    prove(obj, inner_start, inner_end, first, have, &mut |x, y, _| {
-        Err(Error::corrupt(format!(
-            "{}: bytes {x}..{y} are outside the chunks at hand",
-            obj.list_name()
-        )))
-    })
-}
-
-/// Proves a list against its file by reading every chunk it names, in order, and hashing
-/// them into the file's hash, whatever its own proof says (verify with data, repair).
-pub fn prove_by_reading<C: crate::read::Chunks + ?Sized>(
-    chunks: &C,
-    obj: &FileObject,
-) -> Result<Outboard> {
-    let mut hasher = TreeHasher::default();
-    chunks.for_each_unproven(obj, 0..obj.chunks.len(), &mut |c| {
-        hasher.update(c);
-        Ok(())
-    })?;
-    let (hash, ob) = hasher.finalize();
-    if hash != obj.hash {
-        return Err(unproven(
-            &obj.list_name(),
-            "its chunks hash to another file",
-        ));
-    }
-    Ok(ob)
-}
-
-/// Proves a whole file whose list carries no outboard (written before proofs): its
-/// chunks, read in order, must hash to the file's hash. Builds the outboard as it goes,
-/// so later reads prove block by block.
-pub fn prove_whole<C: crate::read::Chunks + ?Sized>(chunks: &C, obj: &FileObject) -> Result<()> {
-    let proven = &obj.proof;
-    if proven.outboard().is_some() || proven.all() {
-        return Ok(());
-    }
-    let ob = prove_by_reading(chunks, obj)?;
-    proven.set_outboard(ob);
-    proven.mark_all();
-    Ok(())
 }
 
 #[cfg(test)]
