@@ -147,7 +147,7 @@ fn serve(
         MountOptions {
             cache: Some(Arc::clone(&cache)),
             limits,
-            peers: crate::commands::peers(
+            peers: crate::commands::open::peers(
                 &set.peers,
                 ctx.settings.api_key.as_ref().map(|k| k.expose()),
             )?,

@@ -67,6 +67,19 @@ impl Address {
             Address::Bucket(_) => None,
         }
     }
+
+    /// Whether two addresses name one repository: the same bucket prefix, or
+    /// directories that are the same once resolved (a mirror into itself would copy
+    /// nothing and a failover to itself would read the same failing store).
+    pub fn is_same_repository(&self, other: &Address) -> bool {
+        match (self, other) {
+            (Address::Local(x), Address::Local(y)) => {
+                let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+                real(x) == real(y)
+            }
+            _ => self == other,
+        }
+    }
 }
 
 impl fmt::Display for Address {

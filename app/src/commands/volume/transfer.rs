@@ -152,7 +152,7 @@ pub struct Through<'a> {
 
 pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
-    let peers = crate::commands::peers(
+    let peers = crate::commands::open::peers(
         &ctx.settings.peers_or(how.peers)?,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
     )?;
@@ -249,7 +249,7 @@ fn holds_a_file(dir: &Path) -> bool {
 pub fn mirror(ctx: &Ctx, reference: &str, to: &str, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
     let address = sealvol_s3repo::Address::parse(to)?;
-    if crate::commands::same_repository(&address, &ctx.settings.repo) {
+    if address.is_same_repository(&ctx.settings.repo) {
         return Err(sealvol_core::Error::invalid(format!(
             "--to {address} is the repository the version is read from"
         ))
