@@ -28,7 +28,7 @@ use crate::error::{ErrorKind, Result};
 use crate::objects::PackId;
 use crate::progress::Progress;
 use crate::refs::{Digest, VolumeName};
-use crate::repo::{Kind, Repository};
+use crate::repo::{Kind, Listed, Repository};
 use crate::trash::Purge;
 
 pub use crate::outcomes::{GcReport, PurgedVersion};
@@ -91,137 +91,26 @@ fn run(
     grace: Duration,
     report: &mut GcReport,
 ) -> Result<()> {
-    let progress = opts.progress;
     if !opts.dry_run {
-        repo.clean_abandoned()?;
-        let (files, bytes) = repo.clean_staging()?;
-        if files > 0 {
-            report.notes.push(format!(
-                "removed {files} staging file(s) ({bytes} bytes) left by killed processes"
-            ));
-        }
+        clean_leftovers(repo, report)?;
     }
 
     // 2. The trash, and the summaries and listings of versions that are gone.
     let skip = purge_expired(repo, opts.dry_run, report)?;
-    let orphans = crate::summary::orphans(repo, grace)?;
-    if !orphans.is_empty() {
-        if !opts.dry_run {
-            for key in &orphans {
-                repo.store().delete(key)?;
-            }
-        }
-        report.notes.push(format!(
-            "{} {} summary, listing and profile object(s) of versions that are gone",
-            if opts.dry_run {
-                "would remove"
-            } else {
-                "removed"
-            },
-            orphans.len()
-        ));
-    }
+    remove_orphans(repo, opts.dry_run, grace, report)?;
 
     // 3. Objects, then the mark: anything listed here existed before the mark began.
     let earlier = rounds::list(repo)?;
-    let packs = repo.list(Kind::Pack)?;
-    let files = repo.list(Kind::File)?;
-    report.packs_before = packs.len();
-    report.pack_bytes_before = packs.iter().map(|p| p.size).sum();
-    report.files_before = files.len();
-    let marked = mark::mark(repo, &skip, progress)?;
-    report.versions = marked.versions;
-    if marked.missing_files > 0 {
-        report.notes.push(format!(
-            "{} chunk list(s) that versions name are missing; `sealvol volume verify` says which versions",
-            marked.missing_files
-        ));
-    }
-    let now = repo.store().now()?;
-    let old = |m: Option<SystemTime>| {
-        m.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace))
-    };
-    let pending: HashSet<PackId> = earlier
-        .iter()
-        .filter(|s| s.round.state != RoundState::Swept)
-        .flat_map(|s| s.round.pack_ids().collect::<Vec<_>>())
-        .collect();
-    let pending_files: HashSet<Hash> = earlier
-        .iter()
-        .filter(|s| s.round.state != RoundState::Swept)
-        .flat_map(|s| s.round.file_ids().collect::<Vec<_>>())
-        .collect();
-    let sizes: HashMap<PackId, u64> = packs.iter().filter_map(|l| Some((l.id?, l.size))).collect();
-
-    let mut condemn_packs: Vec<PackId> = Vec::new();
-    for l in &packs {
-        let Some(id) = l.id.filter(|id| l.name == Kind::Pack.name(id)) else {
-            continue;
-        };
-        if marked.live.contains_key(&id) || pending.contains(&id) {
-            continue;
-        }
-        match old(l.modified) {
-            true => condemn_packs.push(id),
-            false => report.young_packs += 1,
-        }
-    }
-    let mut condemn_files: Vec<Hash> = Vec::new();
-    for l in &files {
-        let Some(h) = l.id.filter(|h| l.name == Kind::File.name(h)) else {
-            continue;
-        };
-        if marked.files.contains(&h) || pending_files.contains(&h) {
-            continue;
-        }
-        match old(l.modified) {
-            true => condemn_files.push(h),
-            false => report.young_files += 1,
-        }
-    }
+    let census = Census::take(repo, &skip, &earlier, grace, opts.progress, report)?;
+    let mut condemned = census.unreferenced(report);
 
     // 4. Mostly-dead packs: their live chunks are copied, their users relinked, and
     // they join the condemned.
-    let candidates = repack::candidates(repo, &marked, &packs, &pending, &old)?;
-    report.repacked_bytes = candidates
-        .iter()
-        .map(|id| sizes.get(id).copied().unwrap_or(0))
-        .sum();
+    let rewritten = repack_mostly_dead(repo, opts, &census, report)?;
+    condemned.packs.extend(rewritten);
+    census.tally(&condemned, report);
     if opts.dry_run {
-        report.repacked = candidates.len();
-        report.repack_new_bytes = candidates.iter().map(|id| marked.live_bytes(id)).sum();
-    } else if !candidates.is_empty() {
-        let done = repack::repack(repo, &marked, &candidates, progress)?;
-        report.repacked = done.rewritten.len();
-        report.repacked_bytes = done
-            .rewritten
-            .iter()
-            .map(|id| sizes.get(id).copied().unwrap_or(0))
-            .sum();
-        report.repack_new_packs = done.new_packs;
-        report.repack_new_bytes = done.new_bytes;
-        report.relinked_files = done.relinked;
-        if done.kept > 0 {
-            report.notes.push(format!(
-                "{} pack(s) were not rewritten: a chunk in them fails its hash (`sealvol volume verify` names it)",
-                done.kept
-            ));
-        }
-        condemn_packs.extend(done.rewritten);
-    }
-    report.condemned_packs = condemn_packs.len();
-    report.condemned_files = condemn_files.len();
-    report.condemned_bytes = condemn_packs
-        .iter()
-        .map(|id| sizes.get(id).copied().unwrap_or(0))
-        .sum::<u64>()
-        + files
-            .iter()
-            .filter(|l| l.id.is_some_and(|h| condemn_files.contains(&h)))
-            .map(|l| l.size)
-            .sum::<u64>();
-    if opts.dry_run {
-        if let Some(note) = due_note(&earlier, now, grace) {
+        if let Some(note) = due_note(&earlier, census.now, grace) {
             report.notes.push(note);
         }
         return Ok(());
@@ -231,12 +120,12 @@ fn run(
     // 5. The round.
     let mut due: Vec<Stored> = earlier
         .into_iter()
-        .filter(|s| is_due(s, now, grace))
+        .filter(|s| is_due(s, census.now, grace))
         .collect();
     let mut mine = None;
-    if !condemn_packs.is_empty() || !condemn_files.is_empty() {
-        let key = rounds::new_key(now);
-        let round = rounds::new_round(&key, now, &condemn_packs, &condemn_files);
+    if !condemned.packs.is_empty() || !condemned.files.is_empty() {
+        let key = rounds::new_key(census.now);
+        let round = rounds::new_round(&key, census.now, &condemned.packs, &condemned.files);
         rounds::write(repo, &key, &round, None)?;
         mine = Some(key);
     }
@@ -244,7 +133,7 @@ fn run(
     // 6. Wait, then sweep.
     if let Some(key) = mine {
         if opts.wait {
-            wait(grace, progress, lease)?;
+            wait(grace, opts.progress, lease)?;
             if let Some(s) = rounds::read(repo, &key)? {
                 due.push(s);
             }
@@ -253,10 +142,209 @@ fn run(
         }
     }
     if !due.is_empty() {
-        sweep(repo, due, &sizes, progress, report)?;
+        sweep(repo, due, &census.sizes, opts.progress, report)?;
     }
-    prune(repo, now, report)?;
+    prune(repo, census.now, report)?;
     Ok(())
+}
+
+/// Before step 2: what killed processes left (abandoned uploads, staging files).
+fn clean_leftovers(repo: &Repository, report: &mut GcReport) -> Result<()> {
+    repo.clean_abandoned()?;
+    let (files, bytes) = repo.clean_staging()?;
+    if files > 0 {
+        report.notes.push(format!(
+            "removed {files} staging file(s) ({bytes} bytes) left by killed processes"
+        ));
+    }
+    Ok(())
+}
+
+/// Step 2, after the purge: the summaries, listings and profiles of versions that are
+/// gone (`summary::orphans`).
+fn remove_orphans(
+    repo: &Repository,
+    dry_run: bool,
+    grace: Duration,
+    report: &mut GcReport,
+) -> Result<()> {
+    let orphans = crate::summary::orphans(repo, grace)?;
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    if !dry_run {
+        for key in &orphans {
+            repo.store().delete(key)?;
+        }
+    }
+    report.notes.push(format!(
+        "{} {} summary, listing and profile object(s) of versions that are gone",
+        if dry_run { "would remove" } else { "removed" },
+        orphans.len()
+    ));
+    Ok(())
+}
+
+/// What step 3 found: the objects listed before the mark, what the mark reached, what
+/// earlier rounds still hold, and the store's time, against which ages are taken.
+struct Census {
+    packs: Vec<Listed>,
+    files: Vec<Listed>,
+    marked: mark::Marked,
+    /// Packs and chunk lists in rounds not yet swept: theirs to delete or rescue.
+    pending_packs: HashSet<PackId>,
+    pending_files: HashSet<Hash>,
+    sizes: HashMap<PackId, u64>,
+    now: SystemTime,
+    grace: Duration,
+}
+
+/// What a run condemns: packs and chunk lists no version references.
+struct Condemned {
+    packs: Vec<PackId>,
+    files: Vec<Hash>,
+}
+
+impl Census {
+    fn take(
+        repo: &Repository,
+        skip: &HashSet<(VolumeName, Digest)>,
+        earlier: &[Stored],
+        grace: Duration,
+        progress: &dyn Progress,
+        report: &mut GcReport,
+    ) -> Result<Census> {
+        let packs = repo.list(Kind::Pack)?;
+        let files = repo.list(Kind::File)?;
+        report.packs_before = packs.len();
+        report.pack_bytes_before = packs.iter().map(|p| p.size).sum();
+        report.files_before = files.len();
+        let marked = mark::mark(repo, skip, progress)?;
+        report.versions = marked.versions;
+        if marked.missing_files > 0 {
+            report.notes.push(format!(
+                "{} chunk list(s) that versions name are missing; `sealvol volume verify` says which versions",
+                marked.missing_files
+            ));
+        }
+        let unswept = || {
+            earlier
+                .iter()
+                .filter(|s| s.round.state != RoundState::Swept)
+        };
+        Ok(Census {
+            pending_packs: unswept().flat_map(|s| s.round.pack_ids()).collect(),
+            pending_files: unswept().flat_map(|s| s.round.file_ids()).collect(),
+            sizes: packs.iter().filter_map(|l| Some((l.id?, l.size))).collect(),
+            now: repo.store().now()?,
+            packs,
+            files,
+            marked,
+            grace,
+        })
+    }
+
+    /// Older than the grace period, by the store's clock.
+    fn old(&self, modified: Option<SystemTime>) -> bool {
+        modified.is_some_and(|m| {
+            self.now
+                .duration_since(m)
+                .is_ok_and(|age| age >= self.grace)
+        })
+    }
+
+    fn size(&self, id: &PackId) -> u64 {
+        self.sizes.get(id).copied().unwrap_or(0)
+    }
+
+    /// What no version references and no earlier round holds: old enough, condemned;
+    /// younger, counted and left for a later run.
+    fn unreferenced(&self, report: &mut GcReport) -> Condemned {
+        let mut out = Condemned {
+            packs: Vec::new(),
+            files: Vec::new(),
+        };
+        for l in &self.packs {
+            let Some(id) = l.id.filter(|id| l.name == Kind::Pack.name(id)) else {
+                continue;
+            };
+            if self.marked.live.contains_key(&id) || self.pending_packs.contains(&id) {
+                continue;
+            }
+            match self.old(l.modified) {
+                true => out.packs.push(id),
+                false => report.young_packs += 1,
+            }
+        }
+        for l in &self.files {
+            let Some(h) = l.id.filter(|h| l.name == Kind::File.name(h)) else {
+                continue;
+            };
+            if self.marked.files.contains(&h) || self.pending_files.contains(&h) {
+                continue;
+            }
+            match self.old(l.modified) {
+                true => out.files.push(h),
+                false => report.young_files += 1,
+            }
+        }
+        out
+    }
+
+    /// Counts what a run condemns, and its bytes.
+    fn tally(&self, condemned: &Condemned, report: &mut GcReport) {
+        report.condemned_packs = condemned.packs.len();
+        report.condemned_files = condemned.files.len();
+        report.condemned_bytes = condemned.packs.iter().map(|id| self.size(id)).sum::<u64>()
+            + self
+                .files
+                .iter()
+                .filter(|l| l.id.is_some_and(|h| condemned.files.contains(&h)))
+                .map(|l| l.size)
+                .sum::<u64>();
+    }
+}
+
+/// Step 4: rewrites packs whose live chunks are less than `REPACK_BELOW` of their
+/// bytes (a dry run only counts them); returns the packs rewritten, now unreferenced.
+fn repack_mostly_dead(
+    repo: &Repository,
+    opts: &GcOptions,
+    census: &Census,
+    report: &mut GcReport,
+) -> Result<Vec<PackId>> {
+    let candidates = repack::candidates(
+        repo,
+        &census.marked,
+        &census.packs,
+        &census.pending_packs,
+        &|m| census.old(m),
+    )?;
+    report.repacked_bytes = candidates.iter().map(|id| census.size(id)).sum();
+    if opts.dry_run {
+        report.repacked = candidates.len();
+        report.repack_new_bytes = candidates
+            .iter()
+            .map(|id| census.marked.live_bytes(id))
+            .sum();
+        return Ok(Vec::new());
+    }
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let done = repack::repack(repo, &census.marked, &candidates, opts.progress)?;
+    report.repacked = done.rewritten.len();
+    report.repacked_bytes = done.rewritten.iter().map(|id| census.size(id)).sum();
+    report.repack_new_packs = done.new_packs;
+    report.repack_new_bytes = done.new_bytes;
+    report.relinked_files = done.relinked;
+    if done.kept > 0 {
+        report.notes.push(format!(
+            "{} pack(s) were not rewritten: a chunk in them fails its hash (`sealvol volume verify` names it)",
+            done.kept
+        ));
+    }
+    Ok(done.rewritten)
 }
 
 /// Step 2: purges what is past its window (a dry run only says which), and returns the

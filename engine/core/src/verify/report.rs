@@ -70,8 +70,14 @@ struct Acc {
     tags: BTreeSet<String>,
 }
 
+/// The findings so far, by damaged object.
+type Blame = BTreeMap<String, Acc>;
+
+/// Which versions hold a file, and at which path: `(vol:ns/name@digest, path)`.
+type Holders = HashMap<Hash, Vec<(String, String)>>;
+
 /// Adds a finding about `object`, once.
-fn note<'a>(acc: &'a mut BTreeMap<String, Acc>, object: &str, detail: String) -> &'a mut Acc {
+fn note<'a>(acc: &'a mut Blame, object: &str, detail: String) -> &'a mut Acc {
     let a = acc.entry(object.to_string()).or_default();
     if !a.details.contains(&detail) {
         a.details.push(detail);
@@ -81,13 +87,41 @@ fn note<'a>(acc: &'a mut BTreeMap<String, Acc>, object: &str, detail: String) ->
 
 impl Survey {
     pub fn report(&self) -> VerifyReport {
-        let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+        let mut acc = Blame::new();
+        self.blame_stored(&mut acc);
+        let garbage_lists = self.blame_lists(&mut acc);
+        let holders = self.blame_versions(&mut acc);
+        let history_notes = self.blame_tags(&mut acc);
+        let mut report = VerifyReport {
+            packs: self.packs.len() as u64,
+            packs_read: self.packs_read,
+            chunks: self
+                .packs
+                .values()
+                .map(|p| p.trailer.as_ref().map_or(0, |e| e.len() as u64))
+                .sum(),
+            files: self.files.len() as u64,
+            versions: self.manifests.len() as u64,
+            tags: self.tags.len() as u64,
+            bytes: self.bytes_read,
+            read_data: self.read_data.clone(),
+            notes: history_notes,
+            ..VerifyReport::default()
+        };
+        self.add_problems(acc, &holders, &mut report);
+        self.add_notes(garbage_lists, &mut report);
+        report.fix = self.fixes(&report);
+        report
+    }
+
+    /// The repository's configuration, stray files, packs and indexes.
+    fn blame_stored(&self, acc: &mut Blame) {
         if let Some(c) = &self.config {
-            note(&mut acc, "sealvol.repo", c.clone());
+            note(acc, "sealvol.repo", c.clone());
         }
         for s in &self.strays {
             note(
-                &mut acc,
+                acc,
                 s,
                 "is not named as its folder's objects are (a stray file?)".into(),
             );
@@ -95,34 +129,39 @@ impl Survey {
         for (id, p) in &self.packs {
             let name = Kind::Pack.name(id);
             if let Err(why) = &p.trailer {
-                note(&mut acc, &name, why.clone());
+                note(acc, &name, why.clone());
             }
             for why in p.bad.values() {
-                note(&mut acc, &name, why.clone());
+                note(acc, &name, why.clone());
             }
         }
         for (id, ix) in &self.indexes {
             let name = Kind::Index.name(id);
             match (ix, self.packs.get(id)) {
                 (IndexFacts::Damaged(why), Some(_)) if why != "is missing" => {
-                    note(&mut acc, &name, why.clone());
+                    note(acc, &name, why.clone());
                 }
                 (IndexFacts::Ok(e), Some(p)) => {
                     if let Ok(t) = &p.trailer
                         && t != e
                     {
-                        note(&mut acc, &name, "disagrees with its pack's trailer".into());
+                        note(acc, &name, "disagrees with its pack's trailer".into());
                     }
                 }
                 // Left by a push that re-indexed the pack while a sweep removed it:
                 // nothing uses it, and the next gc removes it.
                 (IndexFacts::Ok(_), None) if self.whole && self.collected_packs.contains(id) => {}
                 (IndexFacts::Ok(_), None) if self.whole => {
-                    note(&mut acc, &name, "indexes a pack that is missing".into());
+                    note(acc, &name, "indexes a pack that is missing".into());
                 }
                 _ => {}
             }
         }
+    }
+
+    /// Each broken chunk list, blamed on the object that breaks it; returns the lists
+    /// that are garbage rather than damage (no version reads them).
+    fn blame_lists(&self, acc: &mut Blame) -> BTreeSet<String> {
         // Chunk lists: each broken one, blamed on the object that breaks it.
         let named: HashSet<Hash> = self
             .manifests
@@ -139,7 +178,7 @@ impl Survey {
             let name = Kind::File.name(hash);
             match f {
                 Err(why) => {
-                    note(&mut acc, &name, why.clone()).files.insert(*hash);
+                    note(acc, &name, why.clone()).files.insert(*hash);
                 }
                 Ok(obj) => {
                     for c in &obj.chunks {
@@ -163,34 +202,25 @@ impl Survey {
                             } else {
                                 object
                             };
-                            note(&mut acc, &object, why).files.insert(*hash);
+                            note(acc, &object, why).files.insert(*hash);
                         }
                     }
                 }
             }
         }
-        // Which version holds which file, and the tags on each version.
-        let mut tags_on: HashMap<String, Vec<String>> = HashMap::new();
-        for t in &self.tags {
-            if let Ok(f) = &t.file {
-                tags_on
-                    .entry(format!("vol:{}@{}", t.volume, f.digest))
-                    .or_default()
-                    .push(format!("{}:{}", t.volume, t.tag));
-            }
-        }
+        garbage_lists
+    }
+
+    /// Damaged manifests and trash records, and missing chunk lists; returns which
+    /// versions hold each file, by path.
+    fn blame_versions(&self, acc: &mut Blame) -> Holders {
         let mut holders: HashMap<Hash, Vec<(String, String)>> = HashMap::new();
-        let versions: HashSet<String> = self
-            .manifests
-            .iter()
-            .map(|(v, d, _)| format!("vol:{v}@{d}"))
-            .collect();
         for (vol, digest, m) in &self.manifests {
             let version = format!("vol:{vol}@{digest}");
             match m {
                 Err(why) => {
                     let key = crate::repo::manifest_key(vol, digest);
-                    note(&mut acc, &key, why.clone())
+                    note(acc, &key, why.clone())
                         .versions
                         .insert((version, true));
                 }
@@ -198,7 +228,7 @@ impl Survey {
                     for e in &m.entries {
                         if let Entry::File { path, hash, .. } = e {
                             if !self.files.contains_key(hash) {
-                                note(&mut acc, &Kind::File.name(hash), "is missing".into())
+                                note(acc, &Kind::File.name(hash), "is missing".into())
                                     .files
                                     .insert(*hash);
                             }
@@ -214,19 +244,30 @@ impl Survey {
         for (vol, digest, why) in &self.trash {
             let key = crate::trash::trash_key(vol, digest);
             note(
-                &mut acc,
+                acc,
                 &key,
                 format!(
                     "{why}; its version is kept in the trash, never purged, until repair writes it anew"
                 ),
             );
         }
+        holders
+    }
+
+    /// Damaged tags and tags that point at no version; returns notes on histories
+    /// that name no valid digest (the tag still resolves: not damage).
+    fn blame_tags(&self, acc: &mut Blame) -> Vec<String> {
+        let versions: HashSet<String> = self
+            .manifests
+            .iter()
+            .map(|(v, d, _)| format!("vol:{v}@{d}"))
+            .collect();
         let mut history_notes = Vec::new();
         for t in &self.tags {
             let full = format!("{}:{}", t.volume, t.tag);
             match &t.file {
                 Err(why) => {
-                    note(&mut acc, &t.key, why.clone()).tags.insert(full);
+                    note(acc, &t.key, why.clone()).tags.insert(full);
                 }
                 Ok(f) => {
                     for (n, m) in f.history.iter().enumerate() {
@@ -243,7 +284,7 @@ impl Survey {
                     let target = format!("vol:{}@{}", t.volume, f.digest);
                     if !versions.contains(&target) {
                         note(
-                            &mut acc,
+                            acc,
                             &t.key,
                             format!(
                                 "points at {}, which is not a version of {}",
@@ -256,23 +297,27 @@ impl Survey {
                 }
             }
         }
+        history_notes
+    }
 
-        let mut report = VerifyReport {
-            packs: self.packs.len() as u64,
-            packs_read: self.packs_read,
-            chunks: self
-                .packs
-                .values()
-                .map(|p| p.trailer.as_ref().map_or(0, |e| e.len() as u64))
-                .sum(),
-            files: self.files.len() as u64,
-            versions: self.manifests.len() as u64,
-            tags: self.tags.len() as u64,
-            bytes: self.bytes_read,
-            read_data: self.read_data.clone(),
-            notes: history_notes,
-            ..VerifyReport::default()
-        };
+    /// The tags on each version, `vol:ns/name@digest` → `ns/name:tag`.
+    fn tags_on(&self) -> HashMap<String, Vec<String>> {
+        let mut tags_on: HashMap<String, Vec<String>> = HashMap::new();
+        for t in &self.tags {
+            if let Ok(f) = &t.file {
+                tags_on
+                    .entry(format!("vol:{}@{}", t.volume, f.digest))
+                    .or_default()
+                    .push(format!("{}:{}", t.volume, t.tag));
+            }
+        }
+        tags_on
+    }
+
+    /// Each blamed object as a problem with what it breaks, and the versions that
+    /// cannot be read back in full.
+    fn add_problems(&self, acc: Blame, holders: &Holders, report: &mut VerifyReport) {
+        let tags_on = self.tags_on();
         let mut all: BTreeMap<String, (BTreeSet<String>, bool)> = BTreeMap::new();
         for (object, a) in acc {
             let mut by_version: BTreeMap<String, (BTreeSet<String>, bool)> = BTreeMap::new();
@@ -342,6 +387,10 @@ impl Survey {
                 whole,
             })
             .collect();
+    }
+
+    /// Notes on what is worth knowing but is not damage.
+    fn add_notes(&self, garbage_lists: BTreeSet<String>, report: &mut VerifyReport) {
         for (id, p) in &self.packs {
             if self.whole && p.trailer.is_ok() && !self.indexes.contains_key(id) {
                 report.notes.push(format!(
@@ -368,8 +417,6 @@ impl Survey {
                 "vol:{vol}@{digest} is not in the repository: repair moved its damaged manifest to {at}; `sealvol repair --from DIR` seals it again from a folder with that digest"
             ));
         }
-        report.fix = self.fixes(&report);
-        report
     }
 
     /// The commands that fix what the report found.
