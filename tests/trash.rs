@@ -1,6 +1,8 @@
-//! The trash through the real binary: delete, restore, untag and the trash listing, with
-//! every bad input the issue names. The retention window is crossed by setting the
-//! clock ahead (`SEALVOL_NOW`), never by sleeping.
+//! The trash through the real binary: what delete, restore and the trash listing print,
+//! and bad input refused with a clear error. The engine's behaviour (tags that protect
+//! a version, ambiguous prefixes, the window, untag and its undo, a push that brings a
+//! version back) is tested in `engine/core/tests/trash.rs`. The retention window is
+//! crossed by setting the clock ahead (`SEALVOL_NOW`), never by sleeping.
 
 mod common;
 
@@ -107,26 +109,6 @@ fn delete_then_restore_gives_back_the_same_version_and_bytes() {
 }
 
 #[test]
-fn a_tagged_version_is_protected_until_untag() {
-    let t = two();
-    let env = &t.env;
-    let err = env.fails(1, &["volume", "delete", &t.old, "--yes"]);
-    assert!(err.contains("tag prod") && err.contains("--untag"), "{err}");
-    assert!(
-        env.ok(&["volume", "versions", "t/v"])
-            .contains(&t.old[8..23])
-    );
-    // The same through the tag itself.
-    env.fails(1, &["volume", "delete", "t/v:canary", "--yes"]);
-    // With --untag the removal is in the tag's history.
-    env.ok(&["volume", "delete", "t/v:canary", "--yes", "--untag"]);
-    let tags = json(env, &["volume", "tags", "t/v"]);
-    assert_eq!(tags["tags"].as_array().unwrap().len(), 1, "{tags}");
-    let history = env.ok(&["volume", "tags", "t/v", "--history"]);
-    assert!(history.contains("canary (removed)"), "{history}");
-}
-
-#[test]
 fn bad_deletes_and_restores_are_clear_errors_that_change_nothing() {
     let t = two();
     let env = &t.env;
@@ -177,59 +159,6 @@ fn bad_deletes_and_restores_are_clear_errors_that_change_nothing() {
 
 /// Two one-file trees whose digests share their first 8 hex digits (the shortest
 /// prefix a person may type), found by the birthday bound: about 2^16 tries.
-fn colliding_pair() -> (Vec<u8>, Vec<u8>) {
-    use sealvol_core::digest::{Entry, Hash, version_digest};
-    let mut seen: std::collections::HashMap<[u8; 4], u64> = Default::default();
-    for n in 0u64.. {
-        let content = n.to_le_bytes().to_vec();
-        let d = version_digest(&[Entry::File {
-            path: "x".into(),
-            size: 8,
-            hash: Hash::of(&content),
-            exec: false,
-        }]);
-        let key = [d.0[0], d.0[1], d.0[2], d.0[3]];
-        if let Some(m) = seen.insert(key, n) {
-            return (m.to_le_bytes().to_vec(), content);
-        }
-    }
-    unreachable!()
-}
-
-#[test]
-fn an_ambiguous_digest_prefix_is_refused_for_delete_and_restore() {
-    let env = Env::new();
-    let (x, y) = colliding_pair();
-    let (a, b) = (env.path("a"), env.path("b"));
-    write(&a.join("x"), &x);
-    write(&b.join("x"), &y);
-    let va = env.push(&a, "t/v", &[]);
-    let vb = env.push(&b, "t/v", &[]);
-    assert_ne!(va, vb);
-    let shared = prefix(&va, 8);
-    assert_eq!(shared, prefix(&vb, 8));
-    let before = repo_files(&env);
-    let err = env.fails(1, &["volume", "delete", &shared, "--yes"]);
-    assert!(
-        err.contains("matches 2 versions") && err.contains("more hex digits"),
-        "{err}"
-    );
-    assert_eq!(repo_files(&env), before);
-    // One in the trash: the prefix now names one live version and one trashed one, so
-    // it is no longer ambiguous for either command.
-    env.ok(&["volume", "delete", &va, "--yes"]);
-    assert_eq!(env.ok(&["volume", "resolve", &shared]).trim(), vb);
-    env.ok(&["volume", "delete", &vb, "--yes"]);
-    let err = env.fails(1, &["volume", "restore", &shared]);
-    assert!(
-        err.contains("matches 2 versions") && err.contains("in the trash"),
-        "{err}"
-    );
-    let out = env.ok(&["volume", "restore", &prefix(&vb, 64)]);
-    assert_eq!(out.trim(), vb);
-    assert_eq!(env.ok(&["volume", "restore", &shared]).trim(), va);
-}
-
 #[test]
 fn restore_after_the_window_fails_and_gc_then_purges() {
     let t = two();
@@ -270,65 +199,6 @@ fn restore_after_the_window_fails_and_gc_then_purges() {
     assert!(err.contains("no version"), "{err}");
     env.ok(&["volume", "pull", &t.new, env.path("p").to_str().unwrap()]);
     env.ok(&["volume", "verify"]);
-}
-
-#[test]
-fn untag_then_undo_by_tagging_again() {
-    let t = two();
-    let env = &t.env;
-    env.ok(&["volume", "untag", "t/v:prod"]);
-    let err = env.fails(1, &["volume", "resolve", "t/v:prod"]);
-    assert!(err.contains("was removed"), "{err}");
-    let err = env.fails(1, &["volume", "untag", "t/v:prod"]);
-    assert!(err.contains("already removed"), "{err}");
-    env.fails(1, &["volume", "untag", "t/v:nosuchtag"]);
-    env.fails(1, &["volume", "untag", "t/v"]);
-    let hist = json(env, &["volume", "tags", "t/v"]);
-    assert!(
-        hist["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t["tag"] != "prod")
-    );
-    // Undo: point it back; the history holds the move, the removal and the move back.
-    env.ok(&["volume", "tag", &t.old, "prod"]);
-    assert_eq!(env.ok(&["volume", "resolve", "t/v:prod"]).trim(), t.old);
-    let tags = json(env, &["volume", "tags", "t/v"]);
-    let prod = tags["tags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["tag"] == "prod")
-        .unwrap()
-        .clone();
-    let history = prod["history"].as_array().unwrap();
-    assert_eq!(history.len(), 3, "{prod}");
-    assert!(
-        history[1]["to"].is_null(),
-        "the removal is a move to nothing: {prod}"
-    );
-    assert_eq!(history[0]["from"], Value::Null);
-    env.ok(&["volume", "verify"]);
-}
-
-#[test]
-fn pushing_a_trashed_version_again_brings_it_back() {
-    let t = two();
-    let env = &t.env;
-    env.ok(&["volume", "delete", &t.old, "--untag", "--yes"]);
-    let again = env.push(&t.old_src, "t/v", &[]);
-    assert_eq!(again, t.old);
-    assert!(
-        env.ok(&["volume", "versions", "t/v"])
-            .contains(&t.old[8..23])
-    );
-    assert!(
-        json(env, &["volume", "trash"])["trash"]
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
 }
 
 fn later(days: u64) -> String {

@@ -50,13 +50,7 @@ fn push_dir(repo: &Repository, dir: &Path, files: &[(&str, Vec<u8>)]) -> Digest 
         std::fs::write(dir.join(name), bytes).unwrap();
     }
     let vol = VolumeName::parse("weights/t").unwrap();
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     push(repo, dir, &vol, &[], &opts).unwrap().digest
 }
 

@@ -56,13 +56,7 @@ fn folder(root: &Path, name: &str, files: &[(&str, Vec<u8>)]) -> std::path::Path
 }
 
 fn push_dir(repo: &Repository, dir: &Path) -> sealvol_core::Result<Digest> {
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     push(repo, dir, &vol(), &[], &opts).map(|r| r.digest)
 }
 

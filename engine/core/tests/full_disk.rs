@@ -22,13 +22,7 @@ fn a_push_that_fills_the_disk_fails_and_leaves_no_staging() {
     let root = fs.path().join("repo");
     let repo = Repository::open_local(&root, true, true).unwrap();
     let vol = VolumeName::parse("weights/full").unwrap();
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     let err = push(&repo, src.path(), &vol, &[], &opts).unwrap_err();
     assert!(
         err.to_string().contains("No space left") || err.io_kind().is_some(),

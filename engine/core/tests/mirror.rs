@@ -18,13 +18,7 @@ fn push_dir(repo: &Repository, dir: &Path, files: &[(&str, &[u8])]) -> Digest {
     for (name, bytes) in files {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
-    let opts = PushOptions {
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-        cancel: None,
-        guard: None,
-    };
+    let opts = PushOptions::new(&Quiet);
     let vol = VolumeName::parse("weights/m").unwrap();
     let tags = [sealvol_core::refs::Name::parse("tag", "prod").unwrap()];
     push(repo, dir, &vol, &tags, &opts).unwrap().digest

@@ -20,13 +20,7 @@ const SIZE: usize = 3 << 20;
 fn push_file(repo: &Repository, dir: &Path, vol: &str, bytes: &[u8]) -> (Digest, Hash) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("model.bin"), bytes).unwrap();
-    let opts = PushOptions {
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-        cancel: None,
-        guard: None,
-    };
+    let opts = PushOptions::new(&Quiet);
     let vol = VolumeName::parse(vol).unwrap();
     let d = push(repo, dir, &vol, &[], &opts).unwrap().digest;
     let m = repo.manifest(&vol, &d).unwrap();

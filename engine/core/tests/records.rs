@@ -16,13 +16,7 @@ fn a_damaged_trash_record_keeps_its_version_and_stops_no_collection() {
     let src = t.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("w.bin"), noise(1 << 20, 5)).unwrap();
-    let opts = PushOptions {
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-        cancel: None,
-        guard: None,
-    };
+    let opts = PushOptions::new(&Quiet);
     let vol = VolumeName::parse("team-a/model").unwrap();
     let d = push(&repo, &src, &vol, &[], &opts).unwrap().digest;
     repo.delete_version(&Ref::pinned(vol.clone(), d), false)

@@ -10,13 +10,7 @@ fn version(repo: &Repository, dir: &std::path::Path, content: &[u8]) -> sealvol_
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("f"), content).unwrap();
     let vol = VolumeName::parse("ns/vol").unwrap();
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     push(repo, dir, &vol, &[], &opts).unwrap().digest
 }
 

@@ -226,13 +226,7 @@ mod tests {
             let dir = tmp.path().join(format!("v{i}"));
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("f"), body).unwrap();
-            let opts = PushOptions {
-                cancel: None,
-                guard: None,
-                source: None,
-                stat_cache: None,
-                progress: &sealvol_core::progress::Quiet,
-            };
+            let opts = PushOptions::new(&sealvol_core::progress::Quiet);
             digests.push(push(&repo, &dir, &vol, &[], &opts).unwrap().digest);
             // Versions are ordered by their seal time, to the second.
             std::thread::sleep(std::time::Duration::from_millis(1100));

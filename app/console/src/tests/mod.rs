@@ -43,13 +43,7 @@ fn version_of(
     for (name, bytes) in files {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     push(repo, dir, vol, &[], &opts).unwrap().digest
 }
 

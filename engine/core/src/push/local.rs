@@ -37,6 +37,19 @@ pub struct PushOptions<'a> {
     pub guard: Option<&'a dyn SealGuard>,
 }
 
+impl<'a> PushOptions<'a> {
+    /// A plain push: provenance from the folder, no stat cache, no cancel, no guard.
+    pub fn new(progress: &'a dyn Progress) -> PushOptions<'a> {
+        PushOptions {
+            source: None,
+            stat_cache: None,
+            progress,
+            cancel: None,
+            guard: None,
+        }
+    }
+}
+
 /// What a watch adds to a push of a folder that a trainer may still be writing.
 pub trait SealGuard: Sync {
     /// Entries left out of the version, by relative path (temporary files).

@@ -25,13 +25,7 @@ pub(super) fn from_folder(r: &mut Repair, dir: &Path) -> Result<()> {
     if !matches.is_empty() {
         for vol in matches {
             if r.write {
-                let options = push::PushOptions {
-                    source: None,
-                    stat_cache: None,
-                    progress: r.opts.progress,
-                    cancel: None,
-                    guard: None,
-                };
+                let options = push::PushOptions::new(r.opts.progress);
                 push::push(r.repo, dir, &vol, &[], &options)?;
             }
             r.healed.insert((vol.clone(), digest));

@@ -48,20 +48,7 @@ fn fixture_with(make: impl FnOnce(&Path)) -> Fixture {
     make(&src);
     let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
     let vol = VolumeName::parse("t/mnt").unwrap();
-    let report = push(
-        &repo,
-        &src,
-        &vol,
-        &[],
-        &PushOptions {
-            cancel: None,
-            guard: None,
-            source: None,
-            stat_cache: None,
-            progress: &Quiet,
-        },
-    )
-    .unwrap();
+    let report = push(&repo, &src, &vol, &[], &PushOptions::new(&Quiet)).unwrap();
     Fixture {
         cache_dir: dir.path().join("cache"),
         _dir: dir,

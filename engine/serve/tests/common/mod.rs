@@ -34,13 +34,7 @@ pub fn server() -> Server {
     let bytes = noise(4 << 20, 7);
     fs::write(src.join("w.bin"), &bytes).unwrap();
     let repo = Arc::new(Repository::open_local(&dir.path().join("repo"), true, false).unwrap());
-    let opts = PushOptions {
-        cancel: None,
-        guard: None,
-        source: None,
-        stat_cache: None,
-        progress: &Quiet,
-    };
+    let opts = PushOptions::new(&Quiet);
     push(
         &repo,
         &src,
