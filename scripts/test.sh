@@ -59,23 +59,11 @@ export SEALVOL_AZURITE="${SEALVOL_AZURITE:-$tools/node/node_modules/.bin/azurite
 # The local stand-ins for remote services that the sync tests talk to.
 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q
 
-# Every test binary runs even when one fails (--no-fail-fast), and the run ends with
-# one line of totals and the failed tests by name.
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-started=$SECONDS
-set +e
-cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
-took=$((SECONDS - started))
-awk -v took="$took" -v status="$status" '
-  /^test result:/ { passed += $4; failed += $6; ignored += $8; binaries++ }
-  / \.\.\. FAILED$/ { names = names "\n  " $2 }
-  END {
-    printf "suite: %d passed, %d failed, %d ignored in %d test binaries, %dm%02ds%s\n",
-      passed, failed, ignored, binaries, took / 60, took % 60,
-      (status != 0 && failed == 0) ? " (cargo failed: a build error or a test binary that crashed; see above)" : ""
-    if (names != "") printf "failed:%s\n", names
-  }' "$log"
-exit "$status"
+# With arguments, plain `cargo test` with them (one package, one test: `-p sealvol-core
+# gc`). Without, every test binary of the workspace, two at a time (scripts/lanes.py:
+# the suite mostly waits on servers, processes and mounts), each run even when another
+# fails, ending with one line of totals and the failed tests by name.
+if [ $# -gt 0 ]; then
+  exec cargo test "$@"
+fi
+exec python3 scripts/lanes.py

@@ -3,6 +3,9 @@
 //! and pushes; a push of the same bytes seals a version that verifies; `repair` (and
 //! `repair --from`) leaves a repository that verifies; and no healthy byte is lost.
 //!
+//! The engine's side of a truncated and a deleted pack (and of each kind below, on the
+//! in-memory store) is tested in `engine/core/tests/damage.rs`; here, what a person sees.
+//!
 //! Every case damages the files of a real repository the way the outside world does;
 //! nothing in sealvol is mocked. One helper (`duplicate_pack`) writes a second copy of a
 //! pack by the documented format, as two pushes racing each other would leave it.
@@ -354,68 +357,6 @@ fn a_flipped_byte_with_no_other_copy_is_healed_by_repair_from_the_source() {
     f.assert_verifies();
     f.pulls("t/base:prod", &f.base_src);
     f.others_still_work();
-}
-
-#[test]
-fn a_truncated_pack_breaks_only_the_files_past_the_cut() {
-    let f = fixture();
-    let size = std::fs::metadata(&f.base_pack).unwrap().len();
-    let cut = size * 3 / 4;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&f.base_pack)
-        .unwrap()
-        .set_len(cut)
-        .unwrap();
-    let want = f.expected(|e| e.offset + e.stored_len as u64 > cut);
-    assert!(!want.is_empty() && !want.contains("a.bin"), "{want:?}");
-    // Structure alone shows it: no chunk data needs reading.
-    let v = f.verify(&["--read-data-subset", "0.0001%"]);
-    assert_eq!(
-        damaged_of(&v),
-        BTreeMap::from([(f.base.clone(), want.clone())])
-    );
-    assert_eq!(f.damaged(&["--read-data"]), damaged_of(&v));
-    f.others_still_work();
-
-    let out = f
-        .env
-        .run(&["volume", "push", f.base_src.to_str().unwrap(), "t/base"]);
-    assert!(out.status.success());
-    f.env.ok(&["volume", "verify", &f.base]);
-    let (ok, r) = f.repair(&[]);
-    assert!(ok, "{r:#}");
-    f.assert_verifies();
-    f.nothing_healthy_lost(&BTreeSet::new());
-    f.pulls(&f.base, &f.base_src);
-}
-
-#[test]
-fn a_deleted_pack_breaks_every_file_in_it_and_a_push_writes_them_all_again() {
-    let f = fixture();
-    let id = f.pack_id();
-    std::fs::remove_file(&f.base_pack).unwrap();
-    std::fs::remove_file(f.env.repo.join("index").join(&id)).unwrap();
-    let v = f.verify(&[]);
-    assert_eq!(
-        damaged_of(&v),
-        BTreeMap::from([(f.base.clone(), set(&["a.bin", "b.bin", "c.txt", "d.json"]))])
-    );
-    assert!(
-        v["problems"][0]["problem"]
-            .as_str()
-            .unwrap()
-            .contains("missing"),
-        "{v:#}"
-    );
-    f.others_still_work();
-    let push = f.push_base();
-    assert_eq!(push["chunks_reused"], 0, "nothing to reuse: {push}");
-    // The same chunks in the same order make the same pack, under the same name: the
-    // chunk lists are right again without being replaced.
-    assert_eq!(push["new_bytes"], push["bytes"], "{push}");
-    f.assert_verifies();
-    f.pulls(&f.base, &f.base_src);
 }
 
 #[test]

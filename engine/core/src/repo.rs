@@ -1026,9 +1026,12 @@ impl ChunkIndex {
     }
 }
 
-/// A pack that is not there is damage to the repository, not an I/O error.
+/// A pack that is not there is damage to the repository, not an I/O error, whichever
+/// way the store says it is not there (`ObjectStore::get_range`).
 fn missing_pack(pack: &PackId, e: Error) -> Error {
-    if e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound) {
+    let missing = e.kind() == ErrorKind::NotFound
+        || (e.kind() == ErrorKind::Io && e.io_kind() == Some(std::io::ErrorKind::NotFound));
+    if missing {
         Error::corrupt(format!("pack {} is missing", pack.hex()))
     } else {
         e

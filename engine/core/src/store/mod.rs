@@ -230,7 +230,9 @@ pub trait ObjectStore: Send + Sync {
     /// The whole object, or `None` if it does not exist.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
 
-    /// `len` bytes from `offset`; an error if the object is shorter.
+    /// `len` bytes from `offset`; an error if the object is shorter. A missing object
+    /// is `NotFound` (a bucket, the memory store) or an `Io` error of kind `NotFound` (a
+    /// folder); callers take both alike.
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
 
     /// `get_range` of `buf.len()` bytes into `buf`, for callers that recycle buffers;
