@@ -115,33 +115,12 @@ fn run_logged(
         }
         let push_opts = push::PushOptions {
             cancel: Some(opts.cancel.as_ref()),
-            guard: None,
-            source: None,
-            stat_cache: None,
-            progress: opts.progress,
+            ..push::PushOptions::new(opts.progress)
         };
         return push::push(repo, dir, &volume, &tags, &push_opts);
     }
-    let secret = match &spec.secret {
-        Some(name) => Some(secrets::get(opts.state_dir, name)?),
-        None => None,
-    };
-    let connector = opts.connector.ok_or_else(|| {
-        Error::new(
-            ErrorKind::Unavailable,
-            format!("{url} is a remote source, and this agent was started without any"),
-        )
-        .hint("run the agent of the sealvol binary, which reaches every kind of source")
-    })?;
     let shown = url.to_string();
-    let mut remote = connector.connect(
-        &url,
-        &spec.endpoint,
-        secret.as_ref(),
-        log,
-        opts.cancel.clone(),
-    )?;
-    drop(secret);
+    let mut remote = connect(&url, spec, opts, log)?;
     let listed = now_rfc3339();
     let listing = remote.list(&filter)?;
     if listing.objects.is_empty() {
@@ -159,20 +138,139 @@ fn run_logged(
     };
 
     let mut index = push::index_after_recovery(repo)?;
-    // What an earlier run of this (or an identical) sync already stored, intact.
-    let mut files: HashMap<usize, (Hash, u64)> = HashMap::new();
+    let mut files = already_stored(repo, db, &source_id, objects, &index)?;
+    let todo = announce(opts.progress, &listing, &shown, &files);
+    let mut fetched = Fetched::default();
+    let all = batches(&todo, |i| objects[i].size, opts.batch_bytes);
+    for (n, batch) in all.iter().enumerate() {
+        if opts.cancel.load(Ordering::Relaxed) {
+            return Err(Error::cancelled());
+        }
+        let got = fetch_batch(repo, &mut index, &*remote, objects, batch, opts)?;
+        let mut remember = Vec::with_capacity(batch.len());
+        for (j, &i) in batch.iter().enumerate() {
+            let (hash, chunks) = got.files.get(&j).copied().ok_or_else(|| {
+                Error::new(ErrorKind::Io, format!("{} was not read", objects[i].path))
+            })?;
+            files.insert(i, (hash, chunks));
+            remember.push((&objects[i], hash));
+        }
+        db.synced_remember(&source_id, &remember)?;
+        opts.progress.note(&format!(
+            "batch {}/{} stored: {} file(s), {} bytes, {} new chunk(s)",
+            n + 1,
+            all.len(),
+            batch.len(),
+            got.bytes_read,
+            got.new_chunks
+        ));
+        fetched.add(&got);
+    }
+    if opts.cancel.load(Ordering::Relaxed) {
+        return Err(Error::cancelled());
+    }
+
+    opts.progress.sealing();
+    let listing_files: Vec<StreamFile> = objects.iter().map(Object::stream_file).collect();
+    let provenance = Provenance {
+        source: shown,
+        revision: listing.revision.clone(),
+        pushed_by: whoami(),
+        listed: Some(listed),
+        objects: objects
+            .iter()
+            .map(|o| (o.path.clone(), o.version.clone()))
+            .collect(),
+    };
+    let (sealed, stats) = push::seal_listing(
+        repo,
+        &volume,
+        &tags,
+        &listing_files,
+        &push::StoredFiles {
+            files: &files,
+            new_bytes: fetched.new_bytes,
+            new_chunks: fetched.new_chunks,
+            since: index.since,
+        },
+        provenance,
+    )?;
+    opts.progress.finish();
+    Ok(PushReport {
+        volume,
+        digest: sealed.digest,
+        sealed_new: sealed.new,
+        tags: sealed.tags,
+        stats,
+        bytes_read: fetched.bytes_read,
+        chunks_reused: fetched.chunks_reused,
+        files_healed: fetched.files_healed,
+        files_unchanged: (objects.len() - todo.len()) as u64,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Connects to the job's remote source through the agent's connector, with the job's
+/// stored secret when it names one.
+fn connect(
+    url: &SourceUrl,
+    spec: &JobSpec,
+    opts: &SyncOptions,
+    log: Notes,
+) -> Result<Box<dyn sealvol_source::Remote>> {
+    let secret = match &spec.secret {
+        Some(name) => Some(secrets::get(opts.state_dir, name)?),
+        None => None,
+    };
+    let connector = opts.connector.ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("{url} is a remote source, and this agent was started without any"),
+        )
+        .hint("run the agent of the sealvol binary, which reaches every kind of source")
+    })?;
+    connector.connect(
+        url,
+        &spec.endpoint,
+        secret.as_ref(),
+        log,
+        opts.cancel.clone(),
+    )
+}
+
+/// What an earlier run of this (or an identical) sync already stored, intact: the
+/// listing's index → the file's hash and chunk count.
+fn already_stored(
+    repo: &Repository,
+    db: &StateDb,
+    source_id: &str,
+    objects: &[Object],
+    index: &sealvol_core::repo::ChunkIndex,
+) -> Result<HashMap<usize, (Hash, u64)>> {
+    let mut files = HashMap::new();
     for (i, hit) in db
-        .synced_lookup(&source_id, objects)?
+        .synced_lookup(source_id, objects)?
         .into_iter()
         .enumerate()
     {
         if let Some(h) = hit
-            && let Some(chunks) = push::stored_file(repo, &index, &h)?
+            && let Some(chunks) = push::stored_file(repo, index, &h)?
         {
             files.insert(i, (h, chunks));
         }
     }
-    let progress = opts.progress;
+    Ok(files)
+}
+
+/// Tells the progress what was listed and what an earlier run already stored (done
+/// at once); returns the listing's indexes left to fetch, in order.
+fn announce(
+    progress: &dyn Progress,
+    listing: &sealvol_source::Listing,
+    shown: &str,
+    stored: &HashMap<usize, (Hash, u64)>,
+) -> Vec<usize> {
+    let objects = &listing.objects;
     progress.note(&format!(
         "listed {} object(s), {} bytes, from {shown}{}",
         objects.len(),
@@ -183,10 +281,10 @@ fn run_logged(
         }
     ));
     progress.begin("sync", listing.bytes(), objects.len() as u64);
-    let mut kept: Vec<usize> = files.keys().copied().collect();
+    let mut kept: Vec<usize> = stored.keys().copied().collect();
     kept.sort_unstable();
     let todo: Vec<usize> = (0..objects.len())
-        .filter(|i| !files.contains_key(i))
+        .filter(|i| !stored.contains_key(i))
         .collect();
     let plan: Vec<(String, u64)> = kept
         .iter()
@@ -205,88 +303,46 @@ fn run_logged(
             objects.len()
         ));
     }
+    todo
+}
 
-    let (mut new_bytes, mut new_chunks, mut bytes_read, mut chunks_reused) = (0, 0, 0, 0);
-    let mut files_healed = 0;
-    let all_batches = batches(&todo, |i| objects[i].size, opts.batch_bytes);
-    let count = all_batches.len();
-    for (n, batch) in all_batches.into_iter().enumerate() {
-        if opts.cancel.load(Ordering::Relaxed) {
-            return Err(Error::cancelled());
-        }
-        let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
-        let stream: Vec<StreamFile> = part.iter().map(Object::stream_file).collect();
-        let fetch = remote.fetch(part, opts.streams);
-        let got = match push::ingest(repo, &mut index, &stream, &*fetch, progress) {
-            Ok(got) => got,
-            // The pipeline saw an io::Error; the source's own error says more.
-            Err(e) => return Err(fetch.take_failure().unwrap_or(e)),
-        };
-        drop(fetch);
-        let mut remember = Vec::with_capacity(batch.len());
-        for (j, &i) in batch.iter().enumerate() {
-            let (hash, chunks) = got.files.get(&j).copied().ok_or_else(|| {
-                Error::new(ErrorKind::Io, format!("{} was not read", objects[i].path))
-            })?;
-            files.insert(i, (hash, chunks));
-            remember.push((&objects[i], hash));
-        }
-        db.synced_remember(&source_id, &remember)?;
-        progress.note(&format!(
-            "batch {}/{count} stored: {} file(s), {} bytes, {} new chunk(s)",
-            n + 1,
-            batch.len(),
-            got.bytes_read,
-            got.new_chunks
-        ));
-        new_bytes += got.new_bytes;
-        new_chunks += got.new_chunks;
-        bytes_read += got.bytes_read;
-        chunks_reused += got.chunks_reused;
-        files_healed += got.files_healed;
+/// Fetches one batch of the listing from the source and stores it.
+fn fetch_batch(
+    repo: &Repository,
+    index: &mut sealvol_core::repo::ChunkIndex,
+    remote: &dyn sealvol_source::Remote,
+    objects: &[Object],
+    batch: &[usize],
+    opts: &SyncOptions,
+) -> Result<push::Ingested> {
+    let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
+    let stream: Vec<StreamFile> = part.iter().map(Object::stream_file).collect();
+    let fetch = remote.fetch(part, opts.streams);
+    match push::ingest(repo, index, &stream, &*fetch, opts.progress) {
+        Ok(got) => Ok(got),
+        // The pipeline saw an io::Error; the source's own error says more.
+        Err(e) => Err(fetch.take_failure().unwrap_or(e)),
     }
-    if opts.cancel.load(Ordering::Relaxed) {
-        return Err(Error::cancelled());
-    }
+}
 
-    progress.sealing();
-    let listing_files: Vec<StreamFile> = objects.iter().map(Object::stream_file).collect();
-    let provenance = Provenance {
-        source: shown.clone(),
-        revision: listing.revision.clone(),
-        pushed_by: whoami(),
-        listed: Some(listed),
-        objects: objects
-            .iter()
-            .map(|o| (o.path.clone(), o.version.clone()))
-            .collect(),
-    };
-    let (sealed, stats) = push::seal_listing(
-        repo,
-        &volume,
-        &tags,
-        &listing_files,
-        &push::StoredFiles {
-            files: &files,
-            new_bytes,
-            new_chunks,
-            since: index.since,
-        },
-        provenance,
-    )?;
-    progress.finish();
-    Ok(PushReport {
-        volume,
-        digest: sealed.digest,
-        sealed_new: sealed.new,
-        tags: sealed.tags,
-        stats,
-        bytes_read,
-        chunks_reused,
-        files_healed,
-        files_unchanged: (objects.len() - todo.len()) as u64,
-        elapsed: started.elapsed(),
-    })
+/// What the batches of a sync added up to.
+#[derive(Default)]
+struct Fetched {
+    new_bytes: u64,
+    new_chunks: u64,
+    bytes_read: u64,
+    chunks_reused: u64,
+    files_healed: u64,
+}
+
+impl Fetched {
+    fn add(&mut self, got: &push::Ingested) {
+        self.new_bytes += got.new_bytes;
+        self.new_chunks += got.new_chunks;
+        self.bytes_read += got.bytes_read;
+        self.chunks_reused += got.chunks_reused;
+        self.files_healed += got.files_healed;
+    }
 }
 
 /// Splits `items` into runs of at least `target` bytes (the last may be smaller).
