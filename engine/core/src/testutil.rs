@@ -13,6 +13,16 @@ pub fn noise(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// A folder `root/name` holding `files` (path, bytes), for a test to push.
+pub fn folder(root: &std::path::Path, name: &str, files: &[(&str, Vec<u8>)]) -> std::path::PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).expect("a test folder");
+    for (f, bytes) in files {
+        std::fs::write(dir.join(f), bytes).expect("a test file");
+    }
+    dir
+}
+
 /// A tmpfs of `size` ("1M") mounted on an existing directory for a test, unmounted when
 /// dropped: a disk that fills up, for the tests of what a full disk does. `None` where
 /// this user cannot mount one; CI runs as root and sets `SEALVOL_REQUIRE_FUSE`, which

@@ -19,7 +19,7 @@ use sealvol_core::refs::{Name, Ref, VolumeName};
 use sealvol_core::repair::{RepairOptions, RepairReport, repair};
 use sealvol_core::repo::Kind;
 use sealvol_core::store::{MemoryStore, ObjectStore};
-use sealvol_core::testutil::noise;
+use sealvol_core::testutil::{folder, noise};
 use sealvol_core::verify::{ReadData, VerifyReport, survey_all};
 use sealvol_core::{Digest, Repository};
 
@@ -38,15 +38,6 @@ struct Fixture {
 
 fn volume(name: &str) -> VolumeName {
     VolumeName::parse(name).unwrap()
-}
-
-fn folder(root: &Path, name: &str, files: &[(&str, Vec<u8>)]) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (f, bytes) in files {
-        std::fs::write(dir.join(f), bytes).unwrap();
-    }
-    dir
 }
 
 fn packs(mem: &MemoryStore) -> BTreeSet<String> {

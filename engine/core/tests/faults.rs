@@ -15,7 +15,7 @@ use sealvol_core::read::Tiers;
 use sealvol_core::refs::{Name, Ref, VolumeName};
 use sealvol_core::store::faults::{Call, Fault, When};
 use sealvol_core::store::{Faulty, MemoryStore, ObjectStore};
-use sealvol_core::testutil::noise;
+use sealvol_core::testutil::{folder, noise};
 use sealvol_core::{Digest, ErrorKind, Repository};
 
 /// A repository over a faulty memory store, and a second one over the same objects
@@ -44,15 +44,6 @@ fn setup() -> Setup {
 
 fn vol() -> VolumeName {
     VolumeName::parse("ns/vol").unwrap()
-}
-
-fn folder(root: &Path, name: &str, files: &[(&str, Vec<u8>)]) -> std::path::PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (f, bytes) in files {
-        std::fs::write(dir.join(f), bytes).unwrap();
-    }
-    dir
 }
 
 fn push_dir(repo: &Repository, dir: &Path) -> sealvol_core::Result<Digest> {

@@ -13,7 +13,7 @@ use sealvol_core::push::{PushOptions, push};
 use sealvol_core::read::Tiers;
 use sealvol_core::refs::{Name, Ref, VolumeName};
 use sealvol_core::store::MemoryStore;
-use sealvol_core::testutil::noise;
+use sealvol_core::testutil::{folder, noise};
 use sealvol_core::{Digest, ErrorKind, Repository};
 
 fn vol() -> VolumeName {
@@ -29,15 +29,6 @@ fn repository() -> (Repository, Arc<MemoryStore>) {
     let mem = Arc::new(MemoryStore::new().unwrap());
     let repo = Repository::open(Box::new(Arc::clone(&mem)), "memory".into(), true).unwrap();
     (repo, mem)
-}
-
-fn folder(root: &Path, name: &str, files: &[(&str, Vec<u8>)]) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (f, bytes) in files {
-        std::fs::write(dir.join(f), bytes).unwrap();
-    }
-    dir
 }
 
 fn push_as(repo: &Repository, dir: &Path, tags: &[Name]) -> Digest {
