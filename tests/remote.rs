@@ -1,12 +1,12 @@
 //! The remote engine with the real binary: a `sealvol serve` over a repository, and a
 //! CLI elsewhere (its own state, no repository) that works on it with `--remote` and a
-//! scoped API key: push, tag, diff, trash and restore, pull and sync; and every key
+//! scoped API key: push, tag, diff, trash and restore, and pull (syncs: server_jobs.rs); and every key
 //! that must be refused (none, wrong, revoked, read-only pushing, another namespace)
 //! refused with one clear line, leaving the repository as it was.
 
 mod common;
 
-use common::servers::{HfServer, Moto, Served, minilm_dir, serve};
+use common::servers::{Moto, Served, serve};
 use common::{Env, assert_same_tree, noise, write};
 use serde_json::Value;
 
@@ -190,50 +190,6 @@ fn keys_that_must_be_refused_are_refused_and_nothing_is_written() {
     assert!(e.contains("already a key named reader"), "{e}");
     let e = server.fails(1, &["key", "revoke", "nobody"]);
     assert!(e.contains("no key named nobody"), "{e}");
-}
-
-#[test]
-fn a_sync_through_the_remote_seals_the_model_on_the_server() {
-    let server = Env::new();
-    server.ok(&["init"]);
-    let served = serve(&server, &[]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
-    let model = minilm_dir();
-    let hub = HfServer::start(&[
-        "--repo",
-        &format!("sentence-transformers/all-MiniLM-L6-v2={}", model.display()),
-    ]);
-    let out = ci
-        .cmd()
-        .env("HF_ENDPOINT", &hub.url)
-        .env("HF_HOME", ci.path("hf-home"))
-        .env_remove("HF_TOKEN")
-        .args([
-            "volume",
-            "sync",
-            "hf://sentence-transformers/all-MiniLM-L6-v2",
-            "embed/minilm",
-            "--tag",
-            "prod",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let sealed = job["sealed"].as_str().unwrap().to_string();
-    let want = server.ok(&["digest", model.to_str().unwrap()]);
-    assert!(sealed.ends_with(want.trim()), "{sealed} vs {want}");
-    assert!(
-        server
-            .ok(&["volume", "resolve", "embed/minilm:prod"])
-            .trim()
-            .ends_with(want.trim())
-    );
 }
 
 #[test]

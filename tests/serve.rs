@@ -127,7 +127,8 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
     let pinned = env.push(&src, "t/peered", &[]);
     let data = 11u64 << 20;
     let a = serve_named(&env, "cache-a", &[]);
-    let b = serve_named(&env, "cache-b", &[]);
+    // One agent per state folder: the second cache server runs no jobs.
+    let b = serve_named(&env, "cache-b", &["--no-jobs"]);
     // Both servers share the state, so one key list: nodes ask with its admin key.
     assert_eq!(a.key, b.key);
     env.vars.push(("SEALVOL_API_KEY".into(), a.key.clone()));

@@ -233,9 +233,12 @@ pub enum VolumeCommand {
         /// Leave out keys matching this glob (repeatable; wins over --include).
         #[arg(long, value_name = "GLOB")]
         exclude: Vec<String>,
-        /// Hand the job to the agent (started in the background if none runs), print its id, return.
-        #[arg(long)]
+        /// Hand the job to the agent (started in the background if none runs; with --remote, the server's), print its id, return.
+        #[arg(long, conflicts_with = "wait")]
         detach: bool,
+        /// Follow the job to its end, with its progress on a terminal (the default): exit 0 sealed, 1 failed, 3 cancelled. Ctrl-c stops following, not the job.
+        #[arg(long)]
+        wait: bool,
         /// Print the finished job (or, with --detach, the queued one) as one JSON document.
         #[arg(long)]
         json: bool,
@@ -531,6 +534,9 @@ pub enum SecretCommand {
     Set {
         /// 1-63 characters of a-z 0-9 . _ -
         name: String,
+        /// With --remote: the namespace whose jobs use it (default: the key's one namespace).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
         /// Caught only to refuse it without printing it back.
         #[arg(hide = true)]
         value_on_command_line: Option<String>,
@@ -548,6 +554,9 @@ pub enum SecretCommand {
     Rm {
         /// The secret's name, from `sealvol secret ls`.
         name: String,
+        /// With --remote: the namespace it is stored in (default: the key's one namespace).
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
     },
 }
 
@@ -574,6 +583,12 @@ pub struct ServeArgs {
     /// Also serve /metrics without a key, on this address, for a Prometheus that holds none (a port alone: 127.0.0.1:PORT)
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// Run no sync jobs for the holders of keys (a cache tier only).
+    #[arg(long)]
+    pub no_jobs: bool,
+    /// Let jobs that name no secret use the server's own credentials (its environment, profile, web identity). Off: such jobs reach public sources only, so no key reads what the server's identity can.
+    #[arg(long)]
+    pub jobs_use_server_credentials: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -663,10 +678,15 @@ pub enum JobsCommand {
     },
 
     /// Show one job: its source, state, progress and, if it failed, why.
-    #[command(after_help = "Example:\n  sealvol jobs show 7")]
+    #[command(
+        after_help = "Examples:\n  sealvol jobs show 7\n  sealvol --remote https://sealvol.internal:7420 jobs show 7 --follow"
+    )]
     Show {
         /// The job's number, from `sealvol jobs ls`.
         id: u64,
+        /// Follow it to its end, as `volume sync --wait` does (ctrl-c stops following, not the job).
+        #[arg(long)]
+        follow: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

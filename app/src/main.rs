@@ -51,7 +51,12 @@ fn main() -> ExitCode {
             if let Some(hint) = e.hint_text() {
                 errln!("hint: {hint}");
             }
-            ExitCode::from(if e.kind() == ErrorKind::Usage { 2 } else { 1 })
+            ExitCode::from(match e.kind() {
+                ErrorKind::Usage => 2,
+                // A job that ended CANCELLED, a question answered no.
+                ErrorKind::Cancelled => 3,
+                _ => 1,
+            })
         }
     }
 }

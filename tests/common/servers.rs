@@ -167,16 +167,33 @@ impl SlowProxy {
         Self::spawn(target, 0, None, cut)
     }
 
+    /// A relay that counts every byte each way in `count` (`relayed`).
+    pub fn start_counting(target: u16, count: &Path) -> SlowProxy {
+        Self::spawn_with(target, 0, None, 0, Some(count))
+    }
+
     fn spawn(target: u16, rate: u64, log: Option<&Path>, cut: u64) -> SlowProxy {
+        Self::spawn_with(target, rate, log, cut, None)
+    }
+
+    fn spawn_with(
+        target: u16,
+        rate: u64,
+        log: Option<&Path>,
+        cut: u64,
+        count: Option<&Path>,
+    ) -> SlowProxy {
         let log = log.map_or_else(|| "-".into(), |p| p.display().to_string());
-        let (process, line) = spawn_listening(
-            Command::new("python3")
-                .arg(servers_dir().join("slow_proxy.py"))
-                .arg(target.to_string())
-                .arg(rate.to_string())
-                .arg(log)
-                .arg(cut.to_string()),
-        );
+        let mut cmd = Command::new("python3");
+        cmd.arg(servers_dir().join("slow_proxy.py"))
+            .arg(target.to_string())
+            .arg(rate.to_string())
+            .arg(log)
+            .arg(cut.to_string());
+        if let Some(c) = count {
+            cmd.env("RELAY_COUNT", c);
+        }
+        let (process, line) = spawn_listening(&mut cmd);
         let port = line
             .rsplit(' ')
             .next()
@@ -187,6 +204,20 @@ impl SlowProxy {
             port,
         }
     }
+}
+
+/// Bytes a counting relay (`SlowProxy::start_counting`) passed: (to the server, from it).
+pub fn relayed(count: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(count).unwrap_or_default();
+    let mut sum = (0, 0);
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("up", n)) => sum.0 += n.parse::<u64>().unwrap_or(0),
+            Some(("down", n)) => sum.1 += n.parse::<u64>().unwrap_or(0),
+            _ => {}
+        }
+    }
+    sum
 }
 
 /// tests/servers/s3_faults.py in front of `target`: `drop-conditions` (an object

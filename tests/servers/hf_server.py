@@ -17,6 +17,11 @@ changes when the files change. With --token, requests need `Authorization: Beare
 (401 without, 403 with a wrong one). Errors carry X-Error-Code (RepoNotFound,
 RevisionNotFound, EntryNotFound) as the hub does.
 
+--log FILE appends a line per piece of a file body sent, "PATH BYTES", so a test can count what
+was downloaded and by whom it was asked. --hold-after BYTES --gate FILE sends that
+many file bytes in all, then holds every further body until FILE exists: a sync that
+is surely mid-way, for as long as a test needs.
+
     python3 tests/servers/hf_server.py --port 0 --repo sentence-transformers/all-MiniLM-L6-v2=DIR
 prints "listening on http://127.0.0.1:PORT" once ready.
 """
@@ -59,10 +64,33 @@ class Repo:
 
 
 class Hub:
-    def __init__(self, repos, token):
+    def __init__(self, repos, token, log=None, hold_after=None, gate=None):
         self.repos = {(r.kind, r.id): r for r in repos}
         self.by_sha256 = {f["sha256"]: f for r in repos for f in r.files.values()}
         self.token = token
+        self.log, self.hold_after, self.gate = log, hold_after, gate
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def may_send(self, n):
+        """Waits, while held, until the gate opens; counts what is sent."""
+        import time
+        while True:
+            with self.lock:
+                held = (
+                    self.hold_after is not None
+                    and self.sent + n > self.hold_after
+                    and not os.path.exists(self.gate)
+                )
+                if not held:
+                    self.sent += n
+                    return
+            time.sleep(0.05)
+
+    def record(self, path, n):
+        if self.log:
+            with self.lock, open(self.log, "a") as out:
+                out.write(f"{path} {n}\n")
 
 
 def make_handler(hub):
@@ -243,20 +271,32 @@ def make_handler(hub):
                 fh.seek(start)
                 left = length
                 while left:
-                    b = fh.read(min(left, 1 << 20))
+                    b = fh.read(min(left, 64 << 10))
                     if not b:
                         break
+                    hub.may_send(len(b))
                     self.wfile.write(b)
+                    hub.record(self.path, len(b))
                     left -= len(b)
 
     return Handler
 
 
-def serve(port, repos, token=None):
+def serve(port, repos, token=None, log=None, hold_after=None, gate=None):
     """Starts the server on a thread; returns (server, base_url)."""
-    hub = Hub(repos, token)
+    hub = Hub(repos, token, log, hold_after, gate)
     srv = ThreadingHTTPServer(("127.0.0.1", port), make_handler(hub))
     srv.daemon_threads = True
+    # A client that goes away mid-download (a cancelled job, a killed server) is no
+    # error of the stand-in's.
+    base_error = srv.handle_error
+
+    def handle_error(request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        base_error(request, client_address)
+
+    srv.handle_error = handle_error
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}"
 
@@ -267,10 +307,15 @@ def main():
     ap.add_argument("--repo", action="append", default=[], help="ORG/NAME=DIR (a model)")
     ap.add_argument("--dataset", action="append", default=[], help="ORG/NAME=DIR")
     ap.add_argument("--token", help="require this bearer token")
+    ap.add_argument("--log", help="append 'PATH BYTES' for each piece of a body sent")
+    ap.add_argument("--hold-after", type=int, help="hold bodies after this many bytes...")
+    ap.add_argument("--gate", help="...until this file exists")
     a = ap.parse_args()
+    if (a.hold_after is None) != (a.gate is None):
+        ap.error("--hold-after and --gate go together")
     repos = [Repo("model", *spec.split("=", 1)) for spec in a.repo]
     repos += [Repo("dataset", *spec.split("=", 1)) for spec in a.dataset]
-    srv, url = serve(a.port, repos, a.token)
+    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate)
     print(f"listening on {url}", flush=True)
     try:
         threading.Event().wait()

@@ -9,8 +9,11 @@ place.
     slow_proxy.py TARGET_PORT BYTES_PER_SECOND [LOG_FILE|-] [CUT_BYTES]
 prints "listening on PORT" once ready; a rate of 0 means no limit. With CUT_BYTES, each
 connection is cut after that many bytes from the server: a network that drops long
-transfers, which a client must read on from.
+transfers, which a client must read on from. With RELAY_COUNT=FILE in the environment,
+it appends "up N" or "down N" for every piece relayed to or from the server: what a
+client sent and received, to the byte.
 """
+import os
 import re
 import socket
 import sys
@@ -22,7 +25,10 @@ KEY_ID = re.compile(rb"Credential=([A-Za-z0-9_-]+)/")
 LOG_LOCK = threading.Lock()
 
 
-def pump(src, dst, rate, log=None, cut=0):
+COUNT = os.environ.get("RELAY_COUNT")
+
+
+def pump(src, dst, rate, log=None, cut=0, direction="up"):
     sent = 0
     try:
         while True:
@@ -33,6 +39,9 @@ def pump(src, dst, rate, log=None, cut=0):
                 dst.sendall(data[: cut - sent])
                 break
             sent += len(data)
+            if COUNT:
+                with LOG_LOCK, open(COUNT, "a") as f:
+                    f.write(f"{direction} {len(data)}\n")
             if log:
                 with LOG_LOCK, open(log, "ab") as f:
                     for m in KEY_ID.finditer(data):
@@ -63,7 +72,7 @@ def main():
         client, _ = lsock.accept()
         upstream = socket.create_connection(("127.0.0.1", target))
         threading.Thread(target=pump, args=(client, upstream, 0, log), daemon=True).start()
-        threading.Thread(target=pump, args=(upstream, client, rate, None, cut), daemon=True).start()
+        threading.Thread(target=pump, args=(upstream, client, rate, None, cut, "down"), daemon=True).start()
 
 
 if __name__ == "__main__":

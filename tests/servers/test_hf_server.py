@@ -92,5 +92,33 @@ class HfServerTest(unittest.TestCase):
         self.assertEqual(get(f"{self.url}/api/models/org/model/revision/main", {"Authorization": "Bearer no"})[0], 403)
 
 
+class HoldAndLogTest(unittest.TestCase):
+    def test_bodies_are_logged_and_held_at_the_gate(self):
+        import threading
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d) / "m"
+            root.mkdir()
+            big = os.urandom(2 << 20)
+            (root / "w.bin").write_bytes(big)
+            log, gate = Path(d) / "log", Path(d) / "gate"
+            srv, url = hf_server.serve(
+                0, [hf_server.Repo("model", "o/m", root)], log=str(log), hold_after=1 << 20, gate=str(gate)
+            )
+            try:
+                got = {}
+                t = threading.Thread(
+                    target=lambda: got.setdefault("r", get(f"{url}/o/m/resolve/main/w.bin"))
+                )
+                t.start()
+                t.join(1.0)
+                self.assertTrue(t.is_alive(), "held at the gate")
+                gate.touch()
+                t.join(10)
+                self.assertEqual(got["r"][2], big)
+                self.assertIn(f" {len(big)}", log.read_text())
+            finally:
+                srv.shutdown()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,7 @@
 //! `sealvol volume sync`, `sealvol jobs` and `sealvol agent` (and the agent for `watch`). Each talks to the agent of
 //! the state directory: over its socket when another process is the agent, or by
-//! becoming the agent for as long as the command runs.
+//! becoming the agent for as long as the command runs. With `--remote`, to the
+//! server's agent instead: the job runs there, and this process only follows it.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -15,6 +16,7 @@ use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_node::log as job_log;
 use sealvol_node::sync;
 use sealvol_node::watch::WatchState;
+use sealvol_serve::remote::jobs::RemoteJobs;
 use sealvol_source::{Connector, SourceUrl};
 
 use super::Ctx;
@@ -38,6 +40,8 @@ pub struct SyncRequest {
 pub(super) enum Host {
     Remote(AgentClient),
     Local(Box<Agent>),
+    /// The server's agent (`--remote`), at this URL.
+    Server(Box<RemoteJobs>, String),
 }
 
 impl Host {
@@ -45,29 +49,61 @@ impl Host {
         match self {
             Host::Remote(c) => c,
             Host::Local(a) => a.as_ref(),
+            Host::Server(s, _) => s.as_ref(),
         }
     }
 
     /// Done with the agent: a hosted one hands what goes on to a background agent.
     pub(super) fn end(self, ctx: &Ctx) -> Result<()> {
         match self {
-            Host::Remote(_) => Ok(()),
+            Host::Remote(_) | Host::Server(..) => Ok(()),
             Host::Local(a) => hand_over(ctx, std::sync::Arc::new(*a)),
         }
     }
 }
 
+/// The server's jobs, when the command works on a remote engine.
+pub(super) fn server(ctx: &Ctx) -> Result<Option<Host>> {
+    let Some(url) = &ctx.settings.remote else {
+        return Ok(None);
+    };
+    let jobs = RemoteJobs::connect(url, ctx.settings.api_key.as_ref().map(|k| k.expose()))?;
+    Ok(Some(Host::Server(Box::new(jobs), url.clone())))
+}
+
 /// The agent for the console: the running one, or this process becomes it (and runs
 /// queued jobs and watches while the console is open). `None`, with a warning, if
-/// neither works. `true` when this process hosts it (see `hand_over`).
+/// neither works. `true` when this process hosts it (see `hand_over`). On a remote
+/// engine the jobs are the server's, and the watches still this machine's.
 pub fn agent_for_console(ctx: &Ctx) -> (Option<std::sync::Arc<dyn JobsApi>>, bool) {
-    match connect_or_host(ctx, true) {
-        Ok(Host::Remote(c)) => (Some(std::sync::Arc::new(c)), false),
-        Ok(Host::Local(a)) => (Some(std::sync::Arc::new(*a)), true),
+    let (local, hosted): (Option<std::sync::Arc<dyn JobsApi>>, bool) =
+        match connect_or_host_local(ctx, true) {
+            Ok(Host::Remote(c)) => (Some(std::sync::Arc::new(c)), false),
+            Ok(Host::Local(a)) => (Some(std::sync::Arc::new(*a)), true),
+            Ok(Host::Server(s, _)) => (Some(std::sync::Arc::new(*s)), false),
+            Err(e) => {
+                tracing::warn!("the console runs without the agent: {e}");
+                (None, false)
+            }
+        };
+    let server = match server(ctx) {
+        Ok(Some(Host::Server(s, _))) => s,
+        Ok(_) => return (local, hosted),
         Err(e) => {
-            tracing::warn!("the console runs without the agent: {e}");
-            (None, false)
+            tracing::warn!("the console shows no jobs of the server: {e}");
+            return (local, hosted);
         }
+    };
+    let jobs: std::sync::Arc<dyn JobsApi> = std::sync::Arc::from(server as Box<dyn JobsApi>);
+    match local {
+        Some(watches) => (
+            Some(std::sync::Arc::new(sealvol_node::jobs::Split {
+                jobs,
+                watches,
+            })),
+            hosted,
+        ),
+        None => (Some(jobs), false),
     }
 }
 
@@ -117,12 +153,23 @@ fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
         batch_bytes: ctx.settings.sync_batch,
         streams: ctx.settings.sync_streams,
         run_queue,
+        trust: sync::Trust::Machine,
     }
 }
 
-/// The running agent, or this process as the agent. `run_queue`: whether a hosted
-/// agent may start queued jobs (not for commands that only read).
+/// Where jobs run: the server's agent with `--remote`, else this machine's (the
+/// running agent, or this process as the agent). `run_queue`: whether a hosted agent
+/// may start queued jobs (not for commands that only read).
 pub(super) fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
+    match server(ctx)? {
+        Some(s) => Ok(s),
+        None => connect_or_host_local(ctx, run_queue),
+    }
+}
+
+/// This machine's agent, whatever repository the command works on: watches run here
+/// even on a remote engine, since they read a folder of this machine.
+pub(super) fn connect_or_host_local(ctx: &Ctx, run_queue: bool) -> Result<Host> {
     let state = &ctx.settings.state;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -149,8 +196,21 @@ pub(super) fn connect_or_host(ctx: &Ctx, run_queue: bool) -> Result<Host> {
     }
 }
 
-/// Checks every input before a job exists, so that a bad one leaves no trace.
+/// Checks every input before a job exists, so that a bad one leaves no trace. A job for
+/// the server goes as it was asked: the server checks it against its own secrets and
+/// settings, and resolves where the source is itself.
 fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
+    if ctx.settings.remote.is_some() {
+        return Ok(JobSpec {
+            source: r.source.clone(),
+            volume: r.volume.clone(),
+            tags: r.tags.clone(),
+            secret: r.secret.clone(),
+            include: r.include.clone(),
+            exclude: r.exclude.clone(),
+            endpoint: Default::default(),
+        });
+    }
     let url = SourceUrl::parse(&r.source)?;
     let source = match &url {
         SourceUrl::Local(p) => {
@@ -170,12 +230,19 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
         exclude: r.exclude.clone(),
         endpoint: ctx.settings.endpoints.resolve(&url),
     };
-    sync::check_spec(&spec, &ctx.settings.state)?;
+    sync::check_spec(&spec, &ctx.settings.state, sync::Trust::Machine)?;
     Ok(spec)
 }
 
 pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
     let spec = spec(ctx, &r)?;
+    if let Some(host) = server(ctx)? {
+        let job = host.api().submit(spec)?;
+        if r.detach {
+            return detached(ctx, &host, &job, r.json);
+        }
+        return follow(ctx, &host, job, r.json);
+    }
     if r.detach {
         let client = agent_in_background(ctx)?;
         let job = client.submit(spec)?;
@@ -199,6 +266,23 @@ pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
     follow(ctx, &host, job, r.json)
 }
 
+/// A job handed to the server: its id, and how to follow it.
+fn detached(ctx: &Ctx, host: &Host, job: &Job, as_json: bool) -> Result<()> {
+    if as_json {
+        return json(job);
+    }
+    if !ctx.quiet
+        && let Host::Server(_, url) = host
+    {
+        errln!(
+            "job {} queued on the server {url}; follow it with `sealvol --remote {url} jobs show {} --follow`",
+            job.id,
+            job.id
+        );
+    }
+    outln!("{}", job.id)
+}
+
 /// Draws the job's progress until it ends; prints its pinned ref, or fails with its error.
 fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
     let id = job.id;
@@ -218,6 +302,10 @@ fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
                 "job {id}: {verb} {}{attempt} in the agent (pid {}); ctrl-c stops following, not the job",
                 job.spec.source,
                 c.pid
+            ),
+            Host::Server(_, url) => errln!(
+                "job {id}: {verb} {}{attempt} on the server {url}; ctrl-c stops following, not the job",
+                job.spec.source
             ),
             Host::Local(_) => errln!("job {id}: {verb} {}{attempt}", job.spec.source),
         }
@@ -411,7 +499,20 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             }
             Ok(())
         }
-        JobsCommand::Show { id, json: as_json } => {
+        JobsCommand::Show {
+            id,
+            follow: true,
+            json: as_json,
+        } => {
+            let host = connect_or_host(ctx, true)?;
+            let job = host.api().show(id)?;
+            follow(ctx, &host, job, as_json)
+        }
+        JobsCommand::Show {
+            id,
+            follow: false,
+            json: as_json,
+        } => {
             let host = connect_or_host(ctx, false)?;
             let ev = host.api().event(id)?;
             if as_json {
@@ -436,6 +537,13 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             detach,
             json: as_json,
         } => {
+            if let Some(host) = server(ctx)? {
+                let job = host.api().retry(id)?;
+                if detach {
+                    return detached(ctx, &host, &job, as_json);
+                }
+                return follow(ctx, &host, job, as_json);
+            }
             if detach {
                 let client = agent_in_background(ctx)?;
                 let job = client.retry(id)?;
@@ -451,7 +559,11 @@ pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
             follow(ctx, &host, job, as_json)
         }
         JobsCommand::Logs { id, json: as_json } => {
-            crate::output::log(id, &job_log::read(&ctx.settings.state, id)?, as_json)
+            let text = match server(ctx)? {
+                Some(host) => host.api().logs(id)?,
+                None => job_log::read(&ctx.settings.state, id)?,
+            };
+            crate::output::log(id, &text, as_json)
         }
     }
 }

@@ -1,9 +1,12 @@
 //! `sealvol secret set | ls | rm`. The value comes from stdin (a pipe, a file, or typed
 //! at a prompt with echo off), never from argv, where `ps` and shell history would see it.
+//! With `--remote`, the secret is the server's, for its jobs in one namespace: sent
+//! once, and never readable again by anyone.
 
 use std::io::{IsTerminal, Read};
 
 use sealvol_core::{Error, Result};
+use sealvol_serve::remote::jobs::RemoteJobs;
 use sealvol_source::secrets;
 
 use super::Ctx;
@@ -11,19 +14,19 @@ use crate::cli::SecretCommand;
 use crate::output::{json, size, table, when};
 
 pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
+    if let Some(url) = &ctx.settings.remote {
+        return on_server(ctx, url, cmd);
+    }
     let state = &ctx.settings.state;
     match cmd {
         SecretCommand::Set {
             name,
             value_on_command_line,
+            namespace,
         } => {
-            if value_on_command_line.is_some() {
-                return Err(Error::invalid(
-                    "secret values are read from stdin, never from the command line",
-                )
-                .hint(format!(
-                    "printf %s \"$VALUE\" | sealvol secret set {name}; and rotate this one: it is in your shell history"
-                )));
+            refuse_value_on_command_line(&name, value_on_command_line.as_deref())?;
+            if let Some(ns) = namespace {
+                return Err(only_remote(&ns));
             }
             let value = read_value(&name)?;
             secrets::set(state, &name, &value)?;
@@ -49,13 +52,113 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
             }
             Ok(())
         }
-        SecretCommand::Rm { name } => {
+        SecretCommand::Rm { name, namespace } => {
+            if let Some(ns) = namespace {
+                return Err(only_remote(&ns));
+            }
             secrets::remove(state, &name)?;
             if !ctx.quiet {
                 errln!("removed secret {name}");
             }
             Ok(())
         }
+    }
+}
+
+fn refuse_value_on_command_line(name: &str, value: Option<&str>) -> Result<()> {
+    match value {
+        None => Ok(()),
+        Some(_) => Err(Error::invalid(
+            "secret values are read from stdin, never from the command line",
+        )
+        .hint(format!(
+            "printf %s \"$VALUE\" | sealvol secret set {name}; and rotate this one: it is in your shell history"
+        ))),
+    }
+}
+
+fn only_remote(ns: &str) -> Error {
+    Error::invalid(format!(
+        "--namespace {ns}: this machine's secrets belong to no namespace"
+    ))
+    .hint("--namespace is for a server's secrets: sealvol --remote URL secret set NAME --namespace NS")
+}
+
+/// The server's secrets (`--remote`).
+fn on_server(ctx: &Ctx, url: &str, cmd: SecretCommand) -> Result<()> {
+    let key = ctx.settings.api_key.as_ref().map(|k| k.expose());
+    let jobs = RemoteJobs::connect(url, key)?;
+    match cmd {
+        SecretCommand::Set {
+            name,
+            value_on_command_line,
+            namespace,
+        } => {
+            refuse_value_on_command_line(&name, value_on_command_line.as_deref())?;
+            let ns = namespace_for(url, key, namespace)?;
+            let value = read_value(&name)?;
+            jobs.set_secret(&ns, &name, value)?;
+            if !ctx.quiet {
+                errln!("stored secret {name} on the server {url}, for the jobs of namespace {ns}");
+            }
+            Ok(())
+        }
+        SecretCommand::Ls { json: as_json } => {
+            let l = jobs.secrets()?;
+            if as_json {
+                json(&serde_json::json!({ "secrets": l }))?;
+            } else if l.is_empty() {
+                if !ctx.quiet {
+                    errln!(
+                        "no secrets on the server; store one with: sealvol --remote {url} secret set NAME --namespace NS < FILE"
+                    );
+                }
+            } else {
+                let rows: Vec<Vec<String>> = l
+                    .iter()
+                    .map(|s| {
+                        vec![
+                            s.namespace.clone(),
+                            s.name.clone(),
+                            size(s.bytes),
+                            when(&s.updated),
+                        ]
+                    })
+                    .collect();
+                table(&["NAMESPACE", "NAME", "SIZE", "SET"], &rows)?;
+            }
+            Ok(())
+        }
+        SecretCommand::Rm { name, namespace } => {
+            let ns = namespace_for(url, key, namespace)?;
+            jobs.remove_secret(&ns, &name)?;
+            if !ctx.quiet {
+                errln!("removed secret {name} of namespace {ns} from the server {url}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The namespace a server's secret is for: as given, or the key's only one.
+fn namespace_for(url: &str, key: Option<&str>, given: Option<String>) -> Result<String> {
+    if let Some(ns) = given {
+        return Ok(ns);
+    }
+    let me = sealvol_serve::remote::whoami(url, key)?;
+    match me.namespaces.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::usage(format!(
+            "key {} writes in every namespace: say which one's jobs use this secret",
+            me.name
+        ))
+        .hint("pass --namespace NS")),
+        many => Err(Error::usage(format!(
+            "key {} writes in {}: say which one's jobs use this secret",
+            me.name,
+            many.join(", ")
+        ))
+        .hint("pass --namespace NS")),
     }
 }
 

@@ -1,11 +1,15 @@
 //! `sealvol serve`: the in-cluster cache tier and the remote engine (`sealvol_serve`)
-//! over this repository, for the holders of its API keys.
+//! over this repository, for the holders of its API keys, with an agent of its own
+//! that runs their sync jobs (in `<state>/serve/agent`, apart from this machine's agent).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::{Error, Result};
+
+use sealvol_node::agent::{Agent, AgentSettings};
+use sealvol_node::sync::Trust;
 
 use super::Ctx;
 use crate::cli::ServeArgs;
@@ -20,7 +24,16 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         tls_key,
         insecure_http,
         metrics_listen,
+        no_jobs,
+        jobs_use_server_credentials,
     } = args;
+    if !no_jobs && !jobs_use_server_credentials {
+        // hf-hub looks for a token of this process (HF_TOKEN, a login file) when a job
+        // gives none: the server's jobs must not find one.
+        // SAFETY: no other thread runs yet (nothing is opened before this), so none
+        // reads the environment while it changes.
+        unsafe { std::env::set_var("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1") };
+    }
     let listen = listen.as_str();
     let tls = match (&tls_cert, &tls_key) {
         (Some(c), Some(k)) => Some(sealvol_serve::tls::acceptor(c, k)?),
@@ -61,6 +74,13 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         ctx.settings.state.display().to_string(),
     ]);
     let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
+    let (agent, desk) = match no_jobs {
+        true => (None, None),
+        false => {
+            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials)?;
+            (Some(agent), Some(desk))
+        }
+    };
     if let Some(text) = &metrics_listen {
         let at = metrics_address(text)?;
         let s = Arc::clone(&service);
@@ -99,16 +119,50 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             match tls {
                 Some(acceptor) => {
                     let l = sealvol_serve::tls::TlsListener::new(listener, acceptor)?;
-                    sealvol_serve::run(l, service, keys).await
+                    sealvol_serve::run(l, service, keys, desk).await
                 }
-                None => sealvol_serve::run(listener, service, keys).await,
+                None => sealvol_serve::run(listener, service, keys, desk).await,
             }
         };
         tokio::select! {
             r = served => r.map_err(|e| Error::usage(format!("the server stopped: {e}"))),
             _ = tokio::signal::ctrl_c() => Ok(()),
         }
-    })
+    })?;
+    // A job still running is interrupted and queued again for the next start.
+    drop(agent);
+    Ok(())
+}
+
+/// The server's agent, in its own state folder, and what the job routes need of it.
+fn jobs_desk(ctx: &Ctx, ambient: bool) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
+    let state = super::key::dir(ctx).join("agent");
+    sealvol_core::private::dir(&state)?;
+    let settings = AgentSettings {
+        batch_bytes: ctx.settings.sync_batch,
+        streams: ctx.settings.sync_streams,
+        run_queue: true,
+        trust: Trust::Server { ambient },
+    };
+    let connector: Arc<dyn sealvol_source::Connector> = Arc::new(sealvol_sources::Sources);
+    let agent = Agent::start(ctx.open_repo(false)?, &state, settings, Some(connector))?
+        .ok_or_else(|| {
+            Error::new(
+                sealvol_core::ErrorKind::Conflict,
+                format!(
+                    "another server's agent holds {}",
+                    crate::output::shown(&state)
+                ),
+            )
+            .hint("one `sealvol serve` per state folder: stop the other, or give this one --state DIR")
+        })?;
+    let agent = Arc::new(agent);
+    let desk = sealvol_serve::jobs::Desk::new(
+        Arc::clone(&agent) as Arc<dyn sealvol_node::jobs::JobsApi>,
+        ctx.settings.endpoints.clone(),
+        state,
+    );
+    Ok((agent, Arc::new(desk)))
 }
 
 /// `--metrics-listen`: an address, or a port alone for loopback (metrics name no data,

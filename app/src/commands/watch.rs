@@ -12,7 +12,7 @@ use sealvol_node::log as job_log;
 use sealvol_node::watch::{Layout, Outcome, PushRecord, WatchSpec, WatchState, WatchView};
 
 use super::Ctx;
-use super::jobs::{agent_in_background, connect_or_host};
+use super::jobs::{agent_in_background, connect_or_host_local as connect_or_host};
 use crate::cli::{WatchArgs, WatchCommand, WatchLayout};
 use crate::output::{json, size, table, when};
 

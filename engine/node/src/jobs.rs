@@ -159,6 +159,8 @@ pub trait JobsApi: Send + Sync {
     fn event(&self, id: u64) -> Result<JobEvent>;
     /// Calls `on_event` with live views until the job ends; returns its final record.
     fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job>;
+    /// What happened to the job, in words, one line each (`log.rs`).
+    fn logs(&self, id: u64) -> Result<String>;
     /// Starts a watch (or starts again a stopped one of the same folder and volume,
     /// with what it sealed). `owner`: the pid of the foreground command it ends with;
     /// `None` hands it to the agent for good (`--detach`).
@@ -170,7 +172,53 @@ pub trait JobsApi: Send + Sync {
     fn stop_watch(&self, id: u64) -> Result<Watch>;
 }
 
-pub(crate) fn not_found(id: u64) -> Error {
+/// Jobs from one agent, watches from another: on a remote engine the jobs are the
+/// server's, while a watch reads a folder, so it runs on the machine that has it.
+pub struct Split {
+    pub jobs: std::sync::Arc<dyn JobsApi>,
+    pub watches: std::sync::Arc<dyn JobsApi>,
+}
+
+impl JobsApi for Split {
+    fn submit(&self, spec: JobSpec) -> Result<Job> {
+        self.jobs.submit(spec)
+    }
+    fn list(&self) -> Result<Vec<Job>> {
+        self.jobs.list()
+    }
+    fn show(&self, id: u64) -> Result<Job> {
+        self.jobs.show(id)
+    }
+    fn cancel(&self, id: u64) -> Result<Job> {
+        self.jobs.cancel(id)
+    }
+    fn retry(&self, id: u64) -> Result<Job> {
+        self.jobs.retry(id)
+    }
+    fn event(&self, id: u64) -> Result<JobEvent> {
+        self.jobs.event(id)
+    }
+    fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
+        self.jobs.follow(id, on_event)
+    }
+    fn logs(&self, id: u64) -> Result<String> {
+        self.jobs.logs(id)
+    }
+    fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
+        self.watches.add_watch(spec, owner)
+    }
+    fn watches(&self) -> Result<Vec<WatchView>> {
+        self.watches.watches()
+    }
+    fn watch_view(&self, id: u64) -> Result<WatchView> {
+        self.watches.watch_view(id)
+    }
+    fn stop_watch(&self, id: u64) -> Result<Watch> {
+        self.watches.stop_watch(id)
+    }
+}
+
+pub fn not_found(id: u64) -> Error {
     Error::not_found(format!("no job {id}")).hint("`sealvol jobs ls` lists them")
 }
 

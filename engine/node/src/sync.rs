@@ -22,16 +22,52 @@ use sealvol_core::repo::Repository;
 use crate::jobs::JobSpec;
 use crate::state::StateDb;
 use sealvol_source::secrets;
-use sealvol_source::{Connector, Filter, Notes, Object, SourceUrl};
+use sealvol_source::{Access, Connector, Filter, Notes, Object, SourceUrl};
 
 /// Bytes per batch: what a killed sync may have to fetch again.
 pub const DEFAULT_BATCH: u64 = 1 << 30;
 /// Ranged reads in flight.
 pub const DEFAULT_STREAMS: usize = 8;
 
+/// Whose jobs an agent runs: which decides where a job's secret is found, and what a
+/// job that names none may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trust {
+    /// This machine's own: its secrets (`sealvol secret set`), and the credentials
+    /// this process finds when a job names none.
+    #[default]
+    Machine,
+    /// A server's, for the holders of its keys: the secret of the volume's namespace
+    /// by that name, and, when a job names none, no credentials at all unless the
+    /// operator lets jobs use the server's own (`ambient`).
+    Server { ambient: bool },
+}
+
+impl Trust {
+    /// Where `spec`'s secret is kept.
+    pub fn shelf(self, state: &Path, spec: &JobSpec) -> Result<secrets::Shelf> {
+        match self {
+            Trust::Machine => Ok(secrets::Shelf::machine(state)),
+            Trust::Server { .. } => {
+                let volume = VolumeName::parse(&spec.volume)?;
+                Ok(secrets::Shelf::namespace(state, &volume.namespace))
+            }
+        }
+    }
+
+    /// What a connection may use when the job names no secret.
+    fn without_secret(self) -> Access<'static> {
+        match self {
+            Trust::Machine | Trust::Server { ambient: true } => Access::Ambient,
+            Trust::Server { ambient: false } => Access::Anonymous,
+        }
+    }
+}
+
 pub struct SyncOptions<'a> {
     /// The state directory, where secrets live.
     pub state_dir: &'a Path,
+    pub trust: Trust,
     pub batch_bytes: u64,
     pub streams: usize,
     pub progress: &'a dyn Progress,
@@ -42,7 +78,7 @@ pub struct SyncOptions<'a> {
 
 /// Checks a job's inputs before it is queued: a bad one is refused with nothing
 /// recorded.
-pub fn check_spec(spec: &JobSpec, state_dir: &Path) -> Result<()> {
+pub fn check_spec(spec: &JobSpec, state_dir: &Path, trust: Trust) -> Result<()> {
     SourceUrl::parse(&spec.source)?;
     VolumeName::parse(&spec.volume)?;
     for t in &spec.tags {
@@ -50,7 +86,7 @@ pub fn check_spec(spec: &JobSpec, state_dir: &Path) -> Result<()> {
     }
     Filter::new(&spec.include, &spec.exclude)?;
     if let Some(name) = &spec.secret {
-        secrets::get(state_dir, name)?;
+        trust.shelf(state_dir, spec)?.get(name)?;
     }
     Ok(())
 }
@@ -219,8 +255,12 @@ fn connect(
     log: Notes,
 ) -> Result<Box<dyn sealvol_source::Remote>> {
     let secret = match &spec.secret {
-        Some(name) => Some(secrets::get(opts.state_dir, name)?),
+        Some(name) => Some(opts.trust.shelf(opts.state_dir, spec)?.get(name)?),
         None => None,
+    };
+    let access = match &secret {
+        Some(s) => Access::Secret(s),
+        None => opts.trust.without_secret(),
     };
     let connector = opts.connector.ok_or_else(|| {
         Error::new(
@@ -229,13 +269,7 @@ fn connect(
         )
         .hint("run the agent of the sealvol binary, which reaches every kind of source")
     })?;
-    connector.connect(
-        url,
-        &spec.endpoint,
-        secret.as_ref(),
-        log,
-        opts.cancel.clone(),
-    )
+    connector.connect(url, &spec.endpoint, access, log, opts.cancel.clone())
 }
 
 /// What an earlier run of this (or an identical) sync already stored, intact: the

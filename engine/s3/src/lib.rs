@@ -26,6 +26,27 @@ pub const CREDENTIALS_HINT: &str = "give credentials in the environment \
 or store KEY_ID:SECRET with `sealvol secret set NAME` and pass --secret NAME \
 (--repo-secret NAME for the repository)";
 
+/// What a client signs its requests with.
+pub enum Keys {
+    /// A stored secret's (`credentials`).
+    Given(Credentials),
+    /// The default chain: environment, profile, web identity, instance metadata.
+    Chain,
+    /// Nothing: unsigned requests, for public buckets.
+    Anonymous,
+}
+
+impl Keys {
+    /// A source's access as the client's keys.
+    pub fn of(access: sealvol_source::Access<'_>) -> Result<Keys> {
+        Ok(match access {
+            sealvol_source::Access::Secret(s) => Keys::Given(credentials(s)?),
+            sealvol_source::Access::Ambient => Keys::Chain,
+            sealvol_source::Access::Anonymous => Keys::Anonymous,
+        })
+    }
+}
+
 /// The bucket and prefix of an S3-kind address (`s3://`, `r2://`, `cw://`).
 pub fn bucket_of(url: &SourceUrl) -> Option<(&str, &str)> {
     match url {
@@ -43,13 +64,8 @@ pub fn endpoint_name(at: &Resolved) -> String {
 
 /// A client for an S3-kind address as sealvol configures every one: the region from
 /// the environment or the provider's default, the endpoint and path style `at`, our own
-/// retries (the SDK's are off), and the default credential chain unless credentials
-/// from a stored secret are given (`credentials`).
-pub async fn client(
-    url: &SourceUrl,
-    at: &Resolved,
-    keys: Option<Credentials>,
-) -> Result<aws_sdk_s3::Client> {
+/// retries (the SDK's are off), and credentials as `keys` says.
+pub async fn client(url: &SourceUrl, at: &Resolved, keys: Keys) -> Result<aws_sdk_s3::Client> {
     let default_region = match url {
         SourceUrl::R2 { .. } => "auto",
         _ => "us-east-1",
@@ -86,10 +102,11 @@ pub async fn client(
     if let Some(u) = &at.url {
         loader = loader.endpoint_url(u);
     }
-    let probe = keys.is_none();
+    let probe = matches!(keys, Keys::Chain);
     match keys {
-        Some(keys) => loader = loader.credentials_provider(keys),
-        None => {
+        Keys::Given(keys) => loader = loader.credentials_provider(keys),
+        Keys::Anonymous => loader = loader.no_credentials(),
+        Keys::Chain => {
             let chain =
                 aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
                     .region(region)

@@ -64,7 +64,10 @@ impl S3Store {
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the S3 client: {e}")))?;
         // Spawned, not `block_on`: the caller may itself be inside a runtime.
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let keys = secret.map(sealvol_s3::credentials).transpose()?;
+        let keys = match secret {
+            Some(s) => sealvol_s3::Keys::Given(sealvol_s3::credentials(s)?),
+            None => sealvol_s3::Keys::Chain,
+        };
         let (u, a) = (url.clone(), at.clone());
         rt.spawn(async move {
             let _ = tx.send(sealvol_s3::client(&u, &a, keys).await);

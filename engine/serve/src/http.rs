@@ -1,7 +1,7 @@
 //! The routes: `GET /v1/chunks/<hash>` (with an optional `?pack=&offset=&len=` hint),
 //! `POST /v1/runs` (adjacent chunks of one pack: `{"pack", "offset", "chunks": [[hash,
 //! len], …]}`, answered with their bytes back to back), the remote engine's object
-//! routes (`objects.rs`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
+//! routes (`objects.rs`) and its jobs (`jobs/`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
 //!
 //! Every route, and any path that is not one, needs an API key (`keys.rs`): the check is
 //! one layer over the whole router, so a route added later cannot skip it. The two
@@ -39,7 +39,7 @@ use crate::chunks::{ChunkService, Miss};
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 17] = [
+pub const ROUTES: [(&str, &[&str]); 25] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -57,6 +57,14 @@ pub const ROUTES: [(&str, &[&str]); 17] = [
     ("/v1/ops/restore", &["POST"]),
     ("/v1/ops/damage", &["POST"]),
     ("/v1/ops/gc", &["POST"]),
+    ("/v1/jobs", &["GET", "POST"]),
+    ("/v1/jobs/{id}", &["GET"]),
+    ("/v1/jobs/{id}/cancel", &["POST"]),
+    ("/v1/jobs/{id}/retry", &["POST"]),
+    ("/v1/jobs/{id}/logs", &["GET"]),
+    ("/v1/jobs/{id}/events", &["GET"]),
+    ("/v1/secrets", &["GET"]),
+    ("/v1/secrets/{ns}/{name}", &["PUT", "DELETE"]),
 ];
 
 /// The probes, answered without a key: is the process up, can it reach its repository.
@@ -76,12 +84,18 @@ pub struct Served {
     pub chunks: Arc<ChunkService>,
     pub keys: Arc<Keys>,
     pub steward: Arc<Steward>,
+    /// The server's jobs, when it runs an agent.
+    pub jobs: Option<Arc<crate::jobs::Desk>>,
     /// The last `/readyz` verdict and when it was reached.
     ready: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>>,
 }
 
 impl Served {
-    pub fn new(chunks: Arc<ChunkService>, keys: Arc<Keys>) -> Served {
+    pub fn new(
+        chunks: Arc<ChunkService>,
+        keys: Arc<Keys>,
+        jobs: Option<Arc<crate::jobs::Desk>>,
+    ) -> Served {
         let steward = Arc::new(Steward::new(
             Arc::clone(chunks.repository()),
             Arc::clone(chunks.known()),
@@ -90,6 +104,7 @@ impl Served {
             chunks,
             keys,
             steward,
+            jobs,
             ready: Arc::default(),
         }
     }
@@ -113,6 +128,12 @@ impl FromRef<Served> for Arc<Steward> {
     }
 }
 
+impl FromRef<Served> for Option<Arc<crate::jobs::Desk>> {
+    fn from_ref(s: &Served) -> Self {
+        s.jobs.clone()
+    }
+}
+
 impl FromRef<Served> for Writes {
     fn from_ref(s: &Served) -> Self {
         Writes {
@@ -123,6 +144,7 @@ impl FromRef<Served> for Writes {
 }
 
 pub fn router(served: Served) -> Router {
+    use crate::jobs::routes as jobs;
     use crate::objects as o;
     use crate::ops as op;
     let keys = Arc::clone(&served.keys);
@@ -153,6 +175,17 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[14].0, post(op::restore))
         .route(ROUTES[15].0, post(op::damage))
         .route(ROUTES[16].0, post(op::gc))
+        .route(ROUTES[17].0, get(jobs::list).post(jobs::submit))
+        .route(ROUTES[18].0, get(jobs::show))
+        .route(ROUTES[19].0, post(jobs::cancel))
+        .route(ROUTES[20].0, post(jobs::retry))
+        .route(ROUTES[21].0, get(jobs::logs))
+        .route(ROUTES[22].0, get(jobs::events))
+        .route(ROUTES[23].0, get(crate::jobs::secrets::list))
+        .route(
+            ROUTES[24].0,
+            put(crate::jobs::secrets::put).delete(crate::jobs::secrets::remove),
+        )
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(keys, authenticate));
     probes

@@ -6,6 +6,7 @@
 //! every request and scoped by namespace and read/write.
 //!
 //! - `chunks`: the pull-through cache with single flight;
+//! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
 //! - `keys`: API keys (hashed, revocable, scoped);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
@@ -19,6 +20,7 @@ pub mod budget;
 pub mod chunks;
 pub mod conn;
 pub mod http;
+pub mod jobs;
 pub mod keys;
 pub mod known;
 pub mod lists;
@@ -49,16 +51,18 @@ pub fn check_listen(addr: &SocketAddr, tls: bool, insecure_http: bool) -> Result
 }
 
 /// Serves `service` to the holders of `keys` on `listener` (plain TCP, or
-/// `tls::TlsListener`) until the task is dropped.
+/// `tls::TlsListener`) until the task is dropped; with `jobs`, the server's agent, it
+/// runs sync jobs for them too.
 pub async fn run<L>(
     listener: L,
     service: Arc<ChunkService>,
     keys: Arc<keys::Keys>,
+    jobs: Option<Arc<jobs::Desk>>,
 ) -> std::io::Result<()>
 where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let served = http::Served::new(service, keys);
+    let served = http::Served::new(service, keys, jobs);
     conn::serve(listener, http::router(served)).await
 }

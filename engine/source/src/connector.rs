@@ -21,16 +21,37 @@ use crate::secrets::Secret;
 /// besides the process log.
 pub type Notes = crossbeam_channel::Sender<String>;
 
+/// What a connection to a source may authenticate with.
+#[derive(Debug, Clone, Copy)]
+pub enum Access<'a> {
+    /// The stored secret the job names.
+    Secret(&'a Secret),
+    /// Whatever this process finds: the provider's environment variables, profile and
+    /// token files, instance metadata, web identity. A machine's own jobs.
+    Ambient,
+    /// No credentials at all: public sources only. A server's jobs for the holders of
+    /// its keys, unless its operator lets them use the server's own.
+    Anonymous,
+}
+
+impl<'a> Access<'a> {
+    pub fn secret(self) -> Option<&'a Secret> {
+        match self {
+            Access::Secret(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 pub trait Connector: Send + Sync {
-    /// Connects to a remote source (never `SourceUrl::Local`) at `at`, with `secret`
-    /// when the job names one. Once `cancel` is set, everything the connection does
+    /// Connects to a remote source (never `SourceUrl::Local`) at `at`, with `access`. Once `cancel` is set, everything the connection does
     /// (connecting, listing, reading, waiting out a retry) ends within a moment with
     /// `ErrorKind::Cancelled`.
     fn connect(
         &self,
         url: &SourceUrl,
         at: &Resolved,
-        secret: Option<&Secret>,
+        access: Access<'_>,
         notes: Notes,
         cancel: Arc<AtomicBool>,
     ) -> Result<Box<dyn Remote>>;

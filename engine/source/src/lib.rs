@@ -18,7 +18,7 @@ pub mod retry;
 pub mod secrets;
 pub mod url;
 
-pub use connector::{Connector, Fetch, Notes, Remote};
+pub use connector::{Access, Connector, Fetch, Notes, Remote};
 pub use endpoints::Endpoints;
 pub use filter::Filter;
 pub use listing::{Listing, Object, RawObject};

@@ -15,9 +15,9 @@ use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig
 
 use crate::body::Body;
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_source::Access;
 use sealvol_source::endpoints::{AZURE_DEFAULT, Resolved};
 use sealvol_source::listing::{Object, RawObject};
-use sealvol_source::secrets::Secret;
 use sealvol_source::url::SourceUrl;
 
 pub struct Azure {
@@ -32,7 +32,7 @@ AZURE_STORAGE_SAS_KEY, or a managed identity), or store an account key or a SAS 
 `sealvol secret set NAME` and pass --secret NAME";
 
 impl Azure {
-    pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Azure> {
+    pub fn connect(url: &SourceUrl, at: &Resolved, access: Access<'_>) -> Result<Azure> {
         let SourceUrl::Azure {
             account,
             container,
@@ -51,7 +51,12 @@ impl Azure {
             .with_connect_timeout(sealvol_core::patience::connect())
             .with_read_timeout(sealvol_core::patience::answer())
             .with_timeout_disabled();
-        let mut b = MicrosoftAzureBuilder::from_env()
+        // Anonymous: nothing from this process's environment, and unsigned requests.
+        let builder = match access {
+            Access::Anonymous => MicrosoftAzureBuilder::new().with_skip_signature(true),
+            _ => MicrosoftAzureBuilder::from_env(),
+        };
+        let mut b = builder
             .with_account(account)
             .with_container_name(container)
             .with_client_options(options)
@@ -63,7 +68,7 @@ impl Azure {
             // An emulator or a private cloud: the account is in the path.
             b = b.with_endpoint(format!("{}/{account}", endpoint.trim_end_matches('/')));
         }
-        if let Some(s) = secret {
+        if let Some(s) = access.secret() {
             let text = s.text()?;
             let sas = text.trim_start_matches('?');
             if text.starts_with('?') || sas.starts_with("sv=") {

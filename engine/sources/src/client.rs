@@ -9,10 +9,10 @@ use crate::gcs::Gcs;
 use crate::hf::Hf;
 use crate::s3::S3;
 use sealvol_core::error::{Error, Result};
+use sealvol_source::Access;
 use sealvol_source::endpoints::Resolved;
 use sealvol_source::filter::Filter;
 use sealvol_source::listing::{Listing, Object};
-use sealvol_source::secrets::Secret;
 use sealvol_source::url::SourceUrl;
 
 pub enum Client {
@@ -23,18 +23,14 @@ pub enum Client {
 }
 
 impl Client {
-    pub async fn connect(
-        url: &SourceUrl,
-        at: &Resolved,
-        secret: Option<&Secret>,
-    ) -> Result<Client> {
+    pub async fn connect(url: &SourceUrl, at: &Resolved, access: Access<'_>) -> Result<Client> {
         match url {
             SourceUrl::S3 { .. } | SourceUrl::R2 { .. } | SourceUrl::CoreWeave { .. } => {
-                Ok(Client::S3(S3::connect(url, at, secret).await?))
+                Ok(Client::S3(S3::connect(url, at, access).await?))
             }
-            SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, secret)?)),
-            SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, secret)?)),
-            SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, secret)?)),
+            SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, access)?)),
+            SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, access)?)),
+            SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, access)?)),
             SourceUrl::Local(p) => Err(Error::invalid(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()

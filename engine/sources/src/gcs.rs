@@ -19,9 +19,9 @@ use serde::Deserialize;
 use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get, status_error, transport};
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_source::Access;
 use sealvol_source::endpoints::{GCS_DEFAULT, Resolved};
 use sealvol_source::listing::{Object, RawObject};
-use sealvol_source::secrets::Secret;
 use sealvol_source::url::SourceUrl;
 
 type Credentials = Arc<dyn CredentialProvider<Credential = GcpCredential>>;
@@ -66,7 +66,8 @@ struct Item {
 }
 
 impl Gcs {
-    pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Gcs> {
+    pub fn connect(url: &SourceUrl, at: &Resolved, access: Access<'_>) -> Result<Gcs> {
+        let secret = access.secret();
         let SourceUrl::Gcs { bucket, prefix } = url else {
             return Err(Error::invalid(format!("{url} is not a GCS source")));
         };
@@ -85,7 +86,8 @@ impl Gcs {
         .any(|k| std::env::var_os(k).is_some());
         // A custom endpoint with no credentials given is an emulator or a private
         // server that needs none; the public one always gets the chain's token.
-        let anonymous = secret.is_none() && !in_env && base != GCS_DEFAULT;
+        let anonymous = matches!(access, Access::Anonymous)
+            || (secret.is_none() && !in_env && base != GCS_DEFAULT);
         let credentials = if anonymous {
             None
         } else {

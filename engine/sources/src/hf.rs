@@ -12,6 +12,7 @@ use hf_hub::{HFClient, HFError};
 use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get};
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_source::Access;
 use sealvol_source::endpoints::Resolved;
 use sealvol_source::listing::{Object, RawObject};
 use sealvol_source::secrets::Secret;
@@ -39,7 +40,7 @@ const HINTS: Hints = Hints {
 };
 
 impl Hf {
-    pub fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<Hf> {
+    pub fn connect(url: &SourceUrl, at: &Resolved, access: Access<'_>) -> Result<Hf> {
         let SourceUrl::HuggingFace {
             kind,
             repo,
@@ -57,7 +58,7 @@ impl Hf {
             .url
             .clone()
             .unwrap_or_else(|| sealvol_source::endpoints::HF_DEFAULT.to_string());
-        let token = secret.map(Secret::text).transpose()?;
+        let token = access.secret().map(Secret::text).transpose()?;
         let http = crate::http::client()?;
         let mut b = HFClient::builder()
             .client(http.clone())
@@ -69,8 +70,15 @@ impl Hf {
             b = b.token(t);
         }
         let hub = b.build().map_err(|e| hf_error(&url.to_string(), e))?;
-        // Without a token of ours, fall back to what hf-hub found (HF_TOKEN, login file).
-        let token = token.or_else(|| std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()));
+        // Without a token of ours, fall back to what hf-hub found (HF_TOKEN, login file),
+        // unless the job may use no credentials of this process (a server's: the
+        // server also keeps hf-hub from finding any, `serve`).
+        let token = match access {
+            Access::Ambient => {
+                token.or_else(|| std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()))
+            }
+            _ => token,
+        };
         Ok(Hf {
             hub,
             http,

@@ -23,8 +23,7 @@ use std::sync::atomic::AtomicBool;
 
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_source::endpoints::Resolved;
-use sealvol_source::secrets::Secret;
-use sealvol_source::{Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
+use sealvol_source::{Access, Connector, Fetch, Filter, Listing, Notes, Object, Remote, SourceUrl};
 
 use client::Client;
 use fetch::Prefetch;
@@ -38,7 +37,7 @@ impl Connector for Sources {
         &self,
         url: &SourceUrl,
         at: &Resolved,
-        secret: Option<&Secret>,
+        access: Access<'_>,
         notes: Notes,
         cancel: Arc<AtomicBool>,
     ) -> Result<Box<dyn Remote>> {
@@ -52,7 +51,7 @@ impl Connector for Sources {
             })?;
         let client = rt.block_on(retry::cancellable(
             &cancel,
-            Client::connect(url, at, secret),
+            Client::connect(url, at, access),
         ))?;
         Ok(Box::new(Connected {
             client: Arc::new(client),

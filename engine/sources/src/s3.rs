@@ -7,10 +7,10 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 
 use crate::body::Body;
 use sealvol_core::error::{Error, Result};
-use sealvol_s3::{bucket_of, classify, client, credentials, endpoint_name, service_status};
+use sealvol_s3::{Keys, bucket_of, classify, client, endpoint_name, service_status};
+use sealvol_source::Access;
 use sealvol_source::endpoints::Resolved;
 use sealvol_source::listing::{Object, RawObject};
-use sealvol_source::secrets::Secret;
 use sealvol_source::url::SourceUrl;
 
 pub struct S3 {
@@ -24,12 +24,12 @@ pub struct S3 {
 }
 
 impl S3 {
-    pub async fn connect(url: &SourceUrl, at: &Resolved, secret: Option<&Secret>) -> Result<S3> {
+    pub async fn connect(url: &SourceUrl, at: &Resolved, access: Access<'_>) -> Result<S3> {
         let Some((bucket, prefix)) = bucket_of(url) else {
             return Err(Error::invalid(format!("{url} is not an S3 source")));
         };
         Ok(S3 {
-            client: client(url, at, secret.map(credentials).transpose()?).await?,
+            client: client(url, at, Keys::of(access)?).await?,
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
             shown: url.to_string(),

@@ -754,6 +754,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
             batch_bytes: 1 << 20,
             streams: 2,
             run_queue,
+            trust: Default::default(),
         },
         // The jobs here sync local folders, which need no remote source.
         None,

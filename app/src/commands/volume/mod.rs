@@ -60,6 +60,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             include,
             exclude,
             detach,
+            wait: _,
             json,
         } => super::jobs::sync(
             ctx,

@@ -40,6 +40,8 @@ pub struct AgentSettings {
     /// (`sealvol jobs ls` with no agent running): it must not start work it will not
     /// stay to finish.
     pub run_queue: bool,
+    /// Whose jobs these are (`sync::Trust`).
+    pub trust: sync::Trust,
 }
 
 pub struct Agent {
@@ -233,6 +235,7 @@ impl Inner {
         }
         let opts = SyncOptions {
             state_dir: &self.state_dir,
+            trust: self.settings.trust,
             batch_bytes: self.settings.batch_bytes,
             streams: self.settings.streams,
             progress: live.as_ref(),
@@ -304,7 +307,7 @@ impl Inner {
 
 impl JobsApi for Inner {
     fn submit(&self, spec: JobSpec) -> Result<Job> {
-        sync::check_spec(&spec, &self.state_dir)?;
+        sync::check_spec(&spec, &self.state_dir, self.settings.trust)?;
         // The same sync already waiting or running (a killed agent's, requeued) is that
         // job, not a second one.
         let same = self.db.jobs()?.into_iter().rev().find(|j| {
@@ -383,7 +386,7 @@ impl JobsApi for Inner {
         if !job.state.can_become(JobState::Queued) || job.state == JobState::Running {
             return Err(crate::jobs::bad_move(&job, JobState::Queued));
         }
-        sync::check_spec(&job.spec, &self.state_dir)?;
+        sync::check_spec(&job.spec, &self.state_dir, self.settings.trust)?;
         let job = self.db.move_job(id, JobState::Queued, None)?;
         JobLog::new(&self.state_dir, id).line("queued again by the user");
         self.poke();
@@ -423,6 +426,12 @@ impl JobsApi for Inner {
         }
     }
 
+    fn logs(&self, id: u64) -> Result<String> {
+        self.touch();
+        self.db.job(id)?;
+        crate::log::read(&self.state_dir, id)
+    }
+
     fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
         Inner::add_watch(self, spec, owner)
     }
@@ -458,6 +467,9 @@ impl JobsApi for Agent {
     }
     fn follow(&self, id: u64, on_event: &mut dyn FnMut(&JobEvent)) -> Result<Job> {
         self.inner.follow(id, on_event)
+    }
+    fn logs(&self, id: u64) -> Result<String> {
+        self.inner.logs(id)
     }
     fn add_watch(&self, spec: WatchSpec, owner: Option<u32>) -> Result<Watch> {
         self.inner.add_watch(spec, owner)

@@ -33,6 +33,7 @@ enum Request {
     Retry { id: u64 },
     Event { id: u64 },
     Follow { id: u64 },
+    Logs { id: u64 },
     AddWatch { spec: WatchSpec, owner: Option<u32> },
     Watches,
     WatchView { id: u64 },
@@ -46,6 +47,7 @@ enum Reply {
     Job(Box<Job>),
     Jobs(Vec<Job>),
     Event(Box<JobEvent>),
+    Log(String),
     Watch(Box<Watch>),
     Watches(Vec<WatchView>),
     WatchView(Box<WatchView>),
@@ -151,6 +153,7 @@ fn handle(inner: &Inner, conn: UnixStream) {
                 &reply(inner.event(id).map(|e| Reply::Event(Box::new(e)))),
             ),
             Request::Follow { id } => follow(inner, id, &mut out),
+            Request::Logs { id } => send(&mut out, &reply(inner.logs(id).map(Reply::Log))),
             Request::AddWatch { spec, owner } => send(
                 &mut out,
                 &reply(
@@ -355,6 +358,13 @@ impl JobsApi for AgentClient {
                 Reply::Job(j) => return Ok(*j),
                 other => return Err(unexpected(&other)),
             }
+        }
+    }
+
+    fn logs(&self, id: u64) -> Result<String> {
+        match self.call(&Request::Logs { id })? {
+            Reply::Log(text) => Ok(text),
+            other => Err(unexpected(&other)),
         }
     }
 

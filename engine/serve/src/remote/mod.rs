@@ -4,6 +4,7 @@
 //! server for every other write as an operation (`ops.rs` here, the server's `ops.rs`
 //! there), which the server checks and makes itself.
 
+pub mod jobs;
 mod link;
 mod ops;
 
@@ -32,17 +33,7 @@ pub struct RemoteStore {
 /// `staging` before they go up.
 pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> {
     let base = check_remote(url)?;
-    let key = key
-        .filter(|k| !k.trim().is_empty())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Denied,
-                format!("--remote {base} needs an API key"),
-            )
-            .hint("set SEALVOL_API_KEY to a key `sealvol key create` printed on the server")
-        })?
-        .trim()
-        .to_string();
+    let key = required_key(&base, key)?;
     let link = Arc::new(Link::new(&base, &key)?);
     let store = RemoteStore {
         link: Arc::clone(&link),
@@ -56,6 +47,20 @@ pub fn open(url: &str, key: Option<&str>, staging: &Path) -> Result<Repository> 
     }
     Ok(Repository::open(Box::new(store), base, false)?
         .with_remote(Arc::new(ops::RemoteOps::new(link))))
+}
+
+/// The API key a request to `base` goes with, which it cannot go without.
+fn required_key(base: &str, key: Option<&str>) -> Result<String> {
+    key.map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Denied,
+                format!("--remote {base} needs an API key"),
+            )
+            .hint("set SEALVOL_API_KEY to a key `sealvol key create` printed on the server")
+        })
 }
 
 /// What key `key` may do at the server at `url` (for a console's title and read-only

@@ -62,7 +62,7 @@ pub fn server() -> Server {
         .unwrap()
         .trim()
         .to_string();
-    rt.spawn(sealvol_serve::run(listener, service, Arc::new(keys)));
+    rt.spawn(sealvol_serve::run(listener, service, Arc::new(keys), None));
     Server {
         repo,
         key,

@@ -1,0 +1,169 @@
+//! The server's jobs: syncs that run on the server, for the holders of its keys, so that
+//! nothing a sync fetches passes through the caller's machine and the job outlives the
+//! caller. The app hands the server an agent (`sealvol_node::agent`) of its own; this
+//! module is what keys may ask of it, and how they follow it over HTTP.
+//!
+//! - `routes`: `/v1/jobs` (list, submit), `/v1/jobs/{id}` (the live view),
+//!   `/v1/jobs/{id}/cancel`, `/retry`, `/logs`, `/events` (a stream, `feed.rs`);
+//! - `feed`: numbered events per job, shared by every follower, resumed after a cut;
+//! - `secrets`: `/v1/secrets`, the secrets of the server's jobs, one shelf per
+//!   namespace, written and listed, never read back.
+//!
+//! What a key may do: see the jobs of the namespaces it sees (another namespace's job
+//! is answered as no job at all), start, cancel and retry them only where it may write.
+//! A job reads nothing of the server's own: a local folder is refused, endpoints are
+//! the server's settings (a caller cannot aim the server at an address of its
+//! choosing), and a job without a secret reaches its source without credentials unless
+//! the operator lets jobs use the server's own (`serve --jobs-use-server-credentials`).
+
+pub mod feed;
+pub mod routes;
+pub mod secrets;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::refs::{Name, VolumeName};
+use sealvol_node::jobs::{Job, JobSpec, JobsApi};
+use sealvol_source::SourceUrl;
+use sealvol_source::endpoints::Endpoints;
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Grant;
+
+/// The most events streams one key may hold open at once: each is cheap, but not free.
+pub const STREAMS_PER_KEY: usize = 32;
+
+/// What the job routes share: the server's agent, where its sources are, and its
+/// state folder (the secrets' shelves).
+pub struct Desk {
+    pub api: Arc<dyn JobsApi>,
+    pub endpoints: Endpoints,
+    pub state: PathBuf,
+    pub feeds: feed::Feeds,
+}
+
+impl Desk {
+    pub fn new(api: Arc<dyn JobsApi>, endpoints: Endpoints, state: PathBuf) -> Desk {
+        Desk {
+            feeds: feed::Feeds::new(Arc::clone(&api)),
+            api,
+            endpoints,
+            state,
+        }
+    }
+
+    /// The job, if the key may see it: another namespace's job is no job at all, so a
+    /// key learns nothing of what others sync.
+    pub fn visible(&self, grant: &Grant, id: u64) -> Result<Job> {
+        let job = self.api.show(id)?;
+        match grant.sees(namespace_of(&job)) {
+            true => Ok(job),
+            false => Err(sealvol_node::jobs::not_found(id)),
+        }
+    }
+
+    /// The job, if the key may also change it (cancel, retry).
+    pub fn writable(&self, grant: &Grant, id: u64, what: &str) -> Result<Job> {
+        let job = self.visible(grant, id)?;
+        let ns = namespace_of(&job);
+        match grant.writes(ns) {
+            true => Ok(job),
+            false => Err(may_not(grant, ns, what)),
+        }
+    }
+
+    /// The job a submission asks for, checked as the server must: the key writes in the
+    /// volume's namespace, the source is one the server may reach for others, and where
+    /// it is reached is the server's own setting.
+    pub fn spec(&self, grant: &Grant, sub: Submit) -> Result<JobSpec> {
+        let volume = VolumeName::parse(&sub.volume)?;
+        if !grant.writes(volume.namespace.as_str()) {
+            return Err(may_not(grant, volume.namespace.as_str(), "start jobs"));
+        }
+        let url = SourceUrl::parse(&sub.source)?;
+        if matches!(url, SourceUrl::Local(_)) {
+            return Err(Error::invalid(format!(
+                "{} is a local path: a job on the server never reads the server's own files",
+                sub.source
+            ))
+            .hint(
+                "push a folder from your machine: sealvol --remote URL volume push DIR NS/NAME",
+            ));
+        }
+        if sub.tags.len() > MAX_LIST || sub.include.len() > MAX_LIST || sub.exclude.len() > MAX_LIST
+        {
+            return Err(Error::invalid(format!(
+                "a job takes at most {MAX_LIST} tags, includes and excludes each"
+            )));
+        }
+        for t in &sub.tags {
+            Name::parse("tag", t)?;
+        }
+        Ok(JobSpec {
+            source: url.to_string(),
+            volume: volume.to_string(),
+            tags: sub.tags,
+            secret: sub.secret,
+            include: sub.include,
+            exclude: sub.exclude,
+            endpoint: self.endpoints.resolve(&url),
+        })
+    }
+}
+
+/// The most tags, includes or excludes one job names.
+const MAX_LIST: usize = 256;
+
+/// A job as a caller asks for it: what to sync where. Where the source is reached is
+/// not the caller's to say.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Submit {
+    pub source: String,
+    pub volume: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The name of a secret stored on the server in the volume's namespace.
+    #[serde(default)]
+    pub secret: Option<String>,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+impl From<&JobSpec> for Submit {
+    fn from(s: &JobSpec) -> Submit {
+        Submit {
+            source: s.source.clone(),
+            volume: s.volume.clone(),
+            tags: s.tags.clone(),
+            secret: s.secret.clone(),
+            include: s.include.clone(),
+            exclude: s.exclude.clone(),
+        }
+    }
+}
+
+/// The namespace a job writes in (a record whose volume does not parse is nobody's).
+pub fn namespace_of(job: &Job) -> &str {
+    job.spec
+        .volume
+        .split_once('/')
+        .map(|(ns, _)| ns)
+        .unwrap_or("")
+}
+
+pub fn may_not(grant: &Grant, ns: &str, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Denied,
+        format!(
+            "key {} ({}) may not {what} in namespace {ns}",
+            grant.name,
+            grant.scope()
+        ),
+    )
+    .hint("ask the server's operator for a key that may write there (`sealvol key create`)")
+}

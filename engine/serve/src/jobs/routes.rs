@@ -1,0 +1,308 @@
+//! The job routes (`jobs/mod.rs` says what a key may do):
+//!
+//! - `GET /v1/jobs`: `{"jobs": [Job, …]}`, newest first, those the key sees;
+//! - `POST /v1/jobs`: a `Submit`; answers the `Job` (queued, or the same sync already
+//!   waiting or running);
+//! - `GET /v1/jobs/{id}`: the live view (`JobEvent`);
+//! - `POST /v1/jobs/{id}/cancel`, `POST /v1/jobs/{id}/retry`: the `Job` after;
+//! - `GET /v1/jobs/{id}/logs`: the job's log, text;
+//! - `GET /v1/jobs/{id}/events`: server-sent events (`feed.rs`), resumed from the
+//!   `Last-Event-ID` header or `?after=ID`.
+
+// Checks answer a request early with its response; boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use sealvol_core::error::{Error, ErrorKind, Result};
+
+use super::feed::{Feed, Numbered, StreamTurn};
+use super::{Desk, STREAMS_PER_KEY, Submit};
+use crate::keys::Grant;
+use crate::reply::{failed, json};
+
+/// The largest submission: a source, a volume, and some tags and patterns.
+const SUBMIT_BODY: usize = 64 << 10;
+/// How often an idle stream says it is alive, so that proxies and the client's read
+/// timeout see a live connection.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// The server runs no jobs (a server built without an agent: tests of the cache tier).
+fn no_desk() -> Response {
+    failed(
+        Error::new(ErrorKind::Unavailable, "this server runs no jobs")
+            .hint("run the sync on your machine: sealvol volume sync SOURCE NS/NAME"),
+    )
+}
+
+/// Runs a call of the agent off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> std::result::Result<T, Response> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| {
+            failed(Error::new(
+                ErrorKind::Io,
+                "the request failed on the server",
+            ))
+        })?
+        .map_err(failed)
+}
+
+pub async fn list(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    let jobs = blocking(move || {
+        let all = desk.api.list()?;
+        Ok(all
+            .into_iter()
+            .filter(|j| grant.sees(super::namespace_of(j)))
+            .collect::<Vec<_>>())
+    })
+    .await;
+    match jobs {
+        Ok(jobs) => json(&serde_json::json!({ "jobs": jobs })),
+        Err(r) => r,
+    }
+}
+
+pub async fn submit(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    let body = match crate::reply::read_body(body, SUBMIT_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let sub: Submit = match serde_json::from_slice(&body) {
+        Ok(s) => s,
+        Err(e) => {
+            return failed(Error::invalid(format!("not a job: {e:.200}")).hint(
+                "send {\"source\": ADDRESS, \"volume\": \"NS/NAME\", \"tags\": [..], \"secret\": NAME, \"include\": [..], \"exclude\": [..]}",
+            ));
+        }
+    };
+    let job = blocking(move || {
+        let spec = desk.spec(&grant, sub)?;
+        let job = desk.api.submit(spec)?;
+        tracing::info!(
+            "job {}: {} -> {} submitted by key {}",
+            job.id,
+            job.spec.source,
+            job.spec.volume,
+            grant.name
+        );
+        Ok(job)
+    })
+    .await;
+    match job {
+        Ok(j) => json(&j),
+        Err(r) => r,
+    }
+}
+
+pub async fn show(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(id): Path<u64>,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    match blocking(move || {
+        desk.visible(&grant, id)?;
+        desk.api.event(id)
+    })
+    .await
+    {
+        Ok(ev) => json(&ev),
+        Err(r) => r,
+    }
+}
+
+pub async fn cancel(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(id): Path<u64>,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    match blocking(move || {
+        desk.writable(&grant, id, "cancel jobs")?;
+        tracing::info!("job {id}: cancel asked by key {}", grant.name);
+        desk.api.cancel(id)
+    })
+    .await
+    {
+        Ok(j) => json(&j),
+        Err(r) => r,
+    }
+}
+
+pub async fn retry(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(id): Path<u64>,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    match blocking(move || {
+        desk.writable(&grant, id, "retry jobs")?;
+        tracing::info!("job {id}: retry asked by key {}", grant.name);
+        desk.api.retry(id)
+    })
+    .await
+    {
+        Ok(j) => json(&j),
+        Err(r) => r,
+    }
+}
+
+pub async fn logs(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(id): Path<u64>,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    match blocking(move || {
+        desk.visible(&grant, id)?;
+        desk.api.logs(id)
+    })
+    .await
+    {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            crate::reply::scrub(&text),
+        )
+            .into_response(),
+        Err(r) => r,
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct EventsQuery {
+    after: Option<String>,
+}
+
+/// Server-sent events of one job until it ends; the stream ends after the event that
+/// shows it READY, FAILED or CANCELLED.
+pub async fn events(
+    State(desk): State<Option<Arc<Desk>>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path(id): Path<u64>,
+    Query(q): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(desk) = desk else { return no_desk() };
+    {
+        let (d, g) = (Arc::clone(&desk), Arc::clone(&grant));
+        if let Err(r) = blocking(move || d.visible(&g, id)).await {
+            return r;
+        }
+    }
+    let Some(turn) = desk.feeds.turn(&grant.name, STREAMS_PER_KEY) else {
+        return failed(
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("key {} follows {STREAMS_PER_KEY} jobs already", grant.name),
+            )
+            .hint("stop following one (ctrl-c), then try again"),
+        );
+    };
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(q.after);
+    let (feed, rx) = match desk.feeds.follow(id).await {
+        Ok(f) => f,
+        Err(e) => return failed(e),
+    };
+    let after = feed.after(last.as_deref());
+    let follower = Follower {
+        feed,
+        rx,
+        after,
+        pending: VecDeque::new(),
+        done: false,
+        _turn: turn,
+    };
+    let stream = futures::stream::unfold(follower, |mut f| async move {
+        f.next().await.map(|ev| (Ok::<Event, Infallible>(ev), f))
+    });
+    let mut r = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    // Proxies that buffer would hold the events back.
+    r.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    *r.status_mut() = StatusCode::OK;
+    r
+}
+
+/// One follower of a feed.
+struct Follower {
+    feed: Arc<Feed>,
+    rx: tokio::sync::watch::Receiver<u64>,
+    after: u64,
+    pending: VecDeque<Numbered>,
+    done: bool,
+    _turn: StreamTurn,
+}
+
+impl Follower {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(n) = self.pending.pop_front() {
+                self.after = n.seq;
+                if n.event.job.state.is_final() {
+                    self.done = true;
+                    self.pending.clear();
+                }
+                return Some(sse(&self.feed, &n));
+            }
+            if self.done {
+                return None;
+            }
+            self.rx.borrow_and_update();
+            let new = self.feed.since(self.after);
+            if !new.is_empty() {
+                self.pending.extend(new);
+                continue;
+            }
+            if let Some(e) = self.feed.failure() {
+                self.done = true;
+                let body = serde_json::json!({
+                    "kind": e.kind(),
+                    "message": crate::reply::scrub(e.message()),
+                    "hint": e.hint_text(),
+                });
+                return Some(Event::default().event("error").data(body.to_string()));
+            }
+            // Woken by the next event, or the poller's end.
+            if self.rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+fn sse(feed: &Feed, n: &Numbered) -> Event {
+    let data = serde_json::to_string(&*n.event).unwrap_or_else(|_| "{}".into());
+    Event::default()
+        .id(feed.event_id(n.seq))
+        .event(n.kind.name())
+        .data(data)
+}

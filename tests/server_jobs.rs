@@ -1,0 +1,413 @@
+//! Jobs that run on the server (`sealvol serve`) for the holders of its keys, with the
+//! real binary: a sync submitted through `--remote` is fetched and sealed by the
+//! server while the client only follows (its bytes are counted, and the source's), it
+//! outlives the client and a kill -9 of the server, and every key is kept to its own
+//! namespaces' jobs and secrets.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::Env;
+use common::servers::{
+    HfServer, Moto, Served, SlowProxy, free_port, minilm_dir, relayed, serve, serve_named,
+};
+use serde_json::Value;
+
+const MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+/// A CLI on another machine: its own state, no repository, the server and a key.
+fn client(served: &Served, key: &str) -> Env {
+    let mut env = Env::new();
+    env.repo = env.path("no-repository-here");
+    env.vars = vec![
+        ("SEALVOL_REMOTE".into(), served.url()),
+        ("SEALVOL_API_KEY".into(), key.into()),
+    ];
+    env
+}
+
+fn key(server: &Env, args: &[&str]) -> String {
+    let mut all = vec!["key", "create"];
+    all.extend_from_slice(args);
+    server.ok(&all).trim().to_string()
+}
+
+/// A server whose jobs reach the Hugging Face stand-in `hub`.
+fn server_env(hub: &HfServer, extra: &[(&str, &str)]) -> Env {
+    let mut server = Env::new();
+    server.vars = vec![
+        ("HF_ENDPOINT".into(), hub.url.clone()),
+        (
+            "HF_HOME".into(),
+            server.path("hf-home").display().to_string(),
+        ),
+    ];
+    for (k, v) in extra {
+        server.vars.push((k.to_string(), v.to_string()));
+    }
+    server.ok(&["init"]);
+    server
+}
+
+/// The stand-in serving the real model, logging what it sends to `log`, and holding
+/// bodies after `hold` bytes until `gate` exists.
+fn hub(log: &Path, hold: Option<(u64, &Path)>) -> HfServer {
+    let model = minilm_dir();
+    let repo = format!("{MODEL}={}", model.display());
+    let log = log.display().to_string();
+    let mut args = vec!["--repo", &repo, "--log", &log];
+    let (after, gate);
+    if let Some((n, g)) = hold {
+        after = n.to_string();
+        gate = g.display().to_string();
+        args.extend(["--hold-after", &after, "--gate", &gate]);
+    }
+    HfServer::start(&args)
+}
+
+/// Bytes of file bodies the stand-in has sent.
+fn served_bytes(log: &Path) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+fn job(env: &Env, id: u64) -> Value {
+    serde_json::from_str(&env.ok(&["jobs", "show", &id.to_string(), "--json"])).unwrap()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn model_digest(env: &Env) -> String {
+    env.ok(&["digest", minilm_dir().to_str().unwrap()])
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_sync_runs_on_the_server_outlives_its_client_and_the_client_reads_none_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
+    let hub = hub(&log, Some((12 << 20, &gate)));
+    let server = server_env(&hub, &[("SEALVOL_SYNC_BATCH", "4MiB")]);
+    let served = serve(&server, &[]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let source = format!("hf://{MODEL}");
+
+    // Started and followed, then killed mid-way: held at the gate, the job is RUNNING.
+    let mut first = ci
+        .cmd()
+        .args(["volume", "sync", &source, "embed/minilm", "--tag", "prod"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the job to fetch", || served_bytes(&log) >= 8 << 20);
+    assert_eq!(job(&ci, 1)["job"]["state"], "RUNNING");
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    // The job goes on without it; another client follows it to the end, through a
+    // relay that counts every byte it sends and receives.
+    let count = tmp.path().join("relay.count");
+    let port: u16 = served.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let relay = SlowProxy::start_counting(port, &count);
+    let mut follower = client(&served, &ci.vars[1].1);
+    follower.vars[0].1 = format!("http://127.0.0.1:{}", relay.port);
+    std::fs::write(&gate, b"").unwrap();
+    let printed = follower.ok(&["jobs", "show", "1", "--follow", "--json"]);
+    let done: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(done["state"], "READY", "{done}");
+    let want = model_digest(&server);
+    let sealed = done["sealed"].as_str().unwrap();
+    assert!(sealed.ends_with(&want), "{sealed} vs {want}");
+    assert_eq!(
+        server
+            .ok(&["volume", "resolve", "embed/minilm:prod"])
+            .trim(),
+        sealed
+    );
+    // Every byte of the model was downloaded, by the server (the clients do not even
+    // know where the hub is); the follower moved some KiB of events.
+    let model: u64 = common::walk_files(&minilm_dir())
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(
+        served_bytes(&log) >= model,
+        "{} < {model}",
+        served_bytes(&log)
+    );
+    let (up, down) = relayed(&count);
+    eprintln!("the follower sent {up} and received {down} bytes");
+    assert!(
+        down > 0 && down < 1 << 20,
+        "the follower received {down} bytes"
+    );
+
+    // --detach prints the id and returns.
+    let before = relayed(&count);
+    let id = follower.ok(&["volume", "sync", &source, "embed/minilm-again", "--detach"]);
+    assert_eq!(id.trim(), "2");
+    let (up, down) = relayed(&count);
+    assert!(down - before.1 < 64 << 10 && up - before.0 < 64 << 10);
+    let done: Value =
+        serde_json::from_str(&ci.ok(&["jobs", "show", "2", "--follow", "--json"])).unwrap();
+    assert_eq!(done["state"], "READY", "{done}");
+    let logs = ci.ok(&["jobs", "logs", "1"]);
+    assert!(logs.contains("READY: sealed vol:embed/minilm@"), "{logs}");
+    assert!(
+        !logs.contains(&server.state.display().to_string()),
+        "a log names no path of the server's: {logs}"
+    );
+}
+
+#[test]
+fn a_server_killed_mid_sync_resumes_the_job_and_seals_the_same_digest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
+    // Held 300 KB before the end: the first batch (the small files and the weights)
+    // is stored, the second is mid-way.
+    let total: u64 = common::walk_files(&minilm_dir())
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let hub = hub(&log, Some((total - 300_000, &gate)));
+    let server = server_env(&hub, &[("SEALVOL_SYNC_BATCH", "4MiB")]);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let served = serve(&server, &["--listen", &listen]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let source = format!("hf://{MODEL}");
+    ci.ok(&["volume", "sync", &source, "embed/minilm", "--detach"]);
+    wait_for("a batch to be stored", || {
+        ci.ok(&["jobs", "logs", "1"]).contains("batch 1/2 stored")
+    });
+    // A follower, which must ride out the restart.
+    let follower = ci
+        .cmd()
+        .args(["jobs", "show", "1", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(served); // kill -9
+    std::fs::write(&gate, b"").unwrap();
+    let _again = serve_named(&server, "serve-cache", &["--listen", &listen]);
+    let out = follower.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["state"], "READY", "{done}");
+    assert_eq!(done["attempts"], 2, "{done}");
+    assert!(
+        done["sealed"]
+            .as_str()
+            .unwrap()
+            .ends_with(&model_digest(&server)),
+        "{done}"
+    );
+    let logs = ci.ok(&["jobs", "logs", "1"]);
+    assert!(logs.contains("queued again"), "{logs}");
+    assert!(logs.contains("already stored by an earlier run"), "{logs}");
+}
+
+/// `sealvol --remote … secret set NAME [--namespace NS]` with `value` on stdin.
+fn set_secret(env: &Env, name: &str, ns: Option<&str>, value: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut cmd = env.cmd();
+    cmd.args(["secret", "set", name]);
+    if let Some(ns) = ns {
+        cmd.args(["--namespace", ns]);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(value.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
+    let model = minilm_dir();
+    let repo = format!("{MODEL}={}", model.display());
+    let (log_s, gate_s) = (log.display().to_string(), gate.display().to_string());
+    let hub = HfServer::start(&[
+        "--repo",
+        &repo,
+        "--token",
+        "hf_server_side",
+        "--log",
+        &log_s,
+        "--hold-after",
+        "1048576",
+        "--gate",
+        &gate_s,
+    ]);
+    // The server's own environment holds a token the hub takes: no job that names no
+    // secret may use it.
+    let server = server_env(&hub, &[("HF_TOKEN", "hf_server_side")]);
+    let served = serve(&server, &[]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let other = client(&served, &key(&server, &["other", "--namespace", "weights"]));
+    let reader = client(&served, &key(&server, &["reader", "--read-only"]));
+    let source = format!("hf://{MODEL}");
+
+    // Without a secret, the job reaches the hub with no credentials, and fails.
+    let e = ci.fails(1, &["volume", "sync", &source, "embed/anon"]);
+    assert!(e.contains("401") || e.contains("token"), "{e}");
+    let e = ci.fails(
+        1,
+        &["volume", "sync", &source, "embed/a", "--secret", "nope"],
+    );
+    assert!(e.contains("no secret named nope in namespace embed"), "{e}");
+
+    // Secrets: stored for a namespace, listed by name to keys that see it, never shown.
+    let out = set_secret(&ci, "hf", None, "hf_server_side\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored = server.state.join("serve/agent/namespace-secrets/embed/hf");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&stored).unwrap().mode() & 0o777, 0o600);
+    let listed = ci.ok(&["secret", "ls", "--json"]);
+    assert!(
+        listed.contains("\"hf\"") && listed.contains("\"embed\""),
+        "{listed}"
+    );
+    assert!(!listed.contains("hf_server_side"), "{listed}");
+    assert!(!other.ok(&["secret", "ls", "--json"]).contains("\"hf\""));
+    let out = set_secret(&other, "hf", Some("embed"), "stolen");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("may not store secrets in namespace embed")
+    );
+    let e = other.fails(
+        1,
+        &["volume", "sync", &source, "weights/x", "--secret", "hf"],
+    );
+    assert!(e.contains("no secret named hf in namespace weights"), "{e}");
+
+    // With the namespace's secret, the job runs (held at the gate: RUNNING).
+    let id = ci.ok(&[
+        "volume",
+        "sync",
+        &source,
+        "embed/minilm",
+        "--secret",
+        "hf",
+        "--detach",
+    ]);
+    let id: u64 = id.trim().parse().unwrap();
+    wait_for("the job to run", || {
+        job(&ci, id)["job"]["state"] == "RUNNING"
+    });
+
+    // Another namespace's key: no such job, nothing started in embed.
+    assert!(!other.ok(&["jobs", "ls", "--json"]).contains("embed/"));
+    let e = other.fails(1, &["jobs", "show", &id.to_string()]);
+    assert!(e.contains(&format!("no job {id}")), "{e}");
+    let e = other.fails(1, &["jobs", "cancel", &id.to_string()]);
+    assert!(e.contains(&format!("no job {id}")), "{e}");
+    let e = other.fails(1, &["volume", "sync", &source, "embed/sneak"]);
+    assert!(e.contains("may not start jobs in namespace embed"), "{e}");
+    // A read-only key sees, and neither starts nor cancels.
+    assert!(reader.ok(&["jobs", "ls"]).contains("embed/minilm"));
+    let e = reader.fails(1, &["jobs", "cancel", &id.to_string()]);
+    assert!(e.contains("may not cancel jobs in namespace embed"), "{e}");
+    let e = reader.fails(1, &["volume", "sync", &source, "embed/ro"]);
+    assert!(e.contains("may not start jobs"), "{e}");
+    let admin = client(&served, &served.key);
+    let all: Value = serde_json::from_str(&admin.ok(&["jobs", "ls", "--json"])).unwrap();
+    // The anonymous one and this one: a refused submission leaves no job.
+    assert_eq!(all["jobs"].as_array().unwrap().len(), 2, "{all}");
+    // A local path, a job that does not exist.
+    let e = ci.fails(1, &["volume", "sync", "/etc", "embed/etc"]);
+    assert!(e.contains("never reads the server's own files"), "{e}");
+    let e = ci.fails(1, &["jobs", "show", "99", "--follow"]);
+    assert!(e.contains("no job 99"), "{e}");
+
+    // Two clients cancel at once: it ends CANCELLED once, and each is told so.
+    let both: Vec<_> = (0..2)
+        .map(|_| {
+            ci.cmd()
+                .args(["jobs", "cancel", &id.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = both
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert!(outs.iter().any(|o| o.status.success()));
+    for o in &outs {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() || err.contains("is CANCELLED; it cannot become CANCELLED"),
+            "{err}"
+        );
+    }
+    assert_eq!(job(&ci, id)["job"]["state"], "CANCELLED");
+    // Following a cancelled job exits 3; a retry runs it to the end.
+    let out = ci.run(&["jobs", "show", &id.to_string(), "--follow"]);
+    assert_eq!(out.status.code(), Some(3));
+    std::fs::write(&gate, b"").unwrap();
+    let out = ci.ok(&["jobs", "retry", &id.to_string()]);
+    assert!(out.trim().ends_with(&model_digest(&server)), "{out}");
+}
+
+#[test]
+fn a_job_whose_source_the_server_cannot_reach_fails_with_why_and_a_retry_works_once_it_can() {
+    let moto = Moto::start(&[]);
+    let mut server = Env::new();
+    // The bucket is private: this server lets jobs use its own credentials.
+    server.vars = vec![
+        ("AWS_ENDPOINT_URL_S3".into(), moto.endpoint()),
+        ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
+    ];
+    server.ok(&["init"]);
+    let served = serve(&server, &["--jobs-use-server-credentials"]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "w"]));
+    let e = ci.fails(1, &["volume", "sync", "s3://later/ckpt/", "w/ckpt"]);
+    assert!(e.contains("later"), "{e}");
+    let failed = job(&ci, 1);
+    assert_eq!(failed["job"]["state"], "FAILED", "{failed}");
+    assert!(failed["job"]["reason"].as_str().unwrap().contains("later"));
+
+    let dir: PathBuf = ci.path("ckpt");
+    common::write(&dir.join("model.safetensors"), &common::noise(3 << 20, 5));
+    moto.seed(&["later", "ckpt", dir.to_str().unwrap()]);
+    let sealed = ci.ok(&["jobs", "retry", "1"]);
+    let want = server.ok(&["digest", dir.to_str().unwrap()]);
+    assert!(sealed.trim().ends_with(want.trim()), "{sealed} vs {want}");
+}
