@@ -55,6 +55,20 @@ impl Trust {
         }
     }
 
+    /// A refusal of a server's job that named no secret: the hint says how to give the
+    /// server one, not to set variables in an environment the caller does not own.
+    fn explain(self, e: Error, spec: &JobSpec) -> Error {
+        match (self, &spec.secret, e.kind()) {
+            (Trust::Server { ambient: false }, None, ErrorKind::Denied) => {
+                let ns = spec.volume.split_once('/').map_or("NS", |(ns, _)| ns);
+                e.hint(format!(
+                    "the server's jobs use no credentials of its own: store one for namespace {ns} with `sealvol --remote URL secret set NAME --namespace {ns}` and pass --secret NAME"
+                ))
+            }
+            _ => e,
+        }
+    }
+
     /// What a connection may use when the job names no secret.
     fn without_secret(self) -> Access<'static> {
         match self {
@@ -122,7 +136,7 @@ pub fn run(
             }
         };
         drop(log);
-        result
+        result.map_err(|e| opts.trust.explain(e, spec))
     })
 }
 
