@@ -741,3 +741,122 @@ fn delete_asks_in_plain_words_and_its_undo_is_a_whole_ref() {
         "{s}"
     );
 }
+
+/// The console on a remote engine starts a sync from the palette: the job is the
+/// server's, and its progress shows live on the Jobs screen until it is sealed.
+#[test]
+fn the_console_on_a_remote_starts_a_sync_from_the_palette_and_shows_it_live() {
+    use common::servers::{HfServer, minilm_dir, serve};
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = tmp.path().join("gate");
+    let repo = format!(
+        "sentence-transformers/all-MiniLM-L6-v2={}",
+        minilm_dir().display()
+    );
+    let gate_s = gate.display().to_string();
+    // Held at 20 MB until the test has seen it running.
+    let hub = HfServer::start(&[
+        "--repo",
+        &repo,
+        "--hold-after",
+        "20000000",
+        "--gate",
+        &gate_s,
+    ]);
+    let mut server = Env::new();
+    server.vars = vec![
+        ("HF_ENDPOINT".into(), hub.url.clone()),
+        (
+            "HF_HOME".into(),
+            server.path("hf-home").display().to_string(),
+        ),
+    ];
+    server.ok(&["init"]);
+    let served = serve(&server, &[]);
+    let key = server.ok(&["key", "create", "ci", "--namespace", "embed"]);
+    let mut env = Env::new();
+    env.vars = vec![
+        ("SEALVOL_REMOTE".into(), served.url()),
+        ("SEALVOL_API_KEY".into(), key.trim().into()),
+    ];
+    let t = Tmux::run(&env, 150, 36, "");
+    t.wait_for("key ci");
+    t.keys(&[
+        ":",
+        "sync hf://sentence-transformers/all-MiniLM-L6-v2 embed/minilm --tag prod",
+        "Enter",
+    ]);
+    let s = t.wait_for("RUNNING");
+    assert!(s.contains("embed/minilm"), "{s}");
+    // Live figures, read from the server's events: held at 20 MB of 87.4 MiB.
+    t.wait_for("/ 87.4 MiB");
+    // The status line said where the job went (its messages, in full: `L`).
+    t.keys(&["L"]);
+    t.wait_for("job 1 queued on the server");
+    t.keys(&["Escape"]);
+    std::fs::write(&gate, b"").unwrap();
+    t.wait_for("READY");
+    let want = server.ok(&["digest", minilm_dir().to_str().unwrap()]);
+    assert!(
+        server
+            .ok(&["volume", "resolve", "embed/minilm:prod"])
+            .trim()
+            .ends_with(want.trim())
+    );
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
+
+/// What the CLI starts, the palette starts: a mount in the background and a watch in
+/// the console's agent, each then on its live screen.
+#[test]
+fn the_palette_mounts_a_version_and_starts_a_watch() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 130, 36);
+    t.wait_for("tiny-llama");
+    let run = env.path("run");
+    common::write(
+        &run.join("checkpoint-7/model.safetensors"),
+        &common::noise(1 << 20, 3),
+    );
+    t.keys(&[
+        ":",
+        &format!("watch {} weights/run", run.display()),
+        "Enter",
+    ]);
+    let s = t.wait_for("checkpoint-7  b3:");
+    assert!(s.contains("weights/run"), "{s}");
+    t.keys(&["L"]);
+    t.wait_for("watch 1 started");
+    t.keys(&["Escape", "x"]);
+    t.wait_for("stop watch 1");
+    t.keys(&["y"]);
+    t.wait_for("watch 1 stopped");
+    // Its bad input is said, and nothing starts.
+    t.keys(&[":", "watch ./only-a-folder", "Enter"]);
+    t.wait_for("watch takes a folder and a volume");
+
+    if common::fuse_available() {
+        let mnt = env.path("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        struct Unmount<'a>(&'a Env, std::path::PathBuf);
+        impl Drop for Unmount<'_> {
+            fn drop(&mut self) {
+                let dir = self.1.to_string_lossy().to_string();
+                let _ = self.0.run(&["volume", "unmount", "--lazy", &dir]);
+            }
+        }
+        let _unmount = Unmount(&env, mnt.clone());
+        t.keys(&[
+            ":",
+            &format!("mount weights/tiny-llama:prod {}", mnt.display()),
+            "Enter",
+        ]);
+        let s = t.wait_for("tiny-llama@b3:");
+        assert!(s.contains(&mnt.display().to_string()), "{s}");
+        assert!(common::mounts::is_mounted(&mnt));
+        env.ok(&["volume", "unmount", mnt.to_str().unwrap()]);
+    }
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}

@@ -253,6 +253,7 @@ fn open_engine(
         state: ctx.settings.state.clone(),
         jobs,
         label,
+        launcher: Some(std::sync::Arc::new(commands::launch::Commands::new(ctx)?)),
     };
     Ok((std::sync::Arc::new(node), readonly))
 }

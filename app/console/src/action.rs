@@ -21,6 +21,8 @@ pub enum Action {
     /// Cancel the selected job, or stop the selected watch (asks first).
     Stop,
     RetryJob,
+    /// Start a sync: the palette with `:sync ` typed.
+    NewSync,
     Trash,
     Delete,
     Restore,
@@ -50,6 +52,7 @@ impl Action {
                 | Action::UndoMove
                 | Action::Stop
                 | Action::RetryJob
+                | Action::NewSync
                 | Action::Delete
                 | Action::Restore
                 | Action::Rollback
@@ -75,6 +78,7 @@ impl Action {
             // `cancel-job` is its name from before watches, kept for users' keymaps.
             "stop" | "cancel-job" => Action::Stop,
             "retry-job" => Action::RetryJob,
+            "new-sync" => Action::NewSync,
             "trash" => Action::Trash,
             "delete-version" => Action::Delete,
             "restore-version" => Action::Restore,

@@ -10,7 +10,7 @@ use sealvol_core::trash::TrashedVersion;
 use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_mount::records::MountRecord;
-use sealvol_node::api::Api;
+use sealvol_node::api::{Api, Work};
 use sealvol_node::jobs::{Job, JobEvent};
 use sealvol_node::watch::{Watch, WatchView};
 
@@ -83,6 +83,10 @@ pub enum Effect {
     Open(Open),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Start work (a sync, a mount, a watch) as its CLI command does.
+    Launch(Work),
+    /// The names of stored secrets, for completion.
+    LoadSecretNames,
 }
 
 /// What the palette asked to open.
@@ -134,6 +138,9 @@ pub enum Loaded {
     /// A change that was not made (a tag moved meanwhile, a version gone): said, and
     /// what is shown reloaded, since it is likely stale.
     Refused(String),
+    /// Work started: what it was, and the line that says so.
+    Launched(Work, String),
+    SecretNames(Vec<String>),
 }
 
 fn open(api: &dyn Api, o: Open) -> sealvol_core::Result<Opened> {
@@ -267,6 +274,11 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
             .apply_rollback(&plan)
             .map(|()| Loaded::RolledBack(plan))
             .unwrap_or_else(refused),
+        Effect::Launch(w) => match api.launch(&w) {
+            Ok(said) => Loaded::Launched(w, said),
+            Err(e) => failed(e),
+        },
+        Effect::LoadSecretNames => Loaded::SecretNames(api.secret_names().unwrap_or_default()),
         Effect::Copy(_) => return None,
     })
 }

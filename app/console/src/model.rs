@@ -26,6 +26,7 @@ use crate::screens::versions::Versions;
 use crate::screens::volumes::Volumes;
 use crate::screens::watch::Watches;
 use crate::screens::{Ctx, Go, Kind, Reply, Screen};
+use sealvol_node::api::Work;
 
 pub struct Model {
     /// The bottom of the stack, always there.
@@ -40,6 +41,9 @@ pub struct Model {
     location: String,
     /// Deployment files (or folders) for the Deployments screen.
     deploy: Vec<std::path::PathBuf>,
+    /// Stored secrets' names, for `:sync … --secret` completion (read as the palette
+    /// opens).
+    secrets: Vec<String>,
 }
 
 impl Model {
@@ -49,6 +53,7 @@ impl Model {
         deploy: Vec<std::path::PathBuf>,
     ) -> (Model, Vec<Effect>) {
         let mut m = Model {
+            secrets: Vec::new(),
             root: Volumes::default(),
             above: Vec::new(),
             ctx: Ctx {
@@ -162,6 +167,7 @@ impl Model {
             Some(
                 Overlay::Confirm(_)
                 | Overlay::ConfirmCancel(..)
+                | Overlay::ConfirmRetry(..)
                 | Overlay::ConfirmStopWatch(..)
                 | Overlay::ConfirmDelete(_)
                 | Overlay::ConfirmRestore(_)
@@ -336,7 +342,7 @@ impl Model {
                 return self.submit(kind, &text);
             }
             KeyCode::Tab if kind == PromptKind::Command => {
-                if let Some(line) = palette::complete(&p.input, &self.root.names()) {
+                if let Some(line) = palette::complete(&p.input, &self.root.names(), &self.secrets) {
                     p.input = line;
                 }
                 p.fresh = false;
@@ -395,7 +401,8 @@ impl Model {
                 )))
             }
             Action::Command => {
-                self.ctx.overlay = Some(Overlay::Prompt(Prompt::new(PromptKind::Command, "")))
+                self.ctx.overlay = Some(Overlay::Prompt(Prompt::new(PromptKind::Command, "")));
+                return self.request(vec![Effect::LoadSecretNames]);
             }
             Action::Refresh => return self.reload(),
             Action::Help => self.ctx.overlay = Some(Overlay::Help(0)),
@@ -428,6 +435,14 @@ impl Model {
                     Effect::CancelJob(id),
                     format!("cancelling job {id}…"),
                     format!("job {id} goes on"),
+                )
+            }
+            Overlay::ConfirmRetry(id, _) => {
+                let id = *id;
+                (
+                    Effect::RetryJob(id),
+                    format!("queueing job {id} again…"),
+                    format!("job {id} stays as it is"),
                 )
             }
             Overlay::ConfirmStopWatch(id, _) => {
@@ -522,6 +537,19 @@ impl Model {
         self.ctx.busy = self.ctx.busy.saturating_sub(1);
         match l {
             Loaded::Failed(msg) => self.ctx.error(msg),
+            Loaded::SecretNames(names) => self.secrets = names,
+            Loaded::Launched(work, said) => {
+                self.ctx.info(said);
+                let kind = match work {
+                    Work::Sync { .. } => Kind::Jobs,
+                    Work::Mount { .. } => Kind::Mounts,
+                    Work::Watch { .. } => Kind::Watch,
+                };
+                return match self.screen() == kind {
+                    true => self.reload(),
+                    false => self.open_live(kind),
+                };
+            }
             Loaded::Refused(msg) => {
                 self.ctx.error(msg);
                 return self.reload();
@@ -749,6 +777,11 @@ impl Model {
             }
             Some(Ok(To::Live(kind))) => self.open_live(kind),
             Some(Ok(To::Open(o))) => self.request(vec![Effect::Open(o)]),
+            Some(Ok(To::Launch(_))) if self.refuse_if_readonly() => Vec::new(),
+            Some(Ok(To::Launch(w))) => {
+                self.ctx.info(format!("starting: {}", launching(&w)));
+                self.request(vec![Effect::Launch(w)])
+            }
         }
     }
 
@@ -836,5 +869,14 @@ impl Model {
             },
             overlay,
         }
+    }
+}
+
+/// What the status line says while work starts.
+fn launching(w: &Work) -> String {
+    match w {
+        Work::Sync { source, volume, .. } => format!("sync {source} -> {volume}"),
+        Work::Mount { reference, dir } => format!("mount {reference} at {}", dir.display()),
+        Work::Watch { dir, volume } => format!("watch {} -> {volume}", dir.display()),
     }
 }

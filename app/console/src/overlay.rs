@@ -46,6 +46,7 @@ pub fn view(
             },
         },
         Overlay::ConfirmCancel(id, what) => cancel_job(*id, what),
+        Overlay::ConfirmRetry(id, what) => retry_job(*id, what),
         Overlay::ConfirmStopWatch(id, what) => stop_watch(*id, what),
         Overlay::ConfirmDelete(p) => delete(p),
         Overlay::ConfirmRollback(p) => rollback(p),
@@ -69,6 +70,20 @@ fn cancel_job(id: u64, what: &str) -> ViewOverlay {
             ),
         ],
         yes: format!("cancel job {id}"),
+    }
+}
+
+fn retry_job(id: u64, what: &str) -> ViewOverlay {
+    ViewOverlay::Confirm {
+        title: format!("retry job {id}"),
+        lines: vec![
+            (what.to_string(), Role::Text),
+            (
+                "queued again: what it stored before is not fetched again".into(),
+                Role::Dim,
+            ),
+        ],
+        yes: format!("retry job {id}"),
     }
 }
 

@@ -1,8 +1,11 @@
 //! The `:` command palette: one line per command, each naming where it goes. Refs typed
 //! on a volume's screens may be relative to it (`:diff prod canary`, `:files @9f3c`).
-//! What a command names is checked before the console moves (`To::Open`).
+//! What a command names is checked before the console moves (`To::Open`). Three
+//! commands start work, each as its CLI command does it (`To::Launch`): `:sync`,
+//! `:mount`, and `:watch DIR VOLUME`.
 
 use sealvol_core::refs::{Ref, VolumeName};
+use sealvol_node::api::Work;
 
 use crate::effects::Open;
 use crate::screens::Kind;
@@ -16,6 +19,8 @@ pub enum To {
     Live(Kind),
     /// A screen over the volumes list, once the engine says what it names exists.
     Open(Open),
+    /// Work to start (a sync, a mount, a watch), then its live screen.
+    Launch(Work),
 }
 
 pub struct Command {
@@ -36,6 +41,10 @@ pub enum Takes {
     Nothing,
     Volume,
     Ref,
+    /// A source, then a volume; a secret's name after `--secret`.
+    Sync,
+    /// A ref, then a folder.
+    Mount,
 }
 
 pub const COMMANDS: &[Command] = &[
@@ -102,11 +111,43 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(To::Live(Kind::Jobs)),
     },
     Command {
+        names: &["sync"],
+        usage: "sync SOURCE NS/NAME [--tag T] [--secret NAME]",
+        about: "start a sync job (on the server, on a remote engine)",
+        takes: Takes::Sync,
+        run: |args, current| sync(args, current),
+    },
+    Command {
+        names: &["mount"],
+        usage: "mount REF DIR",
+        about: "mount a version read-only at DIR, in the background",
+        takes: Takes::Mount,
+        run: |args, current| match (args.first(), args.get(1), args.get(2)) {
+            (Some(r), Some(dir), None) => {
+                let r = reference(r, current)?;
+                Ok(To::Launch(Work::Mount {
+                    reference: r.to_string(),
+                    dir: (*dir).into(),
+                }))
+            }
+            _ => Err("mount needs a ref and a folder: :mount NS/NAME:TAG DIR".into()),
+        },
+    },
+    Command {
         names: &["watch", "watches"],
-        usage: "watch",
-        about: "watches: a training run's checkpoints as they are sealed",
+        usage: "watch [DIR NS/NAME]",
+        about: "watches; with a folder and a volume, start one",
         takes: Takes::Nothing,
-        run: |_, _| Ok(To::Live(Kind::Watch)),
+        run: |args, _| {
+            match (args.first(), args.get(1), args.get(2)) {
+            (None, ..) => Ok(To::Live(Kind::Watch)),
+            (Some(dir), Some(v), None) => Ok(To::Launch(Work::Watch {
+                dir: (*dir).into(),
+                volume: VolumeName::parse(v).map_err(|e| e.to_string())?,
+            })),
+            _ => Err("watch takes a folder and a volume: :watch DIR NS/NAME (or nothing, for the watches)".into()),
+        }
+        },
     },
     Command {
         names: &["deployments", "deploy"],
@@ -136,6 +177,45 @@ pub const COMMANDS: &[Command] = &[
         run: |_, _| Ok(To::Quit),
     },
 ];
+
+/// `:sync SOURCE NS/NAME [--tag T]... [--secret NAME]`.
+fn sync(args: &[&str], current: Option<&VolumeName>) -> Result<To, String> {
+    const USAGE: &str = ":sync SOURCE NS/NAME [--tag T] [--secret NAME]";
+    let mut words = args.iter();
+    let mut plain = Vec::new();
+    let (mut tags, mut secret) = (Vec::new(), None);
+    while let Some(w) = words.next() {
+        match *w {
+            "--tag" | "-t" => match words.next() {
+                Some(t) => tags.push(t.to_string()),
+                None => return Err(format!("--tag needs a tag: {USAGE}")),
+            },
+            "--secret" => match words.next() {
+                Some(s) => secret = Some(s.to_string()),
+                None => return Err(format!("--secret needs a name: {USAGE}")),
+            },
+            w if w.starts_with('-') => return Err(format!("unknown option {w}: {USAGE}")),
+            w => plain.push(w),
+        }
+    }
+    let (source, volume) = match plain.as_slice() {
+        [source, volume] => (
+            source,
+            VolumeName::parse(volume).map_err(|e| e.to_string())?,
+        ),
+        [source] => match current {
+            Some(v) => (source, v.clone()),
+            None => return Err(format!("sync needs a source and a volume: {USAGE}")),
+        },
+        _ => return Err(format!("sync needs a source and a volume: {USAGE}")),
+    };
+    Ok(To::Launch(Work::Sync {
+        source: source.to_string(),
+        volume,
+        tags,
+        secret,
+    }))
+}
 
 /// A ref, relative to the current volume when it names none.
 fn reference(s: &str, current: Option<&VolumeName>) -> Result<Ref, String> {
@@ -186,10 +266,10 @@ pub fn matching(typed: &str) -> Vec<&'static Command> {
 }
 
 /// Tab: completes the word being typed, from the command names or, after a command,
-/// from `names` (volumes and `volume:tag` refs the console knows). Returns the new
-/// line, or `None` when nothing (or more than one thing with no longer common prefix)
-/// completes it.
-pub fn complete(line: &str, names: &[String]) -> Option<String> {
+/// from `names` (volumes and `volume:tag` refs the console knows) or, after
+/// `--secret`, from `secrets` (stored secrets' names). Returns the new line, or `None`
+/// when nothing (or more than one thing with no longer common prefix) completes it.
+pub fn complete(line: &str, names: &[String], secrets: &[String]) -> Option<String> {
     let ends_in_space = line.ends_with(' ');
     let words: Vec<&str> = line.split_whitespace().collect();
     let (done, word) = match (words.split_last(), ends_in_space) {
@@ -205,7 +285,35 @@ pub fn complete(line: &str, names: &[String]) -> Option<String> {
             .filter(|n| n.starts_with(word))
             .collect()
     } else {
+        let volumes = || -> Vec<String> {
+            names
+                .iter()
+                .filter(|n| !n.contains(':'))
+                .filter(|n| n.starts_with(word))
+                .cloned()
+                .collect()
+        };
+        let refs = || -> Vec<String> {
+            names
+                .iter()
+                .filter(|n| n.starts_with(word))
+                .cloned()
+                .collect()
+        };
+        // Words after the command that are not options or their values.
+        let positional = done[1..]
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| !w.starts_with('-') && (*i == 0 || !done[*i].starts_with('-')))
+            .count();
         match find(done[0]).map(|c| c.takes) {
+            _ if done.last() == Some(&"--secret") => secrets
+                .iter()
+                .filter(|n| n.starts_with(word))
+                .cloned()
+                .collect(),
+            Some(Takes::Sync) if positional == 1 => volumes(),
+            Some(Takes::Mount) if positional == 0 => refs(),
             Some(Takes::Volume) => names
                 .iter()
                 .filter(|n| !n.contains(':'))
@@ -254,24 +362,90 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(complete("ver", &names).as_deref(), Some("versions "));
-        assert_eq!(complete("ta", &names).as_deref(), Some("tags "));
+        assert_eq!(complete("ver", &names, &[]).as_deref(), Some("versions "));
+        assert_eq!(complete("ta", &names, &[]).as_deref(), Some("tags "));
         assert_eq!(
-            complete("versions w", &names).as_deref(),
+            complete("versions w", &names, &[]).as_deref(),
             Some("versions weights/tiny ")
         );
         assert_eq!(
-            complete("diff weights/tiny:p", &names).as_deref(),
+            complete("diff weights/tiny:p", &names, &[]).as_deref(),
             Some("diff weights/tiny:prod ")
         );
         // Two refs share "weights/tiny": completes to the common part, then stops.
-        assert_eq!(complete("files weights/tiny:", &names), None);
+        assert_eq!(complete("files weights/tiny:", &names, &[]), None);
         assert_eq!(
-            complete("files we", &names).as_deref(),
+            complete("files we", &names, &[]).as_deref(),
             Some("files weights/tiny")
         );
-        assert_eq!(complete("mounts x", &names), None);
-        assert_eq!(complete("zzz", &names), None);
+        assert_eq!(complete("mounts x", &names, &[]), None);
+        assert_eq!(complete("zzz", &names, &[]), None);
+        // :sync completes the volume after the source, and secrets after --secret.
+        let secrets = vec!["hf-token".to_string(), "aws".to_string()];
+        assert_eq!(
+            complete("sync hf://o/m we", &names, &secrets).as_deref(),
+            Some("sync hf://o/m weights/tiny ")
+        );
+        assert_eq!(
+            complete("sync hf://o/m weights/tiny --secret h", &names, &secrets).as_deref(),
+            Some("sync hf://o/m weights/tiny --secret hf-token ")
+        );
+        assert_eq!(
+            complete("sync hf://o/m weights/tiny --tag p", &names, &secrets),
+            None
+        );
+        assert_eq!(
+            complete("mount weights/tiny:p", &names, &secrets).as_deref(),
+            Some("mount weights/tiny:prod ")
+        );
+    }
+
+    #[test]
+    fn sync_mount_and_watch_start_work_and_say_what_they_need() {
+        let v = VolumeName::parse("weights/tiny").unwrap();
+        match parse("sync hf://o/m --tag prod --secret hf", Some(&v)) {
+            Some(Ok(To::Launch(Work::Sync {
+                source,
+                volume,
+                tags,
+                secret,
+            }))) => {
+                assert_eq!(
+                    (source.as_str(), volume.to_string().as_str()),
+                    ("hf://o/m", "weights/tiny")
+                );
+                assert_eq!(
+                    (tags, secret.as_deref()),
+                    (vec!["prod".to_string()], Some("hf"))
+                );
+            }
+            _ => panic!("not a sync"),
+        }
+        for (line, why) in [
+            ("sync", "needs a source and a volume"),
+            ("sync hf://o/m Bad/Name", "invalid"),
+            ("sync hf://o/m a/b --tag", "--tag needs a tag"),
+            ("sync hf://o/m a/b --force", "unknown option --force"),
+            ("mount weights/tiny:prod", "needs a ref and a folder"),
+            ("watch ./out", "takes a folder and a volume"),
+        ] {
+            match parse(line, None) {
+                Some(Err(e)) => assert!(e.contains(why), "{line}: {e}"),
+                _ => panic!("{line} should be refused"),
+            }
+        }
+        assert!(matches!(
+            parse("mount prod /mnt/x", Some(&v)),
+            Some(Ok(To::Launch(Work::Mount { .. })))
+        ));
+        assert!(matches!(
+            parse("watch", None),
+            Some(Ok(To::Live(Kind::Watch)))
+        ));
+        assert!(matches!(
+            parse("watch ./out weights/run", None),
+            Some(Ok(To::Launch(Work::Watch { .. })))
+        ));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod deploy;
 pub mod info;
 pub mod jobs;
 pub mod key;
+pub mod launch;
 pub mod mount;
 pub mod open;
 pub mod repair;

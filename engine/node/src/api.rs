@@ -83,6 +83,39 @@ pub trait Api: Send + Sync {
     fn stop_watch(&self, id: u64) -> Result<Watch> {
         Err(crate::watch::not_found(id).hint("this console reaches no agent"))
     }
+    /// Starts long-running work as the CLI would, and says in one line what started.
+    fn launch(&self, work: &Work) -> Result<String> {
+        let _ = work;
+        Err(sealvol_core::Error::invalid("this console starts nothing")
+            .hint("run the command in a shell: `sealvol volume sync|mount|watch …`"))
+    }
+    /// The names of the secrets a sync may name (values never leave their store).
+    fn secret_names(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Long-running work the console starts: each is a CLI command too, and runs as one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// `volume sync SOURCE VOLUME --detach`, with tags and a secret's name.
+    Sync {
+        source: String,
+        volume: VolumeName,
+        tags: Vec<String>,
+        secret: Option<String>,
+    },
+    /// `volume mount REF DIR`: a mount in the background.
+    Mount { reference: String, dir: PathBuf },
+    /// `volume watch DIR VOLUME --detach`.
+    Watch { dir: PathBuf, volume: VolumeName },
+}
+
+/// How the app starts work for the console (`Work`): by running its own commands, so
+/// that what the console starts is checked and done exactly as the CLI does it.
+pub trait Launch: Send + Sync {
+    fn launch(&self, work: &Work) -> Result<String>;
+    fn secret_names(&self) -> Result<Vec<String>>;
 }
 
 fn no_agent(id: u64) -> sealvol_core::Error {
@@ -99,6 +132,8 @@ pub struct Node {
     /// How the console names where it is, when the repository's location does not say
     /// enough (a remote engine, and what its key may do).
     pub label: Option<String>,
+    /// How work is started (the app's commands); without one, the console starts none.
+    pub launcher: Option<Arc<dyn Launch>>,
 }
 
 impl Node {
@@ -199,6 +234,19 @@ impl Api for Node {
     }
     fn stop_watch(&self, id: u64) -> Result<Watch> {
         self.agent()?.stop_watch(id)
+    }
+    fn launch(&self, work: &Work) -> Result<String> {
+        match &self.launcher {
+            Some(l) => l.launch(work),
+            None => Err(sealvol_core::Error::invalid("this console starts nothing")
+                .hint("run the command in a shell: `sealvol volume sync|mount|watch …`")),
+        }
+    }
+    fn secret_names(&self) -> Result<Vec<String>> {
+        match &self.launcher {
+            Some(l) => l.secret_names(),
+            None => Ok(Vec::new()),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use sealvol_views::Body;
 use sealvol_views::jobs::{FileLine, JobDetail, JobRow, JobsView};
 
 use super::files::Files;
-use super::{Ctx, Go, Kind, Overlay, Reply, Screen, pick};
+use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen, pick};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
@@ -65,19 +65,20 @@ impl Jobs {
         }
     }
 
-    fn retry(&self, ctx: &mut Ctx) -> Vec<Effect> {
+    /// Asks before a failed or cancelled job is queued again.
+    fn plan_retry(&self, ctx: &mut Ctx) {
         let Some(j) = self.selected_job(ctx) else {
-            return Vec::new();
+            return;
         };
         let (id, state) = (j.id, j.state);
         if matches!(state, JobState::Failed | JobState::Cancelled) {
-            ctx.info(format!("queueing job {id} again…"));
-            return vec![Effect::RetryJob(id)];
+            let what = format!("{} → {}", j.spec.source, j.spec.volume);
+            ctx.overlay = Some(Overlay::ConfirmRetry(id, what));
+            return;
         }
         ctx.info(format!(
             "job {id} is {state}: only failed or cancelled jobs can be retried"
         ));
-        Vec::new()
     }
 
     fn view(&self, visible: &[usize], ctx: &Ctx) -> JobsView {
@@ -214,7 +215,17 @@ impl Screen for Jobs {
                 self.plan_cancel(ctx);
                 Reply::default()
             }
-            Action::RetryJob => Reply::effects(self.retry(ctx)),
+            Action::RetryJob => {
+                self.plan_retry(ctx);
+                Reply::default()
+            }
+            // The palette, with `:sync ` typed: a source and a volume to go.
+            Action::NewSync => {
+                let mut p = Prompt::editing(PromptKind::Command, "", "sync ".into());
+                p.fresh = false;
+                ctx.overlay = Some(Overlay::Prompt(p));
+                Reply::effects(vec![Effect::LoadSecretNames])
+            }
             _ => return None,
         })
     }
@@ -235,6 +246,7 @@ impl Screen for Jobs {
             (&[Action::Open], "files"),
             (&[Action::Stop], "cancel"),
             (&[Action::RetryJob], "retry"),
+            (&[Action::NewSync], "new sync"),
             (&[Action::Filter], "filter"),
             (&[Action::Help], "help"),
         ]

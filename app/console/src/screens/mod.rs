@@ -103,6 +103,8 @@ pub enum Overlay {
     Confirm(TagMovePlan),
     /// Cancel this job (id, and what it syncs, as shown).
     ConfirmCancel(u64, String),
+    /// Queue this job again (id, and what it syncs, as shown).
+    ConfirmRetry(u64, String),
     /// Stop this watch (id, and what it watches, as shown).
     ConfirmStopWatch(u64, String),
     /// Move this version to the trash.

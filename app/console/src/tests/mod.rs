@@ -77,6 +77,7 @@ fn harness_with(
             state,
             jobs: None,
             label: None,
+            launcher: None,
         },
         model,
         keys: Keymap::load(None).unwrap(),
@@ -819,8 +820,22 @@ fn the_jobs_screen_cancels_with_confirmation_and_retries() {
         "{}",
         h.status()
     );
+    // Retry asks first too; n leaves it cancelled, y queues it again.
     h.keys("R");
+    assert!(matches!(
+        h.model.overlay(),
+        Some(Overlay::ConfirmRetry(1, _))
+    ));
+    h.keys("n");
+    assert_eq!(jobs_view(&h).rows[0].state, "CANCELLED");
+    h.keys("R y");
     assert_eq!(jobs_view(&h).rows[0].state, "QUEUED");
+    // `n` opens the palette with `:sync ` typed, to start another.
+    h.keys("n");
+    match h.model.overlay() {
+        Some(Overlay::Prompt(p)) => assert_eq!(p.input, "sync "),
+        _ => panic!("no palette"),
+    }
 }
 
 #[test]
