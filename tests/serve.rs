@@ -576,3 +576,40 @@ fn a_peer_that_refuses_the_key_is_said_at_once_and_sends_no_more_than_nodes_read
         "the server sent {sent} bytes for {read} the nodes read"
     );
 }
+
+/// `--gc-every`: the server collects on its schedule (here a version whose time in the
+/// trash is over, the server's clock eight days ahead), logs it and counts it.
+#[test]
+fn a_server_collects_garbage_on_its_schedule_and_counts_it() {
+    let mut env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(1 << 20, 8));
+    let pinned = env.push(&src, "t/old", &[]);
+    env.ok(&["volume", "delete", &pinned, "--yes"]);
+    env.vars.push(("SEALVOL_NOW".into(), common::days_ahead(8)));
+    let s = serve(&env, &["--gc-every", "1s"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = String::from_utf8(get(&s, "/metrics").1).unwrap();
+        if text.contains("sealvol_serve_gc_versions_purged_total 1") {
+            assert!(text.contains("sealvol_serve_gc_failures_total 0"), "{text}");
+            assert!(
+                !text.contains("gc_last_run_end_timestamp_seconds 0\n"),
+                "{text}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no scheduled gc:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let trash = env.ok(&["volume", "trash", "--json"]);
+    assert!(!trash.contains("t/old"), "{trash}");
+
+    let e = env.fails(2, &["serve", "--gc-every", "100ms"]);
+    assert!(e.contains("at least 1s"), "{e}");
+    let e = env.fails(2, &["serve", "--gc-every", "soon"]);
+    assert!(e.contains("is not a duration"), "{e}");
+}

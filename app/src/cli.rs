@@ -589,6 +589,21 @@ pub struct ServeArgs {
     /// Let jobs that name no secret use the server's own credentials (its environment, profile, web identity). Off: such jobs reach public sources only, so no key reads what the server's identity can.
     #[arg(long)]
     pub jobs_use_server_credentials: bool,
+    /// Run a garbage collection this often (e.g. 6h), the first one that long after the start: logged, and in /metrics as sealvol_serve_gc_*. Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = gc_interval)]
+    pub gc_every: Option<std::time::Duration>,
+}
+
+/// `--gc-every`: a duration of at least a second.
+fn gc_interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write 6h, 30m, 1d"))?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "{s}: at least 1s (a collection reads every index; 6h is usual)"
+        ));
+    }
+    Ok(d)
 }
 
 #[derive(Subcommand, Debug)]

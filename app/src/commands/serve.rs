@@ -26,6 +26,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         metrics_listen,
         no_jobs,
         jobs_use_server_credentials,
+        gc_every,
     } = args;
     if !no_jobs && !jobs_use_server_credentials {
         // hf-hub looks for a token of this process (HF_TOKEN, a login file) when a job
@@ -86,7 +87,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         let s = Arc::clone(&service);
         let render = Arc::new(move || {
             let cache = sealvol_serve::metrics::CacheState::of(s.cache());
-            sealvol_serve::metrics::serve_text(&s.counters, cache)
+            sealvol_serve::metrics::serve_text(&s.counters, cache, &s.gc)
         });
         let bound = sealvol_serve::metrics::expose("--metrics-listen", at, render)?;
         if !ctx.quiet {
@@ -115,6 +116,19 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             );
         }
         let keys = Arc::new(keys);
+        if let Some(every) = gc_every {
+            tokio::spawn(sealvol_serve::maintenance::gc_every(
+                Arc::clone(service.repository()),
+                every,
+                Arc::clone(&service.gc),
+            ));
+            if !ctx.quiet {
+                errln!(
+                    "garbage collection every {}",
+                    humantime::format_duration(every)
+                );
+            }
+        }
         let served = async {
             match tls {
                 Some(acceptor) => {

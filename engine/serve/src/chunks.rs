@@ -124,6 +124,8 @@ pub struct ChunkService {
     /// Which chunks the repository holds, shared with the remote engine's operations.
     known: Arc<crate::known::Known>,
     pub counters: Counters,
+    /// The scheduled collections (`maintenance.rs`), for `/metrics`.
+    pub gc: Arc<crate::maintenance::GcStats>,
 }
 
 /// Why a run request cannot be answered as asked, if it cannot.
@@ -190,6 +192,7 @@ impl ChunkService {
             .ok()
             .map(|_| tx);
         ChunkService {
+            gc: Arc::default(),
             known: Arc::new(crate::known::Known::new(Arc::clone(&repo))),
             repo,
             cache,

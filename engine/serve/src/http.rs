@@ -594,6 +594,6 @@ async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse 
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        crate::metrics::serve_text(&service.counters, cache),
+        crate::metrics::serve_text(&service.counters, cache, &service.gc),
     )
 }

@@ -9,6 +9,7 @@
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
 //! - `keys`: API keys (hashed, revocable, scoped);
+//! - `maintenance`: garbage collection on a schedule (`--gc-every`);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
 //! - `objects`: the remote engine's routes, and what each key may touch;
 //! - `peer`: the client a node's read path uses (`read::Peer`);
@@ -24,6 +25,7 @@ pub mod jobs;
 pub mod keys;
 pub mod known;
 pub mod lists;
+pub mod maintenance;
 pub mod metrics;
 pub mod objects;
 pub mod ops;

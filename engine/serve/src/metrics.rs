@@ -10,7 +10,11 @@ pub use sealvol_core::prometheus::CacheState;
 use sealvol_core::prometheus::Text;
 
 /// The server's metrics (`sealvol serve`'s `/metrics`), in Prometheus's text format.
-pub fn serve_text(c: &crate::chunks::Counters, cache: CacheState) -> String {
+pub fn serve_text(
+    c: &crate::chunks::Counters,
+    cache: CacheState,
+    gc: &crate::maintenance::GcStats,
+) -> String {
     use std::sync::atomic::Ordering;
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let mut t = Text {
@@ -85,9 +89,43 @@ pub fn serve_text(c: &crate::chunks::Counters, cache: CacheState) -> String {
             cache.evicted.1,
         ),
     ];
-    for (name, help, v) in counters {
+    let gc_counters = [
+        (
+            "gc_runs_total",
+            "Scheduled garbage collections run (serve --gc-every).",
+            g(&gc.runs),
+        ),
+        (
+            "gc_failures_total",
+            "Scheduled garbage collections that failed.",
+            g(&gc.failures),
+        ),
+        (
+            "gc_bytes_freed_total",
+            "Bytes scheduled garbage collections deleted.",
+            g(&gc.bytes_freed),
+        ),
+        (
+            "gc_versions_purged_total",
+            "Versions scheduled garbage collections purged from the trash.",
+            g(&gc.versions_purged),
+        ),
+    ];
+    for (name, help, v) in counters.into_iter().chain(gc_counters) {
         t.one(name, "counter", help, v);
     }
+    t.family(
+        "gc_last_run_seconds",
+        "gauge",
+        "How long the last scheduled garbage collection took.",
+        &[(String::new(), g(&gc.last_millis) as f64 / 1000.0)],
+    );
+    t.one(
+        "gc_last_run_end_timestamp_seconds",
+        "gauge",
+        "When the last scheduled garbage collection ended (Unix time; 0: none yet).",
+        g(&gc.last_end),
+    );
     let asked = g(&c.chunks);
     let hits = g(&c.cache_hits);
     let ratio = if asked == 0 {
