@@ -55,6 +55,19 @@ fn a_training_job_elsewhere_pushes_tags_diffs_deletes_and_restores_through_the_r
         pinned1
     );
 
+    // A tag with an expiry, moved through the server, which checks it against its clock.
+    ci.ok(&["volume", "tag", &pinned1, "preview", "--expires", "7d"]);
+    let tags: Value =
+        serde_json::from_str(&server.ok(&["volume", "tags", "weights/run-7", "--json"])).unwrap();
+    let preview = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "preview")
+        .unwrap();
+    assert!(preview["expires"].as_str().is_some(), "{tags}");
+    ci.ok(&["volume", "untag", "weights/run-7:preview"]);
+
     // A fine-tune: only what changed goes up.
     let v2 = ci.path("v2");
     let mut w = std::fs::read(v1.join("model.safetensors")).unwrap();

@@ -287,6 +287,9 @@ pub enum VolumeCommand {
         reference: String,
         /// The tag to point (created if new): 1-63 characters of a-z 0-9 . _ -
         tag: String,
+        /// The tag stops resolving after this long (30d, 12h) or at this time (RFC 3339); it stays in the history. A move without it makes the tag permanent.
+        #[arg(long, value_name = "WHEN")]
+        expires: Option<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

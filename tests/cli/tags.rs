@@ -58,3 +58,51 @@ fn concurrent_tag_moves_each_print_what_they_replaced() {
     recorded.sort();
     assert_eq!(lines, recorded);
 }
+
+/// `volume tag --expires`: the time left is shown, the tag stops resolving once it is
+/// over (the clock moved by `SEALVOL_NOW`) and keeps its history; a time that has
+/// passed or that cannot be read is refused with the tag as it was.
+#[test]
+fn a_tag_with_an_expiry_shows_its_time_left_and_stops_resolving() {
+    let env = Env::new();
+    let src = env.path("v");
+    write(&src.join("f"), b"one");
+    let pinned = env.push(&src, "t/exp", &[]);
+    let out = env.run(&["volume", "tag", &pinned, "preview", "--expires", "30d"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("tag preview expires at"),
+        "{err}"
+    );
+    let tags = env.ok(&["volume", "tags", "t/exp"]);
+    assert!(
+        tags.contains("EXPIRES") && tags.contains("29d 23h"),
+        "{tags}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "tags", "t/exp", "--json"])).unwrap();
+    assert!(json["tags"][0]["expires"].as_str().is_some(), "{json}");
+
+    let later = crate::common::days_ahead(31);
+    let out = env
+        .cmd()
+        .env("SEALVOL_NOW", &later)
+        .args(["volume", "resolve", "t/exp:preview"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("tag preview of vol:t/exp expired at"), "{err}");
+    let history = env.ok_at(&later, &["volume", "tags", "t/exp", "--history"]);
+    assert!(history.contains("preview"), "{history}");
+
+    for (when, why) in [
+        ("2020-01-01T00:00:00Z", "has passed"),
+        ("0s", "has passed"),
+        ("soonish", "neither a duration nor a time"),
+    ] {
+        let e = env.fails(1, &["volume", "tag", &pinned, "other", "--expires", when]);
+        assert!(e.contains(why), "{when}: {e}");
+    }
+    assert!(!env.ok(&["volume", "tags", "t/exp"]).contains("other"));
+}

@@ -40,6 +40,9 @@ pub struct TagMove {
     pub to: String,
     pub at: String,
     pub by: String,
+    /// When the tag stops resolving (RFC 3339), if the move set a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
 }
 
 /// `tags/<ns>/<vol>/<tag>`: where the tag points now and how it got there. A removed
@@ -51,6 +54,11 @@ pub struct TagFile {
     #[serde(with = "empty_as_null")]
     pub digest: String,
     pub history: Vec<TagMove>,
+    /// When the tag stops resolving (RFC 3339): set by `volume tag --expires`, cleared
+    /// by a move without it. An expired tag resolves to nothing and keeps its history.
+    /// Measured by the records' clock (`stamp::now`), as the trash's window is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
     /// Set by listings (never stored): why this tag cannot be used, for a tag file that
     /// is damaged (`digest` is then empty and `history` what could be read of it) or
     /// that points at a version that does not exist.
@@ -62,6 +70,18 @@ impl TagFile {
     /// Removed by `volume untag` (and not damaged, which also leaves no digest).
     pub fn removed(&self) -> bool {
         self.digest.is_empty() && self.damaged.is_none()
+    }
+
+    /// Whether it has expired at `now` (RFC 3339 times compare as text: both are UTC
+    /// with the same precision; an unreadable time counts as expired, the safe side).
+    pub fn expired_at(&self, now: std::time::SystemTime) -> bool {
+        match &self.expires {
+            None => false,
+            Some(at) => {
+                humantime::parse_rfc3339(at).is_ok_and(|at| at <= now)
+                    || humantime::parse_rfc3339(at).is_err()
+            }
+        }
     }
 }
 

@@ -336,6 +336,7 @@ impl Repository {
                     tag: tag.to_string(),
                     digest: String::new(),
                     history: salvage_history(&bytes),
+                    expires: None,
                     damaged: Some(e.message().to_string()),
                 },
             };
@@ -467,6 +468,16 @@ impl Repository {
                         "its history: `sealvol volume tags {vol} --history`; point it again with `sealvol volume tag {vol}@DIGEST {tag}`"
                     )));
                 }
+                if t.expired_at(crate::stamp::now()) {
+                    return Err(Error::not_found(format!(
+                        "tag {tag} of vol:{vol} expired at {}",
+                        t.expires.as_deref().unwrap_or("an unreadable time")
+                    ))
+                    .hint(format!(
+                        "it pointed at {}; point it again with `sealvol volume tag {vol}@DIGEST {tag}` (with --expires for another window)",
+                        t.digest
+                    )));
+                }
                 let d = Digest::parse(&t.digest)?;
                 if let Some(t) = self.in_trash(vol, &d)? {
                     return Err(self.trashed_error(vol, &d, &t).hint(format!(
@@ -516,12 +527,39 @@ impl Repository {
         to: &Digest,
         expected: Option<Option<Digest>>,
     ) -> Result<TagMoved> {
+        self.move_tag_until(vol, tag, to, expected, None)
+    }
+
+    /// `move_tag`, the tag to stop resolving at `expires` (RFC 3339, in the future);
+    /// `None` makes it permanent.
+    pub fn move_tag_until(
+        &self,
+        vol: &VolumeName,
+        tag: &Name,
+        to: &Digest,
+        expected: Option<Option<Digest>>,
+        expires: Option<String>,
+    ) -> Result<TagMoved> {
+        if let Some(at) = &expires {
+            let at = humantime::parse_rfc3339(at).map_err(|_| {
+                Error::invalid(format!("{at} is not an RFC 3339 time"))
+                    .hint("write 30d (from now) or 2027-01-31T00:00:00Z")
+            })?;
+            if at <= crate::stamp::now() {
+                return Err(Error::invalid(format!(
+                    "tag {tag} would expire at {}, which has passed",
+                    humantime::format_rfc3339_seconds(at)
+                ))
+                .hint("give a time in the future: --expires 30d"));
+            }
+        }
         if let Some(remote) = self.remote() {
             return remote.change_tag(&crate::remote::TagRequest {
                 volume: vol.clone(),
                 tag: tag.clone(),
                 to: Some(*to),
                 expected,
+                expires,
             });
         }
         if self.store().size(&manifest_key(vol, to))?.is_none() {
@@ -532,7 +570,7 @@ impl Repository {
         if let Some(t) = self.in_trash(vol, to)? {
             return Err(self.trashed_error(vol, to, &t));
         }
-        self.change_tag(vol, tag, Some(to), expected)
+        self.change_tag(vol, tag, Some(to), expected, expires)
     }
 
     /// Removes a tag: a move to nothing, kept in its history so that it can be undone
@@ -549,6 +587,7 @@ impl Repository {
                 tag: tag.clone(),
                 to: None,
                 expected: expected.map(Some),
+                expires: None,
             });
         }
         match self.tag(vol, tag) {
@@ -567,7 +606,7 @@ impl Repository {
             Err(e) if e.kind() == ErrorKind::Corrupt => {}
             Err(e) => return Err(e),
         }
-        self.change_tag(vol, tag, None, expected.map(Some))
+        self.change_tag(vol, tag, None, expected.map(Some), None)
     }
 
     fn change_tag(
@@ -576,6 +615,7 @@ impl Repository {
         tag: &Name,
         to: Option<&Digest>,
         expected: Option<Option<Digest>>,
+        expires: Option<String>,
     ) -> Result<TagMoved> {
         let to_text = to.map(|d| d.to_string()).unwrap_or_default();
         let key = tag_key(vol, tag);
@@ -599,6 +639,7 @@ impl Repository {
                             tag: tag.to_string(),
                             digest,
                             history,
+                            expires: None,
                             damaged: None,
                         };
                         (file, Some(etag.clone()))
@@ -609,6 +650,7 @@ impl Repository {
                         tag: tag.to_string(),
                         digest: String::new(),
                         history: Vec::new(),
+                        expires: None,
                         damaged: None,
                     },
                     None,
@@ -629,7 +671,7 @@ impl Repository {
                     .hint("look at the tag again and decide anew"));
                 }
             }
-            if file.digest == to_text && kept_at.is_none() {
+            if file.digest == to_text && file.expires == expires && kept_at.is_none() {
                 return Ok(TagMoved {
                     file,
                     from,
@@ -638,11 +680,13 @@ impl Repository {
                 });
             }
             file.digest = to_text.clone();
+            file.expires = expires.clone();
             file.history.push(TagMove {
                 from: from.clone(),
                 to: to_text.clone(),
                 at: now_rfc3339(),
                 by: whoami(),
+                expires: expires.clone(),
             });
             let bytes = serde_json::to_vec_pretty(&file).map_err(json_error)?;
             match self.store().put_if_match(&key, &bytes, etag.as_ref()) {
@@ -906,8 +950,10 @@ mod tests {
                     to: d(n),
                     at: "2026-12-01T00:00:00.000Z".into(),
                     by: "a \"quoted\" {user}".into(),
+                    expires: None,
                 })
                 .collect(),
+            expires: None,
             damaged: None,
         };
         let text = serde_json::to_string_pretty(&file).unwrap();

@@ -34,6 +34,8 @@ pub struct TagRequest {
     pub tag: Name,
     pub to: Option<Digest>,
     pub expected: Option<Option<Digest>>,
+    /// When the tag stops resolving (RFC 3339).
+    pub expires: Option<String>,
 }
 
 pub trait Remote: Send + Sync {

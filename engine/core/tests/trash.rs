@@ -276,3 +276,61 @@ fn pushing_a_trashed_version_again_brings_it_back() {
     assert!(live(repo).contains(&t.old.to_string()));
     assert!(repo.trash(None).unwrap().is_empty());
 }
+
+/// `move_tag_until`: a tag with an expiry resolves until then, and after it resolves
+/// to nothing, says when it expired, and keeps its history; a move without an expiry
+/// makes it permanent again. An expiry that has passed is refused, nothing written.
+#[test]
+fn a_tag_that_expires_resolves_until_then_and_keeps_its_history() {
+    use sealvol_core::store::ObjectStore as _;
+    let t = two();
+    let prod = tag("prod");
+    let at = |secs: i64| {
+        let now = sealvol_core::stamp::now();
+        let when = match secs >= 0 {
+            true => now + std::time::Duration::from_secs(secs as u64),
+            false => now - std::time::Duration::from_secs((-secs) as u64),
+        };
+        humantime::format_rfc3339_millis(when).to_string()
+    };
+    let until = at(86_400);
+    let moved = t
+        .repo
+        .move_tag_until(&vol(), &prod, &t.new, None, Some(until.clone()))
+        .unwrap();
+    assert!(moved.moved);
+    assert_eq!(moved.file.expires.as_deref(), Some(until.as_str()));
+    let r = Ref::parse("t/v:prod").unwrap();
+    assert_eq!(t.repo.resolve(&r).unwrap(), t.new);
+
+    // The day has passed: the file as it is then (its expiry behind the clock).
+    let key = "tags/t/v/prod";
+    let (bytes, etag) = t.mem.get_versioned(key).unwrap().unwrap();
+    let text = String::from_utf8(bytes).unwrap().replace(&until, &at(-60));
+    t.mem
+        .put_if_match(key, text.as_bytes(), Some(&etag))
+        .unwrap();
+    let e = t.repo.resolve(&r).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.message().contains("expired at"), "{e}");
+    let file = t.repo.tag(&vol(), &prod).unwrap().unwrap();
+    assert_eq!(file.history.len(), 2, "the history stays");
+
+    // In the past, or not a time: refused, the tag as it was.
+    let e = t
+        .repo
+        .move_tag_until(&vol(), &prod, &t.old, None, Some(at(-1)))
+        .unwrap_err();
+    assert!(e.message().contains("has passed"), "{e}");
+    assert_eq!(t.repo.tag(&vol(), &prod).unwrap().unwrap().history.len(), 2);
+    let e = t
+        .repo
+        .move_tag_until(&vol(), &prod, &t.old, None, Some("soon".into()))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+
+    // Moved again without an expiry: permanent.
+    let moved = t.repo.move_tag(&vol(), &prod, &t.old, None).unwrap();
+    assert_eq!(moved.file.expires, None);
+    assert_eq!(t.repo.resolve(&r).unwrap(), t.old);
+}

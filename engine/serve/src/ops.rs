@@ -607,6 +607,9 @@ pub struct TagBody {
     pub expected: Option<Option<String>>,
     #[serde(default)]
     pub by: Option<String>,
+    /// When the tag stops resolving (RFC 3339).
+    #[serde(default)]
+    pub expires: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -648,8 +651,9 @@ pub async fn tag(
     if let Err(r) = writes_in(&grant, &vol, "move tags") {
         return r;
     }
+    let expires = req.expires.clone();
     let moved = blocking(&grant, req.by.as_deref(), move || match to {
-        Some(d) => s.repo.move_tag(&vol, &tag, &d, expected),
+        Some(d) => s.repo.move_tag_until(&vol, &tag, &d, expected, expires),
         None => s.repo.remove_tag(&vol, &tag, expected.flatten()),
     })
     .await;

@@ -83,8 +83,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         VolumeCommand::Tag {
             reference,
             tag,
+            expires,
             json,
-        } => tags::tag(ctx, &reference, &tag, json),
+        } => tags::tag(ctx, &reference, &tag, expires.as_deref(), json),
         VolumeCommand::Tags {
             volume,
             history,

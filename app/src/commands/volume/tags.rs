@@ -8,12 +8,20 @@ use sealvol_views::format::short_digest;
 use crate::commands::Ctx;
 use crate::output::{json, table, when};
 
-pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
+pub fn tag(
+    ctx: &Ctx,
+    reference: &str,
+    tag: &str,
+    expires: Option<&str>,
+    as_json: bool,
+) -> Result<()> {
     let r = Ref::parse(reference)?;
     let tag = Name::parse("tag", tag)?;
     let repo = ctx.open_repo(false)?;
+    let now = sealvol_core::stamp::now();
+    let expires = expires.map(|w| expiry(w, now)).transpose()?;
     let to = repo.resolve(&r)?;
-    let moved = repo.move_tag(&r.volume, &tag, &to, None)?;
+    let moved = repo.move_tag_until(&r.volume, &tag, &to, None, expires.clone())?;
     let change = TagChange {
         tag: tag.to_string(),
         from: moved.from,
@@ -31,8 +39,50 @@ pub fn tag(ctx: &Ctx, reference: &str, tag: &str, as_json: bool) -> Result<()> {
     }
     if !ctx.quiet {
         errln!("{}", tag_line(&change));
+        if let Some(at) = &expires {
+            errln!("tag {tag} expires at {at} (in {})", left(at, now));
+        }
     }
     outln!("{pinned}")
+}
+
+/// `--expires WHEN`: a duration from `now` (30d, 12h) or a time (RFC 3339), in the
+/// future, as RFC 3339.
+fn expiry(when: &str, now: std::time::SystemTime) -> Result<String> {
+    let at = match humantime::parse_duration(when) {
+        Ok(d) => now + d,
+        Err(_) => humantime::parse_rfc3339_weak(when).map_err(|_| {
+            sealvol_core::Error::invalid(format!(
+                "--expires {when:?} is neither a duration nor a time"
+            ))
+            .hint("write 30d or 12h (from now), or a time: 2027-01-31T00:00:00Z")
+        })?,
+    };
+    if at <= now {
+        return Err(sealvol_core::Error::invalid(format!(
+            "--expires {when}: that time has passed"
+        ))
+        .hint("give a time in the future, or a duration: --expires 30d"));
+    }
+    Ok(humantime::format_rfc3339_millis(at).to_string())
+}
+
+/// The time left until `at` (RFC 3339) from `now`, in words: `29d 23h`, `expired`.
+pub fn left(at: &str, now: std::time::SystemTime) -> String {
+    let Ok(at) = humantime::parse_rfc3339(at) else {
+        return "expired".into();
+    };
+    match at.duration_since(now) {
+        Err(_) => "expired".into(),
+        Ok(d) => {
+            let s = d.as_secs();
+            match (s / 86_400, s % 86_400 / 3600, s % 3600 / 60) {
+                (0, 0, m) => format!("{m}m"),
+                (0, h, m) => format!("{h}h {m}m"),
+                (d, h, _) => format!("{d}d {h}h"),
+            }
+        }
+    }
 }
 
 /// What a tag move did, as its compare-and-swap saw it (push prints these too).
@@ -99,6 +149,7 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
         }
         return Ok(());
     }
+    let now = sealvol_core::stamp::now();
     let rows: Vec<Vec<String>> = tags
         .iter()
         .map(|t| {
@@ -111,8 +162,12 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
                 },
                 t.history.first().map(|m| when(&m.at)).unwrap_or_default(),
                 t.history.len().to_string(),
+                match &t.expires {
+                    None => "-".to_string(),
+                    Some(at) => left(at, now),
+                },
             ]
         })
         .collect();
-    table(&["TAG", "DIGEST", "MOVED", "MOVES"], &rows)
+    table(&["TAG", "DIGEST", "MOVED", "MOVES", "EXPIRES"], &rows)
 }

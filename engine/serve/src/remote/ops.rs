@@ -127,6 +127,7 @@ impl Remote for RemoteOps {
             to: req.to.map(|d| d.to_string()),
             expected: req.expected.map(|e| e.map(|d| d.to_string())),
             by: by(),
+            expires: req.expires.clone(),
         };
         let m: TagMovedBody = self.json("tag", &body)?;
         Ok(TagMoved {
