@@ -163,6 +163,7 @@ pub fn tags_view() -> TagsView {
         volume: "weights/qwen3-8b".into(),
         tags: vec![
             TagRow {
+                expires_in: None,
                 tag: "canary".into(),
                 digest: digest(3),
                 damaged: None,
@@ -174,6 +175,7 @@ pub fn tags_view() -> TagsView {
                 }],
             },
             TagRow {
+                expires_in: None,
                 tag: "prod".into(),
                 digest: digest(2),
                 damaged: None,

@@ -39,6 +39,14 @@ pub fn time_left(until: &str, now: std::time::SystemTime) -> String {
     }
 }
 
+/// A tag's time left until it expires at `at` (RFC 3339): `29d 23h`, or `expired`.
+pub fn expires_in(at: &str, now: std::time::SystemTime) -> String {
+    match humantime::parse_rfc3339_weak(at).is_ok_and(|t| t > now) {
+        true => time_left(at, now),
+        false => "expired".into(),
+    }
+}
+
 /// `b3:9f3c…` shortened to `b3:` + 12 hex digits, the width tables give a digest.
 pub fn short_digest(digest: &str) -> String {
     digest.chars().take(15).collect()

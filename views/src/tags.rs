@@ -26,6 +26,8 @@ pub struct TagRow {
     pub history: Vec<MoveRow>,
     /// Why the tag cannot be used (a damaged file, or a version that does not exist).
     pub damaged: Option<String>,
+    /// For a tag that expires: the time left (`29d 23h`), or `expired`.
+    pub expires_in: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,7 +47,7 @@ pub struct TagsView {
     pub selected_move: usize,
 }
 
-const TAG_COLUMNS: [Column; 4] = [
+const TAG_COLUMNS: [Column; 5] = [
     Column {
         title: "TAG",
         width: 14,
@@ -63,8 +65,13 @@ const TAG_COLUMNS: [Column; 4] = [
     },
     Column {
         title: "MOVES",
-        width: 0,
+        width: 7,
         keep: 3,
+    },
+    Column {
+        title: "EXPIRES",
+        width: 0,
+        keep: 7,
     },
 ];
 
@@ -117,6 +124,11 @@ pub fn draw(vm: &TagsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     Role::Dim,
                 ),
                 cell(t.history.len().to_string(), Role::Text),
+                match t.expires_in.as_deref() {
+                    None => cell("-", Role::Dim),
+                    Some("expired") => cell("expired", Role::Error),
+                    Some(left) => cell(format!("in {left}"), Role::Text),
+                },
             ]
         },
     );

@@ -142,6 +142,7 @@ impl Screen for Tags {
     }
 
     fn body(&self, _ctx: &Ctx) -> Body {
+        let now = sealvol_core::stamp::now();
         Body::Tags(TagsView {
             volume: self.volume.to_string(),
             tags: self
@@ -151,6 +152,10 @@ impl Screen for Tags {
                     tag: t.tag.clone(),
                     digest: t.digest.clone(),
                     damaged: t.damaged.clone(),
+                    expires_in: t
+                        .expires
+                        .as_deref()
+                        .map(|at| sealvol_views::format::expires_in(at, now)),
                     history: t
                         .history
                         .iter()

@@ -1042,3 +1042,32 @@ fn the_tensors_of_a_diff_are_reached_filtered_and_scrolled_by_keyboard() {
     h.keys("esc");
     assert!(!matches!(h.model.frame(&h.keys).body, Body::Diff(_)));
 }
+
+/// A tag that expires shows the time it has left on the Tags screen; a permanent one
+/// shows none.
+#[test]
+fn the_tags_screen_shows_the_time_a_tag_has_left() {
+    let mut h = harness(false);
+    let vol = VolumeName::parse("weights/tiny").unwrap();
+    let week = sealvol_core::stamp::now() + std::time::Duration::from_secs(7 * 86_400);
+    h.node
+        .repo
+        .move_tag_until(
+            &vol,
+            &Name::parse("tag", "preview").unwrap(),
+            &h.v1,
+            None,
+            Some(humantime::format_rfc3339_millis(week).to_string()),
+        )
+        .unwrap();
+    h.keys("j enter t");
+    let Body::Tags(t) = h.model.frame(&h.keys).body else {
+        panic!("not the tags screen: {}", h.status())
+    };
+    let left: Vec<(&str, Option<&str>)> = t
+        .tags
+        .iter()
+        .map(|r| (r.tag.as_str(), r.expires_in.as_deref()))
+        .collect();
+    assert_eq!(left, [("preview", Some("6d 23h")), ("prod", None)]);
+}

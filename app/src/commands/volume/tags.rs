@@ -40,7 +40,10 @@ pub fn tag(
     if !ctx.quiet {
         errln!("{}", tag_line(&change));
         if let Some(at) = &expires {
-            errln!("tag {tag} expires at {at} (in {})", left(at, now));
+            errln!(
+                "tag {tag} expires at {at} (in {})",
+                sealvol_views::format::expires_in(at, now)
+            );
         }
     }
     outln!("{pinned}")
@@ -65,24 +68,6 @@ fn expiry(when: &str, now: std::time::SystemTime) -> Result<String> {
         .hint("give a time in the future, or a duration: --expires 30d"));
     }
     Ok(humantime::format_rfc3339_millis(at).to_string())
-}
-
-/// The time left until `at` (RFC 3339) from `now`, in words: `29d 23h`, `expired`.
-pub fn left(at: &str, now: std::time::SystemTime) -> String {
-    let Ok(at) = humantime::parse_rfc3339(at) else {
-        return "expired".into();
-    };
-    match at.duration_since(now) {
-        Err(_) => "expired".into(),
-        Ok(d) => {
-            let s = d.as_secs();
-            match (s / 86_400, s % 86_400 / 3600, s % 3600 / 60) {
-                (0, 0, m) => format!("{m}m"),
-                (0, h, m) => format!("{h}h {m}m"),
-                (d, h, _) => format!("{d}d {h}h"),
-            }
-        }
-    }
 }
 
 /// What a tag move did, as its compare-and-swap saw it (push prints these too).
@@ -164,7 +149,7 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
                 t.history.len().to_string(),
                 match &t.expires {
                     None => "-".to_string(),
-                    Some(at) => left(at, now),
+                    Some(at) => sealvol_views::format::expires_in(at, now),
                 },
             ]
         })
