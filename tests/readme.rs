@@ -186,11 +186,13 @@ fn run(env: &Env, block: &Block) -> Vec<String> {
     fixtures(&work);
     let mut script = String::from("set +e\n");
     for (i, (cmd, _)) in block.steps.iter().enumerate() {
-        let minute = 55 + i;
-        let (h, m) = (23 + minute / 60, minute % 60);
+        // A minute a step from 2026-11-29 23:55, into the next day when a block is long.
+        let at = humantime::parse_rfc3339("2026-11-29T23:55:00Z").unwrap()
+            + std::time::Duration::from_secs(60 * i as u64);
+        let at = humantime::format_rfc3339_seconds(at);
         // `$?` is carried over the separator, for a step that shows it.
         script.push_str(&format!(
-            "__s=$?; echo '{SEP}'; export SEALVOL_NOW=2026-11-29T{h:02}:{m:02}:00Z; (exit $__s)\n{cmd}\n"
+            "__s=$?; echo '{SEP}'; export SEALVOL_NOW={at}; (exit $__s)\n{cmd}\n"
         ));
     }
     let out = shell(env, &format!("exec 2>&1\n{script}"));

@@ -44,7 +44,17 @@ fn a_training_job_elsewhere_pushes_tags_diffs_deletes_and_restores_through_the_r
     let ci = client(&served, &key(&server, &["ci", "--namespace", "weights"]));
 
     let v1 = checkpoint(&ci, "v1", 1);
-    let pinned1 = ci.push(&v1, "weights/run-7", &["--tag", "prod"]);
+    let pinned1 = ci.push(
+        &v1,
+        "weights/run-7",
+        &["--tag", "prod", "--label", "step=100"],
+    );
+    // Labels travel with the seal; the server keeps them.
+    assert!(
+        server
+            .ok(&["volume", "versions", "weights/run-7"])
+            .contains("step=100")
+    );
     // The same digest the files have anywhere, and there on the server.
     let digest = ci.ok(&["digest", v1.to_str().unwrap()]);
     assert!(pinned1.ends_with(digest.trim()), "{pinned1} vs {digest}");

@@ -237,6 +237,15 @@ fn a_slow_trainer_s_checkpoints_each_become_one_version_and_none_half_written() 
         resolve(&env, "w/run:step-1000"),
         digest(&env, &run.join("checkpoint-1000"))
     );
+    // Each version says which checkpoint and step it is.
+    let listed: Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "w/run", "--json"])).unwrap();
+    let newest = &listed["versions"][0]["labels"];
+    assert_eq!(
+        (newest["checkpoint"].as_str(), newest["step"].as_str()),
+        (Some("checkpoint-2500"), Some("2500")),
+        "{listed}"
+    );
     // Only the changed layers were written.
     let pushes = v["watch"]["pushes"].as_array().unwrap();
     let sealed_pushes: Vec<&Value> = pushes.iter().filter(|p| p["outcome"] == "sealed").collect();

@@ -207,6 +207,9 @@ pub enum VolumeCommand {
         /// Seal a folder that holds no file (refused otherwise: it is most often a wrong path).
         #[arg(long)]
         allow_empty: bool,
+        /// Say something about the version (repeatable): KEY=VALUE, e.g. step=4000. Shown by `volume versions`, not part of the digest.
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

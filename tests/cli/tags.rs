@@ -106,3 +106,47 @@ fn a_tag_with_an_expiry_shows_its_time_left_and_stops_resolving() {
     }
     assert!(!env.ok(&["volume", "tags", "t/exp"]).contains("other"));
 }
+
+/// `push --label`: labels show in `volume versions` (text and JSON) and leave the
+/// digest alone; a label without `=` or a key given twice is refused, nothing sealed.
+#[test]
+fn labels_on_a_version_are_shown_and_are_not_part_of_its_digest() {
+    let env = Env::new();
+    let src = env.path("v");
+    write(&src.join("f"), b"weights");
+    let plain = env.ok(&["digest", src.to_str().unwrap()]);
+    let pinned = env.push(
+        &src,
+        "t/lab",
+        &["--label", "step=4000", "--label", "git=abc123"],
+    );
+    assert!(pinned.ends_with(plain.trim()), "{pinned} vs {plain}");
+    let text = env.ok(&["volume", "versions", "t/lab"]);
+    assert!(
+        text.contains("LABELS") && text.contains("git=abc123, step=4000"),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "t/lab", "--json"])).unwrap();
+    assert_eq!(json["versions"][0]["labels"]["step"], "4000", "{json}");
+
+    let other = env.path("w");
+    write(&other.join("f"), b"other weights");
+    for (labels, why) in [
+        (&["--label", "step"][..], "has no `=`"),
+        (&["--label", "k=1", "--label", "k=2"][..], "given twice"),
+        (&["--label", "Bad=1"][..], "invalid label key"),
+    ] {
+        let mut args = vec!["volume", "push", other.to_str().unwrap(), "t/lab"];
+        args.extend_from_slice(labels);
+        let e = env.fails(1, &args);
+        assert!(e.contains(why), "{labels:?}: {e}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["volume", "versions", "t/lab", "--json"])).unwrap();
+    assert_eq!(
+        json["versions"].as_array().unwrap().len(),
+        1,
+        "nothing sealed"
+    );
+}

@@ -111,6 +111,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 131_072 + 700_000,
             source: "hf://Qwen/Qwen3-8B@a1b2c3d".into(),
             tags: vec!["canary".into()],
+            labels: String::new(),
             mounts: 0,
             damaged: None,
         },
@@ -122,6 +123,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 1_712 << 20,
             source: "file:///data/ckpt/step-2000".into(),
             tags: vec!["prod".into()],
+            labels: "git=4f1c2ab, step=2000".into(),
             mounts: 2,
             damaged: None,
         },
@@ -133,6 +135,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             new_bytes: 16_384 << 20,
             source: "file:///data/ckpt/step-1000".into(),
             tags: vec![],
+            labels: "git=91be07d, step=1000".into(),
             mounts: 0,
             damaged: None,
         },
@@ -163,7 +166,7 @@ pub fn tags_view() -> TagsView {
         volume: "weights/qwen3-8b".into(),
         tags: vec![
             TagRow {
-                expires_in: None,
+                expires_in: Some("6d 23h".into()),
                 tag: "canary".into(),
                 digest: digest(3),
                 damaged: None,

@@ -18,6 +18,8 @@ pub struct VersionRow {
     pub new_bytes: u64,
     pub source: String,
     pub tags: Vec<String>,
+    /// What its pusher said about it (`k=v, k=v`), not part of its digest.
+    pub labels: String,
     /// Live mounts on this node serving this version.
     pub mounts: usize,
     /// Why its manifest cannot be read (its other fields are then empty).
@@ -33,7 +35,7 @@ pub struct VersionsView {
     pub marked: Option<usize>,
 }
 
-const COLUMNS: [Column; 7] = [
+const COLUMNS: [Column; 8] = [
     Column {
         title: "DIGEST",
         width: 18,
@@ -63,6 +65,11 @@ const COLUMNS: [Column; 7] = [
         title: "TAGS",
         width: 15,
         keep: 8,
+    },
+    Column {
+        title: "LABELS",
+        width: 22,
+        keep: 2,
     },
     Column {
         title: "SOURCE",
@@ -112,6 +119,7 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     cell("-", Role::Dim),
                     cell("-", Role::Dim),
                     tags,
+                    cell("", Role::Dim),
                     cell(why, Role::Error),
                 ];
             }
@@ -122,6 +130,7 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(r.files.to_string(), Role::Text),
                 cell(format!("+{}", size(r.new_bytes)), new_role),
                 tags,
+                cell(&r.labels, Role::Text),
                 cell(&r.source, Role::Dim),
             ]
         },

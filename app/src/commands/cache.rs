@@ -49,6 +49,7 @@ fn save(ctx: &Ctx, dir: &Path, volume: &str, key: &str, as_json: bool) -> Result
             source: None,
             stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
             progress: progress.as_ref(),
+            labels: Default::default(),
         },
     )?;
     let moved = report.tags.iter().any(|t| t.moved);

@@ -83,6 +83,7 @@ fn push_dir(
             source: Some(format!("demo://{volume}/{name}")),
             stat_cache: None,
             progress: &Quiet,
+            labels: [("demo".to_string(), name.to_string())].into(),
         },
     )?;
     Ok(report.digest)

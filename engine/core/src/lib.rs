@@ -19,6 +19,7 @@ pub mod files;
 pub mod gc;
 pub mod health;
 pub mod keys;
+pub mod labels;
 pub mod listing;
 pub mod locks;
 pub mod mirror;

@@ -28,6 +28,9 @@ pub struct Provenance {
     /// Each synced file's version at the source (ETag, version id), by path.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub objects: BTreeMap<String, String>,
+    /// What the pusher said about the version (`push --label K=V`; `labels.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// One move of a tag; the first has no `from`. A removal (`volume untag`) is a move to

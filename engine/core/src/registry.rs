@@ -53,6 +53,7 @@ impl Manifest {
             source: self.provenance.source.clone(),
             revision: self.provenance.revision.clone(),
             pushed_by: self.provenance.pushed_by.clone(),
+            labels: self.provenance.labels.clone(),
             manifest_bytes,
         }
     }
@@ -67,6 +68,8 @@ pub struct VersionInfo {
     pub new_bytes: u64,
     pub source: String,
     pub pushed_by: String,
+    /// What the pusher said about it (`push --label`); not part of the digest.
+    pub labels: crate::labels::Labels,
     pub tags: Vec<String>,
     /// Why the manifest cannot be read, for a damaged one (listed, never skipped
     /// silently; its other fields are then empty).
@@ -248,6 +251,7 @@ impl Repository {
             new_bytes: 0,
             source: String::new(),
             pushed_by: String::new(),
+            labels: Default::default(),
             tags: Vec::new(),
             damaged: Some(why),
         };
@@ -267,6 +271,7 @@ impl Repository {
                 new_bytes: s.stats.new_bytes,
                 source: s.source,
                 pushed_by: s.pushed_by,
+                labels: s.labels,
                 tags: Vec::new(),
                 damaged: None,
             }));
@@ -280,6 +285,7 @@ impl Repository {
                 new_bytes: m.stats.new_bytes,
                 source: m.provenance.source,
                 pushed_by: m.provenance.pushed_by,
+                labels: m.provenance.labels,
                 tags: Vec::new(),
                 damaged: None,
             })),
@@ -744,6 +750,7 @@ impl Repository {
         since: Option<std::time::SystemTime>,
         created: Option<std::time::SystemTime>,
     ) -> Result<Sealed> {
+        crate::labels::check(&provenance.labels)?;
         if let Some(remote) = self.remote() {
             return remote.seal(&crate::remote::SealRequest {
                 volume: volume.clone(),

@@ -31,6 +31,8 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     pub pushed_by: String,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: crate::labels::Labels,
     /// The manifest's size in bytes, as a listing shows it.
     pub manifest_bytes: u64,
 }

@@ -231,6 +231,7 @@ fn run_logged(
             .iter()
             .map(|o| (o.path.clone(), o.version.clone()))
             .collect(),
+        labels: Default::default(),
     };
     let (sealed, stats) = push::seal_listing(
         repo,

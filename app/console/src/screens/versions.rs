@@ -229,6 +229,7 @@ impl Screen for Versions {
                         new_bytes: v.new_bytes,
                         source: v.source.clone(),
                         tags: v.tags.clone(),
+                        labels: sealvol_core::labels::shown(&v.labels),
                         damaged: v.damaged.clone(),
                         mounts: ctx
                             .mounts

@@ -473,6 +473,7 @@ fn frame_bench_10k_versions() {
             new_bytes: (i as u64) << 20,
             source: format!("file:///data/ckpt/step-{i}"),
             pushed_by: "ci@runner".into(),
+            labels: [("step".to_string(), (i * 100).to_string())].into(),
             tags: if i == 42 { vec!["prod".into()] } else { vec![] },
             damaged: None,
         })

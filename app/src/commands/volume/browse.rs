@@ -96,6 +96,8 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
         return json(&serde_json::json!({ "volume": volume.to_string(), "versions": versions }));
     }
     warn_damaged(versions.iter().filter(|v| v.damaged.is_some()).count());
+    // The labels column only where some version has labels.
+    let labelled = versions.iter().any(|v| !v.labels.is_empty());
     let rows: Vec<Vec<String>> = versions
         .iter()
         .map(|v| {
@@ -103,22 +105,30 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
                 let mut row = vec![short_digest(&v.digest), "damaged".into()];
                 row.extend(["-", "-", "-"].map(String::from));
                 row.push(tags(&v.tags));
+                if labelled {
+                    row.push(String::new());
+                }
                 return row;
             }
-            vec![
+            let mut row = vec![
                 short_digest(&v.digest),
                 when(&v.created),
                 size(v.bytes),
                 v.files.to_string(),
                 size(v.new_bytes),
                 tags(&v.tags),
-            ]
+            ];
+            if labelled {
+                row.push(sealvol_core::labels::shown(&v.labels));
+            }
+            row
         })
         .collect();
-    table(
-        &["DIGEST", "CREATED", "SIZE", "FILES", "NEW TO REPO", "TAGS"],
-        &rows,
-    )
+    let mut head = vec!["DIGEST", "CREATED", "SIZE", "FILES", "NEW TO REPO", "TAGS"];
+    if labelled {
+        head.push("LABELS");
+    }
+    table(&head, &rows)
 }
 
 /// Damaged manifests and tags are listed, marked, and counted once on stderr.

@@ -27,8 +27,9 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             volume,
             tags,
             allow_empty,
+            labels,
             json,
-        } => transfer::push(ctx, &dir, &volume, &tags, allow_empty, json),
+        } => transfer::push(ctx, &dir, &volume, &tags, &labels, allow_empty, json),
         VolumeCommand::Pull {
             reference,
             dir,

@@ -19,10 +19,12 @@ pub fn push(
     dir: &Path,
     volume: &str,
     tags: &[String],
+    labels: &[String],
     allow_empty: bool,
     as_json: bool,
 ) -> Result<()> {
     let volume = VolumeName::parse(volume)?;
+    let labels = sealvol_core::labels::parse(labels)?;
     let tags = tags
         .iter()
         .map(|t| Name::parse("tag", t))
@@ -47,6 +49,7 @@ pub fn push(
             source: None,
             stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
             progress: progress.as_ref(),
+            labels,
         },
     )?;
     let requests = repo.requests();

@@ -35,6 +35,8 @@ pub struct PushOptions<'a> {
     pub cancel: Option<&'a AtomicBool>,
     /// Set by a watch, whose checkpoint may still be written to while it is pushed.
     pub guard: Option<&'a dyn SealGuard>,
+    /// What the pusher says about the version (`--label`), outside its digest.
+    pub labels: crate::labels::Labels,
 }
 
 impl<'a> PushOptions<'a> {
@@ -46,6 +48,7 @@ impl<'a> PushOptions<'a> {
             progress,
             cancel: None,
             guard: None,
+            labels: Default::default(),
         }
     }
 }
@@ -189,6 +192,7 @@ fn push_once(
         pushed_by: whoami(),
         listed: None,
         objects: Default::default(),
+        labels: opts.labels.clone(),
     };
     if let Some(g) = opts.guard {
         g.still_settled()?;

@@ -218,6 +218,7 @@ mod tests {
             pushed_by: "test".into(),
             listed: None,
             objects: Default::default(),
+            labels: Default::default(),
         }
     }
 

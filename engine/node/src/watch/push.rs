@@ -84,6 +84,7 @@ impl Runner<'_> {
                 progress: &progress,
                 cancel: Some(self.ctx.stop),
                 guard: Some(&guard),
+                labels: checkpoint_labels(name, step),
             },
         );
         let heard = guard.heard.into_inner().unwrap_or_default();
@@ -391,6 +392,19 @@ impl Gauge<'_> {
             bytes_total: self.total.load(Ordering::Relaxed),
         });
     }
+}
+
+/// What a watch says about each version it seals: the checkpoint's name (when it is a
+/// name a label may hold) and its step, as `volume versions` and the console show them.
+fn checkpoint_labels(name: &str, step: Option<u64>) -> sealvol_core::labels::Labels {
+    let mut l = sealvol_core::labels::Labels::new();
+    if name.len() <= sealvol_core::labels::MAX_VALUE && !name.chars().any(char::is_control) {
+        l.insert("checkpoint".into(), name.to_string());
+    }
+    if let Some(s) = step {
+        l.insert("step".into(), s.to_string());
+    }
+    l
 }
 
 #[cfg(test)]
