@@ -353,6 +353,12 @@ pub enum VolumeCommand {
         /// (and list) everything the version does not hold.
         #[arg(long)]
         force: bool,
+        /// Only the paths matching this glob (repeatable; .gitignore-like: `*.safetensors`, `onnx/*`); each file verified as ever.
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+        /// Leave out the paths matching this glob (repeatable; wins over --include).
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
         #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
         peers: Vec<String>,
         #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]

@@ -277,3 +277,84 @@ fn pull_force_over_a_close_version_keeps_what_is_already_right() {
     env.ok(&["volume", "pull", &rb, out.to_str().unwrap(), "--force"]);
     assert_eq!(digest(&env, &out), pinned_digest(&rb));
 }
+
+/// `pull --include/--exclude`: only the paths taken are written, each verified, and
+/// the rest of the version is not read; patterns that take nothing are an error with
+/// nothing written, and a bad pattern is refused before anything is read.
+#[test]
+fn pull_takes_a_subset_of_a_version_when_asked() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("model.safetensors"), &noise(3 << 20, 4));
+    write(&src.join("config.json"), b"{}\n");
+    write(&src.join("tokenizer/vocab.json"), b"{\"a\": 1}\n");
+    write(&src.join("onnx/model.onnx"), &noise(1 << 20, 5));
+    let r = env.push(&src, "ns/sub", &[]);
+
+    let out = env.path("configs");
+    let o = env.run(&[
+        "volume",
+        "pull",
+        &r,
+        out.to_str().unwrap(),
+        "--include",
+        "*.json",
+        "--exclude",
+        "tokenizer/*",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("1 file(s)") && err.contains("--include"),
+        "{err}"
+    );
+    let got: Vec<String> = crate::common::walk_files(&out)
+        .iter()
+        .map(|p| p.strip_prefix(&out).unwrap().display().to_string())
+        .collect();
+    assert_eq!(got, ["config.json"]);
+    assert_eq!(std::fs::read(out.join("config.json")).unwrap(), b"{}\n");
+    // The weights were not read: only the small file's chunks left the repository.
+    let small = env.path("small");
+    let json: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "pull",
+        &r,
+        small.to_str().unwrap(),
+        "--include",
+        "config.json",
+        "--json",
+    ]))
+    .unwrap();
+    let read = json["tiers"]["origin_bytes"].as_u64().unwrap();
+    assert!(read < 64 << 10, "{json}");
+    assert_eq!(json["report"]["files"], 1, "{json}");
+
+    let none = env.path("none");
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "pull",
+            &r,
+            none.to_str().unwrap(),
+            "--include",
+            "*.bin",
+        ],
+    );
+    assert!(e.contains("take none of the 4 file(s)"), "{e}");
+    assert!(!none.exists(), "nothing written");
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "pull",
+            &r,
+            none.to_str().unwrap(),
+            "--include",
+            "[oops",
+        ],
+    );
+    assert!(e.contains("bad pattern"), "{e}");
+    assert!(!none.exists());
+}

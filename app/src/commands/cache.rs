@@ -154,6 +154,8 @@ fn restore(
             &pinned,
             dir,
             crate::commands::volume::Through {
+                include: &[],
+                exclude: &[],
                 force,
                 peers: &[],
                 origins: &[],

@@ -51,7 +51,51 @@ pub fn pull(
     force: bool,
     progress: &dyn Progress,
 ) -> Result<PullReport> {
-    let manifest = tiers.repo().manifest(volume, digest)?;
+    pull_selected(tiers, volume, digest, target, force, None, progress)
+}
+
+/// Which of a version's paths a pull takes (`volume pull --include/--exclude`).
+pub type Select<'a> = &'a dyn Fn(&str) -> bool;
+
+/// `pull`, of the entries `select` takes only: the target is then exactly that part of
+/// the version (with `force`, what else is there is removed), each file verified as
+/// ever. A selection that takes no file is an error, and nothing is written.
+pub fn pull_selected(
+    tiers: &Tiers,
+    volume: &VolumeName,
+    digest: &Digest,
+    target: &Path,
+    force: bool,
+    select: Option<Select>,
+    progress: &dyn Progress,
+) -> Result<PullReport> {
+    let mut manifest = tiers.repo().manifest(volume, digest)?;
+    if let Some(takes) = select {
+        let all = manifest
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::File { .. }))
+            .count();
+        manifest.entries.retain(|e| takes(e.path()));
+        let files: Vec<u64> = manifest
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::File { size, .. } => Some(*size),
+                _ => None,
+            })
+            .collect();
+        if files.is_empty() {
+            return Err(Error::not_found(format!(
+                "the patterns take none of the {all} file(s) of vol:{volume}@{digest}"
+            ))
+            .hint(format!(
+                "`sealvol volume files vol:{volume}@{digest}` lists them; nothing was written"
+            )));
+        }
+        manifest.stats.files = files.len() as u64;
+        manifest.stats.bytes = files.iter().sum();
+    }
     for e in &manifest.entries {
         let ok = is_clean_relative(e.path())
             && match e {

@@ -34,6 +34,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             reference,
             dir,
             force,
+            include,
+            exclude,
             peers,
             origins,
             json,
@@ -43,6 +45,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             &dir,
             transfer::Through {
                 force,
+                include: &include,
+                exclude: &exclude,
                 peers: &peers,
                 origins: &origins,
             },

@@ -149,12 +149,21 @@ pub(crate) fn requests_line(r: &sealvol_core::store::Requests, bytes: u64) -> St
 /// and mirrored origins.
 pub struct Through<'a> {
     pub force: bool,
+    /// Which paths (`--include`, `--exclude`); all when both are empty.
+    pub include: &'a [String],
+    pub exclude: &'a [String],
     pub peers: &'a [String],
     pub origins: &'a [String],
 }
 
 pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
+    // Checked before anything is read: a bad pattern is an error with nothing written.
+    let filter = match how.include.is_empty() && how.exclude.is_empty() {
+        true => None,
+        false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
+    };
+    let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
     let peers = crate::commands::open::peers(
         &ctx.settings.peers_or(how.peers)?,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
@@ -167,12 +176,15 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
     let tiers = Tiers::with_fill(repo, Some(Arc::new(cache)), Fill::Inline)
         .with_peers(peers)
         .with_mirrors(mirrors);
-    let report = sealvol_core::pull::pull(
+    let report = sealvol_core::pull::pull_selected(
         &tiers,
         &r.volume,
         &digest,
         dir,
         how.force,
+        filter
+            .is_some()
+            .then_some(&takes as sealvol_core::pull::Select),
         progress.as_ref(),
     )?;
     let pinned = Ref::pinned(r.volume.clone(), digest);
@@ -217,8 +229,12 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
             report.kept
         );
     }
+    let part = match filter {
+        Some(_) => " (the paths --include/--exclude take)",
+        None => "",
+    };
     errln!(
-        "pulled {pinned}: {} file(s), {} into {}",
+        "pulled {pinned}: {} file(s), {} into {}{part}",
         report.files,
         size(report.bytes),
         name(&dir.display().to_string())
