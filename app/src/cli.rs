@@ -297,6 +297,15 @@ pub enum VolumeCommand {
         json: bool,
     },
 
+    /// Everything known about one version: size, what it added, source, labels, tags (and when they expire), mounts here.
+    #[command(after_help = "Example:\n  sealvol volume describe weights/qwen3-8b:prod --json")]
+    Describe {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Print the pinned ref (NS/NAME@b3:DIGEST) a ref resolves to now, for scripts.
     #[command(
         after_help = "Example:\n  sealvol volume resolve weights/qwen3-8b:prod\n  vol:weights/qwen3-8b@b3:9f3c…"

@@ -63,6 +63,7 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("volume versions", vec!["volume", "versions", "t/v"]),
         ("volume files", vec!["volume", "files", "t/v:prod"]),
         ("volume resolve", vec!["volume", "resolve", "t/v:prod"]),
+        ("volume describe", vec!["volume", "describe", "t/v:prod"]),
         ("volume tag", vec!["volume", "tag", "t/v:canary", "stable"]),
         ("volume tags", vec!["volume", "tags", "t/v"]),
         ("volume diff", vec!["volume", "diff", "t/v:prod", "canary"]),
@@ -163,8 +164,8 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
 fn every_json_flag_has_help_and_every_ref_argument_says_what_a_ref_is() {
     let env = Env::new();
     for sub in [
-        "push", "pull", "ls", "versions", "files", "resolve", "tag", "tags", "diff", "mounts",
-        "verify", "delete", "untag", "trash", "restore", "gc",
+        "push", "pull", "ls", "versions", "files", "resolve", "describe", "tag", "tags", "diff",
+        "mounts", "verify", "delete", "untag", "trash", "restore", "gc",
     ] {
         let help = env.ok(&["volume", sub, "--help"]);
         let json = help.lines().find(|l| l.trim_start().starts_with("--json"));
@@ -174,7 +175,7 @@ fn every_json_flag_has_help_and_every_ref_argument_says_what_a_ref_is() {
         );
     }
     for sub in [
-        "mount", "tag", "pull", "verify", "files", "resolve", "delete", "restore",
+        "mount", "tag", "pull", "verify", "files", "resolve", "describe", "delete", "restore",
     ] {
         let help = env.ok(&["volume", sub, "--help"]);
         let r = help

@@ -150,3 +150,29 @@ fn labels_on_a_version_are_shown_and_are_not_part_of_its_digest() {
         "nothing sealed"
     );
 }
+
+/// `volume describe`: one version in full, from any ref; an unknown one is one line.
+#[test]
+fn describe_says_everything_known_about_one_version() {
+    let env = Env::new();
+    let src = env.path("v");
+    write(&src.join("w.bin"), b"weights");
+    write(&src.join("cfg/c.json"), b"{}");
+    let pinned = env.push(&src, "t/desc", &["--tag", "prod", "--label", "step=7"]);
+    env.ok(&["volume", "tag", &pinned, "preview", "--expires", "2d"]);
+    let text = env.ok(&["volume", "describe", "t/desc:prod"]);
+    for want in [
+        pinned.as_str(),
+        "label      step=7",
+        "2 file(s)",
+        "tag        prod",
+        "tag        preview (expires",
+        "file://",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
+    let e = env.fails(1, &["volume", "describe", "t/desc:nope"]);
+    assert!(e.contains("nope"), "{e}");
+    let e = env.fails(1, &["volume", "describe", "not a ref"]);
+    assert!(e.contains("not a ref") || e.contains("invalid"), "{e}");
+}

@@ -5,6 +5,7 @@
 //! `commands::mount`, syncs `commands::jobs`.
 
 mod browse;
+mod describe;
 mod diff;
 mod gc;
 mod tags;
@@ -85,6 +86,7 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         VolumeCommand::Versions { volume, json } => browse::versions(ctx, &volume, json),
         VolumeCommand::Files { reference, json } => browse::files(ctx, &reference, json),
         VolumeCommand::Resolve { reference, json } => browse::resolve(ctx, &reference, json),
+        VolumeCommand::Describe { reference, json } => describe::describe(ctx, &reference, json),
         VolumeCommand::Tag {
             reference,
             tag,
