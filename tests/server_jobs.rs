@@ -314,6 +314,16 @@ fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
         &["volume", "sync", &source, "weights/x", "--secret", "hf"],
     );
     assert!(e.contains("no secret named hf in namespace weights"), "{e}");
+    let e = other.fails(1, &["secret", "rm", "hf", "--namespace", "embed"]);
+    assert!(
+        e.contains("may not remove secrets in namespace embed"),
+        "{e}"
+    );
+    // A secret a key holds is removed by name (its one namespace implied).
+    let out = set_secret(&ci, "spare", None, "x");
+    assert!(out.status.success());
+    ci.ok(&["secret", "rm", "spare"]);
+    assert!(!ci.ok(&["secret", "ls"]).contains("spare"));
 
     // With the namespace's secret, the job runs (held at the gate: RUNNING).
     let id = ci.ok(&[
@@ -330,6 +340,11 @@ fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
         job(&ci, id)["job"]["state"] == "RUNNING"
     });
 
+    // Where the server reaches its sources is not part of the records callers see.
+    let listed: Value = serde_json::from_str(&ci.ok(&["jobs", "ls", "--json"])).unwrap();
+    for j in listed["jobs"].as_array().unwrap() {
+        assert!(j["spec"]["endpoint"]["url"].is_null(), "{j}");
+    }
     // Another namespace's key: no such job, nothing started in embed.
     assert!(!other.ok(&["jobs", "ls", "--json"]).contains("embed/"));
     let e = other.fails(1, &["jobs", "show", &id.to_string()]);

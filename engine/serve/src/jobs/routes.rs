@@ -24,6 +24,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_node::jobs::Job;
 
 use super::feed::{Feed, Numbered, StreamTurn};
 use super::{Desk, STREAMS_PER_KEY, Submit};
@@ -42,6 +43,13 @@ fn no_desk() -> Response {
         Error::new(ErrorKind::Unavailable, "this server runs no jobs")
             .hint("run the sync on your machine: sealvol volume sync SOURCE NS/NAME"),
     )
+}
+
+/// A job as a key holder sees it: where the server reaches the source is the server's
+/// own setting (an internal endpoint's address is nobody else's business).
+fn shown(mut job: Job) -> Job {
+    job.spec.endpoint = Default::default();
+    job
 }
 
 /// Runs a call of the agent off the async threads.
@@ -73,7 +81,10 @@ pub async fn list(
     })
     .await;
     match jobs {
-        Ok(jobs) => json(&serde_json::json!({ "jobs": jobs })),
+        Ok(jobs) => {
+            let jobs: Vec<Job> = jobs.into_iter().map(shown).collect();
+            json(&serde_json::json!({ "jobs": jobs }))
+        }
         Err(r) => r,
     }
 }
@@ -110,7 +121,7 @@ pub async fn submit(
     })
     .await;
     match job {
-        Ok(j) => json(&j),
+        Ok(j) => json(&shown(j)),
         Err(r) => r,
     }
 }
@@ -127,7 +138,10 @@ pub async fn show(
     })
     .await
     {
-        Ok(ev) => json(&ev),
+        Ok(mut ev) => {
+            ev.job = shown(ev.job);
+            json(&ev)
+        }
         Err(r) => r,
     }
 }
@@ -145,7 +159,7 @@ pub async fn cancel(
     })
     .await
     {
-        Ok(j) => json(&j),
+        Ok(j) => json(&shown(j)),
         Err(r) => r,
     }
 }
@@ -163,7 +177,7 @@ pub async fn retry(
     })
     .await
     {
-        Ok(j) => json(&j),
+        Ok(j) => json(&shown(j)),
         Err(r) => r,
     }
 }
@@ -300,7 +314,9 @@ impl Follower {
 }
 
 fn sse(feed: &Feed, n: &Numbered) -> Event {
-    let data = serde_json::to_string(&*n.event).unwrap_or_else(|_| "{}".into());
+    let mut ev = (*n.event).clone();
+    ev.job = shown(ev.job);
+    let data = serde_json::to_string(&ev).unwrap_or_else(|_| "{}".into());
     Event::default()
         .id(feed.event_id(n.seq))
         .event(n.kind.name())
