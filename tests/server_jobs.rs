@@ -427,3 +427,49 @@ fn a_job_whose_source_the_server_cannot_reach_fails_with_why_and_a_retry_works_o
     let want = server.ok(&["digest", dir.to_str().unwrap()]);
     assert!(sealed.trim().ends_with(want.trim()), "{sealed} vs {want}");
 }
+
+/// A mirror job on the server: a version copied to one of the destinations the server
+/// was started with, named by the job, never an address of the caller's choosing.
+#[test]
+fn a_mirror_job_copies_a_version_to_a_destination_the_server_names() {
+    let mut server = Env::new();
+    server.ok(&["init"]);
+    let eu = server.path("eu");
+    let served = serve(&server, &["--mirror-to", &format!("eu={}", eu.display())]);
+    let ci = client(&served, &key(&server, &["ci", "--namespace", "w"]));
+    let src = ci.path("v1");
+    common::write(&src.join("model.bin"), &common::noise(2 << 20, 3));
+    let pinned = ci.push(&src, "w/m", &["--tag", "prod"]);
+
+    let out = ci.ok(&["volume", "mirror", "w/m:prod", "--to", "eu"]);
+    assert_eq!(out.trim(), pinned, "the job's sealed ref is the version");
+    server
+        .vars
+        .push(("SEALVOL_REPO".into(), eu.display().to_string()));
+    assert_eq!(
+        server.ok(&["volume", "resolve", "w/m:prod"]).trim(),
+        pinned,
+        "the destination holds it, tag and all"
+    );
+    let logs = ci.ok(&["jobs", "logs", "1"]);
+    assert!(logs.contains("mirrored to eu"), "{logs}");
+
+    // Only the server's destinations, only in the key's namespaces.
+    let e = ci.fails(
+        1,
+        &["volume", "mirror", "w/m:prod", "--to", "/tmp/elsewhere"],
+    );
+    assert!(e.contains("invalid mirror destination"), "{e}");
+    let e = ci.fails(1, &["volume", "mirror", "w/m:prod", "--to", "us"]);
+    assert!(
+        e.contains("no mirror destination named us") && e.contains("eu"),
+        "{e}"
+    );
+    let other = client(&served, &key(&server, &["other", "--namespace", "x"]));
+    let e = other.fails(1, &["volume", "mirror", "w/m:prod", "--to", "eu"]);
+    assert!(e.contains("may not start jobs in namespace w"), "{e}");
+    let e = ci.fails(1, &["volume", "mirror", "w/m:nope", "--to", "eu"]);
+    assert!(e.contains("nope"), "{e}");
+    let e = server.fails(2, &["serve", "--mirror-to", "eu"]);
+    assert!(e.contains("give NAME=REPO"), "{e}");
+}

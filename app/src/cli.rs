@@ -383,9 +383,12 @@ pub enum VolumeCommand {
     Mirror {
         #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
-        /// The repository to copy into: a directory or s3://BUCKET/PREFIX (r2://, cw://).
+        /// The repository to copy into: a directory or s3://BUCKET/PREFIX (r2://, cw://). With --remote, the name of one of the server's destinations (`serve --mirror-to NAME=REPO`): the server copies it as a job.
         #[arg(long, value_name = "REPO")]
         to: String,
+        /// With --remote: hand the job to the server, print its id, return.
+        #[arg(long)]
+        detach: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -613,6 +616,9 @@ pub struct ServeArgs {
     /// Run a garbage collection this often (e.g. 6h), the first one that long after the start: logged, and in /metrics as sealvol_serve_gc_*. Off by default.
     #[arg(long, value_name = "DURATION", value_parser = gc_interval)]
     pub gc_every: Option<std::time::Duration>,
+    /// A repository the keys' mirror jobs may copy versions to, by name (repeatable): NAME=REPO, a folder or s3://BUCKET/PREFIX. A job names it (`--remote URL volume mirror REF --to NAME`), never an address.
+    #[arg(long = "mirror-to", value_name = "NAME=REPO")]
+    pub mirror_to: Vec<String>,
 }
 
 /// `--gc-every`: a duration of at least a second.

@@ -154,6 +154,7 @@ fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
         streams: ctx.settings.sync_streams,
         run_queue,
         trust: sync::Trust::Machine,
+        mirrors: None,
     }
 }
 
@@ -209,6 +210,7 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
             include: r.include.clone(),
             exclude: r.exclude.clone(),
             endpoint: Default::default(),
+            mirror_to: None,
         });
     }
     let url = SourceUrl::parse(&r.source)?;
@@ -229,6 +231,7 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
         include: r.include.clone(),
         exclude: r.exclude.clone(),
         endpoint: ctx.settings.endpoints.resolve(&url),
+        mirror_to: None,
     };
     sync::check_spec(&spec, &ctx.settings.state, sync::Trust::Machine)?;
     Ok(spec)
@@ -264,6 +267,36 @@ pub fn sync(ctx: &Ctx, r: SyncRequest) -> Result<()> {
     let host = connect_or_host(ctx, true)?;
     let job = host.api().submit(spec)?;
     follow(ctx, &host, job, r.json)
+}
+
+/// `--remote volume mirror REF --to NAME`: a mirror job on the server, to one of the
+/// destinations it was started with; followed like a sync unless `detach`.
+pub fn mirror_on_server(
+    ctx: &Ctx,
+    reference: &str,
+    to: &str,
+    detach: bool,
+    as_json: bool,
+) -> Result<()> {
+    let r = sealvol_core::Ref::parse(reference)?;
+    let Some(host) = server(ctx)? else {
+        return Err(Error::invalid("a mirror job runs on a server").hint("pass --remote URL"));
+    };
+    let spec = JobSpec {
+        source: r.to_string(),
+        volume: r.volume.to_string(),
+        tags: Vec::new(),
+        secret: None,
+        include: Vec::new(),
+        exclude: Vec::new(),
+        endpoint: Default::default(),
+        mirror_to: Some(to.to_string()),
+    };
+    let job = host.api().submit(spec)?;
+    if detach {
+        return detached(ctx, &host, &job, as_json);
+    }
+    follow(ctx, &host, job, as_json)
 }
 
 /// A job handed to the server: its id, and how to follow it.
@@ -586,7 +619,10 @@ fn row(job: &Job) -> Vec<String> {
         job.id.to_string(),
         job.state.to_string(),
         job.spec.source.clone(),
-        job.spec.volume.clone(),
+        match &job.spec.mirror_to {
+            Some(to) => format!("mirror to {to}"),
+            None => job.spec.volume.clone(),
+        },
         done(job),
         when(&job.updated),
     ]
@@ -602,6 +638,9 @@ fn show(ev: &JobEvent) -> Result<()> {
         outln!("endpoint  {u}")?;
     }
     outln!("volume    {}", job.spec.volume)?;
+    if let Some(to) = &job.spec.mirror_to {
+        outln!("mirror to {to}")?;
+    }
     if !job.spec.tags.is_empty() {
         outln!("tags      {}", job.spec.tags.join(", "))?;
     }

@@ -27,7 +27,9 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         no_jobs,
         jobs_use_server_credentials,
         gc_every,
+        mirror_to,
     } = args;
+    let mirrors = Destinations::parse(ctx, &mirror_to)?;
     if !no_jobs && !jobs_use_server_credentials {
         // hf-hub looks for a token of this process (HF_TOKEN, a login file) when a job
         // gives none: the server's jobs must not find one.
@@ -78,7 +80,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
-            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials)?;
+            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors)?;
             (Some(agent), Some(desk))
         }
     };
@@ -149,7 +151,11 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
 }
 
 /// The server's agent, in its own state folder, and what the job routes need of it.
-fn jobs_desk(ctx: &Ctx, ambient: bool) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
+fn jobs_desk(
+    ctx: &Ctx,
+    ambient: bool,
+    mirrors: Option<Arc<dyn sealvol_node::jobs::Mirrors>>,
+) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
     let state = super::key::dir(ctx).join("agent");
     sealvol_core::private::dir(&state)?;
     let settings = AgentSettings {
@@ -157,6 +163,7 @@ fn jobs_desk(ctx: &Ctx, ambient: bool) -> Result<(Arc<Agent>, Arc<sealvol_serve:
         streams: ctx.settings.sync_streams,
         run_queue: true,
         trust: Trust::Server { ambient },
+        mirrors,
     };
     let connector: Arc<dyn sealvol_source::Connector> = Arc::new(sealvol_sources::Sources);
     let agent = Agent::start(ctx.open_repo(false)?, &state, settings, Some(connector))?
@@ -191,4 +198,54 @@ fn metrics_address(text: &str) -> Result<SocketAddr> {
         ))
         .hint("give a port (9464, on loopback) or an IP and a port (0.0.0.0:9464)")
     })
+}
+
+/// `--mirror-to NAME=REPO`: where the server's mirror jobs may copy versions, by name.
+struct Destinations {
+    ctx: Ctx,
+    by_name: std::collections::BTreeMap<String, sealvol_s3repo::Address>,
+}
+
+impl Destinations {
+    fn parse(ctx: &Ctx, given: &[String]) -> Result<Option<Arc<dyn sealvol_node::jobs::Mirrors>>> {
+        if given.is_empty() {
+            return Ok(None);
+        }
+        let mut by_name = std::collections::BTreeMap::new();
+        for g in given {
+            let Some((name, repo)) = g.split_once('=') else {
+                return Err(Error::usage(format!("--mirror-to {g}: give NAME=REPO"))
+                    .hint("e.g. --mirror-to eu=s3://models-eu/sealvol"));
+            };
+            sealvol_core::Name::parse("mirror destination", name)?;
+            let address = sealvol_s3repo::Address::parse(repo)?;
+            if address.is_same_repository(&ctx.settings.repo) {
+                return Err(Error::usage(format!(
+                    "--mirror-to {name}={repo} is the repository this server serves"
+                ))
+                .hint("name another repository: a folder, or s3://BUCKET/PREFIX"));
+            }
+            if by_name.insert(name.to_string(), address).is_some() {
+                return Err(Error::usage(format!("--mirror-to {name} is given twice")));
+            }
+        }
+        let ctx = Ctx {
+            settings: ctx.settings.clone(),
+            quiet: ctx.quiet,
+        };
+        Ok(Some(Arc::new(Destinations { ctx, by_name })))
+    }
+}
+
+impl sealvol_node::jobs::Mirrors for Destinations {
+    fn names(&self) -> Vec<String> {
+        self.by_name.keys().cloned().collect()
+    }
+
+    fn open(&self, name: &str) -> Result<sealvol_core::Repository> {
+        let address = self.by_name.get(name).ok_or_else(|| {
+            sealvol_core::Error::not_found(format!("no mirror destination named {name}"))
+        })?;
+        self.ctx.open_at(address, sealvol_s3repo::Mode::CreateLocal)
+    }
 }

@@ -74,6 +74,25 @@ pub struct JobSpec {
     /// Where the source is reached, fixed when the job was queued.
     #[serde(default)]
     pub endpoint: sealvol_source::endpoints::Resolved,
+    /// A mirror job instead of a sync: the name of the destination (one of the agent's
+    /// `Mirrors`) the version `source` names (a ref) is copied to, tag and all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror_to: Option<String>,
+}
+
+/// Where an agent may copy versions to (`serve --mirror-to NAME=REPO`): destinations
+/// by name, so that a job names one the operator gave and never an address of its own.
+pub trait Mirrors: Send + Sync {
+    /// The destinations' names, sorted.
+    fn names(&self) -> Vec<String>;
+    /// Opens destination `name`.
+    fn open(&self, name: &str) -> Result<sealvol_core::repo::Repository>;
+}
+
+impl std::fmt::Debug for dyn Mirrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mirrors({})", self.names().join(", "))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -535,6 +535,7 @@ mod tests {
 
     fn spec() -> JobSpec {
         JobSpec {
+            mirror_to: None,
             source: "s3://bucket/ckpt/".into(),
             volume: "weights/x".into(),
             tags: vec!["prod".into()],

@@ -757,6 +757,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
             streams: 2,
             run_queue,
             trust: Default::default(),
+            mirrors: None,
         },
         // The jobs here sync local folders, which need no remote source.
         None,
@@ -769,6 +770,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
 
 fn submit(h: &Harness, dir: &std::path::Path) -> u64 {
     let spec = sealvol_node::jobs::JobSpec {
+        mirror_to: None,
         source: format!("file://{}", dir.display()),
         volume: "weights/synced".into(),
         tags: vec![],

@@ -56,8 +56,17 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         VolumeCommand::Mirror {
             reference,
             to,
+            detach,
             json,
-        } => transfer::mirror(ctx, &reference, &to, json),
+        } => match &ctx.settings.remote {
+            // On a remote engine the server copies, to a destination of its own.
+            Some(_) => super::jobs::mirror_on_server(ctx, &reference, &to, detach, json),
+            None if detach => Err(sealvol_core::Error::usage(
+                "--detach is for a mirror job on a server (--remote)",
+            )
+            .hint("a local mirror runs in the foreground")),
+            None => transfer::mirror(ctx, &reference, &to, json),
+        },
         VolumeCommand::Sync {
             source,
             volume,

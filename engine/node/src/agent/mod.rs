@@ -42,6 +42,8 @@ pub struct AgentSettings {
     pub run_queue: bool,
     /// Whose jobs these are (`sync::Trust`).
     pub trust: sync::Trust,
+    /// Where mirror jobs may copy versions; none: this agent runs no mirror job.
+    pub mirrors: Option<Arc<dyn crate::jobs::Mirrors>>,
 }
 
 pub struct Agent {
@@ -242,11 +244,13 @@ impl Inner {
             cancel: cancel.clone(),
             connector: self.connector.as_deref(),
         };
-        let result = sync::run(&self.repo, &self.db, &job.spec, &opts);
+        let result = match &job.spec.mirror_to {
+            Some(to) => self.mirror(&job.spec, to, live.as_ref()),
+            None => sync::run(&self.repo, &self.db, &job.spec, &opts).map(|r| r.pinned_ref()),
+        };
         live.flush();
         let outcome = match result {
-            Ok(report) => {
-                let pinned = report.pinned_ref();
+            Ok(pinned) => {
                 log.line(&format!("READY: sealed {pinned}"));
                 // A local push seals without a separate SEALING step.
                 let sealing = match self.db.job(id) {
@@ -291,6 +295,65 @@ impl Inner {
         self.touch();
     }
 
+    /// A mirror job: the version `spec.source` names, copied to destination `to`. It
+    /// runs to its end once started (a copy has no cancel point; what it copied stays).
+    fn mirror(
+        &self,
+        spec: &JobSpec,
+        to: &str,
+        progress: &dyn sealvol_core::progress::Progress,
+    ) -> Result<String> {
+        let r = sealvol_core::refs::Ref::parse(&spec.source)?;
+        let dest = self.mirrors()?.open(to)?;
+        let report = sealvol_core::mirror::mirror(&self.repo, &dest, &r, progress)?;
+        progress.note(&match report.new {
+            true => format!(
+                "mirrored to {to}: {} file(s), {} chunk(s) copied ({} bytes), {} already there",
+                report.files_copied,
+                report.chunks_copied,
+                report.bytes_copied,
+                report.chunks_present
+            ),
+            false => format!("{to} already held the version: nothing copied"),
+        });
+        Ok(format!("vol:{}@{}", report.volume, report.digest))
+    }
+
+    fn mirrors(&self) -> Result<&Arc<dyn crate::jobs::Mirrors>> {
+        self.settings.mirrors.as_ref().ok_or_else(|| {
+            Error::invalid("this agent mirrors to nowhere")
+                .hint("a server copies versions to the destinations it was started with: `sealvol serve --mirror-to NAME=REPO`")
+        })
+    }
+
+    /// A mirror job's inputs: a ref that resolves now, a destination this agent has.
+    fn check_mirror(&self, spec: &JobSpec, to: &str) -> Result<()> {
+        let names = self.mirrors()?.names();
+        if !names.iter().any(|n| n == to) {
+            return Err(Error::not_found(format!("no mirror destination named {to}"))
+                .hint(match names.is_empty() {
+                    true => "this server has none: its operator adds them with `serve --mirror-to NAME=REPO`".to_string(),
+                    false => format!("this server mirrors to: {}", names.join(", ")),
+                }));
+        }
+        let r = sealvol_core::refs::Ref::parse(&spec.source)?;
+        if r.volume.to_string() != spec.volume {
+            return Err(Error::invalid(format!(
+                "{} is not a version of {}",
+                spec.source, spec.volume
+            )));
+        }
+        self.repo.resolve(&r)?;
+        Ok(())
+    }
+
+    fn check(&self, spec: &JobSpec) -> Result<()> {
+        match &spec.mirror_to {
+            Some(to) => self.check_mirror(spec, to),
+            None => sync::check_spec(spec, &self.state_dir, self.settings.trust),
+        }
+    }
+
     fn queued_ahead(&self, id: u64) -> u64 {
         let jobs = self.db.jobs().unwrap_or_default();
         let running = jobs
@@ -307,7 +370,7 @@ impl Inner {
 
 impl JobsApi for Inner {
     fn submit(&self, spec: JobSpec) -> Result<Job> {
-        sync::check_spec(&spec, &self.state_dir, self.settings.trust)?;
+        self.check(&spec)?;
         // The same sync already waiting or running (a killed agent's, requeued) is that
         // job, not a second one.
         let same = self.db.jobs()?.into_iter().rev().find(|j| {
@@ -321,10 +384,10 @@ impl JobsApi for Inner {
             return Ok(j);
         }
         let job = self.db.add_job(spec)?;
-        JobLog::new(&self.state_dir, job.id).line(&format!(
-            "queued: {} -> {}",
-            job.spec.source, job.spec.volume
-        ));
+        JobLog::new(&self.state_dir, job.id).line(&match &job.spec.mirror_to {
+            Some(to) => format!("queued: mirror {} to {to}", job.spec.source),
+            None => format!("queued: {} -> {}", job.spec.source, job.spec.volume),
+        });
         self.poke();
         Ok(job)
     }
@@ -386,7 +449,7 @@ impl JobsApi for Inner {
         if !job.state.can_become(JobState::Queued) || job.state == JobState::Running {
             return Err(crate::jobs::bad_move(&job, JobState::Queued));
         }
-        sync::check_spec(&job.spec, &self.state_dir, self.settings.trust)?;
+        self.check(&job.spec)?;
         let job = self.db.move_job(id, JobState::Queued, None)?;
         JobLog::new(&self.state_dir, id).line("queued again by the user");
         self.poke();

@@ -320,6 +320,7 @@ mod tests {
                     include: vec![],
                     exclude: vec![],
                     endpoint: Default::default(),
+                    mirror_to: None,
                 },
                 state,
                 created: String::new(),

@@ -82,6 +82,28 @@ impl Desk {
         if !grant.writes(volume.namespace.as_str()) {
             return Err(may_not(grant, volume.namespace.as_str(), "start jobs"));
         }
+        if let Some(to) = sub.mirror_to {
+            // A mirror job: the version a ref names, to a destination of the server's
+            // (the agent checks the name and that the ref resolves).
+            let r = sealvol_core::refs::Ref::parse(&sub.source)?;
+            if r.volume != volume {
+                return Err(Error::invalid(format!(
+                    "{} is not a version of {volume}",
+                    sub.source
+                )));
+            }
+            Name::parse("mirror destination", &to)?;
+            return Ok(JobSpec {
+                source: r.to_string(),
+                volume: volume.to_string(),
+                tags: Vec::new(),
+                secret: None,
+                include: Vec::new(),
+                exclude: Vec::new(),
+                endpoint: Default::default(),
+                mirror_to: Some(to),
+            });
+        }
         let url = SourceUrl::parse(&sub.source)?;
         if matches!(url, SourceUrl::Local(_)) {
             return Err(Error::invalid(format!(
@@ -109,6 +131,7 @@ impl Desk {
             include: sub.include,
             exclude: sub.exclude,
             endpoint: self.endpoints.resolve(&url),
+            mirror_to: None,
         })
     }
 }
@@ -132,6 +155,9 @@ pub struct Submit {
     pub include: Vec<String>,
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// A mirror job: the server's destination to copy the version `source` names to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror_to: Option<String>,
 }
 
 impl From<&JobSpec> for Submit {
@@ -143,6 +169,7 @@ impl From<&JobSpec> for Submit {
             secret: s.secret.clone(),
             include: s.include.clone(),
             exclude: s.exclude.clone(),
+            mirror_to: s.mirror_to.clone(),
         }
     }
 }
