@@ -108,6 +108,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
                 if labelled {
                     row.push(String::new());
                 }
+                row.push(String::new());
                 return row;
             }
             let mut row = vec![
@@ -121,6 +122,8 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
             if labelled {
                 row.push(sealvol_core::labels::shown(&v.labels));
             }
+            // Where it came from: a folder pushed, or the address a sync listed.
+            row.push(name(&v.source).into_owned());
             row
         })
         .collect();
@@ -128,6 +131,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
     if labelled {
         head.push("LABELS");
     }
+    head.push("SOURCE");
     table(&head, &rows)
 }
 
