@@ -6,27 +6,9 @@
 
 mod common;
 
-use common::servers::{Moto, Served, serve};
+use common::servers::{Moto, key, serve};
 use common::{Env, assert_same_tree, noise, write};
 use serde_json::Value;
-
-/// A CLI on another machine: its own state and no repository, the server's address
-/// and `key` in its environment.
-fn client(served: &Served, key: &str) -> Env {
-    let mut env = Env::new();
-    env.repo = env.path("no-repository-here");
-    env.vars = vec![
-        ("SEALVOL_REMOTE".into(), served.url()),
-        ("SEALVOL_API_KEY".into(), key.into()),
-    ];
-    env
-}
-
-fn key(server: &Env, args: &[&str]) -> String {
-    let mut all = vec!["key", "create"];
-    all.extend_from_slice(args);
-    server.ok(&all).trim().to_string()
-}
 
 fn checkpoint(env: &Env, name: &str, seed: u64) -> std::path::PathBuf {
     let dir = env.path(name);
@@ -41,7 +23,7 @@ fn a_training_job_elsewhere_pushes_tags_diffs_deletes_and_restores_through_the_r
     let other = checkpoint(&server, "other", 9);
     server.push(&other, "other/x", &[]);
     let served = serve(&server, &[]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "weights"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "weights"]));
 
     let v1 = checkpoint(&ci, "v1", 1);
     let pinned1 = ci.push(
@@ -143,20 +125,20 @@ fn keys_that_must_be_refused_are_refused_and_nothing_is_written() {
     let dir = v1.to_str().unwrap();
     let before = server.ok(&["volume", "versions", "weights/base", "--json"]);
 
-    let none = client(&served, "");
+    let none = served.client("");
     let e = none.fails(1, &["volume", "push", dir, "weights/base"]);
     assert!(
         e.contains("needs an API key") && e.contains("SEALVOL_API_KEY"),
         "{e}"
     );
-    let wrong = client(&served, &format!("sv1:ci:{}", "0".repeat(64)));
+    let wrong = served.client(&format!("sv1:ci:{}", "0".repeat(64)));
     let e = wrong.fails(1, &["volume", "ls"]);
     assert!(e.contains("not known to this server"), "{e}");
-    let malformed = client(&served, "hunter2");
+    let malformed = served.client("hunter2");
     let e = malformed.fails(1, &["volume", "ls"]);
     assert!(e.contains("malformed"), "{e}");
 
-    let ro = client(&served, &key(&server, &["reader", "--read-only"]));
+    let ro = served.client(&key(&server, &["reader", "--read-only"]));
     assert!(ro.ok(&["volume", "ls"]).contains("base"));
     let e = ro.fails(1, &["volume", "push", dir, "weights/base"]);
     assert!(
@@ -166,16 +148,13 @@ fn keys_that_must_be_refused_are_refused_and_nothing_is_written() {
     let e = ro.fails(1, &["volume", "tag", &pinned, "stable"]);
     assert!(e.contains("may not write"), "{e}");
 
-    let elsewhere = client(
-        &served,
-        &key(&server, &["elsewhere", "--namespace", "evals"]),
-    );
+    let elsewhere = served.client(&key(&server, &["elsewhere", "--namespace", "evals"]));
     let e = elsewhere.fails(1, &["volume", "push", dir, "weights/base"]);
     assert!(e.contains("may not"), "{e}");
     assert!(!elsewhere.ok(&["volume", "ls"]).contains("base"));
 
     let ci_key = key(&server, &["ci", "--namespace", "weights"]);
-    let ci = client(&served, &ci_key);
+    let ci = served.client(&ci_key);
     ci.ok(&["volume", "ls"]);
     server.ok(&["key", "revoke", "ci"]);
     let e = ci.fails(1, &["volume", "push", dir, "weights/base"]);
@@ -197,13 +176,13 @@ fn keys_that_must_be_refused_are_refused_and_nothing_is_written() {
         before
     );
     let admin = std::fs::read_to_string(server.state.join("serve/admin.key")).unwrap();
-    let e = client(
-        &served,
-        &key(&server, &["gc-try", "--namespace", "weights"]),
-    )
-    .fails(1, &["volume", "gc"]);
+    let e = served
+        .client(&key(&server, &["gc-try", "--namespace", "weights"]))
+        .fails(1, &["volume", "gc"]);
     assert!(e.contains("may not"), "{e}");
-    client(&served, admin.trim()).ok(&["volume", "gc", "--no-wait"]);
+    served
+        .client(admin.trim())
+        .ok(&["volume", "gc", "--no-wait"]);
 
     let e = ci.fails(1, &["--remote", "ftp://host", "volume", "ls"]);
     assert!(e.contains("--remote") && e.contains("http://"), "{e}");
@@ -225,7 +204,7 @@ fn a_remote_engine_over_a_bucket_moves_tags_by_the_buckets_own_versions() {
     server.vars = moto.repo_vars("s3://models/remote");
     server.ok(&["init"]);
     let served = serve(&server, &[]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "weights"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "weights"]));
     let v1 = checkpoint(&ci, "v1", 5);
     let pinned1 = ci.push(&v1, "weights/b", &["--tag", "prod"]);
     let v2 = checkpoint(&ci, "v2", 6);

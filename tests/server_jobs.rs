@@ -12,28 +12,11 @@ use std::time::{Duration, Instant};
 
 use common::Env;
 use common::servers::{
-    HfServer, Moto, Served, SlowProxy, free_port, minilm_dir, relayed, serve, serve_named,
+    HfServer, Moto, SlowProxy, free_port, key, minilm_dir, relayed, serve, serve_named,
 };
 use serde_json::Value;
 
 const MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
-
-/// A CLI on another machine: its own state, no repository, the server and a key.
-fn client(served: &Served, key: &str) -> Env {
-    let mut env = Env::new();
-    env.repo = env.path("no-repository-here");
-    env.vars = vec![
-        ("SEALVOL_REMOTE".into(), served.url()),
-        ("SEALVOL_API_KEY".into(), key.into()),
-    ];
-    env
-}
-
-fn key(server: &Env, args: &[&str]) -> String {
-    let mut all = vec!["key", "create"];
-    all.extend_from_slice(args);
-    server.ok(&all).trim().to_string()
-}
 
 /// A server whose jobs reach the Hugging Face stand-in `hub`.
 fn server_env(hub: &HfServer, extra: &[(&str, &str)]) -> Env {
@@ -102,7 +85,7 @@ fn a_sync_runs_on_the_server_outlives_its_client_and_the_client_reads_none_of_it
     let hub = hub(&log, Some((12 << 20, &gate)));
     let server = server_env(&hub, &[("SEALVOL_SYNC_BATCH", "4MiB")]);
     let served = serve(&server, &[]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
     let source = format!("hf://{MODEL}");
 
     // Started and followed, then killed mid-way: held at the gate, the job is RUNNING.
@@ -123,7 +106,7 @@ fn a_sync_runs_on_the_server_outlives_its_client_and_the_client_reads_none_of_it
     let count = tmp.path().join("relay.count");
     let port: u16 = served.addr.rsplit(':').next().unwrap().parse().unwrap();
     let relay = SlowProxy::start_counting(port, &count);
-    let mut follower = client(&served, &ci.vars[1].1);
+    let mut follower = served.client(&ci.vars[1].1);
     follower.vars[0].1 = format!("http://127.0.0.1:{}", relay.port);
     std::fs::write(&gate, b"").unwrap();
     let printed = follower.ok(&["jobs", "show", "1", "--follow", "--json"]);
@@ -187,7 +170,7 @@ fn a_server_killed_mid_sync_resumes_the_job_and_seals_the_same_digest() {
     let server = server_env(&hub, &[("SEALVOL_SYNC_BATCH", "4MiB")]);
     let listen = format!("127.0.0.1:{}", free_port());
     let served = serve(&server, &["--listen", &listen]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
     let source = format!("hf://{MODEL}");
     ci.ok(&["volume", "sync", &source, "embed/minilm", "--detach"]);
     wait_for("a batch to be stored", || {
@@ -272,9 +255,9 @@ fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
     // secret may use it.
     let server = server_env(&hub, &[("HF_TOKEN", "hf_server_side")]);
     let served = serve(&server, &[]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "embed"]));
-    let other = client(&served, &key(&server, &["other", "--namespace", "weights"]));
-    let reader = client(&served, &key(&server, &["reader", "--read-only"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
+    let other = served.client(&key(&server, &["other", "--namespace", "weights"]));
+    let reader = served.client(&key(&server, &["reader", "--read-only"]));
     let source = format!("hf://{MODEL}");
 
     // Without a secret, the job reaches the hub with no credentials, and fails.
@@ -359,7 +342,7 @@ fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
     assert!(e.contains("may not cancel jobs in namespace embed"), "{e}");
     let e = reader.fails(1, &["volume", "sync", &source, "embed/ro"]);
     assert!(e.contains("may not start jobs"), "{e}");
-    let admin = client(&served, &served.key);
+    let admin = served.client(&served.key);
     let all: Value = serde_json::from_str(&admin.ok(&["jobs", "ls", "--json"])).unwrap();
     // The anonymous one and this one: a refused submission leaves no job.
     assert_eq!(all["jobs"].as_array().unwrap().len(), 2, "{all}");
@@ -413,7 +396,7 @@ fn a_job_whose_source_the_server_cannot_reach_fails_with_why_and_a_retry_works_o
     ];
     server.ok(&["init"]);
     let served = serve(&server, &["--jobs-use-server-credentials"]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "w"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "w"]));
     let e = ci.fails(1, &["volume", "sync", "s3://later/ckpt/", "w/ckpt"]);
     assert!(e.contains("later"), "{e}");
     let failed = job(&ci, 1);
@@ -436,7 +419,7 @@ fn a_mirror_job_copies_a_version_to_a_destination_the_server_names() {
     server.ok(&["init"]);
     let eu = server.path("eu");
     let served = serve(&server, &["--mirror-to", &format!("eu={}", eu.display())]);
-    let ci = client(&served, &key(&server, &["ci", "--namespace", "w"]));
+    let ci = served.client(&key(&server, &["ci", "--namespace", "w"]));
     let src = ci.path("v1");
     common::write(&src.join("model.bin"), &common::noise(2 << 20, 3));
     let pinned = ci.push(&src, "w/m", &["--tag", "prod"]);
@@ -465,7 +448,7 @@ fn a_mirror_job_copies_a_version_to_a_destination_the_server_names() {
         e.contains("no mirror destination named us") && e.contains("eu"),
         "{e}"
     );
-    let other = client(&served, &key(&server, &["other", "--namespace", "x"]));
+    let other = served.client(&key(&server, &["other", "--namespace", "x"]));
     let e = other.fails(1, &["volume", "mirror", "w/m:prod", "--to", "eu"]);
     assert!(e.contains("may not start jobs in namespace w"), "{e}");
     let e = ci.fails(1, &["volume", "mirror", "w/m:nope", "--to", "eu"]);

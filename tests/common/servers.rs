@@ -419,6 +419,13 @@ impl Drop for Served {
     }
 }
 
+/// `sealvol key create ARGS` on the server's side; the key it printed.
+pub fn key(server: &super::Env, args: &[&str]) -> String {
+    let mut all = vec!["key", "create"];
+    all.extend_from_slice(args);
+    server.ok(&all).trim().to_string()
+}
+
 pub fn serve(env: &super::Env, extra: &[&str]) -> Served {
     serve_named(env, "serve-cache", extra)
 }
@@ -467,6 +474,18 @@ pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
 impl Served {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A CLI on another machine: its own state, no repository, this server's address
+    /// and `key` in its environment.
+    pub fn client(&self, key: &str) -> super::Env {
+        let mut env = super::Env::new();
+        env.repo = env.path("no-repository-here");
+        env.vars = vec![
+            ("SEALVOL_REMOTE".into(), self.url()),
+            ("SEALVOL_API_KEY".into(), key.into()),
+        ];
+        env
     }
 
     /// The server process's id (its memory, in /proc, for tests of what it holds).

@@ -53,7 +53,7 @@ fn shown(mut job: Job) -> Job {
 }
 
 /// Runs a call of the agent off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> std::result::Result<T, Response> {
     tokio::task::spawn_blocking(f)
@@ -151,17 +151,7 @@ pub async fn cancel(
     Extension(grant): Extension<Arc<Grant>>,
     Path(id): Path<u64>,
 ) -> Response {
-    let Some(desk) = desk else { return no_desk() };
-    match blocking(move || {
-        desk.writable(&grant, id, "cancel jobs")?;
-        tracing::info!("job {id}: cancel asked by key {}", grant.name);
-        desk.api.cancel(id)
-    })
-    .await
-    {
-        Ok(j) => json(&shown(j)),
-        Err(r) => r,
-    }
+    change(desk, grant, id, Change::Cancel).await
 }
 
 pub async fn retry(
@@ -169,11 +159,29 @@ pub async fn retry(
     Extension(grant): Extension<Arc<Grant>>,
     Path(id): Path<u64>,
 ) -> Response {
+    change(desk, grant, id, Change::Retry).await
+}
+
+/// What a key may do to a job once it runs: only where it may write.
+#[derive(Clone, Copy)]
+enum Change {
+    Cancel,
+    Retry,
+}
+
+async fn change(desk: Option<Arc<Desk>>, grant: Arc<Grant>, id: u64, c: Change) -> Response {
     let Some(desk) = desk else { return no_desk() };
+    let what = match c {
+        Change::Cancel => "cancel",
+        Change::Retry => "retry",
+    };
     match blocking(move || {
-        desk.writable(&grant, id, "retry jobs")?;
-        tracing::info!("job {id}: retry asked by key {}", grant.name);
-        desk.api.retry(id)
+        desk.writable(&grant, id, &format!("{what} jobs"))?;
+        tracing::info!("job {id}: {what} asked by key {}", grant.name);
+        match c {
+            Change::Cancel => desk.api.cancel(id),
+            Change::Retry => desk.api.retry(id),
+        }
     })
     .await
     {

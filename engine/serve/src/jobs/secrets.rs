@@ -24,6 +24,7 @@ use sealvol_core::refs::Name;
 use sealvol_source::secrets::Shelf;
 use serde::{Deserialize, Serialize};
 
+use super::routes::blocking;
 use super::{Desk, may_not};
 use crate::keys::Grant;
 use crate::reply::{failed, json};
@@ -38,20 +39,6 @@ pub struct Listed {
     pub name: String,
     pub bytes: u64,
     pub updated: String,
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> std::result::Result<T, Response> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|_| {
-            failed(Error::new(
-                ErrorKind::Io,
-                "the request failed on the server",
-            ))
-        })?
-        .map_err(failed)
 }
 
 fn shelf_for(desk: &Desk, grant: &Grant, ns: &str, what: &str) -> Result<Shelf> {

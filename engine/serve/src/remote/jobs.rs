@@ -224,25 +224,12 @@ impl Sse {
 }
 
 fn sent_error(data: &str) -> Error {
-    #[derive(serde::Deserialize)]
-    struct Sent {
-        kind: ErrorKind,
-        message: String,
-        hint: Option<String>,
-    }
-    match serde_json::from_str::<Sent>(data) {
-        Ok(s) => {
-            let e = Error::new(s.kind, s.message);
-            match s.hint {
-                Some(h) => e.hint(h),
-                None => e,
-            }
-        }
-        Err(_) => Error::new(
+    super::link::rebuilt(data).unwrap_or_else(|| {
+        Error::new(
             ErrorKind::Io,
             "the server ended the job's events with an error",
-        ),
-    }
+        )
+    })
 }
 
 fn cut(base: &str, e: std::io::Error) -> Error {

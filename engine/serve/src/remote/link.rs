@@ -64,21 +64,9 @@ impl Link {
     pub fn error(&self, resp: reqwest::blocking::Response) -> Error {
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
-        #[derive(serde::Deserialize)]
-        struct Sent {
-            kind: ErrorKind,
-            message: String,
-            hint: Option<String>,
-        }
-        match serde_json::from_str::<Sent>(&text) {
-            Ok(s) => {
-                let e = Error::new(s.kind, s.message);
-                match s.hint {
-                    Some(h) => e.hint(h),
-                    None => e,
-                }
-            }
-            Err(_) => Error::new(
+        match rebuilt(&text) {
+            Some(e) => e,
+            None => Error::new(
                 if status.is_server_error() {
                     ErrorKind::Unavailable
                 } else {
@@ -121,6 +109,22 @@ impl Link {
         self.bytes(resp, &mut out)?;
         Ok((status, out))
     }
+}
+
+/// An engine error as the server sends it (`{"kind", "message", "hint"}`), rebuilt.
+pub fn rebuilt(text: &str) -> Option<Error> {
+    #[derive(serde::Deserialize)]
+    struct Sent {
+        kind: ErrorKind,
+        message: String,
+        hint: Option<String>,
+    }
+    let s: Sent = serde_json::from_str(text).ok()?;
+    let e = Error::new(s.kind, s.message);
+    Some(match s.hint {
+        Some(h) => e.hint(h),
+        None => e,
+    })
 }
 
 /// A key as it goes into a URL path: unreserved characters and `/` as they are.
