@@ -275,8 +275,10 @@ def make_handler(hub):
                     if not b:
                         break
                     hub.may_send(len(b))
-                    self.wfile.write(b)
+                    # Counted before it is sent: a client that has read the whole
+                    # body finds all of it in the log.
                     hub.record(self.path, len(b))
+                    self.wfile.write(b)
                     left -= len(b)
 
     return Handler
