@@ -787,6 +787,11 @@ impl VolumeFs {
         self.prefetcher.pending()
     }
 
+    /// Whether read-ahead waits for a reader (`Prefetcher::at_rest`).
+    pub fn prefetch_at_rest(&self) -> bool {
+        self.prefetcher.at_rest()
+    }
+
     /// Whether whole files are still being written to the node cache.
     pub fn is_keeping(&self) -> bool {
         !sealvol_core::lock(&self.keeping).is_empty()

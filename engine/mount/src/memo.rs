@@ -62,6 +62,10 @@ struct Inner {
     pending: HashSet<Hash>,
     /// Files whose read-ahead was dropped unread since the last look.
     wasted_for: HashSet<Hash>,
+    /// Bumped whenever memory is given back; `stuck` counts the reservations that found
+    /// no room since the last bump, so a waiter woken but not yet running is not stuck.
+    room_given: u64,
+    stuck: usize,
 }
 
 pub struct Memo {
@@ -83,7 +87,10 @@ pub struct Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if self.bytes > 0 {
-            self.memo.lock().reserved -= self.bytes;
+            let mut g = self.memo.lock();
+            g.reserved -= self.bytes;
+            g.give_room();
+            drop(g);
             self.bytes = 0;
             self.memo.room.notify_all();
         }
@@ -99,6 +106,7 @@ impl Reservation<'_> {
         let kept = bytes.min(self.bytes);
         let mut g = self.memo.lock();
         g.reserved -= self.bytes - kept;
+        g.give_room();
         drop(g);
         self.bytes = 0;
         self.memo.room.notify_all();
@@ -118,7 +126,10 @@ pub struct Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if self.bytes > 0 {
-            self.memo.lock().reserved -= self.bytes;
+            let mut g = self.memo.lock();
+            g.reserved -= self.bytes;
+            g.give_room();
+            drop(g);
             self.memo.room.notify_all();
         }
     }
@@ -168,12 +179,24 @@ impl Memo {
                 return Some(Reservation { memo: self, bytes });
             }
             let left = deadline.checked_duration_since(Instant::now())?;
+            let since = g.room_given;
+            g.stuck += 1;
             g = self
                 .room
                 .wait_timeout(g, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+            // Counted stuck at a bump that has not passed: it is not stuck any more.
+            if g.room_given == since {
+                g.stuck -= 1;
+            }
         }
+    }
+
+    /// Reservations waiting for memory that nothing has given back since they found
+    /// none: with no fetch under way, only a reader can free it.
+    pub fn stuck(&self) -> usize {
+        self.lock().stuck
     }
 
     /// Bytes of chunks `range` that are neither kept nor being fetched: what a
@@ -249,6 +272,7 @@ impl Memo {
                 }
             }
             if woke {
+                g.give_room();
                 self.room.notify_all();
             }
             if waiting && missing.is_empty() {
@@ -298,6 +322,7 @@ impl Memo {
             });
             while g.held + g.reserved > self.capacity && g.drop_oldest(counters) {}
             note_peak(&g, counters);
+            g.give_room();
             drop(g);
             self.done.notify_all();
             self.room.notify_all();
@@ -343,6 +368,12 @@ fn fetch_runs(
 }
 
 impl Inner {
+    /// Memory was given back (or chunks became droppable): every waiter tries again.
+    fn give_room(&mut self) {
+        self.room_given += 1;
+        self.stuck = 0;
+    }
+
     /// The chunk, now the most recently used; whether a reader's ask ended its being
     /// unread.
     fn touch(&mut self, h: &Hash, want: Want) -> Option<(ChunkBytes, bool)> {

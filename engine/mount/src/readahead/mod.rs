@@ -143,15 +143,21 @@ impl Prefetcher {
             // Where the read ends is where the reader goes on from.
             let last = range.end.saturating_sub(1);
             p.asked[range].iter_mut().for_each(|a| *a = true);
-            if let Some(t) = &mut p.tensors
-                && t.reader_at(last)
-            {
+            let moved = p.tensors.as_mut().is_some_and(|t| t.reader_at(last));
+            if moved {
                 p.pieces.clear();
             }
-            return Some(match &p.tensors {
+            let order = match &p.tensors {
                 Some(t) if t.by_offset => Order::Offset,
                 _ => Order::Other,
-            });
+            };
+            drop(q);
+            if moved {
+                // The plan has new tensors ahead of its reader: a worker that found it
+                // finished is waiting for work.
+                self.shared.wake.notify_all();
+            }
+            return Some(order);
         }
         q.headers
             .iter()
@@ -169,6 +175,22 @@ impl Prefetcher {
     pub fn pending(&self) -> usize {
         let q = self.shared.lock();
         q.running + q.ahead.len() + q.headers.len() + q.plans_left()
+    }
+
+    /// Whether read-ahead has done all it can until a reader asks for more: nothing is
+    /// pending, or nothing is queued and every task under way waits for memory that
+    /// nothing but a reader will give back. Tests wait for this instead of for a quiet
+    /// moment, which a busy machine makes at any time.
+    pub fn at_rest(&self) -> bool {
+        let q = self.shared.lock();
+        if !q.ahead.is_empty() || !q.headers.is_empty() {
+            return false;
+        }
+        match q.running {
+            0 => q.plans_left() == 0,
+            // Queue before memo, as `next_task` takes them.
+            running => self.shared.memo.stuck() == running,
+        }
     }
 }
 

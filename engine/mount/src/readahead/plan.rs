@@ -195,72 +195,91 @@ pub(super) fn coalesce(steps: Vec<Step>) -> Vec<Step> {
     out
 }
 
-impl Queue {
-    pub(super) fn plans_left(&self) -> usize {
-        self.plans
-            .iter()
-            .filter(|p| {
-                !p.pieces.is_empty()
-                    || !p.steps.is_empty()
-                    || p.tensors.as_ref().is_some_and(|t| t.cursor < t.spans.len())
-            })
-            .count()
+impl Plan {
+    /// Whether the plan has anything left to hand out.
+    fn has_work(&self) -> bool {
+        !self.pieces.is_empty()
+            || !self.steps.is_empty()
+            || self
+                .tensors
+                .as_ref()
+                .is_some_and(|t| t.cursor < t.spans.len())
+    }
+
+    /// The plan's next piece (or step to load); `None` only when it has nothing left,
+    /// so that a run of tensors its reader has read already never hides the rest.
+    fn next_task(&mut self, piece_bytes: u64) -> Option<Task> {
+        loop {
+            if self.pieces.is_empty()
+                && let (Some(order), Some(layout)) = (&mut self.tensors, &self.layout)
+                && let Some(t) = order.next()
+            {
+                // The tensors next in the order that follow on in the file join this
+                // one, up to a piece: a range read per tensor would cost a round trip
+                // per 2 MiB.
+                let mut span = order.spans[t].clone();
+                while let Some(u) = order.peek()
+                    && order.spans[u].start <= span.end
+                    && order.spans[u].end >= span.end
+                    && layout.start_of(order.spans[u].end) - layout.start_of(span.start)
+                        <= piece_bytes
+                {
+                    span.end = order.spans[u].end;
+                    order.cursor += 1;
+                }
+                self.pieces.extend(
+                    layout
+                        .pieces(span, piece_bytes)
+                        .into_iter()
+                        .map(|p| (Arc::clone(layout), p)),
+                );
+            }
+            while let Some((layout, piece)) = self.pieces.pop_front() {
+                // What a reader asked for already is not read ahead again.
+                let skip = match self.asked.get(piece.clone()) {
+                    Some(asked) => asked.iter().take_while(|a| **a).count(),
+                    None => 0,
+                };
+                if piece.start + skip < piece.end {
+                    return Some(Task::Piece(self.id, layout, piece.start + skip..piece.end));
+                }
+            }
+            if self
+                .tensors
+                .as_ref()
+                .is_some_and(|t| t.cursor < t.spans.len())
+            {
+                continue;
+            }
+            return self.steps.pop_front().map(|step| Task::Step(self.id, step));
+        }
     }
 }
 
 impl Queue {
+    pub(super) fn plans_left(&self) -> usize {
+        self.plans.iter().filter(|p| p.has_work()).count()
+    }
+
     /// A piece (or a step to load) of an opened plan, taking turns between them; else
     /// of the first sibling plan. Finished plans are dropped.
     pub(super) fn take_piece(&mut self, piece_bytes: u64) -> Option<Task> {
-        self.plans.retain(|p| {
-            !p.pieces.is_empty()
-                || !p.steps.is_empty()
-                || p.tensors.as_ref().is_some_and(|t| t.cursor < t.spans.len())
-        });
-        let opened: Vec<usize> = (0..self.plans.len())
-            .filter(|&i| self.plans[i].opened)
-            .collect();
-        let i = match opened.len() {
-            0 => 0,
-            n => {
-                self.turn = (self.turn + 1) % n;
-                opened[self.turn]
-            }
-        };
-        let plan = self.plans.get_mut(i)?;
-        if plan.pieces.is_empty()
-            && let (Some(order), Some(layout)) = (&mut plan.tensors, &plan.layout)
-            && let Some(t) = order.next()
-        {
-            // The tensors next in the order that follow on in the file join this one,
-            // up to a piece: a range read per tensor would cost a round trip per 2 MiB.
-            let mut span = order.spans[t].clone();
-            while let Some(u) = order.peek()
-                && order.spans[u].start <= span.end
-                && order.spans[u].end >= span.end
-                && layout.start_of(order.spans[u].end) - layout.start_of(span.start) <= piece_bytes
-            {
-                span.end = order.spans[u].end;
-                order.cursor += 1;
-            }
-            plan.pieces.extend(
-                layout
-                    .pieces(span, piece_bytes)
-                    .into_iter()
-                    .map(|p| (Arc::clone(layout), p)),
-            );
-        }
-        while let Some((layout, piece)) = plan.pieces.pop_front() {
-            // What a reader asked for already is not read ahead again.
-            let skip = match plan.asked.get(piece.clone()) {
-                Some(asked) => asked.iter().take_while(|a| **a).count(),
-                None => 0,
+        loop {
+            self.plans.retain(Plan::has_work);
+            let opened: Vec<usize> = (0..self.plans.len())
+                .filter(|&i| self.plans[i].opened)
+                .collect();
+            let i = match opened.len() {
+                0 => 0,
+                n => {
+                    self.turn = (self.turn + 1) % n;
+                    opened[self.turn]
+                }
             };
-            if piece.start + skip < piece.end {
-                return Some(Task::Piece(plan.id, layout, piece.start + skip..piece.end));
+            // A plan that gives nothing has nothing left: the next round drops it.
+            if let Some(task) = self.plans.get_mut(i)?.next_task(piece_bytes) {
+                return Some(task);
             }
         }
-        let step = plan.steps.pop_front()?;
-        Some(Task::Step(plan.id, step))
     }
 }

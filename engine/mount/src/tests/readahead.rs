@@ -51,37 +51,33 @@ fn stats(fs: &VolumeFs) -> TierStats {
     fs.tiers().counters.snapshot()
 }
 
-/// Waits until read-ahead has fetched something and then nothing more for 300 ms.
+/// Waits until read-ahead has fetched something and then done all it can without a
+/// reader (`Prefetcher::at_rest`).
 fn settled(fs: &VolumeFs) -> TierStats {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut last = stats(fs);
-    let mut since = Instant::now();
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = stats(fs);
-        if now.prefetched_bytes != last.prefetched_bytes || now.prefetched_bytes == 0 {
-            since = Instant::now();
-        } else if since.elapsed() > Duration::from_millis(300) {
-            return now;
-        }
-        last = now;
-    }
-    panic!("read-ahead never settled: {last:?}");
+    wait_at_rest(fs, |s| s.prefetched_bytes > 0)
 }
 
-/// Waits until the read-ahead stops moving for a moment (it is done, or waits for the
-/// reader to free memory), so that a busy machine slows the test, not the prefetcher
-/// relative to the reader.
+/// Waits until the read-ahead a read planned is done, or waits for the reader to free
+/// memory, so that a busy machine slows the test, not the prefetcher relative to the
+/// reader.
 fn caught_up(fs: &VolumeFs) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut last = stats(fs).prefetched_bytes;
-    let mut since = Instant::now();
-    while since.elapsed() < Duration::from_millis(30) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(2));
-        let now = stats(fs).prefetched_bytes;
-        if now != last {
-            (last, since) = (now, Instant::now());
+    wait_at_rest(fs, |_| true);
+}
+
+/// Polls for read-ahead at rest with `also` true of the counters. The deadline is
+/// only there to fail a broken prefetcher, never a slow machine.
+fn wait_at_rest(fs: &VolumeFs, also: impl Fn(&TierStats) -> bool) -> TierStats {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = stats(fs);
+        if also(&s) && fs.prefetch_at_rest() {
+            return s;
         }
+        assert!(
+            Instant::now() < deadline,
+            "read-ahead never came to rest: {s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
