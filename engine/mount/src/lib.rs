@@ -14,6 +14,7 @@
 //! - `metrics`: a mount's metrics in Prometheus's text format;
 //! - `profile`: the order readers first ask for chunks, recorded for
 //!   `volume profile save`;
+//! - `guard`: a child process that clears the mount point of a mount killed with -9;
 //! - `session` and `fuse`: the kernel's session and the thin `fuser` adapter (the
 //!   `fuse` feature: what lists or unmounts mounts, the node and the console, does not
 //!   link `fuser`);
@@ -29,6 +30,8 @@
 pub mod fs;
 #[cfg(feature = "fuse")]
 mod fuse;
+#[cfg(feature = "fuse")]
+mod guard;
 pub mod layout;
 pub mod memo;
 pub mod metrics;

@@ -17,6 +17,7 @@ use crate::point::{MountPointClaim, check_mount_point, is_mount_point, unmount_d
 
 pub struct Mount {
     session: Option<fuser::BackgroundSession>,
+    guard: Option<crate::guard::Guard>,
     fs: Arc<VolumeFs>,
     dir: PathBuf,
     _claim: MountPointClaim,
@@ -33,8 +34,10 @@ pub fn mount(
 ) -> Result<Mount> {
     let (dir, claim) = check_mount_point(dir)?;
     let fs = Arc::new(open_fs(repo, volume, digest, &opts)?);
-    let options = |auto_unmount: bool| {
-        let mut mount_options = vec![
+    // Readable by every user where the system permits it (root, or user_allow_other):
+    // a serving process often runs as another user than the mount.
+    let options = |allow_other: bool| {
+        let mount_options = vec![
             MountOption::RO,
             MountOption::NoDev,
             MountOption::NoSuid,
@@ -42,14 +45,9 @@ pub fn mount(
             MountOption::FSName(format!("sealvol:{volume}@{digest}")),
             MountOption::Subtype("sealvol".into()),
         ];
-        // A mount whose process dies must not leave a dead mount point behind;
-        // fusermount3's auto_unmount needs allow_other to be permitted.
-        if auto_unmount {
-            mount_options.push(MountOption::AutoUnmount);
-        }
         let mut c = Config::default();
         c.mount_options = mount_options;
-        c.acl = if auto_unmount {
+        c.acl = if allow_other {
             SessionACL::All
         } else {
             SessionACL::Owner
@@ -72,8 +70,8 @@ pub fn mount(
         Ok(s) => s,
         Err(first) => {
             tracing::warn!(
-                "mounting with auto_unmount failed ({first}); a killed mount will need \
-                 `sealvol volume unmount`. Add user_allow_other to /etc/fuse.conf to fix."
+                "mounting for all users failed ({first}); only this user can read the \
+                 mount. Add user_allow_other to /etc/fuse.conf to fix."
             );
             fuser::Session::new(adapter(&fs), &dir, &options(false)).map_err(|e| {
                 Error::new(
@@ -88,8 +86,19 @@ pub fn mount(
         .spawn()
         .map_err(|e| Error::io("cannot start the mount's threads", &dir, e))?;
     raise_kernel_readahead(&dir);
+    // A mount whose process is killed must not leave a dead mount point behind.
+    let guard = crate::guard::start(&dir)
+        .inspect_err(|e| {
+            tracing::warn!(
+                "cannot start the mount's guard ({e}); if this process is killed, \
+                 `sealvol volume unmount {}` clears the mount point",
+                dir.display()
+            )
+        })
+        .ok();
     Ok(Mount {
         session: Some(session),
+        guard,
         fs,
         dir,
         _claim: claim,
@@ -130,20 +139,21 @@ impl Mount {
         let Some(session) = self.session.take() else {
             return Ok(());
         };
-        // With auto_unmount, fuser's own unmount only closes its socket to fusermount3
-        // and trusts that helper to unmount; if the helper is gone, joining would wait
-        // forever. So detach the mount ourselves, then join.
+        // Detach the mount ourselves (lazily: a reader holding a file open must not
+        // stop an unmount), then join.
         if !session.guard.is_finished()
             && let Err(e) = unmount_dir(&self.dir, true)
             && is_mount_point(&self.dir)
         {
-            // Leave the threads serving rather than wait on a mount that stays.
+            // Leave the threads serving (and the guard watching) rather than wait on a
+            // mount that stays.
             std::mem::forget(session);
             return Err(e);
         }
         let result = session
             .join()
             .map_err(|e| Error::io("the mount ended with an error", &self.dir, e));
+        drop(self.guard.take());
         // Let a whole file being kept for passthrough finish (it is half a second for a
         // 512 MiB shard); one cut short leaves only a temporary file the cache removes.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
