@@ -5,7 +5,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use common::mounts::{mount, wait_stats};
+use common::mounts::{mount, read_mapped, wait_stats, write_safetensors};
 use common::servers::{Served, serve, serve_named};
 use common::{Env, fuse_available, noise, write};
 
@@ -612,4 +612,56 @@ fn a_server_collects_garbage_on_its_schedule_and_counts_it() {
     assert!(e.contains("at least 1s"), "{e}");
     let e = env.fails(2, &["serve", "--gc-every", "soon"]);
     assert!(e.contains("is not a duration"), "{e}");
+}
+
+/// Bytes from peers stay within 5% of the bytes a node reads (read-ahead included),
+/// so two nodes cost the server twice the data, not more.
+#[test]
+fn two_mounts_reading_through_one_server_take_each_chunk_from_it_once() {
+    if !fuse_available() {
+        return;
+    }
+    let mut env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(12 << 20, 4));
+    // 48 MiB of tensors read by page faults, read ahead within a 16 MiB bound.
+    let st = write_safetensors(&src.join("m.safetensors"), 96, 5);
+    let pinned = env.push(&src, "t/twice", &[]);
+    let data = (12u64 << 20) + st.len() as u64;
+    let s = serve(&env, &[]);
+    env.vars.push(("SEALVOL_API_KEY".into(), s.key.clone()));
+    let url = format!("http://{}", s.addr);
+    let mut mounted = Vec::new();
+    for i in 0..2 {
+        let mnt = env.path(&format!("mnt{i}"));
+        let cache = env.path(&format!("node-cache{i}"));
+        let args = [
+            "--cache",
+            cache.to_str().unwrap(),
+            "--peer",
+            &url,
+            "--prefetch-memory",
+            "16M",
+        ];
+        mounted.push((mnt.clone(), mount(&env, &pinned, &mnt, &args)));
+    }
+    let most = data + data / 20;
+    for (mnt, _) in &mounted {
+        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(12 << 20, 4));
+        assert!(read_mapped(&mnt.join("m.safetensors")) == st);
+    }
+    for (mnt, _) in &mounted {
+        let m = wait_stats(&env, mnt, |s| s["bytes_served"].as_u64() >= Some(data));
+        let peer = m["stats"]["peer_bytes"].as_u64().unwrap();
+        assert!(
+            (data..=most).contains(&peer),
+            "{peer} bytes from the peer for {data} read: {m}"
+        );
+        assert_eq!(m["stats"]["origin_chunks"], 0, "{m}");
+    }
+    let served = metric(&s, "bytes_served_total");
+    assert!(
+        served <= 2 * most,
+        "the server sent {served} for 2 x {data}"
+    );
 }

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::Env;
+use super::{Env, noise, write};
 
 /// Unmounts on drop, so a failing test never leaves a mount behind.
 pub struct Mounted<'a> {
@@ -71,4 +71,47 @@ pub fn wait_stats(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A `.safetensors` file of `n` tensors of 512 KiB each, as safetensors writes it.
+pub fn write_safetensors(path: &Path, n: usize, seed: u64) -> Vec<u8> {
+    let tensor = 512 << 10;
+    let mut header = String::from(r#"{"__metadata__":{"format":"pt"}"#);
+    for i in 0..n {
+        header += &format!(
+            r#","layers.{i}.weight":{{"dtype":"BF16","shape":[{}],"data_offsets":[{},{}]}}"#,
+            tensor / 2,
+            i * tensor,
+            (i + 1) * tensor
+        );
+    }
+    header.push('}');
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&noise(n * tensor, seed));
+    write(path, &out);
+    out
+}
+
+/// Maps `path` and copies it out page by page, as a loader's page faults read it.
+pub fn read_mapped(path: &Path) -> Vec<u8> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a read-only shared mapping of a file nobody changes, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED, "{}", std::io::Error::last_os_error());
+    // SAFETY: the mapping is `len` readable bytes until munmap.
+    let out = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
+    unsafe { libc::munmap(p, len) };
+    out
 }

@@ -69,8 +69,12 @@ fn caught_up(fs: &VolumeFs) {
 fn wait_at_rest(fs: &VolumeFs, also: impl Fn(&TierStats) -> bool) -> TierStats {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
+        // At rest first, counters after: read the other way round, the counters could
+        // predate the last tasks of a prefetcher found at rest a moment later. With no
+        // reader, nothing wakes a prefetcher at rest, so these are its final counters.
+        let rest = fs.prefetch_at_rest();
         let s = stats(fs);
-        if also(&s) && fs.prefetch_at_rest() {
+        if rest && also(&s) {
             return s;
         }
         assert!(
