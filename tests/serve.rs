@@ -116,7 +116,7 @@ fn metric(s: &Served, name: &str) -> u64 {
 }
 
 #[test]
-fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
+fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     if !fuse_available() {
         return;
     }
@@ -135,11 +135,12 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
     let url = |s: &Served| format!("http://{}", s.addr);
     let (ua, ub) = (url(&a), url(&b));
 
-    // Three nodes (each its own node cache): two through A, one through B then A.
-    let nodes: [&[&str]; 3] = [
-        &["--peer", &ua],
-        &["--peer", &ua],
-        &["--peer", &ub, "--peer", &ua],
+    // Three nodes (each its own node cache) list both servers, in either order: each
+    // part of a pack is asked of the one that owns it, whatever the order.
+    let nodes: [[&str; 4]; 3] = [
+        ["--peer", &ua, "--peer", &ub],
+        ["--peer", &ub, "--peer", &ua],
+        ["--peer", &ua, "--peer", &ub],
     ];
     for (i, peers) in nodes.iter().enumerate() {
         let mnt = env.path(&format!("mnt{i}"));
@@ -155,26 +156,36 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
             st["origin_chunks"], 0,
             "node {i} never read the origin: {m}"
         );
-        assert!(st["peer_bytes"].as_u64() >= Some(data), "node {i}: {m}");
         assert_eq!(st["peer_errors"], 0, "{m}");
-        assert_eq!(
-            m["peers"].as_array().map(Vec::len),
-            Some(peers.len() / 2),
-            "{m}"
-        );
+        // Both servers served this node, each its share.
+        let ring = m["ring"].as_array().unwrap();
+        assert_eq!(ring.len(), 2, "{m}");
+        for r in ring {
+            assert!(r["bytes"].as_u64() > Some(0), "{m}");
+            assert_eq!(r["share_ppm"], 500_000, "{m}");
+        }
         let listed = env.ok(&["volume", "mounts"]);
         assert!(listed.lines().next().unwrap().contains("PEERS"), "{listed}");
     }
-    // Each server read the origin once for everyone it served.
-    assert_eq!(
+    // The ring read the origin once for everyone: each server its own part.
+    let (oa, ob) = (
         metric(&a, "origin_bytes_total"),
-        data,
-        "A: two nodes, data once"
+        metric(&b, "origin_bytes_total"),
     );
-    assert_eq!(metric(&b, "origin_bytes_total"), data, "B: one node");
+    // Each part once, and no more than the edges of proof blocks a server reads to
+    // prove a run (a block that reaches into the next server's part).
+    assert!(
+        (data..data + data / 4).contains(&(oa + ob)),
+        "A {oa} + B {ob} for {data}"
+    );
+    assert_eq!(
+        metric(&a, "bytes_served_total") + metric(&b, "bytes_served_total"),
+        3 * data
+    );
+    assert!(oa > 0 && ob > 0, "A {oa}, B {ob}");
     assert!(metric(&a, "cache_hits_total") > 0);
 
-    // B dies: a node that lists it first reads through A, and nothing is read twice.
+    // B dies: a node that lists it reads B's part through A, and nothing else anew.
     drop(b);
     let mnt = env.path("mnt3");
     let cache = env.path("node-cache3");
@@ -192,13 +203,14 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
         ],
     );
     assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(6 << 20, 1));
-    let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(6 << 20));
+    assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(5 << 20, 2));
+    let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
     assert_eq!(m["stats"]["origin_chunks"], 0, "{m}");
     assert!(
         m["stats"]["peer_errors"].as_u64() >= Some(1),
         "B was tried: {m}"
     );
-    assert_eq!(metric(&a, "origin_bytes_total"), data);
+    assert_eq!(metric(&a, "origin_bytes_total"), data, "A took on B's part");
 
     // A pull through A: its report says where the chunks came from.
     let out = env.path("pulled");
@@ -227,6 +239,113 @@ fn mounts_and_pulls_read_through_two_servers_and_each_reads_the_origin_once() {
     assert_eq!(v["tiers"]["peer_bytes"], data, "{v}");
     common::assert_same_tree(&src, &out);
     assert_eq!(metric(&a, "origin_bytes_total"), data);
+}
+
+/// A node that follows a peers file takes a server added to it while it runs, and a
+/// file that breaks leaves the servers it listed before.
+#[test]
+fn a_mount_follows_its_peers_file_as_it_changes() {
+    if !fuse_available() {
+        return;
+    }
+    let mut env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(8 << 20, 6));
+    write(&src.join("b.bin"), &noise(8 << 20, 7));
+    let pinned = env.push(&src, "t/filed", &[]);
+    let a = serve_named(&env, "cache-a", &[]);
+    let b = serve_named(&env, "cache-b", &["--no-jobs"]);
+    env.vars.push(("SEALVOL_API_KEY".into(), a.key.clone()));
+    let (ua, ub) = (format!("http://{}", a.addr), format!("http://{}", b.addr));
+    let list = env.path("peers");
+    std::fs::write(&list, format!("# the ring\n{ua}\n")).unwrap();
+
+    // A file that is missing, or holds a line that is not a server: refused at once.
+    let mnt = env.path("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "mount",
+            &pinned,
+            mnt.to_str().unwrap(),
+            "--peers-file",
+            env.path("nope").to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("cannot read peers file"), "{e}");
+    let bad = env.path("bad-peers");
+    std::fs::write(&bad, format!("{ua}\ncache-b:7420\n")).unwrap();
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "mount",
+            &pinned,
+            mnt.to_str().unwrap(),
+            "--peers-file",
+            bad.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        e.contains("line 2") && e.contains("http://HOST:PORT"),
+        "{e}"
+    );
+    let e = env.fails(
+        2,
+        &[
+            "volume",
+            "mount",
+            &pinned,
+            mnt.to_str().unwrap(),
+            "--peers-file",
+            bad.to_str().unwrap(),
+            "--peer",
+            &ua,
+        ],
+    );
+    assert!(e.contains("cannot be used with"), "{e}");
+
+    let cache = env.path("node-cache");
+    let _m = mount(
+        &env,
+        &pinned,
+        &mnt,
+        &[
+            "--cache",
+            cache.to_str().unwrap(),
+            "--peers-file",
+            list.to_str().unwrap(),
+        ],
+    );
+    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(8 << 20, 6));
+    let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(8 << 20));
+    assert_eq!(m["peers"], serde_json::json!([ua.clone()]), "{m}");
+
+    // B joins: written beside and renamed over, as kubelet and editors do.
+    let next = env.path("peers.new");
+    std::fs::write(&next, format!("{ua}\n{ub}\n")).unwrap();
+    std::fs::rename(&next, &list).unwrap();
+    let m = common::mounts::wait_record(&env, &mnt, |r| {
+        r["ring"].as_array().map(Vec::len) == Some(2)
+    });
+    assert_eq!(
+        m["peers"],
+        serde_json::json!([ua.clone(), ub.clone()]),
+        "{m}"
+    );
+    assert!(std::fs::read(mnt.join("b.bin")).unwrap() == noise(8 << 20, 7));
+    assert!(
+        metric(&b, "bytes_served_total") > 0,
+        "B served its part of b.bin"
+    );
+
+    // A broken edit: the ring stays as it was.
+    std::fs::write(&list, "not a server\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let recs = common::mounts::mounts_json(&env);
+    assert_eq!(recs[0]["peers"], serde_json::json!([ua, ub]), "{recs:?}");
 }
 
 #[test]

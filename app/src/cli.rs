@@ -8,7 +8,8 @@ use clap_complete::ArgValueCompleter;
 use crate::complete;
 
 const JSON_HELP: &str = "Print one JSON document on stdout instead of text (shapes: docs/JSON.md)";
-const PEER_HELP: &str = "A cache server (`sealvol serve`) to read through before the origin, as http://HOST:PORT; repeat for more, asked in order [default: config.toml's peers]";
+const PEER_HELP: &str = "A cache server (`sealvol serve`) to read through before the origin, as http://HOST:PORT; repeat for a ring: each part of a pack is asked of the server that owns it, then the next [default: config.toml's peers]";
+const PEERS_FILE_HELP: &str = "A file listing the cache servers, one http://HOST:PORT per line, looked at again each second while this runs (an operator or a Kubernetes headless service rewrites it) [default: config.toml's peers_file]";
 const ORIGIN_HELP: &str = "Another repository holding the same versions (`sealvol volume mirror`), read when the repository fails: a directory or s3://BUCKET/PREFIX; repeat for more, asked in order [default: config.toml's mirrors]";
 const REF_HELP: &str = "A ref: NS/NAME@b3:DIGEST (8+ hex digits will do), NS/NAME:TAG, or NS/NAME for the newest version";
 
@@ -370,6 +371,8 @@ pub enum VolumeCommand {
         exclude: Vec<String>,
         #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
         peers: Vec<String>,
+        #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+        peers_file: Option<PathBuf>,
         #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
         origins: Vec<String>,
         #[arg(long, help = JSON_HELP)]
@@ -416,6 +419,8 @@ pub enum VolumeCommand {
         read_timeout: std::time::Duration,
         #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
         peers: Vec<String>,
+        #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+        peers_file: Option<PathBuf>,
         #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
         origins: Vec<String>,
         /// Serve Prometheus metrics at http://ADDR/metrics: bytes, chunks and requests per tier, hit ratios, latency histograms, errors (e.g. 127.0.0.1:9464)

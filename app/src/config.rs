@@ -37,9 +37,12 @@ pub struct ConfigFile {
     /// Deployment files, or folders of them, for the console's Deployments screen.
     #[serde(default)]
     pub deploy_dirs: Vec<PathBuf>,
-    /// Cache servers (`sealvol serve`) that mounts and pulls read through, in order.
+    /// Cache servers (`sealvol serve`) that mounts and pulls read through, as a ring.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// A file listing them instead, looked at again while a mount runs.
+    #[serde(default)]
+    pub peers_file: Option<PathBuf>,
     /// Repositories holding the same versions (`volume mirror`), read when the
     /// repository cannot give a chunk, in order.
     #[serde(default)]
@@ -71,6 +74,8 @@ pub struct Settings {
     pub deploy_dirs: Vec<PathBuf>,
     /// config.toml's `peers`: cache servers read before the origin.
     pub peers: Vec<String>,
+    /// config.toml's `peers_file`: a file that lists them, re-read as it changes.
+    pub peers_file: Option<PathBuf>,
     /// config.toml's `mirrors`: repositories read when the origin fails.
     pub mirrors: Vec<String>,
     /// A remote engine to work on instead of `repo` (`--remote`, SEALVOL_REMOTE).
@@ -116,7 +121,16 @@ impl Settings {
     /// The cache servers to read through: those a command names (`--peer`), else
     /// config.toml's, else the remote engine (whose cache then serves the chunks); each
     /// checked to be an address one can be reached at.
-    pub fn peers_or(&self, flags: &[String]) -> Result<Vec<String>> {
+    pub fn peers_or(&self, flags: &[String], file: Option<&Path>) -> Result<Peers> {
+        if let Some(f) = file.or(match flags.is_empty() && self.peers.is_empty() {
+            true => self.peers_file.as_deref(),
+            false => None,
+        }) {
+            // Absolute, so that a mount that goes to the background still finds it.
+            let abs =
+                std::path::absolute(f).map_err(|e| Error::io("cannot find peers file", f, e))?;
+            return Ok(Peers::File(abs));
+        }
         let remote: Vec<String> = self.remote.iter().cloned().collect();
         let named = match (flags.is_empty(), self.peers.is_empty()) {
             (false, _) => flags,
@@ -126,7 +140,8 @@ impl Settings {
         named
             .iter()
             .map(|p| sealvol_serve::peer::check_url(p))
-            .collect()
+            .collect::<Result<_>>()
+            .map(Peers::Urls)
     }
 
     /// The mirrored origins to fail over to: those a command names (`--origin`), else
@@ -139,6 +154,14 @@ impl Settings {
         };
         named.iter().map(|m| Address::parse(m)).collect()
     }
+}
+
+/// The cache servers a mount or pull reads through: listed (`--peer`, config.toml's
+/// `peers`, the remote engine), or in a file that may change (`--peers-file`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peers {
+    Urls(Vec<String>),
+    File(PathBuf),
 }
 
 pub const DEFAULT_CACHE_SIZE: u64 = 20 << 30;
@@ -170,7 +193,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, mirrors, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, mirrors, [endpoints]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -340,6 +363,7 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
         endpoints: file.endpoints.with_env(),
         deploy_dirs: file.deploy_dirs,
         peers: file.peers,
+        peers_file: file.peers_file,
         mirrors: file.mirrors,
         remote: remote
             .filter(|r| !r.is_empty())

@@ -60,13 +60,23 @@ pub fn wait_stats(
     dir: &Path,
     f: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
+    wait_record(env, dir, |m| f(&m["stats"]))
+}
+
+/// Waits until the mount's whole record (`volume mounts --json`) satisfies `f`, for at
+/// most 10 s; returns it either way, for the caller's assertion to show.
+pub fn wait_record(
+    env: &Env,
+    dir: &Path,
+    f: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let m = mounts_json(env)
             .into_iter()
             .find(|m| m["dir"] == dir.to_str().unwrap())
             .expect("the mount is listed");
-        if f(&m["stats"]) || Instant::now() > deadline {
+        if f(&m) || Instant::now() > deadline {
             return m;
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -17,7 +17,7 @@ use sealvol_mount::records::{self as records, MountRecord};
 use sealvol_mount::{self as mount, MountOptions};
 
 use super::Ctx;
-use crate::config::parse_size;
+use crate::config::{Peers, parse_size};
 use sealvol_views::format::short_digest;
 
 use crate::output::{json, name, size, table};
@@ -31,6 +31,8 @@ pub struct Request {
     pub read_timeout: Duration,
     /// Cache servers to read through (`--peer`); none: config.toml's `peers`.
     pub peers: Vec<String>,
+    /// A file listing them (`--peers-file`), followed while the mount runs.
+    pub peers_file: Option<PathBuf>,
     /// Mirrored origins (`--origin`); none: config.toml's `mirrors`.
     pub origins: Vec<String>,
     /// Where to serve Prometheus metrics (`--metrics ADDR`).
@@ -50,7 +52,7 @@ struct Resolved {
     cache_dir: PathBuf,
     cache_bytes: u64,
     memory: usize,
-    peers: Vec<String>,
+    peers: Peers,
     origins: Vec<String>,
     metrics: Option<std::net::SocketAddr>,
 }
@@ -83,7 +85,9 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
         cache_dir,
         cache_bytes,
         memory,
-        peers: ctx.settings.peers_or(&req.peers)?,
+        peers: ctx
+            .settings
+            .peers_or(&req.peers, req.peers_file.as_deref())?,
         origins: (ctx.settings.mirrors_or(&req.origins)?)
             .iter()
             .map(|a| a.to_string())
@@ -139,6 +143,10 @@ fn serve(
         read_timeout: req.read_timeout,
         ..mount::Limits::for_origin(repo.concurrency())
     };
+    let (ring, listed) = crate::commands::open::ring(
+        &set.peers,
+        ctx.settings.api_key.as_ref().map(|k| k.expose()),
+    )?;
     let m = mount::mount(
         repo,
         volume,
@@ -147,10 +155,7 @@ fn serve(
         MountOptions {
             cache: Some(Arc::clone(&cache)),
             limits,
-            peers: crate::commands::open::peers(
-                &set.peers,
-                ctx.settings.api_key.as_ref().map(|k| k.expose()),
-            )?,
+            ring: Arc::clone(&ring),
             mirrors,
             ..MountOptions::default()
         },
@@ -169,7 +174,8 @@ fn serve(
         started: now_rfc3339(),
         files: m.fs().tree().files(),
         bytes: m.fs().tree().bytes(),
-        peers: set.peers.clone(),
+        peers: listed,
+        ring: ring.stats(),
         metrics: None,
         stats: m.stats(),
     };
@@ -247,8 +253,13 @@ fn spawn_background(
         "--read-timeout".into(),
         format!("{}ms", req.read_timeout.as_millis()).into(),
     ]);
-    for p in &set.peers {
-        args.extend(["--peer".into(), p.into()]);
+    match &set.peers {
+        Peers::Urls(urls) => {
+            for p in urls {
+                args.extend(["--peer".into(), p.into()]);
+            }
+        }
+        Peers::File(f) => args.extend(["--peers-file".into(), f.clone().into_os_string()]),
     }
     for o in &set.origins {
         args.extend(["--origin".into(), o.into()]);

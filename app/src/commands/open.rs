@@ -6,10 +6,12 @@
 use std::sync::Arc;
 
 use sealvol_core::error::ErrorKind;
+use sealvol_core::read::ring::Ring;
 use sealvol_core::{Repository, Result};
 use sealvol_s3repo::{Address, Mode, Options};
 
 use super::Ctx;
+use crate::config::Peers;
 
 /// The read path's clients for cache servers at `urls` (checked by `Settings::peers_or`).
 pub fn peers(urls: &[String], key: Option<&str>) -> Result<Vec<Arc<dyn sealvol_core::read::Peer>>> {
@@ -26,6 +28,20 @@ pub fn peers(urls: &[String], key: Option<&str>) -> Result<Vec<Arc<dyn sealvol_c
             Ok(Arc::new(p) as Arc<dyn sealvol_core::read::Peer>)
         })
         .collect()
+}
+
+/// The ring of cache servers `peers` names, each checked as `peers` checks them, and
+/// their addresses as they stand now (a file's may change later).
+pub fn ring(peers: &Peers, key: Option<&str>) -> Result<(Arc<Ring>, Vec<String>)> {
+    match peers {
+        Peers::Urls(urls) => Ok((Arc::new(Ring::fixed(self::peers(urls, key)?)), urls.clone())),
+        Peers::File(path) => {
+            let (file, urls) = sealvol_serve::peer::PeersFile::open(path, key)?;
+            // Checked now, as listed ones are; later changes are taken as they come.
+            self::peers(&urls, key)?;
+            Ok((Arc::new(Ring::following(Box::new(file))), urls))
+        }
+    }
 }
 
 impl Ctx {

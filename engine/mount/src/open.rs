@@ -7,7 +7,8 @@ use std::time::SystemTime;
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::Result;
 use sealvol_core::listing::Listing;
-use sealvol_core::read::{Peer, Tiers};
+use sealvol_core::read::Tiers;
+use sealvol_core::read::ring::Ring;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
 
@@ -21,8 +22,8 @@ pub struct MountOptions {
     pub threads: usize,
     /// Read ahead in the order of the version's newest saved read profile, if any.
     pub replay: bool,
-    /// Asked for what the node cache misses, in order, before the origin.
-    pub peers: Vec<Arc<dyn Peer>>,
+    /// Asked for what the node cache misses before the origin, each run by who owns it.
+    pub ring: Arc<Ring>,
     /// Repositories holding the same version, read when the origin fails, in order.
     pub mirrors: Vec<Arc<Repository>>,
 }
@@ -34,7 +35,7 @@ impl Default for MountOptions {
             limits: Limits::default(),
             threads: 4,
             replay: true,
-            peers: Vec::new(),
+            ring: Arc::default(),
             mirrors: Vec::new(),
         }
     }
@@ -60,7 +61,7 @@ pub fn open_fs(
     let tiers = Arc::new(
         Tiers::new(repo, opts.cache.clone())
             .keeping_whole_files_from(opts.limits.passthrough_min)
-            .with_peers(opts.peers.clone())
+            .with_ring(Arc::clone(&opts.ring))
             .with_mirrors(opts.mirrors.clone()),
     );
     let fs = VolumeFs::new(

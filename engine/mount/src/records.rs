@@ -25,9 +25,13 @@ pub struct MountRecord {
     pub started: String,
     pub files: u64,
     pub bytes: u64,
-    /// The cache servers asked before the origin (`--peer`).
+    /// The cache servers asked before the origin (`--peer`, `--peers-file`), as they
+    /// stand now.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// What this mount counted of each of them (`read::ring`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ring: Vec<sealvol_core::read::ring::MemberStats>,
     /// Where its Prometheus metrics are served (`--metrics`), `http://ADDR/metrics`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
@@ -138,6 +142,7 @@ mod tests {
             files: 0,
             bytes: 0,
             peers: Vec::new(),
+            ring: Vec::new(),
             metrics: None,
             stats: TierStats::default(),
         };

@@ -3,12 +3,15 @@
 //! every chunk's hash, and passes over a peer that fails.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::PackId;
 use sealvol_core::read::Peer;
+use sealvol_core::read::ring::PeerSource;
 
 use crate::http::RunRequest;
 
@@ -144,9 +147,156 @@ impl Peer for HttpPeer {
     }
 }
 
+/// A peer list kept in a file (one `http://HOST:PORT` per line; blank lines and `#`
+/// comments are passed over) that an operator, or a Kubernetes headless service's
+/// sidecar, rewrites while nodes run: the ring looks at it again at most once a second
+/// (`read::ring::RECHECK`) and takes a new list when the file changed (its inode, size
+/// or time: a rename over it, as editors and kubelet write, counts).
+pub struct PeersFile {
+    path: PathBuf,
+    key: Option<String>,
+    /// The file as last read.
+    seen: Mutex<Option<FileId>>,
+    /// The list it held, and whether the ring has taken it yet.
+    pending: Mutex<Option<Vec<String>>>,
+}
+
+/// Which file a list was read from: inode, size and modification time.
+type FileId = (u64, u64, std::time::SystemTime);
+
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.ino(), m.len(), m.modified()?))
+}
+
+/// The most bytes a peers file may hold: a list of servers, not a data file.
+const MAX_PEERS_FILE: u64 = 1 << 20;
+
+/// The addresses in a peers file's text, each checked; a line that is not one fails
+/// the whole list with its number, so a half-written edit is never taken.
+pub fn parse_peers(path: &Path, text: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let url = check_url(line).map_err(|e| {
+            Error::invalid(format!(
+                "peers file {} line {}: {}",
+                path.display(),
+                n + 1,
+                e.message()
+            ))
+            .hint("one cache server per line, as http://HOST:PORT; # starts a comment")
+        })?;
+        if !out.contains(&url) {
+            out.push(url);
+        }
+    }
+    Ok(out)
+}
+
+impl PeersFile {
+    /// Reads `path` now: a file that cannot be read or holds a bad line is an error
+    /// before anything starts. Later, such a file leaves the last list in place.
+    pub fn open(path: &Path, key: Option<&str>) -> Result<(PeersFile, Vec<String>)> {
+        let (id, urls) = read_peers(path)?;
+        let f = PeersFile {
+            path: path.to_path_buf(),
+            key: key.map(|k| k.trim().to_string()),
+            seen: Mutex::new(Some(id)),
+            pending: Mutex::new(Some(urls.clone())),
+        };
+        Ok((f, urls))
+    }
+
+    fn peers(&self, urls: &[String]) -> Vec<Arc<dyn Peer>> {
+        let build = || -> Vec<Arc<dyn Peer>> {
+            urls.iter()
+                .filter_map(|u| match HttpPeer::new(u, self.key.as_deref()) {
+                    Ok(p) => Some(Arc::new(p) as Arc<dyn Peer>),
+                    Err(e) => {
+                        tracing::warn!("peers file {}: {e}", self.path.display());
+                        None
+                    }
+                })
+                .collect()
+        };
+        // On a thread of its own: the ring may look at the file from within an async
+        // runtime (a mount's serving loop), where a blocking client cannot be built.
+        std::thread::scope(|s| s.spawn(build).join().unwrap_or_default())
+    }
+}
+
+fn read_peers(path: &Path) -> Result<(FileId, Vec<String>)> {
+    let cannot = |e: std::io::Error| {
+        Error::io("cannot read peers file", path, e)
+            .hint("give a file of cache servers, one http://HOST:PORT per line")
+    };
+    let id = file_id(path).map_err(cannot)?;
+    if id.1 > MAX_PEERS_FILE {
+        return Err(Error::invalid(format!(
+            "peers file {} holds {} bytes: more than a list of servers ({MAX_PEERS_FILE} at most)",
+            path.display(),
+            id.1
+        ))
+        .hint("give a file of cache servers, one http://HOST:PORT per line"));
+    }
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    Ok((id, parse_peers(path, &text)?))
+}
+
+impl PeerSource for PeersFile {
+    fn changed(&self) -> Option<Vec<Arc<dyn Peer>>> {
+        if let Some(urls) = sealvol_core::lock(&self.pending).take() {
+            return Some(self.peers(&urls));
+        }
+        let now = file_id(&self.path).ok();
+        let mut seen = sealvol_core::lock(&self.seen);
+        if now.is_none() || now == *seen {
+            return None;
+        }
+        *seen = now;
+        match read_peers(&self.path) {
+            Ok((_, urls)) => {
+                tracing::info!(
+                    "peers file {}: {} server(s) now",
+                    self.path.display(),
+                    urls.len()
+                );
+                Some(self.peers(&urls))
+            }
+            Err(e) => {
+                tracing::warn!("{e}; keeping the servers it listed before");
+                None
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_url;
+
+    #[test]
+    fn a_peers_file_lists_servers_and_a_bad_line_fails_the_whole_list() {
+        let p = std::path::Path::new("/etc/sealvol/peers");
+        let text = "# the ring\nhttp://10.0.0.1:7420\n\n  http://10.0.0.2:7420/  # second\nhttp://10.0.0.1:7420\n";
+        assert_eq!(
+            super::parse_peers(p, text).unwrap(),
+            ["http://10.0.0.1:7420", "http://10.0.0.2:7420"]
+        );
+        assert!(super::parse_peers(p, "").unwrap().is_empty());
+        let e = super::parse_peers(p, "http://10.0.0.1:7420\n10.0.0.2:7420\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("/etc/sealvol/peers"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn only_http_addresses_name_a_peer() {

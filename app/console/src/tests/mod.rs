@@ -687,6 +687,7 @@ fn the_mounts_screen_shows_what_each_mount_serves() {
             files: 1,
             bytes: 3,
             peers: Vec::new(),
+            ring: Vec::new(),
             metrics: None,
             stats: m.stats(),
         },

@@ -47,6 +47,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
                         prefetch_memory: None,
                         read_timeout: sealvol_mount::DEFAULT_READ_TIMEOUT,
                         peers: Vec::new(),
+                        peers_file: None,
                         origins: Vec::new(),
                         metrics: None,
                         foreground: false,

@@ -153,6 +153,8 @@ pub struct Through<'a> {
     pub include: &'a [String],
     pub exclude: &'a [String],
     pub peers: &'a [String],
+    /// `--peers-file`: a ring that may change while the pull runs.
+    pub peers_file: Option<&'a Path>,
     pub origins: &'a [String],
 }
 
@@ -164,8 +166,8 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
-    let peers = crate::commands::open::peers(
-        &ctx.settings.peers_or(how.peers)?,
+    let (ring, _) = crate::commands::open::ring(
+        &ctx.settings.peers_or(how.peers, how.peers_file)?,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
     )?;
     let (repo, mirrors) = ctx.open_origins(how.origins)?;
@@ -174,7 +176,7 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
     let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
     // A pull fills the node cache for the mounts that follow.
     let tiers = Tiers::with_fill(repo, Some(Arc::new(cache)), Fill::Inline)
-        .with_peers(peers)
+        .with_ring(ring)
         .with_mirrors(mirrors);
     let report = sealvol_core::pull::pull_selected(
         &tiers,

@@ -27,12 +27,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_channel::Sender;
 
 pub mod bytes;
+pub mod ring;
 mod stats;
 mod upstream;
 
 pub use bytes::ChunkBytes;
+use ring::{Member, Ring};
 pub use stats::{Counters, Histogram, LATENCY_BOUNDS_US, Latency, TierStats, add, now_ms};
-use upstream::{Backoff, MirrorTier, PeerTier, from_mirrors, from_peers};
+use upstream::{Backoff, MirrorTier, from_mirrors, from_peers};
 pub use upstream::{PEER_BACKOFF, Peer};
 
 use crate::cache::ChunkCache;
@@ -271,8 +273,8 @@ pub struct Tiers {
     /// Files this large are kept whole in the node cache once read whole, not as
     /// chunks as well (`keeping_whole_files_from`).
     whole_from: u64,
-    /// Asked in order after the node cache and before the origin.
-    peers: Vec<PeerTier>,
+    /// Asked after the node cache and before the origin, each run by who owns it.
+    peers: Arc<Ring>,
     /// Asked in order when the origin fails.
     mirrors: Vec<MirrorTier>,
     origin_backoff: Backoff,
@@ -318,23 +320,28 @@ impl Tiers {
             filler,
             queued_fill,
             whole_from: u64::MAX,
-            peers: Vec::new(),
+            peers: Arc::default(),
             mirrors: Vec::new(),
             origin_backoff: Backoff::default(),
             counters: Counters::default(),
         }
     }
 
-    /// Reads what the node cache misses from `peers`, in order, before the origin.
-    pub fn with_peers(mut self, peers: Vec<Arc<dyn Peer>>) -> Tiers {
-        self.peers = peers
-            .into_iter()
-            .map(|peer| PeerTier {
-                peer,
-                backoff: Backoff::default(),
-            })
-            .collect();
+    /// Reads what the node cache misses from `peers` before the origin, each run from
+    /// the server that owns its segment (`ring.rs`).
+    pub fn with_peers(self, peers: Vec<Arc<dyn Peer>>) -> Tiers {
+        self.with_ring(Arc::new(Ring::fixed(peers)))
+    }
+
+    /// `with_peers` over a ring that may change as the node runs.
+    pub fn with_ring(mut self, ring: Arc<Ring>) -> Tiers {
+        self.peers = ring;
         self
+    }
+
+    /// The servers this node reads through.
+    pub fn ring(&self) -> &Arc<Ring> {
+        &self.peers
     }
 
     /// Reads what the origin cannot give (unreachable, a pack gone, a chunk damaged)
@@ -439,10 +446,14 @@ impl Tiers {
             }
             _ => {}
         };
+        let members = match ask_peers {
+            true => self.peers.members(),
+            false => Arc::default(),
+        };
         let up = Upstream {
             origin: &self.repo,
             origin_backoff: Some(&self.origin_backoff),
-            peers: if ask_peers { &self.peers } else { &[] },
+            peers: &members,
             mirrors: &self.mirrors,
         };
         read_runs(
@@ -563,14 +574,14 @@ struct Upstream<'a> {
     origin: &'a Repository,
     /// `None`: never passed over (there is nowhere else to go).
     origin_backoff: Option<&'a Backoff>,
-    peers: &'a [PeerTier],
+    peers: &'a [Arc<Member>],
     mirrors: &'a [MirrorTier],
 }
 
 /// Reads chunks `misses` (indexes into the file's chunks, ascending) from the peers,
 /// else the origin, else a mirror, into `out` (slot `i - base`), in runs: consecutive
-/// chunks of the file that sit back to back in one pack, up to `max_run` bytes, come
-/// in one request. Every chunk is checked against its hash before it is placed; each
+/// chunks of the file that sit back to back in one pack, up to `max_run` bytes (and,
+/// with peers, within one segment: each segment has its owner), come in one request. Every chunk is checked against its hash before it is placed; each
 /// run is then offered to `fill`.
 fn read_runs(
     up: &Upstream,
@@ -584,6 +595,7 @@ fn read_runs(
     let repo = up.origin;
     let max = max_run(repo);
     let origin_up = up.origin_backoff.is_none_or(Backoff::is_up);
+    let by_segment = up.peers.iter().any(|p| p.is_up());
     let mut k = 0;
     while k < misses.len() {
         let first = &obj.chunks[misses[k]];
@@ -595,6 +607,7 @@ fn read_runs(
             if c.pack != first.pack
                 || c.entry.offset != end
                 || end - start + c.entry.stored_len as u64 > max
+                || (by_segment && ring::segment_of(c.entry.offset) != ring::segment_of(start))
             {
                 break;
             }

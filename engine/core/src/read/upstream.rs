@@ -1,11 +1,12 @@
-//! The tiers beside the origin: peers (`sealvol serve` on other machines, not trusted)
-//! and mirrored origins (repositories holding the same versions), each passed over for
+//! The tiers beside the origin: peers (`sealvol serve` on other machines, not trusted,
+//! asked by who owns a segment: `ring.rs`) and mirrored origins (repositories holding the same versions), each passed over for
 //! a while after it fails, every chunk they give checked against its hash.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::ring::{Member, Ring};
 use super::{ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
@@ -61,18 +62,6 @@ impl Backoff {
     }
 }
 
-pub(super) struct PeerTier {
-    pub(super) peer: Arc<dyn Peer>,
-    pub(super) backoff: Backoff,
-}
-
-impl PeerTier {
-    fn pass_over(&self, why: &str) {
-        self.backoff
-            .pass_over(&format!("peer {}", self.peer.name()), why);
-    }
-}
-
 /// Another repository that holds the same versions (`volume mirror`), read when the
 /// origin cannot give a run; trusted like the origin, every chunk still checked.
 pub(super) struct MirrorTier {
@@ -80,11 +69,12 @@ pub(super) struct MirrorTier {
     pub(super) backoff: Backoff,
 }
 
-/// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`) from the
-/// first peer that is up and returns it whole with every chunk passing its hash; `None`
-/// sends the run to the origin.
+/// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`, all in one
+/// segment: `ring.rs`) from the server that owns its segment, else the next in that
+/// segment's order that is up and returns it whole with every chunk passing its hash;
+/// `None` sends the run to the origin.
 pub(super) fn from_peers(
-    peers: &[PeerTier],
+    peers: &[Arc<Member>],
     obj: &FileObject,
     run: &[usize],
     pack: &PackId,
@@ -92,15 +82,21 @@ pub(super) fn from_peers(
     end: u64,
     counters: &Counters,
 ) -> Option<Arc<Buffer>> {
-    let mut up = peers.iter().filter(|p| p.backoff.is_up()).peekable();
-    up.peek()?;
+    if !peers.iter().any(|p| p.is_up()) {
+        return None;
+    }
     let chunks: Vec<(Hash, u32)> = run
         .iter()
         .map(|&i| (obj.chunks[i].entry.hash, obj.chunks[i].entry.stored_len))
         .collect();
     let len = (end - start) as usize;
-    for p in up {
+    let ordered = Ring::order_for(peers, pack, start);
+    for (rank, p) in ordered.iter().enumerate().filter(|(_, p)| p.is_up()) {
         add(&counters.peer_requests, 1);
+        add(&p.counters.requests, 1);
+        if rank == 0 {
+            add(&p.counters.owned_runs, 1);
+        }
         let mut buf = recycled::take(len);
         let asked = std::time::Instant::now();
         let answer = p
@@ -138,6 +134,8 @@ pub(super) fn from_peers(
         }
         add(&counters.peer_chunks, run.len() as u64);
         add(&counters.peer_bytes, len as u64);
+        add(&p.counters.chunks, run.len() as u64);
+        add(&p.counters.bytes, len as u64);
         return Some(Arc::new(buf));
     }
     None

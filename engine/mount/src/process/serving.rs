@@ -53,8 +53,11 @@ pub fn until_stopped(
             });
         }
         let now = m.stats();
-        if now != last {
+        let ring = m.fs().tiers().ring().stats();
+        if now != last || ring != rec.ring {
             rec.stats = now;
+            rec.peers = ring.iter().map(|r| r.url.clone()).collect();
+            rec.ring = ring;
             let _ = records::write(records_dir, rec);
             last = now;
             if recorded.elapsed() >= Duration::from_secs(1) {
