@@ -122,10 +122,11 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     }
     let mut env = Env::new();
     let src = env.path("src");
-    write(&src.join("a.bin"), &noise(6 << 20, 1));
-    write(&src.join("sub/b.bin"), &noise(5 << 20, 2));
+    write(&src.join("a.bin"), &noise(24 << 20, 1));
+    write(&src.join("sub/b.bin"), &noise(16 << 20, 2));
     let pinned = env.push(&src, "t/peered", &[]);
-    let data = 11u64 << 20;
+    // 20 segments of 2 MiB: the chance that one server owns none is 2^-19.
+    let data = 40u64 << 20;
     let a = serve_named(&env, "cache-a", &[]);
     // One agent per state folder: the second cache server runs no jobs.
     let b = serve_named(&env, "cache-b", &["--no-jobs"]);
@@ -148,13 +149,14 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
         let mut args = vec!["--cache", cache.to_str().unwrap()];
         args.extend_from_slice(peers);
         let _m = mount(&env, &pinned, &mnt, &args);
-        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(6 << 20, 1));
-        assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(5 << 20, 2));
+        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(24 << 20, 1));
+        assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(16 << 20, 2));
         let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
         let st = &m["stats"];
         assert_eq!(
-            st["origin_chunks"], 0,
-            "node {i} never read the origin: {m}"
+            (&st["origin_chunks"], &st["origin_bytes"]),
+            (&0.into(), &0.into()),
+            "node {i} never read the origin, proof edges included: {m}"
         );
         assert_eq!(st["peer_errors"], 0, "{m}");
         // Both servers served this node, each its share.
@@ -172,10 +174,11 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
         metric(&a, "origin_bytes_total"),
         metric(&b, "origin_bytes_total"),
     );
-    // Each part once, and no more than the edges of proof blocks a server reads to
-    // prove a run (a block that reaches into the next server's part).
+    // Each part once, and beyond it only the few KiB of proof blocks that a server
+    // reads to prove a run (a block that reaches into the next server's part).
+    let most = data + data / 20;
     assert!(
-        (data..data + data / 4).contains(&(oa + ob)),
+        (data..=most).contains(&(oa + ob)),
         "A {oa} + B {ob} for {data}"
     );
     assert_eq!(
@@ -202,15 +205,16 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
             &ua,
         ],
     );
-    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(6 << 20, 1));
-    assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(5 << 20, 2));
+    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(24 << 20, 1));
+    assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(16 << 20, 2));
     let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
     assert_eq!(m["stats"]["origin_chunks"], 0, "{m}");
     assert!(
         m["stats"]["peer_errors"].as_u64() >= Some(1),
         "B was tried: {m}"
     );
-    assert_eq!(metric(&a, "origin_bytes_total"), data, "A took on B's part");
+    let oa = metric(&a, "origin_bytes_total");
+    assert!((data..=most).contains(&oa), "A took on B's part: {oa}");
 
     // A pull through A: its report says where the chunks came from.
     let out = env.path("pulled");
@@ -238,7 +242,7 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     assert_eq!(v["tiers"]["origin_chunks"], 0, "{v}");
     assert_eq!(v["tiers"]["peer_bytes"], data, "{v}");
     common::assert_same_tree(&src, &out);
-    assert_eq!(metric(&a, "origin_bytes_total"), data);
+    assert_eq!(metric(&a, "origin_bytes_total"), oa, "all from A's cache");
 }
 
 /// A node that follows a peers file takes a server added to it while it runs, and a
@@ -251,7 +255,8 @@ fn a_mount_follows_its_peers_file_as_it_changes() {
     let mut env = Env::new();
     let src = env.path("src");
     write(&src.join("a.bin"), &noise(8 << 20, 6));
-    write(&src.join("b.bin"), &noise(8 << 20, 7));
+    // 20 segments of 2 MiB: the chance that B owns none of them is 2^-20.
+    write(&src.join("b.bin"), &noise(40 << 20, 7));
     let pinned = env.push(&src, "t/filed", &[]);
     let a = serve_named(&env, "cache-a", &[]);
     let b = serve_named(&env, "cache-b", &["--no-jobs"]);
@@ -335,7 +340,7 @@ fn a_mount_follows_its_peers_file_as_it_changes() {
         serde_json::json!([ua.clone(), ub.clone()]),
         "{m}"
     );
-    assert!(std::fs::read(mnt.join("b.bin")).unwrap() == noise(8 << 20, 7));
+    assert!(std::fs::read(mnt.join("b.bin")).unwrap() == noise(40 << 20, 7));
     assert!(
         metric(&b, "bytes_served_total") > 0,
         "B served its part of b.bin"

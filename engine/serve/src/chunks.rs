@@ -19,7 +19,7 @@ use std::time::Instant;
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::ErrorKind;
-use sealvol_core::objects::PackId;
+use sealvol_core::objects::{FileObject, PackId};
 use sealvol_core::read::{ChunkBytes, add};
 use sealvol_core::recycled::{self, Buffer};
 use sealvol_core::repo::Repository;
@@ -482,6 +482,46 @@ impl ChunkService {
             )));
         }
         Ok(piece)
+    }
+}
+
+impl ChunkService {
+    /// Bytes `[x, y)` of file `obj` that a block being proven reaches into beyond the
+    /// chunks asked for (`proof::Edge::Cheap`): a chunk the cache holds comes from it,
+    /// the rest as the part of each chunk the block needs, read from the origin and not
+    /// checked: the block's hash checks them, and a block that fails asks again for
+    /// whole, checked chunks. So proving a run costs the origin a few KiB at each end,
+    /// not the neighbouring chunks (which another server of a ring owns and reads).
+    pub fn edge_bytes(&self, obj: &FileObject, x: u64, y: u64) -> Result<Vec<ChunkBytes>, Miss> {
+        let mut out = Vec::new();
+        if x >= y {
+            return Ok(out);
+        }
+        for i in obj.chunk_at(x)..=obj.chunk_at(y - 1) {
+            let c = &obj.chunks[i];
+            let cs = obj.start_of(i);
+            let (a, b) = (x.max(cs), y.min(cs + c.entry.raw_len as u64));
+            if let Some(bytes) = self.cached(&c.entry.hash) {
+                out.push(bytes.sub((a - cs) as usize..(b - cs) as usize));
+                continue;
+            }
+            if c.entry.flags != sealvol_core::objects::FLAG_RAW {
+                // Stored otherwise than as its bytes: only the whole chunk says them.
+                let pack = obj.packs[c.pack as usize];
+                let hint = Hint {
+                    pack,
+                    offset: c.entry.offset,
+                    len: c.entry.stored_len,
+                };
+                let whole = self.get(&c.entry.hash, Some(hint))?;
+                out.push(whole.sub((a - cs) as usize..(b - cs) as usize));
+                continue;
+            }
+            let pack = obj.packs[c.pack as usize];
+            let buf = self.read_range(&pack, c.entry.offset + (a - cs), b - a)?;
+            out.push(ChunkBytes::slice(&buf, 0..buf.len()));
+        }
+        Ok(out)
     }
 }
 

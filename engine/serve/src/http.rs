@@ -452,7 +452,15 @@ fn prove_pieces(
                 obj.start_of(first + n),
                 first,
                 &pieces[k..k + n],
-                &mut |x, y, _| {
+                &mut |x, y, edge| {
+                    if edge == sealvol_core::proof::Edge::Cheap {
+                        return service.edge_bytes(obj, x, y).map_err(|m| {
+                            sealvol_core::Error::new(
+                                sealvol_core::error::ErrorKind::Unavailable,
+                                format!("{m:?}"),
+                            )
+                        });
+                    }
                     let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
                     let got = (c0..c1)
                         .map(fetch)

@@ -471,7 +471,8 @@ impl Tiers {
 
 impl Tiers {
     /// Bytes `[x, y)` of a file for the edge of a block being proven (`proof::Edge::
-    /// Cheap`): a chunk the node cache holds comes from it (checked, as every cache
+    /// Cheap`). Through peers: their whole chunks, from the ring. Else a chunk the node
+    /// cache holds comes from it (checked, as every cache
     /// read), the rest as parts of chunks read from the origin, one range read per
     /// stretch of one pack, unchecked: the block's hash checks them, and a block that
     /// fails asks again for checked chunks. So a reader that jumps around reads only
@@ -488,6 +489,13 @@ impl Tiers {
             return Ok(out);
         }
         let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+        if self.peers.members().iter().any(|m| m.is_up()) {
+            // Through the ring, as whole chunks from their owners (and into the node
+            // cache like any read): the origin is read by the servers, once for the
+            // cluster, never by each node for its edges.
+            let whole = self.fetch_counted(obj, c0..c1, counters)?;
+            return Ok(slice_bytes(obj, c0, &whole, x, y));
+        }
         let mut i = c0;
         while i < c1 {
             let c = &obj.chunks[i];

@@ -22,9 +22,11 @@ use crate::objects::PackId;
 
 /// The stretch of a pack that one server owns: a chunk belongs to the segment its
 /// first byte lies in. Small enough that a few hundred MiB spread evenly over a handful
-/// of servers (±25% of a share at 3 servers needs about a hundred segments), large
-/// enough that a run is a few requests, not one per chunk.
-pub const SEGMENT: u64 = 1 << 20;
+/// of servers (within ±25% of a share at 3 servers from about 100 segments); large
+/// enough that a run is a few requests, not one per chunk, and that what a server reads
+/// beyond a run to prove it (part of a 64 KiB proof block at each end, `proof/`) stays
+/// a few percent of it.
+pub const SEGMENT: u64 = 2 << 20;
 
 /// How often a changing peer list is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(1);
