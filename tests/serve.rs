@@ -122,11 +122,11 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     }
     let mut env = Env::new();
     let src = env.path("src");
-    write(&src.join("a.bin"), &noise(24 << 20, 1));
+    write(&src.join("a.bin"), &noise(48 << 20, 1));
     write(&src.join("sub/b.bin"), &noise(16 << 20, 2));
     let pinned = env.push(&src, "t/peered", &[]);
-    // 20 segments of 2 MiB: the chance that one server owns none is 2^-19.
-    let data = 40u64 << 20;
+    // 16 segments of 4 MiB: the chance that one server owns none is 2^-15.
+    let data = 64u64 << 20;
     let a = serve_named(&env, "cache-a", &[]);
     // One agent per state folder: the second cache server runs no jobs.
     let b = serve_named(&env, "cache-b", &["--no-jobs"]);
@@ -149,7 +149,7 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
         let mut args = vec!["--cache", cache.to_str().unwrap()];
         args.extend_from_slice(peers);
         let _m = mount(&env, &pinned, &mnt, &args);
-        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(24 << 20, 1));
+        assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(48 << 20, 1));
         assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(16 << 20, 2));
         let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
         let st = &m["stats"];
@@ -205,7 +205,7 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
             &ua,
         ],
     );
-    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(24 << 20, 1));
+    assert!(std::fs::read(mnt.join("a.bin")).unwrap() == noise(48 << 20, 1));
     assert!(std::fs::read(mnt.join("sub/b.bin")).unwrap() == noise(16 << 20, 2));
     let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
     assert_eq!(m["stats"]["origin_chunks"], 0, "{m}");
@@ -245,6 +245,71 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     assert_eq!(metric(&a, "origin_bytes_total"), oa, "all from A's cache");
 }
 
+/// Servers that know their ring (`serve --peers-file`) ask the owner of a run before
+/// the origin: nodes that list one server each, not the ring, still cost the origin the
+/// version once.
+#[test]
+fn servers_of_a_ring_ask_each_other_before_the_origin() {
+    if !fuse_available() {
+        return;
+    }
+    let mut env = Env::new();
+    let src = env.path("src");
+    // 16 segments of 4 MiB: the chance that one server owns none is 2^-15.
+    write(&src.join("w.bin"), &noise(64 << 20, 9));
+    let pinned = env.push(&src, "t/fellows", &[]);
+    let data = 64u64 << 20;
+    let ring = env.path("ring");
+    std::fs::write(&ring, "").unwrap();
+    let ring_arg = ["--peers-file", ring.to_str().unwrap()];
+    let a = serve_named(&env, "cache-a", &ring_arg);
+    let b = serve_named(&env, "cache-b", &[&["--no-jobs"][..], &ring_arg].concat());
+    env.vars.push(("SEALVOL_API_KEY".into(), a.key.clone()));
+    let (ua, ub) = (format!("http://{}", a.addr), format!("http://{}", b.addr));
+    std::fs::write(&ring, format!("{ua}\n{ub}\n")).unwrap();
+    // The servers look at their file again once a second (asking /metrics makes them
+    // look): until both have taken it, a run would go to the origin.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while metric(&a, "ring_servers") != 2 || metric(&b, "ring_servers") != 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the servers never took the ring"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    for (i, only) in [&ua, &ub].into_iter().enumerate() {
+        let mnt = env.path(&format!("mnt{i}"));
+        let cache = env.path(&format!("node-cache{i}"));
+        let _m = mount(
+            &env,
+            &pinned,
+            &mnt,
+            &["--cache", cache.to_str().unwrap(), "--peer", only],
+        );
+        assert!(std::fs::read(mnt.join("w.bin")).unwrap() == noise(64 << 20, 9));
+        let m = wait_stats(&env, &mnt, |s| s["peer_bytes"].as_u64() >= Some(data));
+        assert_eq!(m["stats"]["origin_bytes"], 0, "{m}");
+    }
+    let (oa, ob) = (
+        metric(&a, "origin_bytes_total"),
+        metric(&b, "origin_bytes_total"),
+    );
+    // Both nodes read all of it, each through one server; the ring read it once.
+    let most = data + data / 20;
+    assert!(
+        (data..=most).contains(&(oa + ob)),
+        "A {oa} + B {ob} for {data}"
+    );
+    assert!(oa > 0 && ob > 0, "each read its own part: A {oa}, B {ob}");
+    for (s, other) in [(&a, &b), (&b, &a)] {
+        assert!(metric(s, "fellow_bytes_total") > 0, "asked its fellow");
+        assert!(metric(other, "fellow_forwarded_in_total") > 0);
+        assert_eq!(metric(s, "fellow_errors_total"), 0);
+        assert_eq!(metric(s, "ring_servers"), 2);
+    }
+}
+
 /// A node that follows a peers file takes a server added to it while it runs, and a
 /// file that breaks leaves the servers it listed before.
 #[test]
@@ -255,8 +320,8 @@ fn a_mount_follows_its_peers_file_as_it_changes() {
     let mut env = Env::new();
     let src = env.path("src");
     write(&src.join("a.bin"), &noise(8 << 20, 6));
-    // 20 segments of 2 MiB: the chance that B owns none of them is 2^-20.
-    write(&src.join("b.bin"), &noise(40 << 20, 7));
+    // 16 segments of 4 MiB: the chance that B owns none of them is 2^-16.
+    write(&src.join("b.bin"), &noise(64 << 20, 7));
     let pinned = env.push(&src, "t/filed", &[]);
     let a = serve_named(&env, "cache-a", &[]);
     let b = serve_named(&env, "cache-b", &["--no-jobs"]);
@@ -340,7 +405,7 @@ fn a_mount_follows_its_peers_file_as_it_changes() {
         serde_json::json!([ua.clone(), ub.clone()]),
         "{m}"
     );
-    assert!(std::fs::read(mnt.join("b.bin")).unwrap() == noise(40 << 20, 7));
+    assert!(std::fs::read(mnt.join("b.bin")).unwrap() == noise(64 << 20, 7));
     assert!(
         metric(&b, "bytes_served_total") > 0,
         "B served its part of b.bin"

@@ -624,6 +624,12 @@ pub struct ServeArgs {
     /// A repository the keys' mirror jobs may copy versions to, by name (repeatable): NAME=REPO, a folder or s3://BUCKET/PREFIX. A job names it (`--remote URL volume mirror REF --to NAME`), never an address.
     #[arg(long = "mirror-to", value_name = "NAME=REPO")]
     pub mirror_to: Vec<String>,
+    /// A server of this one's ring, as http://HOST:PORT (repeatable; list every server, this one too, as the nodes do): a run another server owns is asked of it before the origin, so a cold chunk costs one origin read across the ring.
+    #[arg(long = "peer", value_name = "URL")]
+    pub peers: Vec<String>,
+    /// The ring's servers in a file, one http://HOST:PORT per line, looked at again each second (the nodes' peers file will do).
+    #[arg(long, value_name = "FILE", conflicts_with = "peers")]
+    pub peers_file: Option<std::path::PathBuf>,
 }
 
 /// `--gc-every`: a duration of at least a second.

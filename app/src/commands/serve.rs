@@ -28,6 +28,8 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         jobs_use_server_credentials,
         gc_every,
         mirror_to,
+        peers,
+        peers_file,
     } = args;
     let mirrors = Destinations::parse(ctx, &mirror_to)?;
     if !no_jobs && !jobs_use_server_credentials {
@@ -76,7 +78,11 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         dir.display().to_string(),
         ctx.settings.state.display().to_string(),
     ]);
-    let service = Arc::new(sealvol_serve::ChunkService::new(repo, cache));
+    let service = sealvol_serve::ChunkService::new(repo, cache);
+    let service = Arc::new(match fellows(&peers, peers_file.as_deref())? {
+        Some(ring) => service.with_fellows(ring),
+        None => service,
+    });
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
@@ -87,10 +93,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     if let Some(text) = &metrics_listen {
         let at = metrics_address(text)?;
         let s = Arc::clone(&service);
-        let render = Arc::new(move || {
-            let cache = sealvol_serve::metrics::CacheState::of(s.cache());
-            sealvol_serve::metrics::serve_text(&s.counters, cache, &s.gc)
-        });
+        let render = Arc::new(move || sealvol_serve::metrics::serve_text(&s));
         let bound = sealvol_serve::metrics::expose("--metrics-listen", at, render)?;
         if !ctx.quiet {
             errln!("metrics without a key at http://{bound}/metrics");
@@ -248,4 +251,27 @@ impl sealvol_node::jobs::Mirrors for Destinations {
         })?;
         self.ctx.open_at(address, sealvol_s3repo::Mode::CreateLocal)
     }
+}
+
+/// The ring this server belongs to (`--peer`, `--peers-file`), if any. Its fellows are
+/// asked with each caller's own key, so the ring holds no key of its own, and a fellow
+/// that is down now is only passed over: it may come up.
+fn fellows(
+    peers: &[String],
+    file: Option<&std::path::Path>,
+) -> Result<Option<Arc<sealvol_core::read::ring::Ring>>> {
+    use sealvol_core::read::ring::Ring;
+    use sealvol_serve::peer::{HttpPeer, PeersFile};
+    if let Some(f) = file {
+        let (source, _) = PeersFile::open(f, None)?;
+        return Ok(Some(Arc::new(Ring::following(Box::new(source)))));
+    }
+    if peers.is_empty() {
+        return Ok(None);
+    }
+    let ring: Vec<Arc<dyn sealvol_core::read::Peer>> = peers
+        .iter()
+        .map(|u| Ok(Arc::new(HttpPeer::new(u, None)?) as Arc<dyn sealvol_core::read::Peer>))
+        .collect::<Result<_>>()?;
+    Ok(Some(Arc::new(Ring::fixed(ring))))
 }

@@ -72,6 +72,9 @@ pub struct Counters {
     pub flight_waits: AtomicU64,
     /// Origin reads whose bytes failed their hash.
     pub bad_bytes: AtomicU64,
+    /// Bytes read from the origin for the edges of proof blocks (`edge_bytes`), also
+    /// counted in `origin_bytes`.
+    pub edge_bytes: AtomicU64,
     pub not_found: AtomicU64,
     pub errors: AtomicU64,
     /// How long requests took to answer, and each origin range read.
@@ -126,6 +129,10 @@ pub struct ChunkService {
     pub counters: Counters,
     /// The scheduled collections (`maintenance.rs`), for `/metrics`.
     pub gc: Arc<crate::maintenance::GcStats>,
+    /// This server's instance id (`/v1/ring/id`).
+    id: String,
+    /// The other servers of its ring (`serve --peer`), asked before the origin.
+    fellows: Option<crate::fellows::Fellows>,
 }
 
 /// Why a run request cannot be answered as asked, if it cannot.
@@ -199,7 +206,25 @@ impl ChunkService {
             flights,
             filler,
             counters: Counters::default(),
+            id: crate::fellows::instance_id(),
+            fellows: None,
         }
+    }
+
+    /// Asks the servers of `ring` (this one among them) for the runs they own before
+    /// reading the origin (`fellows.rs`).
+    pub fn with_fellows(mut self, ring: Arc<sealvol_core::read::ring::Ring>) -> ChunkService {
+        self.fellows = Some(crate::fellows::Fellows::new(ring, self.id.clone()));
+        self
+    }
+
+    /// This server's instance id, by which it finds itself in a ring's list.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn fellows(&self) -> Option<&crate::fellows::Fellows> {
+        self.fellows.as_ref()
     }
 
     /// What the server knows of the chunks the repository holds.
@@ -248,13 +273,19 @@ impl ChunkService {
         pack: &PackId,
         offset: u64,
         chunks: &[(Hash, u32)],
+        asker: Option<&crate::fellows::Asker>,
     ) -> Result<Vec<ChunkBytes>, Miss> {
         check_run(offset, chunks).map_err(Miss::Invalid)?;
         let started = Instant::now();
         add(&self.counters.requests, 1);
         add(&self.counters.runs, 1);
         add(&self.counters.chunks, chunks.len() as u64);
-        let pieces = self.run_claimed(pack, offset, chunks);
+        if let (Some(f), Some(a)) = (&self.fellows, asker)
+            && a.forwarded
+        {
+            add(&f.counters.forwarded_in, 1);
+        }
+        let pieces = self.run_claimed(pack, offset, chunks, asker);
         self.counters.request_latency.observe(started.elapsed());
         pieces
     }
@@ -264,6 +295,7 @@ impl ChunkService {
         pack: &PackId,
         offset: u64,
         chunks: &[(Hash, u32)],
+        asker: Option<&crate::fellows::Asker>,
     ) -> Result<Vec<ChunkBytes>, Miss> {
         let hashes: Vec<Hash> = chunks.iter().map(|(h, _)| *h).collect();
         let claims = self.claim_all(&hashes);
@@ -283,12 +315,16 @@ impl ChunkService {
                 i += 1;
                 continue;
             }
+            // With fellows, a stretch stays within one segment: each has its owner.
+            let segment = sealvol_core::read::ring::segment_of(at[i]);
             let mut j = i;
-            while leads(j) {
+            while leads(j)
+                && (self.fellows.is_none()
+                    || sealvol_core::read::ring::segment_of(at[j]) == segment)
+            {
                 j += 1;
             }
-            let len = at[j - 1] + chunks[j - 1].1 as u64 - at[i];
-            let read = self.read_range(pack, at[i], len);
+            let read = self.read_stretch(pack, &at[i..j], &chunks[i..j], asker);
             for x in i..j {
                 let (hash, clen) = chunks[x];
                 let outcome = match &read {
@@ -458,6 +494,25 @@ impl ChunkService {
         }
     }
 
+    /// Chunks `chunks` of `pack` at offsets `at` (back to back), from the fellow that
+    /// owns their segment, else the origin. Unchecked: the caller checks each chunk.
+    fn read_stretch(
+        &self,
+        pack: &PackId,
+        at: &[u64],
+        chunks: &[(Hash, u32)],
+        asker: Option<&crate::fellows::Asker>,
+    ) -> Result<Arc<Buffer>, Miss> {
+        let len = at[at.len() - 1] + chunks[chunks.len() - 1].1 as u64 - at[0];
+        if let (Some(f), Some(a)) = (&self.fellows, asker) {
+            let mut buf = recycled::take(len as usize);
+            if f.run(a, pack, at[0], chunks, buf.as_mut_vec()) && buf.len() as u64 == len {
+                return Ok(Arc::new(buf));
+            }
+        }
+        self.read_range(pack, at[0], len)
+    }
+
     fn read_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Arc<Buffer>, Miss> {
         let mut buf = recycled::take(len as usize);
         add(&self.counters.origin_fetches, 1);
@@ -519,6 +574,7 @@ impl ChunkService {
             }
             let pack = obj.packs[c.pack as usize];
             let buf = self.read_range(&pack, c.entry.offset + (a - cs), b - a)?;
+            add(&self.counters.edge_bytes, buf.len() as u64);
             out.push(ChunkBytes::slice(&buf, 0..buf.len()));
         }
         Ok(out)

@@ -68,7 +68,15 @@ pub const ROUTES: [(&str, &[&str]); 25] = [
 ];
 
 /// The probes, answered without a key: is the process up, can it reach its repository.
-pub const OPEN_ROUTES: [(&str, &[&str]); 2] = [("/healthz", &["GET"]), ("/readyz", &["GET"])];
+pub const OPEN_ROUTES: [(&str, &[&str]); 3] = [
+    ("/healthz", &["GET"]),
+    ("/readyz", &["GET"]),
+    (RING_ID_ROUTE, &["GET"]),
+];
+
+/// A server's instance id, random at each start, by which a server of a ring finds
+/// itself in the ring's list (`fellows.rs`). Open: it says nothing but that id.
+pub const RING_ID_ROUTE: &str = "/v1/ring/id";
 
 /// How long a `/readyz` answer stands: probes from anyone cost the repository at most
 /// one small request this often.
@@ -150,7 +158,8 @@ pub fn router(served: Served) -> Router {
     let keys = Arc::clone(&served.keys);
     let probes = Router::new()
         .route(OPEN_ROUTES[0].0, get(|| async { "ok\n" }))
-        .route(OPEN_ROUTES[1].0, get(readyz));
+        .route(OPEN_ROUTES[1].0, get(readyz))
+        .route(OPEN_ROUTES[2].0, get(ring_id));
     let keyed = Router::new()
         .route(ROUTES[0].0, get(chunk))
         .route(ROUTES[1].0, post(run))
@@ -290,9 +299,14 @@ pub struct RunRequest {
     pub chunks: Vec<(String, u32)>,
 }
 
+async fn ring_id(State(served): State<Served>) -> String {
+    format!("{}\n", served.chunks.id())
+}
+
 async fn run(
     State(served): State<Served>,
     Extension(grant): Extension<Arc<Grant>>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
     let body = match crate::reply::read_body(body, MAX_BODY).await {
@@ -333,6 +347,14 @@ async fn run(
     let service = Arc::clone(&served.chunks);
     let steward = Arc::clone(&served.steward);
     let offset = req.offset;
+    let asker = crate::fellows::Asker {
+        file,
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        forwarded: headers.contains_key(crate::fellows::FORWARDED),
+    };
     let outcome = tokio::task::spawn_blocking(move || {
         let listed = file_for(&steward, &grant, &file)?;
         // Each chunk asked for must be the file's, where its list says it is.
@@ -356,7 +378,7 @@ async fn run(
             positions.push(p);
             at += *len as u64;
         }
-        let pieces = service.get_run(&pack, offset, &chunks)?;
+        let pieces = service.get_run(&pack, offset, &chunks, Some(&asker))?;
         prove_pieces(&service, &steward, &listed.obj, &positions, &pieces)?;
         Ok(pieces)
     })
@@ -596,12 +618,11 @@ fn immutable(etag: &str) -> HeaderMap {
 }
 
 async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse {
-    let cache = crate::metrics::CacheState::of(service.cache());
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        crate::metrics::serve_text(&service.counters, cache, &service.gc),
+        crate::metrics::serve_text(&service),
     )
 }

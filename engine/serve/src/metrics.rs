@@ -10,12 +10,10 @@ pub use sealvol_core::prometheus::CacheState;
 use sealvol_core::prometheus::Text;
 
 /// The server's metrics (`sealvol serve`'s `/metrics`), in Prometheus's text format.
-pub fn serve_text(
-    c: &crate::chunks::Counters,
-    cache: CacheState,
-    gc: &crate::maintenance::GcStats,
-) -> String {
+pub fn serve_text(service: &crate::ChunkService) -> String {
     use std::sync::atomic::Ordering;
+    let (c, gc) = (&service.counters, &service.gc);
+    let cache = CacheState::of(service.cache());
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let mut t = Text {
         prefix: "sealvol_serve",
@@ -57,6 +55,11 @@ pub fn serve_text(
             "origin_bytes_total",
             "Bytes read from the origin.",
             g(&c.origin_bytes),
+        ),
+        (
+            "proof_edge_bytes_total",
+            "Bytes read from the origin for the parts of proof blocks beyond a run's ends.",
+            g(&c.edge_bytes),
         ),
         (
             "singleflight_waits_total",
@@ -113,6 +116,40 @@ pub fn serve_text(
     ];
     for (name, help, v) in counters.into_iter().chain(gc_counters) {
         t.one(name, "counter", help, v);
+    }
+    if let Some(f) = service.fellows() {
+        let f = &f.counters;
+        let fellows = [
+            (
+                "fellow_requests_total",
+                "Runs this server asked of the fellow that owns them (serve --peer).",
+                g(&f.requests),
+            ),
+            (
+                "fellow_bytes_total",
+                "Bytes fellows answered those runs with.",
+                g(&f.bytes),
+            ),
+            (
+                "fellow_errors_total",
+                "Runs a fellow could not answer (read from the origin instead).",
+                g(&f.errors),
+            ),
+            (
+                "fellow_forwarded_in_total",
+                "Runs fellows asked of this server.",
+                g(&f.forwarded_in),
+            ),
+        ];
+        for (name, help, v) in fellows {
+            t.one(name, "counter", help, v);
+        }
+        t.one(
+            "ring_servers",
+            "gauge",
+            "Servers in this server's ring, itself included.",
+            f_len(service),
+        );
     }
     t.family(
         "gc_last_run_seconds",
@@ -216,4 +253,10 @@ pub fn expose(
         })
         .map_err(|e| Error::usage(format!("{flag} {addr}: cannot start its thread: {e}")))?;
     Ok(bound)
+}
+
+fn f_len(service: &crate::ChunkService) -> u64 {
+    service
+        .fellows()
+        .map_or(0, |f| f.ring().members().len() as u64)
 }

@@ -109,6 +109,57 @@ impl Peer for HttpPeer {
         chunks: &[(Hash, u32)],
         into: &mut Vec<u8>,
     ) -> Result<()> {
+        self.post_run(self.key.as_deref(), false, file, pack, offset, chunks, into)
+    }
+}
+
+impl HttpPeer {
+    /// `read_run` for a fellow server (`fellows.rs`): with the caller's key `token`,
+    /// marked forwarded, so that the fellow never forwards it again.
+    pub fn read_run_forwarded(
+        &self,
+        token: Option<&str>,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.post_run(token, true, file, pack, offset, chunks, into)
+    }
+
+    /// The server's instance id (`GET /v1/ring/id`), by which a server finds itself in
+    /// a ring's list.
+    pub fn instance_id(&self) -> Result<String> {
+        let resp = self
+            .client
+            .get(format!("{}{}", self.url, crate::http::RING_ID_ROUTE))
+            .send()
+            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {e}")))?;
+        if !resp.status().is_success() {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("answered {} to its id", resp.status()),
+            ));
+        }
+        let mut text = String::new();
+        resp.take(256).read_to_string(&mut text).map_err(|e| {
+            Error::new(ErrorKind::Unavailable, format!("its id was cut short: {e}"))
+        })?;
+        Ok(text.trim().to_string())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn post_run(
+        &self,
+        key: Option<&str>,
+        forwarded: bool,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
         let unavailable = |what: String| Error::new(ErrorKind::Unavailable, what);
         let req = RunRequest {
             file: file.hex(),
@@ -119,8 +170,11 @@ impl Peer for HttpPeer {
         let body = serde_json::to_vec(&req)
             .map_err(|e| unavailable(format!("cannot write a run request: {e}")))?;
         let mut post = self.client.post(&self.runs);
-        if let Some(k) = &self.key {
+        if let Some(k) = key {
             post = post.bearer_auth(k);
+        }
+        if forwarded {
+            post = post.header(crate::fellows::FORWARDED, "1");
         }
         let resp = post
             .header(reqwest::header::CONTENT_TYPE, "application/json")

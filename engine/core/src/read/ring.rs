@@ -26,7 +26,7 @@ use crate::objects::PackId;
 /// enough that a run is a few requests, not one per chunk, and that what a server reads
 /// beyond a run to prove it (part of a 64 KiB proof block at each end, `proof/`) stays
 /// a few percent of it.
-pub const SEGMENT: u64 = 2 << 20;
+pub const SEGMENT: u64 = 4 << 20;
 
 /// How often a changing peer list is looked at again.
 pub const RECHECK: Duration = Duration::from_secs(1);
@@ -98,7 +98,8 @@ impl Member {
         self.backoff.is_up()
     }
 
-    pub(super) fn pass_over(&self, why: &str) {
+    /// Passes this server over for `PEER_BACKOFF`, said once per outage.
+    pub fn pass_over(&self, why: &str) {
         add(&self.counters.errors, 1);
         self.backoff
             .pass_over(&format!("peer {}", self.peer.name()), why);
