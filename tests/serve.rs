@@ -308,6 +308,46 @@ fn servers_of_a_ring_ask_each_other_before_the_origin() {
         assert_eq!(metric(s, "fellow_errors_total"), 0);
         assert_eq!(metric(s, "ring_servers"), 2);
     }
+
+    // `sealvol peers` asks each server of the list: two up, one gone.
+    let gone = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let v: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "peers", "--peer", &ua, "--peer", &ub, "--peer", &gone, "--json",
+    ]))
+    .unwrap();
+    let rows = v["peers"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    for (row, origin) in rows.iter().zip([oa, ob]) {
+        assert_eq!(row["up"], true, "{v}");
+        assert_eq!(row["ring"], 2, "{v}");
+        assert_eq!(row["origin_bytes"], origin, "{v}");
+        assert!(row["bytes_served"].as_u64() >= Some(data / 4), "{v}");
+        assert!(row["hit_ratio"].as_f64() > Some(0.0), "{v}");
+    }
+    assert_eq!(rows[2]["up"], false, "{v}");
+    assert!(
+        rows[2]["error"].as_str().unwrap().contains("cannot reach"),
+        "{v}"
+    );
+    assert!((rows[0]["share"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
+    let text = env.ok(&["peers", "--peer", &ua, "--peer", &gone]);
+    assert!(text.lines().next().unwrap().contains("HITS"), "{text}");
+    assert!(text.contains("DOWN"), "{text}");
+    // A key the servers do not know: said per server, not a failure of the command.
+    let mut stranger = env.cmd();
+    stranger.env("SEALVOL_API_KEY", "sv1:nobody:00");
+    let out = stranger
+        .args(["peers", "--peer", &ua, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["peers"][0]["error"].as_str().unwrap().contains("key"),
+        "{v}"
+    );
 }
 
 /// A node that follows a peers file takes a server added to it while it runs, and a

@@ -172,6 +172,19 @@ pub enum Command {
         json: bool,
     },
 
+    /// The cache servers mounts and pulls read through, each asked how it is doing.
+    #[command(
+        after_help = "Per server: whether it answers, its share of the key space (1/N of the ring), bytes served, cache hit ratio, bytes read from the origin, bytes its fellows gave it, and the servers in its own ring (serve --peer). The servers are those a mount would use: --peer, --peers-file, config.toml, else the remote engine.\n\nExamples:\n  sealvol peers\n  sealvol peers --peers-file /etc/sealvol/peers --json"
+    )]
+    Peers {
+        #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+        peers: Vec<String>,
+        #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+        peers_file: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info --json")]
     Info {

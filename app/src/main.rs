@@ -155,6 +155,11 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Serve(args)) => commands::serve::serve(&ctx, args),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
+        Some(Command::Peers {
+            peers,
+            peers_file,
+            json,
+        }) => commands::peers::peers(&ctx, &peers, peers_file.as_deref(), json),
         Some(Command::Settings {
             retention,
             gc_grace,

@@ -9,6 +9,7 @@ pub mod key;
 pub mod launch;
 pub mod mount;
 pub mod open;
+pub mod peers;
 pub mod repair;
 pub mod secret;
 pub mod serve;

@@ -39,7 +39,7 @@ use crate::chunks::{ChunkService, Miss};
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 25] = [
+pub const ROUTES: [(&str, &[&str]); 26] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -65,6 +65,7 @@ pub const ROUTES: [(&str, &[&str]); 25] = [
     ("/v1/jobs/{id}/events", &["GET"]),
     ("/v1/secrets", &["GET"]),
     ("/v1/secrets/{ns}/{name}", &["PUT", "DELETE"]),
+    ("/v1/ring", &["GET"]),
 ];
 
 /// The probes, answered without a key: is the process up, can it reach its repository.
@@ -195,6 +196,7 @@ pub fn router(served: Served) -> Router {
             ROUTES[24].0,
             put(crate::jobs::secrets::put).delete(crate::jobs::secrets::remove),
         )
+        .route(ROUTES[25].0, get(ring_report))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(keys, authenticate));
     probes
@@ -301,6 +303,11 @@ pub struct RunRequest {
 
 async fn ring_id(State(served): State<Served>) -> String {
     format!("{}\n", served.chunks.id())
+}
+
+/// What this server served and read, for `sealvol peers` (any key: counters only).
+async fn ring_report(State(served): State<Served>) -> Response {
+    crate::reply::json(&crate::report::Report::of(&served.chunks))
 }
 
 async fn run(

@@ -15,6 +15,7 @@
 //! - `objects`: the remote engine's routes, and what each key may touch;
 //! - `peer`: the client a node's read path uses (`read::Peer`);
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
+//! - `report`: what a server says of itself to `sealvol peers`;
 //! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
 
 pub mod address;
@@ -35,6 +36,7 @@ pub mod peer;
 pub mod reach;
 pub mod remote;
 pub mod reply;
+pub mod report;
 pub mod tls;
 
 use std::net::SocketAddr;

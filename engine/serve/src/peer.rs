@@ -128,6 +128,44 @@ impl HttpPeer {
         self.post_run(token, true, file, pack, offset, chunks, into)
     }
 
+    /// What the server says of itself (`GET /v1/ring`): `Unavailable` when it cannot be
+    /// reached or answers otherwise, `Denied` when it refuses the key.
+    pub fn report(&self) -> Result<crate::report::Report> {
+        let mut get = self.client.get(format!("{}/v1/ring", self.url));
+        if let Some(k) = &self.key {
+            get = get.bearer_auth(k);
+        }
+        let resp = get.send().map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("cannot reach it: {}", crate::address::root_cause(&e)),
+            )
+        })?;
+        let status = resp.status().as_u16();
+        if matches!(status, 401 | 403) {
+            return Err(refused(status, "the key"));
+        }
+        if status != 200 {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("answered {status} to /v1/ring (a sealvol serve older than the ring?)"),
+            ));
+        }
+        let mut body = Vec::new();
+        resp.take(64 << 10).read_to_end(&mut body).map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("its answer was cut short: {e}"),
+            )
+        })?;
+        serde_json::from_slice(&body).map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("its answer is not a ring report: {e:.120}"),
+            )
+        })
+    }
+
     /// The server's instance id (`GET /v1/ring/id`), by which a server finds itself in
     /// a ring's list.
     pub fn instance_id(&self) -> Result<String> {

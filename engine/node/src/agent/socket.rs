@@ -254,7 +254,20 @@ impl AgentClient {
             }
             Err(e) => return Err(Error::io("cannot reach the agent at", &client.path, e)),
         }
-        match client.call(&Request::Hello)? {
+        let hello = match client.call(&Request::Hello) {
+            // Gone between the first connection and the hello (its socket removed as it
+            // stopped): no agent, as if it had been gone before.
+            Err(e)
+                if matches!(
+                    e.io_kind(),
+                    Some(std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused)
+                ) =>
+            {
+                return Ok(None);
+            }
+            other => other?,
+        };
+        match hello {
             Reply::Hello { pid, .. } => {
                 client.pid = pid;
                 Ok(Some(client))

@@ -1,0 +1,101 @@
+//! `sealvol peers`: the cache servers this node's mounts and pulls would read through,
+//! each asked how it is doing (`GET /v1/ring`): up or not, its share of the key space,
+//! what it served, its hit ratio, what it read from the origin and from its fellows.
+
+use std::path::Path;
+
+use sealvol_core::Result;
+use sealvol_core::error::ErrorKind;
+use sealvol_serve::peer::HttpPeer;
+use sealvol_serve::report::Report;
+
+use super::Ctx;
+use crate::config::Peers;
+use crate::output::{json, size, table};
+
+/// One server as `sealvol peers` shows it.
+#[derive(serde::Serialize)]
+struct Row {
+    url: String,
+    up: bool,
+    /// Its share of the key space, 1/N of the ring listed here.
+    share: f64,
+    /// Why it is not up (cannot be reached, refuses the key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    report: Option<Report>,
+}
+
+pub fn peers(ctx: &Ctx, flags: &[String], file: Option<&Path>, as_json: bool) -> Result<()> {
+    let urls = match ctx.settings.peers_or(flags, file)? {
+        Peers::Urls(urls) => urls,
+        Peers::File(path) => sealvol_serve::peer::PeersFile::open(&path, None)?.1,
+    };
+    let key = ctx.settings.api_key.as_ref().map(|k| k.expose());
+    let n = urls.len().max(1) as f64;
+    let rows: Vec<Row> = urls
+        .iter()
+        .map(|u| {
+            let asked = HttpPeer::new(u, key).and_then(|p| p.report());
+            let (report, error) = match asked {
+                Ok(r) => (Some(r), None),
+                Err(e) if e.kind() == ErrorKind::Denied => (
+                    None,
+                    Some(format!("refuses this node's key: {}", e.message())),
+                ),
+                Err(e) => (None, Some(e.message().to_string())),
+            };
+            Row {
+                url: u.clone(),
+                up: report.is_some(),
+                share: 1.0 / n,
+                error,
+                report,
+            }
+        })
+        .collect();
+    if as_json {
+        return json(&serde_json::json!({ "peers": rows }));
+    }
+    if rows.is_empty() {
+        errln!(
+            "no cache servers: give --peer URL or --peers-file FILE, or set peers in config.toml"
+        );
+        return Ok(());
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| match &r.report {
+            Some(s) => vec![
+                r.url.clone(),
+                "up".into(),
+                format!("{:.0}%", r.share * 100.0),
+                size(s.bytes_served),
+                format!("{:.0}%", s.hit_ratio * 100.0),
+                size(s.origin_bytes),
+                size(s.fellow_bytes),
+                match s.ring {
+                    0 => "-".into(),
+                    n => n.to_string(),
+                },
+            ],
+            None => vec![
+                r.url.clone(),
+                format!("DOWN: {}", r.error.as_deref().unwrap_or("?")),
+                format!("{:.0}%", r.share * 100.0),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ],
+        })
+        .collect();
+    table(
+        &[
+            "SERVER", "STATE", "SHARE", "SERVED", "HITS", "ORIGIN", "FELLOWS", "RING",
+        ],
+        &cells,
+    )
+}
