@@ -59,28 +59,15 @@ impl HttpPeer {
     /// `Denied` when it refuses it, of kind `Unavailable` when it cannot be reached (it
     /// may come up later; reads pass it over meanwhile).
     pub fn check(&self) -> Result<()> {
-        let mut get = self.client.get(format!("{}/v1/key", self.url));
-        if let Some(k) = &self.key {
-            get = get.bearer_auth(k);
-        }
-        let resp = get.send().map_err(|e| {
+        let resp = self.get("/v1/key").map_err(|why| {
             Error::new(
                 ErrorKind::Unavailable,
-                format!(
-                    "peer {} cannot be reached: {}",
-                    self.url,
-                    crate::address::root_cause(&e)
-                ),
+                format!("peer {} cannot be reached: {why}", self.url),
             )
         })?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
-            let text = resp.text().unwrap_or_default();
-            let said = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_string))
-                .unwrap_or(text);
-            let e = refused(status, &said);
+            let e = refusal(status, resp);
             return Err(Error::new(
                 ErrorKind::Denied,
                 format!("peer {} {}", self.url, e.message()),
@@ -89,6 +76,26 @@ impl HttpPeer {
         }
         Ok(())
     }
+
+    /// `GET path` with this node's key; `Err` says why the server could not be reached.
+    fn get(&self, path: &str) -> std::result::Result<reqwest::blocking::Response, String> {
+        let mut get = self.client.get(format!("{}{path}", self.url));
+        if let Some(k) = &self.key {
+            get = get.bearer_auth(k);
+        }
+        get.send().map_err(|e| crate::address::root_cause(&e))
+    }
+}
+
+/// The refusal a server answered with (401, 403), as `refused` says it, with the
+/// server's own words when its body is an error object.
+fn refusal(status: u16, resp: reqwest::blocking::Response) -> Error {
+    let text = resp.text().unwrap_or_default();
+    let said = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap_or(text);
+    refused(status, &said)
 }
 
 /// `url` without a trailing slash, if it is an address a peer can be reached at.
@@ -131,19 +138,12 @@ impl HttpPeer {
     /// What the server says of itself (`GET /v1/ring`): `Unavailable` when it cannot be
     /// reached or answers otherwise, `Denied` when it refuses the key.
     pub fn report(&self) -> Result<crate::report::Report> {
-        let mut get = self.client.get(format!("{}/v1/ring", self.url));
-        if let Some(k) = &self.key {
-            get = get.bearer_auth(k);
-        }
-        let resp = get.send().map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("cannot reach it: {}", crate::address::root_cause(&e)),
-            )
-        })?;
+        let resp = self
+            .get("/v1/ring")
+            .map_err(|why| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {why}")))?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
-            return Err(refused(status, "the key"));
+            return Err(refusal(status, resp));
         }
         if status != 200 {
             return Err(Error::new(
@@ -170,10 +170,8 @@ impl HttpPeer {
     /// a ring's list.
     pub fn instance_id(&self) -> Result<String> {
         let resp = self
-            .client
-            .get(format!("{}{}", self.url, crate::http::RING_ID_ROUTE))
-            .send()
-            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {e}")))?;
+            .get(crate::http::RING_ID_ROUTE)
+            .map_err(|why| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {why}")))?;
         if !resp.status().is_success() {
             return Err(Error::new(
                 ErrorKind::Unavailable,
