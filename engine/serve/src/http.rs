@@ -386,7 +386,7 @@ async fn run(
             at += *len as u64;
         }
         let pieces = service.get_run(&pack, offset, &chunks, Some(&asker))?;
-        prove_pieces(&service, &steward, &listed.obj, &positions, &pieces)?;
+        prove_pieces(&service, &steward, &listed, &positions, &pieces)?;
         Ok(pieces)
     })
     .await
@@ -448,10 +448,11 @@ fn file_for(
 fn prove_pieces(
     service: &ChunkService,
     steward: &Steward,
-    obj: &sealvol_core::objects::FileObject,
+    listed: &crate::lists::Listed,
     positions: &[usize],
     pieces: &[sealvol_core::read::ChunkBytes],
 ) -> Result<(), Miss> {
+    let obj = &listed.obj;
     let fetch = |i: usize| -> sealvol_core::Result<sealvol_core::read::ChunkBytes> {
         let c = &obj.chunks[i];
         let hint = crate::chunks::Hint {
@@ -475,6 +476,7 @@ fn prove_pieces(
                 n += 1;
             }
             let first = positions[k];
+            let _turn = listed.proving(obj.start_of(first));
             sealvol_core::proof::prove(
                 obj,
                 obj.start_of(first),
@@ -589,7 +591,7 @@ async fn chunk(
         prove_pieces(
             &service,
             &steward,
-            &listed.obj,
+            &listed,
             &[p],
             std::slice::from_ref(&bytes),
         )?;

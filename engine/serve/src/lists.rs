@@ -20,9 +20,21 @@ pub struct Listed {
     pub obj: FileObject,
     /// (pack, offset in the pack) → the chunk's place in the list.
     at: HashMap<(PackId, u64), usize>,
+    /// Held while a stretch of the file is proven, one per 4 MiB of the file modulo
+    /// their number: requests that prove the same blocks at once take turns, so the
+    /// second finds them proven and reads no edge bytes from the origin again.
+    proving: [Mutex<()>; PROVING_LOCKS],
 }
 
+const PROVING_LOCKS: usize = 16;
+
 impl Listed {
+    /// The turn to prove bytes from `start` of this file.
+    pub fn proving(&self, start: u64) -> std::sync::MutexGuard<'_, ()> {
+        let i = (start / sealvol_core::read::ring::SEGMENT) as usize % PROVING_LOCKS;
+        sealvol_core::lock(&self.proving[i])
+    }
+
     /// The chunk of this file stored at `offset` in `pack`, if there is one.
     pub fn position(&self, pack: &PackId, offset: u64) -> Option<usize> {
         self.at.get(&(*pack, offset)).copied()
@@ -70,14 +82,22 @@ impl Lists {
             .enumerate()
             .map(|(i, c)| ((obj.packs[c.pack as usize], c.entry.offset), i))
             .collect();
-        let listed = Arc::new(Listed { obj, at });
+        let listed = Arc::new(Listed {
+            obj,
+            at,
+            proving: Default::default(),
+        });
         let mut k = sealvol_core::lock(&self.kept);
         k.tick += 1;
         let tick = k.tick;
-        k.chunks += listed.obj.chunks.len();
-        if let Some((_, old)) = k.lists.insert(*hash, (tick, Arc::clone(&listed))) {
-            k.chunks -= old.obj.chunks.len();
+        // Another request read it meanwhile: the first one kept is everyone's, so the
+        // blocks one request proves are proven for all (`Listed::proving`).
+        if let Some((t, l)) = k.lists.get_mut(hash) {
+            *t = tick;
+            return Ok(Arc::clone(l));
         }
+        k.chunks += listed.obj.chunks.len();
+        k.lists.insert(*hash, (tick, Arc::clone(&listed)));
         while k.chunks > MAX_CHUNKS && k.lists.len() > 1 {
             let Some(oldest) = k
                 .lists
