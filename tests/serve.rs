@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use common::mounts::{mount, read_mapped, wait_stats, write_safetensors};
-use common::servers::{Served, serve, serve_named};
+use common::servers::{Served, key, serve, serve_named};
 use common::{Env, fuse_available, noise, write};
 
 /// One HTTP/1.1 GET with the server's admin key: status and body.
@@ -893,4 +893,89 @@ fn two_mounts_reading_through_one_server_take_each_chunk_from_it_once() {
         served <= 2 * most,
         "the server sent {served} for 2 x {data}"
     );
+}
+
+/// Until `deadline`, whether `addr` answers `key` with `status` on `GET /v1/key`.
+fn answers_within(addr: &str, key: &str, status: u16) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if get_as(addr, Some(key), "/v1/key").0 == status {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn servers_of_one_bucket_share_its_keys_and_a_revocation_reaches_each() {
+    let moto = common::servers::Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let mut one = Env::new();
+    one.vars = moto.repo_vars("s3://models/team");
+    one.ok(&["init"]);
+    // Two servers of the bucket, each with a state (and a key list) of its own.
+    let mut two = Env::new();
+    two.vars = one.vars.clone();
+    let a = serve_named(&one, "cache-a", &["--no-jobs"]);
+    let b = serve_named(&two, "cache-b", &["--no-jobs"]);
+    assert_eq!(get_as(&b.addr, Some(&a.key), "/v1/key").0, 401);
+
+    let said = one.run(&["key", "share"]);
+    let err = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        said.status.success() && err.contains("1 key(s) now in repository s3://models/team"),
+        "{err}"
+    );
+    // The second server moves to the bucket's list at its next read of it: the first's
+    // admin key works there, its own admin key no longer does.
+    assert!(
+        answers_within(&b.addr, &a.key, 200),
+        "b never took the shared list"
+    );
+    assert!(answers_within(&b.addr, &b.key, 401));
+    assert!(two.state.join("serve/keys.json.shared").exists());
+    let e = two.fails(1, &["key", "share"]);
+    assert!(e.contains("already holds a key list"), "{e}");
+
+    // A key made on either side is one key; so is a revocation.
+    let ci = key(&two, &["ci", "--read-only"]);
+    for s in [&a, &b] {
+        assert!(
+            answers_within(&s.addr, &ci, 200),
+            "{} never took ci",
+            s.addr
+        );
+    }
+    let listed = one.ok(&["key", "ls", "--json"]);
+    assert!(
+        listed.contains("\"ci\"") && listed.contains("\"admin\""),
+        "{listed}"
+    );
+    let said = one.run(&["key", "revoke", "ci"]);
+    let err = String::from_utf8_lossy(&said.stderr);
+    assert!(said.status.success() && err.contains("within 5 s"), "{err}");
+    for s in [&a, &b] {
+        assert!(
+            answers_within(&s.addr, &ci, 401),
+            "{} still takes ci",
+            s.addr
+        );
+    }
+    let (_, body) = get_as(&a.addr, Some(&ci), "/v1/key");
+    assert!(String::from_utf8_lossy(&body).contains("revoked"));
+    let (_, text) = get_as(&b.addr, Some(&a.key), "/metrics");
+    assert!(String::from_utf8_lossy(&text).contains("sealvol_serve_key_list_shared 1"));
+
+    // Keys are not made through a server, and a collection leaves the list alone.
+    let e = a.client(&a.key).fails(2, &["key", "create", "x"]);
+    assert!(
+        e.contains("--remote") && e.contains("server's machine"),
+        "{e}"
+    );
+    one.ok(&["volume", "gc"]);
+    let ro = key(&one, &["after-gc", "--read-only"]);
+    assert!(answers_within(&a.addr, &ro, 200));
 }

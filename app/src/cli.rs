@@ -682,10 +682,19 @@ pub enum KeyCommand {
         json: bool,
     },
 
-    /// Revoke a key: refused from the server's next request on.
+    /// Revoke a key: refused from the server's next request on (within 5 s on every server of a shared list).
     Revoke {
         /// The key's name, from `sealvol key ls`.
         name: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Move this server's key list into the repository, for every server of it.
+    #[command(
+        long_about = "Move this server's key list (<state>/serve/keys.json) into the repository (access/keys.json).\n\nFrom then on every `sealvol serve` of the repository accepts the same keys: each reads the list every 5 s, so a key made or revoked with `sealvol key` reaches all of them within 5 s (a server that cannot read the repository for 2 minutes refuses every key). The local list is renamed keys.json.shared and no longer read; the admin key stays valid. Refused when the repository already holds a list."
+    )]
+    Share {
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

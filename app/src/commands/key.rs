@@ -1,6 +1,7 @@
-//! `sealvol key create | ls | revoke`: the API keys of this node's `sealvol serve`, kept
-//! in `<state>/serve` (sealvol_serve::keys). A new key is printed once, on stdout; the
-//! server keeps only its hash.
+//! `sealvol key create | ls | revoke | share`: the API keys of `sealvol serve`, kept in
+//! `<state>/serve` for one server, or in the repository for every server of it once
+//! `key share` put them there (sealvol_serve::keys). A new key is printed once, on
+//! stdout; a list keeps only its hash.
 
 use sealvol_core::Result;
 use sealvol_serve::keys;
@@ -15,7 +16,16 @@ pub fn dir(ctx: &Ctx) -> std::path::PathBuf {
 }
 
 pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
+    if let Some(url) = &ctx.settings.remote {
+        // Keys are the server's own business: no route changes them.
+        return Err(sealvol_core::Error::usage(format!(
+            "--remote {url}: keys are made where the server's repository is reachable, not through a server"
+        ))
+        .hint("run `sealvol key` on the server's machine, with its --repo and --state"));
+    }
     let dir = dir(ctx);
+    let repo = std::sync::Arc::new(ctx.open_repo(false)?);
+    let place = || keys::Place::of(&dir, std::sync::Arc::clone(&repo));
     match cmd {
         KeyCommand::Create {
             name,
@@ -23,18 +33,22 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
             namespaces,
             json: as_json,
         } => {
-            let key = keys::create(&dir, &name, read_only, namespaces)?;
+            let place = place()?;
+            let key = keys::create(&place, &name, read_only, namespaces)?;
             if as_json {
                 return json(&serde_json::json!({ "name": name, "key": key }));
             }
             if !ctx.quiet {
-                errln!("created key {name}; it is shown this once (set SEALVOL_API_KEY to it):");
+                errln!(
+                    "created key {name} in {}; it is shown this once (set SEALVOL_API_KEY to it):",
+                    place.describe()
+                );
             }
             println!("{key}");
             Ok(())
         }
         KeyCommand::Ls { json: as_json } => {
-            let list = keys::list(&dir)?;
+            let list = keys::list(&place()?)?;
             if as_json {
                 let keys: Vec<_> = list
                     .iter()
@@ -69,12 +83,31 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
             name,
             json: as_json,
         } => {
-            let k = keys::revoke(&dir, &name)?;
+            let place = place()?;
+            let k = keys::revoke(&place, &name)?;
             if as_json {
                 return json(&serde_json::json!({ "name": k.name, "revoked": k.revoked }));
             }
             if !ctx.quiet {
-                errln!("revoked key {name}: the server refuses it from its next request");
+                let when = match place {
+                    keys::Place::Folder(_) => "from its next request".to_string(),
+                    keys::Place::Repository(_) => format!("within {} s", keys::REFRESH.as_secs()),
+                };
+                errln!("revoked key {name} in {}: refused {when}", place.describe());
+            }
+            Ok(())
+        }
+        KeyCommand::Share { json: as_json } => {
+            let n = keys::share(&dir, &repo)?;
+            if as_json {
+                return json(&serde_json::json!({ "shared": n, "repository": repo.location() }));
+            }
+            if !ctx.quiet {
+                errln!(
+                    "{n} key(s) now in repository {}: every `sealvol serve` of it accepts them within {} s, and `sealvol key` changes them there",
+                    repo.location(),
+                    keys::REFRESH.as_secs()
+                );
             }
             Ok(())
         }

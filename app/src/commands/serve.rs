@@ -63,7 +63,8 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         None => ctx.settings.cache_size,
     };
     let repo = Arc::new(ctx.open_repo(false)?);
-    let (keys, made) = sealvol_serve::keys::Keys::open(&super::key::dir(ctx))?;
+    let (keys, made) =
+        sealvol_serve::keys::Keys::open(&super::key::dir(ctx), Some(Arc::clone(&repo)))?;
     if let Some(admin) = made {
         // The path, never the key: logs are read by more people than keys should be.
         errln!(
@@ -93,7 +94,8 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     if let Some(text) = &metrics_listen {
         let at = metrics_address(text)?;
         let s = Arc::clone(&service);
-        let render = Arc::new(move || sealvol_serve::metrics::serve_text(&s));
+        let k = Arc::clone(&keys);
+        let render = Arc::new(move || sealvol_serve::metrics::serve_text(&s, &k));
         let bound = sealvol_serve::metrics::expose("--metrics-listen", at, render)?;
         if !ctx.quiet {
             errln!("metrics without a key at http://{bound}/metrics");
@@ -120,7 +122,6 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
                 bytes
             );
         }
-        let keys = Arc::new(keys);
         if let Some(every) = gc_every {
             tokio::spawn(sealvol_serve::maintenance::gc_every(
                 Arc::clone(service.repository()),

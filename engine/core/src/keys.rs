@@ -55,6 +55,9 @@ pub enum Key {
     Tmp(String),
     /// `probe/…`: the conditional-write probe's objects.
     Probe(String),
+    /// `access/keys.json`: the API keys every server of the repository accepts (hashes
+    /// of their secrets, never the secrets), once `sealvol key share` put them here.
+    AccessList,
 }
 
 /// The folders of the kinds whose keys start with a namespace.
@@ -100,6 +103,7 @@ impl Key {
             Key::Quarantine(..) => "quarantine",
             Key::Tmp(_) => "tmp",
             Key::Probe(_) => "probe",
+            Key::AccessList => "access",
         }
     }
 
@@ -152,6 +156,7 @@ impl Key {
             ["quarantine", stamp, _, ..] => Some(Key::Quarantine(stamp.to_string(), rest(2))),
             ["tmp", _, ..] => Some(Key::Tmp(rest(1))),
             ["probe", _, ..] => Some(Key::Probe(rest(1))),
+            ["access", "keys.json"] => Some(Key::AccessList),
             _ => None,
         };
         k.ok_or_else(bad)
@@ -185,6 +190,7 @@ impl fmt::Display for Key {
             Key::Quarantine(stamp, original) => write!(f, "quarantine/{stamp}/{original}"),
             Key::Tmp(rest) => write!(f, "tmp/{rest}"),
             Key::Probe(rest) => write!(f, "probe/{rest}"),
+            Key::AccessList => f.write_str("access/keys.json"),
         }
     }
 }
@@ -225,6 +231,7 @@ mod tests {
             Key::Quarantine("20261203T1200Z".into(), format!("packs/ab/{}", h(9).hex())),
             Key::Tmp("host-1-2.tmp".into()),
             Key::Probe("host-7".into()),
+            Key::AccessList,
         ];
         for k in keys {
             let text = k.to_string();
@@ -253,6 +260,8 @@ mod tests {
             "gc/other",
             "damage/files",
             "secrets/x",
+            "access/other.json",
+            "access",
             "packs/\u{e9}",
             long.as_str(),
         ] {

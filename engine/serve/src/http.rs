@@ -626,12 +626,12 @@ fn immutable(etag: &str) -> HeaderMap {
     h
 }
 
-async fn metrics(State(service): State<Arc<ChunkService>>) -> impl IntoResponse {
+async fn metrics(State(served): State<Served>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        crate::metrics::serve_text(&service),
+        crate::metrics::serve_text(&served.chunks, &served.keys),
     )
 }

@@ -10,7 +10,7 @@ pub use sealvol_core::prometheus::CacheState;
 use sealvol_core::prometheus::Text;
 
 /// The server's metrics (`sealvol serve`'s `/metrics`), in Prometheus's text format.
-pub fn serve_text(service: &crate::ChunkService) -> String {
+pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> String {
     use std::sync::atomic::Ordering;
     let (c, gc) = (&service.counters, &service.gc);
     let cache = CacheState::of(service.cache());
@@ -187,6 +187,19 @@ pub fn serve_text(service: &crate::ChunkService) -> String {
         "gauge",
         "The server's cache bound.",
         cache.max,
+    );
+    let (shared, age) = keys.state();
+    t.one(
+        "key_list_shared",
+        "gauge",
+        "1 when the keys come from the repository's list (`sealvol key share`), 0 for this server's own.",
+        shared as u64,
+    );
+    t.family(
+        "key_list_age_seconds",
+        "gauge",
+        "Seconds since the repository's key list was last read (0 for this server's own list).",
+        &[(String::new(), age)],
     );
     t.histogram(
         "request_seconds",

@@ -84,6 +84,9 @@ pub enum Object {
     Records,
     /// `quarantine/`, `tmp/`, `probe/`: the server's own.
     Private,
+    /// `access/keys.json`: the keys every server accepts. No key, an admin's neither,
+    /// reads or writes it over HTTP: a key that could would make itself any key.
+    Access,
 }
 
 /// A key a client may name, by kind: read by core's one key parser (`keys.rs`:
@@ -108,6 +111,7 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
         },
         Key::Damage(..) | Key::ListDamage(_) | Key::GcRound(_) | Key::GcLease => Object::Records,
         Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) => Object::Private,
+        Key::AccessList => Object::Access,
     })
 }
 
@@ -122,12 +126,17 @@ pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), S
             grant.scope()
         ))
     };
+    if *obj == Object::Access {
+        return Err(format!(
+            "no key may touch {key} over HTTP: change the keys with `sealvol key` where the repository is reachable"
+        ));
+    }
     if grant.admin {
         return Ok(());
     }
     let everything = grant.namespaces.is_empty();
     match (obj, op) {
-        (Object::Private, _) => refuse("touch"),
+        (Object::Private | Object::Access, _) => refuse("touch"),
         (Object::Config, Op::Read) => Ok(()),
         (Object::Namespaced { ns, .. }, Op::Read) if grant.sees(ns) => Ok(()),
         (Object::Namespaced { .. }, Op::Read) => refuse("read"),

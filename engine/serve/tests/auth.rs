@@ -33,8 +33,8 @@ fn ask(s: &Server, method: &str, path: &str, key: Option<&str>, body: Vec<u8>) -
 #[test]
 fn every_route_refuses_no_key_a_wrong_key_and_a_revoked_key() {
     let s = server();
-    let revoked = sealvol_serve::keys::create(&s.keys_dir, "old", false, vec![]).unwrap();
-    sealvol_serve::keys::revoke(&s.keys_dir, "old").unwrap();
+    let revoked = sealvol_serve::keys::create(&s.place(), "old", false, vec![]).unwrap();
+    sealvol_serve::keys::revoke(&s.place(), "old").unwrap();
     let wrong = format!("sv1:admin:{}", "0".repeat(64));
     let mut walked = 0;
     for (route, methods) in ROUTES
@@ -109,7 +109,7 @@ fn readyz_fails_while_the_repository_cannot_be_read() {
 #[test]
 fn scoped_and_read_only_keys_are_held_to_their_scope() {
     let s = server();
-    let dir = &s.keys_dir;
+    let dir = &s.place();
     let ci = sealvol_serve::keys::create(dir, "ci", false, vec!["t".into()]).unwrap();
     let other = sealvol_serve::keys::create(dir, "other", false, vec!["elsewhere".into()]).unwrap();
     let ro = sealvol_serve::keys::create(dir, "ro", true, vec![]).unwrap();
@@ -174,7 +174,7 @@ fn scoped_and_read_only_keys_are_held_to_their_scope() {
 #[test]
 fn bad_object_requests_get_one_line_and_store_nothing() {
     let s = server();
-    let ci = sealvol_serve::keys::create(&s.keys_dir, "ci", false, vec![]).unwrap();
+    let ci = sealvol_serve::keys::create(&s.place(), "ci", false, vec![]).unwrap();
     let id = "cd".repeat(32);
     let key = format!("packs/{}/{id}", &id[..2]);
     for (path, body, want) in [
@@ -282,7 +282,7 @@ fn bad_object_requests_get_one_line_and_store_nothing() {
 fn an_upload_cut_short_stores_nothing_and_leaves_no_staging_file() {
     use std::io::Write;
     let s = server();
-    let ci = sealvol_serve::keys::create(&s.keys_dir, "ci", false, vec![]).unwrap();
+    let ci = sealvol_serve::keys::create(&s.place(), "ci", false, vec![]).unwrap();
     let id = "ef".repeat(32);
     let key = format!("packs/{}/{id}", &id[..2]);
     let addr = s.url.trim_start_matches("http://").to_string();
@@ -312,4 +312,57 @@ fn an_upload_cut_short_stores_nothing_and_leaves_no_staging_file() {
     }
     assert!(staged().is_empty(), "{:?}", staged());
     assert!(s.repo.object_store().size(&key).unwrap().is_none());
+}
+
+#[test]
+fn the_shared_key_list_is_no_key_s_to_read_or_write_over_http() {
+    let s = server();
+    sealvol_serve::keys::share(&s.keys_dir, &s.repo).unwrap();
+    s.keys.refresh();
+    assert_eq!(s.metric("key_list_shared"), 1);
+    // The admin key went along with the list and still works; it may touch anything
+    // in the repository but the list itself.
+    let path = "/v1/objects/access/keys.json";
+    let before = s.repo.object_store().get("access/keys.json").unwrap();
+    for (method, query) in [
+        ("GET", ""),
+        ("HEAD", ""),
+        ("PUT", "?mode=put"),
+        ("DELETE", ""),
+    ] {
+        let at = format!("{path}{query}");
+        let (status, text) = ask(&s, method, &at, Some(&s.key), br#"{"keys": []}"#.to_vec());
+        assert_eq!(status, 403, "{method}: {text}");
+        if method != "HEAD" {
+            assert!(text.contains("`sealvol key`"), "{method}: {text}");
+        }
+    }
+    let (status, text) = ask(
+        &s,
+        "PUT",
+        &format!("{path}?mode=absent"),
+        Some(&s.key),
+        Vec::new(),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert_eq!(
+        s.repo.object_store().get("access/keys.json").unwrap(),
+        before
+    );
+    // A listing does not show it either.
+    let (status, text) = ask(
+        &s,
+        "GET",
+        "/v1/list?prefix=access/",
+        Some(&s.key),
+        Vec::new(),
+    );
+    assert!(
+        status == 200 && !text.contains("keys.json"),
+        "{status} {text}"
+    );
+    // A key made in the shared list works at the server's next read of it.
+    let ci = sealvol_serve::keys::create(&s.place(), "ci", true, vec![]).unwrap();
+    s.keys.refresh();
+    assert_eq!(ask(&s, "GET", "/v1/key", Some(&ci), Vec::new()).0, 200);
 }

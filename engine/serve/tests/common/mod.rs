@@ -19,7 +19,9 @@ pub struct Server {
     pub repo: Arc<Repository>,
     /// The admin key the server made on its first start.
     pub key: String,
+    /// Where the server's keys are: its own folder, until a test shares them.
     pub keys_dir: std::path::PathBuf,
+    pub keys: Arc<sealvol_serve::keys::Keys>,
     pub dir: tempfile::TempDir,
     pub url: String,
     pub file: FileObject,
@@ -57,16 +59,22 @@ pub fn server() -> Server {
         .unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let keys_dir = dir.path().join("keys");
-    let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir).unwrap();
+    let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir, Some(Arc::clone(&repo))).unwrap();
     let key = fs::read_to_string(made.unwrap())
         .unwrap()
         .trim()
         .to_string();
-    rt.spawn(sealvol_serve::run(listener, service, Arc::new(keys), None));
+    rt.spawn(sealvol_serve::run(
+        listener,
+        service,
+        Arc::clone(&keys),
+        None,
+    ));
     Server {
         repo,
         key,
         keys_dir,
+        keys,
         dir,
         url,
         file,
@@ -75,6 +83,11 @@ pub fn server() -> Server {
 }
 
 impl Server {
+    /// The key list `sealvol key` would change for this server.
+    pub fn place(&self) -> sealvol_serve::keys::Place {
+        sealvol_serve::keys::Place::of(&self.keys_dir, Arc::clone(&self.repo)).unwrap()
+    }
+
     pub fn get(
         &self,
         path: &str,
