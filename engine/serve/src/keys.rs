@@ -266,6 +266,14 @@ impl Keys {
         }
     }
 
+    /// Makes the list read `by` older, as if the repository had not answered for that
+    /// long.
+    #[cfg(test)]
+    fn age_by(&self, by: Duration) {
+        let mut i = sealvol_core::lock(&self.inner);
+        i.read = i.read.and_then(|at| at.checked_sub(by));
+    }
+
     /// The list in use, or why every key is refused.
     fn current(&self) -> std::result::Result<Arc<KeyList>, String> {
         use std::os::unix::fs::MetadataExt;
@@ -794,6 +802,45 @@ mod tests {
             assert!(e.to_string().contains("went to the repository"), "{e}");
         }
         assert!(Place::of(&one_dir, Arc::clone(&repo)).is_err());
+    }
+
+    #[test]
+    fn a_server_cut_off_from_the_repository_keeps_its_list_only_so_long() {
+        use sealvol_core::store::faults::{Call, Fault, When};
+        use sealvol_core::store::{Faulty, MemoryStore};
+        let t = tempfile::tempdir().unwrap();
+        let store = Arc::new(Faulty::new(MemoryStore::new().unwrap()));
+        let repo = Arc::new(
+            Repository::open(Box::new(Arc::clone(&store)), "memory".into(), true).unwrap(),
+        );
+        let dir = t.path().join("one");
+        let (_, made) = Keys::open(&dir, None).unwrap();
+        let admin = std::fs::read_to_string(made.unwrap()).unwrap();
+        share(&dir, &repo).unwrap();
+        let (keys, _) = Keys::open(&t.path().join("two"), Some(Arc::clone(&repo))).unwrap();
+        assert!(keys.check(bearer(admin.trim()).as_deref()).is_ok());
+        // The repository stops answering: the last list read holds…
+        store.inject(
+            Call::GetVersioned,
+            "access/",
+            When::Every,
+            Fault::Fail(ErrorKind::Unavailable),
+        );
+        keys.refresh();
+        assert!(keys.check(bearer(admin.trim()).as_deref()).is_ok());
+        // …until it is older than STALE_FOR: then no key is taken.
+        keys.age_by(STALE_FOR + Duration::from_secs(1));
+        keys.refresh();
+        assert_eq!(
+            keys.check(bearer(admin.trim()).as_deref()),
+            Err(Refused::Unknown)
+        );
+        assert!(keys.state().1 > STALE_FOR.as_secs_f64());
+        // Answering again, it is read again and keys work.
+        store.heal();
+        keys.refresh();
+        assert!(keys.check(bearer(admin.trim()).as_deref()).is_ok());
+        assert!(keys.state().1 < 1.0);
     }
 
     #[test]
