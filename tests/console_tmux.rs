@@ -505,16 +505,20 @@ fn the_console_on_a_bucket_names_it_and_browses_it() {
 }
 
 /// The Mounts screen shows a live mount's read-ahead memory against its bound and its
-/// failed reads, from the mount's own counters.
+/// failed reads, from the mount's own counters, and the ring of cache servers it reads
+/// through, each with its share.
 #[test]
-fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
+fn the_mounts_screen_shows_a_live_mounts_memory_errors_and_ring() {
     if !common::fuse_available() {
         return;
     }
-    let env = Env::new();
+    let mut env = Env::new();
     let src = env.path("src");
     common::write(&src.join("model.bin"), &common::noise(8 << 20, 5));
     env.push(&src, "w/model", &[]);
+    let a = common::servers::serve_named(&env, "cache-a", &[]);
+    let b = common::servers::serve_named(&env, "cache-b", &["--no-jobs"]);
+    env.vars.push(("SEALVOL_API_KEY".into(), a.key.clone()));
     let mnt = env.path("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
     env.ok(&[
@@ -524,6 +528,10 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
         mnt.to_str().unwrap(),
         "--prefetch-memory",
         "48M",
+        "--peer",
+        &a.url(),
+        "--peer",
+        &b.url(),
     ]);
     // Unmounted however the test ends, so a failure leaves no mount behind.
     struct Unmount<'a>(&'a Env, std::path::PathBuf);
@@ -537,7 +545,7 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
     let read = std::fs::read(mnt.join("model.bin")).unwrap();
     assert_eq!(read.len(), 8 << 20);
 
-    let t = Tmux::run(&env, 120, 30, "");
+    let t = Tmux::run(&env, 160, 30, "");
     t.wait_for("1 volume(s)");
     t.keys(&["M"]);
     let s = t.wait_for("MEMORY PEAK");
@@ -547,6 +555,15 @@ fn the_mounts_screen_shows_a_live_mounts_memory_and_errors() {
         .unwrap_or_else(|| panic!("no row for the mount:\n{s}"));
     assert!(row.contains("/48M"), "memory against its bound: {row}");
     assert!(row.trim_end().ends_with('0'), "no failed reads: {row}");
+    // The selected mount's ring: both servers, half the key space each.
+    assert!(s.contains("ring 2 of 2 up"), "{s}");
+    for served in [&a, &b] {
+        let line = s
+            .lines()
+            .find(|l| l.contains(&served.addr))
+            .unwrap_or_else(|| panic!("no row for {}:\n{s}", served.addr));
+        assert!(line.contains(" up ") && line.contains("50%"), "{line}");
+    }
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }

@@ -8,7 +8,7 @@ use crate::deployments::{
     CellState, DeployCell, DeployRow, DeploymentsView, RollbackRow, RollbackView,
 };
 use crate::jobs::{FileLine, JobDetail, JobRow, JobsView};
-use crate::mounts::{MountRow, MountsView};
+use crate::mounts::{MountRow, MountsView, RingRow};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use crate::trash::{TrashRow, TrashView};
 use crate::versions::{VersionRow, VersionsView};
@@ -464,7 +464,29 @@ pub fn mounts() -> FrameView {
             prefetched_bytes: served,
             prefetch_wasted_bytes: served / 50,
             errors: 0,
+            ring: Vec::new(),
         };
+    let server = |n: u8, up: bool, requests: u64, bytes: u64, errors: u64| RingRow {
+        url: format!("http://sealvol-cache-{n}.sealvol-cache:7420"),
+        up,
+        share_ppm: 333_333,
+        requests,
+        bytes,
+        errors,
+    };
+    let mut ringed = row(
+        "/models/qwen-b",
+        2,
+        "weights/qwen3-8b@b3:0202",
+        9_100 << 20,
+        (50_000, 2_700, 20_000, 0),
+    );
+    ringed.peers = 3;
+    ringed.ring = vec![
+        server(0, true, 812, 3_100 << 20, 0),
+        server(1, true, 790, 3_020 << 20, 0),
+        server(2, false, 301, 1_160 << 20, 2),
+    ];
     FrameView {
         crumbs: vec!["volumes".into(), "mounts".into()],
         context: "~/.local/share/sealvol/repo".into(),
@@ -478,15 +500,9 @@ pub fn mounts() -> FrameView {
                     16_384 << 20,
                     (101_000, 24_000, 0, 6_000),
                 ),
-                row(
-                    "/models/qwen-b",
-                    2,
-                    "weights/qwen3-8b@b3:0202",
-                    9_100 << 20,
-                    (50_000, 2_700, 20_000, 0),
-                ),
+                ringed,
             ],
-            selected: 0,
+            selected: 1,
         }),
         status: status("2 mounts on this node"),
         overlay: None,

@@ -1,10 +1,14 @@
 //! Mounts: every live mount on this node, the digest it serves (fixed at mount time),
 //! bytes served, where its chunks came from (memory, the node-disk cache, the peers
 //! (cache servers) or the origin repository), the most memory its read-ahead held
-//! against its bound, the share of read-ahead dropped unread, and failed reads.
+//! against its bound, the share of read-ahead dropped unread, and failed reads. Under
+//! them, the cache servers the selected mount reads through, as it sees them: up or
+//! passed over, each one's share of the key space, what it asked and got of each.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
 use sealvol_themes::{Role, Theme};
 
 use crate::format::{as_given, name, short_digest, size, when};
@@ -40,6 +44,22 @@ pub struct MountRow {
     /// Bytes read ahead, and those dropped before any reader asked for them.
     pub prefetched_bytes: u64,
     pub prefetch_wasted_bytes: u64,
+    pub errors: u64,
+    /// The servers it reads through, in the order it lists them.
+    pub ring: Vec<RingRow>,
+}
+
+/// One cache server as a mount reads through it.
+#[derive(Debug, Clone, Default)]
+pub struct RingRow {
+    pub url: String,
+    /// Not passed over after a failure just now.
+    pub up: bool,
+    /// Its share of the key space, in millionths.
+    pub share_ppm: u64,
+    /// Runs asked of it, the bytes it sent, and the runs it failed.
+    pub requests: u64,
+    pub bytes: u64,
     pub errors: u64,
 }
 
@@ -148,7 +168,128 @@ fn of_bound(n: u64, bound: u64) -> String {
 /// Where PEERS is in `COLUMNS`.
 const PEERS: usize = 7;
 
+const RING_COLUMNS: [Column; 6] = [
+    Column {
+        title: "SERVER",
+        width: 36,
+        keep: 9,
+    },
+    Column {
+        title: "STATE",
+        width: 12,
+        keep: 8,
+    },
+    Column {
+        title: "SHARE",
+        width: 7,
+        keep: 7,
+    },
+    Column {
+        title: "RUNS",
+        width: 9,
+        keep: 3,
+    },
+    Column {
+        title: "RECEIVED",
+        width: 10,
+        keep: 6,
+    },
+    Column {
+        title: "ERRORS",
+        width: 0,
+        keep: 5,
+    },
+];
+
 pub fn draw(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let ring = vm.rows.get(vm.selected).map_or(&[][..], |r| &r.ring[..]);
+    // The ring under the table when the selected mount has one and there is room for
+    // it and two rows of the table; the table scrolls in what is left.
+    let ring_rows = ring.len() as u16 + 3;
+    if ring.is_empty() || area.height < ring_rows + 3 {
+        return draw_mounts(vm, theme, area, buf);
+    }
+    let table_rows = (vm.rows.len() as u16 + 2).min(area.height - ring_rows);
+    let [table, detail, _] = Layout::vertical([
+        Constraint::Length(table_rows),
+        Constraint::Length(ring_rows),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    draw_mounts(vm, theme, table, buf);
+    draw_ring(ring, theme, detail, buf);
+}
+
+/// The selected mount's servers: a title line, then a row each.
+fn draw_ring(ring: &[RingRow], theme: &Theme, area: Rect, buf: &mut Buffer) {
+    if area.height < 3 {
+        return;
+    }
+    let up = ring.iter().filter(|r| r.up).count();
+    Line::from(vec![
+        Span::styled(" ring ", theme.style(Role::Title)),
+        Span::styled(
+            format!("{up} of {} up, as this mount sees them", ring.len()),
+            theme.style(Role::Text),
+        ),
+        Span::styled(
+            " · their own figures: sealvol peers",
+            theme.style(Role::Dim),
+        ),
+    ])
+    .render(
+        Rect {
+            y: area.y + 1,
+            height: 1,
+            ..area
+        },
+        buf,
+    );
+    let rows = Rect {
+        y: area.y + 2,
+        height: area.height - 2,
+        ..area
+    };
+    draw_table(
+        theme,
+        rows,
+        buf,
+        &RING_COLUMNS,
+        ring.len(),
+        None,
+        None,
+        |i| {
+            let r = &ring[i];
+            vec![
+                // The host is what tells servers apart; the scheme takes room.
+                cell(
+                    r.url
+                        .trim_start_matches("http://")
+                        .trim_start_matches("https://")
+                        .to_string(),
+                    Role::Text,
+                ),
+                match r.up {
+                    true => cell("up".to_string(), Role::Text),
+                    false => cell("passed over".to_string(), Role::Error),
+                },
+                cell(format!("{:.0}%", r.share_ppm as f64 / 10_000.0), Role::Text),
+                cell(r.requests.to_string(), Role::Dim),
+                cell(size(r.bytes), Role::Text),
+                cell(
+                    r.errors.to_string(),
+                    if r.errors > 0 {
+                        Role::Danger
+                    } else {
+                        Role::Dim
+                    },
+                ),
+            ]
+        },
+    );
+}
+
+fn draw_mounts(vm: &MountsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
     // PEERS only when some mount reads through peers: elsewhere it would take the room
     // of columns that say something.
     let with_peers = vm.rows.iter().any(|r| r.peers > 0);

@@ -1,10 +1,11 @@
 //! Every live mount on this node: mount point, the digest it serves and the ref it was
-//! mounted as, bytes served, where chunks came from, errors; refreshed every second.
+//! mounted as, bytes served, where chunks came from, errors, and the cache servers the
+//! selected one reads through; refreshed every second.
 
 use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_views::Body;
-use sealvol_views::mounts::{MountRow, MountsView};
+use sealvol_views::mounts::{MountRow, MountsView, RingRow};
 
 use super::files::Files;
 use super::{Ctx, Go, Kind, Reply, Screen, pick};
@@ -119,6 +120,18 @@ impl Screen for Mounts {
                     prefetched_bytes: m.stats.prefetched_bytes,
                     prefetch_wasted_bytes: m.stats.prefetch_wasted_bytes,
                     errors: m.stats.errors,
+                    ring: m
+                        .ring
+                        .iter()
+                        .map(|r| RingRow {
+                            url: r.url.clone(),
+                            up: r.up,
+                            share_ppm: r.share_ppm,
+                            requests: r.requests,
+                            bytes: r.bytes,
+                            errors: r.errors,
+                        })
+                        .collect(),
                 })
                 .collect(),
             selected: self.sel,
