@@ -10,9 +10,9 @@ else.
 
 Needs root (CAP_NET_ADMIN) and iproute2.
 
-Status (issue 36, under way): `Cluster` checked by hand (two hosts on 800mbit links
-moved 200 MiB at 90 MB/s in Python; nothing beyond the bridge is reachable; nothing is
-left behind); `Delay` not used yet.
+`python3 netns.py delay LISTEN UPSTREAM SECONDS COUNTS` runs a `Delay` in the
+namespace it is started in (under `nsenter --net=…`), writing the bytes it carried
+each way to COUNTS ("up down") every 50 ms.
 """
 
 import asyncio
@@ -136,6 +136,9 @@ class Delay:
         self.listen, self.upstream, self.seconds = listen, upstream, seconds
         self.up_bytes = 0  # client to upstream
         self.down_bytes = 0  # upstream to client
+        # Where request lines and ranges are written, if anywhere (SEALVOL_DELAY_LOG).
+        log = os.environ.get("SEALVOL_DELAY_LOG")
+        self.log = open(log, "a") if log else None
 
     async def _pipe(self, reader, writer, count):
         queue = asyncio.Queue()
@@ -157,7 +160,7 @@ class Delay:
             data = await reader.read(1 << 16)
             if not data:
                 break
-            count(len(data))
+            count(data)
             await queue.put((time.monotonic() + self.seconds, data))
         await queue.put((0, None))
         await releaser
@@ -170,11 +173,18 @@ class Delay:
             client_w.close()
             return
 
-        def up(n):
-            self.up_bytes += n
+        def up(data):
+            self.up_bytes += len(data)
+            if self.log:
+                # Request lines and ranges, for a look at what the origin was asked.
+                for line in data.split(b"\r\n"):
+                    if line[:4] in (b"GET ", b"PUT ", b"HEAD", b"POST") or \
+                            line.lower().startswith(b"range:"):
+                        self.log.write(line.decode("latin-1") + "\n")
+                self.log.flush()
 
-        def down(n):
-            self.down_bytes += n
+        def down(data):
+            self.down_bytes += len(data)
 
         await asyncio.gather(
             self._pipe(client_r, up_w, up), self._pipe(up_r, client_w, down),
@@ -192,3 +202,26 @@ class Delay:
 
         threading.Thread(target=run, daemon=True).start()
         ready.wait(10)
+
+
+def address(text):
+    host, port = text.rsplit(":", 1)
+    return host, int(port)
+
+
+def main(argv):
+    if len(argv) != 5 or argv[0] != "delay":
+        raise SystemExit("usage: netns.py delay LISTEN UPSTREAM SECONDS COUNTS")
+    d = Delay(address(argv[1]), address(argv[2]), float(argv[3]))
+    d.start()
+    counts, tmp = argv[4], argv[4] + ".tmp"
+    while True:
+        with open(tmp, "w") as f:
+            f.write(f"{d.up_bytes} {d.down_bytes}\n")
+        os.replace(tmp, counts)
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])

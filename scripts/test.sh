@@ -4,7 +4,7 @@
 # installs, and where); .ci/run calls it.
 #
 # System packages (apt-get, as root, only those missing): tmux, fuse3, openssl,
-# python3-venv, nodejs and npm. Everything else goes into the build's target
+# python3-venv, nodejs and npm, iproute2 and util-linux. Everything else goes into the build's target
 # directory, never the system: Python tools in a virtual environment
 # ($TARGET/test-tools/venv), Azurite in $TARGET/test-tools/node.
 set -euo pipefail
@@ -23,6 +23,10 @@ command -v fusermount3 >/dev/null || missing+=(fuse3)
 command -v openssl >/dev/null || missing+=(openssl)
 # The Azure sync test runs Azurite, a Node program.
 command -v npm >/dev/null || missing+=(nodejs npm)
+# The emulated-cluster tests make network namespaces and shape links (iproute2's ip
+# and tc) and enter them (util-linux's nsenter).
+command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
+command -v nsenter >/dev/null || missing+=(util-linux)
 # The Python tools' own environment (Debian's python3 needs python3-venv for it).
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then

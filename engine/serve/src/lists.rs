@@ -46,6 +46,21 @@ struct Kept {
     lists: HashMap<Hash, (u64, Arc<Listed>)>,
     chunks: usize,
     tick: u64,
+    /// A turn to read each list being read now: requests for a list nobody holds yet
+    /// wait for the one reading it (a gang of nodes asks for one list at once, and
+    /// each read of a large file's list is hundreds of KiB from the origin).
+    reading: HashMap<Hash, Arc<Mutex<()>>>,
+}
+
+impl Kept {
+    /// The list of `hash` if it is held, marked as used now.
+    fn held(&mut self, hash: &Hash) -> Option<Arc<Listed>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let (t, l) = self.lists.get_mut(hash)?;
+        *t = tick;
+        Some(Arc::clone(l))
+    }
 }
 
 pub struct Lists {
@@ -64,38 +79,31 @@ impl Lists {
     /// File `hash`'s chunk list (its proof checked against the hash), read once and
     /// kept. Blocking: call it off the async threads.
     pub fn get(&self, hash: &Hash) -> Result<Arc<Listed>> {
-        {
+        let turn = {
             let mut k = sealvol_core::lock(&self.kept);
-            k.tick += 1;
-            let tick = k.tick;
-            if let Some((t, l)) = k.lists.get_mut(hash) {
-                *t = tick;
-                return Ok(Arc::clone(l));
+            if let Some(l) = k.held(hash) {
+                return Ok(l);
             }
+            Arc::clone(k.reading.entry(*hash).or_default())
+        };
+        let _turn = sealvol_core::lock(&turn);
+        // Read while this request waited for its turn?
+        if let Some(l) = sealvol_core::lock(&self.kept).held(hash) {
+            return Ok(l);
         }
-        let obj = self.repo.file_object_if_stored(hash)?.ok_or_else(|| {
-            Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
-        })?;
-        let at = obj
-            .chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ((obj.packs[c.pack as usize], c.entry.offset), i))
-            .collect();
-        let listed = Arc::new(Listed {
-            obj,
-            at,
-            proving: Default::default(),
-        });
+        let read = self.read(hash);
         let mut k = sealvol_core::lock(&self.kept);
+        if k.reading.get(hash).is_some_and(|t| Arc::ptr_eq(t, &turn)) {
+            k.reading.remove(hash);
+        }
+        let listed = read?;
+        // One list object per file for everyone, so the blocks one request proves are
+        // proven for all (`Listed::proving`).
+        if let Some(l) = k.held(hash) {
+            return Ok(l);
+        }
         k.tick += 1;
         let tick = k.tick;
-        // Another request read it meanwhile: the first one kept is everyone's, so the
-        // blocks one request proves are proven for all (`Listed::proving`).
-        if let Some((t, l)) = k.lists.get_mut(hash) {
-            *t = tick;
-            return Ok(Arc::clone(l));
-        }
         k.chunks += listed.obj.chunks.len();
         k.lists.insert(*hash, (tick, Arc::clone(&listed)));
         while k.chunks > MAX_CHUNKS && k.lists.len() > 1 {
@@ -113,6 +121,23 @@ impl Lists {
             }
         }
         Ok(listed)
+    }
+
+    fn read(&self, hash: &Hash) -> Result<Arc<Listed>> {
+        let obj = self.repo.file_object_if_stored(hash)?.ok_or_else(|| {
+            Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
+        })?;
+        let at = obj
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ((obj.packs[c.pack as usize], c.entry.offset), i))
+            .collect();
+        Ok(Arc::new(Listed {
+            obj,
+            at,
+            proving: Default::default(),
+        }))
     }
 
     /// Forgets a list (one just written anew).

@@ -1,0 +1,140 @@
+//! The cache ring on an emulated cluster (bench/cluster.py over bench/netns.py): an
+//! origin bucket behind a shaped, delayed link, three cache servers and eight nodes,
+//! each in a network namespace of its own, every one a real process. It checks what
+//! only a cluster shows: a gang of nodes reads one cold version with the origin read
+//! about once and each server holding about a third; a fourth server that joins takes
+//! only its share; a server killed halfway through a read costs no node a wrong byte.
+//!
+//! Skipped where network namespaces cannot be made (not root), unless
+//! SEALVOL_REQUIRE_NETNS is set (CI sets it), which makes that a failure.
+
+mod common;
+
+use serde_json::Value;
+
+const MIB: u64 = 256;
+
+fn namespaces_available() -> bool {
+    let probe = format!("svprobe{}", std::process::id());
+    let ok = std::process::Command::new("ip")
+        .args(["netns", "add", &probe])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &probe])
+            .output();
+    } else {
+        assert!(
+            std::env::var_os("SEALVOL_REQUIRE_NETNS").is_none(),
+            "SEALVOL_REQUIRE_NETNS is set but this process cannot make network namespaces"
+        );
+        eprintln!("SKIPPED: cannot make network namespaces here (needs root); the cluster tests did not run");
+    }
+    ok
+}
+
+fn run_cluster() -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/cluster.py");
+    let work = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg("check")
+        .args(["--sealvol", env!("CARGO_BIN_EXE_sealvol")])
+        .args(["--mib", &MIB.to_string(), "--nodes", "8"])
+        .args(["--work", work.path().to_str().unwrap()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "cluster.py check: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cluster.py prints one JSON object")
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every node read every byte of the version, and the right ones.
+fn every_node_read_it_whole(run: &Value, size: u64, sha: &Value) {
+    let nodes = run["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 8, "{run}");
+    for n in nodes {
+        assert_eq!(u(&n["bytes"]), size, "{n}");
+        assert_eq!(&n["sha256"], sha, "{n}");
+        assert_eq!(u(&n["errors"]), 0, "{n}");
+    }
+}
+
+#[test]
+fn a_gang_reads_through_the_ring_with_the_origin_read_about_once() {
+    if !common::fuse_available() || !namespaces_available() {
+        return;
+    }
+    let c = run_cluster();
+    let size = u(&c["bytes"]);
+    assert_eq!(size, MIB << 20);
+
+    // 1. Eight nodes, one cold version, three servers.
+    let g = &c["gang"];
+    every_node_read_it_whole(g, size, &c["sha256"]);
+    let origin = u(&g["origin_bytes"]);
+    assert!(
+        origin as f64 <= 1.05 * size as f64,
+        "the origin sent {origin} bytes for a version of {size}: {g}"
+    );
+    for n in g["nodes"].as_array().unwrap() {
+        // All of it from the ring, no more than 1.05× what the node read, and the
+        // read-ahead within its bound.
+        assert_eq!(u(&n["origin_bytes"]), 0, "{n}");
+        assert!(u(&n["peer_bytes"]) as f64 <= 1.05 * size as f64, "{n}");
+        assert!(u(&n["memory_peak"]) <= u(&n["memory_bound"]), "{n}");
+    }
+    // Each server read about a third of the version from the origin and served about
+    // a third of what the nodes read (±25% of a third: 64 segments of 4 MiB).
+    let servers = g["servers"].as_object().unwrap();
+    assert_eq!(servers.len(), 3, "{g}");
+    let read: u64 = servers.values().map(|s| u(&s["origin_bytes"])).sum();
+    let served: u64 = servers.values().map(|s| u(&s["bytes_served"])).sum();
+    for (url, s) in servers {
+        for (part, whole) in [(u(&s["origin_bytes"]), read), (u(&s["bytes_served"]), served)] {
+            let share = part as f64 / whole as f64;
+            assert!(
+                (0.25..=0.417).contains(&share),
+                "{url} took {share:.3} of the ring's work: {g}"
+            );
+        }
+    }
+
+    // 2. A fourth server joins; fresh nodes read the same version: only the new
+    // server's share moves, so only it reads from the origin, about a quarter.
+    let j = &c["joined"];
+    every_node_read_it_whole(j, size, &c["sha256"]);
+    let joined = c["joined_url"].as_str().unwrap();
+    for (url, s) in j["servers"].as_object().unwrap() {
+        let read = u(&s["origin_bytes"]);
+        match url == joined {
+            true => assert!(
+                (0.15..=0.35).contains(&(read as f64 / size as f64)),
+                "the new server read {read} of {size}: {j}"
+            ),
+            false => assert_eq!(read, 0, "{url} read from the origin again: {j}"),
+        }
+    }
+    assert!(u(&j["origin_bytes"]) as f64 <= 0.4 * size as f64, "{j}");
+
+    // 3. Another version, cold, and a server killed when every node has read half of
+    // it: every node still reads every right byte, and the origin about once.
+    let k = &c["killed"];
+    let half = u(&k["bytes"]);
+    every_node_read_it_whole(k, half, &k["sha256"]);
+    let killed = c["killed_url"].as_str().unwrap();
+    assert_eq!(k["servers"][killed]["up"], false, "{k}");
+    assert!(
+        u(&k["origin_bytes"]) as f64 <= 1.25 * half as f64,
+        "with a server killed the origin sent {}: {k}",
+        u(&k["origin_bytes"])
+    );
+}
