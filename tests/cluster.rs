@@ -29,7 +29,9 @@ fn namespaces_available() -> bool {
             std::env::var_os("SEALVOL_REQUIRE_NETNS").is_none(),
             "SEALVOL_REQUIRE_NETNS is set but this process cannot make network namespaces"
         );
-        eprintln!("SKIPPED: cannot make network namespaces here (needs root); the cluster tests did not run");
+        eprintln!(
+            "SKIPPED: cannot make network namespaces here (needs root); the cluster tests did not run"
+        );
     }
     ok
 }
@@ -99,7 +101,10 @@ fn a_gang_reads_through_the_ring_with_the_origin_read_about_once() {
     let read: u64 = servers.values().map(|s| u(&s["origin_bytes"])).sum();
     let served: u64 = servers.values().map(|s| u(&s["bytes_served"])).sum();
     for (url, s) in servers {
-        for (part, whole) in [(u(&s["origin_bytes"]), read), (u(&s["bytes_served"]), served)] {
+        for (part, whole) in [
+            (u(&s["origin_bytes"]), read),
+            (u(&s["bytes_served"]), served),
+        ] {
             let share = part as f64 / whole as f64;
             assert!(
                 (0.25..=0.417).contains(&share),

@@ -187,7 +187,12 @@ fn a_server_that_is_down_hands_its_segments_to_the_next_in_their_order_only() {
     assert!(read(&tiers, &obj) == want);
     let c = tiers.counters.snapshot();
     assert_eq!(c.origin_chunks, 0, "{c:?}");
-    assert_eq!(c.peer_errors, 1, "asked once, then passed over: {c:?}");
+    // Asked once per run in flight when it failed (a read asks its segments at once),
+    // then passed over.
+    assert!(
+        (1..=8).contains(&c.peer_errors),
+        "asked a few times at most, then passed over: {c:?}"
+    );
     for i in 1..3 {
         let now = servers[i].segments.lock().unwrap().clone();
         assert!(now.is_superset(&owned[i]), "server {i} kept its own");
@@ -269,4 +274,88 @@ fn a_server_added_to_a_running_nodes_list_takes_only_its_share() {
         stats.iter().all(|m| m.up && m.share_ppm == 250_000),
         "{stats:?}"
     );
+}
+
+/// Requests under way across a ring, and the most seen at once: each request waits
+/// (10 s at most) until `want` are under way together, or that many ever were.
+#[derive(Default)]
+struct Inside {
+    now: Mutex<usize>,
+    changed: std::sync::Condvar,
+    most: AtomicU64,
+}
+
+struct Counted {
+    server: Arc<Server>,
+    inside: Arc<Inside>,
+    want: usize,
+}
+
+impl Peer for Counted {
+    fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    fn read_run(
+        &self,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        let i = &self.inside;
+        {
+            let mut now = i.now.lock().unwrap();
+            *now += 1;
+            i.most.fetch_max(*now as u64, Ordering::Relaxed);
+            i.changed.notify_all();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while (i.most.load(Ordering::Relaxed) as usize) < self.want
+                && std::time::Instant::now() < deadline
+            {
+                now = i
+                    .changed
+                    .wait_timeout(now, std::time::Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+        }
+        let got = self.server.read_run(file, pack, offset, chunks, into);
+        *i.now.lock().unwrap() -= 1;
+        got
+    }
+}
+
+#[test]
+fn a_read_of_several_segments_asks_their_owners_at_once() {
+    use sealvol_core::read::Chunks;
+    let t = tempfile::tempdir().unwrap();
+    let (repo, obj, want) = pushed(t.path(), 32 << 20);
+    let inside = Arc::new(Inside::default());
+    let peers: Vec<Arc<dyn Peer>> = (0..3)
+        .map(|i| {
+            Arc::new(Counted {
+                server: Server::new(i, &repo),
+                inside: Arc::clone(&inside),
+                want: 4,
+            }) as Arc<dyn Peer>
+        })
+        .collect();
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(peers);
+    // One fetch of the whole file: eight segments, asked four at a time at least (one
+    // after another, each would wait out its 10 s for company and the most would be 1).
+    let got: Vec<u8> = tiers
+        .fetch(&obj, 0..obj.chunks.len())
+        .unwrap()
+        .iter()
+        .flat_map(|c| c.to_vec())
+        .collect();
+    assert!(got == want);
+    assert!(
+        inside.most.load(Ordering::Relaxed) >= 4,
+        "at most {} runs were asked at once",
+        inside.most.load(Ordering::Relaxed)
+    );
+    assert_eq!(tiers.counters.snapshot().origin_chunks, 0);
 }

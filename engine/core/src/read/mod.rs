@@ -21,8 +21,8 @@
 //! count is in `stats.rs`.
 
 use std::ops::Range;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
@@ -604,27 +604,23 @@ fn read_runs(
     let max = max_run(repo);
     let origin_up = up.origin_backoff.is_none_or(Backoff::is_up);
     let by_segment = up.peers.iter().any(|p| p.is_up());
-    let mut k = 0;
-    while k < misses.len() {
+    let runs = plan_runs(obj, misses, max, by_segment);
+    // Through a ring each run is one segment, owned by a server that may have to read
+    // it from a far origin: asked one after another, a long read would wait a round
+    // trip per segment. They are asked at once instead, a few at a time.
+    let mut answered: Vec<Option<Option<Arc<Buffer>>>> = match by_segment && runs.len() > 1 {
+        true => peers_at_once(up.peers, obj, misses, &runs, counters),
+        false => vec![None; runs.len()],
+    };
+    for (r, &(k, n, start, end)) in runs.iter().enumerate() {
         let first = &obj.chunks[misses[k]];
-        let start = first.entry.offset;
-        let mut end = start + first.entry.stored_len as u64;
-        let mut n = 1;
-        while k + n < misses.len() {
-            let c = &obj.chunks[misses[k + n]];
-            if c.pack != first.pack
-                || c.entry.offset != end
-                || end - start + c.entry.stored_len as u64 > max
-                || (by_segment && ring::segment_of(c.entry.offset) != ring::segment_of(start))
-            {
-                break;
-            }
-            end += c.entry.stored_len as u64;
-            n += 1;
-        }
         let pack = obj.packs[first.pack as usize];
         let run = &misses[k..k + n];
-        if let Some(buf) = from_peers(up.peers, obj, run, &pack, start, end, counters) {
+        let got = match answered[r].take() {
+            Some(got) => got,
+            None => from_peers(up.peers, obj, run, &pack, start, end, counters),
+        };
+        if let Some(buf) = got {
             let mut pieces = Vec::with_capacity(n);
             for &i in run {
                 let e = &obj.chunks[i].entry;
@@ -634,11 +630,9 @@ fn read_runs(
                 out[i - base] = Some(piece);
             }
             fill(FillJob { buf, pieces });
-            k += n;
             continue;
         }
         if !origin_up && failover(up, obj, run, base, out, counters, fill) {
-            k += n;
             continue;
         }
         add(&counters.origin_requests, 1);
@@ -652,7 +646,6 @@ fn read_runs(
                 if let (Some(b), false) = (up.origin_backoff, up.mirrors.is_empty()) {
                     b.pass_over(&format!("origin {}", repo.location()), &e.to_string());
                     if failover(up, obj, run, base, out, counters, fill) {
-                        k += n;
                         continue;
                     }
                 }
@@ -733,9 +726,79 @@ fn read_runs(
         if let Ok(buf) = bytes {
             fill(FillJob { buf, pieces });
         }
-        k += n;
     }
     Ok(())
+}
+
+/// How many segments of one read are asked of the ring at once.
+const PEER_RUNS_AT_ONCE: usize = 8;
+
+/// The runs `misses` come in, as (first index into `misses`, count, start and end in
+/// the pack): consecutive chunks of the file that sit back to back in one pack, up to
+/// `max` bytes, and with `by_segment` within one segment (each has its owner).
+fn plan_runs(
+    obj: &FileObject,
+    misses: &[usize],
+    max: u64,
+    by_segment: bool,
+) -> Vec<(usize, usize, u64, u64)> {
+    let mut runs = Vec::new();
+    let mut k = 0;
+    while k < misses.len() {
+        let first = &obj.chunks[misses[k]];
+        let start = first.entry.offset;
+        let mut end = start + first.entry.stored_len as u64;
+        let mut n = 1;
+        while k + n < misses.len() {
+            let c = &obj.chunks[misses[k + n]];
+            if c.pack != first.pack
+                || c.entry.offset != end
+                || end - start + c.entry.stored_len as u64 > max
+                || (by_segment && ring::segment_of(c.entry.offset) != ring::segment_of(start))
+            {
+                break;
+            }
+            end += c.entry.stored_len as u64;
+            n += 1;
+        }
+        runs.push((k, n, start, end));
+        k += n;
+    }
+    runs
+}
+
+/// Asks the ring for every run at once, `PEER_RUNS_AT_ONCE` at a time: for each run,
+/// `Some(what the peers answered)`, `None` meaning none of them had it checked.
+fn peers_at_once(
+    peers: &[Arc<Member>],
+    obj: &FileObject,
+    misses: &[usize],
+    runs: &[(usize, usize, u64, u64)],
+    counters: &Counters,
+) -> Vec<Option<Option<Arc<Buffer>>>> {
+    let results: Vec<Mutex<Option<Option<Arc<Buffer>>>>> =
+        runs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..PEER_RUNS_AT_ONCE.min(runs.len()) {
+            s.spawn(|| {
+                loop {
+                    let r = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(k, n, start, end)) = runs.get(r) else {
+                        break;
+                    };
+                    let pack = obj.packs[obj.chunks[misses[k]].pack as usize];
+                    let got =
+                        from_peers(peers, obj, &misses[k..k + n], &pack, start, end, counters);
+                    *crate::lock(&results[r]) = Some(got);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
 }
 
 /// Chunks `run` of `obj` from a mirror into `out` (slot `i - base`), offered to
