@@ -164,10 +164,11 @@ def plot(a, rows, one, folder):
     import matplotlib.pyplot as plt
     os.makedirs(folder, exist_ok=True)
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for origin_gbs, style in ((1, "o-"), (10, "s-")):
+    for origin_gbs, style in ((1, "o-"), (10, "x--")):
         pts = [r for r in rows if r["origin_gbs"] == origin_gbs and r["servers"]]
         ax.plot([r["servers"] for r in pts], [r["seconds"] / 60 for r in pts], style,
-                label=f"through the ring, origin {origin_gbs} GB/s")
+                label=f"through the ring, origin {origin_gbs} GB/s"
+                + (" (the same: the servers are the limit)" if origin_gbs == 10 else ""))
         none = [r for r in rows if r["origin_gbs"] == origin_gbs and not r["servers"]][0]
         ax.axhline(none["seconds"] / 60, ls=":", color=ax.lines[-1].get_color(),
                    label=f"no ring (every node from the origin), {origin_gbs} GB/s")
@@ -177,7 +178,7 @@ def plot(a, rows, one, folder):
     ax.set_xlabel("cache servers in the ring")
     ax.set_ylabel("minutes until every node has read it")
     ax.set_title(f"{a.nodes} nodes start one cold {a.volume_gb:.0f} GB version (model)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower left")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "ring-gang-time.png"))
