@@ -481,7 +481,17 @@ def main(argv):
     p.add_argument("--link-rate", default="8gbit")
     p.add_argument("--delay", type=float, default=0.02)
     p.add_argument("--work", default=None, help="where the cluster's files go (a temporary folder)")
+    p.add_argument("--timeout", type=int, default=1800,
+                   help="seconds the whole run may take; then it stops and cleans up")
     a = p.parse_args(argv)
+
+    def too_long(signum, frame):
+        raise TimeoutError(f"the run took more than {a.timeout} s")
+
+    # Raised in the main thread, so every `finally` runs: mounts, processes and
+    # namespaces are removed however the run ends.
+    signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(a.timeout)
     if not netns.can_make_namespaces():
         raise SystemExit("cannot make network namespaces here: run as root with iproute2")
     {"check": check, "bench": bench}[a.what](a)

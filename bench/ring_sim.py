@@ -140,17 +140,23 @@ def main():
                                              overhead),
                      "origin_tb": a.nodes * volume / 1e12})
         for s in (1, 4, 16, 64):
+            busiest = busiest_share(volume, s)
             rows.append({"origin_gbs": origin_gbs, "servers": s,
                          "seconds": gang_seconds(volume, a.nodes, s, origin, server_rate,
                                                  node_rate, overhead),
-                         "origin_tb": volume * overhead / 1e12})
+                         "origin_tb": volume * overhead / 1e12,
+                         "busiest_share": busiest,
+                         "busiest_tb_sent": a.nodes * volume * busiest / 1e12})
     print(f"\n{a.nodes} nodes, {a.volume_gb:.0f} GB, servers at {server_rate / 1e9:.2f} GB/s "
           f"each, nodes at {node_rate / 1e9:.2f} GB/s (one node alone: {one:.0f} s):")
-    print(f"  {'origin':>8} {'servers':>8} {'minutes':>8} {'x one node':>10} {'origin TB':>10}")
+    print(f"  {'origin':>8} {'servers':>8} {'minutes':>8} {'x one node':>10} {'origin TB':>10} "
+          f"{'busiest server':>15}")
     for r in rows:
         r["vs_one_node"] = r["seconds"] / one
+        load = (f"{r['busiest_share'] * 100:.1f}%, {r['busiest_tb_sent']:.2f} TB"
+                if r["servers"] else "-")
         print(f"  {r['origin_gbs']:>5} GB/s {r['servers'] or 'none':>8} {r['seconds'] / 60:>8.1f} "
-              f"{r['vs_one_node']:>10.1f} {r['origin_tb']:>10.2f}")
+              f"{r['vs_one_node']:>10.1f} {r['origin_tb']:>10.2f} {load:>15}")
     if a.json:
         print(json.dumps({"c_s": c_s, "c_n": c_n, "overhead": overhead, "checks": checks,
                           "one_node_seconds": one, "rows": rows}))

@@ -45,6 +45,8 @@ fn run_cluster() -> Value {
         .args(["--sealvol", env!("CARGO_BIN_EXE_sealvol")])
         .args(["--mib", &MIB.to_string(), "--nodes", "8"])
         .args(["--work", work.path().to_str().unwrap()])
+        // Bounded: past it the script stops and removes all it made.
+        .args(["--timeout", "900"])
         .output()
         .expect("python3");
     assert!(
