@@ -603,7 +603,9 @@ fn read_runs(
     let repo = up.origin;
     let max = max_run(repo);
     let origin_up = up.origin_backoff.is_none_or(Backoff::is_up);
-    let by_segment = up.peers.iter().any(|p| p.is_up());
+    // A ring of one owns every segment: its runs need not be cut at their edges (each
+    // cut costs the server a request and the edges of a proof).
+    let by_segment = up.peers.len() > 1 && up.peers.iter().any(|p| p.is_up());
     let runs = plan_runs(obj, misses, max, by_segment);
     // Through a ring each run is one segment, owned by a server that may have to read
     // it from a far origin: asked one after another, a long read would wait a round
