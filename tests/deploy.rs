@@ -797,3 +797,114 @@ fn the_hints_deploy_check_prints_work_as_printed() {
     let after = json_of(&env.ok(&["deploy", "check", f, "--json"]));
     assert_eq!(after["warnings"], 0, "{after}");
 }
+
+/// kubernetes-validate (strict) on one manifest; its objects and failures.
+fn kube_validate(path: &std::path::Path) -> Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/csi/manifests.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg("--validate")
+        .arg(path)
+        .output()
+        .expect("python3 with kubernetes-validate: run scripts/test.sh, which installs it");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("manifests.py: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn deploy_k8s_renders_pinned_inline_volumes_that_kubernetes_accepts() {
+    let env = Env::new();
+    let refs = repo_with_history(&env);
+    let file = env.path("svc/config.yaml");
+    write(
+        &file,
+        format!(
+            "image: x\nsealvol:\n  mounts:\n    - ref: {}\n      path: /app/weights\n    - ref: vol:x/lora:prod\n      path: \"/app/lora: v2\"\n    - ref: vol:w/q:prod\n      path: /app/current\n",
+            refs[0]
+        )
+        .as_bytes(),
+    );
+    let before = std::fs::read(&file).unwrap();
+    let lora = env.ok(&["volume", "resolve", "vol:x/lora:prod"]);
+    let lora = lora.trim();
+
+    let j = json_of(&env.ok(&["deploy", "k8s", file.to_str().unwrap(), "--json"]));
+    let vols = j["volumes"].as_array().unwrap();
+    let mounts = j["volumeMounts"].as_array().unwrap();
+    assert_eq!(vols.len(), 3);
+    // Every ref pinned: the tag resolved now, the pin as written.
+    let refs_out: Vec<&str> = vols
+        .iter()
+        .map(|v| v["csi"]["volumeAttributes"]["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(refs_out, [refs[0].as_str(), lora, refs[2].as_str()]);
+    for v in vols {
+        assert_eq!(v["csi"]["driver"], "csi.sealvol.dev");
+        assert_eq!(v["csi"]["readOnly"], true);
+    }
+    // Two volumes of one name get two pod volume names, each mount its own.
+    assert_eq!(vols[0]["name"], "sealvol-w-q");
+    assert_eq!(vols[2]["name"], "sealvol-w-q-2");
+    assert_eq!(mounts[1]["mountPath"], "/app/lora: v2");
+    for (v, m) in vols.iter().zip(mounts) {
+        assert_eq!(v["name"], m["name"]);
+        assert_eq!(m["readOnly"], true);
+        assert_eq!(m["mountPropagation"], "HostToContainer");
+    }
+
+    // The YAML, pasted into a Deployment, passes Kubernetes' own schemas (strict).
+    let yaml = env.ok(&["deploy", "k8s", file.to_str().unwrap()]);
+    assert!(
+        yaml.contains("resolved now: vol:x/lora:prod (tag prod"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("vol:w/q:prod (tag prod"), "{yaml}");
+    let indent = |s: &str, n: usize| {
+        s.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{}{l}\n", " ".repeat(n)))
+            .collect::<String>()
+    };
+    let (volumes, mounts_yaml) = yaml.split_at(yaml.find("\nvolumeMounts:").unwrap() + 1);
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: svc\nspec:\n  selector:\n    matchLabels: {{app: svc}}\n  template:\n    metadata:\n      labels: {{app: svc}}\n    spec:\n      containers:\n        - name: svc\n          image: x\n{}{}",
+        indent(mounts_yaml, 10),
+        indent(volumes, 6)
+    );
+    let manifest = env.path("deployment.yaml");
+    write(&manifest, deployment.as_bytes());
+    let v = kube_validate(&manifest);
+    assert_eq!(v["failures"], serde_json::json!([]), "{deployment}");
+    assert_eq!(v["objects"], serde_json::json!(["Deployment/svc"]));
+    // The validator does fail a wrong field: the control.
+    write(
+        &manifest,
+        deployment
+            .replace("readOnly: true", "readonly: true")
+            .as_bytes(),
+    );
+    assert_eq!(
+        kube_validate(&manifest)["failures"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The config file stays the one source of truth: not a byte changed.
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    // A ref that does not resolve: one line naming it, nothing rendered.
+    write(
+        &file,
+        b"sealvol:\n  mounts:\n    - ref: vol:w/q:staging\n      path: /app/w\n",
+    );
+    let out = env.run(&["deploy", "k8s", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("staging") && err.contains("config.yaml:3"),
+        "{err}"
+    );
+}

@@ -185,6 +185,28 @@ pub enum Command {
         json: bool,
     },
 
+    /// Serve the Kubernetes CSI node plugin: pods mount sealed versions read-only by ref.
+    #[command(
+        after_help = "kubelet calls it over gRPC on a unix socket (Identity and Node services, CSI spec 1.12); each publish is a\n`volume mount` in a process of its own that outlives the plugin, with this node's cache and the repository,\nkey and cache servers this command is given (never a pod's). A restarted plugin adopts the mounts it made.\ndeploy/kubernetes/ runs it as a DaemonSet.\n\nExamples:\n  sealvol --remote http://sealvol-0.sealvol:7420 csi --endpoint unix:///csi/csi.sock --node-id \"$NODE_NAME\"\n  sealvol csi --node-id node-a --peers-file /etc/sealvol/peers"
+    )]
+    Csi {
+        /// The socket to serve on: unix:///PATH or an absolute path.
+        #[arg(
+            long,
+            value_name = "ENDPOINT",
+            env = "CSI_ENDPOINT",
+            default_value = "unix:///csi/csi.sock"
+        )]
+        endpoint: String,
+        /// This node's name as kubelet knows it (the DaemonSet passes spec.nodeName).
+        #[arg(long, value_name = "NAME", env = "NODE_NAME")]
+        node_id: String,
+        #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+        peers: Vec<String>,
+        #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+        peers_file: Option<PathBuf>,
+    },
+
     /// Show the settings in effect and where they come from.
     #[command(after_help = "Example:\n  sealvol info --json")]
     Info {
@@ -882,6 +904,16 @@ pub enum DeployCommand {
         /// Mount below this folder instead of at the absolute paths (path /app/w → ROOT/app/w).
         #[arg(long, value_name = "DIR")]
         root: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Print the pod volumes and volumeMounts that mount a deployment's volumes in Kubernetes (CSI), pinned.
+    #[command(
+        after_help = "Examples:\n  sealvol deploy k8s config.yaml\n  sealvol deploy k8s config.yaml --json\n\nEach volume is an inline CSI volume of the driver csi.sealvol.dev (`sealvol csi`), read-only, with the ref\nthe file names resolved now: the config file stays the one source of truth, the pod gets fixed bytes."
+    )]
+    K8s {
+        file: PathBuf,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -154,6 +154,12 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
         Some(Command::Serve(args)) => commands::serve::serve(&ctx, args),
+        Some(Command::Csi {
+            endpoint,
+            node_id,
+            peers,
+            peers_file,
+        }) => commands::csi::csi(&ctx, &endpoint, &node_id, peers, peers_file),
         Some(Command::Info { json }) => commands::info::info(&ctx, json),
         Some(Command::Peers {
             peers,

@@ -1,6 +1,7 @@
 //! One module per command group; `Ctx` carries what every command needs.
 
 pub mod cache;
+pub mod csi;
 pub mod demo;
 pub mod deploy;
 pub mod info;

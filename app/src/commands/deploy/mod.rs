@@ -1,10 +1,11 @@
-//! `deploy check | pin | drift | rollback | mount | unmount`: the volumes a deployment's
+//! `deploy check | pin | drift | rollback | mount | unmount | k8s`: the volumes a deployment's
 //! config file names, checked, compared, pinned, rolled back and mounted. One module
 //! per kind of work: reading (`check`: check and drift), rewriting (`edit`: pin and
-//! rollback), mounting (`mount`).
+//! rollback), mounting (`mount`), and the pod spec that mounts them in Kubernetes (`k8s`).
 
 mod check;
 mod edit;
+mod k8s;
 mod mount;
 
 use std::path::{Path, PathBuf};
@@ -54,6 +55,7 @@ pub fn run(ctx: &Ctx, cmd: DeployCommand) -> Result<()> {
         DeployCommand::Mount { file, root, json } => {
             mount::mount(ctx, &file, root.as_deref(), json)
         }
+        DeployCommand::K8s { file, json } => k8s::k8s(ctx, &file, json),
         DeployCommand::Unmount { file, root, lazy } => {
             mount::unmount(ctx, &file, root.as_deref(), lazy)
         }
