@@ -74,7 +74,10 @@ def unpublish(plugin, pod, target):
 
 
 def first_file(folder):
-    return str(min(p.relative_to(folder) for p in Path(folder).rglob("*") if p.is_file()))
+    """The file whose first byte is read: the largest (its chunk list is the longest to
+    load), the first by name among equals."""
+    files = [p for p in Path(folder).rglob("*") if p.is_file()]
+    return str(min(files, key=lambda p: (-p.stat().st_size, str(p))).relative_to(folder))
 
 
 def measure(plugin, work, cache, ref, first, runs):

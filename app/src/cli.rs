@@ -187,7 +187,7 @@ pub enum Command {
 
     /// Serve the Kubernetes CSI node plugin: pods mount sealed versions read-only by ref.
     #[command(
-        after_help = "kubelet calls it over gRPC on a unix socket (Identity and Node services, CSI spec 1.12); each publish is a\n`volume mount` in a process of its own that outlives the plugin, with this node's cache and the repository,\nkey and cache servers this command is given (never a pod's). A restarted plugin adopts the mounts it made.\ndeploy/kubernetes/ runs it as a DaemonSet.\n\nExamples:\n  sealvol --remote http://sealvol-0.sealvol:7420 csi --endpoint unix:///csi/csi.sock --node-id \"$NODE_NAME\"\n  sealvol csi --node-id node-a --peers-file /etc/sealvol/peers"
+        after_help = "kubelet calls it over gRPC on a unix socket (CSI spec 1.12: Identity and Node).\nEach publish is a `volume mount` in a process of its own that outlives the plugin,\nwith this node's cache and the repository, key and cache servers given here (never\na pod's). A restarted plugin adopts the mounts it made. deploy/kubernetes/ runs it\nas a DaemonSet.\n\nExamples:\n  sealvol --remote http://sealvol:7420 csi --node-id \"$NODE_NAME\"\n  sealvol csi --node-id node-a --peers-file /etc/sealvol/peers"
     )]
     Csi {
         /// The socket to serve on: unix:///PATH or an absolute path.
