@@ -558,7 +558,7 @@ fn unpublish_during_reads_frees_the_path_and_the_reader_finishes_with_the_right_
 }
 
 #[test]
-fn two_publishes_at_once_of_one_volume_make_one_mount_and_of_two_pods_two() {
+fn two_publishes_at_once_of_one_volume_make_one_mount_and_eight_pods_eight() {
     if !fuse_available() {
         return;
     }
@@ -576,14 +576,19 @@ fn two_publishes_at_once_of_one_volume_make_one_mount_and_of_two_pods_two() {
     assert_eq!(mounts_at(&env, &target(&env, "twin")).len(), 1);
     common::assert_same_tree(&v1, &target(&env, "twin"));
 
-    let pods = p.kubelet.send(&json!({"parallel": [
-        {"call": "NodePublishVolume", "request": inline(&env, "a", &d1)},
-        {"call": "NodePublishVolume", "request": inline(&env, "b", &d1)},
-    ]}));
-    for r in pods["results"].as_array().unwrap() {
+    // Eight pods of one node at once, each its own mount, all of them up. (The
+    // plugin's threads fork mount processes at the same moment: a lock one of them
+    // held on its target while another forked once failed a publish in 40.)
+    let pods: Vec<String> = (0..8).map(|i| format!("pod-{i}")).collect();
+    let calls: Vec<Value> = pods
+        .iter()
+        .map(|pod| json!({"call": "NodePublishVolume", "request": inline(&env, pod, &d1)}))
+        .collect();
+    let answers = p.kubelet.send(&json!({ "parallel": calls }));
+    for r in answers["results"].as_array().unwrap() {
         ok(r);
     }
-    for pod in ["a", "b", "twin"] {
+    for pod in pods.iter().map(String::as_str).chain(["twin"]) {
         assert_eq!(mounts_at(&env, &target(&env, pod)).len(), 1, "{pod}");
         ok(&p.call("NodeUnpublishVolume", unpublish(&env, pod)));
         assert!(!is_mounted(&target(&env, pod)));

@@ -106,8 +106,9 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
     let (repo, mirrors) = ctx.open_origins(&set.origins)?;
     let digest = repo.resolve(&r)?;
     if !req.foreground {
-        // Checked here too so that a bad mount point is reported with its own kind.
-        drop(mount::check_mount_point(&req.dir)?);
+        // Checked here too so that a bad mount point is reported with its own kind;
+        // the claim is the mount process's own.
+        mount::check_mount_point_free(&req.dir)?;
         return spawn_background(ctx, &r.volume, &digest, &req, &set);
     }
     crate::alloc::for_mount();

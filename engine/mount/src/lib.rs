@@ -48,7 +48,9 @@ pub mod tree;
 
 pub use fs::{DEFAULT_READ_TIMEOUT, Limits, VolumeFs};
 pub use open::{MountOptions, open_fs};
-pub use point::{MountPointClaim, check_mount_point, is_mount_point, unmount_dir};
+pub use point::{
+    MountPointClaim, check_mount_point, check_mount_point_free, is_mount_point, unmount_dir,
+};
 pub use sealvol_core::read::{Peer, TierStats, Tiers};
 #[cfg(feature = "fuse")]
 pub use session::{Mount, mount};

@@ -18,6 +18,31 @@ pub struct MountPointClaim(#[allow(dead_code)] std::fs::File);
 /// The mount point must be an existing, empty directory that is not mounted already
 /// (mounting over files would hide them) and that no other mount is claiming.
 pub fn check_mount_point(dir: &Path) -> Result<(PathBuf, MountPointClaim)> {
+    let dir = existing_dir(dir)?;
+    // Opened before the mount table is read: if a mount lands in between, this handle
+    // is on the directory underneath, whose claim that mount holds.
+    let handle = std::fs::File::open(&dir).ctx("cannot use mount point", &dir)?;
+    // SAFETY: flock on a descriptor we own; it does not touch memory.
+    if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(already(&dir));
+    }
+    check_free(&dir)?;
+    Ok((dir, MountPointClaim(handle)))
+}
+
+/// The checks of [`check_mount_point`] without its claim, for a process that starts
+/// the mount in another: it must hold no lock on the directory. A claim's descriptor
+/// is copied into every child another thread forks until that child's exec closes
+/// it, and the lock lives as long as any copy: a mount process started right after
+/// would find the directory claimed (seen with eight publishes at once).
+pub fn check_mount_point_free(dir: &Path) -> Result<PathBuf> {
+    let dir = existing_dir(dir)?;
+    check_free(&dir)?;
+    Ok(dir)
+}
+
+/// An existing directory, by its canonical path.
+fn existing_dir(dir: &Path) -> Result<PathBuf> {
     let meta = std::fs::metadata(dir).map_err(|e| {
         Error::io("cannot use mount point", dir, e).hint("create the directory first")
     })?;
@@ -29,24 +54,23 @@ pub fn check_mount_point(dir: &Path) -> Result<(PathBuf, MountPointClaim)> {
         .hint("mount onto an empty directory"));
     }
     let dir = dir.canonicalize().ctx("cannot use mount point", dir)?;
-    let already = || {
-        Error::new(
-            ErrorKind::Conflict,
-            format!("{} is already mounted", dir.display()),
-        )
-        .hint("unmount it first (sealvol volume unmount DIR), or mount onto another directory")
-    };
-    // Opened before the mount table is read: if a mount lands in between, this handle
-    // is on the directory underneath, whose claim that mount holds.
-    let handle = std::fs::File::open(&dir).ctx("cannot use mount point", &dir)?;
-    // SAFETY: flock on a descriptor we own; it does not touch memory.
-    if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(already());
+    Ok(dir)
+}
+
+fn already(dir: &Path) -> Error {
+    Error::new(
+        ErrorKind::Conflict,
+        format!("{} is already mounted", dir.display()),
+    )
+    .hint("unmount it first (sealvol volume unmount DIR), or mount onto another directory")
+}
+
+/// Not a mount point, and empty.
+fn check_free(dir: &Path) -> Result<()> {
+    if is_mount_point(dir) {
+        return Err(already(dir));
     }
-    if is_mount_point(&dir) {
-        return Err(already());
-    }
-    let mut rd = std::fs::read_dir(&dir).ctx("cannot list", &dir)?;
+    let mut rd = std::fs::read_dir(dir).ctx("cannot list", dir)?;
     if rd.next().is_some() {
         return Err(Error::new(
             ErrorKind::Conflict,
@@ -57,7 +81,7 @@ pub fn check_mount_point(dir: &Path) -> Result<(PathBuf, MountPointClaim)> {
         )
         .hint("mount onto an empty directory"));
     }
-    Ok((dir, MountPointClaim(handle)))
+    Ok(())
 }
 
 pub fn is_mount_point(dir: &Path) -> bool {
