@@ -81,7 +81,9 @@ def first_file(folder):
 
 
 def measure(plugin, work, cache, ref, first, runs):
-    one, gang = [], []
+    """Seconds from the call to the first byte, one pod and 8 at once; and from the
+    call to its answer (the mount ready), one pod."""
+    one, gang, ready = [], [], []
     for r in range(runs):
         shutil.rmtree(cache, ignore_errors=True)
         call, target = publish(work, f"one-{r}", ref, first)
@@ -89,6 +91,7 @@ def measure(plugin, work, cache, ref, first, runs):
         if "ok" not in a:
             sys.exit(f"publish failed: {a}")
         one.append(a["read_s"])
+        ready.append(a["call_s"])
         unpublish(plugin, f"one-{r}", target)
     for r in range(runs):
         shutil.rmtree(cache, ignore_errors=True)
@@ -100,7 +103,7 @@ def measure(plugin, work, cache, ref, first, runs):
             gang.append(a["read_s"])
         for i, (_, target) in enumerate(calls):
             unpublish(plugin, f"gang-{r}-{i}", target)
-    return one, gang
+    return one, gang, ready
 
 
 def main():
@@ -141,8 +144,9 @@ def main():
     rows = []
     try:
         for name, ref, first in versions:
-            one, gang = measure(plugin, work, cache, ref, first, a.runs)
-            rows.append({"version": name, "one_median_s": statistics.median(one), "one_max_s": max(one),
+            one, gang, ready = measure(plugin, work, cache, ref, first, a.runs)
+            rows.append({"version": name, "ready_median_s": statistics.median(ready),
+                         "one_median_s": statistics.median(one), "one_max_s": max(one),
                          "pods8_median_s": statistics.median(gang), "pods8_max_s": max(gang)})
     finally:
         plugin.close()
@@ -150,10 +154,10 @@ def main():
         for m in json.loads(out.stdout or '{"mounts": []}')["mounts"]:
             subprocess.run([a.sealvol, "volume", "unmount", "--lazy", m["dir"]], env=env, capture_output=True)
 
-    print(f"| version | one pod, median | one pod, max | {PODS} pods at once, median | {PODS} pods, max |")
-    print("|---|---|---|---|---|")
+    print(f"| version | publish answered, median | first byte, median | max | {PODS} pods at once: first byte, median | max |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['version']} | {r['one_median_s']:.3f} s | {r['one_max_s']:.3f} s | "
+        print(f"| {r['version']} | {r['ready_median_s']:.3f} s | {r['one_median_s']:.3f} s | {r['one_max_s']:.3f} s | "
               f"{r['pods8_median_s']:.3f} s | {r['pods8_max_s']:.3f} s |")
     print(json.dumps({"runs": a.runs, "rows": rows}))
 

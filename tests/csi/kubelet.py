@@ -11,6 +11,7 @@ reads one call per line on stdin, as JSON, and answers each with one line:
     {"parallel": [{"call": ...}, {"call": ...}]}           -> {"results": [answer, answer]}
     {"call": ..., "then_read": "PATH"}                      -> also "read_s": seconds from the
                                                                call to PATH's first byte
+Every answer has "call_s": seconds from the call to its answer.
 
 Requests and answers use the protobuf's JSON mapping (field names as in the .proto).
 """
@@ -72,11 +73,11 @@ def main():
             except grpc.RpcError as e:
                 return {"code": e.code().name, "message": e.details()}
             answer = {"ok": json_format.MessageToDict(reply, preserving_proto_field_name=True)}
+            answer["call_s"] = time.monotonic() - start
             if "then_read" in c:
                 with open(c["then_read"], "rb") as f:
                     f.read(1)
                 answer["read_s"] = time.monotonic() - start
-            answer["call_s"] = time.monotonic() - start
             return answer
 
         for line in sys.stdin:
