@@ -90,15 +90,26 @@ impl<'a> Plugin<'a> {
 
     /// kill -9, `meanwhile`, then a new plugin on the same state.
     fn kill_and_restart_with(&mut self, meanwhile: impl FnOnce()) {
+        self.stop_and_restart_with("-9", meanwhile);
+    }
+
+    /// `kill SIGNAL`, `meanwhile`, then a new plugin on the same state; how the old
+    /// one ended.
+    fn stop_and_restart_with(
+        &mut self,
+        signal: &str,
+        meanwhile: impl FnOnce(),
+    ) -> std::process::ExitStatus {
         let _ = Command::new("kill")
-            .args(["-9", &self.child.id().to_string()])
+            .args([signal, &self.child.id().to_string()])
             .status();
-        let _ = self.child.wait();
+        let ended = self.child.wait().unwrap();
         meanwhile();
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
         self.child = spawn(self.env, &self.socket, &self.log, &extra);
         wait_socket(&self.socket, &self.log);
         self.kubelet = Kubelet::start(&self.socket);
+        ended
     }
 
     /// The last line the plugin logged about adopting a former run's mounts.
@@ -637,6 +648,19 @@ fn a_plugin_killed_with_mounts_in_place_adopts_them_when_it_restarts() {
         ok(&p.call("NodeUnpublishVolume", unpublish(&env, pod)));
         assert!(!is_mounted(&t) && !t.exists(), "{pod}");
     }
+    // SIGTERM (kubelet stopping the plugin's pod) ends the plugin cleanly, not its
+    // mounts.
+    ok(&p.call("NodePublishVolume", inline(&env, "kept", &d1)));
+    let ended = p.stop_and_restart_with("-TERM", || {
+        common::assert_same_tree(&v1, &target(&env, "kept"));
+    });
+    assert!(ended.success(), "{ended:?}: {}", p.log());
+    assert!(
+        p.adopted().contains("1 serving, 0 mounted again"),
+        "{}",
+        p.log()
+    );
+    ok(&p.call("NodeUnpublishVolume", unpublish(&env, "kept")));
     // A restart with nothing published adopts nothing.
     p.kill_and_restart_with(|| {});
     assert!(

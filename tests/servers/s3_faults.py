@@ -24,6 +24,14 @@ HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrad
        "proxy-connection"}
 
 
+def say(line):
+    """One line of the fault log, whole: print's text and its newline are two writes,
+    which two handler threads interleave (two cuts once read as one line)."""
+    with LOCK:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
 def read_body(handler):
     if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
         out = bytearray()
@@ -56,8 +64,7 @@ class Relay(BaseHTTPRequestHandler):
                     STATE["cuts_left"] -= 1
             if cut:
                 self.rfile.read(length // 2)
-                print(f"cut {self.path} after {length // 2} of {length} bytes",
-                      file=sys.stderr, flush=True)
+                say(f"cut {self.path} after {length // 2} of {length} bytes")
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
@@ -67,8 +74,7 @@ class Relay(BaseHTTPRequestHandler):
             for k in list(headers):
                 if k.lower() in ("if-none-match", "if-match"):
                     del headers[k]
-                    print(f"dropped {k} from {self.command} {self.path}",
-                          file=sys.stderr, flush=True)
+                    say(f"dropped {k} from {self.command} {self.path}")
         if "Transfer-Encoding" in self.headers:
             headers["Content-Length"] = str(len(body))
         upstream = http.client.HTTPConnection("127.0.0.1", self.target, timeout=60)
