@@ -1,0 +1,141 @@
+//! Keys as PEM files, EC P-256 only (what the issue names and model-signing's `sign
+//! key` writes with a P-256 key): a private key as SEC1 (`EC PRIVATE KEY`, what
+//! `openssl ecparam -genkey` writes) or PKCS#8 (`PRIVATE KEY`), a public key as
+//! SubjectPublicKeyInfo (`PUBLIC KEY`). A bundle names its key by a hint: the SHA-256
+//! of the public key's PEM text as Python's `cryptography` writes it.
+
+use std::path::{Path, PathBuf};
+
+use aws_lc_rs::digest;
+use aws_lc_rs::encoding::AsDer;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{
+    ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair, ParsedPublicKey,
+};
+use base64::Engine;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{PrivateKeyDer, SubjectPublicKeyInfoDer};
+use sealvol_core::{Error, Result};
+
+/// Key files are small; a larger one is not a key.
+const MAX_KEY_FILE: u64 = 64 * 1024;
+
+pub struct SigningKey {
+    pair: EcdsaKeyPair,
+    public: PublicKey,
+}
+
+#[derive(Debug, Clone)]
+pub struct PublicKey {
+    /// Where it was read from, to name it in messages.
+    pub path: PathBuf,
+    der: Vec<u8>,
+    /// SHA-256 of its PEM text, hex: the bundle's `verificationMaterial.publicKey.hint`.
+    pub hint: String,
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::io(&format!("cannot read {what}"), path, e)
+            .hint("give the path of a PEM file (openssl ec -in key.pem -pubout makes a public key)")
+    })?;
+    if meta.len() > MAX_KEY_FILE {
+        return Err(not_p256(path, what, "it is larger than any key file"));
+    }
+    std::fs::read(path).map_err(|e| Error::io(&format!("cannot read {what}"), path, e))
+}
+
+fn not_p256(path: &Path, what: &str, why: &str) -> Error {
+    Error::invalid(format!(
+        "{} is not an EC P-256 {what} in PEM: {why}",
+        path.display()
+    ))
+    .hint("make one with `openssl ecparam -name prime256v1 -genkey -noout -out key.pem`")
+}
+
+/// Never the private key: only whose it is.
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("public", &self.public.path)
+            .finish()
+    }
+}
+
+impl SigningKey {
+    pub fn load(path: &Path) -> Result<SigningKey> {
+        let what = "private key";
+        let pem = read(path, what)?;
+        let der = PrivateKeyDer::from_pem_slice(&pem)
+            .map_err(|_| not_p256(path, what, "no private key block in it"))?;
+        let pair =
+            EcdsaKeyPair::from_private_key_der(&ECDSA_P256_SHA256_ASN1_SIGNING, der.secret_der())
+                .map_err(|e| not_p256(path, what, &format!("{e}")))?;
+        let spki = pair
+            .public_key()
+            .as_der()
+            .map_err(|_| not_p256(path, what, "its public key cannot be encoded"))?;
+        let public = PublicKey::from_der(path, spki.as_ref().to_vec());
+        Ok(SigningKey { pair, public })
+    }
+
+    pub fn public(&self) -> &PublicKey {
+        &self.public
+    }
+
+    /// An ASN.1 DER ECDSA signature over `message` with SHA-256.
+    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>> {
+        let sig = self.pair.sign(&SystemRandom::new(), message).map_err(|_| {
+            Error::new(
+                sealvol_core::ErrorKind::Io,
+                "signing failed in the crypto library",
+            )
+        })?;
+        Ok(sig.as_ref().to_vec())
+    }
+}
+
+impl PublicKey {
+    pub fn load(path: &Path) -> Result<PublicKey> {
+        let what = "public key";
+        let pem = read(path, what)?;
+        let der = SubjectPublicKeyInfoDer::from_pem_slice(&pem)
+            .map_err(|_| not_p256(path, what, "no PUBLIC KEY block in it"))?;
+        ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, der.as_ref())
+            .map_err(|e| not_p256(path, what, &format!("{e}")))?;
+        Ok(PublicKey::from_der(path, der.as_ref().to_vec()))
+    }
+
+    fn from_der(path: &Path, der: Vec<u8>) -> PublicKey {
+        let hint = hex::encode(digest::digest(&digest::SHA256, pem(&der).as_bytes()));
+        PublicKey {
+            path: path.to_path_buf(),
+            der,
+            hint,
+        }
+    }
+
+    /// The key as a `PUBLIC KEY` PEM file.
+    pub fn pem(&self) -> String {
+        pem(&self.der)
+    }
+
+    /// Whether `sig` (ASN.1 DER ECDSA with SHA-256) signs `message`.
+    pub fn verifies(&self, message: &[u8], sig: &[u8]) -> bool {
+        ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.der)
+            .map(|k| k.verify_sig(message, sig).is_ok())
+            .unwrap_or(false)
+    }
+}
+
+/// PEM as `cryptography` writes it: 64 base64 characters a line, a final newline.
+fn pem(der: &[u8]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN PUBLIC KEY-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str("-----END PUBLIC KEY-----\n");
+    out
+}
