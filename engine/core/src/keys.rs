@@ -36,6 +36,12 @@ pub enum Key {
     Summary(VolumeName, Digest),
     /// `profiles/<ns>/<vol>/<digest hex>/<BLAKE3 of the object>`.
     Profile(VolumeName, Digest, Hash),
+    /// `signatures/<ns>/<vol>/<digest hex>/<BLAKE3 of the object>`: a model-signing
+    /// signature of the version (a Sigstore bundle, `sealvol-sign`).
+    Signature(VolumeName, Digest, Hash),
+    /// `sha256/<ns>/<vol>/<digest hex>`: the SHA-256 of each file of the version, kept
+    /// once a SHA-256 signature needed them.
+    Sha256s(VolumeName, Digest),
     /// `tags/<ns>/<vol>/<tag>`.
     Tag(VolumeName, Name),
     /// `trash/<ns>/<vol>/<digest hex>`.
@@ -61,11 +67,13 @@ pub enum Key {
 }
 
 /// The folders of the kinds whose keys start with a namespace.
-pub const NAMESPACED: [&str; 6] = [
+pub const NAMESPACED: [&str; 8] = [
     "manifests",
     "listings",
     "summaries",
     "profiles",
+    "signatures",
+    "sha256",
     "tags",
     "trash",
 ];
@@ -78,6 +86,8 @@ impl Key {
             | Key::Listing(v, _)
             | Key::Summary(v, _)
             | Key::Profile(v, _, _)
+            | Key::Signature(v, _, _)
+            | Key::Sha256s(v, _)
             | Key::Tag(v, _)
             | Key::Trash(v, _) => Some(&v.namespace),
             _ => None,
@@ -96,6 +106,8 @@ impl Key {
             Key::Listing(..) => "listings",
             Key::Summary(..) => "summaries",
             Key::Profile(..) => "profiles",
+            Key::Signature(..) => "signatures",
+            Key::Sha256s(..) => "sha256",
             Key::Tag(..) => "tags",
             Key::Trash(..) => "trash",
             Key::Damage(..) | Key::ListDamage(_) => "damage",
@@ -146,6 +158,10 @@ impl Key {
             ["profiles", ns, vol, d, h] => {
                 versioned(ns, vol, d).and_then(|(v, d)| Some(Key::Profile(v, d, hash(h)?)))
             }
+            ["signatures", ns, vol, d, h] => {
+                versioned(ns, vol, d).and_then(|(v, d)| Some(Key::Signature(v, d, hash(h)?)))
+            }
+            ["sha256", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::Sha256s(v, d)),
             ["tags", ns, vol, tag] => {
                 volume(ns, vol).and_then(|v| Some(Key::Tag(v, Name::parse("tag", tag).ok()?)))
             }
@@ -181,6 +197,10 @@ impl fmt::Display for Key {
             Key::Listing(v, d) => write!(f, "listings/{}/{}", vol(v), d.hex()),
             Key::Summary(v, d) => write!(f, "summaries/{}/{}", vol(v), d.hex()),
             Key::Profile(v, d, h) => write!(f, "profiles/{}/{}/{}", vol(v), d.hex(), h.hex()),
+            Key::Signature(v, d, h) => {
+                write!(f, "signatures/{}/{}/{}", vol(v), d.hex(), h.hex())
+            }
+            Key::Sha256s(v, d) => write!(f, "sha256/{}/{}", vol(v), d.hex()),
             Key::Tag(v, t) => write!(f, "tags/{}/{t}", vol(v)),
             Key::Trash(v, d) => write!(f, "trash/{}/{}", vol(v), d.hex()),
             Key::Damage(p, c) => write!(f, "damage/{}/{}", p.hex(), c.hex()),
@@ -222,6 +242,8 @@ mod tests {
             Key::Listing(v.clone(), d),
             Key::Summary(v.clone(), d),
             Key::Profile(v.clone(), d, h(5)),
+            Key::Signature(v.clone(), d, h(10)),
+            Key::Sha256s(v.clone(), d),
             Key::Tag(v.clone(), Name::parse("tag", "prod").unwrap()),
             Key::Trash(v.clone(), d),
             Key::Damage(h(6), h(7)),

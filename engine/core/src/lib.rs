@@ -42,6 +42,7 @@ pub mod remote;
 pub mod repair;
 pub mod repo;
 pub mod safetensors;
+pub mod signatures;
 pub mod stamp;
 pub mod store;
 pub mod suggest;

@@ -101,7 +101,7 @@ impl Repository {
     }
 }
 
-/// Summaries, listings and profiles whose version is gone (its manifest purged or quarantined),
+/// Summaries, listings, profiles, signatures and SHA-256 lists whose version is gone (its manifest purged or quarantined),
 /// older than `grace` by the store's clock: a seal writes its manifest before them, so
 /// a young one may belong to a seal still under way.
 pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
@@ -113,7 +113,13 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
         .collect();
     let now = repo.store().now()?;
     let mut out = Vec::new();
-    for prefix in ["summaries/", "listings/", "profiles/"] {
+    for prefix in [
+        "summaries/",
+        "listings/",
+        "profiles/",
+        "signatures/",
+        "sha256/",
+    ] {
         out.extend(
             repo.store()
                 .list(prefix)?
@@ -122,9 +128,12 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
                     let old = o
                         .modified
                         .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= grace));
-                    // A profile is one more level down: <ns>/<vol>/<digest>/<hash>.
+                    // Profiles and signatures are one more level down:
+                    // <ns>/<vol>/<digest>/<hash>.
                     let version = o.key.strip_prefix(prefix).map(|rest| match prefix {
-                        "profiles/" => rest.rsplit_once('/').map_or(rest, |(v, _)| v),
+                        "profiles/" | "signatures/" => {
+                            rest.rsplit_once('/').map_or(rest, |(v, _)| v)
+                        }
                         _ => rest,
                     });
                     old && version.is_some_and(|v| !manifests.contains(v))

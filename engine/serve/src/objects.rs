@@ -1,13 +1,13 @@
 //! The remote engine's object routes: the repository's objects, read by the holders
 //! of keys as far as each key may see them, and the two kinds of object a key holder
-//! writes itself (packs, read-ahead profiles), each checked before it exists. Every
+//! writes itself (packs, read-ahead profiles, signatures), each checked before it exists. Every
 //! other write is an operation the server makes (`ops.rs`).
 //!
 //! What a key may read:
 //! - the admin key, and keys with no namespaces (a cluster's nodes), everything but
 //!   quarantine and staging;
 //! - a key scoped to namespaces: `sealvol.repo`; its namespaces' manifests, listings,
-//!   summaries, profiles, tags and trash records; the chunk list of a file a version of
+//!   summaries, profiles, signatures and their SHA-256 lists, tags and trash records; the chunk list of a file a version of
 //!   its namespaces holds (`reach.rs`); and of packs only ranges that hold chunks of such
 //!   a file, named with `?file=`. Indexes, other lists, whole packs, damage records and
 //!   garbage-collection rounds are not its business: what content exists outside its
@@ -15,7 +15,8 @@
 //!
 //! What a key may write: read-write keys create packs (checked against their id and
 //! every chunk against its hash as they arrive; the server writes the index) and
-//! read-ahead profiles of versions in their namespaces (named by their hash); the admin
+//! read-ahead profiles and signatures of versions in their namespaces (named by their
+//! hash; a signature is verified by its readers, never trusted here); the admin
 //! key anything (repair and settings run through it). Every name is checked against
 //! its kind's exact shape first, so nothing can take a folder's name.
 //!
@@ -104,6 +105,8 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
         | Key::Listing(..)
         | Key::Summary(..)
         | Key::Profile(..)
+        | Key::Signature(..)
+        | Key::Sha256s(..)
         | Key::Tag(..)
         | Key::Trash(..) => Object::Namespaced {
             kind: k.folder(),
@@ -146,7 +149,7 @@ pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), S
         (Object::Pack(_), Op::Create) if !grant.read_only => Ok(()),
         (
             Object::Namespaced {
-                kind: "profiles",
+                kind: "profiles" | "signatures",
                 ns,
             },
             Op::Create,
@@ -591,6 +594,19 @@ fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<
         ) => Err(Error::invalid(format!(
             "{key}: profiles/NS/VOL/DIGEST/HASH"
         ))),
+        // A signature is whatever a key holder signed: named by its bytes here, and
+        // verified by every reader against keys of its own (sealvol-sign).
+        (
+            Object::Namespaced {
+                kind: "signatures", ..
+            },
+            ["signatures", _, _, _, name],
+        ) => match Hash::of(bytes).hex() == *name {
+            true => Ok(()),
+            false => Err(Error::invalid(format!(
+                "{key}: its bytes do not hash to its name"
+            ))),
+        },
         _ => Ok(()),
     }
 }

@@ -8,7 +8,8 @@
 //!   signature carries, parsed strictly and bounded;
 //! - `bundle`: the Sigstore bundle and DSSE envelope around it (PAE, base64);
 //! - `keys`: PEM keys, P-256 only, and the key hint the bundle carries;
-//! - `check`: a verified statement against a version's files (missing, extra, other).
+//! - `check`: a verified statement against a version's files (missing, extra, other);
+//! - `version`: a sealed version's files and digests, the statement it gives.
 //!
 //! Where signatures are stored and which keys a namespace trusts is the embedder's.
 
@@ -16,6 +17,7 @@ pub mod bundle;
 pub mod check;
 pub mod keys;
 pub mod statement;
+pub mod version;
 
 pub use bundle::{Signed, sign, verify};
 pub use keys::{PublicKey, SigningKey};

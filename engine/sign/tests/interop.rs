@@ -99,7 +99,9 @@ fn a_wrong_key_a_corrupt_or_cut_file_and_another_versions_signature_never_pass()
     let good = std::fs::read(fixture("model.blake3.sig")).unwrap();
     // Another key: said to be another key's signature.
     let other = PublicKey::load(&fixture("other.pub.pem")).unwrap();
-    let e = verify(&good, std::slice::from_ref(&other)).unwrap_err().to_string();
+    let e = verify(&good, std::slice::from_ref(&other))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("another key") && e.contains("other.pub.pem"),
         "{e}"
