@@ -33,7 +33,11 @@ pub fn files(m: &Manifest) -> Result<(Vec<File>, bool)> {
         match e {
             Entry::File {
                 path, hash, size, ..
-            } => out.push((path.clone(), *hash, *size)),
+            } => out.push(File {
+                path: path.clone(),
+                hash: *hash,
+                size: *size,
+            }),
             Entry::Symlink { path, .. } => {
                 links = true;
                 let (hash, size) = follow(&by_path, path).ok_or_else(|| {
