@@ -490,6 +490,55 @@ pub enum VolumeCommand {
     #[command(subcommand)]
     Profile(ProfileCommand),
 
+    /// Sign a version in the OpenSSF model-signing format, stored beside it (several signers may sign one version).
+    #[command(
+        after_help = "Examples:\n  sealvol volume sign weights/qwen3-8b:prod --key release.key.pem\n  sealvol volume sign weights/qwen3-8b:prod --key release.key.pem --sha256\n  sealvol volume sign weights/qwen3-8b@b3:9f3c… --import model.sig\n\nThe key is an EC P-256 private key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out key.pem).\nBLAKE3 (the default) reads no file bytes: the manifest holds each file's hash; model-signing's Python\nAPI verifies it. --sha256 reads every file once (kept beside the version), as `model_signing verify key`\nre-hashes with SHA-256. --import stores a signature model-signing made over the pushed folder, once its\nfile list is exactly this version's."
+    )]
+    Sign {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// The signer's EC P-256 private key (PEM: SEC1 or PKCS#8).
+        #[arg(long, value_name = "KEY.pem", conflicts_with = "import")]
+        key: Option<PathBuf>,
+        /// Digest every file with SHA-256 (one read of the bytes) instead of BLAKE3.
+        #[arg(long, requires = "key")]
+        sha256: bool,
+        /// Attach a signature made elsewhere (model_signing sign key … over the folder).
+        #[arg(long, value_name = "FILE")]
+        import: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// Check a version's signatures against public keys: exit 0 when one of them signed every file.
+    #[command(
+        name = "verify-signature",
+        after_help = "Example:\n  sealvol volume verify-signature weights/qwen3-8b:prod --public-key release.pub.pem"
+    )]
+    VerifySignature {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// A trusted EC P-256 public key (PEM); repeat for several.
+        #[arg(long = "public-key", value_name = "PUB.pem", required = true)]
+        public_keys: Vec<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
+    /// List a version's signatures; with --out, write each as a file model-signing reads.
+    #[command(
+        after_help = "Example:\n  sealvol volume signatures weights/qwen3-8b:prod --out sigs/\n  model_signing verify key --public_key release.pub.pem --signature sigs/<NAME>.sig ./pulled"
+    )]
+    Signatures {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// Write each signature into DIR as <name>.sig.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Move a version to the trash; it stays restorable for the retention window (7 days).
     #[command(
         after_help = "Examples:\n  sealvol volume delete weights/qwen3-8b@b3:9f3c1a2b\n  sealvol volume delete weights/qwen3-8b@9f3c1a2b --untag --yes\n\nA version a tag points at is refused: move the tag first, or pass --untag.\nA mount already serving the version keeps serving it until gc purges it."

@@ -174,6 +174,21 @@ pub fn sha256s(tiers: &Tiers, m: &Manifest) -> Result<BTreeMap<String, [u8; 32]>
     Ok(out)
 }
 
+/// SHA-256s as kept in the repository (hex by path); none if any is not 32 bytes.
+pub fn from_hex(kept: &BTreeMap<String, String>) -> Option<BTreeMap<String, [u8; 32]>> {
+    kept.iter()
+        .map(|(p, h)| Some((p.clone(), hex::decode(h).ok()?.try_into().ok()?)))
+        .collect()
+}
+
+/// SHA-256s as the repository keeps them.
+pub fn to_hex(digests: &BTreeMap<String, [u8; 32]>) -> BTreeMap<String, String> {
+    digests
+        .iter()
+        .map(|(p, d)| (p.clone(), hex::encode(d)))
+        .collect()
+}
+
 fn sha256(bytes: &[u8]) -> [u8; 32] {
     let mut d = [0u8; 32];
     d.copy_from_slice(digest::digest(&digest::SHA256, bytes).as_ref());

@@ -8,6 +8,7 @@ mod browse;
 mod describe;
 mod diff;
 mod gc;
+mod sign;
 mod tags;
 mod transfer;
 mod trash;
@@ -149,6 +150,30 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         ),
         VolumeCommand::Unmount { dir, lazy } => super::mount::unmount(ctx, &dir, lazy),
         VolumeCommand::Mounts { json } => super::mount::list(ctx, json),
+        VolumeCommand::Sign {
+            reference,
+            key,
+            sha256,
+            import,
+            json,
+        } => sign::sign(
+            ctx,
+            &reference,
+            key.as_deref(),
+            sha256,
+            import.as_deref(),
+            json,
+        ),
+        VolumeCommand::VerifySignature {
+            reference,
+            public_keys,
+            json,
+        } => sign::verify_signature(ctx, &reference, &public_keys, json),
+        VolumeCommand::Signatures {
+            reference,
+            out,
+            json,
+        } => sign::signatures(ctx, &reference, out.as_deref(), json),
         VolumeCommand::Profile(crate::cli::ProfileCommand::Save { reference, json }) => {
             super::mount::save_profile(ctx, &reference, json)
         }

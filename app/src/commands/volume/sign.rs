@@ -1,0 +1,372 @@
+//! `volume sign`, `volume verify-signature`, `volume signatures`: OpenSSF model-signing
+//! signatures of a version (sealvol-sign), stored beside it in the repository.
+//! Signing in BLAKE3 reads no file bytes (the manifest holds each file's hash); a
+//! SHA-256 signature (model-signing's CLI default) reads each file once and keeps the
+//! SHA-256s beside the version for the next time.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use sealvol_core::read::Tiers;
+use sealvol_core::refs::Digest;
+use sealvol_core::registry::Manifest;
+use sealvol_core::signatures::MAX_SIGNATURE_BYTES;
+use sealvol_core::{Error, Ref, Repository, Result, VolumeName};
+use sealvol_sign::{Algorithm, PublicKey, SigningKey, bundle, check, version};
+
+use crate::commands::Ctx;
+use crate::output::json;
+
+/// A version, resolved: what signing and checking work on.
+struct Version {
+    repo: Arc<Repository>,
+    volume: VolumeName,
+    digest: Digest,
+    manifest: Manifest,
+    pinned: String,
+}
+
+fn open(ctx: &Ctx, reference: &str) -> Result<Version> {
+    let r = Ref::parse(reference)?;
+    let repo = Arc::new(ctx.open_repo(false)?);
+    let digest = repo.resolve(&r)?;
+    let manifest = repo.manifest(&r.volume, &digest)?;
+    Ok(Version {
+        pinned: Ref::pinned(r.volume.clone(), digest).to_string(),
+        repo,
+        volume: r.volume,
+        digest,
+        manifest,
+    })
+}
+
+impl Version {
+    /// The version's files in `algorithm`: BLAKE3 from the manifest; SHA-256 kept
+    /// beside the version, or read once now and kept.
+    fn digests(&self, algorithm: Algorithm) -> Result<Vec<(String, [u8; 32])>> {
+        let sha = match algorithm {
+            Algorithm::Blake3 => None,
+            Algorithm::Sha256 => Some(self.sha256s()?),
+        };
+        version::digests(&self.manifest, algorithm, sha.as_ref())
+    }
+
+    fn sha256s(&self) -> Result<BTreeMap<String, [u8; 32]>> {
+        let kept = self.repo.sha256s(&self.volume, &self.digest)?;
+        if let Some(p) = kept.and_then(|k| version::from_hex(&k.files)) {
+            return Ok(p);
+        }
+        let tiers = Tiers::new(Arc::clone(&self.repo), None);
+        let computed = version::sha256s(&tiers, &self.manifest)?;
+        // Kept for the next signature; through a server they are not (it writes what
+        // it trusts itself), and each signature reads the bytes again.
+        let hexed = version::to_hex(&computed);
+        if let Err(e) = self.repo.put_sha256s(&self.volume, &self.digest, hexed) {
+            tracing::info!("the SHA-256s were not kept: {e}");
+        }
+        Ok(computed)
+    }
+}
+
+#[derive(Serialize)]
+struct SignedOut {
+    #[serde(rename = "ref")]
+    pinned: String,
+    key: String,
+    hash: &'static str,
+    files: usize,
+    signer: Option<String>,
+    new: bool,
+}
+
+pub fn sign(
+    ctx: &Ctx,
+    reference: &str,
+    key: Option<&Path>,
+    sha256: bool,
+    import: Option<&Path>,
+    as_json: bool,
+) -> Result<()> {
+    let v = open(ctx, reference)?;
+    let (bytes, statement, signer) = match (key, import) {
+        (_, Some(file)) => {
+            let bytes = read_bounded(file)?;
+            let claims = bundle::claims(&bytes)?;
+            // Stored only if it is a signature of exactly this version's files; who made
+            // it is checked by each reader against keys of its own.
+            let digests = v.digests(claims.statement.algorithm)?;
+            check::matches(&claims.statement, &digests, &v.pinned)?;
+            (bytes, claims.statement, None)
+        }
+        (Some(key), None) => {
+            let k = SigningKey::load(key)?;
+            let algorithm = if sha256 {
+                Algorithm::Sha256
+            } else {
+                Algorithm::Blake3
+            };
+            let sha = match algorithm {
+                Algorithm::Sha256 => Some(v.sha256s()?),
+                Algorithm::Blake3 => None,
+            };
+            let st = version::statement(&v.manifest, algorithm, sha.as_ref())?;
+            let bytes = bundle::sign(&st, &k)?;
+            (bytes, st, Some(k.public().hint.clone()))
+        }
+        (None, None) => {
+            return Err(Error::usage("give --key KEY.pem, or --import FILE")
+                .hint("sealvol volume sign REF --key key.pem"));
+        }
+    };
+    let (stored, new) = v.repo.put_signature(&v.volume, &v.digest, &bytes)?;
+    let out = SignedOut {
+        pinned: v.pinned.clone(),
+        key: stored.key.clone(),
+        hash: statement.algorithm.name(),
+        files: statement.resources.len(),
+        signer,
+        new,
+    };
+    if as_json {
+        return json(&out);
+    }
+    let how = match (key, import) {
+        (_, Some(f)) => format!("imported {}", f.display()),
+        (Some(k), None) => format!("signed with {}", k.display()),
+        _ => String::new(),
+    };
+    println!(
+        "{} {how}: {} files in {}{}",
+        v.pinned,
+        out.files,
+        out.hash,
+        if new { "" } else { " (already stored)" }
+    );
+    Ok(())
+}
+
+fn read_bounded(file: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(file).map_err(|e| {
+        Error::io("cannot read the signature", file, e).hint("give a model.sig file")
+    })?;
+    if meta.len() as usize > MAX_SIGNATURE_BYTES {
+        return Err(Error::invalid(format!(
+            "{} is larger than any signature of a version",
+            file.display()
+        )));
+    }
+    std::fs::read(file).map_err(|e| Error::io("cannot read the signature", file, e))
+}
+
+#[derive(Serialize)]
+struct VerifiedOut {
+    #[serde(rename = "ref")]
+    pinned: String,
+    valid: bool,
+    signatures: Vec<Checked>,
+}
+
+#[derive(Serialize)]
+struct Checked {
+    key: String,
+    valid: bool,
+    signer: Option<String>,
+    hash: Option<&'static str>,
+    reason: Option<String>,
+}
+
+/// Every stored signature of `v` checked against `keys`: valid ones name their key.
+fn check_all(v: &Version, keys: &[PublicKey]) -> Result<Vec<Checked>> {
+    let mut out = Vec::new();
+    for s in v.repo.signatures(&v.volume, &v.digest)? {
+        let r = sealvol_sign::verify(&s.bytes, keys).and_then(|signed| {
+            let digests = v.digests(signed.statement.algorithm)?;
+            check::matches(&signed.statement, &digests, &v.pinned)?;
+            Ok(signed)
+        });
+        out.push(match r {
+            Ok(signed) => Checked {
+                key: s.key,
+                valid: true,
+                signer: Some(signed.key.path.display().to_string()),
+                hash: Some(signed.statement.algorithm.name()),
+                reason: None,
+            },
+            Err(e) => Checked {
+                key: s.key,
+                valid: false,
+                signer: None,
+                hash: None,
+                reason: Some(e.message().to_string()),
+            },
+        });
+    }
+    Ok(out)
+}
+
+pub fn verify_signature(ctx: &Ctx, reference: &str, keys: &[PathBuf], as_json: bool) -> Result<()> {
+    let keys: Vec<PublicKey> = keys
+        .iter()
+        .map(|k| PublicKey::load(k))
+        .collect::<Result<_>>()?;
+    let v = open(ctx, reference)?;
+    let checked = check_all(&v, &keys)?;
+    let refusal = match checked.iter().any(|c| c.valid) {
+        true => None,
+        false => Some(unsigned(&v.pinned, &keys, &checked)),
+    };
+    if as_json {
+        json(&VerifiedOut {
+            pinned: v.pinned.clone(),
+            valid: refusal.is_none(),
+            signatures: checked,
+        })?;
+    } else if let Some(c) = checked.iter().find(|c| c.valid) {
+        println!(
+            "{}: signed by {} ({}, every file)",
+            v.pinned,
+            c.signer.as_deref().unwrap_or_default(),
+            c.hash.unwrap_or_default()
+        );
+    }
+    refusal.map_or(Ok(()), Err)
+}
+
+/// The one-line refusal for a version with no valid signature by `keys`.
+fn unsigned(pinned: &str, keys: &[PublicKey], checked: &[Checked]) -> Error {
+    let tried: Vec<String> = keys.iter().map(|k| k.path.display().to_string()).collect();
+    // Each reason once, without the keys (named once, above), with how many it holds for.
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for r in checked.iter().filter_map(|c| c.reason.as_deref()) {
+        let r = match r.strip_prefix("no valid signature by ") {
+            Some(rest) => rest.split_once(": ").map_or(rest, |(_, why)| why),
+            None => r,
+        };
+        match reasons.iter_mut().find(|(seen, _)| seen == r) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((r.to_string(), 1)),
+        }
+    }
+    let why = match checked.len() {
+        0 => "it has no signature".to_string(),
+        n => format!(
+            "{n} signature(s), none valid: {}",
+            reasons
+                .iter()
+                .map(|(r, k)| if *k > 1 {
+                    format!("{r} ({k})")
+                } else {
+                    r.clone()
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    };
+    Error::new(
+        sealvol_core::ErrorKind::Denied,
+        format!(
+            "{pinned} has no valid signature by {}: {why}",
+            tried.join(", ")
+        ),
+    )
+    .hint(format!(
+        "sign it with `sealvol volume sign {pinned} --key KEY.pem`"
+    ))
+}
+
+#[derive(Serialize)]
+struct Listed {
+    key: String,
+    hash: String,
+    algorithm: Option<&'static str>,
+    files: Option<usize>,
+    key_hint: Option<String>,
+    file: Option<String>,
+    error: Option<String>,
+}
+
+pub fn signatures(ctx: &Ctx, reference: &str, out: Option<&Path>, as_json: bool) -> Result<()> {
+    let v = open(ctx, reference)?;
+    let stored = v.repo.signatures(&v.volume, &v.digest)?;
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+    }
+    let mut listed = Vec::new();
+    for s in stored {
+        let claims = bundle::claims(&s.bytes);
+        let file = match out {
+            Some(dir) => {
+                let path = dir.join(format!("{}.sig", &s.hash.hex()[..16]));
+                write_new(&path, &s.bytes)?;
+                Some(path.display().to_string())
+            }
+            None => None,
+        };
+        listed.push(match claims {
+            Ok(c) => Listed {
+                key: s.key,
+                hash: s.hash.hex(),
+                algorithm: Some(c.statement.algorithm.name()),
+                files: Some(c.statement.resources.len()),
+                key_hint: c.hint,
+                file,
+                error: None,
+            },
+            Err(e) => Listed {
+                key: s.key,
+                hash: s.hash.hex(),
+                algorithm: None,
+                files: None,
+                key_hint: None,
+                file,
+                error: Some(e.message().to_string()),
+            },
+        });
+    }
+    if as_json {
+        #[derive(Serialize)]
+        struct All {
+            #[serde(rename = "ref")]
+            pinned: String,
+            signatures: Vec<Listed>,
+        }
+        return json(&All {
+            pinned: v.pinned,
+            signatures: listed,
+        });
+    }
+    if listed.is_empty() {
+        println!("{}: no signatures", v.pinned);
+        return Ok(());
+    }
+    println!(
+        "{:<18} {:<7} {:>8}  {:<18} FILE",
+        "SIGNATURE", "HASH", "FILES", "KEY HINT"
+    );
+    for l in &listed {
+        println!(
+            "{:<18} {:<7} {:>8}  {:<18} {}",
+            &l.hash[..16],
+            l.algorithm.unwrap_or("-"),
+            l.files.map_or("-".into(), |n| n.to_string()),
+            l.key_hint.as_deref().map_or("-", |h| &h[..h.len().min(16)]),
+            l.file.as_deref().or(l.error.as_deref()).unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+/// Writes a new file; one already there is left alone (and said).
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io("cannot write", path, e).hint("write into an empty folder"))?;
+    f.write_all(bytes)
+        .map_err(|e| Error::io("cannot write", path, e))
+}

@@ -1,0 +1,302 @@
+//! Signed versions against the OpenSSF model-signing tool itself (the PyPI package,
+//! installed by scripts/test.sh): sealvol signs, the tool verifies what `volume pull`
+//! wrote (and refuses it after a flipped byte); the tool signs the folder, sealvol
+//! imports and verifies; every bad input the issue lists is refused by name.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Env, write};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engine/sign/tests/fixtures")
+        .join(name)
+}
+
+/// model-signing's verification of `folder` against `sig`: the CLI (`verify key`, which
+/// hashes with SHA-256) or the Python API (which takes the hash the signature names).
+fn tool_verifies(sig: &Path, folder: &Path, api: bool) -> Result<(), String> {
+    let public = fixture("signer.pub.pem");
+    let out = if api {
+        Command::new("python3")
+            .arg("-c")
+            .arg("import sys, model_signing\nmodel_signing.verifying.Config().use_elliptic_key_verifier(public_key=sys.argv[1]).verify(sys.argv[2], sys.argv[3])")
+            .arg(&public)
+            .arg(folder)
+            .arg(sig)
+            .output()
+    } else {
+        Command::new("model_signing")
+            .args(["verify", "key", "--public_key"])
+            .arg(&public)
+            .arg("--signature")
+            .arg(sig)
+            .arg(folder)
+            .output()
+    }
+    .expect("model-signing: run scripts/test.sh, which installs it");
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
+}
+
+/// A small model: a few files, one empty, one in a folder.
+fn model(env: &Env, name: &str) -> PathBuf {
+    let dir = env.path(name);
+    write(&dir.join("config.json"), br#"{"layers": 2}"#);
+    write(&dir.join("model.safetensors"), &common::noise(3 << 20, 7));
+    write(&dir.join("tok/vocab.txt"), b"a\nb\n");
+    write(&dir.join("empty"), b"");
+    dir
+}
+
+/// The one signature `volume signatures --out` writes of `reference` whose hash is
+/// `algorithm`.
+fn written(env: &Env, reference: &str, algorithm: &str) -> PathBuf {
+    let out = env.path(&format!("sigs-{algorithm}"));
+    let j: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "signatures",
+        reference,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
+    let s = j["signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["algorithm"] == algorithm)
+        .unwrap_or_else(|| panic!("no {algorithm} signature: {j}"));
+    PathBuf::from(s["file"].as_str().unwrap())
+}
+
+#[test]
+fn sealvols_signatures_verify_with_the_tool_on_the_pulled_folder_and_fail_on_a_flipped_byte() {
+    let env = Env::new();
+    let src = model(&env, "src");
+    let pinned = env.push(&src, "t/m", &["--tag", "prod"]);
+    let key = fixture("signer.key.pem");
+    env.ok(&["volume", "sign", "t/m:prod", "--key", key.to_str().unwrap()]);
+    env.ok(&[
+        "volume",
+        "sign",
+        &pinned,
+        "--key",
+        key.to_str().unwrap(),
+        "--sha256",
+    ]);
+    let pulled = env.path("pulled");
+    env.ok(&["volume", "pull", &pinned, pulled.to_str().unwrap()]);
+
+    let b3 = written(&env, &pinned, "blake3");
+    let sha = written(&env, &pinned, "sha256");
+    tool_verifies(&b3, &pulled, true).unwrap();
+    tool_verifies(&sha, &pulled, false).unwrap();
+    tool_verifies(&sha, &pulled, true).unwrap();
+    // The tool's CLI hashes with SHA-256 whatever the signature says: a BLAKE3
+    // signature is for its API (and for sealvol).
+    assert!(tool_verifies(&b3, &pulled, false).is_err());
+
+    let f = pulled.join("model.safetensors");
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[1 << 20] ^= 1;
+    std::fs::write(&f, bytes).unwrap();
+    for (sig, api) in [(&b3, true), (&sha, false)] {
+        let e = tool_verifies(sig, &pulled, api).unwrap_err();
+        assert!(e.contains("model.safetensors"), "{e}");
+    }
+    let ok = env.ok(&[
+        "volume",
+        "verify-signature",
+        "t/m:prod",
+        "--public-key",
+        fixture("signer.pub.pem").to_str().unwrap(),
+    ]);
+    assert!(
+        ok.contains("signed by") && ok.contains("signer.pub.pem"),
+        "{ok}"
+    );
+}
+
+#[test]
+fn a_signature_the_tool_made_over_the_folder_is_imported_and_verified() {
+    let env = Env::new();
+    let src = model(&env, "src");
+    let pinned = env.push(&src, "t/m", &[]);
+    let sig = env.path("model.sig");
+    let out = Command::new("model_signing")
+        .args(["sign", "key", "--private_key"])
+        .arg(fixture("signer.key.pem"))
+        .arg("--signature")
+        .arg(&sig)
+        .arg(&src)
+        .output()
+        .expect("model-signing: run scripts/test.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    env.ok(&["volume", "sign", &pinned, "--import", sig.to_str().unwrap()]);
+    let j: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "volume",
+        "verify-signature",
+        &pinned,
+        "--public-key",
+        fixture("other.pub.pem").to_str().unwrap(),
+        "--public-key",
+        fixture("signer.pub.pem").to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(j["valid"], true, "{j}");
+    assert_eq!(j["signatures"][0]["hash"], "sha256");
+}
+
+#[test]
+fn wrong_keys_corrupt_foreign_and_incomplete_signatures_and_bad_key_files_are_refused() {
+    let env = Env::new();
+    let src = model(&env, "src");
+    let pinned = env.push(&src, "t/m", &[]);
+    let key = fixture("signer.key.pem");
+    let public = fixture("signer.pub.pem");
+    let other = fixture("other.pub.pem");
+    // Unsigned: refused, saying so and how to sign.
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "verify-signature",
+            &pinned,
+            "--public-key",
+            public.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        e.contains("has no signature") && e.contains("volume sign"),
+        "{e}"
+    );
+    env.ok(&["volume", "sign", &pinned, "--key", key.to_str().unwrap()]);
+    // A wrong key.
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "verify-signature",
+            &pinned,
+            "--public-key",
+            other.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        e.contains("another key") && e.contains("other.pub.pem"),
+        "{e}"
+    );
+    // Key files that are not P-256 PEM: refused with how to make one.
+    for bad in [
+        fixture("p384.key.pem"),
+        public.clone(),
+        env.path("missing.pem"),
+    ] {
+        let e = env.fails(
+            1,
+            &["volume", "sign", &pinned, "--key", bad.to_str().unwrap()],
+        );
+        assert!(e.contains(bad.to_str().unwrap()), "{e}");
+    }
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "verify-signature",
+            &pinned,
+            "--public-key",
+            fixture("p384.pub.pem").to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("not an EC P-256 public key"), "{e}");
+
+    // A signature of another version (the tool's, over the fixture model), one whose
+    // file list misses a file or has one more: not stored.
+    let foreign = fixture("model.sha256.sig");
+    let e = env.fails(
+        1,
+        &[
+            "volume",
+            "sign",
+            &pinned,
+            "--import",
+            foreign.to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("is not of") && e.contains("not signed"), "{e}");
+    let fewer = model(&env, "fewer");
+    std::fs::remove_file(fewer.join("empty")).unwrap();
+    let more = model(&env, "more");
+    write(&more.join("extra.bin"), b"x");
+    for (folder, says) in [
+        (&fewer, "not signed: empty"),
+        (&more, "not in the version: extra.bin"),
+    ] {
+        let sig = env.path("tool.sig");
+        let _ = std::fs::remove_file(&sig);
+        let out = Command::new("model_signing")
+            .args(["sign", "key", "--private_key"])
+            .arg(&key)
+            .arg("--signature")
+            .arg(&sig)
+            .arg(folder)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let e = env.fails(
+            1,
+            &["volume", "sign", &pinned, "--import", sig.to_str().unwrap()],
+        );
+        assert!(e.contains(says), "{e}");
+    }
+    // A corrupted or cut signature file.
+    let good = std::fs::read(foreign).unwrap();
+    let cut = env.path("cut.sig");
+    std::fs::write(&cut, &good[..good.len() / 2]).unwrap();
+    let e = env.fails(
+        1,
+        &["volume", "sign", &pinned, "--import", cut.to_str().unwrap()],
+    );
+    assert!(e.contains("signature file"), "{e}");
+    // Stored signatures damaged in the repository never pass.
+    let stored = env.repo.join("signatures/t/m");
+    for entry in walk(&stored) {
+        let mut b = std::fs::read(&entry).unwrap();
+        let i = b.len() / 2;
+        b[i] ^= 1;
+        std::fs::write(&entry, b).unwrap();
+    }
+    env.fails(
+        1,
+        &[
+            "volume",
+            "verify-signature",
+            &pinned,
+            "--public-key",
+            public.to_str().unwrap(),
+        ],
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    common::walk_files(dir)
+        .into_iter()
+        .map(|p| dir.join(p))
+        .collect()
+}
