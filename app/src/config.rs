@@ -47,6 +47,10 @@ pub struct ConfigFile {
     /// repository cannot give a chunk, in order.
     #[serde(default)]
     pub mirrors: Vec<String>,
+    /// `[trust]`: namespace (or "*") → the public key files whose signature its
+    /// versions need before they are mounted or pulled.
+    #[serde(default)]
+    pub trust: BTreeMap<String, Vec<PathBuf>>,
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +82,10 @@ pub struct Settings {
     pub peers_file: Option<PathBuf>,
     /// config.toml's `mirrors`: repositories read when the origin fails.
     pub mirrors: Vec<String>,
+    /// config.toml's `[trust]`, its key files relative to the config file's folder;
+    /// loaded by the commands that enforce it (`Settings::policy`).
+    pub trust: BTreeMap<String, Vec<PathBuf>>,
+    pub trust_base: PathBuf,
     /// A remote engine to work on instead of `repo` (`--remote`, SEALVOL_REMOTE).
     pub remote: Option<String>,
     /// The key for the remote engine and for peers (SEALVOL_API_KEY; never a flag, so
@@ -154,6 +162,13 @@ impl Settings {
         };
         named.iter().map(|m| Address::parse(m)).collect()
     }
+
+    /// config.toml's trust policy, its keys loaded: a key file that is missing or not a
+    /// P-256 public key is an error here, never a rule that lets everything through.
+    pub fn policy(&self) -> Result<sealvol_sign::Policy> {
+        let rules = sealvol_sign::Rules::load("config.toml", &self.trust_base, &self.trust)?;
+        Ok(sealvol_sign::Policy::default().with(rules))
+    }
 }
 
 /// The cache servers a mount or pull reads through: listed (`--peer`, config.toml's
@@ -193,7 +208,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, mirrors, [endpoints]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, mirrors, [endpoints], [trust]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -232,8 +247,9 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
         theme,
         from,
     } = flags;
-    let file = match config_path() {
-        Some(p) => load_file(&p)?,
+    let config = config_path();
+    let file = match &config {
+        Some(p) => load_file(p)?,
         None => ConfigFile::default(),
     };
     let mut origins = Origins::new();
@@ -365,6 +381,12 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
         peers: file.peers,
         peers_file: file.peers_file,
         mirrors: file.mirrors,
+        trust: file.trust,
+        trust_base: config
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
         remote: remote
             .filter(|r| !r.is_empty())
             .map(|r| sealvol_serve::remote::check_remote(&r))

@@ -265,6 +265,10 @@ fn open_engine(
         jobs,
         label,
         launcher: Some(std::sync::Arc::new(commands::launch::Commands::new(ctx)?)),
+        policy: {
+            let settings = ctx.settings.clone();
+            std::sync::Arc::new(move || settings.policy())
+        },
     };
     Ok((std::sync::Arc::new(node), readonly))
 }

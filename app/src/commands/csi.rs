@@ -24,6 +24,11 @@ impl sealvol_csi::Mounter for Mounts {
         let r = Ref::parse(reference)?;
         let repo = self.ctx.open_repo(false)?;
         let digest = repo.resolve(&r)?;
+        // The driver's config.toml policy: a pod gets PERMISSION_DENIED with the reason.
+        self.ctx
+            .settings
+            .policy()?
+            .admit(&repo, &r.volume, &digest)?;
         Ok(Ref::pinned(r.volume, digest).to_string())
     }
 

@@ -105,6 +105,8 @@ pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
     };
     let (repo, mirrors) = ctx.open_origins(&set.origins)?;
     let digest = repo.resolve(&r)?;
+    // Before anything is claimed or started: a version the policy refuses is never served.
+    ctx.settings.policy()?.admit(&repo, &r.volume, &digest)?;
     if !req.foreground {
         // Checked here too so that a bad mount point is reported with its own kind;
         // the claim is the mount process's own.

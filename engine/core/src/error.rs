@@ -31,6 +31,9 @@ pub enum ErrorKind {
     Changed,
     /// A source refused our credentials (HTTP 401 or 403).
     Denied,
+    /// The trust policy refuses a version: no valid signature by a key it trusts for
+    /// the version's namespace (sealvol-sign's `Policy`).
+    Untrusted,
     /// A source failed in a way that may pass: a timeout, a reset connection, a 5xx.
     /// Retried with backoff before it is reported.
     Unavailable,

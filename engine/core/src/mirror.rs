@@ -33,6 +33,8 @@ pub struct MirrorReport {
     pub chunks_present: u64,
     /// False when the destination already had the version.
     pub new: bool,
+    /// Signatures of the version the destination did not hold yet.
+    pub signatures_copied: u64,
     /// The tag `REF` named, pointed at the version in the destination (`moved` false
     /// when it pointed there already).
     pub tags: Vec<crate::registry::TagChange>,
@@ -172,8 +174,26 @@ pub fn mirror(
             sealed.digest
         )));
     }
+    // Signatures go with the version (each reader still checks them against its own
+    // keys), and so do the SHA-256s kept for SHA-256 signatures.
+    let mut signatures_copied = 0;
+    for sig in src.signatures(vol, &digest)? {
+        if dest.put_signature(vol, &digest, &sig.bytes)?.1 {
+            signatures_copied += 1;
+        }
+    }
+    if let Some(kept) = src.sha256s(vol, &digest)? {
+        match dest.put_sha256s(vol, &digest, kept.files) {
+            // A server keeps only the SHA-256s it read itself: its readers compute them.
+            Err(e) if e.kind() == crate::error::ErrorKind::Denied => {
+                tracing::info!("the SHA-256s were not kept at {}: {e}", dest.location());
+            }
+            other => other?,
+        }
+    }
     progress.finish();
     Ok(MirrorReport {
+        signatures_copied,
         volume: vol.to_string(),
         digest: digest.to_string(),
         files_copied: files.len() as u64,

@@ -15,6 +15,8 @@ pub fn of(e: &Error) -> Status {
         ErrorKind::Corrupt => Code::DataLoss,
         ErrorKind::Format => Code::FailedPrecondition,
         ErrorKind::Denied => Code::Unauthenticated,
+        // The caller's credentials are fine; the version is not one this node may serve.
+        ErrorKind::Untrusted => Code::PermissionDenied,
         ErrorKind::Unavailable => Code::Unavailable,
         ErrorKind::Cancelled => Code::Cancelled,
         ErrorKind::Io => Code::Internal,

@@ -6,12 +6,15 @@
 //!   mounts:
 //!     - ref: vol:weights/qwen3-8b@b3:9f3c…
 //!       path: /app/weights
+//!   trust:                       # optional: who must have signed what it mounts
+//!     weights: [keys/release.pub]
 //! ```
 //!
 //! Loading checks the block's shape strictly (a typo in a key is an error, not a key
 //! silently ignored) and keeps, for every ref, where its bytes are, so that a rewrite
 //! changes those bytes and nothing else.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use sealvol_core::{Error, Result};
@@ -31,6 +34,9 @@ pub struct DeployFile {
     /// Where `sealvol:` is.
     pub block: Pos,
     pub mounts: Vec<MountEntry>,
+    /// `trust:`: namespace (or "*") → public key files, relative to the file's folder;
+    /// what it mounts must be signed by them as well as by what config.toml trusts.
+    pub trust: BTreeMap<String, Vec<PathBuf>>,
 }
 
 /// One `- ref: … / path: …` of the block.
@@ -127,14 +133,16 @@ impl DeployFile {
         })?;
         no_duplicates(&entries, &at, "under `sealvol:`")?;
         let mut list = None;
+        let mut trust = BTreeMap::new();
         for (k, v) in &entries {
             match k.as_str() {
                 Some("mounts") => list = Some(*v),
+                Some("trust") => trust = trust_entries(v, &at)?,
                 other => {
                     return Err(at(
                         k.at(),
                         format!(
-                            "unknown key `{}` under `sealvol:` (the one key is `mounts`)",
+                            "unknown key `{}` under `sealvol:` (the keys are `mounts` and `trust`)",
                             other.unwrap_or("?")
                         ),
                     ));
@@ -157,7 +165,17 @@ impl DeployFile {
             text,
             block,
             mounts,
+            trust,
         })
+    }
+
+    /// The rules of `base` (config.toml's) with this file's own `trust:` added: each
+    /// key file loaded now, relative to the file's folder.
+    pub fn policy(&self, base: &sealvol_sign::Policy) -> Result<sealvol_sign::Policy> {
+        let folder = self.path.parent().unwrap_or(Path::new(""));
+        let rules =
+            sealvol_sign::Rules::load(&self.path.display().to_string(), folder, &self.trust)?;
+        Ok(base.clone().with(rules))
     }
 
     /// The 1-based line `line` of the text, without its line ending.
@@ -167,6 +185,48 @@ impl DeployFile {
             .nth(line.saturating_sub(1))
             .map_or("", |l| l.strip_suffix('\r').unwrap_or(l))
     }
+}
+
+/// `trust:` as namespace → key files: each value a path or a list of paths.
+fn trust_entries(
+    node: &Node,
+    at: &dyn Fn(Pos, String) -> Error,
+) -> Result<BTreeMap<String, Vec<PathBuf>>> {
+    let entries = node.entries().ok_or_else(|| {
+        at(
+            node.at(),
+            format!(
+                "`trust:` must map namespaces to public key files, not {}",
+                node.kind()
+            ),
+        )
+    })?;
+    no_duplicates(&entries, at, "under `trust:`")?;
+    let mut out = BTreeMap::new();
+    for (k, v) in entries {
+        let ns = k
+            .as_str()
+            .ok_or_else(|| at(k.at(), "a namespace under `trust:` must be text".into()))?;
+        let files: Vec<&Node> = match v.resolved() {
+            Node::Seq { items, .. } => items.iter().collect(),
+            _ => vec![v],
+        };
+        let mut paths = Vec::with_capacity(files.len());
+        for f in files {
+            let p = f.as_str().ok_or_else(|| {
+                at(
+                    f.at(),
+                    format!(
+                        "a key file under `trust: {ns}:` must be a path, not {}",
+                        f.kind()
+                    ),
+                )
+            })?;
+            paths.push(PathBuf::from(p));
+        }
+        out.insert(ns.to_string(), paths);
+    }
+    Ok(out)
 }
 
 fn mount_entry(n: usize, item: &Node, at: &dyn Fn(Pos, String) -> Error) -> Result<MountEntry> {

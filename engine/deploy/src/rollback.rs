@@ -158,11 +158,15 @@ pub fn plan(
     f: &DeployFile,
     i: usize,
     to: Digest,
+    policy: &sealvol_sign::Policy,
 ) -> Result<Option<RollbackPlan>> {
     let m = &f.mounts[i];
     let volume = Ref::parse(&m.reference)?.volume;
-    // The target must be a live version of this volume (not in the trash).
+    // The target must be a live version of this volume (not in the trash), and one
+    // the policy (config.toml's and the file's own) would mount: refused before any
+    // confirmation, so that the rollback an on-call engineer picks is one that starts.
     repo.resolve(&Ref::pinned(volume.clone(), to))?;
+    f.policy(policy)?.admit(repo, &volume, &to)?;
     let from = current(repo, f, i).ok();
     if from
         .as_ref()
@@ -191,10 +195,11 @@ pub fn plan_file(
     volume: &VolumeName,
     path: &str,
     to: Digest,
+    policy: &sealvol_sign::Policy,
 ) -> Result<Option<RollbackPlan>> {
     let f = DeployFile::read(file)?;
     let i = mount_of(&f, volume, Some(path))?;
-    plan(repo, &f, i, to)
+    plan(repo, &f, i, to, policy)
 }
 
 /// Writes the plan, if the file still holds the bytes it was made from.

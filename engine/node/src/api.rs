@@ -17,6 +17,7 @@ use sealvol_core::trash::{Deleted, Restored, TrashedVersion};
 use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_mount::records::MountRecord;
+use sealvol_sign::Policy;
 
 pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
@@ -134,6 +135,17 @@ pub struct Node {
     pub label: Option<String>,
     /// How work is started (the app's commands); without one, the console starts none.
     pub launcher: Option<Arc<dyn Launch>>,
+    /// config.toml's trust policy, loaded when asked (a key file fixed or removed
+    /// shows at the next ask; a broken one fails that action, not the console).
+    pub policy: PolicySource,
+}
+
+/// Where a node's trust policy comes from: loaded at each use.
+pub type PolicySource = Arc<dyn Fn() -> Result<Policy> + Send + Sync>;
+
+/// No policy: every namespace unpoliced.
+pub fn no_policy() -> PolicySource {
+    Arc::new(|| Ok(Policy::default()))
 }
 
 impl Node {
@@ -207,7 +219,7 @@ impl Api for Node {
         path: &str,
         to: &Digest,
     ) -> Result<Option<RollbackPlan>> {
-        Api::plan_rollback(&self.repo, file, volume, path, to)
+        sealvol_deploy::rollback::plan_file(&self.repo, file, volume, path, *to, &(self.policy)()?)
     }
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
         Api::apply_rollback(&self.repo, plan)
@@ -320,7 +332,8 @@ impl Api for Repository {
         path: &str,
         to: &Digest,
     ) -> Result<Option<RollbackPlan>> {
-        sealvol_deploy::rollback::plan_file(self, file, volume, path, *to)
+        // A repository alone has no config.toml: the file's own `trust:` only.
+        sealvol_deploy::rollback::plan_file(self, file, volume, path, *to, &Policy::default())
     }
 
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {

@@ -69,7 +69,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Race => StatusCode::PRECONDITION_FAILED,
-        ErrorKind::Denied => StatusCode::FORBIDDEN,
+        ErrorKind::Denied | ErrorKind::Untrusted => StatusCode::FORBIDDEN,
         ErrorKind::Invalid | ErrorKind::Usage => StatusCode::BAD_REQUEST,
         ErrorKind::Corrupt => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Collected | ErrorKind::Conflict => StatusCode::CONFLICT,

@@ -9,16 +9,22 @@
 //! - `bundle`: the Sigstore bundle and DSSE envelope around it (PAE, base64);
 //! - `keys`: PEM keys, P-256 only, and the key hint the bundle carries;
 //! - `check`: a verified statement against a version's files (missing, extra, other);
-//! - `version`: a sealed version's files and digests, the statement it gives.
+//! - `version`: a sealed version's files and digests, the statement it gives;
+//! - `verdict`: a version's stored signatures checked against keys, and why none counts;
+//! - `policy`: which keys each namespace's versions must be signed by (config.toml,
+//!   deployment files), and the one refusal every reader gives.
 //!
-//! Where signatures are stored and which keys a namespace trusts is the embedder's.
+//! Where signatures are stored is core's; where the policy is written is the embedder's.
 
 pub mod bundle;
 pub mod check;
 pub mod keys;
+pub mod policy;
 pub mod statement;
+pub mod verdict;
 pub mod version;
 
 pub use bundle::{Signed, sign, verify};
 pub use keys::{PublicKey, SigningKey};
+pub use policy::{Admitted, Policy, Rules};
 pub use statement::{Algorithm, Resource, Statement};

@@ -78,6 +78,7 @@ fn harness_with(
             jobs: None,
             label: None,
             launcher: None,
+            policy: sealvol_node::api::no_policy(),
         },
         model,
         keys: Keymap::load(None).unwrap(),

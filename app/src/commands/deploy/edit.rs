@@ -150,7 +150,7 @@ pub(super) fn rollback(
     let m = &f.mounts[i];
     let current = rollback::current(&repo, &f, i);
     let target = rollback::target(&repo, path, &f, i, &volume, &choice)?;
-    let Some(plan) = rollback::plan(&repo, &f, i, target)? else {
+    let Some(plan) = rollback::plan(&repo, &f, i, target, &ctx.settings.policy()?)? else {
         if as_json {
             return json(
                 &serde_json::json!({"file": path.display().to_string(), "volume": volume.to_string(), "path": m.path, "from": target.to_string(), "to": target.to_string(), "lines": [], "written": false}),

@@ -23,9 +23,14 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
     let f = DeployFile::read(path)?;
     // Every ref resolved first, once: a deployment mounts all of it or nothing.
     let mut plan = Vec::new();
+    // config.toml's trust and the file's own: every version admitted before any mounts.
+    let policy = f.policy(&ctx.settings.policy()?)?;
     for m in &f.mounts {
         let s =
             check::resolve(&repo, m).map_err(|e| ref_error(path, m, &e, "nothing was mounted"))?;
+        policy
+            .admit(&repo, &s.volume, &s.digest)
+            .map_err(|e| ref_error(path, m, &e, "nothing was mounted"))?;
         plan.push((m, s));
     }
     drop(repo);

@@ -15,6 +15,7 @@ use sealvol_core::refs::Digest;
 use sealvol_core::registry::Manifest;
 use sealvol_core::signatures::MAX_SIGNATURE_BYTES;
 use sealvol_core::{Error, Ref, Repository, Result, VolumeName};
+use sealvol_sign::verdict::{self, Checked};
 use sealvol_sign::{Algorithm, PublicKey, SigningKey, bundle, check, version};
 
 use crate::commands::Ctx;
@@ -169,42 +170,11 @@ struct VerifiedOut {
     signatures: Vec<Checked>,
 }
 
-#[derive(Serialize)]
-struct Checked {
-    key: String,
-    valid: bool,
-    signer: Option<String>,
-    hash: Option<&'static str>,
-    reason: Option<String>,
-}
-
-/// Every stored signature of `v` checked against `keys`: valid ones name their key.
+/// Every stored signature of `v` checked against `keys`; a SHA-256 one reads the files
+/// once if their SHA-256s are not kept yet (and keeps them).
 fn check_all(v: &Version, keys: &[PublicKey]) -> Result<Vec<Checked>> {
-    let mut out = Vec::new();
-    for s in v.repo.signatures(&v.volume, &v.digest)? {
-        let r = sealvol_sign::verify(&s.bytes, keys).and_then(|signed| {
-            let digests = v.digests(signed.statement.algorithm)?;
-            check::matches(&signed.statement, &digests, &v.pinned)?;
-            Ok(signed)
-        });
-        out.push(match r {
-            Ok(signed) => Checked {
-                key: s.key,
-                valid: true,
-                signer: Some(signed.key.path.display().to_string()),
-                hash: Some(signed.statement.algorithm.name()),
-                reason: None,
-            },
-            Err(e) => Checked {
-                key: s.key,
-                valid: false,
-                signer: None,
-                hash: None,
-                reason: Some(e.message().to_string()),
-            },
-        });
-    }
-    Ok(out)
+    let sha256 = || v.sha256s().map(Some);
+    verdict::check_all(&v.repo, &v.volume, &v.digest, &v.manifest, keys, &sha256)
 }
 
 pub fn verify_signature(ctx: &Ctx, reference: &str, keys: &[PathBuf], as_json: bool) -> Result<()> {
@@ -216,7 +186,20 @@ pub fn verify_signature(ctx: &Ctx, reference: &str, keys: &[PathBuf], as_json: b
     let checked = check_all(&v, &keys)?;
     let refusal = match checked.iter().any(|c| c.valid) {
         true => None,
-        false => Some(unsigned(&v.pinned, &keys, &checked)),
+        false => Some(
+            Error::new(
+                sealvol_core::ErrorKind::Denied,
+                format!(
+                    "{} has no valid signature: {}",
+                    v.pinned,
+                    verdict::why_none(&keys, &checked)
+                ),
+            )
+            .hint(format!(
+                "sign it with `sealvol volume sign {} --key KEY.pem`",
+                v.pinned
+            )),
+        ),
     };
     if as_json {
         json(&VerifiedOut {
@@ -233,48 +216,6 @@ pub fn verify_signature(ctx: &Ctx, reference: &str, keys: &[PathBuf], as_json: b
         );
     }
     refusal.map_or(Ok(()), Err)
-}
-
-/// The one-line refusal for a version with no valid signature by `keys`.
-fn unsigned(pinned: &str, keys: &[PublicKey], checked: &[Checked]) -> Error {
-    let tried: Vec<String> = keys.iter().map(|k| k.path.display().to_string()).collect();
-    // Each reason once, without the keys (named once, above), with how many it holds for.
-    let mut reasons: Vec<(String, usize)> = Vec::new();
-    for r in checked.iter().filter_map(|c| c.reason.as_deref()) {
-        let r = match r.strip_prefix("no valid signature by ") {
-            Some(rest) => rest.split_once(": ").map_or(rest, |(_, why)| why),
-            None => r,
-        };
-        match reasons.iter_mut().find(|(seen, _)| seen == r) {
-            Some((_, n)) => *n += 1,
-            None => reasons.push((r.to_string(), 1)),
-        }
-    }
-    let why = match checked.len() {
-        0 => "it has no signature".to_string(),
-        n => format!(
-            "{n} signature(s), none valid: {}",
-            reasons
-                .iter()
-                .map(|(r, k)| if *k > 1 {
-                    format!("{r} ({k})")
-                } else {
-                    r.clone()
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    };
-    Error::new(
-        sealvol_core::ErrorKind::Denied,
-        format!(
-            "{pinned} has no valid signature by {}: {why}",
-            tried.join(", ")
-        ),
-    )
-    .hint(format!(
-        "sign it with `sealvol volume sign {pinned} --key KEY.pem`"
-    ))
 }
 
 #[derive(Serialize)]

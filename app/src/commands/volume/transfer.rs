@@ -172,6 +172,8 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
     )?;
     let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let digest = repo.resolve(&r)?;
+    // Before a byte is written: a version the policy refuses is never pulled.
+    ctx.settings.policy()?.admit(&repo, &r.volume, &digest)?;
     let progress = ctx.progress();
     let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
     // A pull fills the node cache for the mounts that follow.
