@@ -300,3 +300,196 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         .map(|p| dir.join(p))
         .collect()
 }
+
+/// config.toml with `[trust]` naming `keys` for namespace `ns`.
+fn trust(env: &Env, ns: &str, keys: &[&str]) {
+    let list: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{:?}", fixture(k).to_str().unwrap()))
+        .collect();
+    write(
+        &env.path("config/sealvol/config.toml"),
+        format!("[trust]\n{ns} = [{}]\n", list.join(", ")).as_bytes(),
+    );
+}
+
+#[test]
+fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount_rollback_and_cache_restore()
+ {
+    let env = Env::new();
+    let signed = env.push(&model(&env, "a"), "t/m", &["--tag", "prod"]);
+    write(&env.path("b/config.json"), b"{}");
+    let unsigned = env.push(&env.path("b"), "t/m", &["--tag", "canary"]);
+    let key = fixture("signer.key.pem");
+    env.ok(&["volume", "sign", &signed, "--key", key.to_str().unwrap()]);
+    trust(&env, "t", &["signer.pub.pem"]);
+
+    // pull: refused in one line naming the version, the key tried and why; nothing written.
+    let into = env.path("pulled-unsigned");
+    let e = env.fails(1, &["volume", "pull", "t/m:canary", into.to_str().unwrap()]);
+    assert!(e.contains(&unsigned), "{e}");
+    assert!(
+        e.contains("not signed by a key config.toml trusts for t"),
+        "{e}"
+    );
+    assert!(
+        e.contains("signer.pub.pem") && e.contains("it has no signature"),
+        "{e}"
+    );
+    assert_eq!(
+        e.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{e}"
+    );
+    assert!(!into.exists(), "nothing written");
+    env.ok(&[
+        "volume",
+        "pull",
+        "t/m:prod",
+        env.path("pulled").to_str().unwrap(),
+    ]);
+
+    // cache restore pulls (or mounts) through the same check: a saved startup cache
+    // no trusted key signed is not restored.
+    write(&env.path("compiled/engine.plan"), b"plan");
+    env.ok(&[
+        "cache",
+        "save",
+        env.path("compiled").to_str().unwrap(),
+        "t/cache",
+        "--key",
+        "gpu-a",
+    ]);
+    let restored = env.path("restored");
+    let e = env.fails(
+        1,
+        &[
+            "cache",
+            "restore",
+            "t/cache",
+            restored.to_str().unwrap(),
+            "--key",
+            "gpu-a",
+        ],
+    );
+    assert!(
+        e.contains("vol:t/cache@") && e.contains("it has no signature"),
+        "{e}"
+    );
+    assert!(!restored.join("engine.plan").exists());
+
+    // deploy mount: one unsigned volume and nothing mounts; deploy rollback to it is
+    // refused before anything is asked or written.
+    let deploy = env.path("deploy.yaml");
+    let text = format!(
+        "sealvol:\n  mounts:\n    - ref: {signed}\n      path: /w\n    - ref: vol:t/m:canary\n      path: /x\n"
+    );
+    write(&deploy, text.as_bytes());
+    let root = env.path("root");
+    if common::fuse_available() {
+        let e = env.fails(
+            1,
+            &[
+                "deploy",
+                "mount",
+                deploy.to_str().unwrap(),
+                "--root",
+                root.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            e.contains("deploy.yaml:5:") && e.contains("config.toml trusts for t"),
+            "{e}"
+        );
+        assert!(
+            common::mounts::mounts_json(&env).is_empty(),
+            "nothing mounted"
+        );
+
+        // volume mount: refused, then the signed one mounts.
+        let dir = env.path("mnt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = env.fails(1, &["volume", "mount", &unsigned, dir.to_str().unwrap()]);
+        assert!(e.contains("it has no signature"), "{e}");
+        assert!(!common::mounts::is_mounted(&dir));
+        let m = common::mounts::mount(&env, "t/m:prod", &dir, &[]);
+        assert_eq!(
+            std::fs::read(m.dir.join("config.json")).unwrap(),
+            br#"{"layers": 2}"#
+        );
+        drop(m);
+    }
+    let single = env.path("single.yaml");
+    write(
+        &single,
+        format!("sealvol:\n  mounts:\n    - ref: {signed}\n      path: /w\n").as_bytes(),
+    );
+    let e = env.fails(
+        1,
+        &[
+            "deploy",
+            "rollback",
+            single.to_str().unwrap(),
+            "t/m",
+            "--to",
+            "canary",
+            "--yes",
+        ],
+    );
+    assert!(e.contains("it has no signature"), "{e}");
+    assert!(
+        std::fs::read_to_string(&single).unwrap().contains(&signed),
+        "file unchanged"
+    );
+
+    // A deployment file's own trust adds to config.toml's: it wants other's signature too.
+    write(
+        &single,
+        format!(
+            "sealvol:\n  trust:\n    t: [{:?}]\n  mounts:\n    - ref: {signed}\n      path: /w\n",
+            fixture("other.pub.pem").to_str().unwrap()
+        )
+        .as_bytes(),
+    );
+    if common::fuse_available() {
+        let e = env.fails(
+            1,
+            &[
+                "deploy",
+                "mount",
+                single.to_str().unwrap(),
+                "--root",
+                root.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            e.contains("single.yaml trusts for t") && e.contains("another key"),
+            "{e}"
+        );
+    }
+
+    // A key the policy no longer trusts; a policy naming a missing key file.
+    trust(&env, "t", &["other.pub.pem"]);
+    let e = env.fails(
+        1,
+        &["volume", "pull", &signed, env.path("p2").to_str().unwrap()],
+    );
+    assert!(e.contains("made by another key"), "{e}");
+    trust(&env, "t", &["missing.pub.pem"]);
+    let e = env.fails(
+        1,
+        &["volume", "pull", &signed, env.path("p3").to_str().unwrap()],
+    );
+    assert!(
+        e.contains("config.toml: trust for t") && e.contains("missing.pub.pem"),
+        "{e}"
+    );
+    // Another namespace is not policed.
+    trust(&env, "other", &["signer.pub.pem"]);
+    env.ok(&[
+        "volume",
+        "pull",
+        &unsigned,
+        env.path("p4").to_str().unwrap(),
+    ]);
+}
