@@ -11,7 +11,7 @@ use crate::jobs::{FileLine, JobDetail, JobRow, JobsView};
 use crate::mounts::{MountRow, MountsView, RingRow};
 use crate::tags::{MoveRow, TagRow, TagsFocus, TagsView};
 use crate::trash::{TrashRow, TrashView};
-use crate::versions::{VersionRow, VersionsView};
+use crate::versions::{Signed, VersionRow, VersionsView};
 use crate::volumes::{VolumeRow, VolumesView};
 use crate::watch::{Now, PushLine, WatchDetail, WatchRow, WatchesView};
 use crate::{Body, FrameView};
@@ -113,6 +113,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             tags: vec!["canary".into()],
             labels: String::new(),
             mounts: 0,
+            signed: Signed::Refused,
             damaged: None,
         },
         VersionRow {
@@ -125,6 +126,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             tags: vec!["prod".into()],
             labels: "git=4f1c2ab, step=2000".into(),
             mounts: 2,
+            signed: Signed::Trusted("release.pub".into()),
             damaged: None,
         },
         VersionRow {
@@ -137,6 +139,7 @@ pub fn version_rows() -> Vec<VersionRow> {
             tags: vec![],
             labels: "git=91be07d, step=1000".into(),
             mounts: 0,
+            signed: Signed::Trusted("release.pub".into()),
             damaged: None,
         },
     ]

@@ -22,8 +22,24 @@ pub struct VersionRow {
     pub labels: String,
     /// Live mounts on this node serving this version.
     pub mounts: usize,
+    /// Who signed it, as the trust policy sees it.
+    pub signed: Signed,
     /// Why its manifest cannot be read (its other fields are then empty).
     pub damaged: Option<String>,
+}
+
+/// A version's signatures under the trust policy (config.toml's `[trust]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Signed {
+    /// Not known yet (being checked).
+    #[default]
+    Unknown,
+    /// Its namespace is not policed: this many signatures, checked by no key.
+    Unpoliced(usize),
+    /// Signed by a key the policy trusts (the key file's name).
+    Trusted(String),
+    /// The policy refuses it: it would not mount or pull.
+    Refused,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -35,7 +51,7 @@ pub struct VersionsView {
     pub marked: Option<usize>,
 }
 
-const COLUMNS: [Column; 8] = [
+const COLUMNS: [Column; 9] = [
     Column {
         title: "DIGEST",
         width: 18,
@@ -65,6 +81,11 @@ const COLUMNS: [Column; 8] = [
         title: "TAGS",
         width: 15,
         keep: 8,
+    },
+    Column {
+        title: "SIGNED",
+        width: 14,
+        keep: 2,
     },
     Column {
         title: "LABELS",
@@ -111,6 +132,13 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             } else {
                 Role::Added
             };
+            let signed = match &r.signed {
+                Signed::Unknown => cell("…", Role::Dim),
+                Signed::Unpoliced(0) => cell("-", Role::Dim),
+                Signed::Unpoliced(n) => cell(format!("{n} unchecked"), Role::Dim),
+                Signed::Trusted(by) => cell(format!("✓ {by}"), Role::Added),
+                Signed::Refused => cell("✗ not trusted", Role::Error),
+            };
             if let Some(why) = &r.damaged {
                 return vec![
                     cell(format!("{mark}{}", short_digest(&r.digest)), Role::Error),
@@ -119,6 +147,7 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                     cell("-", Role::Dim),
                     cell("-", Role::Dim),
                     tags,
+                    cell("", Role::Dim),
                     cell("", Role::Dim),
                     cell(why, Role::Error),
                 ];
@@ -130,6 +159,7 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(r.files.to_string(), Role::Text),
                 cell(format!("+{}", size(r.new_bytes)), new_role),
                 tags,
+                signed,
                 cell(&r.labels, Role::Text),
                 cell(&r.source, Role::Dim),
             ]

@@ -10,7 +10,7 @@ use sealvol_core::trash::TrashedVersion;
 use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_mount::records::MountRecord;
-use sealvol_node::api::{Api, Work};
+use sealvol_node::api::{Api, Standing, Work};
 use sealvol_node::jobs::{Job, JobEvent};
 use sealvol_node::watch::{Watch, WatchView};
 
@@ -58,6 +58,8 @@ pub struct RollbackRequest {
 pub enum Effect {
     LoadVolumes,
     LoadVersions(VolumeName),
+    /// Where the volume's versions (or one) stand under the trust policy.
+    LoadSigning(VolumeName, Option<Digest>),
     LoadTags(VolumeName),
     MoveTag(TagMovePlan),
     Diff(Ref, Ref),
@@ -114,6 +116,7 @@ pub enum Opened {
 pub enum Loaded {
     Volumes(Vec<VolumeInfo>),
     Versions(VolumeName, Vec<VersionInfo>),
+    Signing(VolumeName, Vec<(Digest, Standing)>),
     Tags(VolumeName, Vec<TagFile>),
     Moved(TagMovePlan),
     Diff(Box<sealvol_core::diff::VersionDiff>),
@@ -226,6 +229,10 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
         Effect::LoadVersions(v) => api
             .versions(&v)
             .map(|x| Loaded::Versions(v, x))
+            .unwrap_or_else(failed),
+        Effect::LoadSigning(v, only) => api
+            .signing(&v, only.as_ref())
+            .map(|x| Loaded::Signing(v, x))
             .unwrap_or_else(failed),
         Effect::LoadTags(v) => api
             .tags(&v)

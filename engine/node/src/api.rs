@@ -18,6 +18,8 @@ use sealvol_deploy::drift::Matrix;
 use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_mount::records::MountRecord;
 use sealvol_sign::Policy;
+/// Where a version stands under the trust policy (the console's SIGNED column).
+pub use sealvol_sign::Standing;
 
 pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
@@ -59,6 +61,12 @@ pub trait Api: Send + Sync {
     ) -> Result<Option<RollbackPlan>>;
     /// Writes a plan, if the file still holds the bytes it was made from.
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()>;
+    /// Where `volume`'s versions (or the one `only` names) stand under the trust policy.
+    fn signing(
+        &self,
+        volume: &VolumeName,
+        only: Option<&Digest>,
+    ) -> Result<Vec<(Digest, Standing)>>;
     /// Live mounts on this node. A repository alone knows of none.
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(Vec::new())
@@ -117,6 +125,28 @@ pub enum Work {
 pub trait Launch: Send + Sync {
     fn launch(&self, work: &Work) -> Result<String>;
     fn secret_names(&self) -> Result<Vec<String>>;
+}
+
+/// Each version's standing under `policy`, newest first.
+fn standings(
+    repo: &Repository,
+    volume: &VolumeName,
+    only: Option<&Digest>,
+    policy: &Policy,
+) -> Result<Vec<(Digest, Standing)>> {
+    let digests: Vec<Digest> = match only {
+        Some(d) => vec![*d],
+        None => repo
+            .versions(volume)?
+            .iter()
+            .filter(|v| v.damaged.is_none())
+            .filter_map(|v| Digest::parse(&v.digest).ok())
+            .collect(),
+    };
+    digests
+        .into_iter()
+        .map(|d| Ok((d, policy.standing(repo, volume, &d)?)))
+        .collect()
 }
 
 fn no_agent(id: u64) -> sealvol_core::Error {
@@ -223,6 +253,13 @@ impl Api for Node {
     }
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
         Api::apply_rollback(&self.repo, plan)
+    }
+    fn signing(
+        &self,
+        volume: &VolumeName,
+        only: Option<&Digest>,
+    ) -> Result<Vec<(Digest, Standing)>> {
+        standings(&self.repo, volume, only, &(self.policy)()?)
     }
     fn mounts(&self) -> Result<Vec<MountRecord>> {
         Ok(sealvol_mount::records::list(&sealvol_mount::records::dir(
@@ -338,5 +375,14 @@ impl Api for Repository {
 
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
         sealvol_deploy::rollback::apply(plan)
+    }
+
+    fn signing(
+        &self,
+        volume: &VolumeName,
+        only: Option<&Digest>,
+    ) -> Result<Vec<(Digest, Standing)>> {
+        // A repository alone has no config.toml: signatures counted, none trusted.
+        standings(self, volume, only, &Policy::default())
     }
 }

@@ -26,5 +26,5 @@ pub mod version;
 
 pub use bundle::{Signed, sign, verify};
 pub use keys::{PublicKey, SigningKey};
-pub use policy::{Admitted, Policy, Rules};
+pub use policy::{Admitted, Policy, Rules, Standing};
 pub use statement::{Algorithm, Resource, Statement};

@@ -102,7 +102,37 @@ pub enum Admitted {
     Signed(Vec<String>),
 }
 
+/// Where a version stands under the policy, for people (the console's SIGNED column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// No rule polices its namespace: this many signatures are stored, checked by no key.
+    Unpoliced(usize),
+    /// Signed as every rule requires: the key files that verified it.
+    Trusted(Vec<String>),
+    /// The policy refuses it: why, in one line.
+    Refused(String),
+}
+
 impl Policy {
+    /// `admit`, as a standing: a refusal is an answer here, not an error.
+    pub fn standing(
+        &self,
+        repo: &Repository,
+        volume: &VolumeName,
+        digest: &Digest,
+    ) -> Result<Standing> {
+        match self.admit(repo, volume, digest) {
+            Ok(Admitted::Signed(by)) => Ok(Standing::Trusted(by)),
+            Ok(Admitted::Unpoliced) => {
+                Ok(Standing::Unpoliced(repo.signatures(volume, digest)?.len()))
+            }
+            Err(e) if e.kind() == ErrorKind::Untrusted => {
+                Ok(Standing::Refused(e.message().to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     pub fn with(mut self, rules: Rules) -> Policy {
         if !rules.is_empty() {
             self.rules.push(rules);

@@ -1,10 +1,11 @@
 //! A version's tree: sizes, chunk counts, and how much of each file the previous
-//! version already had.
+//! version already had; its status line says who signed it.
 
 use super::Hint;
 use crate::action::Action;
 use sealvol_core::files::VersionFiles;
 use sealvol_core::refs::{Digest, VolumeName};
+use sealvol_node::api::Standing;
 use sealvol_views::Body;
 use sealvol_views::files::{Entry, FilesView, Kind as EntryKind, Row, tree};
 
@@ -21,6 +22,9 @@ pub struct Files {
     sel: usize,
     /// The tree of the entries that pass the `/` filter, built once per filter.
     filtered: std::cell::RefCell<Option<(String, Vec<Row>)>>,
+    /// What the entries line says, and who signed the version (once checked).
+    summary: Option<String>,
+    signing: Option<Standing>,
 }
 
 impl Files {
@@ -33,6 +37,8 @@ impl Files {
             previous: None,
             sel: 0,
             filtered: Default::default(),
+            summary: None,
+            signing: None,
         }
     }
 
@@ -84,7 +90,7 @@ impl Files {
         self.entries = entries;
         self.filtered.replace(None);
         self.previous = f.previous.clone();
-        ctx.info(match &f.previous {
+        self.summary = Some(match &f.previous {
             Some(p) => format!(
                 "{} entries · shared = already in the previous version, {}",
                 self.entries.len(),
@@ -95,6 +101,29 @@ impl Files {
                 self.entries.len()
             ),
         });
+        self.say(ctx);
+    }
+
+    /// The version's details in the status line: its entries, and who signed it.
+    fn say(&self, ctx: &mut Ctx) {
+        let signed = self.signing.as_ref().map(|s| match s {
+            Standing::Unpoliced(0) => "not signed".to_string(),
+            Standing::Unpoliced(n) => format!(
+                "{n} signature(s), checked by no key: config.toml's [trust] names none for {}",
+                self.volume.namespace
+            ),
+            Standing::Trusted(by) => format!("signed by {}", by.join(", ")),
+            Standing::Refused(why) => why.clone(),
+        });
+        let line = [self.summary.clone(), signed]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" · ");
+        match &self.signing {
+            Some(Standing::Refused(_)) => ctx.error(line),
+            _ => ctx.info(line),
+        }
     }
 }
 
@@ -108,10 +137,21 @@ impl Screen for Files {
     }
 
     fn load(&self, _ctx: &Ctx) -> Vec<Effect> {
-        vec![Effect::LoadFiles(self.volume.clone(), self.digest)]
+        vec![
+            Effect::LoadFiles(self.volume.clone(), self.digest),
+            Effect::LoadSigning(self.volume.clone(), Some(self.digest)),
+        ]
     }
 
     fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
+        if let Loaded::Signing(vol, s) = &l
+            && *vol == self.volume
+            && let Some((_, st)) = s.iter().find(|(d, _)| *d == self.digest)
+        {
+            self.signing = Some(st.clone());
+            self.say(ctx);
+            return;
+        }
         if let Loaded::Files(vol, digest, f) = l
             && self.shows(&vol, &digest)
         {

@@ -1,12 +1,13 @@
 //! One volume's versions, newest first: digest, created, size, files, bytes added,
-//! tags, mounts. Marks two versions for a diff; points a tag at one (asks first).
+//! tags, who signed it (under the trust policy), mounts. Marks two versions for a diff; points a tag at one (asks first).
 
 use super::Hint;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::VersionInfo;
+use sealvol_node::api::Standing;
 use sealvol_views::Body;
 use sealvol_views::format::short_digest;
-use sealvol_views::versions::{VersionRow, VersionsView};
+use sealvol_views::versions::{Signed, VersionRow, VersionsView};
 
 use super::diff::Diff;
 use super::files::Files;
@@ -20,6 +21,8 @@ pub struct Versions {
     sel: usize,
     /// The digest marked as the "from" side of a diff.
     marked: Option<String>,
+    /// Where each version stands under the trust policy, once checked.
+    signing: std::collections::HashMap<String, Standing>,
 }
 
 impl Versions {
@@ -29,6 +32,7 @@ impl Versions {
             versions: Vec::new(),
             sel: 0,
             marked: None,
+            signing: std::collections::HashMap::new(),
         }
     }
 
@@ -84,6 +88,25 @@ impl Versions {
     }
 }
 
+/// A standing as the SIGNED column shows it: the key file's name, not its path.
+fn signed(s: Option<&Standing>) -> Signed {
+    match s {
+        None => Signed::Unknown,
+        Some(Standing::Unpoliced(n)) => Signed::Unpoliced(*n),
+        Some(Standing::Trusted(by)) => Signed::Trusted(
+            by.iter()
+                .map(|p| {
+                    std::path::Path::new(p)
+                        .file_name()
+                        .map_or(p.clone(), |f| f.to_string_lossy().into_owned())
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Some(Standing::Refused(_)) => Signed::Refused,
+    }
+}
+
 impl Screen for Versions {
     fn crumb(&self) -> String {
         self.volume.to_string()
@@ -97,10 +120,20 @@ impl Screen for Versions {
         vec![
             Effect::LoadMounts,
             Effect::LoadVersions(self.volume.clone()),
+            Effect::LoadSigning(self.volume.clone(), None),
         ]
     }
 
     fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
+        if let Loaded::Signing(vol, s) = &l
+            && *vol == self.volume
+        {
+            self.signing = s
+                .iter()
+                .map(|(d, st)| (d.to_string(), st.clone()))
+                .collect();
+            return;
+        }
         if let Loaded::Versions(vol, v) = l
             && vol == self.volume
         {
@@ -230,6 +263,7 @@ impl Screen for Versions {
                         source: v.source.clone(),
                         tags: v.tags.clone(),
                         labels: sealvol_core::labels::shown(&v.labels),
+                        signed: signed(self.signing.get(&v.digest)),
                         damaged: v.damaged.clone(),
                         mounts: ctx
                             .mounts

@@ -219,3 +219,83 @@ fn read_only_and_unconfigured_consoles_change_nothing() {
         h.status()
     );
 }
+
+/// The signing fixtures (keys made by openssl, as the model-signing tests use).
+fn key(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../engine/sign/tests/fixtures")
+        .join(name)
+}
+
+/// config.toml's trust, as the app gives it: weights signed by signer.pub.pem; v2 is
+/// signed, v1 is not.
+fn under_policy(h: &mut Harness) {
+    let vol = sealvol_core::refs::VolumeName::parse("weights/tiny").unwrap();
+    let m = h.node.repo.manifest(&vol, &h.v2).unwrap();
+    let st = sealvol_sign::version::statement(&m, sealvol_sign::Algorithm::Blake3, None).unwrap();
+    let k = sealvol_sign::SigningKey::load(&key("signer.key.pem")).unwrap();
+    let sig = sealvol_sign::sign(&st, &k).unwrap();
+    h.node.repo.put_signature(&vol, &h.v2, &sig).unwrap();
+    h.node.policy = std::sync::Arc::new(|| {
+        let trust = std::collections::BTreeMap::from([(
+            "weights".to_string(),
+            vec![key("signer.pub.pem")],
+        )]);
+        let rules = sealvol_sign::Rules::load("config.toml", Path::new("/"), &trust)?;
+        Ok(sealvol_sign::Policy::default().with(rules))
+    });
+}
+
+#[test]
+fn a_rollback_to_a_version_no_trusted_key_signed_is_refused_before_the_confirmation() {
+    let mut h = harness_with(false, &files);
+    under_policy(&mut h);
+    let before = std::fs::read_to_string(production(&h)).unwrap();
+    h.keys("D");
+    let row = view(&h)
+        .rows
+        .iter()
+        .position(|r| r.volume == "weights/tiny")
+        .unwrap();
+    for _ in 0..row {
+        h.keys("j");
+    }
+    h.keys("tab b enter");
+    assert!(h.model.overlay().is_none(), "no confirmation for v1");
+    let s = h.status();
+    assert!(
+        s.contains(&format!("vol:weights/tiny@{}", h.v1))
+            && s.contains("not signed by a key config.toml trusts for weights")
+            && s.contains("it has no signature"),
+        "{s}"
+    );
+    assert_eq!(std::fs::read_to_string(production(&h)).unwrap(), before);
+}
+
+#[test]
+fn the_versions_screen_shows_who_signed_each_version_and_the_files_screen_why() {
+    let mut h = harness_with(false, &files);
+    under_policy(&mut h);
+    // The volumes screen lists adapters/lora, then weights/tiny.
+    h.keys("j enter");
+    let Body::Versions(v) = h.model.frame(&h.keys).body else {
+        panic!("not the versions screen: {}", h.status());
+    };
+    use sealvol_views::versions::Signed;
+    let by: Vec<(String, Signed)> = v
+        .rows
+        .iter()
+        .map(|r| (r.digest.clone(), r.signed.clone()))
+        .collect();
+    assert_eq!(
+        by,
+        [
+            (h.v2.to_string(), Signed::Trusted("signer.pub.pem".into())),
+            (h.v1.to_string(), Signed::Refused),
+        ]
+    );
+    // The unsigned one's details say why.
+    h.keys("j enter");
+    let s = h.status();
+    assert!(s.contains("it has no signature"), "{s}");
+}
