@@ -4,12 +4,25 @@
 use crate::common::{Env, write};
 
 /// The top-level keys docs/JSON.md gives `command` (the first cell of its row).
+const SIGNER_KEY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/sign/tests/fixtures/signer.key.pem"
+);
+const SIGNER_PUB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/sign/tests/fixtures/signer.pub.pem"
+);
+
 fn documented_keys(command: &str) -> Vec<String> {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/JSON.md"))
         .expect("docs/JSON.md");
     let row = doc
         .lines()
-        .find(|l| l.starts_with(&format!("| `{command}")))
+        // The command whole: `volume verify` is not `volume verify-signature`.
+        .find(|l| {
+            l.strip_prefix(&format!("| `{command}"))
+                .is_some_and(|rest| rest.starts_with([' ', '`']))
+        })
         .unwrap_or_else(|| panic!("docs/JSON.md has no row for {command}"));
     let keys = row.split('|').nth(2).expect("a keys cell");
     let mut keys: Vec<String> = keys
@@ -70,6 +83,24 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("volume pull", vec!["volume", "pull", "t/v:prod", so]),
         ("volume mounts", vec!["volume", "mounts"]),
         ("volume verify", vec!["volume", "verify"]),
+        (
+            "volume sign",
+            vec!["volume", "sign", "t/v:prod", "--key", SIGNER_KEY],
+        ),
+        (
+            "volume verify-signature",
+            vec![
+                "volume",
+                "verify-signature",
+                "t/v:prod",
+                "--public-key",
+                SIGNER_PUB,
+            ],
+        ),
+        (
+            "volume signatures",
+            vec!["volume", "signatures", "t/v:prod"],
+        ),
         ("repair", vec!["repair"]),
         ("jobs ls", vec!["jobs", "ls"]),
         ("secret ls", vec!["secret", "ls"]),
