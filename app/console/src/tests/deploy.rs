@@ -136,11 +136,10 @@ fn roll_production_back_by_keyboard_and_only_its_ref_changes() {
     assert_eq!(tiny.cells[1].text, h.v1.short(12));
 }
 
-#[test]
-fn a_file_changed_after_the_diff_was_shown_is_not_written() {
-    let mut h = harness_with(false, &files);
+/// D, the weights row, production's column, b, enter: the rollback to v1 is planned.
+fn roll_production_to_the_version_before(h: &mut Harness) {
     h.keys("D");
-    let row = view(&h)
+    let row = view(h)
         .rows
         .iter()
         .position(|r| r.volume == "weights/tiny")
@@ -149,6 +148,12 @@ fn a_file_changed_after_the_diff_was_shown_is_not_written() {
         h.keys("j");
     }
     h.keys("tab b enter");
+}
+
+#[test]
+fn a_file_changed_after_the_diff_was_shown_is_not_written() {
+    let mut h = harness_with(false, &files);
+    roll_production_to_the_version_before(&mut h);
     assert!(matches!(
         h.model.overlay(),
         Some(Overlay::ConfirmRollback(_))
@@ -251,16 +256,7 @@ fn a_rollback_to_a_version_no_trusted_key_signed_is_refused_before_the_confirmat
     let mut h = harness_with(false, &files);
     under_policy(&mut h);
     let before = std::fs::read_to_string(production(&h)).unwrap();
-    h.keys("D");
-    let row = view(&h)
-        .rows
-        .iter()
-        .position(|r| r.volume == "weights/tiny")
-        .unwrap();
-    for _ in 0..row {
-        h.keys("j");
-    }
-    h.keys("tab b enter");
+    roll_production_to_the_version_before(&mut h);
     assert!(h.model.overlay().is_none(), "no confirmation for v1");
     let s = h.status();
     assert!(
