@@ -386,6 +386,18 @@ fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount
     );
     write(&deploy, text.as_bytes());
     let root = env.path("root");
+    // deploy check says so before a deploy: an error where the ref is written.
+    let out = env.run(&["deploy", "check", deploy.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("deploy.yaml:5:") && said.contains("it has no signature"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("deploy.yaml:3:"),
+        "the signed one passes: {said}"
+    );
     if common::fuse_available() {
         let e = env.fails(
             1,

@@ -65,6 +65,48 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// Adds what the trust policy (`base`, config.toml's, with the file's own `trust:`)
+    /// says of each version the file resolves to: one it refuses would not mount, an
+    /// error where its ref is written; a policy that cannot be loaded, an error at the
+    /// `sealvol:` block.
+    pub fn check_trust(&mut self, repo: &Repository, base: &sealvol_sign::Policy) {
+        let at = |line: usize, col: usize, message: String, hint: Option<String>| Finding {
+            file: self.file.path.clone(),
+            line,
+            col,
+            severity: Severity::Error,
+            message,
+            hint,
+        };
+        let policy = match self.file.policy(base) {
+            Ok(p) => p,
+            Err(e) => {
+                let f = at(
+                    self.file.block.line,
+                    self.file.block.col,
+                    e.message().to_string(),
+                    e.hint_text().map(str::to_string),
+                );
+                self.findings.push(f);
+                return;
+            }
+        };
+        let mut found = Vec::new();
+        for (m, s) in self.file.mounts.iter().zip(&self.served) {
+            let Ok(s) = s else { continue };
+            if let Err(e) = policy.admit(repo, &s.volume, &s.digest) {
+                found.push(at(
+                    m.at.line,
+                    m.at.col,
+                    format!("{}: {}", m.reference, e.message()),
+                    e.hint_text().map(str::to_string),
+                ));
+            }
+        }
+        self.findings.extend(found);
+        self.findings.sort_by_key(|f| (f.line, f.col));
+    }
+
     pub fn errors(&self) -> usize {
         self.count(Severity::Error)
     }

@@ -13,7 +13,14 @@ use crate::output::{exit_with, json, name, table};
 
 pub(super) fn check_files(ctx: &Ctx, paths: &[PathBuf], strict: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
-    let loaded = load_all(&repo, paths)?;
+    let mut loaded = load_all(&repo, paths)?;
+    // What the trust policy would refuse to mount is an error here too, before a deploy.
+    let policy = ctx.settings.policy()?;
+    for l in &mut loaded {
+        if let Loaded::Checked(c) = l {
+            c.check_trust(&repo, &policy);
+        }
+    }
     let (mut errors, mut warnings) = (0, 0);
     let mut docs = Vec::new();
     for l in &loaded {
