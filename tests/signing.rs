@@ -106,6 +106,13 @@ fn sealvols_signatures_verify_with_the_tool_on_the_pulled_folder_and_fail_on_a_f
     // The tool's CLI hashes with SHA-256 whatever the signature says: a BLAKE3
     // signature is for its API (and for sealvol).
     assert!(tool_verifies(&b3, &pulled, false).is_err());
+    // And against the version mounted, read through FUSE.
+    if common::fuse_available() {
+        let mnt = env.path("mnt");
+        let m = common::mounts::mount(&env, &pinned, &mnt, &[]);
+        tool_verifies(&b3, &m.dir, true).unwrap();
+        tool_verifies(&sha, &m.dir, false).unwrap();
+    }
 
     let f = pulled.join("model.safetensors");
     let mut bytes = std::fs::read(&f).unwrap();
