@@ -844,7 +844,11 @@ fn a_server_collects_garbage_on_its_schedule_and_counts_it() {
 }
 
 /// Bytes from peers stay within 5% of the bytes a node reads (read-ahead included),
-/// so two nodes cost the server twice the data, not more.
+/// so two nodes cost the server twice the data, not more. Each mount's memory holds the
+/// whole version: what is asserted is that nothing is fetched twice, which holds under
+/// any interleaving; with a bound smaller than the data, a reader the machine starves
+/// may find a chunk it read dropped before a later block's proof needs it again (a
+/// re-fetch the bound allows, measured under load by bench/, not asserted here).
 #[test]
 fn two_mounts_reading_through_one_server_take_each_chunk_from_it_once() {
     if !fuse_available() {
@@ -853,7 +857,7 @@ fn two_mounts_reading_through_one_server_take_each_chunk_from_it_once() {
     let mut env = Env::new();
     let src = env.path("src");
     write(&src.join("a.bin"), &noise(12 << 20, 4));
-    // 48 MiB of tensors read by page faults, read ahead within a 16 MiB bound.
+    // 48 MiB of tensors read by page faults, read ahead by the tensors' plan.
     let st = write_safetensors(&src.join("m.safetensors"), 96, 5);
     let pinned = env.push(&src, "t/twice", &[]);
     let data = (12u64 << 20) + st.len() as u64;
@@ -870,7 +874,7 @@ fn two_mounts_reading_through_one_server_take_each_chunk_from_it_once() {
             "--peer",
             &url,
             "--prefetch-memory",
-            "16M",
+            "128M",
         ];
         mounted.push((mnt.clone(), mount(&env, &pinned, &mnt, &args)));
     }

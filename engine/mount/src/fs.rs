@@ -676,7 +676,7 @@ impl VolumeFs {
 
     /// Bytes `[x, y)` of a file that a block being proven reaches into: from the memory
     /// tier when it holds their chunks or is fetching them, as whole chunks when `whole`
-    /// (a reader reading on will ask for them next), else read for the proof alone
+    /// (a reader reading on will ask for them next) or through a ring, else read for the proof alone
     /// (`Tiers::fetch_edge`: the few KiB the block needs, not whole neighbouring chunks
     /// a reader that jumps around may never ask for); checked whole chunks when the
     /// proof asks for them again.
@@ -689,7 +689,10 @@ impl VolumeFs {
         whole: bool,
     ) -> Result<Vec<ChunkBytes>> {
         let range = layout.chunks_of(x, y);
-        if edge == Edge::Checked || whole {
+        // Through a ring the edge is whole chunks either way: kept in memory, the
+        // reader's next read finds them (fetched apart from it, a busy reader that
+        // read out of order took 1.1x its bytes from the peer).
+        if edge == Edge::Checked || whole || self.tiers.edges_are_whole_chunks() {
             let whole = self
                 .memo
                 .get(&self.tiers, layout, range.clone(), Want::Demand, None)?;

@@ -156,22 +156,22 @@ impl Memo {
     /// Sets `bytes` aside for a read-ahead fetch once the memory kept and reserved
     /// leaves room for them under `limit` (at most the capacity), dropping chunks
     /// readers have had (all but the last few, which a reader may be in the middle of)
-    /// and, if `over_unread`, chunks read ahead for other readers; `None` if there is
-    /// no room within `wait`.
+    /// and, with `over_unread_of_others` naming the file read ahead for, chunks read
+    /// ahead for other files; `None` if there is no room within `wait`.
     pub fn reserve(
         &self,
         counters: &Counters,
         bytes: usize,
         limit: usize,
         wait: Duration,
-        over_unread: bool,
+        over_unread_of_others: Option<Hash>,
     ) -> Option<Reservation<'_>> {
         let limit = limit.min(self.capacity);
         let deadline = Instant::now() + wait;
         let mut g = self.lock();
         loop {
             while g.held + g.reserved + bytes > limit
-                && g.make_room(over_unread, self.capacity, counters)
+                && g.make_room(over_unread_of_others, self.capacity, counters)
             {}
             if g.held + g.reserved + bytes <= limit {
                 g.reserved += bytes;
@@ -423,12 +423,30 @@ impl Inner {
 
     /// Drops a chunk to make room for a read-ahead: one readers have had, but not one
     /// of the last few (`keep_asked`; a reader moving through a chunk asks for it again),
-    /// else, if `over_unread`, the oldest chunk read ahead.
-    fn make_room(&mut self, over_unread: bool, capacity: usize, counters: &Counters) -> bool {
+    /// else, if `over_unread_of_others` names the file read ahead for, the newest chunk
+    /// read ahead for another file (the one its reader needs last). Never one read
+    /// ahead for the same file: it lies nearer its reader than what the reservation is
+    /// for, and dropping it made a busy reader fetch its chunks twice.
+    fn make_room(
+        &mut self,
+        over_unread_of_others: Option<Hash>,
+        capacity: usize,
+        counters: &Counters,
+    ) -> bool {
         let victim = if self.asked.len() > keep_asked(capacity) {
             self.asked.pop_first()
-        } else if over_unread {
-            self.unread.pop_first()
+        } else if let Some(mine) = over_unread_of_others {
+            let key = self
+                .unread
+                .iter()
+                .rev()
+                .find(|(_, h)| {
+                    self.ready
+                        .get(*h)
+                        .is_some_and(|s| s.unread_for != Some(mine))
+                })
+                .map(|(k, _)| *k);
+            key.and_then(|k| self.unread.remove_entry(&k))
         } else {
             None
         };

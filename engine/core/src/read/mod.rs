@@ -470,6 +470,13 @@ impl Tiers {
 }
 
 impl Tiers {
+    /// Whether `fetch_edge` would read whole chunks anyway (through the ring): a
+    /// caller with a memory of its own had better fetch them there, kept for the reader
+    /// who is likely to ask for them next, than read them twice.
+    pub fn edges_are_whole_chunks(&self) -> bool {
+        self.peers.members().iter().any(|m| m.is_up())
+    }
+
     /// Bytes `[x, y)` of a file for the edge of a block being proven (`proof::Edge::
     /// Cheap`). Through peers: their whole chunks, from the ring. Else a chunk the node
     /// cache holds comes from it (checked, as every cache
@@ -489,7 +496,7 @@ impl Tiers {
             return Ok(out);
         }
         let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
-        if self.peers.members().iter().any(|m| m.is_up()) {
+        if self.edges_are_whole_chunks() {
             // Through the ring, as whole chunks from their owners (and into the node
             // cache like any read): the origin is read by the servers, once for the
             // cluster, never by each node for its edges.

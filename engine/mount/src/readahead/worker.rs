@@ -112,10 +112,13 @@ impl Shared {
                 }
                 // A stream's reader is reading now, so its room comes back soon; and it
                 // goes before plans whose readers may have gone elsewhere.
-                if let Some(mut r) =
-                    self.memo
-                        .reserve(counters, bytes, capacity, Duration::from_secs(1), true)
-                {
+                if let Some(mut r) = self.memo.reserve(
+                    counters,
+                    bytes,
+                    capacity,
+                    Duration::from_secs(1),
+                    Some(layout.hash),
+                ) {
                     self.memo
                         .get(&self.tiers, &layout, range, Want::Ahead, Some(&mut r))?;
                 }
@@ -152,7 +155,7 @@ impl Shared {
                     bytes,
                     capacity - capacity / 4,
                     Duration::from_millis(100),
-                    false,
+                    None,
                 ) {
                     Some(mut r) => {
                         self.memo
@@ -215,7 +218,7 @@ impl Shared {
             n + most * per,
             self.memo.capacity(),
             Duration::from_secs(1),
-            false,
+            None,
         ) else {
             return skip("no room in the bound to read its header".into());
         };
