@@ -97,6 +97,18 @@ impl Repository {
     /// do not hash to its name, or that cannot be read, is left out (and logged): a
     /// reader checks each against its own keys anyway.
     pub fn signatures(&self, vol: &VolumeName, digest: &Digest) -> Result<Vec<Stored>> {
+        self.signatures_within(vol, digest, MAX_SIGNATURE_BYTES)
+    }
+
+    /// `signatures`, leaving out (unread) any larger than `most` bytes: a reader that
+    /// knows how large a signature of this version can be reads no more than that.
+    pub fn signatures_within(
+        &self,
+        vol: &VolumeName,
+        digest: &Digest,
+        most: usize,
+    ) -> Result<Vec<Stored>> {
+        let most = most.min(MAX_SIGNATURE_BYTES);
         let mut out = Vec::new();
         for key in self
             .signature_keys(vol, digest)?
@@ -107,9 +119,9 @@ impl Repository {
                 continue;
             };
             match self.store().size(&key)? {
-                Some(n) if n as usize <= MAX_SIGNATURE_BYTES => {}
+                Some(n) if n as usize <= most => {}
                 _ => {
-                    tracing::warn!("{key}: larger than any signature; left out");
+                    tracing::warn!("{key}: larger than any signature of this version; left out");
                     continue;
                 }
             }
@@ -123,6 +135,11 @@ impl Repository {
             out.push(Stored { hash, key, bytes });
         }
         Ok(out)
+    }
+
+    /// How many signatures are stored beside `vol@digest` (a listing; none is read).
+    pub fn signature_count(&self, vol: &VolumeName, digest: &Digest) -> Result<usize> {
+        Ok(self.signature_keys(vol, digest)?.len().min(MAX_SIGNATURES))
     }
 
     pub(crate) fn delete_signatures(&self, vol: &VolumeName, digest: &Digest) -> Result<()> {

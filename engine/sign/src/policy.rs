@@ -124,7 +124,7 @@ impl Policy {
         match self.admit(repo, volume, digest) {
             Ok(Admitted::Signed(by)) => Ok(Standing::Trusted(by)),
             Ok(Admitted::Unpoliced) => {
-                Ok(Standing::Unpoliced(repo.signatures(volume, digest)?.len()))
+                Ok(Standing::Unpoliced(repo.signature_count(volume, digest)?))
             }
             Err(e) if e.kind() == ErrorKind::Untrusted => {
                 Ok(Standing::Refused(e.message().to_string()))

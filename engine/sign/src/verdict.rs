@@ -44,7 +44,7 @@ pub fn check_all(
 ) -> Result<Vec<Checked>> {
     let pinned = sealvol_core::Ref::pinned(volume.clone(), *digest).to_string();
     let mut out = Vec::new();
-    for s in repo.signatures(volume, digest)? {
+    for s in repo.signatures_within(volume, digest, max_bytes(manifest))? {
         let r = crate::verify(&s.bytes, keys).and_then(|signed| {
             let kept = match signed.statement.algorithm {
                 Algorithm::Blake3 => None,
@@ -82,6 +82,19 @@ pub fn check_all(
         });
     }
     Ok(out)
+}
+
+/// The most a signature of `manifest`'s version can weigh: the bundle's frame, and per
+/// file its name (JSON-escaped at worst six bytes a byte), digest and keys, all in
+/// base64. A stored object larger than this is no signature of it and is not read, so
+/// a crafted 512 MiB object costs a reader nothing.
+pub fn max_bytes(manifest: &Manifest) -> usize {
+    let per_file: usize = manifest
+        .entries
+        .iter()
+        .map(|e| e.path().len() * 6 + 256)
+        .sum();
+    64 * 1024 + (per_file + 1024) * 4 / 3
 }
 
 /// Why no signature of `pinned` counts, in one line: the keys tried, then each reason

@@ -288,3 +288,25 @@ fn a_sha256_signature_passes_only_with_the_sha256s_kept_beside_the_version() {
         Admitted::Signed(_)
     ));
 }
+
+#[test]
+fn a_stored_object_larger_than_any_signature_of_the_version_is_not_read() {
+    let s = setup();
+    let p = policy(&[("w", &["signer.pub.pem"])]);
+    let m = s.repo.manifest(&vol("w/m"), &s.unsigned).unwrap();
+    let most = sealvol_sign::verdict::max_bytes(&m);
+    assert!(most < 1 << 20, "two files: {most}");
+    // A crafted object of 2 MiB beside a version of two files: left out unread.
+    s.repo
+        .put_signature(&vol("w/m"), &s.unsigned, &vec![b' '; 2 << 20])
+        .unwrap();
+    let e = refusal(&p, &s.repo, "w/m", &s.unsigned);
+    assert!(e.contains("it has no signature"), "{e}");
+    // A real signature of it is well within the bound.
+    let good = sign(&s.repo, "w/m", &s.unsigned, "signer.key.pem");
+    assert!(good.len() < most);
+    assert!(matches!(
+        p.admit(&s.repo, &vol("w/m"), &s.unsigned).unwrap(),
+        Admitted::Signed(_)
+    ));
+}
