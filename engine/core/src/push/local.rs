@@ -316,6 +316,15 @@ impl Inputs for LocalFiles<'_> {
         }
         Ok(())
     }
+
+    fn readers(&self) -> usize {
+        // Local files open in any order. More readers than cores only add blocks in
+        // flight (memory), not speed.
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(1, 4)
+    }
 }
 
 fn same_stamp(f: &File, path: &Path, stamp: &Stamp) -> Result<()> {

@@ -72,6 +72,13 @@ pub trait Inputs: Sync {
     /// Called after the last byte of file `i` (`total` bytes) and before it can be
     /// sealed: an error means the file changed, or ended short, while it was read.
     fn finished(&self, i: usize, total: u64) -> Result<()>;
+    /// How many files may be open at once, each read and cut by a thread of its own:
+    /// cutting chunks runs at about 3 GB/s a core, so on its own it would be the
+    /// slowest stage of a push (`push/pipeline.rs`). One for a source that hands out
+    /// files only in listing order.
+    fn readers(&self) -> usize {
+        1
+    }
 }
 
 /// How many times a push or sync runs when a garbage collection keeps removing what it
