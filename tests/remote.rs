@@ -220,3 +220,59 @@ fn a_remote_engine_over_a_bucket_moves_tags_by_the_buckets_own_versions() {
         "{history}"
     );
 }
+
+/// Small files have no chunk lists (docs/FORMAT.md, "Small files"): a version of many
+/// of them pushed on the server pulls back whole through it for a key scoped to its
+/// namespace, which may not read the pack indexes that hold them; the server answers
+/// for their lists. A key of another namespace gets none of them.
+#[test]
+fn small_files_pushed_beside_the_server_pull_through_it_for_a_scoped_key() {
+    let server = Env::new();
+    let src = server.path("evalset");
+    for i in 0..300 {
+        write(
+            &src.join(format!("part-{}/row-{i:03}.txt", i / 100)),
+            format!("{i}\n").as_bytes(),
+        );
+    }
+    write(&src.join("embeddings.bin"), &noise(2 << 20, 5));
+    let pinned = server.push(&src, "evals/tiny", &[]);
+    let lists = common::walk_files(&server.repo.join("files")).len();
+    assert_eq!(lists, 1, "only the large file has a chunk list");
+    let served = serve(&server, &[]);
+
+    let reader = served.client(&key(
+        &server,
+        &["reader", "--namespace", "evals", "--read-only"],
+    ));
+    let out = reader.path("out");
+    reader.ok(&["volume", "pull", &pinned, out.to_str().unwrap()]);
+    assert_same_tree(&src, &out);
+
+    let elsewhere = served.client(&key(&server, &["elsewhere", "--namespace", "weights"]));
+    let e = elsewhere.fails(
+        1,
+        &[
+            "volume",
+            "pull",
+            &pinned,
+            elsewhere.path("o").to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("out of scope") || e.contains("may not"), "{e}");
+    // Asked by name, a small file's list is refused to it too.
+    let small = blake3_hex(b"7\n");
+    let path = format!("/v1/objects/files/{}/{small}", &small[..2]);
+    let other_key = key(&server, &["elsewhere2", "--namespace", "weights"]);
+    let (status, _) = common::servers::get_as(&served.addr, Some(&other_key), &path);
+    assert_eq!(status, 403);
+    // Its own namespace's key gets the list the server makes for it.
+    let own_key = key(&server, &["reader2", "--namespace", "evals", "--read-only"]);
+    let (status, body) = common::servers::get_as(&served.addr, Some(&own_key), &path);
+    assert_eq!(status, 200);
+    assert!(body.starts_with(b"SVFILE02"), "{body:?}");
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}

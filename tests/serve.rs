@@ -2,32 +2,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use common::mounts::{mount, read_mapped, wait_stats, write_safetensors};
-use common::servers::{Served, key, serve, serve_named};
+use common::servers::{Served, get_as, key, serve, serve_named};
 use common::{Env, fuse_available, noise, write};
 
 /// One HTTP/1.1 GET with the server's admin key: status and body.
 fn get(served: &Served, path: &str) -> (u16, Vec<u8>) {
     get_as(&served.addr, Some(&served.key), path)
-}
-
-fn get_as(addr: &str, key: Option<&str>, path: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&all[..at]).to_string();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, all[at + 4..].to_vec())
 }
 
 #[test]

@@ -467,8 +467,10 @@ fn verify_names_each_damaged_object() {
 fn verify_reports_a_missing_chunk_list() {
     let env = Env::new();
     let src = env.path("src");
-    write(&src.join("a.bin"), b"some bytes");
+    // Larger than a small file, which has no chunk list (docs/FORMAT.md).
+    write(&src.join("a.bin"), &noise(200 << 10, 3));
     let r = env.push(&src, "ns/vol", &[]);
+    assert_eq!(common::walk_files(&env.repo.join("files")).len(), 1);
     for f in common::walk_files(&env.repo.join("files")) {
         std::fs::remove_file(f).unwrap();
     }

@@ -61,21 +61,22 @@ impl Moto {
     /// a busy machine, S3's are). `env` configures it, e.g.
     /// `INITIAL_NO_AUTH_ACTION_COUNT` to make it check credentials.
     pub fn start(env: &[(&str, &str)]) -> Moto {
-        let port = free_port();
         let mut cmd = Command::new("python3");
+        // Port 0: the server binds a free port itself and prints it, so no other
+        // test's server can take it between a pick and the bind.
         cmd.arg(servers_dir().join("moto_serial.py"))
-            .args(["127.0.0.1", &port.to_string()])
-            .stdout(Stdio::null())
+            .args(["127.0.0.1", "0"])
             .stderr(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = cmd
-            .spawn()
-            .expect("python3 with moto[server]: run scripts/test.sh, which installs it");
+        let (process, line) = spawn_listening(&mut cmd);
+        let port: u16 = line.parse().unwrap_or_else(|_| {
+            panic!("moto_serial.py (moto[server], which scripts/test.sh installs) printed {line:?}, not its port")
+        });
         wait_for(port, "moto_serial.py");
         Moto {
-            _process: Process(child),
+            _process: process,
             port,
         }
     }
@@ -417,6 +418,25 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One HTTP/1.1 GET to a server, with `key` if given: status and body.
+#[allow(dead_code)]
+pub fn get_as(addr: &str, key: Option<&str>, path: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&all[..at]).to_string();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, all[at + 4..].to_vec())
 }
 
 /// `sealvol key create ARGS` on the server's side; the key it printed.

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """moto's S3 server with its writes taken one at a time: `moto_serial.py HOST PORT`.
+PORT 0 takes a free port and prints it on the first line of stdout: a port a test
+picked free beforehand may be taken by another test's server before this one binds.
 
 moto checks a write's condition (If-Match, If-None-Match) and then writes, with no lock
 between, on a threaded server; on a busy machine two conditional writes of one key can
@@ -21,7 +23,7 @@ import threading
 import urllib.parse
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import run_simple
+from werkzeug.serving import make_server
 
 app = DomainDispatcherApplication(create_backend_app)
 writes = threading.Lock()
@@ -88,4 +90,6 @@ def serialized(environ, start_response):
 
 
 if __name__ == "__main__":
-    run_simple(sys.argv[1], int(sys.argv[2]), serialized, threaded=True)
+    server = make_server(sys.argv[1], int(sys.argv[2]), serialized, threaded=True)
+    print(server.server_port, flush=True)
+    server.serve_forever()

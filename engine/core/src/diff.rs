@@ -112,6 +112,7 @@ pub fn diff(
             .collect()
     };
     let (fa, fb) = (files(&a.entries), files(&b.entries));
+    let (xa, xb) = (a.small_files(), b.small_files());
     let mut paths: Vec<&String> = fa.keys().chain(fb.keys()).collect();
     paths.sort();
     paths.dedup();
@@ -120,12 +121,14 @@ pub fn diff(
     for path in paths {
         let d = match (fa.get(path), fb.get(path)) {
             (Some(&(sa, ha)), Some(&(sb, hb))) if ha == hb => FileDiff {
-                chunks: repo.file_object(&hb)?.chunks.len() as u64,
+                chunks: repo.file_list(&hb, sb, &xb)?.chunks.len() as u64,
                 ..file(path, Status::Unchanged, Some(sa), Some(sb))
             },
-            (Some(&(sa, ha)), Some(&(sb, hb))) => modified(repo, path, (sa, ha), (sb, hb))?,
+            (Some(&(sa, ha)), Some(&(sb, hb))) => {
+                modified(repo, path, (sa, ha, &xa), (sb, hb, &xb))?
+            }
             (None, Some(&(sb, hb))) => {
-                let obj = repo.file_object(&hb)?;
+                let obj = repo.file_list(&hb, sb, &xb)?;
                 let mut d = FileDiff {
                     chunks: obj.chunks.len() as u64,
                     changed_chunks: obj.chunks.len() as u64,
@@ -137,7 +140,7 @@ pub fn diff(
             }
             (Some(&(sa, ha)), None) => {
                 let mut d = file(path, Status::Removed, Some(sa), None);
-                whole_tensors(repo, &mut d, &repo.file_object(&ha)?);
+                whole_tensors(repo, &mut d, &repo.file_list(&ha, sa, &xa)?);
                 d
             }
             (None, None) => continue,
@@ -175,9 +178,12 @@ fn file(path: &str, status: Status, size_from: Option<u64>, size_to: Option<u64>
     }
 }
 
-fn modified(repo: &Repository, path: &str, a: (u64, Hash), b: (u64, Hash)) -> Result<FileDiff> {
-    let oa = repo.file_object(&a.1)?;
-    let ob = repo.file_object(&b.1)?;
+/// A file's size, hash, and where its version's small files are.
+type Side<'a> = (u64, Hash, &'a crate::small::SmallFiles);
+
+fn modified(repo: &Repository, path: &str, a: Side, b: Side) -> Result<FileDiff> {
+    let oa = repo.file_list(&a.1, a.0, a.2)?;
+    let ob = repo.file_list(&b.1, b.0, b.2)?;
     let old: HashSet<Hash> = oa.chunks.iter().map(|c| c.entry.hash).collect();
     let mut spans = Vec::with_capacity(ob.chunks.len());
     let mut offset = 0u64;

@@ -46,15 +46,18 @@ pub fn version_files(repo: &Repository, vol: &VolumeName, digest: &Digest) -> Re
     let mut old_chunks: HashSet<Hash> = HashSet::new();
     if let Some(p) = previous.as_deref().and_then(|p| Digest::parse(p).ok()) {
         let pm = repo.manifest(vol, &p)?;
+        let small = pm.small_files();
         let mut seen = HashSet::new();
         for e in &pm.entries {
-            if let Entry::File { hash, .. } = e
+            if let Entry::File { hash, size, .. } = e
                 && seen.insert(*hash)
             {
-                old_chunks.extend(repo.file_object(hash)?.chunks.iter().map(|c| c.entry.hash));
+                let obj = repo.file_list(hash, *size, &small)?;
+                old_chunks.extend(obj.chunks.iter().map(|c| c.entry.hash));
             }
         }
     }
+    let small = m.small_files();
     let mut files = Vec::with_capacity(m.entries.len());
     for e in &m.entries {
         files.push(match e {
@@ -64,7 +67,7 @@ pub fn version_files(repo: &Repository, vol: &VolumeName, digest: &Digest) -> Re
                 hash,
                 exec,
             } => {
-                let obj = repo.file_object(hash)?;
+                let obj = repo.file_list(hash, *size, &small)?;
                 let shared = obj
                     .chunks
                     .iter()

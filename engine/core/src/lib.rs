@@ -43,6 +43,7 @@ pub mod repair;
 pub mod repo;
 pub mod safetensors;
 pub mod signatures;
+pub mod small;
 pub mod stamp;
 pub mod store;
 pub mod suggest;

@@ -61,6 +61,7 @@ impl Repository {
                 _ => None,
             })
             .collect();
+        let small = manifest.small_files();
         let mut chunks = std::collections::HashMap::new();
         for s in &steps {
             if files.get(&s.file) != Some(&s.size) {
@@ -74,7 +75,7 @@ impl Repository {
             let n = match chunks.get(&s.file) {
                 Some(&n) => n,
                 None => {
-                    let n = self.file_object(&s.file)?.chunks.len() as u64;
+                    let n = self.file_list(&s.file, s.size, &small)?.chunks.len() as u64;
                     chunks.insert(s.file, n);
                     n
                 }

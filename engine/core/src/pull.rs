@@ -122,6 +122,7 @@ pub fn pull_selected(
     let next = AtomicUsize::new(0);
     let kept = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
+    let small = manifest.small_files();
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -135,7 +136,8 @@ pub fn pull_selected(
                         else {
                             break;
                         };
-                        if let Err(e) = pull_file(tiers, &target, n, entry, &kept, progress) {
+                        if let Err(e) = pull_file(tiers, &target, n, entry, &small, &kept, progress)
+                        {
                             stop.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
@@ -382,6 +384,7 @@ fn pull_file(
     root: &Path,
     index: usize,
     entry: &Entry,
+    small: &crate::small::SmallFiles,
     kept: &AtomicU64,
     progress: &dyn Progress,
 ) -> Result<()> {
@@ -404,7 +407,7 @@ fn pull_file(
         progress.file_done();
         return Ok(());
     }
-    let obj = tiers.repo().file_object(hash)?;
+    let obj = tiers.repo().file_list(hash, *size, small)?;
     if obj.size != *size {
         return Err(Error::corrupt(format!(
             "chunk list of {path} has {} bytes, the manifest says {size}",

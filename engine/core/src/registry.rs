@@ -18,7 +18,13 @@ use crate::trash::Unbin;
 const PURGE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Newest manifest format this build writes.
-pub const MANIFEST_FORMAT: u32 = 1;
+pub const MANIFEST_FORMAT: u32 = 2;
+
+/// The format a manifest is written in: 2 only where it names small packs, which a
+/// reader that knows only 1 would take for missing chunk lists.
+fn manifest_format(small_packs: &[String]) -> u32 {
+    if small_packs.is_empty() { 1 } else { 2 }
+}
 
 pub use crate::outcomes::{
     Provenance, Sealed, TagChange, TagFile, TagMove, TagMoved, VersionStats,
@@ -35,9 +41,18 @@ pub struct Manifest {
     pub provenance: Provenance,
     pub stats: VersionStats,
     pub entries: Vec<Entry>,
+    /// The packs holding the chunks of its small files, which have no chunk lists
+    /// (`small.rs`): hex pack ids, sorted. Outside the digest, like provenance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub small_packs: Vec<String>,
 }
 
 impl Manifest {
+    /// Where its small files are.
+    pub fn small_files(&self) -> crate::small::SmallFiles {
+        crate::small::SmallFiles::parse(&self.small_packs)
+    }
+
     pub fn digest(&self) -> Result<Digest> {
         Digest::parse(&self.digest)
     }
@@ -55,6 +70,7 @@ impl Manifest {
             pushed_by: self.provenance.pushed_by.clone(),
             labels: self.provenance.labels.clone(),
             manifest_bytes,
+            small_packs: self.small_packs.clone(),
         }
     }
 }
@@ -733,7 +749,32 @@ impl Repository {
         provenance: Provenance,
         since: Option<std::time::SystemTime>,
     ) -> Result<Sealed> {
-        self.seal_created(volume, tags, entries, stats, provenance, since, None)
+        self.seal_created(volume, tags, entries, stats, provenance, since, None, &[])
+    }
+
+    /// `seal` of a version whose small files have no chunk lists: their chunks are in
+    /// `small_packs` (`small.rs`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn seal_small(
+        &self,
+        volume: &VolumeName,
+        tags: &[Name],
+        entries: Vec<Entry>,
+        stats: VersionStats,
+        provenance: Provenance,
+        since: Option<std::time::SystemTime>,
+        small_packs: &[crate::objects::PackId],
+    ) -> Result<Sealed> {
+        self.seal_created(
+            volume,
+            tags,
+            entries,
+            stats,
+            provenance,
+            since,
+            None,
+            small_packs,
+        )
     }
 
     /// `seal`, the manifest saying it was created at `created` (RFC 3339) rather than
@@ -749,6 +790,7 @@ impl Repository {
         provenance: Provenance,
         since: Option<std::time::SystemTime>,
         created: Option<std::time::SystemTime>,
+        small_packs: &[crate::objects::PackId],
     ) -> Result<Sealed> {
         crate::labels::check(&provenance.labels)?;
         if let Some(remote) = self.remote() {
@@ -761,14 +803,18 @@ impl Repository {
             });
         }
         let digest = version_digest(&entries);
+        let mut small: Vec<String> = small_packs.iter().map(|p| p.hex()).collect();
+        small.sort_unstable();
+        small.dedup();
         let manifest = Manifest {
-            format: MANIFEST_FORMAT,
+            format: manifest_format(&small),
             volume: volume.to_string(),
             digest: digest.to_string(),
             created: created.map_or_else(now_rfc3339, crate::stamp::rfc3339),
             provenance,
             stats,
             entries,
+            small_packs: small,
         };
         let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
         self.barrier()?;
@@ -779,7 +825,7 @@ impl Repository {
             // Garbage collection must not sweep what this manifest names: the files
             // and packs are rescued from any collection that condemned them, or the
             // seal fails for the push to run again (docs/GC.md).
-            let protected = crate::gc::protect(self, &manifest.entries, since)?;
+            let protected = crate::gc::protect(self, &manifest, since)?;
             let created = self.store().put_if_absent(&key, &bytes)?;
             protected.sealed();
             if created {

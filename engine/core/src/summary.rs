@@ -35,6 +35,9 @@ pub struct Summary {
     pub labels: crate::labels::Labels,
     /// The manifest's size in bytes, as a listing shows it.
     pub manifest_bytes: u64,
+    /// The manifest's `small_packs`, for a mount that reads no manifest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub small_packs: Vec<String>,
 }
 
 pub(crate) fn summary_key(vol: &VolumeName, digest: &Digest) -> String {

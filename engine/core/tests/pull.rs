@@ -87,17 +87,16 @@ fn a_second_push_of_the_same_folder_writes_nothing_and_seals_the_same_digest() {
     assert_eq!(packs(&mem), stored, "a second push stored bytes");
 }
 
-/// Files are read and cut side by side (`Inputs::readers`), so the blocks of several
-/// files reach the writer interleaved: each file must still get its own chunks, in
-/// order, and the version the digest of the folder.
+/// Several files larger than a block (16 MiB), so each reaches the writer in pieces,
+/// one sharing a stretch with another: each gets its own chunks, in order, and the
+/// version the digest of the folder.
 #[test]
-fn files_read_side_by_side_each_come_back_whole() {
+fn files_larger_than_a_block_each_come_back_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let (repo, mem) = repository();
     let src = tmp.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
-    // Each larger than one block (16 MiB), so a file's blocks can arrive between
-    // another's; one shares a stretch with another, so reuse within the push counts.
+    // One shares a stretch with another, so reuse within the push counts.
     let a = noise((16 << 20) + 300_000, 11);
     let mut b = noise((17 << 20) + 5, 12);
     b[1 << 20..5 << 20].copy_from_slice(&a[1 << 20..5 << 20]);

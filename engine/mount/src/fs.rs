@@ -212,10 +212,12 @@ pub struct VolumeFs {
 }
 
 impl VolumeFs {
-    /// The filesystem of a version whose entries are `tree`, sealed at `created`.
+    /// The filesystem of a version whose entries are `tree`, sealed at `created`, its
+    /// small files in `small`'s packs.
     pub fn new(
         tree: Tree,
         created: SystemTime,
+        small: sealvol_core::small::SmallFiles,
         tiers: Arc<Tiers>,
         limits: Limits,
     ) -> Result<VolumeFs> {
@@ -225,7 +227,7 @@ impl VolumeFs {
             .counters
             .memory_bound
             .store(limits.memory as u64, Ordering::Relaxed);
-        let layouts = Arc::new(Layouts::default());
+        let layouts = Arc::new(Layouts::new(small));
         let prefetcher = Prefetcher::start(
             limits.prefetch_threads,
             limits.prefetch_piece,

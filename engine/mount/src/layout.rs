@@ -9,6 +9,7 @@ use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, Result};
 use sealvol_core::objects::FileObject;
 use sealvol_core::repo::Repository;
+use sealvol_core::small::SmallFiles;
 
 /// A file's chunk list with the end offset of every chunk, for finding a chunk by offset.
 pub struct Layout {
@@ -99,9 +100,18 @@ impl Layout {
 #[derive(Default)]
 pub struct Layouts {
     loaded: Mutex<HashMap<Hash, Weak<Layout>>>,
+    /// Where the version's small files are: they have no lists of their own.
+    small: SmallFiles,
 }
 
 impl Layouts {
+    pub fn new(small: SmallFiles) -> Layouts {
+        Layouts {
+            loaded: Mutex::default(),
+            small,
+        }
+    }
+
     /// The chunk list of the file `hash`, which the manifest says has `size` bytes.
     pub fn get(&self, repo: &Repository, hash: &Hash, size: u64) -> Result<Arc<Layout>> {
         if let Some(l) = sealvol_core::lock(&self.loaded)
@@ -110,7 +120,7 @@ impl Layouts {
         {
             return Ok(l);
         }
-        let obj = repo.file_object(hash)?;
+        let obj = repo.file_list(hash, size, &self.small)?;
         if obj.size != size {
             return Err(Error::corrupt(format!(
                 "chunk list {} has {} bytes, the manifest says {size}",

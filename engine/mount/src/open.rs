@@ -11,6 +11,7 @@ use sealvol_core::read::Tiers;
 use sealvol_core::read::ring::Ring;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::repo::Repository;
+use sealvol_core::small::SmallFiles;
 
 use crate::fs::{Limits, VolumeFs};
 use crate::tree::Tree;
@@ -49,7 +50,7 @@ pub fn open_fs(
     digest: &Digest,
     opts: &MountOptions,
 ) -> Result<VolumeFs> {
-    let (tree, created) = read_version(&repo, volume, digest)?;
+    let (tree, created, small) = read_version(&repo, volume, digest)?;
     // A profile is advisory: one that cannot be read only means less read ahead.
     let profile = match opts.replay {
         true => repo.profile(volume, digest).unwrap_or_else(|e| {
@@ -67,6 +68,7 @@ pub fn open_fs(
     let fs = VolumeFs::new(
         tree,
         created,
+        small,
         tiers,
         Limits {
             memory: opts.limits.memory,
@@ -88,14 +90,15 @@ pub fn open_fs(
     Ok(fs)
 }
 
-/// A version's entries and when it was sealed: from its listing and summary, which
-/// are small and quick to read whatever the file count, else from its manifest (a
-/// version sealed before listings, or one whose listing is damaged).
+/// A version's entries, when it was sealed and where its small files are: from its
+/// listing and summary, which are small and quick to read whatever the file count,
+/// else from its manifest (a version sealed before listings, or one whose listing is
+/// damaged).
 fn read_version(
     repo: &Repository,
     volume: &VolumeName,
     digest: &Digest,
-) -> Result<(Tree, SystemTime)> {
+) -> Result<(Tree, SystemTime, SmallFiles)> {
     let created = |s: &str| humantime::parse_rfc3339(s).unwrap_or(SystemTime::UNIX_EPOCH);
     // The manifest must be there, at the size its summary recorded: a version whose
     // manifest is gone or damaged is not mounted from its listing (it is listed as
@@ -104,10 +107,15 @@ fn read_version(
         && repo.manifest_size(volume, digest)? == Some(summary.manifest_bytes)
         && let Some(listing) = repo.listing(volume, digest)?
     {
-        return Ok((Tree::new(listing), created(&summary.created)));
+        let small = SmallFiles::parse(&summary.small_packs);
+        return Ok((Tree::new(listing), created(&summary.created), small));
     }
     tracing::info!("vol:{volume}@{digest} has no listing yet; reading its manifest");
     let manifest = repo.manifest(volume, digest)?;
     let listing = Listing::from_entries(&manifest.entries)?;
-    Ok((Tree::new(listing), created(&manifest.created)))
+    Ok((
+        Tree::new(listing),
+        created(&manifest.created),
+        manifest.small_files(),
+    ))
 }

@@ -242,7 +242,7 @@ fn run_logged(
             files: &files,
             new_bytes: fetched.new_bytes,
             new_chunks: fetched.new_chunks,
-            since: index.since,
+            index: &index,
         },
         provenance,
     )?;

@@ -124,9 +124,14 @@ impl Lists {
     }
 
     fn read(&self, hash: &Hash) -> Result<Arc<Listed>> {
-        let obj = self.repo.file_object_if_stored(hash)?.ok_or_else(|| {
-            Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
-        })?;
+        // A small file has no list of its own (`sealvol_core::small`): its one chunk,
+        // wherever the index has it, is the file.
+        let obj = match self.repo.file_object_if_stored(hash)? {
+            Some(obj) => obj,
+            None => self.repo.small_file_anywhere(hash)?.ok_or_else(|| {
+                Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
+            })?,
+        };
         let at = obj
             .chunks
             .iter()

@@ -372,7 +372,7 @@ pub async fn get_object(
     let k = key.clone();
     let size = match on_store(&s, move |st| st.size(&k)).await {
         Ok(Some(size)) => size,
-        Ok(None) => return failed(Error::not_found(format!("no object {key}"))),
+        Ok(None) => return small_file_list(&s, &grant, &key, &obj).await,
         Err(r) => return r,
     };
     let range = match range_header.as_deref().map(|v| parse_range(v, size)) {
@@ -426,6 +426,32 @@ pub async fn get_object(
         }
         Ok(None) => failed(Error::not_found(format!("no object {key}"))),
         Err(r) => r,
+    }
+}
+
+/// The chunk list of a small file, which is not stored (`sealvol_core::small`): made
+/// from its chunk's copy, for a key that may read the file. Anything else that is not
+/// stored is not found.
+async fn small_file_list(
+    s: &Arc<Steward>,
+    grant: &Arc<Grant>,
+    key: &str,
+    obj: &Object,
+) -> Response {
+    let Object::File(h) = obj else {
+        return failed(Error::not_found(format!("no object {key}")));
+    };
+    if let Err(r) = allowed(s, grant, key, Op::Read, None, None).await {
+        return r;
+    }
+    let (s2, h) = (Arc::clone(s), *h);
+    match tokio::task::spawn_blocking(move || s2.lists.get(&h)).await {
+        Ok(Ok(listed)) => (StatusCode::OK, listed.obj.encode()).into_response(),
+        Ok(Err(e)) if e.kind() == ErrorKind::NotFound => {
+            failed(Error::not_found(format!("no object {key}")))
+        }
+        Ok(Err(e)) => failed(e),
+        Err(_) => failed(Error::new(ErrorKind::Io, "a read failed on the server")),
     }
 }
 

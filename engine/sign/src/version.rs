@@ -142,6 +142,7 @@ pub fn sha256s(tiers: &Tiers, m: &Manifest) -> Result<BTreeMap<String, [u8; 32]>
     let (files, _) = files(m)?;
     let mut by_hash: HashMap<Hash, [u8; 32]> = HashMap::new();
     let mut out = BTreeMap::new();
+    let small = m.small_files();
     for File { path, hash, size } in files {
         if let Some(d) = by_hash.get(&hash) {
             out.insert(path, *d);
@@ -150,7 +151,7 @@ pub fn sha256s(tiers: &Tiers, m: &Manifest) -> Result<BTreeMap<String, [u8; 32]>
         let d = if size == 0 {
             sha256(&[])
         } else {
-            let obj = tiers.repo().file_object(&hash)?;
+            let obj = tiers.repo().file_list(&hash, size, &small)?;
             let mut sha = digest::Context::new(&digest::SHA256);
             let mut whole = blake3::Hasher::new();
             tiers.for_each_unproven(&obj, 0..obj.chunks.len(), &mut |c| {

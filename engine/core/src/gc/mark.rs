@@ -22,6 +22,9 @@ pub struct Marked {
     pub users: HashMap<PackId, Vec<Hash>>,
     /// Chunk lists a manifest names that are not stored (a version missing data).
     pub missing_files: usize,
+    /// Small files found in their versions' small packs (`small.rs`), as lists made
+    /// from those copies: what a repack that moves such a copy writes a list for.
+    pub small: HashMap<Hash, crate::objects::FileObject>,
 }
 
 impl Marked {
@@ -50,6 +53,10 @@ pub fn mark(
         }
     }
     progress.begin("mark", 0, versions.len() as u64);
+    // Every version's small packs together: a chunk whose hash is a file's is that
+    // file, whichever version's pack holds it.
+    let mut small_packs = Vec::new();
+    let mut sizes: HashMap<Hash, u64> = HashMap::new();
     for (vol, d) in &versions {
         let manifest = match repo.manifest(vol, d) {
             Ok(manifest) => manifest,
@@ -58,9 +65,11 @@ pub fn mark(
             Err(e) => return Err(refuse(e, &format!("vol:{vol}@{}", d.short(16)))),
         };
         m.versions += 1;
+        small_packs.extend(manifest.small_files().packs().iter().copied());
         for e in &manifest.entries {
-            if let Entry::File { hash, .. } = e {
+            if let Entry::File { hash, size, .. } = e {
                 m.files.insert(*hash);
+                sizes.insert(*hash, *size);
             }
         }
         progress.file_done();
@@ -81,27 +90,44 @@ pub fn mark(
             &Kind::File.name(&h),
         ));
     }
-    for h in &m.files {
+    small_packs.sort_unstable();
+    small_packs.dedup();
+    let small = crate::small::SmallFiles::of(small_packs);
+    let files: Vec<Hash> = m.files.iter().copied().collect();
+    for h in &files {
         let obj = match repo.file_object_if_stored(h) {
             Ok(Some(obj)) => obj,
+            // A small file: its copy in a small pack is what its versions read.
+            Ok(None) if let Some(obj) = small.list(repo, h, sizes.get(h).copied().unwrap_or(0)) => {
+                mark_copies(&mut m, h, &obj);
+                m.small.insert(*h, obj);
+                continue;
+            }
             Ok(None) => {
                 m.missing_files += 1;
                 continue;
             }
             Err(e) => return Err(refuse(e, &Kind::File.name(h))),
         };
-        for p in &obj.packs {
-            m.users.entry(*p).or_default().push(*h);
-        }
-        for c in &obj.chunks {
-            let pack = obj.packs[c.pack as usize];
-            m.live
-                .entry(pack)
-                .or_default()
-                .insert(c.entry.offset, c.entry);
-        }
+        // A stored list wins: it was written when the small pack's copy moved (gc) or
+        // failed (repair), and once that pack is gone readers take the list.
+        mark_copies(&mut m, h, &obj);
     }
     Ok(m)
+}
+
+/// Marks the copies `obj` names as live, and `h` as a user of their packs.
+fn mark_copies(m: &mut Marked, h: &Hash, obj: &crate::objects::FileObject) {
+    for p in &obj.packs {
+        m.users.entry(*p).or_default().push(*h);
+    }
+    for c in &obj.chunks {
+        let pack = obj.packs[c.pack as usize];
+        m.live
+            .entry(pack)
+            .or_default()
+            .insert(c.entry.offset, c.entry);
+    }
 }
 
 fn refuse(e: Error, what: &str) -> Error {

@@ -92,7 +92,13 @@ pub(super) fn repack(
     for h in users {
         let obj = match repo.file_object_if_stored(&h) {
             Ok(Some(obj)) => obj,
-            Ok(None) => continue,
+            // A small file read from its version's small pack: once its copy moves,
+            // a chunk list names the new one (readers take a list where the small
+            // pack no longer holds the file).
+            Ok(None) => match marked.small.get(&h) {
+                Some(obj) => obj.clone(),
+                None => continue,
+            },
             Err(e) if e.kind() == ErrorKind::Corrupt => continue,
             Err(e) => return Err(e),
         };

@@ -163,20 +163,28 @@ pub fn condemned_packs(repo: &Repository) -> Result<Vec<PackId>> {
         .collect())
 }
 
-/// The chunk lists and packs a manifest names, as stored now.
+/// The chunk lists and packs a manifest names, as stored now: a small file found in
+/// the version's small packs names its pack, and no chunk list.
 struct Uses {
     files: HashSet<Hash>,
     packs: HashSet<PackId>,
 }
 
 impl Uses {
-    fn of(repo: &Repository, entries: &[Entry]) -> Result<Uses> {
+    fn of(repo: &Repository, entries: &[Entry], small: &crate::small::SmallFiles) -> Result<Uses> {
         let mut files = HashSet::new();
         let mut packs = HashSet::new();
         for e in entries {
-            if let Entry::File { hash, path, .. } = e
-                && files.insert(*hash)
+            if let Entry::File {
+                hash, path, size, ..
+            } = e
+                && !files.contains(hash)
             {
+                if let Some(obj) = small.list(repo, hash, *size) {
+                    packs.extend(obj.packs.iter().copied());
+                    continue;
+                }
+                files.insert(*hash);
                 let obj = repo.file_object_if_stored(hash)?.ok_or_else(|| {
                     collected(format!(
                         "the chunk list of {path} ({}) was removed by a garbage collection",
@@ -223,7 +231,7 @@ impl Protected {
 /// `since` is when the writer first read the repository (the store's clock).
 pub(crate) fn protect(
     repo: &Repository,
-    entries: &[Entry],
+    manifest: &crate::registry::Manifest,
     since: Option<SystemTime>,
 ) -> Result<Protected> {
     let grace = repo.config().gc_grace;
@@ -248,7 +256,7 @@ pub(crate) fn protect(
     if rounds.is_empty() && !old_writer {
         return Ok(protected);
     }
-    let uses = Uses::of(repo, entries)?;
+    let uses = Uses::of(repo, &manifest.entries, &manifest.small_files())?;
     if old_writer {
         // Rounds this writer could have missed are gone: check every pack is there.
         let present: HashSet<PackId> = repo

@@ -197,7 +197,17 @@ fn push_once(
     if let Some(g) = opts.guard {
         g.still_settled()?;
     }
-    let sealed = repo.seal(volume, tags, entries, stats, provenance, index.since)?;
+    let small = crate::small::packs_of(repo, &index, &entries);
+    let sealed = repo.seal_small(
+        volume,
+        tags,
+        entries.clone(),
+        stats,
+        provenance,
+        index.since,
+        &small,
+    )?;
+    let small_healed = crate::small::heal(repo, &index, volume, &sealed, &entries)?;
 
     if let Some(cache) = opts.stat_cache {
         remember_hashes(cache, &files, &outcome.files, start_ns);
@@ -211,7 +221,7 @@ fn push_once(
         stats,
         bytes_read: outcome.bytes_read,
         chunks_reused: outcome.chunks_reused,
-        files_healed: outcome.files_healed,
+        files_healed: outcome.files_healed + small_healed,
         files_unchanged: known.len() as u64,
         elapsed: started.elapsed(),
     })
@@ -315,15 +325,6 @@ impl Inputs for LocalFiles<'_> {
             return Err(changed(path));
         }
         Ok(())
-    }
-
-    fn readers(&self) -> usize {
-        // Local files open in any order. More readers than cores only add blocks in
-        // flight (memory), not speed.
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .clamp(1, 4)
     }
 }
 

@@ -1,14 +1,12 @@
 //! The push pipeline: files in, chunks placed in packs, chunk lists stored.
 //!
-//! Reader threads (`Inputs::readers`, one file each at a time) read files in large
-//! blocks and cut chunks; a pool hashes them; the calling thread takes each file's
-//! hashed blocks in order (files interleave), feeds the file's whole-content hash,
-//! reuses chunks the repository holds and hands new ones to the pack writer. Bounded
-//! queues and the buffer pool bound memory whatever the input.
+//! One thread reads each file in large blocks and cuts chunks; a pool hashes them; the
+//! calling thread takes hashed blocks in file order, feeds each file's whole-content
+//! hash, reuses chunks the repository holds and hands new ones to the pack writer.
+//! Bounded queues and the buffer pool bound memory whatever the input.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
@@ -44,9 +42,8 @@ pub(super) struct Outcome {
     pub files_healed: u64,
 }
 
-/// A block on its way through the pipeline, tagged with its place in its file.
+/// A block on its way through the pipeline, tagged with its place in the sequence.
 struct Work {
-    /// Position among the file's blocks.
     seq: u64,
     file: usize,
     block: Result<Block>,
@@ -86,15 +83,9 @@ pub(super) fn run_pipeline(
     // buffers, which bounds memory whatever the input.
     let pool = BufferPool::new(workers + 10);
 
-    let next_file = AtomicUsize::new(0);
     std::thread::scope(|s| {
         let pool = &pool;
-        let next_file = &next_file;
-        for _ in 0..inputs.readers().clamp(1, files.len().max(1)) {
-            let tx = work_tx.clone();
-            s.spawn(move || read_files(files, next_file, inputs, params, pool, tx));
-        }
-        drop(work_tx);
+        s.spawn(move || read_files(files, inputs, params, pool, work_tx));
         for _ in 0..workers {
             let rx = work_rx.clone();
             let tx = done_tx.clone();
@@ -127,69 +118,54 @@ pub(super) fn run_pipeline(
     })
 }
 
-/// A reader thread: takes the next file not yet taken (`next`) until none is left or
-/// one fails, and sends its blocks, cut into chunks.
 fn read_files(
     files: &[(usize, u64)],
-    next: &AtomicUsize,
     inputs: &dyn Inputs,
     params: ChunkParams,
     pool: &BufferPool,
     tx: Sender<Work>,
 ) {
-    while let Some(&(file, _size)) = files.get(next.fetch_add(1, Ordering::SeqCst)) {
-        if !read_file(file, inputs, params, pool, &tx) {
-            return;
-        }
-    }
-}
-
-/// Sends file `file`'s blocks; false if it failed or the pipeline stopped.
-fn read_file(
-    file: usize,
-    inputs: &dyn Inputs,
-    params: ChunkParams,
-    pool: &BufferPool,
-    tx: &Sender<Work>,
-) -> bool {
     let mut seq = 0u64;
-    let mut send = |block: Result<Block>| {
-        let failed = block.is_err();
-        let ok = tx.send(Work { seq, file, block }).is_ok();
-        seq += 1;
-        ok && !failed
-    };
-    let r = match inputs.open(file) {
-        Ok(r) => r,
-        Err(e) => return send(Err(e)),
-    };
-    let mut reader = BlockReader::new(r, params);
-    let mut total = 0u64;
-    loop {
-        let block = match reader.next_block(pool.take(reader.buffer_capacity())) {
-            Ok(Some(b)) => b,
-            Ok(None) => return true,
+    for &(file, _size) in files {
+        let mut send = |block: Result<Block>| {
+            let failed = block.is_err();
+            let ok = tx.send(Work { seq, file, block }).is_ok();
+            seq += 1;
+            ok && !failed
+        };
+        let r = match inputs.open(file) {
+            Ok(r) => r,
             Err(e) => {
-                return send(Err(Error::new(
-                    ErrorKind::Io,
-                    format!("cannot read {}: {e}", inputs.name(file)),
-                )));
+                send(Err(e));
+                return;
             }
         };
-        total += block.data.len() as u64;
-        let last = block.last;
-        // Before the last block leaves, the input confirms it is complete and
-        // unchanged.
-        let block = if last {
-            inputs.finished(file, total).map(|()| block)
-        } else {
-            Ok(block)
-        };
-        if !send(block) {
-            return false;
-        }
-        if last {
-            return true;
+        let mut reader = BlockReader::new(r, params);
+        let mut total = 0u64;
+        loop {
+            let block = match reader.next_block(pool.take(reader.buffer_capacity())) {
+                Ok(Some(b)) => b,
+                Ok(None) => break,
+                Err(e) => {
+                    send(Err(Error::new(
+                        ErrorKind::Io,
+                        format!("cannot read {}: {e}", inputs.name(file)),
+                    )));
+                    return;
+                }
+            };
+            total += block.data.len() as u64;
+            let last = block.last;
+            // Before the last block leaves, the input confirms it is complete and
+            // unchanged.
+            let block = if last {
+                inputs.finished(file, total).map(|()| block)
+            } else {
+                Ok(block)
+            };
+            if !send(block) || last {
+                break;
+            }
         }
     }
 }
@@ -250,7 +226,7 @@ struct OpenFile {
     chunks: Vec<ChunkLoc>,
 }
 
-/// Takes each file's hashed blocks in order: feeds the file's whole-content hash, decides
+/// Takes hashed blocks in file order: feeds each file's whole-content hash, decides
 /// for every chunk whether the repository has it, and places new ones in packs. The
 /// bytes themselves are written by the pack writer thread, which on small machines
 /// spends more time in the kernel's page cache than this thread spends hashing.
@@ -271,25 +247,20 @@ fn write_in_order(
         chunks_reused: 0,
         files_healed: 0,
     };
-    // Blocks that came before an earlier block of their file, by (file, seq); each
-    // open file's next block, hash and chunks so far.
-    let mut waiting: HashMap<(usize, u64), Hashed> = HashMap::new();
-    let mut open: HashMap<usize, (u64, OpenFile)> = HashMap::new();
+    let mut waiting: BTreeMap<u64, Hashed> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut open: Option<(usize, OpenFile)> = None;
     let mut packer = Packer::new(pack_target, ops);
     for msg in rx {
-        let file = msg.file;
-        waiting.insert((file, msg.seq), msg);
-        loop {
-            let next = open.get(&file).map_or(0, |(next, _)| *next);
-            let Some(m) = waiting.remove(&(file, next)) else {
-                break;
-            };
+        waiting.insert(msg.seq, msg);
+        while let Some(m) = waiting.remove(&next) {
+            next += 1;
             let block = m.block?;
             let last = block.last;
             let data = Arc::new(block.data);
-            let (next, of) = open.entry(file).or_insert_with(|| {
+            let (file_no, of) = open.get_or_insert_with(|| {
                 (
-                    0,
+                    m.file,
                     OpenFile {
                         hasher: TreeHasher::default(),
                         size: 0,
@@ -297,7 +268,7 @@ fn write_in_order(
                     },
                 )
             });
-            *next += 1;
+            debug_assert_eq!(*file_no, m.file);
             let mut off = 0u32;
             let (new_before, reused_before) = (out.new_chunks, out.chunks_reused);
             for (k, (&len, hash)) in block.lens.iter().zip(&m.hashes).enumerate() {
@@ -331,11 +302,11 @@ fn write_in_order(
             );
             progress.advance(data.len() as u64);
             pool.give_back_shared(data);
-            if last && let Some((_, of)) = open.remove(&file) {
+            if last && let Some((file_no, of)) = open.take() {
                 progress.file_done();
                 let (hash, outboard) = of.hasher.finalize();
                 out.files.insert(
-                    file,
+                    file_no,
                     HashedFile {
                         hash,
                         size: of.size,
@@ -346,7 +317,7 @@ fn write_in_order(
             }
         }
     }
-    if !waiting.is_empty() || !open.is_empty() {
+    if !waiting.is_empty() || open.is_some() {
         return Err(Error::new(
             ErrorKind::Io,
             "push pipeline stopped early (a reader thread failed)",
@@ -408,6 +379,10 @@ fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> R
             .map(|c| (c.entry.hash, c.entry.raw_len))
             .collect();
         remote.put_list(&hf.hash, hf.size, &chunks)?;
+        return Ok(false);
+    }
+    // A small file's chunk is found by its hash: the version names its pack.
+    if crate::small::needs_no_list(repo, hf.size, hf.chunks.len()) {
         return Ok(false);
     }
     let obj = file_object(index, hf);

@@ -51,7 +51,7 @@ pub fn seal_streams(
             files: &got.files,
             new_bytes: got.new_bytes,
             new_chunks: got.new_chunks,
-            since: index.since,
+            index: &index,
         },
         provenance,
     )?;
@@ -130,8 +130,9 @@ pub struct StoredFiles<'a> {
     /// What this version added to the repository.
     pub new_bytes: u64,
     pub new_chunks: u64,
-    /// When the writer loaded its chunk index (`Repository::seal`).
-    pub since: Option<std::time::SystemTime>,
+    /// The writer's chunk index: when it was loaded (`Repository::seal`), where the
+    /// small files are (`small.rs`).
+    pub index: &'a ChunkIndex,
 }
 
 /// Seals `listing` whose files are all stored.
@@ -167,10 +168,19 @@ pub fn seal_listing(
             exec: f.exec,
         });
     }
-    Ok((
-        repo.seal(volume, tags, entries, stats, provenance, stored.since)?,
+    let small = crate::small::packs_of(repo, stored.index, &entries);
+    let since = stored.index.since;
+    let sealed = repo.seal_small(
+        volume,
+        tags,
+        entries.clone(),
         stats,
-    ))
+        provenance,
+        since,
+        &small,
+    )?;
+    crate::small::heal(repo, stored.index, volume, &sealed, &entries)?;
+    Ok((sealed, stats))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The survey: every object of the repository (or of one version) as found, for the
 //! report and for `repair`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::ReadData;
 use super::packs::{PackFacts, Packs, choose, survey_packs};
@@ -179,6 +179,10 @@ pub fn survey_all(
         }
         s.tags.extend(tag_facts(repo, &vol)?);
     }
+    let small = small_files(repo, &mut s);
+    if read == ReadData::All {
+        prove_lists(repo, &mut s, &small, record, progress)?;
+    }
     (s.lost, s.quarantined_packs) = in_quarantine(repo, &s.manifests)?;
     s.trash = repo.damaged_trash()?;
     s.collected_packs = crate::gc::rounds::list(repo)?
@@ -243,18 +247,23 @@ pub fn survey_version(
         ..Survey::default()
     };
     let m = manifest_facts(repo, vol, digest)?;
-    let mut hashes = BTreeSet::new();
+    let mut hashes = BTreeMap::new();
+    let mut small = crate::small::SmallFiles::none();
     if let Ok(m) = &m {
+        small = m.small_files();
         for e in &m.entries {
-            if let Entry::File { hash, .. } = e {
-                hashes.insert(*hash);
+            if let Entry::File { hash, size, .. } = e {
+                hashes.insert(*hash, *size);
             }
         }
     }
     s.manifests.push((vol.clone(), *digest, m));
     let mut wanted: HashMap<PackId, HashSet<(u64, Hash)>> = HashMap::new();
-    for h in hashes {
-        let f = file_facts(repo, &h)?;
+    for (h, size) in hashes {
+        let f = match small.list(repo, &h, size) {
+            Some(obj) => Ok(obj),
+            None => file_facts(repo, &h)?,
+        };
         if let Ok(obj) = &f {
             for c in &obj.chunks {
                 wanted
@@ -382,6 +391,30 @@ fn index_facts(repo: &Repository, id: &PackId) -> Result<IndexFacts> {
         Err(e) if e.kind() == ErrorKind::Corrupt => IndexFacts::Damaged(e.message().to_string()),
         Err(e) => return Err(e),
     })
+}
+
+/// Small files of the surveyed versions that have no chunk list: their lists as
+/// readers make them from the versions' small packs (`small.rs`), added to the
+/// survey's lists. Returns their hashes.
+fn small_files(repo: &Repository, s: &mut Survey) -> Vec<Hash> {
+    let mut added = Vec::new();
+    for (_, _, m) in &s.manifests {
+        let Ok(m) = m else { continue };
+        let small = m.small_files();
+        if small.is_empty() {
+            continue;
+        }
+        for e in &m.entries {
+            if let Entry::File { hash, size, .. } = e
+                && !s.files.contains_key(hash)
+                && let Some(obj) = small.list(repo, hash, *size)
+            {
+                s.files.insert(*hash, Ok(obj));
+                added.push(*hash);
+            }
+        }
+    }
+    added
 }
 
 fn file_facts(repo: &Repository, hash: &Hash) -> Result<std::result::Result<FileObject, String>> {
