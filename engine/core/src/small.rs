@@ -171,6 +171,33 @@ fn list_of_chunk(hash: &Hash, pack: PackId, entry: PackEntry) -> Option<FileObje
     ))
 }
 
+/// Seals `entries`, whose files this writer stored with `index`: the manifest names
+/// the packs of their small files (`packs_of`), and a version sealed before gets lists
+/// for the small files its small packs lost (`heal`). Returns the seal and how many
+/// lists that wrote.
+pub fn seal_stored(
+    repo: &Repository,
+    index: &ChunkIndex,
+    volume: &crate::refs::VolumeName,
+    tags: &[crate::refs::Name],
+    entries: Vec<Entry>,
+    stats: crate::outcomes::VersionStats,
+    provenance: crate::outcomes::Provenance,
+) -> Result<(crate::outcomes::Sealed, u64)> {
+    let small = packs_of(repo, index, &entries);
+    let sealed = repo.seal_small(
+        volume,
+        tags,
+        entries.clone(),
+        stats,
+        provenance,
+        index.since,
+        &small,
+    )?;
+    let healed = heal(repo, index, volume, &sealed, &entries)?;
+    Ok((sealed, healed))
+}
+
 /// After a seal that found its version sealed before: the stored manifest names the
 /// small packs of the push that sealed it first, which may no longer hold a small
 /// file's chunk (the pack was lost or quarantined, and this push wrote the chunk

@@ -20,7 +20,7 @@ use sealvol_core::refs::{Ref, VolumeName};
 use sealvol_core::repo::Kind;
 use sealvol_core::store::{MemoryStore, ObjectStore};
 use sealvol_core::testutil::noise;
-use sealvol_core::verify::{ReadData, survey_all};
+use sealvol_core::verify::{ReadData, survey_all, survey_version};
 use sealvol_core::{Digest, Repository};
 
 fn vol(name: &str) -> VolumeName {
@@ -153,6 +153,16 @@ fn a_flipped_byte_in_a_small_file_is_named_by_verify_and_refused_by_pull() {
         .flat_map(|a| a.files.iter())
         .collect();
     assert_eq!(files, vec!["part-00/row-0007.txt"], "{:?}", report.problems);
+    // `verify REF` says the same of the one version.
+    let one = survey_version(&repo, &vol("t/tiny"), &d, &Quiet)
+        .unwrap()
+        .report();
+    let files: Vec<&String> = one
+        .damaged_versions
+        .iter()
+        .flat_map(|a| a.files.iter())
+        .collect();
+    assert_eq!(files, vec!["part-00/row-0007.txt"], "{:?}", one.problems);
     let out = tmp.path().join("out");
     let e = pull(&reader(&mem), &vol("t/tiny"), &d, &out, false, &Quiet).unwrap_err();
     assert!(

@@ -197,17 +197,8 @@ fn push_once(
     if let Some(g) = opts.guard {
         g.still_settled()?;
     }
-    let small = crate::small::packs_of(repo, &index, &entries);
-    let sealed = repo.seal_small(
-        volume,
-        tags,
-        entries.clone(),
-        stats,
-        provenance,
-        index.since,
-        &small,
-    )?;
-    let small_healed = crate::small::heal(repo, &index, volume, &sealed, &entries)?;
+    let (sealed, small_healed) =
+        crate::small::seal_stored(repo, &index, volume, tags, entries, stats, provenance)?;
 
     if let Some(cache) = opts.stat_cache {
         remember_hashes(cache, &files, &outcome.files, start_ns);

@@ -168,18 +168,8 @@ pub fn seal_listing(
             exec: f.exec,
         });
     }
-    let small = crate::small::packs_of(repo, stored.index, &entries);
-    let since = stored.index.since;
-    let sealed = repo.seal_small(
-        volume,
-        tags,
-        entries.clone(),
-        stats,
-        provenance,
-        since,
-        &small,
-    )?;
-    crate::small::heal(repo, stored.index, volume, &sealed, &entries)?;
+    let (sealed, _) =
+        crate::small::seal_stored(repo, stored.index, volume, tags, entries, stats, provenance)?;
     Ok((sealed, stats))
 }
 
