@@ -249,6 +249,26 @@ fn small_files_pushed_beside_the_server_pull_through_it_for_a_scoped_key() {
     reader.ok(&["volume", "pull", &pinned, out.to_str().unwrap()]);
     assert_same_tree(&src, &out);
 
+    // Pushed through the server by a key of the namespace: still no list per file.
+    let writer = served.client(&key(&server, &["writer", "--namespace", "evals"]));
+    let more = writer.path("more");
+    for i in 0..200 {
+        write(
+            &more.join(format!("rows/{i:03}.txt")),
+            format!("more {i}\n").as_bytes(),
+        );
+    }
+    let pinned2 = writer.push(&more, "evals/more", &[]);
+    assert_eq!(
+        common::walk_files(&server.repo.join("files")).len(),
+        1,
+        "a push through the server stored lists for small files"
+    );
+    let out2 = reader.path("out2");
+    reader.ok(&["volume", "pull", &pinned2, out2.to_str().unwrap()]);
+    assert_same_tree(&more, &out2);
+    server.ok(&["volume", "verify", "--read-data"]);
+
     let elsewhere = served.client(&key(&server, &["elsewhere", "--namespace", "weights"]));
     let e = elsewhere.fails(
         1,

@@ -155,8 +155,8 @@ pub fn packs_of(repo: &Repository, index: &ChunkIndex, entries: &[Entry]) -> Vec
 }
 
 /// The list of a small file that is the chunk `entry` in `pack` (whose hash must be
-/// the file's).
-fn list_of_chunk(hash: &Hash, pack: PackId, entry: PackEntry) -> Option<FileObject> {
+/// the file's, and whose length at most `SMALL_MAX`).
+pub fn list_of_chunk(hash: &Hash, pack: PackId, entry: PackEntry) -> Option<FileObject> {
     let size = entry.raw_len as u64;
     if entry.hash != *hash || size == 0 || size > SMALL_MAX {
         return None;

@@ -65,13 +65,17 @@ impl Kept {
 
 pub struct Lists {
     repo: Arc<Repository>,
+    /// Where the server's chunks are, uploads of a moment ago included: a small file
+    /// is its one chunk (`sealvol_core::small`).
+    known: Arc<crate::known::Known>,
     kept: Mutex<Kept>,
 }
 
 impl Lists {
-    pub fn new(repo: Arc<Repository>) -> Lists {
+    pub fn new(repo: Arc<Repository>, known: Arc<crate::known::Known>) -> Lists {
         Lists {
             repo,
+            known,
             kept: Mutex::default(),
         }
     }
@@ -128,9 +132,13 @@ impl Lists {
         // wherever the index has it, is the file.
         let obj = match self.repo.file_object_if_stored(hash)? {
             Some(obj) => obj,
-            None => self.repo.small_file_anywhere(hash)?.ok_or_else(|| {
-                Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
-            })?,
+            None => self
+                .known
+                .locate(hash)?
+                .and_then(|(pack, entry)| sealvol_core::small::list_of_chunk(hash, pack, entry))
+                .ok_or_else(|| {
+                    Error::not_found(format!("no chunk list of file {} is stored", hash.hex()))
+                })?,
         };
         let at = obj
             .chunks

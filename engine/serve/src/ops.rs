@@ -82,9 +82,9 @@ const MAX_SENT: usize = 1 << 20;
 impl Steward {
     pub fn new(repo: Arc<Repository>, known: Arc<Known>) -> Steward {
         Steward {
-            known,
+            known: Arc::clone(&known),
             reach: Arc::new(Reach::new(Arc::clone(&repo))),
-            lists: Arc::new(Lists::new(Arc::clone(&repo))),
+            lists: Arc::new(Lists::new(Arc::clone(&repo), Arc::clone(&known))),
             repo,
             turns: Mutex::default(),
             all_turns: Arc::new(tokio::sync::Semaphore::new(
@@ -264,6 +264,7 @@ pub async fn stored_files(
         for h in &asked {
             let obj = match s.repo.file_object_if_stored(h) {
                 Ok(Some(obj)) if s.known.usable(&obj)? => obj,
+                Ok(None) if let Some(obj) = small_list(&s, h)? => obj,
                 Ok(_) => {
                     out.push(None);
                     continue;
@@ -379,6 +380,15 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
         Err(e) if e.kind() == ErrorKind::Corrupt => None,
         Err(e) => return Err(e),
     };
+    // A small file is its one chunk, checked against its hash when its pack came in:
+    // no list is written, and the seal names its pack (`sealvol_core::small`).
+    if existing.is_none()
+        && chunks == [(*hash, size as u32)]
+        && sealvol_core::small::needs_no_list(&s.repo, size, 1)
+        && small_list(s, hash)?.is_some_and(|o| o.size == size)
+    {
+        return Ok(false);
+    }
     if let Some(old) = &existing
         && old.size == size
         && old.chunks.len() == chunks.len()
@@ -455,6 +465,18 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
     Ok(true)
 }
 
+/// The list of small file `hash` made from a usable copy of its one chunk the server
+/// holds, if it holds one.
+fn small_list(s: &Steward, hash: &Hash) -> Result<Option<FileObject>> {
+    let Some((pack, entry)) = s.known.locate(hash)? else {
+        return Ok(None);
+    };
+    match sealvol_core::small::list_of_chunk(hash, pack, entry) {
+        Some(obj) if s.known.usable(&obj)? => Ok(Some(obj)),
+        _ => Ok(None),
+    }
+}
+
 /// A seal as it travels.
 #[derive(Serialize, Deserialize)]
 pub struct SealBody {
@@ -506,14 +528,21 @@ pub async fn seal(
     let by = req.provenance.pushed_by.clone();
     let g = Arc::clone(&grant);
     let sealed = blocking(&grant, Some(&by), move || {
-        let stats = check_seal(&s, &g, &req.entries, req.stats)?;
+        let (stats, small_packs) = check_seal(&s, &g, &req.entries, req.stats)?;
         let mut provenance = req.provenance;
         provenance.pushed_by = acting_for(&g, Some(&provenance.pushed_by));
         let _writing = s.repo.writers_lock(false)?;
         // The server builds on nothing it did not check: `since: None` makes the
         // seal's protection against garbage collection check every round and pack.
-        s.repo
-            .seal(&vol, &tags, req.entries, stats, provenance, None)
+        s.repo.seal_small(
+            &vol,
+            &tags,
+            req.entries,
+            stats,
+            provenance,
+            None,
+            &small_packs,
+        )
     })
     .await;
     match sealed {
@@ -530,12 +559,14 @@ pub async fn seal(
 /// Checks a version the way a push builds it: clean paths once each, links inside it,
 /// and every file's chunk list stored, proven, of the entry's size and usable. Returns
 /// its figures, counted here (the new-bytes figures are the client's, at most these).
+/// Returns the version's stats as the server counts them, and the packs of its small
+/// files that have no chunk lists.
 fn check_seal(
     s: &Steward,
     grant: &Grant,
     entries: &[Entry],
     said: VersionStats,
-) -> Result<VersionStats> {
+) -> Result<(VersionStats, Vec<PackId>)> {
     sealvol_core::listing::Listing::from_entries(entries).map_err(|e| {
         Error::invalid(
             e.message()
@@ -544,6 +575,7 @@ fn check_seal(
     })?;
     let mut paths = HashSet::new();
     let mut stats = VersionStats::default();
+    let mut small_packs = Vec::new();
     for e in entries {
         if !paths.insert(e.path()) {
             return Err(Error::invalid(format!("{} is listed twice", e.path())));
@@ -552,11 +584,18 @@ fn check_seal(
             path, size, hash, ..
         } = e
         {
-            let obj = s
-                .repo
-                .file_object_if_stored(hash)
-                .ok()
-                .flatten()
+            let stored = s.repo.file_object_if_stored(hash).ok().flatten();
+            let small = match &stored {
+                None if sealvol_core::small::needs_no_list(&s.repo, *size, 1) => {
+                    small_list(s, hash)?
+                }
+                _ => None,
+            };
+            if let Some(obj) = small.as_ref().filter(|o| o.size == *size) {
+                small_packs.push(obj.packs[0]);
+            }
+            let obj = stored
+                .or(small)
                 .filter(|o| o.size == *size)
                 .ok_or_else(|| {
                     Error::new(
@@ -594,7 +633,7 @@ fn check_seal(
     }
     stats.new_bytes = said.new_bytes.min(stats.bytes);
     stats.new_chunks = said.new_chunks.min(stats.chunks);
-    Ok(stats)
+    Ok((stats, small_packs))
 }
 
 /// A tag change as it travels: a move (`to`) or a removal; `expected` as
