@@ -53,6 +53,12 @@ pub trait Remote: Send + Sync {
     /// list was written (false: an equal one was there).
     fn put_list(&self, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool>;
 
+    /// Small files (`small.rs`), by hash and size, whose one chunk is stored: for each,
+    /// whether the server holds it (then it needs no list, and counts as sent); the
+    /// others' lists are sent with `put_list`. One request for many files, where
+    /// `put_list` would be one each.
+    fn put_small_files(&self, files: &[(Hash, u64)]) -> Result<Vec<bool>>;
+
     fn seal(&self, req: &SealRequest) -> Result<Sealed>;
 
     fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;

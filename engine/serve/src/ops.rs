@@ -9,8 +9,12 @@
 //! - `PUT /v1/ops/lists/{file}`: store a file's chunk list, sent as its chunks by hash
 //!   and length (`LIST_MAGIC`); the server finds each chunk, reads them in order and
 //!   hashes them into the file's hash (the proof) before it writes the list;
+//! - `POST /v1/ops/small-files`: small files (`sealvol_core::small`), each its hash and
+//!   size (36 bytes, back to back), which need no list: one byte each, 1 where the
+//!   server holds the file's one chunk (the file is then as good as sent), 0 where the
+//!   client must send its list;
 //! - `POST /v1/ops/seal`: seal a version in the key's namespace, every file of which
-//!   must have such a list;
+//!   must have such a list, or be a small file the server holds;
 //! - `POST /v1/ops/tag`, `/v1/ops/delete`, `/v1/ops/restore`: tag moves and removals
 //!   (compare-and-swap), the trash, in the key's namespaces;
 //! - `POST /v1/ops/damage`: a chunk copy a reader found failing its hash, recorded
@@ -234,6 +238,46 @@ pub async fn have_chunks(
             let bytes: Vec<u8> = have.into_iter().map(u8::from).collect();
             ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
         }
+        Err(r) => r,
+    }
+}
+
+pub async fn small_files(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match push_body(body, &grant).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if !body.len().is_multiple_of(36) || body.len() / 36 > MAX_ASK {
+        return failed(Error::invalid(format!(
+            "small files are named by hash and size (36 bytes each) back to back, at most {MAX_ASK} of them"
+        )));
+    }
+    let key = grant.name.clone();
+    let answer = blocking(&grant, None, move || {
+        let mut out = Vec::with_capacity(body.len() / 36);
+        for rec in body.chunks_exact(36) {
+            let mut h = [0u8; 32];
+            h.copy_from_slice(&rec[..32]);
+            let hash = Hash(h);
+            let mut n = [0u8; 4];
+            n.copy_from_slice(&rec[32..]);
+            let size = u32::from_le_bytes(n) as u64;
+            let held = sealvol_core::small::needs_no_list(&s.repo, size, 1)
+                && small_list(&s, &hash)?.is_some_and(|o| o.size == size);
+            if held {
+                s.note_sent(&key, &hash);
+            }
+            out.push(u8::from(held));
+        }
+        Ok(out)
+    })
+    .await;
+    match answer {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
         Err(r) => r,
     }
 }
@@ -534,15 +578,17 @@ pub async fn seal(
         let _writing = s.repo.writers_lock(false)?;
         // The server builds on nothing it did not check: `since: None` makes the
         // seal's protection against garbage collection check every round and pack.
-        s.repo.seal_small(
+        let sealed = s.repo.seal_small(
             &vol,
             &tags,
-            req.entries,
+            req.entries.clone(),
             stats,
             provenance,
             None,
             &small_packs,
-        )
+        )?;
+        s.reach.sealed(&vol, sealed.digest, &req.entries);
+        Ok(sealed)
     })
     .await;
     match sealed {

@@ -60,6 +60,23 @@ impl Reach {
         Ok(false)
     }
 
+    /// A version the server has just sealed reaches its files at once: a key that
+    /// listed its namespace within `RELIST` would otherwise be refused them for that
+    /// long after the push that made them.
+    pub fn sealed(&self, vol: &VolumeName, digest: Digest, entries: &[Entry]) {
+        let mut all = sealvol_core::lock(&self.namespaces);
+        let Some(n) = all.get_mut(&vol.namespace.to_string()) else {
+            // Not asked about yet: its first question lists it whole.
+            return;
+        };
+        for e in entries {
+            if let Entry::File { hash, .. } = e {
+                n.files.insert(*hash);
+            }
+        }
+        n.versions.insert((vol.clone(), digest));
+    }
+
     fn holds(&self, ns: &str, hash: &Hash) -> Result<bool> {
         let mut all = sealvol_core::lock(&self.namespaces);
         let n = all.entry(ns.to_string()).or_default();

@@ -5,7 +5,7 @@
 //! hash, reuses chunks the repository holds and hands new ones to the pack writer.
 //! Bounded queues and the buffer pool bound memory whatever the input.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -352,7 +352,28 @@ fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
 /// replaced by the new one, which names only usable copies: a push of the same bytes
 /// heals the file. Returns how many were replaced.
 fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<u64> {
-    let files: Vec<_> = outcome.files.values().collect();
+    let mut files: Vec<&HashedFile> = outcome.files.values().collect();
+    // Through a server: its small files in one request for many, not one each.
+    if let Some(remote) = repo.remote() {
+        let limit = crate::small::small_limit(repo.config().chunker.params.min);
+        let small: Vec<(Hash, u64)> = files
+            .iter()
+            .filter(|hf| {
+                hf.size > 0
+                    && hf.size <= limit
+                    && hf.chunks.len() == 1
+                    && hf.chunks[0].entry.hash == hf.hash
+            })
+            .map(|hf| (hf.hash, hf.size))
+            .collect();
+        let held: HashSet<Hash> = small
+            .iter()
+            .zip(remote.put_small_files(&small)?)
+            .filter(|(_, held)| *held)
+            .map(|((h, _), _)| *h)
+            .collect();
+        files.retain(|hf| !held.contains(&hf.hash));
+    }
     // One small write per file: side by side on a remote store (`concurrency`).
     let healed = crate::store::in_parallel(&files, repo.concurrency(), |hf| {
         store_chunk_list(repo, index, hf)

@@ -69,6 +69,9 @@ impl Link {
             None => Error::new(
                 if status.is_server_error() {
                     ErrorKind::Unavailable
+                } else if status == reqwest::StatusCode::NOT_FOUND {
+                    // No such route: a server older than the operation asked for.
+                    ErrorKind::NotFound
                 } else {
                     ErrorKind::Io
                 },
