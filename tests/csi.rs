@@ -550,6 +550,7 @@ fn unpublish_during_reads_frees_the_path_and_the_reader_finishes_with_the_right_
     let mut p = Plugin::start(&env, &[]);
     let t = target(&env, "reader");
     ok(&p.call("NodePublishVolume", inline(&env, "reader", &d1)));
+    let first = mounts_at(&env, &t)[0]["pid"].as_u64().unwrap();
 
     let want = fs::read(v1.join("model.safetensors")).unwrap();
     let mut f = fs::File::open(t.join("model.safetensors")).unwrap();
@@ -562,8 +563,19 @@ fn unpublish_during_reads_frees_the_path_and_the_reader_finishes_with_the_right_
     f.read_to_end(&mut got).unwrap();
     assert!(got == want, "the reader's bytes differ after unpublish");
     drop(f);
-    // And the same pod can publish again at once.
+    // And the same pod can publish again at once; the first mount's process, ending
+    // now that its last file is closed, leaves the new mount alone (it once unmounted
+    // whatever stood at its path as it ended). Checked once that process is gone.
     ok(&p.call("NodePublishVolume", inline(&env, "reader", &d1)));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Path::new(&format!("/proc/{first}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the first mount's process never ended, or the plugin never reaped it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&t), "the new mount went with the old process");
     assert_eq!(fs::read(t.join("model.safetensors")).unwrap(), want);
     ok(&p.call("NodeUnpublishVolume", unpublish(&env, "reader")));
 }

@@ -13,13 +13,16 @@ use sealvol_core::repo::Repository;
 
 use crate::fs::VolumeFs;
 use crate::open::{MountOptions, open_fs};
-use crate::point::{MountPointClaim, check_mount_point, is_mount_point, unmount_dir};
+use crate::point::{MountPointClaim, check_mount_point, unmount_dir};
 
 pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     guard: Option<crate::guard::Guard>,
     fs: Arc<VolumeFs>,
     dir: PathBuf,
+    /// This mount's device in the mount table (`table::device_at`), read once it is up:
+    /// what the end of the mount unmounts, and nothing else at the same directory.
+    device: Option<String>,
     _claim: MountPointClaim,
 }
 
@@ -86,6 +89,7 @@ pub fn mount(
         .spawn()
         .map_err(|e| Error::io("cannot start the mount's threads", &dir, e))?;
     raise_kernel_readahead(&dir);
+    let device = crate::table::device_at(&dir);
     // A mount whose process is killed must not leave a dead mount point behind.
     let guard = crate::guard::start(&dir)
         .inspect_err(|e| {
@@ -101,6 +105,7 @@ pub fn mount(
         guard,
         fs,
         dir,
+        device,
         _claim: claim,
     })
 }
@@ -140,18 +145,21 @@ impl Mount {
             return Ok(());
         };
         // Detach the mount ourselves (lazily: a reader holding a file open must not
-        // stop an unmount), then join.
-        if !session.guard.is_finished()
+        // stop an unmount), then join. Only while this mount is still the one at the
+        // directory: once the kernel has let go (unmounted from outside, or detached
+        // and its last open file closed) another mount may already stand there, a CSI
+        // publish of the same pod a moment later. A mount left dead at the directory
+        // (its threads ended with an error) is the guard's to clear, below.
+        if self.serving_here(&session)
             && let Err(e) = unmount_dir(&self.dir, true)
-            && is_mount_point(&self.dir)
+            && self.serving_here(&session)
         {
             // Leave the threads serving (and the guard watching) rather than wait on a
             // mount that stays.
             std::mem::forget(session);
             return Err(e);
         }
-        let result = session
-            .join()
+        let result = join_leaving_the_path(session)
             .map_err(|e| Error::io("the mount ended with an error", &self.dir, e));
         drop(self.guard.take());
         // Let a whole file being kept for passthrough finish (it is half a second for a
@@ -162,6 +170,37 @@ impl Mount {
         }
         result
     }
+}
+
+impl Mount {
+    /// Whether the mount the kernel shows at this mount's directory is this one. A
+    /// device number is unique among live mounts only, and is handed out again once a
+    /// mount ends, so the table is read first and the threads checked after: a session
+    /// still serving then had its device when the table was read.
+    fn serving_here(&self, session: &fuser::BackgroundSession) -> bool {
+        self.device.is_some()
+            && crate::table::device_at(&self.dir) == self.device
+            && !session.guard.is_finished()
+    }
+}
+
+/// Joins the session's threads without letting fuser unmount its mount point on the
+/// way out. fuser's session unmounts by path when it is dropped unless its device
+/// reads as closed, and on a mount that was detached lazily that check can still say
+/// open after the kernel let go: the process that served a CSI target before an
+/// unpublish then unmounted the mount a publish had just made at the same path when
+/// its last reader closed (one run in three beside two CPU hogs). So the session is
+/// never dropped: its threads are joined, and its descriptor of `/dev/fuse` (whose
+/// connection has ended once they are) stays open until this process exits; the
+/// unmounting is [`Mount::shutdown`]'s, of this mount only.
+fn join_leaving_the_path(session: fuser::BackgroundSession) -> std::io::Result<()> {
+    let session = std::mem::ManuallyDrop::new(session);
+    // SAFETY: `guard` is read out once and `session` is never used or dropped again,
+    // so the handle has exactly one owner.
+    let threads = unsafe { std::ptr::read(&session.guard) };
+    threads
+        .join()
+        .map_err(|_| std::io::Error::other("the mount's threads panicked"))?
 }
 
 /// The kernel reads a FUSE file ahead by 128 KiB, so a sequential reader sends one

@@ -59,11 +59,26 @@ pub fn start(program: &Path, args: &[OsString], records: &Path, dir: &Path) -> R
     let mut line = String::new();
     let mut reader = std::io::BufReader::new(std::fs::File::from(read_end));
     let _ = std::io::BufRead::read_line(&mut reader, &mut line);
+    let pid = child.id();
+    reap_when_it_ends(child);
     read_answer(&line, &log_path)?;
-    Ok(Started {
-        pid: child.id(),
-        log: log_path,
-    })
+    Ok(Started { pid, log: log_path })
+}
+
+/// The mount process is this process's child until it ends: a long-lived starter (the
+/// CSI plugin, which mounts for every pod) waits for it on a small thread, or every
+/// mount it ever ended would stay a zombie in the process table until the plugin
+/// restarts. A starter that exits first (`volume mount`) hands it to init.
+fn reap_when_it_ends(mut child: std::process::Child) {
+    let spawned = std::thread::Builder::new()
+        .name("mount-reaper".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let _ = child.wait();
+        });
+    if let Err(e) = spawned {
+        tracing::debug!("cannot start a thread to reap the mount process: {e}");
+    }
 }
 
 /// A mount point as a log file's name: `/mnt/a b` → `mnt_a_b`.
