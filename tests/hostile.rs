@@ -335,6 +335,64 @@ fn no_key_writes_a_chunk_list_or_anything_derived() {
 }
 
 #[test]
+fn malformed_questions_of_a_push_are_refused_in_one_line_before_any_work() {
+    let t = teams();
+    let before = std::fs::read_dir(t.env.repo.join("files")).unwrap().count();
+    // Records cut short, a record too long, and one record more than a question holds.
+    for (op, record) in [("have-chunks", 32), ("stored-files", 32), ("small-files", 36)] {
+        for body in [
+            vec![7u8; record - 1],
+            vec![7u8; record + 1],
+            vec![0u8; record * (65536 + 1)],
+        ] {
+            let (status, answer) = http(
+                &t.served,
+                "POST",
+                &format!("/v1/ops/{op}"),
+                Some(&t.a),
+                &[],
+                &body,
+            );
+            let why = text(&answer);
+            assert_eq!(status, 400, "{op} of {} bytes: {why}", body.len());
+            assert!(why.contains("back to back"), "{op}: {why}");
+            assert_eq!(why.trim().lines().count(), 1, "{op}: {why}");
+        }
+    }
+    // Well formed: a small file the server never held is not held, and nothing is
+    // written for it; a size over the small bound is not a small file at all.
+    let never = [0x5eu8; 32];
+    let mut body = never.to_vec();
+    body.extend_from_slice(&10u32.to_le_bytes());
+    body.extend_from_slice(&sealvol_core::digest::Hash::parse_hex(&t.hb).unwrap().0);
+    body.extend_from_slice(&u32::MAX.to_le_bytes());
+    let (status, answer) = http(
+        &t.served,
+        "POST",
+        "/v1/ops/small-files",
+        Some(&t.a),
+        &[],
+        &body,
+    );
+    assert_eq!(status, 200, "{}", text(&answer));
+    assert_eq!(answer, [0, 0]);
+    assert_eq!(
+        std::fs::read_dir(t.env.repo.join("files")).unwrap().count(),
+        before
+    );
+    // A read-only key asks nothing of a push.
+    let (status, _) = http(
+        &t.served,
+        "POST",
+        "/v1/ops/small-files",
+        Some(&t.a_ro),
+        &[],
+        &body,
+    );
+    assert_eq!(status, 403);
+}
+
+#[test]
 fn a_key_reaches_nothing_of_another_namespace_by_any_route() {
     let t = teams();
     let list = t.b_list();
