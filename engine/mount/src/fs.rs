@@ -258,6 +258,11 @@ impl VolumeFs {
         &self.tiers
     }
 
+    #[cfg(test)]
+    pub(crate) fn memo(&self) -> &Memo {
+        &self.memo
+    }
+
     pub fn tree(&self) -> &Tree {
         &self.tree
     }

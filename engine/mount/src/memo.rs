@@ -7,6 +7,10 @@
 //!   reached: it never holds more than the bound, however fast the origin and however
 //!   slow the reader. The peak is published (`memory_peak`) so tests and the Mounts
 //!   screen can see it.
+//! - Chunks readers have had are let go of beyond the last few (`keep_asked`), room
+//!   short or not: the kernel's page cache holds what it was served, and their buffers
+//!   go back to the read path's pool for the next range read instead of each range
+//!   read taking fresh pages.
 //! - Chunks read ahead and not asked for yet ("unread") are dropped last; dropping one
 //!   counts as read-ahead wasted, and the file it was read for is reported, so a plan
 //!   that runs ahead of a reader who went elsewhere stops.
@@ -31,6 +35,14 @@ fn keep_asked(capacity: usize) -> usize {
     (capacity >> 19).clamp(4, 16)
 }
 
+/// Bytes of chunks readers have had that are kept whatever the room: an eighth of the
+/// bound, 8 to 64 MiB. Readers' requests overlap (the kernel reads ahead up to 4 MiB in
+/// requests served out of order, and a block's proof reaches into the chunk before), so
+/// fewer made a chunk come from the origin twice.
+fn keep_read_bytes(capacity: usize) -> usize {
+    (capacity / 8).clamp(8 << 20, 64 << 20)
+}
+
 /// Why chunks are fetched.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -52,6 +64,8 @@ struct Inner {
     ready: HashMap<Hash, Slot>,
     /// Use tick → chunk, oldest first: chunks a reader asked for, and chunks read ahead.
     asked: BTreeMap<u64, Hash>,
+    /// Bytes of the chunks in `asked`.
+    asked_bytes: usize,
     unread: BTreeMap<u64, Hash>,
     tick: u64,
     /// Buffer identity → (its length, chunks of it kept).
@@ -147,6 +161,11 @@ impl Memo {
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Bytes of the buffers kept now.
+    pub fn held(&self) -> usize {
+        self.lock().held
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -271,6 +290,9 @@ impl Memo {
                     out.push(None);
                 }
             }
+            if want == Want::Demand && g.let_go_of_read(self.capacity, counters) {
+                woke = true;
+            }
             if woke {
                 g.give_room();
                 self.room.notify_all();
@@ -386,6 +408,7 @@ impl Inner {
             Some(_) => {
                 self.unread.remove(&slot.tick);
                 slot.unread_for = None;
+                self.asked_bytes += slot.bytes.len();
             }
             None => {
                 self.asked.remove(&slot.tick);
@@ -409,7 +432,10 @@ impl Inner {
         buf.1 += 1;
         match unread_for {
             Some(_) => self.unread.insert(self.tick, h),
-            None => self.asked.insert(self.tick, h),
+            None => {
+                self.asked_bytes += bytes.len();
+                self.asked.insert(self.tick, h)
+            }
         };
         self.ready.insert(
             h,
@@ -456,6 +482,27 @@ impl Inner {
         })
     }
 
+    /// Drops the oldest chunks readers have had beyond `keep_read_bytes` (and the last
+    /// `keep_asked`), whether or not room is short; whether any went. The kernel keeps
+    /// what it was served in its page cache, so a chunk read is seldom asked again;
+    /// kept until the bound was reached, every range read of a file's first pass
+    /// through the mount took fresh pages (faulted in and zeroed: a sixth of a cold
+    /// `dd`'s time), while a buffer let go of goes back to the read path's pool for the
+    /// next range read.
+    fn let_go_of_read(&mut self, capacity: usize, counters: &Counters) -> bool {
+        let mut any = false;
+        while self.asked_bytes > keep_read_bytes(capacity)
+            && self.asked.len() > keep_asked(capacity)
+        {
+            let Some((_, h)) = self.asked.pop_first() else {
+                break;
+            };
+            self.forget(&h, counters);
+            any = true;
+        }
+        any
+    }
+
     /// Drops the least recently used chunk readers have had, else the newest chunk
     /// read ahead: the one furthest ahead of its reader, needed last. Dropping the
     /// oldest instead (the next one the reader wants) made a reader that got ahead of
@@ -475,9 +522,12 @@ impl Inner {
         let Some(slot) = self.ready.remove(h) else {
             return;
         };
-        if let Some(file) = slot.unread_for {
-            add(&counters.prefetch_wasted_bytes, slot.bytes.len() as u64);
-            self.wasted_for.insert(file);
+        match slot.unread_for {
+            Some(file) => {
+                add(&counters.prefetch_wasted_bytes, slot.bytes.len() as u64);
+                self.wasted_for.insert(file);
+            }
+            None => self.asked_bytes -= slot.bytes.len(),
         }
         let (key, _) = slot.bytes.buffer();
         if let Some(buf) = self.buffers.get_mut(&key) {

@@ -88,10 +88,8 @@ mod tests {
 42 22 0:53 / /mnt/a\\040b rw,nosuid shared:21 - fuse.sealvol sealvol:t/w@b3:2 ro
 43 22 0:54 / /mnt/c rw - fuse sealvol ro
 ";
-        let got: Vec<(String, String)> = parse(text)
-            .into_iter()
-            .map(|e| (e.dir, e.device))
-            .collect();
+        let got: Vec<(String, String)> =
+            parse(text).into_iter().map(|e| (e.dir, e.device)).collect();
         assert_eq!(
             got,
             [

@@ -275,3 +275,32 @@ fn a_loader_that_reads_tensors_by_name_is_followed_in_that_order() {
     );
     assert!(s.memory_peak <= bound as u64, "{s:?}");
 }
+
+#[test]
+fn chunks_a_reader_has_had_are_let_go_of_so_one_pass_holds_little() {
+    let (f, _, _) = tensors_fixture();
+    let want = fs::read(f.src.join("plain.bin")).unwrap();
+    let bound = 64 << 20;
+    let fs = f.fs_with(None, small_memory(bound));
+    let ino = resolve(&fs, "plain.bin").unwrap();
+    let fh = fs.open(ino, libc::O_RDONLY).unwrap().fh;
+    let mut got = Vec::new();
+    for at in (0..want.len() as u64).step_by(1 << 20) {
+        got.extend(read_range(&fs, fh, at, at + (1 << 20)));
+        caught_up(&fs);
+    }
+    assert!(got == want, "every byte as written");
+    let s = stats(&fs);
+    // Let go of as the reader passed them, not when room ran short: the bound is four
+    // times the file, yet a reader at its end leaves only the last 8 MiB or so held.
+    let held = fs.memo().held();
+    assert!(
+        held <= (8 << 20) + (2 << 20),
+        "{held} bytes held after one pass of a {} byte file: {s:?}",
+        want.len()
+    );
+    assert!(
+        s.origin_bytes <= want.len() as u64 * 21 / 20,
+        "each chunk came from the origin once: {s:?}"
+    );
+}
