@@ -339,7 +339,11 @@ fn malformed_questions_of_a_push_are_refused_in_one_line_before_any_work() {
     let t = teams();
     let before = std::fs::read_dir(t.env.repo.join("files")).unwrap().count();
     // Records cut short, a record too long, and one record more than a question holds.
-    for (op, record) in [("have-chunks", 32), ("stored-files", 32), ("small-files", 36)] {
+    for (op, record) in [
+        ("have-chunks", 32),
+        ("stored-files", 32),
+        ("small-files", 36),
+    ] {
         for body in [
             vec![7u8; record - 1],
             vec![7u8; record + 1],

@@ -170,52 +170,105 @@ fn read_files(
     }
 }
 
-/// Hashes each block's chunks; through a server, also asks it which of them it holds
-/// (one question per block, side by side with the other workers').
+/// Blocks that queue up are asked about together, up to this many bytes of them: a
+/// folder of tiny files is a block per file, and one question each cost a round trip
+/// per file through a server. Large blocks still go one per question, side by side with
+/// the other workers', so that a question never waits for much hashing.
+const ASK_TOGETHER_BYTES: usize = 4 << 20;
+
+/// Hashes each block's chunks; through a server, also asks it which of them it holds:
+/// one question per block, or for the blocks queued behind it when they are small.
 fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate::remote::Remote>) {
-    for mut w in rx {
-        let hashes: Vec<Hash> = match &w.block {
-            Ok(b) => {
-                let mut off = 0usize;
-                b.lens
-                    .iter()
-                    .map(|&l| {
-                        let h = Hash::of(&b.data[off..off + l as usize]);
-                        off += l as usize;
-                        h
-                    })
-                    .collect()
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        if remote.is_some() {
+            let mut bytes = block_bytes(&batch[0]);
+            while bytes < ASK_TOGETHER_BYTES && batch.len() < super::ASK_AT_ONCE / 64 {
+                match rx.try_recv() {
+                    Ok(w) => {
+                        bytes += block_bytes(&w);
+                        batch.push(w);
+                    }
+                    Err(_) => break,
+                }
             }
-            Err(_) => Vec::new(),
-        };
-        let on_server = match (remote, w.block.is_ok()) {
-            (Some(r), true) => match r.have_chunks(&hashes) {
-                Ok(have) if have.len() == hashes.len() => have,
-                Ok(_) => {
-                    w.block = Err(Error::new(
-                        ErrorKind::Io,
-                        "the server answered for another number of chunks than it was asked",
-                    ));
-                    Vec::new()
+        }
+        let hashes: Vec<Vec<Hash>> = batch.iter().map(chunk_hashes).collect();
+        let mut on_server: Vec<Vec<bool>> = vec![Vec::new(); batch.len()];
+        if let Some(r) = remote {
+            let asked: Vec<Hash> = batch
+                .iter()
+                .zip(&hashes)
+                .filter(|(w, _)| w.block.is_ok())
+                .flat_map(|(_, h)| h.iter().copied())
+                .collect();
+            let answer = match asked.is_empty() {
+                true => Ok(Vec::new()),
+                false => r
+                    .have_chunks(&asked)
+                    .and_then(|have| match have.len() == asked.len() {
+                        true => Ok(have),
+                        false => Err(Error::new(
+                            ErrorKind::Io,
+                            "the server answered for another number of chunks than it was asked",
+                        )),
+                    }),
+            };
+            match answer {
+                Ok(have) => {
+                    let mut at = 0;
+                    for ((w, h), mine) in batch.iter().zip(&hashes).zip(&mut on_server) {
+                        if w.block.is_ok() {
+                            *mine = have[at..at + h.len()].to_vec();
+                            at += h.len();
+                        }
+                    }
                 }
                 Err(e) => {
-                    w.block = Err(e);
-                    Vec::new()
+                    // Each block of the question fails with the server's reason.
+                    for w in batch.iter_mut().filter(|w| w.block.is_ok()) {
+                        let again = Error::new(e.kind(), e.message().to_string());
+                        w.block = Err(match e.hint_text() {
+                            Some(h) => again.hint(h.to_string()),
+                            None => again,
+                        });
+                    }
                 }
-            },
-            _ => Vec::new(),
-        };
-        let msg = Hashed {
-            seq: w.seq,
-            file: w.file,
-            block: w.block,
-            hashes,
-            on_server,
-        };
-        if tx.send(msg).is_err() {
-            return;
+            }
+        }
+        for ((w, hashes), on_server) in batch.into_iter().zip(hashes).zip(on_server) {
+            let msg = Hashed {
+                seq: w.seq,
+                file: w.file,
+                block: w.block,
+                hashes,
+                on_server,
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
         }
     }
+}
+
+fn block_bytes(w: &Work) -> usize {
+    w.block.as_ref().map_or(0, |b| b.data.len())
+}
+
+/// The hashes of a block's chunks, in order.
+fn chunk_hashes(w: &Work) -> Vec<Hash> {
+    let Ok(b) = &w.block else {
+        return Vec::new();
+    };
+    let mut off = 0usize;
+    b.lens
+        .iter()
+        .map(|&l| {
+            let h = Hash::of(&b.data[off..off + l as usize]);
+            off += l as usize;
+            h
+        })
+        .collect()
 }
 
 /// Per file, while its blocks stream by.
