@@ -87,6 +87,14 @@ class Server:
         req = urllib.request.Request(self.url + "/metrics", headers={"Authorization": "Bearer " + self.key})
         return urllib.request.urlopen(req).read().decode()
 
+    def usage(self):
+        """Peak RSS (MiB) and CPU seconds (user + system) of the server so far."""
+        status = Path(f"/proc/{self.p.pid}/status").read_text()
+        hwm = next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM:"))
+        fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return hwm / 1024, (int(fields[11]) + int(fields[12])) / ticks
+
     def stop(self):
         self.p.terminate()
         self.p.wait()
@@ -127,9 +135,14 @@ def four_mounts(bin, env, work, ref, data_bytes, server):
             buckets[i] += b
     for m in mnts:
         subprocess.run([bin, "-q", "volume", "unmount", str(m)], env=env)
+    rss, cpu = None, None
     if server:
         origin = metric(server.metrics(), "sealvol_serve_origin_bytes_total")
+        rss, cpu = server.usage()
     return {
+        "rss_mib": rss,
+        # CPU seconds the server spent per GB it served (four mounts' worth of data).
+        "cpu_per_gb": None if cpu is None else cpu / (MOUNTS * data_bytes / 1e9),
         "origin_x": origin / data_bytes,
         "gbs": MOUNTS * data_bytes / wall / 1e9,
         "p50_ms": (quantile(buckets, BOUNDS_US, 0.5) or 0) / 1000,
@@ -169,12 +182,14 @@ def main():
         rows["each from the origin"].append(four_mounts(bin, env, work, ref, data_bytes, None))
 
     print(f"Four mounts reading {data_bytes / 2**30:.2f} GiB cold at once, median of {a.runs}:\n")
-    print("| read | origin bytes (× data) | aggregate GB/s | peer run p50 | peer run p99 |")
-    print("|---|---|---|---|---|")
+    print("| read | origin bytes (× data) | aggregate GB/s | peer run p50 | peer run p99 | server peak RSS | server CPU s / GB served |")
+    print("|---|---|---|---|---|---|---|")
     for name, rs in rows.items():
         med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
-        lat = (f"≤ {med('p50_ms'):g} ms", f"≤ {med('p99_ms'):g} ms") if name.startswith("through") else ("-", "-")
-        print(f"| {name} | {med('origin_x'):.2f} | {med('gbs'):.2f} | {lat[0]} | {lat[1]} |")
+        served = name.startswith("through")
+        lat = (f"≤ {med('p50_ms'):g} ms", f"≤ {med('p99_ms'):g} ms") if served else ("-", "-")
+        use = (f"{med('rss_mib'):.0f} MiB", f"{med('cpu_per_gb'):.2f}") if served else ("-", "-")
+        print(f"| {name} | {med('origin_x'):.2f} | {med('gbs'):.2f} | {lat[0]} | {lat[1]} | {use[0]} | {use[1]} |")
 
     direct, remote = [], []
     for i in range(a.runs):
