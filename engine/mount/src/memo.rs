@@ -7,10 +7,10 @@
 //!   reached: it never holds more than the bound, however fast the origin and however
 //!   slow the reader. The peak is published (`memory_peak`) so tests and the Mounts
 //!   screen can see it.
-//! - Chunks readers have had are let go of beyond the last few (`keep_asked`), room
-//!   short or not: the kernel's page cache holds what it was served, and their buffers
-//!   go back to the read path's pool for the next range read instead of each range
-//!   read taking fresh pages.
+//! - Chunks readers have had are let go of beyond the newest eighth of the bound
+//!   (`keep_read_bytes`), room short or not: the kernel's page cache holds what it was
+//!   served, and their buffers go back to the read path's pool for the next range read
+//!   instead of each range read taking fresh pages.
 //! - Chunks read ahead and not asked for yet ("unread") are dropped last; dropping one
 //!   counts as read-ahead wasted, and the file it was read for is reported, so a plan
 //!   that runs ahead of a reader who went elsewhere stops.
