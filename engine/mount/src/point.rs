@@ -72,6 +72,11 @@ fn check_free(dir: &Path) -> Result<()> {
     }
     let mut rd = std::fs::read_dir(dir).ctx("cannot list", dir)?;
     if rd.next().is_some() {
+        // A mount started at the same moment may have landed between the two looks:
+        // its files are what was listed, and it is said as such.
+        if is_mount_point(dir) {
+            return Err(already(dir));
+        }
         return Err(Error::new(
             ErrorKind::Conflict,
             format!(
