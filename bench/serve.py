@@ -6,8 +6,9 @@ Markdown tables for BENCHMARKS.md.
 
     python3 bench/serve.py --sealvol BIN --data DIR/v1 [--runs 3] [--work DIR]
 
-Measures, each the median of --runs, every run with empty node caches and, for the
-server, an empty server cache:
+Measures, each the median of --runs, every run with empty node caches, through a
+server started as an operator starts it over a local repository (no chunk cache: its
+packs already are on this machine's disks) and through one given `--cache` (empty):
 - origin bytes read for the four mounts (the server's `origin_bytes_total`, or the
   mounts' own `origin_bytes` without a server), as a multiple of the data;
 - aggregate throughput: 4 × the data over the wall time of four readers, one per
@@ -76,8 +77,12 @@ BOUNDS_US = [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000
 
 class Server:
     def __init__(self, bin, env, cache):
-        self.p = subprocess.Popen([bin, "serve", "--listen", "127.0.0.1:0", "--cache", str(cache),
-                                   "--cache-size", "8G"], env=env, stdout=subprocess.PIPE,
+        """`cache`: the server's chunk cache folder, or None for `serve` as started over a
+        local repository (no chunk cache)."""
+        args = [bin, "serve", "--listen", "127.0.0.1:0"]
+        if cache is not None:
+            args += ["--cache", str(cache), "--cache-size", "8G"]
+        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         line = self.p.stdout.readline().strip()
         self.url = line.removeprefix("listening on ")
@@ -167,18 +172,25 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     data_bytes = sum(p.stat().st_size for p in files(a.data))
+    # A default cache folder of the bench's own (emptied before each server), so that a
+    # build that keeps one there starts as cold as any.
     env = dict(os.environ, SEALVOL_REPO=str(work / "repo"), SEALVOL_STATE=str(work / "state"),
-               SEALVOL_FSYNC="0")
+               SEALVOL_FSYNC="0", XDG_CACHE_HOME=str(work / "xdg-cache"))
     ref = sh(bin, "-q", "volume", "push", str(a.data), "bench/ckpt", env=env).strip().splitlines()[-1]
 
-    rows = {"through one serve": [], "each from the origin": []}
+    served = {"through one serve (as started: no chunk cache)": None,
+              "through one serve with --cache": work / "serve-cache"}
+    rows = {name: [] for name in served} | {"each from the origin": []}
     for _ in range(a.runs):
-        shutil.rmtree(work / "serve-cache", ignore_errors=True)
-        server = Server(bin, env, work / "serve-cache")
-        try:
-            rows["through one serve"].append(four_mounts(bin, env, work, ref, data_bytes, server))
-        finally:
-            server.stop()
+        for name, cache in served.items():
+            shutil.rmtree(work / "xdg-cache", ignore_errors=True)
+            if cache is not None:
+                shutil.rmtree(cache, ignore_errors=True)
+            server = Server(bin, env, cache)
+            try:
+                rows[name].append(four_mounts(bin, env, work, ref, data_bytes, server))
+            finally:
+                server.stop()
         rows["each from the origin"].append(four_mounts(bin, env, work, ref, data_bytes, None))
 
     print(f"Four mounts reading {data_bytes / 2**30:.2f} GiB cold at once, median of {a.runs}:\n")
@@ -197,7 +209,7 @@ def main():
         direct.append(timed_push(bin, e, a.data, "bench/ckpt"))
         srv_env = dict(env, SEALVOL_REPO=str(work / f"push-remote{i}"), SEALVOL_STATE=str(work / f"srv-state{i}"))
         sh(bin, "-q", "init", env=srv_env)
-        server = Server(bin, srv_env, work / f"push-cache{i}")
+        server = Server(bin, srv_env, None)
         try:
             ce = dict(env, SEALVOL_REMOTE=server.url, SEALVOL_API_KEY=server.key,
                       SEALVOL_STATE=str(work / f"client-state{i}"))

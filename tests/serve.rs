@@ -3,7 +3,7 @@
 mod common;
 
 use common::mounts::{mount, read_mapped, wait_stats, write_safetensors};
-use common::servers::{Served, get_as, key, serve, serve_named};
+use common::servers::{Served, get_as, key, serve, serve_as_started, serve_named};
 use common::{Env, fuse_available, noise, write};
 
 /// One HTTP/1.1 GET with the server's admin key: status and body.
@@ -48,7 +48,8 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
     assert_eq!(status, 200);
     let text = String::from_utf8(body).unwrap();
     assert!(
-        text.contains("sealvol_serve_origin_fetches_total 0"),
+        text.contains("sealvol_serve_origin_fetches_total 0")
+            && text.contains(&format!("sealvol_serve_cache_max_bytes {}", 64 << 20)),
         "{text}"
     );
     // A chunk is served only as some file's, and the server holds no such file.
@@ -58,6 +59,44 @@ fn serve_answers_on_loopback_with_health_and_metrics() {
     );
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
     assert!(String::from_utf8_lossy(&body).contains("no chunk list"));
+}
+
+#[test]
+fn over_a_local_repository_serve_keeps_no_second_copy_unless_asked() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(1 << 20, 3));
+    env.push(&src, "t/served", &[]);
+    let caches = || -> Vec<String> {
+        std::fs::read_dir(env.path("cache"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let s = serve_as_started(&env, &[]);
+    let text = String::from_utf8(get(&s, "/metrics").1).unwrap();
+    assert!(text.contains("sealvol_serve_cache_max_bytes 0"), "{text}");
+    assert!(
+        !caches().iter().any(|n| n.ends_with("-serve")),
+        "{:?}",
+        caches()
+    );
+    drop(s);
+    // Asked for (a bound given), it is kept in the default folder.
+    let s = serve_as_started(&env, &["--cache-size", "8M"]);
+    let text = String::from_utf8(get(&s, "/metrics").1).unwrap();
+    assert!(
+        text.contains(&format!("sealvol_serve_cache_max_bytes {}", 8 << 20)),
+        "{text}"
+    );
+    assert!(
+        caches().iter().any(|n| n.ends_with("-serve")),
+        "{:?}",
+        caches()
+    );
 }
 
 #[test]

@@ -675,7 +675,9 @@ pub enum SecretCommand {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The server's own chunk cache (default: the node cache's directory + `-serve`).
+    /// The server's own chunk cache (default: the node cache's directory + `-serve`). A
+    /// repository in a bucket always has one; a local one only when --cache or
+    /// --cache-size is given (its packs are already on this machine's disks).
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
     /// Bound on the cache (e.g. 200G); default: the node cache's size.

@@ -453,7 +453,19 @@ pub fn serve(env: &super::Env, extra: &[&str]) -> Served {
 /// A server with its own cache directory, `name`.
 pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
     let cache = env.path(name);
+    spawn_serve(env, &["--cache", cache.to_str().unwrap()], extra)
+}
+
+/// A server as `sealvol serve` starts with no cache flag: over a local repository, it
+/// keeps no chunk cache.
+pub fn serve_as_started(env: &super::Env, extra: &[&str]) -> Served {
+    spawn_serve(env, &[], extra)
+}
+
+fn spawn_serve(env: &super::Env, cache: &[&str], extra: &[&str]) -> Served {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sealvol"));
+    // The default cache folder is the test's own, never this machine's.
+    cmd.env("XDG_CACHE_HOME", env.path("cache"));
     // A bucket repository comes with its address and keys in `vars`.
     for (k, v) in &env.vars {
         cmd.env(k, v);
@@ -463,7 +475,8 @@ pub fn serve_named(env: &super::Env, name: &str, extra: &[&str]) -> Served {
     }
     let mut child = cmd
         .args(["--state", env.state.to_str().unwrap()])
-        .args(["serve", "--cache", cache.to_str().unwrap()])
+        .arg("serve")
+        .args(cache)
         // A free loopback port, unless the test listens elsewhere.
         .args(match extra.contains(&"--listen") {
             true => &[][..],

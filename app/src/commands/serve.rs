@@ -53,6 +53,12 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             .hint("give an IP and a port, e.g. 127.0.0.1:7420 or [::1]:7420")
     })?;
     sealvol_serve::check_listen(&addr, tls.is_some(), insecure_http).map_err(Error::usage)?;
+    // Over a repository on this machine's own disks, a chunk cache would be a second
+    // copy on the same kind of disk, costing a file per chunk to save nothing
+    // (`sealvol_serve::chunks`): one is kept there only when asked for.
+    let keep_cache = cache.is_some()
+        || cache_size.is_some()
+        || !matches!(ctx.settings.repo, sealvol_s3repo::Address::Local(_));
     let dir = cache.unwrap_or_else(|| {
         let mut d = ctx.settings.cache.clone().into_os_string();
         d.push("-serve");
@@ -72,7 +78,10 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             admin.display()
         );
     }
-    let cache = Arc::new(ChunkCache::open(&dir, bytes)?);
+    let cache = match keep_cache {
+        true => Some(Arc::new(ChunkCache::open(&dir, bytes)?)),
+        false => None,
+    };
     // What a caller is told never names the server's own folders.
     sealvol_serve::reply::hide_paths(vec![
         repo.location().to_string(),
@@ -115,12 +124,18 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         println!("listening on {scheme}://{bound}");
         if !ctx.quiet {
-            errln!(
-                "serving chunks of {} from cache {} ({} bytes at most)",
-                ctx.settings.repo,
-                dir.display(),
-                bytes
-            );
+            match keep_cache {
+                true => errln!(
+                    "serving chunks of {} from cache {} ({} bytes at most)",
+                    ctx.settings.repo,
+                    dir.display(),
+                    bytes
+                ),
+                false => errln!(
+                    "serving chunks of {} straight from its packs (a local repository: no chunk cache unless --cache is given)",
+                    ctx.settings.repo
+                ),
+            }
         }
         if let Some(every) = gc_every {
             tokio::spawn(sealvol_serve::maintenance::gc_every(

@@ -70,6 +70,7 @@ impl Text {
 }
 
 /// The node cache as a mount's metrics show it.
+#[derive(Default)]
 pub struct CacheState {
     pub used: u64,
     pub max: u64,

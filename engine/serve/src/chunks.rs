@@ -2,6 +2,12 @@
 //! node-disk cache (the same `ChunkCache` a node uses), with one origin fetch per chunk
 //! however many clients ask for it at once (single flight).
 //!
+//! A server may run without a cache (`ChunkService::new` with `None`): over a
+//! repository on its own disks, a second copy of each chunk costs a file created and
+//! written per chunk (a third of the server's time under four cold mounts, BENCHMARKS.md
+//! "Speed (issue 39)") to save a read that costs what the cache read would. Requests
+//! for a chunk at the same moment still share one origin read.
+//!
 //! A client may say where the chunk lies (pack, offset, length: its file's chunk list
 //! names them), which spares the server the repository's index; the hint is only a
 //! hint: the bytes must hash to the name asked for, else the index is asked instead.
@@ -119,7 +125,7 @@ const FILL_QUEUE: usize = 64;
 
 pub struct ChunkService {
     repo: Arc<Repository>,
-    cache: Arc<ChunkCache>,
+    cache: Option<Arc<ChunkCache>>,
     flights: Flights,
     /// The cache writer: one thread, so that requests never wait on file creation and
     /// writers do not contend for the cache directory's lock.
@@ -184,20 +190,24 @@ fn retire(flights: &Flights, hash: &Hash, flight: &Arc<Flight>) {
 }
 
 impl ChunkService {
-    pub fn new(repo: Arc<Repository>, cache: Arc<ChunkCache>) -> ChunkService {
+    /// A service pulling chunks from `repo`, through `cache` when it has one.
+    pub fn new(repo: Arc<Repository>, cache: Option<Arc<ChunkCache>>) -> ChunkService {
         let flights = Flights::default();
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(Hash, ChunkBytes, Arc<Flight>)>(FILL_QUEUE);
-        let (c, f) = (Arc::clone(&cache), Arc::clone(&flights));
-        let filler = std::thread::Builder::new()
-            .name("sealvol-serve-fill".into())
-            .spawn(move || {
-                for (hash, bytes, flight) in rx {
-                    store(&c, &hash, &bytes);
-                    retire(&f, &hash, &flight);
-                }
-            })
-            .ok()
-            .map(|_| tx);
+        let filler = cache.as_ref().and_then(|cache| {
+            let (tx, rx) =
+                std::sync::mpsc::sync_channel::<(Hash, ChunkBytes, Arc<Flight>)>(FILL_QUEUE);
+            let (c, f) = (Arc::clone(cache), Arc::clone(&flights));
+            std::thread::Builder::new()
+                .name("sealvol-serve-fill".into())
+                .spawn(move || {
+                    for (hash, bytes, flight) in rx {
+                        store(&c, &hash, &bytes);
+                        retire(&f, &hash, &flight);
+                    }
+                })
+                .ok()
+                .map(|_| tx)
+        });
         ChunkService {
             gc: Arc::default(),
             known: Arc::new(crate::known::Known::new(Arc::clone(&repo))),
@@ -237,8 +247,9 @@ impl ChunkService {
         &self.repo
     }
 
-    pub fn cache(&self) -> &ChunkCache {
-        &self.cache
+    /// The server's chunk cache, if it keeps one.
+    pub fn cache(&self) -> Option<&ChunkCache> {
+        self.cache.as_deref()
     }
 
     /// The verified bytes of chunk `hash`: from the cache, else from the origin, fetched
@@ -433,7 +444,7 @@ impl ChunkService {
     }
 
     fn cached(&self, hash: &Hash) -> Option<ChunkBytes> {
-        let b = self.cache.get(hash)?;
+        let b = self.cache.as_ref()?.get(hash)?;
         add(&self.counters.cache_hits, 1);
         Some(ChunkBytes::whole(b))
     }
@@ -449,7 +460,7 @@ impl ChunkService {
         }
         *sealvol_core::lock(&flight.outcome) = Some(outcome.clone());
         flight.done.notify_all();
-        let Ok(bytes) = outcome else {
+        let (Ok(bytes), Some(cache)) = (outcome, &self.cache) else {
             return retire(&self.flights, hash, flight);
         };
         let job = (*hash, bytes.clone(), Arc::clone(flight));
@@ -459,7 +470,7 @@ impl ChunkService {
             .is_some_and(|tx| tx.try_send(job).is_ok());
         if !queued {
             // The writer is behind (or gone): this request writes the chunk itself.
-            store(&self.cache, hash, bytes);
+            store(cache, hash, bytes);
             retire(&self.flights, hash, flight);
         }
     }

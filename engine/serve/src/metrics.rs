@@ -13,7 +13,7 @@ use sealvol_core::prometheus::Text;
 pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> String {
     use std::sync::atomic::Ordering;
     let (c, gc) = (&service.counters, &service.gc);
-    let cache = CacheState::of(service.cache());
+    let cache = service.cache().map(CacheState::of).unwrap_or_default();
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let mut t = Text {
         prefix: "sealvol_serve",

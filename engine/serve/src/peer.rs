@@ -226,15 +226,44 @@ impl HttpPeer {
             }
             return Err(unavailable(format!("answered {status}: {line:.200}")));
         }
-        let expect: u64 = chunks.iter().map(|c| c.1 as u64).sum();
-        into.clear();
-        // One byte more than asked, so that a peer sending too much is caught, and no
-        // more, so that it cannot fill this node's memory.
-        resp.take(expect + 1)
-            .read_to_end(into)
-            .map_err(|e| unavailable(format!("the answer was cut short: {e}")))?;
-        Ok(())
+        let expect: usize = chunks.iter().map(|c| c.1 as usize).sum();
+        read_answer(resp, expect, into)
+            .map_err(|e| unavailable(format!("the answer was cut short: {e}")))
     }
+}
+
+/// Reads an answer of `expect` bytes into `into`, over the bytes it holds: the read path
+/// hands in a recycled buffer of the run's length, and appending instead (`read_to_end`)
+/// zeroes all of it first, a sixth of a mount's time reading through a server. One byte
+/// more than asked is taken when sent, so that the caller sees a peer sending too much,
+/// and no more, so that it cannot fill this node's memory.
+fn read_answer(mut from: impl Read, expect: usize, into: &mut Vec<u8>) -> std::io::Result<()> {
+    into.resize(expect, 0);
+    let mut filled = 0;
+    while filled < expect {
+        match from.read(&mut into[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    into.truncate(filled);
+    if filled == expect {
+        let mut more = [0u8; 1];
+        loop {
+            match from.read(&mut more) {
+                Ok(0) => break,
+                Ok(_) => {
+                    into.push(more[0]);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A peer list kept in a file (one `http://HOST:PORT` per line; blank lines and `#`
@@ -407,5 +436,23 @@ mod tests {
             let e = check_url(bad).unwrap_err().to_string();
             assert!(e.contains("--peer") && !e.contains('\n'), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn an_answer_is_read_over_the_buffer_and_one_byte_too_many_is_kept_to_be_seen() {
+        // A recycled buffer holds an earlier answer's bytes: every one is overwritten.
+        let mut into = vec![7u8; 6];
+        super::read_answer(&b"abcdef"[..], 6, &mut into).unwrap();
+        assert_eq!(into, b"abcdef");
+        // Cut short: only what came.
+        super::read_answer(&b"abc"[..], 6, &mut into).unwrap();
+        assert_eq!(into, b"abc");
+        // Too long: one byte more than asked, no more, so the caller sees it.
+        super::read_answer(&b"abcdefghij"[..], 6, &mut into).unwrap();
+        assert_eq!(into, b"abcdefg");
+        // A buffer shorter than the answer grows to it.
+        let mut short = Vec::new();
+        super::read_answer(&b"abcdef"[..], 6, &mut short).unwrap();
+        assert_eq!(short, b"abcdef");
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 
-use common::{server, want, want_run};
+use common::{server, server_with, want, want_run};
 
 #[test]
 fn a_chunk_is_served_verified_proven_immutable_and_cached() {
@@ -156,6 +156,31 @@ fn a_run_of_adjacent_chunks_comes_in_one_origin_read() {
     let before = s.metric("origin_fetches_total");
     assert!(s.post("/v1/runs", s.run_body(1..n - 1)).1 == want_run(&s, 1..n - 1));
     assert_eq!(s.metric("origin_fetches_total"), before);
+}
+
+#[test]
+fn without_a_cache_runs_are_served_checked_from_the_packs_and_nothing_is_written() {
+    let s = server_with(false);
+    let n = s.file.chunks.len();
+    for round in 1..=2 {
+        let (status, body) = s.post("/v1/runs", s.run_body(0..n));
+        assert_eq!(status, 200);
+        assert!(body == want_run(&s, 0..n), "round {round}: the run's bytes");
+        // Each answer reads the packs again: there is no second copy to read.
+        assert_eq!(s.metric("origin_fetches_total"), round);
+        assert_eq!(s.metric("cache_hits_total"), 0);
+    }
+    assert!(!s.dir.path().join("cache").exists(), "no cache folder made");
+    // A chunk whose bytes in the pack are damaged is still never served.
+    let c = &s.file.chunks[2];
+    let pack = s.file.packs[c.pack as usize].hex();
+    let path = s.dir.path().join("repo/packs").join(&pack[..2]).join(&pack);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[c.entry.offset as usize + 10] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    let (status, body) = s.post("/v1/runs", s.run_body(2..3));
+    assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
+    assert!(body != want_run(&s, 2..3));
 }
 
 #[test]

@@ -30,6 +30,12 @@ pub struct Server {
 
 /// A repository holding one 4 MiB file, and a server over it with an empty cache.
 pub fn server() -> Server {
+    server_with(true)
+}
+
+/// A repository holding one 4 MiB file, and a server over it with an empty cache when
+/// `cache`, else none (`serve` over a local repository).
+pub fn server_with(cache: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     fs::create_dir_all(&src).unwrap();
@@ -47,7 +53,8 @@ pub fn server() -> Server {
     .unwrap();
     let file = repo.file_object(&Hash::of(&bytes)).unwrap();
     assert!(file.chunks.len() > 4);
-    let cache = Arc::new(ChunkCache::open(&dir.path().join("cache"), 1 << 30).unwrap());
+    let cache =
+        cache.then(|| Arc::new(ChunkCache::open(&dir.path().join("cache"), 1 << 30).unwrap()));
     let service = Arc::new(ChunkService::new(Arc::clone(&repo), cache));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
