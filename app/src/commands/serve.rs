@@ -132,7 +132,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
                     bytes
                 ),
                 false => errln!(
-                    "serving chunks of {} straight from its packs (a local repository: no chunk cache unless --cache is given)",
+                    "serving chunks of {} straight from its packs (a local repository: no chunk cache unless --cache or --cache-size asks for one)",
                     ctx.settings.repo
                 ),
             }

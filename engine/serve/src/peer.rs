@@ -234,13 +234,13 @@ impl HttpPeer {
 
 /// Reads an answer of `expect` bytes into `into`, over the bytes it holds: the read path
 /// hands in a recycled buffer of the run's length, and appending instead (`read_to_end`)
-/// zeroes all of it first, a sixth of a mount's time reading through a server. One byte
-/// more than asked is taken when sent, so that the caller sees a peer sending too much,
+/// zeroes all of it first, a sixth of a mount's time reading through a server. Room is
+/// made for one byte more than asked, so that the caller sees a peer sending too much,
 /// and no more, so that it cannot fill this node's memory.
 fn read_answer(mut from: impl Read, expect: usize, into: &mut Vec<u8>) -> std::io::Result<()> {
-    into.resize(expect, 0);
+    into.resize(expect + 1, 0);
     let mut filled = 0;
-    while filled < expect {
+    while filled < into.len() {
         match from.read(&mut into[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
@@ -249,20 +249,6 @@ fn read_answer(mut from: impl Read, expect: usize, into: &mut Vec<u8>) -> std::i
         }
     }
     into.truncate(filled);
-    if filled == expect {
-        let mut more = [0u8; 1];
-        loop {
-            match from.read(&mut more) {
-                Ok(0) => break,
-                Ok(_) => {
-                    into.push(more[0]);
-                    break;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
     Ok(())
 }
 
