@@ -752,6 +752,19 @@ impl Repository {
             .map_err(|e| missing_pack(pack, e))
     }
 
+    /// `pack_range_into`, and the pack's stamp where the store can say
+    /// (`ObjectStore::get_range_stamped_into`).
+    pub fn pack_range_stamped_into(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<crate::store::Stamp>> {
+        self.store
+            .get_range_stamped_into(&pack_key(pack), offset, buf)
+            .map_err(|e| missing_pack(pack, e))
+    }
+
     /// `pack_range_into` for a reader of file `file` (chunks its list names there).
     pub fn file_range_into(
         &self,

@@ -11,7 +11,9 @@
 //! A client may say where the chunk lies (pack, offset, length: its file's chunk list
 //! names them), which spares the server the repository's index; the hint is only a
 //! hint: the bytes must hash to the name asked for, else the index is asked instead.
-//! Bytes that fail their hash are never served.
+//! Bytes that fail their hash are never served; bytes read again at a place of an
+//! unchanged pack file where they were found good lately are not hashed again
+//! (`checked.rs`).
 //!
 //! A run (adjacent chunks of one pack, as a node's read path asks for them) is read
 //! from the origin in one range request per stretch the cache misses, so a cold node
@@ -29,6 +31,9 @@ use sealvol_core::objects::{FileObject, PackId};
 use sealvol_core::read::{ChunkBytes, add};
 use sealvol_core::recycled::{self, Buffer};
 use sealvol_core::repo::Repository;
+use sealvol_core::store::Stamp;
+
+use crate::checked::{self, Checked, Place};
 
 /// The largest chunk a repository holds (`chunk::ChunkParams::is_valid`): a longer
 /// hint is a bad request, not an allocation.
@@ -78,6 +83,9 @@ pub struct Counters {
     pub flight_waits: AtomicU64,
     /// Origin reads whose bytes failed their hash.
     pub bad_bytes: AtomicU64,
+    /// Chunks read from the origin and not hashed again: found good lately at the same
+    /// place of the same unchanged pack file (`checked.rs`).
+    pub hashes_spared: AtomicU64,
     /// Bytes read from the origin for the edges of proof blocks (`edge_bytes`), also
     /// counted in `origin_bytes`.
     pub edge_bytes: AtomicU64,
@@ -139,6 +147,8 @@ pub struct ChunkService {
     id: String,
     /// The other servers of its ring (`serve --peer`), asked before the origin.
     fellows: Option<crate::fellows::Fellows>,
+    /// Where chunks read from the origin were found good lately.
+    checked: Checked,
 }
 
 /// Why a run request cannot be answered as asked, if it cannot.
@@ -218,6 +228,7 @@ impl ChunkService {
             counters: Counters::default(),
             id: crate::fellows::instance_id(),
             fellows: None,
+            checked: Checked::new(checked::WINDOW, checked::ROOM, Instant::now()),
         }
     }
 
@@ -339,10 +350,10 @@ impl ChunkService {
             for x in i..j {
                 let (hash, clen) = chunks[x];
                 let outcome = match &read {
-                    Ok(buf) => {
+                    Ok((buf, stamp)) => {
                         let from = (at[x] - at[i]) as usize;
                         let piece = ChunkBytes::slice(buf, from..from + clen as usize);
-                        if Hash::of(&piece) == hash {
+                        if self.is_chunk(&piece, &hash, pack, at[x], *stamp) {
                             Ok(piece)
                         } else {
                             add(&self.counters.bad_bytes, 1);
@@ -506,39 +517,81 @@ impl ChunkService {
     }
 
     /// Chunks `chunks` of `pack` at offsets `at` (back to back), from the fellow that
-    /// owns their segment, else the origin. Unchecked: the caller checks each chunk.
+    /// owns their segment, else the origin (with the pack's stamp where the store says
+    /// it). Unchecked: the caller checks each chunk.
     fn read_stretch(
         &self,
         pack: &PackId,
         at: &[u64],
         chunks: &[(Hash, u32)],
         asker: Option<&crate::fellows::Asker>,
-    ) -> Result<Arc<Buffer>, Miss> {
+    ) -> Result<(Arc<Buffer>, Option<Stamp>), Miss> {
         let len = at[at.len() - 1] + chunks[chunks.len() - 1].1 as u64 - at[0];
         if let (Some(f), Some(a)) = (&self.fellows, asker) {
             let mut buf = recycled::take(len as usize);
             if f.run(a, pack, at[0], chunks, buf.as_mut_vec()) && buf.len() as u64 == len {
-                return Ok(Arc::new(buf));
+                return Ok((Arc::new(buf), None));
             }
         }
         self.read_range(pack, at[0], len)
     }
 
-    fn read_range(&self, pack: &PackId, offset: u64, len: u64) -> Result<Arc<Buffer>, Miss> {
+    /// Bytes `[offset, offset + len)` of `pack` from the origin, and the pack file's
+    /// stamp as the read found it where the store can say (a folder).
+    fn read_range(
+        &self,
+        pack: &PackId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(Arc<Buffer>, Option<Stamp>), Miss> {
         let mut buf = recycled::take(len as usize);
         add(&self.counters.origin_fetches, 1);
         let asked = Instant::now();
-        let read = self.repo.pack_range_into(pack, offset, buf.as_mut_vec());
+        let read = self
+            .repo
+            .pack_range_stamped_into(pack, offset, buf.as_mut_vec());
         self.counters.origin_latency.observe(asked.elapsed());
-        read.map_err(|e| origin_miss(&e))?;
+        let stamp = read.map_err(|e| origin_miss(&e))?;
         add(&self.counters.origin_bytes, buf.len() as u64);
-        Ok(Arc::new(buf))
+        Ok((Arc::new(buf), stamp))
+    }
+
+    /// Whether `piece`, read at `offset` of `pack` as `stamp` found the file, is chunk
+    /// `hash`: hashed, unless that place of that unchanged file was found good lately.
+    fn is_chunk(
+        &self,
+        piece: &[u8],
+        hash: &Hash,
+        pack: &PackId,
+        offset: u64,
+        stamp: Option<Stamp>,
+    ) -> bool {
+        let Some(stamp) = stamp else {
+            return Hash::of(piece) == *hash;
+        };
+        let place = Place {
+            pack: *pack,
+            stamp,
+            offset,
+            len: piece.len() as u32,
+            hash: *hash,
+        };
+        let now = Instant::now();
+        if self.checked.holds(&place, now) {
+            add(&self.counters.hashes_spared, 1);
+            return true;
+        }
+        let good = Hash::of(piece) == *hash;
+        if good {
+            self.checked.note(place, now);
+        }
+        good
     }
 
     fn read_at(&self, hash: &Hash, at: &Hint) -> Outcome {
-        let buf = self.read_range(&at.pack, at.offset, at.len as u64)?;
+        let (buf, stamp) = self.read_range(&at.pack, at.offset, at.len as u64)?;
         let piece = ChunkBytes::slice(&buf, 0..buf.len());
-        if Hash::of(&piece) != *hash {
+        if !self.is_chunk(&piece, hash, &at.pack, at.offset, stamp) {
             add(&self.counters.bad_bytes, 1);
             return Err(Miss::Corrupt(format!(
                 "chunk {} in pack {} at offset {} fails its hash check",
@@ -584,7 +637,7 @@ impl ChunkService {
                 continue;
             }
             let pack = obj.packs[c.pack as usize];
-            let buf = self.read_range(&pack, c.entry.offset + (a - cs), b - a)?;
+            let (buf, _) = self.read_range(&pack, c.entry.offset + (a - cs), b - a)?;
             add(&self.counters.edge_bytes, buf.len() as u64);
             out.push(ChunkBytes::slice(&buf, 0..buf.len()));
         }

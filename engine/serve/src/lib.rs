@@ -6,6 +6,7 @@
 //! every request and scoped by namespace and read/write.
 //!
 //! - `chunks`: the pull-through cache with single flight;
+//! - `checked`: where chunks read from the packs were found good lately;
 //! - `fellows`: the other servers of a ring, asked for the runs they own;
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
@@ -20,6 +21,7 @@
 
 pub mod address;
 pub mod budget;
+pub mod checked;
 pub mod chunks;
 pub mod conn;
 pub mod fellows;

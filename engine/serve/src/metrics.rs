@@ -72,6 +72,11 @@ pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> St
             g(&c.bad_bytes),
         ),
         (
+            "hashes_spared_total",
+            "Chunks read from the packs and not hashed again: found good lately at the same place of the same unchanged pack file.",
+            g(&c.hashes_spared),
+        ),
+        (
             "not_found_total",
             "Chunks the repository does not hold.",
             g(&c.not_found),

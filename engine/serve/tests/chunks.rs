@@ -162,6 +162,18 @@ fn a_run_of_adjacent_chunks_comes_in_one_origin_read() {
 fn without_a_cache_runs_are_served_checked_from_the_packs_and_nothing_is_written() {
     let s = server_with(false);
     let n = s.file.chunks.len();
+    let c = &s.file.chunks[2];
+    let pack = s.file.packs[c.pack as usize].hex();
+    let path = s.dir.path().join("repo/packs").join(&pack[..2]).join(&pack);
+    // Written long ago, as packs are: the damage below moves its modified time however
+    // coarse the filesystem's clock.
+    let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
     for round in 1..=2 {
         let (status, body) = s.post("/v1/runs", s.run_body(0..n));
         assert_eq!(status, 200);
@@ -169,12 +181,12 @@ fn without_a_cache_runs_are_served_checked_from_the_packs_and_nothing_is_written
         // Each answer reads the packs again: there is no second copy to read.
         assert_eq!(s.metric("origin_fetches_total"), round);
         assert_eq!(s.metric("cache_hits_total"), 0);
+        // The second reads the same places of the same pack files: not hashed again.
+        assert_eq!(s.metric("hashes_spared_total"), (round - 1) * n as u64);
     }
     assert!(!s.dir.path().join("cache").exists(), "no cache folder made");
-    // A chunk whose bytes in the pack are damaged is still never served.
-    let c = &s.file.chunks[2];
-    let pack = s.file.packs[c.pack as usize].hex();
-    let path = s.dir.path().join("repo/packs").join(&pack[..2]).join(&pack);
+    // A chunk whose bytes in the pack are damaged is still never served: the pack file
+    // written to is another file to the server, and its bytes are hashed again.
     let mut bytes = fs::read(&path).unwrap();
     bytes[c.entry.offset as usize + 10] ^= 0xff;
     fs::write(&path, &bytes).unwrap();

@@ -363,6 +363,14 @@ impl<S: ObjectStore + ?Sized> ObjectStore for Arc<S> {
     ) -> Result<()> {
         (**self).get_file_range_into(key, offset, buf, file)
     }
+    fn get_range_stamped_into(
+        &self,
+        key: &str,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<super::Stamp>> {
+        (**self).get_range_stamped_into(key, offset, buf)
+    }
     fn size(&self, key: &str) -> Result<Option<u64>> {
         (**self).size(key)
     }

@@ -46,6 +46,21 @@ impl LocalStore {
         &self.root
     }
 
+    /// Reads `buf.len()` bytes of `key` from `offset`; hands back the open file.
+    fn read_range(&self, key: &str, offset: u64, buf: &mut [u8]) -> Result<(File, PathBuf)> {
+        let p = self.path(key)?;
+        let f = File::open(&p).ctx("cannot open", &p)?;
+        let len = buf.len();
+        match f.read_exact_at(buf, offset) {
+            Ok(()) => Ok((f, p)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(Error::corrupt(format!(
+                "{} is shorter than expected (wanted {len} bytes at {offset})",
+                p.display()
+            ))),
+            Err(e) => Err(Error::io("cannot read", &p, e)),
+        }
+    }
+
     fn path(&self, key: &str) -> Result<PathBuf> {
         if !is_clean_relative(key) {
             return Err(Error::new(
@@ -171,19 +186,28 @@ impl ObjectStore for LocalStore {
     }
 
     fn get_range_into(&self, key: &str, offset: u64, buf: &mut Vec<u8>) -> Result<()> {
-        let p = self.path(key)?;
-        let f = File::open(&p).ctx("cannot open", &p)?;
-        let len = buf.len();
-        f.read_exact_at(buf, offset).map_err(|e| {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                Error::corrupt(format!(
-                    "{} is shorter than expected (wanted {len} bytes at {offset})",
-                    p.display()
-                ))
-            } else {
-                Error::io("cannot read", &p, e)
-            }
-        })
+        self.read_range(key, offset, buf).map(|_| ())
+    }
+
+    fn get_range_stamped_into(
+        &self,
+        key: &str,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<super::Stamp>> {
+        let (f, p) = self.read_range(key, offset, buf)?;
+        // Taken after the read, from the file read: a write before or during the read
+        // shows in it.
+        let m = f.metadata().ctx("cannot read", &p)?;
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
+        Ok(Some(super::Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        }))
     }
 
     fn size(&self, key: &str) -> Result<Option<u64>> {
@@ -419,6 +443,58 @@ impl ObjectStore for LocalStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_read_says_which_file_it_read_and_a_write_changes_that() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(dir.path(), false).unwrap();
+        s.put("packs/ab/abcd", b"0123456789").unwrap();
+        let path = dir.path().join("packs/ab/abcd");
+        // Written long ago, as a pack is: the write below moves its modified time
+        // however coarse the filesystem's clock.
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let mut buf = vec![0; 4];
+        let first = s
+            .get_range_stamped_into("packs/ab/abcd", 2, &mut buf)
+            .unwrap();
+        assert_eq!(buf, b"2345");
+        let again = s
+            .get_range_stamped_into("packs/ab/abcd", 6, &mut buf)
+            .unwrap();
+        assert!(
+            first.is_some() && first == again,
+            "an unchanged file, the same stamp"
+        );
+        // Written to in place, same length: another stamp (its times moved).
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(b"X", 3).unwrap();
+        drop(f);
+        let later = s
+            .get_range_stamped_into("packs/ab/abcd", 2, &mut buf)
+            .unwrap();
+        assert_eq!(buf, b"2X45");
+        assert_ne!(later, first);
+        // Replaced by another file of the same bytes: another stamp (its inode).
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"0123456789").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let replaced = s
+            .get_range_stamped_into("packs/ab/abcd", 2, &mut buf)
+            .unwrap();
+        assert_ne!(replaced, later);
+        // A read past the end is refused as before, stamp or not.
+        let mut long = vec![0; 20];
+        assert!(
+            s.get_range_stamped_into("packs/ab/abcd", 0, &mut long)
+                .is_err()
+        );
+    }
 
     #[test]
     fn stale_staging_files_go_and_live_ones_stay() {

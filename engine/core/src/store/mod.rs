@@ -226,6 +226,19 @@ pub struct Page {
     pub next: Option<String>,
 }
 
+/// Which file, as it was, a folder store read bytes from: its inode, size and the
+/// times it was last changed. A file written since (damaged, repaired, replaced) has
+/// another stamp; the same stamp means no one wrote to the file in between, as far as
+/// the filesystem's clock can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
 pub trait ObjectStore: Send + Sync {
     /// The whole object, or `None` if it does not exist.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
@@ -254,6 +267,20 @@ pub trait ObjectStore: Send + Sync {
     ) -> Result<()> {
         let _ = file;
         self.get_range_into(key, offset, buf)
+    }
+
+    /// `get_range_into`, and what the object was when the bytes were read, where the
+    /// store can say (`Stamp`): a reader that checked these bytes may take the same
+    /// range under the same stamp as checked. `None` where it cannot (every store but
+    /// a folder): then every read is checked.
+    fn get_range_stamped_into(
+        &self,
+        key: &str,
+        offset: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Stamp>> {
+        self.get_range_into(key, offset, buf)?;
+        Ok(None)
     }
 
     /// The object's size, or `None` if it does not exist.
