@@ -374,3 +374,50 @@ fn a_mirror_of_a_version_with_a_forged_list_seals_nothing() {
     let ra = sealvol_core::refs::Ref::parse("team-a/model").unwrap();
     sealvol_core::mirror::mirror(&t.repo, &dest, &ra, &Quiet).unwrap();
 }
+
+/// The list as a client would send it to a server: its chunks, no proof.
+fn without_proof(obj: &FileObject) -> FileObject {
+    FileObject::new(
+        obj.hash,
+        obj.size,
+        obj.packs.clone(),
+        obj.chunks.clone(),
+        None,
+    )
+}
+
+#[test]
+fn a_list_proven_in_one_pass_gets_the_proof_the_checked_read_gets() {
+    let t = teams();
+    let obj = without_proof(&t.repo.file_object(&t.hb).unwrap());
+    let once = Origin(&t.repo).prove_by_reading_once(&obj).unwrap();
+    let checked = Origin(&t.repo).prove_by_reading(&obj).unwrap();
+    assert!(once == checked);
+    assert!(once.proves(&t.hb));
+    // team-a's chunks named for team-b's file: its hash says no.
+    let a = t.repo.file_object(&t.ha).unwrap();
+    let forged = FileObject::new(t.hb, a.size, a.packs.clone(), a.chunks.clone(), None);
+    let e = Origin(&t.repo).prove_by_reading_once(&forged).unwrap_err();
+    assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
+}
+
+#[test]
+fn a_damaged_copy_met_by_the_one_pass_proof_is_recorded_as_damage_not_taken_for_a_lie() {
+    let t = teams();
+    let obj = without_proof(&t.repo.file_object(&t.hb).unwrap());
+    // One byte of the file's last chunk flipped in its pack.
+    let c = obj.chunks.last().unwrap();
+    let pack = obj.packs[c.pack as usize].hex();
+    let path = t.path.join("packs").join(&pack[..2]).join(&pack);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[c.entry.offset as usize + 7] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = Origin(&t.repo).prove_by_reading_once(&obj).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
+    assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
+    let recorded = t.repo.damage_records().unwrap();
+    assert!(
+        recorded.iter().any(|(_, chunk, _)| *chunk == c.entry.hash),
+        "{recorded:?}"
+    );
+}

@@ -38,7 +38,6 @@ use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::{Entry, Hash};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::{ChunkRef, FileObject, PackId};
-use sealvol_core::read::Chunks as _;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::{Provenance, TagChange, TagFile, VersionStats};
 use sealvol_core::repo::Repository;
@@ -479,8 +478,10 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
         });
     }
     let unproven = FileObject::new(*hash, size, packs, refs, None);
+    // Each byte hashed once, into the file's tree: the chunks' own names were checked
+    // when their packs came in.
     let outboard = sealvol_core::read::Origin(&s.repo)
-        .prove_by_reading(&unproven)
+        .prove_by_reading_once(&unproven)
         .map_err(|e| match sealvol_core::proof::is_unproven(&e) {
             true => Error::invalid(format!(
                 "the chunks named for file {} do not hash to it",
