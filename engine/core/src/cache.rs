@@ -362,15 +362,23 @@ impl ChunkCache {
 
     /// The chunk, if cached and intact. A chunk that fails its hash is deleted.
     pub fn get(&self, h: &Hash) -> Option<Buffer> {
-        let p = self.path(h);
-        let bytes = read_recycled(&p)?;
+        let bytes = self.get_unchecked(h)?;
         if Hash::of(&bytes) != *h {
             tracing::warn!("cache: chunk {} is damaged; dropping it", h.hex());
-            if fs::remove_file(&p).is_ok() {
+            if fs::remove_file(self.path(h)).is_ok() {
                 self.used.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
             }
             return None;
         }
+        Some(bytes)
+    }
+
+    /// A chunk as stored, not hashed: for a caller that proves these bytes itself
+    /// (the blocks of its file, `Tiers::fetch_proven_within`), and when they fail asks
+    /// `get` again, which drops a damaged copy.
+    pub fn get_unchecked(&self, h: &Hash) -> Option<Buffer> {
+        let p = self.path(h);
+        let bytes = read_recycled(&p)?;
         // The mtime is the LRU clock every process shares; failing to bump it only
         // makes this chunk a little likelier to be evicted.
         if let Ok(f) = File::options().write(true).open(&p) {
@@ -379,7 +387,10 @@ impl ChunkCache {
         Some(bytes)
     }
 
-    /// Stores a chunk (the caller has verified it against `h`). Concurrent puts of the
+    /// Stores a chunk: the caller has checked it against `h`, or proven it to be bytes
+    /// of a file whose list names `h` there (`Tiers::fetch_proven_within`). Either way
+    /// `get` checks what it gives back, so a copy stored under a name a lying list gave
+    /// it costs a miss, never wrong bytes. Concurrent puts of the
     /// same chunk are fine: the first rename wins and the bytes are the same.
     pub fn put(&self, h: &Hash, bytes: &[u8]) -> Result<()> {
         let dest = self.path(h);

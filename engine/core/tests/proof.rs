@@ -5,12 +5,13 @@
 
 use std::path::Path;
 
+use sealvol_core::cache::ChunkCache;
 use sealvol_core::digest::{Entry, Hash};
 use sealvol_core::error::ErrorKind;
 use sealvol_core::objects::FileObject;
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
-use sealvol_core::read::{Chunks, Origin, Tiers};
+use sealvol_core::read::{Chunks, Fill, Origin, Tiers};
 use sealvol_core::refs::VolumeName;
 use sealvol_core::testutil::noise;
 use sealvol_core::{Digest, Repository};
@@ -68,6 +69,19 @@ fn teams() -> Teams {
     }
 }
 
+/// team-b's own proof, with team-a's chunks: the shape a forger would send.
+fn forged_b(t: &Teams) -> FileObject {
+    let real = t.repo.file_object(&t.hb).unwrap();
+    let theirs = t.repo.file_object(&t.ha).unwrap();
+    FileObject::new(
+        t.hb,
+        real.size,
+        theirs.packs.clone(),
+        theirs.chunks.clone(),
+        real.proof.outboard().cloned(),
+    )
+}
+
 fn read_all(chunks: &dyn Chunks, obj: &FileObject) -> sealvol_core::Result<Vec<u8>> {
     let mut out = Vec::new();
     chunks.for_each(obj, 0..obj.chunks.len(), &mut |c| {
@@ -93,16 +107,7 @@ fn a_list_copied_from_another_file_is_refused_when_it_is_read() {
 #[test]
 fn a_list_carrying_the_files_proof_over_other_chunks_never_serves_them() {
     let t = teams();
-    let real = t.repo.file_object(&t.hb).unwrap();
-    let theirs = t.repo.file_object(&t.ha).unwrap();
-    // team-b's own proof, with team-a's chunks: the shape a forger would send.
-    let forged = FileObject::new(
-        t.hb,
-        real.size,
-        theirs.packs.clone(),
-        theirs.chunks.clone(),
-        real.proof.outboard().cloned(),
-    );
+    let forged = forged_b(&t);
     std::fs::write(list_path(&t.path, &t.hb), forged.encode()).unwrap();
     let obj = t.repo.file_object(&t.hb).unwrap();
     assert_eq!(obj.size as usize, SIZE);
@@ -406,18 +411,136 @@ fn a_damaged_copy_met_by_the_one_pass_proof_is_recorded_as_damage_not_taken_for_
     let t = teams();
     let obj = without_proof(&t.repo.file_object(&t.hb).unwrap());
     // One byte of the file's last chunk flipped in its pack.
-    let c = obj.chunks.last().unwrap();
-    let pack = obj.packs[c.pack as usize].hex();
-    let path = t.path.join("packs").join(&pack[..2]).join(&pack);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[c.entry.offset as usize + 7] ^= 0x01;
-    std::fs::write(&path, &bytes).unwrap();
+    let bad = damage_chunk(&t, &obj, obj.chunks.len() - 1);
     let e = Origin(&t.repo).prove_by_reading_once(&obj).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
     assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
     let recorded = t.repo.damage_records().unwrap();
     assert!(
-        recorded.iter().any(|(_, chunk, _)| *chunk == c.entry.hash),
+        recorded.iter().any(|(_, chunk, _)| *chunk == bad),
         "{recorded:?}"
     );
+}
+
+// --- A run read hashing each byte once (`Tiers::fetch_proven_within`) ---
+
+fn concat(chunks: &[sealvol_core::read::ChunkBytes]) -> Vec<u8> {
+    chunks.iter().flat_map(|c| c.to_vec()).collect()
+}
+
+fn spared(tiers: &Tiers) -> u64 {
+    tiers
+        .counters
+        .chunks_proven_by_blocks
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Flips one byte of chunk `i` of `obj` in its pack.
+fn damage_chunk(t: &Teams, obj: &FileObject, i: usize) -> Hash {
+    let c = &obj.chunks[i];
+    let pack = obj.packs[c.pack as usize].hex();
+    let path = t.path.join("packs").join(&pack[..2]).join(&pack);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[c.entry.offset as usize + 7] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    c.entry.hash
+}
+
+fn tiers_with_cache(t: &Teams, cache: Option<&Path>) -> Tiers {
+    let cache = cache.map(|d| std::sync::Arc::new(ChunkCache::open(d, 1 << 30).unwrap()));
+    Tiers::with_fill(
+        std::sync::Arc::new(Repository::open_local(&t.path, false, false).unwrap()),
+        cache,
+        Fill::Inline,
+    )
+}
+
+#[test]
+fn a_run_is_proven_by_its_blocks_with_only_its_end_chunks_hashed_as_chunks() {
+    let t = teams();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let n = obj.chunks.len();
+    assert!(n > 8, "{n} chunks");
+    let tiers = tiers_with_cache(&t, None);
+    let got = tiers.fetch_proven_within(&obj, 2..n - 2).unwrap();
+    let (s, e) = (obj.start_of(2) as usize, obj.start_of(n - 2) as usize);
+    assert!(concat(&got) == t.b[s..e]);
+    // Every chunk but the two at the ends (whose blocks reach beyond the run) was taken
+    // on its blocks' proof, and those blocks are proven for the readers that follow.
+    assert_eq!(spared(&tiers), (n - 6) as u64);
+    let log = obj.proof.outboard().unwrap().log();
+    let inner = (s as u64).div_ceil(1 << log)..(e as u64 >> log);
+    assert!(inner.clone().all(|b| obj.proof.is_proven(b)), "{inner:?}");
+    // The whole file: every chunk, every block.
+    let whole = t.repo.file_object(&t.hb).unwrap();
+    let got = tiers.fetch_proven_within(&whole, 0..n).unwrap();
+    assert!(concat(&got) == t.b);
+    assert_eq!(spared(&tiers), (n - 6 + n) as u64);
+}
+
+#[test]
+fn a_damaged_chunk_inside_a_run_is_recorded_as_damage_and_never_served() {
+    let t = teams();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let n = obj.chunks.len();
+    // A chunk of team-b's own (past the MiB shared with team-a, so no other copy).
+    let bad = damage_chunk(&t, &obj, n - 3);
+    let tiers = tiers_with_cache(&t, None);
+    let e = tiers.fetch_proven_within(&obj, 0..n).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
+    assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
+    assert!(e.message().contains(&bad.hex()), "{e}");
+    let recorded = t.repo.damage_records().unwrap();
+    assert!(recorded.iter().any(|(_, c, _)| *c == bad), "{recorded:?}");
+    assert_eq!(spared(&tiers), 0);
+}
+
+#[test]
+fn blocks_proven_before_are_hashed_again_for_chunks_not_hashed_as_chunks() {
+    let t = teams();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let n = obj.chunks.len();
+    let tiers = tiers_with_cache(&t, None);
+    tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    // The same list, its blocks all proven, read again after a byte rotted: a proof
+    // that trusted its marks would hand the rotten chunk on unchecked.
+    damage_chunk(&t, &obj, n - 3);
+    let e = tiers.fetch_proven_within(&obj, 0..n).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
+    assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
+}
+
+#[test]
+fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
+    let t = teams();
+    let dir = tempfile::tempdir().unwrap();
+    let tiers = tiers_with_cache(&t, Some(dir.path()));
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let n = obj.chunks.len();
+    tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    let h = obj.chunks[n / 2].entry.hash;
+    let hex = h.hex();
+    let file = dir.path().join("chunks").join(&hex[..2]).join(&hex);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[3] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    // A fresh list (no block proven yet), as after a remount.
+    let fresh = t.repo.file_object(&t.hb).unwrap();
+    let got = tiers.fetch_proven_within(&fresh, 0..n).unwrap();
+    assert!(concat(&got) == t.b);
+    assert!(
+        std::fs::read(&file).unwrap() != bytes,
+        "the damaged copy is still cached"
+    );
+}
+
+#[test]
+fn a_run_through_a_list_that_lies_is_refused_whole() {
+    let t = teams();
+    let forged = forged_b(&t);
+    let tiers = tiers_with_cache(&t, None);
+    let n = forged.chunks.len();
+    let e = tiers.fetch_proven_within(&forged, 0..n).err().unwrap();
+    assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
+    assert_eq!(spared(&tiers), 0);
 }

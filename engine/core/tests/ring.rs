@@ -359,3 +359,50 @@ fn a_read_of_several_segments_asks_their_owners_at_once() {
     );
     assert_eq!(tiers.counters.snapshot().origin_chunks, 0);
 }
+
+/// A server whose every answer has one byte flipped in the middle of the run.
+struct Liar(Arc<Server>);
+
+impl Peer for Liar {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn read_run(
+        &self,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.0.read_run(file, pack, offset, chunks, into)?;
+        let mid = into.len() / 2;
+        into[mid] ^= 0x40;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_read_again_checked_and_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, obj, want) = pushed(dir.path(), 6 << 20);
+    let liars: Vec<Arc<dyn Peer>> = (1..=2)
+        .map(|i| Arc::new(Liar(Server::new(i, &repo))) as Arc<dyn Peer>)
+        .collect();
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(liars);
+    let n = obj.chunks.len();
+    let got = tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    let bytes: Vec<u8> = got.iter().flat_map(|c| c.to_vec()).collect();
+    assert!(bytes == want, "a flipped byte from a peer was handed on");
+    let c = tiers.counters.snapshot();
+    assert!(c.peer_bad_chunks > 0, "{c:?}");
+    assert_eq!(c.origin_bytes, want.len() as u64, "{c:?}");
+    assert_eq!(
+        tiers
+            .counters
+            .chunks_proven_by_blocks
+            .load(Ordering::Relaxed),
+        0
+    );
+}

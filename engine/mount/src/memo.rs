@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
-use sealvol_core::read::{ChunkBytes, Chunks, Counters, Tiers, add};
+use sealvol_core::read::{ChunkBytes, Counters, Tiers, add};
 
 use crate::layout::Layout;
 
@@ -376,11 +376,11 @@ fn fetch_runs(
             n += 1;
         }
         let run = missing[k]..missing[k] + n;
-        let bytes = tiers.fetch_unproven(&layout.obj, run.clone())?;
         // The blocks wholly inside the run are proven here, on the fetching thread
-        // (read-ahead's, often), so that readers find them proven; blocks reaching
-        // into neighbours are proven when a reader asks for them.
-        sealvol_core::proof::prove_within(&layout.obj, run.start, &bytes)?;
+        // (read-ahead's, often), so that readers find them proven, and the chunks
+        // inside them are hashed once, as blocks; blocks reaching into neighbours are
+        // proven when a reader asks for them.
+        let bytes = tiers.fetch_proven_within(&layout.obj, run.clone())?;
         for (i, bytes) in run.zip(bytes) {
             got.push((i, bytes));
         }

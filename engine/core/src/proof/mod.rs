@@ -145,27 +145,59 @@ fn block_pieces<'a>(
         .collect()
 }
 
-/// Proves the blocks that lie wholly inside chunks `first..` (`have`), fetching nothing:
-/// work a fetching thread can do before any reader asks. A list without a proof yet
-/// (written before proofs) is left to `Chunks::prove_whole`.
-pub fn prove_within(obj: &FileObject, first: usize, have: &[impl AsRef<[u8]>]) -> Result<()> {
-    let Some(ob) = obj.proof.outboard() else {
-        return Ok(());
-    };
-    if obj.proof.all() || have.is_empty() {
-        return Ok(());
+/// The bytes of the blocks that lie wholly inside chunks `first..first + n` of a file,
+/// as `[start, end)`; `None` when there are none or nothing is left to prove (no
+/// outboard yet, or every byte proven already).
+pub fn inner_span(obj: &FileObject, first: usize, n: usize) -> Option<(u64, u64)> {
+    let ob = obj.proof.outboard()?;
+    if obj.proof.all() || n == 0 {
+        return None;
     }
     let log = ob.log();
-    let (a, b) = (obj.start_of(first), obj.start_of(first + have.len()));
+    let (a, b) = (obj.start_of(first), obj.start_of(first + n));
     let inner_start = a.div_ceil(1 << log) << log;
     let inner_end = if b >= obj.size {
         obj.size
     } else {
         (b >> log) << log
     };
-    if inner_start >= inner_end {
-        return Ok(());
+    (inner_start < inner_end).then_some((inner_start, inner_end))
+}
+
+/// Hashes every block of `[start, end)` (wholly inside chunks `first..`, `have`) against
+/// the outboard, those proven before too, and marks them: for bytes whose chunks were not
+/// checked against their names, their blocks are their only check, and a block proven
+/// earlier was proven with other bytes than these. False if any block fails (nothing is
+/// marked then: the caller reads the chunks again, checked).
+pub fn prove_again(
+    obj: &FileObject,
+    start: u64,
+    end: u64,
+    first: usize,
+    have: &[impl AsRef<[u8]>],
+) -> bool {
+    let Some(ob) = obj.proof.outboard() else {
+        return false;
+    };
+    let (log, at) = (ob.log(), obj.start_of(first));
+    let blocks = (start >> log)..=((end - 1) >> log);
+    let all_good = blocks.clone().all(|b| {
+        let (bs, be) = (b << log, ((b + 1) << log).min(obj.size));
+        ob.block_is(&obj.hash, b, &block_pieces(bs, be, at, have, &[]))
+    });
+    if all_good {
+        blocks.for_each(|b| obj.proof.mark(b));
     }
+    all_good
+}
+
+/// Proves the blocks that lie wholly inside chunks `first..` (`have`), fetching nothing:
+/// work a fetching thread can do before any reader asks. A list without a proof yet
+/// (written before proofs) is left to `Chunks::prove_whole`.
+pub fn prove_within(obj: &FileObject, first: usize, have: &[impl AsRef<[u8]>]) -> Result<()> {
+    let Some((inner_start, inner_end)) = inner_span(obj, first, have.len()) else {
+        return Ok(());
+    };
     prove(obj, inner_start, inner_end, first, have, &mut |x, y, _| {
         Err(Error::corrupt(format!(
             "{}: bytes {x}..{y} are outside the chunks at hand",

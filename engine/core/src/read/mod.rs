@@ -236,6 +236,7 @@ impl Chunks for Origin<'_> {
             origin_backoff: None,
             peers: &[],
             mirrors: &[],
+            by_blocks: &|_| false,
         };
         read_runs(
             &up,
@@ -464,11 +465,33 @@ impl Tiers {
         counters: &Counters,
         ask_peers: bool,
     ) -> Result<Vec<ChunkBytes>> {
+        let fills = self.fills(obj);
+        self.fetch_checking(obj, range, counters, ask_peers, &|_| false, &mut |job| {
+            self.offer_fill(fills, job)
+        })
+    }
+
+    /// Chunks `range` of a file from the tiers, each checked against its name except
+    /// those `by_blocks` says the caller proves by its blocks; what was read upstream is
+    /// offered to `fill`.
+    fn fetch_checking(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        counters: &Counters,
+        ask_peers: bool,
+        by_blocks: ByBlocks,
+        fill: &mut dyn FnMut(FillJob),
+    ) -> Result<Vec<ChunkBytes>> {
         let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
         let mut misses = Vec::new();
         for (slot, i) in range.clone().enumerate() {
             let h = obj.chunks[i].entry.hash;
-            match self.cache.as_ref().and_then(|c| c.get(&h)) {
+            let cached = self.cache.as_ref().and_then(|c| match by_blocks(i) {
+                true => c.get_unchecked(&h),
+                false => c.get(&h),
+            });
+            match cached {
                 Some(bytes) => {
                     add(&counters.cache_hits, 1);
                     add(&counters.cache_bytes, bytes.len() as u64);
@@ -477,8 +500,25 @@ impl Tiers {
                 None => misses.push(i),
             }
         }
-        let fills = self.fills(obj);
-        let mut fill = |job: FillJob| match (self.fill, &self.cache, &self.filler) {
+        let members = match ask_peers {
+            true => self.peers.members(),
+            false => Arc::default(),
+        };
+        let up = Upstream {
+            origin: &self.repo,
+            origin_backoff: Some(&self.origin_backoff),
+            peers: &members,
+            mirrors: &self.mirrors,
+            by_blocks,
+        };
+        read_runs(&up, obj, &misses, range.start, &mut out, counters, fill)?;
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Hands what was read upstream to the node cache, as `fill` says (skipped when the
+    /// file is not filled chunk by chunk, or the background filler is behind).
+    fn offer_fill(&self, fills: bool, job: FillJob) {
+        match (self.fill, &self.cache, &self.filler) {
             _ if !fills => {}
             (Fill::Inline, Some(cache), _) => job.store(cache),
             (Fill::Background, _, Some(tx)) => {
@@ -492,27 +532,55 @@ impl Tiers {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Chunks `range` of a file, with the blocks that lie wholly inside them proven
+    /// (`proof::prove_within`), hashing each byte once: a chunk inside those blocks is
+    /// not checked against its name, since the blocks, hashed from these very bytes,
+    /// prove it is the file's; the chunks at the ends, whose blocks reach beyond the
+    /// range, are checked as always. A cold read hashed every byte twice (once as its
+    /// chunk, once as its block).
+    ///
+    /// When a block fails, nothing read is kept or cached: the range is read again with
+    /// every chunk checked, so that a damaged copy is recorded as damage and another
+    /// copy tried, and a list that names other bytes is told apart (`Corrupt`,
+    /// `proof::is_unproven`). Chunks read here reach the node cache only once proven;
+    /// the cache checks every chunk it gives back against its name.
+    pub fn fetch_proven_within(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+    ) -> Result<Vec<ChunkBytes>> {
+        let Some((s, e)) = crate::proof::inner_span(obj, range.start, range.len()) else {
+            return self.fetch_unproven(obj, range);
         };
-        let members = match ask_peers {
-            true => self.peers.members(),
-            false => Arc::default(),
+        let by_blocks = |i: usize| {
+            obj.chunks[i].entry.flags == crate::objects::FLAG_RAW
+                && obj.start_of(i) >= s
+                && obj.start_of(i + 1) <= e
         };
-        let up = Upstream {
-            origin: &self.repo,
-            origin_backoff: Some(&self.origin_backoff),
-            peers: &members,
-            mirrors: &self.mirrors,
-        };
-        read_runs(
-            &up,
+        let (fills, mut held) = (self.fills(obj), Vec::new());
+        let got = self.fetch_checking(
             obj,
-            &misses,
-            range.start,
-            &mut out,
-            counters,
-            &mut fill,
+            range.clone(),
+            &self.counters,
+            true,
+            &by_blocks,
+            &mut |job| held.push(job),
         )?;
-        Ok(out.into_iter().flatten().collect())
+        if crate::proof::prove_again(obj, s, e, range.start, &got) {
+            let spared = range.clone().filter(|&i| by_blocks(i)).count();
+            add(&self.counters.chunks_proven_by_blocks, spared as u64);
+            for job in held {
+                self.offer_fill(fills, job);
+            }
+            return Ok(got);
+        }
+        drop((got, held));
+        let got = self.fetch_unproven(obj, range.clone())?;
+        crate::proof::prove_within(obj, range.start, &got)?;
+        Ok(got)
     }
 }
 
@@ -613,6 +681,10 @@ impl Chunks for Tiers {
     }
 }
 
+/// Which chunks of a file (by index) a caller proves by their blocks instead of having
+/// them checked against their names as they are read.
+type ByBlocks<'a> = &'a (dyn Fn(usize) -> bool + Sync);
+
 /// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
 struct FillJob {
     buf: Arc<Buffer>,
@@ -638,13 +710,17 @@ struct Upstream<'a> {
     origin_backoff: Option<&'a Backoff>,
     peers: &'a [Arc<Member>],
     mirrors: &'a [MirrorTier],
+    /// The chunks the caller proves by their blocks: not checked as they are read.
+    by_blocks: ByBlocks<'a>,
 }
 
 /// Reads chunks `misses` (indexes into the file's chunks, ascending) from the peers,
 /// else the origin, else a mirror, into `out` (slot `i - base`), in runs: consecutive
 /// chunks of the file that sit back to back in one pack, up to `max_run` bytes (and,
-/// with peers, within one segment: each segment has its owner), come in one request. Every chunk is checked against its hash before it is placed; each
-/// run is then offered to `fill`.
+/// with peers, within one segment: each segment has its owner), come in one request.
+/// Every chunk is checked against its hash before it is placed, except the origin's and
+/// the peers' chunks that `by_blocks` leaves to the caller's proof of their blocks (a
+/// mirror's are always checked); each run is then offered to `fill`.
 fn read_runs(
     up: &Upstream,
     obj: &FileObject,
@@ -654,7 +730,7 @@ fn read_runs(
     counters: &Counters,
     fill: &mut dyn FnMut(FillJob),
 ) -> Result<()> {
-    let repo = up.origin;
+    let (repo, by_blocks) = (up.origin, up.by_blocks);
     let max = max_run(repo);
     let origin_up = up.origin_backoff.is_none_or(Backoff::is_up);
     // A ring of one owns every segment: its runs need not be cut at their edges (each
@@ -665,7 +741,7 @@ fn read_runs(
     // it from a far origin: asked one after another, a long read would wait a round
     // trip per segment. They are asked at once instead, a few at a time.
     let mut answered: Vec<Option<Option<Arc<Buffer>>>> = match by_segment && runs.len() > 1 {
-        true => peers_at_once(up.peers, obj, misses, &runs, counters),
+        true => peers_at_once(up.peers, obj, misses, &runs, counters, by_blocks),
         false => vec![None; runs.len()],
     };
     for (r, &(k, n, start, end)) in runs.iter().enumerate() {
@@ -674,7 +750,7 @@ fn read_runs(
         let run = &misses[k..k + n];
         let got = match answered[r].take() {
             Some(got) => got,
-            None => from_peers(up.peers, obj, run, &pack, start, end, counters),
+            None => from_peers(up.peers, obj, run, &pack, start, end, counters, by_blocks),
         };
         if let Some(buf) = got {
             let mut pieces = Vec::with_capacity(n);
@@ -723,7 +799,11 @@ fn read_runs(
                         start: at,
                         end: at + c.entry.stored_len as usize,
                     };
-                    match check_chunk(&piece, &c.entry, &pack) {
+                    let checked = match by_blocks(i) {
+                        true => Ok(()),
+                        false => check_chunk(&piece, &c.entry, &pack),
+                    };
+                    match checked {
                         Ok(()) => {
                             pieces.push((c.entry.hash, piece.start, piece.end));
                             Ok(piece)
@@ -831,6 +911,7 @@ fn peers_at_once(
     misses: &[usize],
     runs: &[(usize, usize, u64, u64)],
     counters: &Counters,
+    by_blocks: ByBlocks,
 ) -> Vec<Option<Option<Arc<Buffer>>>> {
     let results: Vec<Mutex<Option<Option<Arc<Buffer>>>>> =
         runs.iter().map(|_| Mutex::new(None)).collect();
@@ -844,8 +925,8 @@ fn peers_at_once(
                         break;
                     };
                     let pack = obj.packs[obj.chunks[misses[k]].pack as usize];
-                    let got =
-                        from_peers(peers, obj, &misses[k..k + n], &pack, start, end, counters);
+                    let run = &misses[k..k + n];
+                    let got = from_peers(peers, obj, run, &pack, start, end, counters, by_blocks);
                     *crate::lock(&results[r]) = Some(got);
                 }
             });

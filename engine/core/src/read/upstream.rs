@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::ring::{Member, Ring};
-use super::{ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
+use super::{ByBlocks, ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackId};
@@ -71,8 +71,10 @@ pub(super) struct MirrorTier {
 
 /// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`, all in one
 /// segment: `ring.rs`) from the server that owns its segment, else the next in that
-/// segment's order that is up and returns it whole with every chunk passing its hash;
-/// `None` sends the run to the origin.
+/// segment's order that is up and returns it whole with every chunk passing its hash
+/// (but those `by_blocks` leaves to the caller's proof of their blocks); `None` sends
+/// the run to the origin.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn from_peers(
     peers: &[Arc<Member>],
     obj: &FileObject,
@@ -81,6 +83,7 @@ pub(super) fn from_peers(
     start: u64,
     end: u64,
     counters: &Counters,
+    by_blocks: ByBlocks,
 ) -> Option<Arc<Buffer>> {
     if !peers.iter().any(|p| p.is_up()) {
         return None;
@@ -118,6 +121,7 @@ pub(super) fn from_peers(
         }
         let bad = run
             .iter()
+            .filter(|&&i| !by_blocks(i))
             .filter(|&&i| {
                 let e = &obj.chunks[i].entry;
                 let at = (e.offset - start) as usize;
