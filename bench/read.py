@@ -7,7 +7,8 @@ local repository and from one on moto, beside the same reads of local disk and o
 
 Measures, each the median of --runs, every sealvol run on a fresh mount with an empty
 node cache (an unmount drops the kernel's pages of a FUSE mount):
-- cold `dd`: one ~512 MiB shard read in 1 MiB reads, from the mount being ready;
+- cold `dd`: one ~512 MiB shard read in 1 MiB reads, from the mount being ready (and the
+  mount's CPU seconds for it, from /proc);
 - safetensors: Python's `safetensors` package, `safe_open(framework="numpy")` (it mmaps
   the file, as torch does), loading every tensor of every shard of an F16 copy of the
   checkpoint (the BF16 shards relabelled F16: numpy has no bfloat16);
@@ -150,6 +151,12 @@ class SealvolOrigin:
                 drop_file_cache(p)
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds a process has used so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def median_of(runs, fn):
     xs = [fn() for _ in range(runs)]
     return statistics.median(xs), xs
@@ -163,12 +170,16 @@ def measure_origin(o, runs, shard_name, v1, f16, measures=ALL):
 
     def dd():
         mnt = o.cold("bench/ckpt")
+        pid = o.pid()
+        before = cpu_seconds(pid)
         rate, _ = read_rate(mnt / shard_name)
+        r.setdefault("dd_cpu", []).append(cpu_seconds(pid) - before)
         o.unmount()
         return rate
 
     if "dd" in measures:
         r["dd"] = median_of(runs, dd)
+        r["dd_cpu"] = (statistics.median(r["dd_cpu"]), r["dd_cpu"])
 
     def loader(code, vol):
         def run():
@@ -363,6 +374,11 @@ def main():
             for key, label in (("profile", "shards named .safetensors"), ("profile_bin", "shards named .bin")):
                 if f"{key}_with" in r:
                     print(f"| {name}, {label} | {s(r[f'{key}_without'])} | {s(r[f'{key}_with'])} |")
+    if any("dd_cpu" in r for r in results.values()):
+        print("\n| cold dd | the mount's CPU seconds for the shard |\n| --- | ---: |")
+        for name, r in results.items():
+            if "dd_cpu" in r:
+                print(f"| {name} | {r['dd_cpu'][0]:.2f} |")
     if any("warm_ceiling" in r for r in results.values()):
         print("\n| warm read from `open` | through the mount | the kept copy read directly |\n| --- | ---: | ---: |")
         for name, r in results.items():

@@ -526,8 +526,13 @@ fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
     std::fs::write(&file, &bytes).unwrap();
     // A fresh list (no block proven yet), as after a remount.
     let fresh = t.repo.file_object(&t.hb).unwrap();
+    let before = tiers.counters.snapshot();
     let got = tiers.fetch_proven_within(&fresh, 0..n).unwrap();
     assert!(concat(&got) == t.b);
+    // The damaged copy is no hit: the rest came from the cache, it from the origin.
+    let after = tiers.counters.snapshot();
+    assert_eq!(after.cache_hits - before.cache_hits, (n - 1) as u64);
+    assert_eq!(after.origin_chunks - before.origin_chunks, 1);
     assert!(
         std::fs::read(&file).unwrap() != bytes,
         "the damaged copy is still cached"

@@ -384,7 +384,7 @@ impl Peer for Liar {
 }
 
 #[test]
-fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_read_again_checked_and_passed_over() {
+fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_checked_and_passed_over() {
     let dir = tempfile::tempdir().unwrap();
     let (repo, obj, want) = pushed(dir.path(), 6 << 20);
     let liars: Vec<Arc<dyn Peer>> = (1..=2)
@@ -397,7 +397,7 @@ fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_read_again_checked_and_p
     assert!(bytes == want, "a flipped byte from a peer was handed on");
     let c = tiers.counters.snapshot();
     assert!(c.peer_bad_chunks > 0, "{c:?}");
-    assert_eq!(c.origin_bytes, want.len() as u64, "{c:?}");
+    assert!(c.origin_chunks > 0, "{c:?}");
     assert_eq!(
         tiers
             .counters

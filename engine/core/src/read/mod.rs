@@ -466,14 +466,18 @@ impl Tiers {
         ask_peers: bool,
     ) -> Result<Vec<ChunkBytes>> {
         let fills = self.fills(obj);
-        self.fetch_checking(obj, range, counters, ask_peers, &|_| false, &mut |job| {
-            self.offer_fill(fills, job)
-        })
+        let (got, _) =
+            self.fetch_checking(obj, range, counters, ask_peers, &|_| false, &mut |job| {
+                self.offer_fill(fills, job)
+            })?;
+        Ok(got)
     }
 
     /// Chunks `range` of a file from the tiers, each checked against its name except
-    /// those `by_blocks` says the caller proves by its blocks; what was read upstream is
-    /// offered to `fill`.
+    /// those `by_blocks` says the caller proves by their blocks; what was read upstream is
+    /// offered to `fill`. Also the slots of the chunks taken from the node cache
+    /// unchecked: not counted as hits, since the caller's proof decides whether they
+    /// were.
     fn fetch_checking(
         &self,
         obj: &FileObject,
@@ -482,21 +486,24 @@ impl Tiers {
         ask_peers: bool,
         by_blocks: ByBlocks,
         fill: &mut dyn FnMut(FillJob),
-    ) -> Result<Vec<ChunkBytes>> {
+    ) -> Result<(Vec<ChunkBytes>, Vec<usize>)> {
         let mut out: Vec<Option<ChunkBytes>> = vec![None; range.len()];
-        let mut misses = Vec::new();
+        let (mut misses, mut unchecked) = (Vec::new(), Vec::new());
         for (slot, i) in range.clone().enumerate() {
             let h = obj.chunks[i].entry.hash;
-            let cached = self.cache.as_ref().and_then(|c| match by_blocks(i) {
-                true => c.get_unchecked(&h),
-                false => c.get(&h),
-            });
-            match cached {
-                Some(bytes) => {
+            let Some(cache) = self.cache.as_ref() else {
+                misses.push(i);
+                continue;
+            };
+            let bytes = match by_blocks(i) {
+                true => cache.get_unchecked(&h).inspect(|_| unchecked.push(slot)),
+                false => cache.get(&h).inspect(|b| {
                     add(&counters.cache_hits, 1);
-                    add(&counters.cache_bytes, bytes.len() as u64);
-                    out[slot] = Some(ChunkBytes::whole(bytes));
-                }
+                    add(&counters.cache_bytes, b.len() as u64);
+                }),
+            };
+            match bytes {
+                Some(bytes) => out[slot] = Some(ChunkBytes::whole(bytes)),
                 None => misses.push(i),
             }
         }
@@ -512,7 +519,7 @@ impl Tiers {
             by_blocks,
         };
         read_runs(&up, obj, &misses, range.start, &mut out, counters, fill)?;
-        Ok(out.into_iter().flatten().collect())
+        Ok((out.into_iter().flatten().collect(), unchecked))
     }
 
     /// Hands what was read upstream to the node cache, as `fill` says (skipped when the
@@ -542,10 +549,10 @@ impl Tiers {
     /// range, are checked as always. A cold read hashed every byte twice (once as its
     /// chunk, once as its block).
     ///
-    /// When a block fails, nothing read is kept or cached: the range is read again with
-    /// every chunk checked, so that a damaged copy is recorded as damage and another
-    /// copy tried, and a list that names other bytes is told apart (`Corrupt`,
-    /// `proof::is_unproven`). Chunks read here reach the node cache only once proven;
+    /// When a block fails, nothing read is kept or cached: each chunk taken on the blocks
+    /// is hashed, and one that fails is read again checked, so that a damaged copy is
+    /// recorded as damage and another copy tried, and a list that names other bytes is
+    /// told apart (`Corrupt`, `proof::is_unproven`). Chunks read here reach the node cache only once proven;
     /// the cache checks every chunk it gives back against its name.
     pub fn fetch_proven_within(
         &self,
@@ -561,7 +568,7 @@ impl Tiers {
                 && obj.start_of(i + 1) <= e
         };
         let (fills, mut held) = (self.fills(obj), Vec::new());
-        let got = self.fetch_checking(
+        let (mut got, from_cache) = self.fetch_checking(
             obj,
             range.clone(),
             &self.counters,
@@ -569,16 +576,40 @@ impl Tiers {
             &by_blocks,
             &mut |job| held.push(job),
         )?;
+        let hit = |c: &ChunkBytes| {
+            add(&self.counters.cache_hits, 1);
+            add(&self.counters.cache_bytes, c.len() as u64);
+        };
         if crate::proof::prove_again(obj, s, e, range.start, &got) {
             let spared = range.clone().filter(|&i| by_blocks(i)).count();
             add(&self.counters.chunks_proven_by_blocks, spared as u64);
+            from_cache.iter().for_each(|&slot| hit(&got[slot]));
             for job in held {
                 self.offer_fill(fills, job);
             }
             return Ok(got);
         }
-        drop((got, held));
-        let got = self.fetch_unproven(obj, range.clone())?;
+        // A block failed: each chunk taken on the blocks is hashed now, and one that
+        // fails is read again the checked way (which drops a damaged cached copy,
+        // records a damaged origin copy and tries the others, and passes over a peer
+        // that sent it). Then every chunk is checked, and a block that still fails is a
+        // list that lies. What was read here reaches the cache only through those reads.
+        drop(held);
+        for (slot, i) in range.clone().enumerate().filter(|&(_, i)| by_blocks(i)) {
+            if Hash::of(&got[slot]) == obj.chunks[i].entry.hash {
+                if from_cache.contains(&slot) {
+                    hit(&got[slot]);
+                }
+                continue;
+            }
+            let again = self.fetch_unproven(obj, i..i + 1)?;
+            got[slot] = again.into_iter().next().ok_or_else(|| {
+                Error::corrupt(format!(
+                    "chunk {} came back empty",
+                    obj.chunks[i].entry.hash.hex()
+                ))
+            })?;
+        }
         crate::proof::prove_within(obj, range.start, &got)?;
         Ok(got)
     }
