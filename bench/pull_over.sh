@@ -2,7 +2,9 @@
 # Pull over a folder that already holds a close version (a rollback, a canary promoted):
 # `volume pull v2 DIR --force` where DIR holds v1, and a re-pull of the same version,
 # this build beside BASELINE in one run (hyperfine, medians). rsync's --checksum is the
-# peer for "write only what differs" on one machine.
+# peer for "write only what differs" on one machine. First, a cold pull of v1 into an
+# empty folder with the node cache empty (packs in the page cache): wall time and the
+# CPU seconds the pull spends (user, system), the table cold.md.
 #
 #   bash bench/pull_over.sh BASELINE_BIN [--work /var/tmp/sealvol-bench]
 #
@@ -21,6 +23,18 @@ export SEALVOL_REPO="$run/repo" SEALVOL_STATE="$run/state" XDG_CONFIG_HOME="$run
 "$new" volume push "$data/v1" b/ck --tag v1 -q >/dev/null
 "$new" volume push "$data/v2" b/ck --tag v2 -q >/dev/null
 out="$run/out"
+cat "$run"/repo/packs/*/* >/dev/null
+hyperfine -N --runs 7 --export-json "$run/cold.json" \
+  --prepare "bash -c 'rm -rf $out $run/cache; sync'" \
+  -n "baseline: cold pull v1" "$base volume pull b/ck:v1 $out -q" \
+  -n "this build: cold pull v1" "$new volume pull b/ck:v1 $out -q" >/dev/null
+python3 - "$run/cold.json" >"$run/cold.md" <<'PY'
+import json, sys
+print("| command | wall (median) | user CPU (mean) | system CPU (mean) |")
+print("| --- | --- | --- | --- |")
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"| {r['command']} | {r['median']:.2f} s | {r['user']:.2f} s | {r['system']:.2f} s |")
+PY
 hyperfine -N --runs 7 --export-markdown "$run/over.md" \
   --prepare "bash -c 'rm -rf $out && $new volume pull b/ck:v1 $out -q'" \
   -n "baseline: pull v2 over v1" "$base volume pull b/ck:v2 $out --force -q" \
@@ -30,4 +44,4 @@ hyperfine -N --runs 7 --export-markdown "$run/same.md" \
   -n "baseline: re-pull v2" "$base volume pull b/ck:v2 $out --force -q" \
   -n "this build: re-pull v2" "$new volume pull b/ck:v2 $out --force -q" \
   -n "rsync --checksum, nothing changed" "rsync -a --checksum --delete $data/v2/ $out/" >/dev/null
-cat "$run/over.md" "$run/same.md"
+cat "$run/cold.md" "$run/over.md" "$run/same.md"

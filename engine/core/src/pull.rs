@@ -1,5 +1,6 @@
-//! Pull: a sealed version becomes a local directory, every chunk checked against its
-//! BLAKE3 hash and every file against its whole-content hash before it gets its name.
+//! Pull: a sealed version becomes a local directory, every byte proven against its
+//! file's BLAKE3 proof (which merges into the hash the manifest names) before it is
+//! written, and each file complete before it gets its name.
 //!
 //! Nothing is written outside the target: manifest paths must be clean relative paths,
 //! no existing symlink is ever followed, and links from the version are created last.
@@ -425,21 +426,13 @@ fn pull_file(
         .open(&tmp)
         .ctx("cannot create", &tmp)?;
     let result = (|| -> Result<()> {
-        // The whole-file hash below is this file's proof: nothing read gets the file's
-        // name unless all of it hashes to the file's hash, so chunks need no other.
-        let mut whole = blake3::Hasher::new();
-        tiers.for_each_unproven(&obj, 0..obj.chunks.len(), &mut |bytes| {
-            whole.update(bytes);
+        // Every byte written is proven to be the file's first (its blocks against the
+        // file's proof, which merges into the file's hash), each hashed about once.
+        tiers.for_each(&obj, 0..obj.chunks.len(), &mut |bytes| {
             f.write_all(bytes).ctx("cannot write", &tmp)?;
             progress.advance(bytes.len() as u64);
             Ok(())
         })?;
-        if Hash(*whole.finalize().as_bytes()) != *hash {
-            return Err(crate::proof::unproven(
-                &obj.list_name(),
-                &format!("its chunks do not hash to {path}"),
-            ));
-        }
         f.flush().ctx("cannot write", &tmp)?;
         if *exec {
             fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))

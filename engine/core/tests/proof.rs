@@ -549,3 +549,70 @@ fn a_run_through_a_list_that_lies_is_refused_whole() {
     assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
     assert_eq!(spared(&tiers), 0);
 }
+
+// --- A pull proves every byte, hashing each about once (`Tiers::fetch`) ---
+
+/// A file of three pull windows (8 MiB each) pushed beside the teams' files.
+fn big_file(t: &Teams) -> (Digest, FileObject, Vec<u8>) {
+    let bytes = noise(20 << 20, 13);
+    let dir = t.path.parent().unwrap().join("c");
+    let (d, h) = push_file(&t.repo, &dir, "team-c/big", &bytes);
+    (d, t.repo.file_object(&h).unwrap(), bytes)
+}
+
+fn pull_big(
+    t: &Teams,
+    tiers: &Tiers,
+    d: &Digest,
+) -> (sealvol_core::Result<()>, std::path::PathBuf) {
+    let out = t.path.parent().unwrap().join("pulled-big");
+    let vol = VolumeName::parse("team-c/big").unwrap();
+    let r = sealvol_core::pull::pull(tiers, &vol, d, &out, true, &Quiet).map(|_| ());
+    (r, out)
+}
+
+#[test]
+fn a_pull_takes_most_chunks_on_their_blocks_and_reads_only_the_edges_twice() {
+    let t = teams();
+    let (d, obj, bytes) = big_file(&t);
+    let n = obj.chunks.len() as u64;
+    let tiers = tiers_with_cache(&t, None);
+    let (r, out) = pull_big(&t, &tiers, &d);
+    r.unwrap();
+    assert!(std::fs::read(out.join("model.bin")).unwrap() == bytes);
+    // Three windows: each hashes its two end chunks as chunks, the rest on its blocks
+    // (a pull that hashed every chunk, or the file whole besides, spares none).
+    let spared = spared(&tiers);
+    assert!(spared >= n - 6 && spared < n, "{spared} of {n} chunks");
+    // The blocks at the windows' ends cost a few KiB of the next chunk, not whole chunks.
+    let c = tiers.counters.snapshot();
+    assert_eq!(c.origin_chunks, n);
+    let extra = c.origin_bytes - bytes.len() as u64;
+    assert!(
+        extra > 0 && extra < 2 * 64 * 1024,
+        "{extra} bytes read twice"
+    );
+}
+
+#[test]
+fn a_pull_meeting_a_damaged_chunk_at_a_window_edge_records_it_and_writes_nothing() {
+    let t = teams();
+    let (d, obj, _) = big_file(&t);
+    // The first chunk past the first window: the first window's last block reaches
+    // into it, cheaply (unchecked), before the second window reads it whole.
+    let mut i = 0;
+    let mut at = 0u64;
+    while at < 8 << 20 {
+        at += obj.chunks[i].entry.stored_len as u64;
+        i += 1;
+    }
+    let bad = damage_chunk(&t, &obj, i);
+    let tiers = tiers_with_cache(&t, None);
+    let (r, out) = pull_big(&t, &tiers, &d);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
+    assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
+    let recorded = t.repo.damage_records().unwrap();
+    assert!(recorded.iter().any(|(_, c, _)| *c == bad), "{recorded:?}");
+    assert!(!out.join("model.bin").exists());
+}

@@ -67,30 +67,41 @@ pub trait Chunks {
     fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>>;
 
     /// Chunks `range` of a file, in order, every byte proven to be the file's: checked
-    /// against its chunk's hash, and its blocks against the file's proof (`proof/`).
-    /// A list that names other bytes than the file's fails with `Corrupt`.
+    /// against its chunk's hash or taken on its blocks (`fetch_for_proof`), and its
+    /// blocks against the file's proof (`proof/`). A list that names other bytes than
+    /// the file's fails with `Corrupt`.
     fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         // A list written before proofs: the file is proven whole, once.
         self.prove_whole(obj)?;
-        let got = self.fetch_unproven(obj, range.clone())?;
+        let got = self.fetch_for_proof(obj, range.clone())?;
         crate::proof::prove(
             obj,
             obj.start_of(range.start),
             obj.start_of(range.end),
             range.start,
             &got,
-            &mut |x, y, _| {
-                let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
-                Ok(slice_bytes(
-                    obj,
-                    c0,
-                    &self.fetch_unproven(obj, c0..c1)?,
-                    x,
-                    y,
-                ))
-            },
+            &mut |x, y, edge| self.edge_bytes(obj, x, y, edge),
         )?;
         Ok(got)
+    }
+
+    /// What `fetch` proves: chunks `range`, each checked against its hash, or (a reader
+    /// that can) taken on the blocks wholly inside the range, already proven from these
+    /// very bytes, so that `fetch` hashes only the blocks at the ends again.
+    fn fetch_for_proof(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        self.fetch_unproven(obj, range)
+    }
+
+    /// Bytes `[x, y)` of a file that a block being proven reaches into beyond the chunks
+    /// at hand: by default always whole chunks, each checked against its hash.
+    fn edge_bytes(
+        &self,
+        obj: &FileObject,
+        x: u64,
+        y: u64,
+        _edge: crate::proof::Edge,
+    ) -> Result<Vec<ChunkBytes>> {
+        checked_bytes(self, obj, x, y)
     }
 
     /// Proves a list against its file by reading every chunk it names, in order, and
@@ -143,8 +154,8 @@ pub trait Chunks {
     }
 
     /// `for_each` with each chunk checked against its hash only: for a caller that
-    /// proves the whole file itself before anything it read is used (a pull hashes
-    /// each file whole before it gets its name).
+    /// proves the whole file itself before anything it read is used (`prove_by_reading`
+    /// hashes it into the file's tree).
     fn for_each_unproven(
         &self,
         obj: &FileObject,
@@ -182,6 +193,23 @@ pub trait Chunks {
             Ok(())
         })
     }
+}
+
+/// Bytes `[x, y)` of a file out of its whole chunks, each checked against its hash.
+fn checked_bytes<C: Chunks + ?Sized>(
+    chunks: &C,
+    obj: &FileObject,
+    x: u64,
+    y: u64,
+) -> Result<Vec<ChunkBytes>> {
+    let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+    Ok(slice_bytes(
+        obj,
+        c0,
+        &chunks.fetch_unproven(obj, c0..c1)?,
+        x,
+        y,
+    ))
 }
 
 /// Bytes `[x, y)` of a file out of its chunks from `first` (`chunks`), as slices.
@@ -709,6 +737,29 @@ impl Tiers {
 impl Chunks for Tiers {
     fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         self.fetch_counted(obj, range, &self.counters)
+    }
+
+    /// Hashing each byte about once (a pull, a signature's SHA-256s): the blocks wholly
+    /// inside the range are proven on the chunks taken on them, and only the blocks at
+    /// the two ends, which reach into the neighbouring chunks, are hashed again. Checked
+    /// chunks and blocks both, as the default has it, hashed every byte twice.
+    fn fetch_for_proof(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
+        self.fetch_proven_within(obj, range)
+    }
+
+    /// The few KiB a block reaches into its neighbours (`fetch_edge`), unchecked: the
+    /// block's hash checks them, and a block that fails asks for checked whole chunks.
+    fn edge_bytes(
+        &self,
+        obj: &FileObject,
+        x: u64,
+        y: u64,
+        edge: crate::proof::Edge,
+    ) -> Result<Vec<ChunkBytes>> {
+        match edge {
+            crate::proof::Edge::Cheap => self.fetch_edge(obj, x, y, &self.counters),
+            crate::proof::Edge::Checked => checked_bytes(self, obj, x, y),
+        }
     }
 }
 
