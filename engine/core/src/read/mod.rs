@@ -724,10 +724,19 @@ impl Tiers {
             }
             add(&counters.origin_requests, 1);
             add(&counters.origin_bytes, to - from);
-            let bytes =
-                self.repo
-                    .file_range(&obj.hash, &obj.packs[pack as usize], from, to - from)?;
-            out.push(ChunkBytes::whole(bytes));
+            match self
+                .repo
+                .file_range(&obj.hash, &obj.packs[pack as usize], from, to - from)
+            {
+                Ok(bytes) => out.push(ChunkBytes::whole(bytes)),
+                // The origin cannot give the part (a pack lost, a request that failed):
+                // the whole chunks, through every tier a read has (mirrors, retries).
+                Err(e) => {
+                    tracing::debug!("edge of {} from the origin: {e}", obj.list_name());
+                    let whole = self.fetch_counted(obj, i..j, counters)?;
+                    out.extend(slice_bytes(obj, i, &whole, a, y.min(obj.start_of(j))));
+                }
+            }
             i = j;
         }
         Ok(out)
