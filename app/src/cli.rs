@@ -716,6 +716,16 @@ pub struct ServeArgs {
     /// The ring's servers in a file, one http://HOST:PORT per line, looked at again each second (the nodes' peers file will do).
     #[arg(long, value_name = "FILE", conflicts_with = "peers")]
     pub peers_file: Option<std::path::PathBuf>,
+    /// A namespace never told that a chunk it pushes is held outside it (repeatable): its pushes upload every such chunk, and the server still keeps one copy. Other namespaces learn that some namespace holds a chunk with exactly those bytes, and prove they hold them.
+    #[arg(long = "private-dedup", value_name = "NS", value_parser = namespace_name)]
+    pub private_dedup: Vec<String>,
+}
+
+/// `--private-dedup`: a namespace's name.
+fn namespace_name(s: &str) -> Result<String, String> {
+    sealvol_core::refs::Name::parse("namespace", s)
+        .map(|n| n.to_string())
+        .map_err(|e| e.message().to_string())
 }
 
 /// `--gc-every`: a duration of at least a second.

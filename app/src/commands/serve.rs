@@ -30,7 +30,9 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         mirror_to,
         peers,
         peers_file,
+        private_dedup,
     } = args;
+    let policy = sealvol_serve::ops::Policy { private_dedup };
     let mirrors = Destinations::parse(ctx, &mirror_to)?;
     if !no_jobs && !jobs_use_server_credentials {
         // hf-hub looks for a token of this process (HF_TOKEN, a login file) when a job
@@ -154,9 +156,9 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
             match tls {
                 Some(acceptor) => {
                     let l = sealvol_serve::tls::TlsListener::new(listener, acceptor)?;
-                    sealvol_serve::run(l, service, keys, desk).await
+                    sealvol_serve::run_with(l, service, keys, desk, &policy).await
                 }
-                None => sealvol_serve::run(listener, service, keys, desk).await,
+                None => sealvol_serve::run_with(listener, service, keys, desk, &policy).await,
             }
         };
         tokio::select! {

@@ -27,6 +27,7 @@ pub mod objects;
 pub mod outcomes;
 pub mod paths;
 pub mod patience;
+pub mod possession;
 pub mod private;
 pub mod profile;
 pub mod progress;

@@ -85,9 +85,12 @@ pub fn mirror(
         hashes.dedup_by_key(|(h, _)| *h);
         for part in hashes.chunks(crate::push::ASK_AT_ONCE) {
             let ask: Vec<Hash> = part.iter().map(|(h, _)| *h).collect();
-            for ((h, len), have) in part.iter().zip(remote.have_chunks(&ask)?) {
-                if have {
-                    index.add_on_server(*h, *len);
+            // A chunk held where this key does not reach it is copied like a missing
+            // one: the copy is this mirror's evidence that it holds the bytes.
+            let answer = remote.have_chunks(&ask)?;
+            for ((h, len), held) in part.iter().zip(answer.held) {
+                if held == crate::remote::Held::Yours {
+                    index.add_on_server(*h, *len, None);
                 }
             }
         }
@@ -117,9 +120,18 @@ pub fn mirror(
     // hash, on whichever side reads cheaper (a folder rather than a bucket).
     let prove_in_dest = dest.concurrency() <= 1 || src.concurrency() > 1;
     for (hash, obj) in &files {
-        // A server finds the chunks, proves them and writes the list itself.
-        if dest.remote().is_some() {
-            dest.put_file_object(hash, obj)?;
+        // A server finds the chunks, proves them and writes the list itself; each is
+        // named with the copy this mirror sent, if it sent one.
+        if let Some(remote) = dest.remote() {
+            let named: Vec<crate::possession::Named> = obj
+                .chunks
+                .iter()
+                .map(|c| match index.chunks.get(&c.entry.hash) {
+                    Some(loc) => index.named(loc),
+                    None => crate::possession::Named::plain(c.entry.hash, c.entry.raw_len),
+                })
+                .collect();
+            remote.put_list(hash, obj.size, &named)?;
             progress.file_done();
             continue;
         }

@@ -14,7 +14,30 @@ use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
 use crate::outcomes::{Deleted, GcReport, Provenance, Restored, Sealed, TagMoved, VersionStats};
+use crate::possession::{Challenge, Evidence, Named};
 use crate::refs::{Digest, Name, Ref, VolumeName};
+
+/// Whether the server holds a chunk a push asks about, as far as the push may know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Not held, or held where the caller may not be told (a private namespace):
+    /// upload it.
+    No,
+    /// Held, and the caller's key reaches it: its namespaces hold it, or it uploaded
+    /// the copy. Name it as it is.
+    Yours,
+    /// Held in a namespace the key does not reach: name it with a proof of possession
+    /// under the answer's challenge (`possession.rs`), or upload it.
+    Prove,
+}
+
+/// The server's answer to which chunks it holds.
+#[derive(Debug, Clone)]
+pub struct HeldAnswer {
+    pub held: Vec<Held>,
+    /// Set when any chunk is `Prove`.
+    pub challenge: Option<Challenge>,
+}
 
 /// What a seal asks the server for: a version of files whose chunk lists it holds.
 #[derive(Debug, Clone)]
@@ -39,25 +62,27 @@ pub struct TagRequest {
 }
 
 pub trait Remote: Send + Sync {
-    /// Which of `hashes` the repository holds a usable copy of, in any namespace (a
-    /// chunk is stored once): a push uploads only the others.
-    fn have_chunks(&self, hashes: &[Hash]) -> Result<Vec<bool>>;
+    /// Which of `hashes` the repository holds a usable copy of (a chunk is stored once
+    /// for all namespaces), and which of those the key may name without proving that
+    /// it holds the bytes: a push uploads only the others.
+    fn have_chunks(&self, hashes: &[Hash]) -> Result<HeldAnswer>;
 
     /// For each file, its chunk count if its chunk list is stored, proven and names
     /// only usable copies (a push skips such a file), else `None`.
     fn stored_files(&self, hashes: &[Hash]) -> Result<Vec<Option<u64>>>;
 
     /// Asks the server to store the chunk list of file `hash`: its chunks by hash and
-    /// length, in order, all already stored. The server finds them, proves them by
-    /// hashing them into `hash`, and writes the list with its proof. Returns whether a
-    /// list was written (false: an equal one was there).
-    fn put_list(&self, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool>;
+    /// length, in order, all already stored, each with what lets this key name it
+    /// (`Evidence`). The server finds them, checks the evidence, proves them by hashing
+    /// them into `hash`, and writes the list with its proof. Returns whether a list was
+    /// written (false: an equal one was there).
+    fn put_list(&self, hash: &Hash, size: u64, chunks: &[Named]) -> Result<bool>;
 
-    /// Small files (`small.rs`), by hash and size, whose one chunk is stored: for each,
-    /// whether the server holds it (then it needs no list, and counts as sent); the
-    /// others' lists are sent with `put_list`. One request for many files, where
-    /// `put_list` would be one each.
-    fn put_small_files(&self, files: &[(Hash, u64)]) -> Result<Vec<bool>>;
+    /// Small files (`small.rs`), by hash and size, whose one chunk is stored, with what
+    /// lets this key name it: for each, whether the server holds it and takes the
+    /// evidence (then it needs no list, and counts as sent); the others' lists are sent
+    /// with `put_list`. One request for many files, where `put_list` would be one each.
+    fn put_small_files(&self, files: &[(Hash, u64, Evidence)]) -> Result<Vec<bool>>;
 
     fn seal(&self, req: &SealRequest) -> Result<Sealed>;
 

@@ -668,10 +668,10 @@ impl Repository {
     /// Through a server, the server finds the chunks, proves them and writes the list.
     pub fn put_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
         if let Some(remote) = &self.remote {
-            let chunks: Vec<(Hash, u32)> = obj
+            let chunks: Vec<crate::possession::Named> = obj
                 .chunks
                 .iter()
-                .map(|c| (c.entry.hash, c.entry.raw_len))
+                .map(|c| crate::possession::Named::plain(c.entry.hash, c.entry.raw_len))
                 .collect();
             return remote.put_list(hash, obj.size, &chunks);
         }
@@ -984,11 +984,37 @@ pub struct ChunkIndex {
     /// push goes, and entered with `ChunkIndex::ON_SERVER` for a pack, since where they
     /// lie is the server's business.
     pub remote: bool,
+    /// Of those, the ones the server held in a namespace the key does not reach, with
+    /// the push's proof that it holds their bytes (`possession.rs`).
+    pub proofs: HashMap<Hash, (crate::possession::Challenge, crate::possession::Proof)>,
 }
 
 impl ChunkIndex {
     /// The pack slot of a chunk the server of a remote repository holds.
     pub const ON_SERVER: u32 = u32::MAX;
+
+    /// What a push names chunk `loc` of a file with, to its server.
+    pub fn named(&self, loc: &ChunkLoc) -> crate::possession::Named {
+        use crate::possession::{Evidence, Named};
+        let evidence = match loc.slot {
+            ChunkIndex::ON_SERVER => match self.proofs.get(&loc.entry.hash) {
+                Some((c, p)) => Evidence::Proof(*c, *p),
+                None => Evidence::None,
+            },
+            slot => match self.packs.get(slot as usize) {
+                Some(pack) => Evidence::Copy {
+                    pack: *pack,
+                    offset: loc.entry.offset,
+                },
+                None => Evidence::None,
+            },
+        };
+        Named {
+            hash: loc.entry.hash,
+            len: loc.entry.raw_len,
+            evidence,
+        }
+    }
 
     /// An index for a push through a server: empty, filled by asking the server.
     pub fn for_remote() -> ChunkIndex {
@@ -998,8 +1024,19 @@ impl ChunkIndex {
         }
     }
 
-    /// Notes that the server holds chunk `hash` of `len` bytes.
-    pub fn add_on_server(&mut self, hash: Hash, len: u32) {
+    /// Notes that the server holds chunk `hash` of `len` bytes, with the push's proof
+    /// that it holds the bytes when the key does not reach the server's copy.
+    pub fn add_on_server(
+        &mut self,
+        hash: Hash,
+        len: u32,
+        proof: Option<(crate::possession::Challenge, crate::possession::Proof)>,
+    ) {
+        if let Some(p) = proof
+            && !self.chunks.contains_key(&hash)
+        {
+            self.proofs.insert(hash, p);
+        }
         self.chunks.entry(hash).or_insert(ChunkLoc {
             slot: ChunkIndex::ON_SERVER,
             entry: PackEntry {

@@ -105,10 +105,12 @@ impl Served {
         chunks: Arc<ChunkService>,
         keys: Arc<Keys>,
         jobs: Option<Arc<crate::jobs::Desk>>,
+        policy: &crate::ops::Policy,
     ) -> Served {
         let steward = Arc::new(Steward::new(
             Arc::clone(chunks.repository()),
             Arc::clone(chunks.known()),
+            policy,
         ));
         Served {
             chunks,

@@ -14,6 +14,9 @@
 //! - `maintenance`: garbage collection on a schedule (`--gc-every`);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
 //! - `objects`: the remote engine's routes, and what each key may touch;
+//! - `ops`: the operations a key holder asks the server to make; `named`: how a push
+//!   names chunks to it, and `possession`: which chunks a key may name (a hash is not
+//!   a key);
 //! - `peer`: the client a node's read path uses (`read::Peer`);
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `report`: what a server says of itself to `sealvol peers`;
@@ -32,9 +35,11 @@ pub mod known;
 pub mod lists;
 pub mod maintenance;
 pub mod metrics;
+pub mod named;
 pub mod objects;
 pub mod ops;
 pub mod peer;
+pub mod possession;
 pub mod reach;
 pub mod remote;
 pub mod reply;
@@ -71,6 +76,21 @@ where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let served = http::Served::new(service, keys, jobs);
+    run_with(listener, service, keys, jobs, &ops::Policy::default()).await
+}
+
+/// `run`, keeping to `policy` beyond the defaults.
+pub async fn run_with<L>(
+    listener: L,
+    service: Arc<ChunkService>,
+    keys: Arc<keys::Keys>,
+    jobs: Option<Arc<jobs::Desk>>,
+    policy: &ops::Policy,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let served = http::Served::new(service, keys, jobs, policy);
     conn::serve(listener, http::router(served)).await
 }

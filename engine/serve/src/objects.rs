@@ -662,6 +662,7 @@ async fn put_pack(w: Writes, grant: Arc<Grant>, id: Hash, key: String, body: Bod
     let s = Arc::clone(&w.steward);
     // `None`: the body is whole.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<Bytes>>(16);
+    let uploader = grant.name.clone();
     let writer = tokio::task::spawn_blocking(move || -> sealvol_core::Result<bool> {
         use std::io::Write;
         let repo = &s.repo;
@@ -689,6 +690,9 @@ async fn put_pack(w: Writes, grant: Arc<Grant>, id: Hash, key: String, body: Bod
             Ok(entries) => {
                 let created = repo.publish_pack(&id, &path, &entries)?;
                 s.known.add_pack(&id, &entries);
+                // Its bytes came from this key (checked above, whether or not the
+                // pack was there before): the key may name its chunks.
+                s.possession.uploaded(&uploader, &id);
                 Ok(created)
             }
             Err(e) => {

@@ -3,16 +3,20 @@
 //! Every write below is the server's own, made after it checked what it was asked:
 //!
 //! - `POST /v1/ops/have-chunks`: which of the chunks named (32-byte hashes, back to
-//!   back) the repository holds, one byte each (read-write keys: it tells whether a
-//!   chunk exists anywhere, which is what deduplication across namespaces costs);
+//!   back) the repository holds, one byte each: 0 not held (upload it), 1 held and the
+//!   key reaches it, 2 held where the key does not reach it (prove it holds the bytes
+//!   under the challenge in `CHALLENGE_HEADER`, or upload it). Read-write keys only: it
+//!   tells whether a chunk exists anywhere, which is what deduplication across
+//!   namespaces costs, unless the key's namespace is private (`possession.rs`);
 //! - `POST /v1/ops/stored-files`: which files have a usable, proven chunk list;
 //! - `PUT /v1/ops/lists/{file}`: store a file's chunk list, sent as its chunks by hash
-//!   and length (`LIST_MAGIC`); the server finds each chunk, reads them in order and
-//!   hashes them into the file's hash (the proof) before it writes the list;
-//! - `POST /v1/ops/small-files`: small files (`sealvol_core::small`), each its hash and
-//!   size (36 bytes, back to back), which need no list: one byte each, 1 where the
-//!   server holds the file's one chunk (the file is then as good as sent), 0 where the
-//!   client must send its list;
+//!   and length with their evidence (`named.rs`); the server finds each chunk, checks
+//!   that the key may name it, reads them in order and hashes them into the file's hash
+//!   (the proof) before it writes the list;
+//! - `POST /v1/ops/small-files`: small files (`sealvol_core::small`), named as chunks
+//!   with their evidence, which need no list: one byte each, 1 where the server holds
+//!   the file's one chunk and the key may name it (the file is then as good as sent), 0
+//!   where the client must send its list;
 //! - `POST /v1/ops/seal`: seal a version in the key's namespace, every file of which
 //!   must have such a list, or be a small file the server holds;
 //! - `POST /v1/ops/tag`, `/v1/ops/delete`, `/v1/ops/restore`: tag moves and removals
@@ -46,12 +50,14 @@ use serde::{Deserialize, Serialize};
 use crate::keys::Grant;
 use crate::known::Known;
 use crate::lists::Lists;
+use crate::possession::{Copies, Possession};
 use crate::reach::Reach;
 use crate::reply::{denied, failed, json};
+use sealvol_core::possession::Named;
+use sealvol_core::remote::Held;
 
-/// How a chunk list travels to the server: `LIST_MAGIC` · u64 file size · u64 chunk
-/// count · (32-byte chunk hash · u32 length)*.
-pub const LIST_MAGIC: &[u8; 8] = b"SVLIST01";
+/// The header of a have-chunks answer that carries the key's challenge (hex).
+pub const CHALLENGE_HEADER: &str = "x-sealvol-challenge";
 /// The most hashes one question names (2 MiB of them).
 pub const MAX_ASK: usize = sealvol_core::push::ASK_AT_ONCE;
 /// The largest operation body: a chunk list of about 1.8 million chunks (a file of
@@ -75,6 +81,15 @@ pub struct Steward {
     /// Files whose chunk lists a key sent (by key name), and when: a seal by that key
     /// may name them.
     sent: Mutex<std::collections::HashMap<(String, Hash), std::time::Instant>>,
+    /// Which chunks a key may name, and its challenges.
+    pub possession: Possession,
+}
+
+/// What a server is told to keep to beyond its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Namespaces never told of chunks held outside their reach (`--private-dedup`).
+    pub private_dedup: Vec<String>,
 }
 
 /// How long a chunk list a key sent lets its seals name the file.
@@ -83,8 +98,9 @@ const SENT_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
 const MAX_SENT: usize = 1 << 20;
 
 impl Steward {
-    pub fn new(repo: Arc<Repository>, known: Arc<Known>) -> Steward {
+    pub fn new(repo: Arc<Repository>, known: Arc<Known>, policy: &Policy) -> Steward {
         Steward {
+            possession: Possession::new(policy.private_dedup.iter().cloned()),
             known: Arc::clone(&known),
             reach: Arc::new(Reach::new(Arc::clone(&repo))),
             lists: Arc::new(Lists::new(Arc::clone(&repo), Arc::clone(&known))),
@@ -232,10 +248,37 @@ pub async fn have_chunks(
         Ok(h) => h,
         Err(r) => return r,
     };
-    match blocking(&grant, None, move || s.known.have(&asked)).await {
-        Ok(have) => {
-            let bytes: Vec<u8> = have.into_iter().map(u8::from).collect();
-            ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+    let g = Arc::clone(&grant);
+    let s2 = Arc::clone(&s);
+    let answer = blocking(&grant, None, move || {
+        let have = s2.known.have(&asked)?;
+        let private = s2.possession.is_private(&g);
+        let mut out = Vec::with_capacity(asked.len());
+        for (h, have) in asked.iter().zip(have) {
+            let held = match have {
+                false => Held::No,
+                true if s2.reaches_chunk(&g, h)? => Held::Yours,
+                true if private => Held::No,
+                true => Held::Prove,
+            };
+            out.push(match held {
+                Held::No => 0u8,
+                Held::Yours => 1,
+                Held::Prove => 2,
+            });
+        }
+        Ok(out)
+    })
+    .await;
+    match answer {
+        Ok(bytes) => {
+            let mut resp =
+                ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
+            let challenge = s.possession.challenge(&grant.name).hex();
+            if let Ok(v) = axum::http::HeaderValue::from_str(&challenge) {
+                resp.headers_mut().insert(CHALLENGE_HEADER, v);
+            }
+            resp
         }
         Err(r) => r,
     }
@@ -250,25 +293,22 @@ pub async fn small_files(
         Ok(b) => b,
         Err(r) => return r,
     };
-    if !body.len().is_multiple_of(36) || body.len() / 36 > MAX_ASK {
-        return failed(Error::invalid(format!(
-            "small files are named by hash and size (36 bytes each) back to back, at most {MAX_ASK} of them"
-        )));
-    }
-    let key = grant.name.clone();
+    let files = match crate::named::decode_small(&body, MAX_ASK) {
+        Ok(f) => f,
+        Err(why) => return failed(Error::invalid(why)),
+    };
+    let g = Arc::clone(&grant);
     let answer = blocking(&grant, None, move || {
-        let mut out = Vec::with_capacity(body.len() / 36);
-        for rec in body.chunks_exact(36) {
-            let mut h = [0u8; 32];
-            h.copy_from_slice(&rec[..32]);
-            let hash = Hash(h);
-            let mut n = [0u8; 4];
-            n.copy_from_slice(&rec[32..]);
-            let size = u32::from_le_bytes(n) as u64;
+        let mut out = Vec::with_capacity(files.len());
+        let mut copies = Copies::default();
+        for f in &files {
+            let size = f.len as u64;
+            // Whether the server holds it is said only once the key may name it.
             let held = sealvol_core::small::needs_no_list(&s.repo, size, 1)
-                && small_list(&s, &hash)?.is_some_and(|o| o.size == size);
+                && small_list(&s, &f.hash)?.is_some_and(|o| o.size == size)
+                && s.may_name(&g, f, &mut copies)?;
             if held {
-                s.note_sent(&key, &hash);
+                s.note_sent(&g.name, &f.hash);
             }
             out.push(u8::from(held));
         }
@@ -329,54 +369,6 @@ pub async fn stored_files(
     }
 }
 
-/// A chunk list as it travels: `LIST_MAGIC` and the file's chunks by hash and length.
-pub fn encode_list(size: u64, chunks: &[(Hash, u32)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + chunks.len() * 36);
-    out.extend_from_slice(LIST_MAGIC);
-    out.extend_from_slice(&size.to_le_bytes());
-    out.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
-    for (h, len) in chunks {
-        out.extend_from_slice(&h.0);
-        out.extend_from_slice(&len.to_le_bytes());
-    }
-    out
-}
-
-fn decode_list(body: &[u8]) -> std::result::Result<(u64, Vec<(Hash, u32)>), String> {
-    let bad = |why: &str| {
-        format!(
-            "not a chunk list ({why}): send SVLIST01, the size, the count, then (hash, length) pairs"
-        )
-    };
-    if body.len() < 24 || &body[..8] != LIST_MAGIC {
-        return Err(bad("no magic"));
-    }
-    let u64_at = |i: usize| u64::from_le_bytes(body[i..i + 8].try_into().unwrap_or([0; 8]));
-    let (size, n) = (u64_at(8), u64_at(16));
-    let rest = &body[24..];
-    if n.checked_mul(36) != Some(rest.len() as u64) {
-        return Err(bad("its count does not match its length"));
-    }
-    let mut chunks = Vec::with_capacity(n as usize);
-    let mut total = 0u64;
-    for c in rest.chunks_exact(36) {
-        let mut h = [0u8; 32];
-        h.copy_from_slice(&c[..32]);
-        let len = u32::from_le_bytes(c[32..36].try_into().unwrap_or([0; 4]));
-        if len == 0 || len > crate::chunks::MAX_CHUNK {
-            return Err(bad(&format!("a chunk of {len} bytes")));
-        }
-        total += len as u64;
-        chunks.push((Hash(h), len));
-    }
-    if total != size {
-        return Err(bad(&format!(
-            "its chunks add up to {total} bytes, not {size}"
-        )));
-    }
-    Ok((size, chunks))
-}
-
 pub async fn put_list(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -392,18 +384,18 @@ pub async fn put_list(
             "{file:.80} is not a file hash (64 hex digits)"
         )));
     };
-    let (size, chunks) = match decode_list(&body) {
+    let (size, chunks) = match crate::named::decode_list(&body, crate::chunks::MAX_CHUNK) {
         Ok(l) => l,
         Err(why) => return failed(Error::invalid(why)),
     };
     let Some(slot) = s.proof_turn(&grant.name).await else {
         return failed(Error::new(ErrorKind::Unavailable, "the server is stopping"));
     };
-    let key = grant.name.clone();
+    let g = Arc::clone(&grant);
     let written = blocking(&grant, None, move || {
         let _slot = slot;
-        let written = store_list(&s, &hash, size, &chunks)?;
-        s.note_sent(&key, &hash);
+        let written = store_list(&s, &g, &hash, size, &chunks)?;
+        s.note_sent(&g.name, &hash);
         Ok(written)
     })
     .await;
@@ -414,10 +406,38 @@ pub async fn put_list(
     }
 }
 
-/// Finds the chunks, proves them into `hash` by reading them, and writes the list
-/// (replacing one that names other chunks or unusable copies). False when a usable
-/// list naming the same chunks was there.
-fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool> {
+/// Finds the chunks, checks that `grant` may name each, proves them into `hash` by
+/// reading them, and writes the list (replacing one that names other chunks or unusable
+/// copies). False when a usable list naming the same chunks was there.
+fn store_list(
+    s: &Steward,
+    grant: &Grant,
+    hash: &Hash,
+    size: u64,
+    chunks: &[Named],
+) -> Result<bool> {
+    // Before anything is said of the chunks (their lengths, whether a list is there),
+    // the key shows that it may name each: a chunk it may not name is answered as one
+    // not stored, whether it is or not.
+    let mut located = Vec::with_capacity(chunks.len());
+    let mut copies = Copies::default();
+    for n in chunks {
+        let found = s.known.locate(&n.hash)?;
+        match found {
+            Some(at) if s.may_name_at(grant, n, &at, &mut copies)? => located.push(at),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Collected,
+                    format!(
+                        "chunk {} of file {} is not stored here, or this key has not shown that it holds its bytes",
+                        n.hash.hex(),
+                        hash.hex()
+                    ),
+                )
+                .hint("push again: the chunks the server lacks are uploaded first, and the others proven"));
+            }
+        }
+    }
     let existing = match s.repo.file_object_if_stored(hash) {
         Ok(found) => found,
         Err(e) if e.kind() == ErrorKind::Corrupt => None,
@@ -426,7 +446,9 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
     // A small file is its one chunk, checked against its hash when its pack came in:
     // no list is written, and the seal names its pack (`sealvol_core::small`).
     if existing.is_none()
-        && chunks == [(*hash, size as u32)]
+        && chunks.len() == 1
+        && chunks[0].hash == *hash
+        && chunks[0].len as u64 == size
         && sealvol_core::small::needs_no_list(&s.repo, size, 1)
         && small_list(s, hash)?.is_some_and(|o| o.size == size)
     {
@@ -439,30 +461,20 @@ fn store_list(s: &Steward, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Re
             .chunks
             .iter()
             .zip(chunks)
-            .all(|(c, (h, len))| c.entry.hash == *h && c.entry.raw_len == *len)
+            .all(|(c, n)| c.entry.hash == n.hash && c.entry.raw_len == n.len)
         && s.known.usable(old)?
     {
         return Ok(false);
     }
     let mut packs: Vec<PackId> = Vec::new();
     let mut refs = Vec::with_capacity(chunks.len());
-    for (h, len) in chunks {
-        let (pack, entry) = s.known.locate(h)?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Collected,
-                format!(
-                    "chunk {} of file {} is not stored here",
-                    h.hex(),
-                    hash.hex()
-                ),
-            )
-            .hint("push again: the chunks the server lacks are uploaded first")
-        })?;
-        if entry.raw_len != *len {
+    for (n, (pack, entry)) in chunks.iter().zip(located) {
+        if entry.raw_len != n.len {
             return Err(Error::invalid(format!(
-                "chunk {} is {} bytes, not {len}",
-                h.hex(),
-                entry.raw_len
+                "chunk {} is {} bytes, not {}",
+                n.hash.hex(),
+                entry.raw_len,
+                n.len
             )));
         }
         let slot = match packs.iter().position(|p| *p == pack) {

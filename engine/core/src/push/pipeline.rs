@@ -17,8 +17,10 @@ use crate::chunk::{Block, BlockReader, ChunkParams};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackId};
+use crate::possession::{Challenge, Evidence, Named, Proof};
 use crate::progress::Progress;
 use crate::proof::{Outboard, TreeHasher};
+use crate::remote::Held;
 use crate::repo::{ChunkIndex, ChunkLoc, Kind, Repository};
 
 /// What the pipeline learns about one file it read.
@@ -54,8 +56,9 @@ struct Hashed {
     file: usize,
     block: Result<Block>,
     hashes: Vec<Hash>,
-    /// Through a server: which of `hashes` it holds already.
-    on_server: Vec<bool>,
+    /// Through a server: which of `hashes` it holds already, and how this push names
+    /// them.
+    on_server: Vec<OnServer>,
 }
 
 /// Reads `files` (listing index, size) through `inputs` into packs and stores their
@@ -194,7 +197,7 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate
             }
         }
         let hashes: Vec<Vec<Hash>> = batch.iter().map(chunk_hashes).collect();
-        let mut on_server: Vec<Vec<bool>> = vec![Vec::new(); batch.len()];
+        let mut on_server: Vec<Vec<OnServer>> = vec![Vec::new(); batch.len()];
         if let Some(r) = remote {
             let asked: Vec<Hash> = batch
                 .iter()
@@ -203,23 +206,28 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate
                 .flat_map(|(_, h)| h.iter().copied())
                 .collect();
             let answer = match asked.is_empty() {
-                true => Ok(Vec::new()),
-                false => r
-                    .have_chunks(&asked)
-                    .and_then(|have| match have.len() == asked.len() {
-                        true => Ok(have),
+                true => Ok(None),
+                false => r.have_chunks(&asked).and_then(|have| {
+                    match have.held.len() == asked.len() {
+                        true => Ok(Some(have)),
                         false => Err(Error::new(
                             ErrorKind::Io,
                             "the server answered for another number of chunks than it was asked",
                         )),
-                    }),
+                    }
+                }),
             };
             match answer {
-                Ok(have) => {
+                Ok(None) => {}
+                Ok(Some(have)) => {
                     let mut at = 0;
-                    for ((w, h), mine) in batch.iter().zip(&hashes).zip(&mut on_server) {
-                        if w.block.is_ok() {
-                            *mine = have[at..at + h.len()].to_vec();
+                    for ((w, h), mine) in batch.iter_mut().zip(&hashes).zip(&mut on_server) {
+                        if let Ok(block) = &w.block {
+                            match on_server_of(block, &have.held[at..at + h.len()], have.challenge)
+                            {
+                                Ok(held) => *mine = held,
+                                Err(e) => w.block = Err(e),
+                            }
                             at += h.len();
                         }
                     }
@@ -249,6 +257,47 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate
             }
         }
     }
+}
+
+/// What a push knows of a chunk of a block through its server.
+#[derive(Debug, Clone, Copy)]
+enum OnServer {
+    /// To be uploaded.
+    No,
+    /// Held, and the key reaches it.
+    Yours,
+    /// Held elsewhere: named with this proof that the push holds its bytes.
+    Proven(Challenge, Proof),
+}
+
+/// The server's answer for a block's chunks, with a proof of possession made from the
+/// block's own bytes for each chunk held where the key does not reach it (hashed only
+/// for those, on the hashing threads).
+fn on_server_of(
+    block: &Block,
+    held: &[Held],
+    challenge: Option<Challenge>,
+) -> Result<Vec<OnServer>> {
+    let mut off = 0usize;
+    let mut out = Vec::with_capacity(held.len());
+    for (&len, &h) in block.lens.iter().zip(held) {
+        let bytes = &block.data[off..off + len as usize];
+        off += len as usize;
+        out.push(match h {
+            Held::No => OnServer::No,
+            Held::Yours => OnServer::Yours,
+            Held::Prove => {
+                let c = challenge.ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Io,
+                        "the server asked for a proof of possession and sent no challenge",
+                    )
+                })?;
+                OnServer::Proven(c, c.prove(bytes))
+            }
+        });
+    }
+    Ok(out)
 }
 
 fn block_bytes(w: &Work) -> usize {
@@ -325,8 +374,10 @@ fn write_in_order(
             let mut off = 0u32;
             let (new_before, reused_before) = (out.new_chunks, out.chunks_reused);
             for (k, (&len, hash)) in block.lens.iter().zip(&m.hashes).enumerate() {
-                if m.on_server.get(k).copied().unwrap_or(false) {
-                    index.add_on_server(*hash, len);
+                match m.on_server.get(k).copied().unwrap_or(OnServer::No) {
+                    OnServer::No => {}
+                    OnServer::Yours => index.add_on_server(*hash, len, None),
+                    OnServer::Proven(c, p) => index.add_on_server(*hash, len, Some((c, p))),
                 }
                 let loc = match index.chunks.get(hash) {
                     Some(loc) => {
@@ -409,7 +460,7 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
     // Through a server: its small files in one request for many, not one each.
     if let Some(remote) = repo.remote() {
         let limit = crate::small::small_limit(repo.config().chunker.params.min);
-        let small: Vec<(Hash, u64)> = files
+        let small: Vec<(Hash, u64, Evidence)> = files
             .iter()
             .filter(|hf| {
                 hf.size > 0
@@ -417,13 +468,13 @@ fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -
                     && hf.chunks.len() == 1
                     && hf.chunks[0].entry.hash == hf.hash
             })
-            .map(|hf| (hf.hash, hf.size))
+            .map(|hf| (hf.hash, hf.size, index.named(&hf.chunks[0]).evidence))
             .collect();
         let held: HashSet<Hash> = small
             .iter()
             .zip(remote.put_small_files(&small)?)
             .filter(|(_, held)| *held)
-            .map(|((h, _), _)| *h)
+            .map(|((h, _, _), _)| *h)
             .collect();
         files.retain(|hf| !held.contains(&hf.hash));
     }
@@ -447,11 +498,7 @@ fn same_chunks(a: &FileObject, b: &FileObject) -> bool {
 fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> Result<bool> {
     // Through a server: it finds the chunks, proves them and writes the list itself.
     if let Some(remote) = repo.remote() {
-        let chunks: Vec<(Hash, u32)> = hf
-            .chunks
-            .iter()
-            .map(|c| (c.entry.hash, c.entry.raw_len))
-            .collect();
+        let chunks: Vec<Named> = hf.chunks.iter().map(|c| index.named(c)).collect();
         remote.put_list(&hf.hash, hf.size, &chunks)?;
         return Ok(false);
     }

@@ -101,6 +101,17 @@ impl Link {
     /// POSTs `body` to `/v1/ops/{op}` and returns the answer's body; an error the
     /// server sent is rebuilt.
     pub fn op(&self, method: reqwest::Method, op: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>)> {
+        self.op_with_headers(method, op, body)
+            .map(|(status, _, out)| (status, out))
+    }
+
+    /// `op`, with the answer's headers.
+    pub fn op_with_headers(
+        &self,
+        method: reqwest::Method,
+        op: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, reqwest::header::HeaderMap, Vec<u8>)> {
         self.traffic.put(body.len() as u64);
         let url = format!("{}/v1/ops/{op}", self.base);
         let resp = self.send(self.client.request(method, url).body(body))?;
@@ -108,9 +119,10 @@ impl Link {
         if !resp.status().is_success() {
             return Err(self.error(resp));
         }
+        let headers = resp.headers().clone();
         let mut out = Vec::new();
         self.bytes(resp, &mut out)?;
-        Ok((status, out))
+        Ok((status, headers, out))
     }
 }
 

@@ -7,15 +7,16 @@ use reqwest::Method;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::{PackEntry, PackId};
+use sealvol_core::possession::{Challenge, Evidence, Named};
 use sealvol_core::refs::{Digest, Ref};
 use sealvol_core::registry::{Sealed, TagMoved};
-use sealvol_core::remote::{Remote, SealRequest, TagRequest};
+use sealvol_core::remote::{Held, HeldAnswer, Remote, SealRequest, TagRequest};
 use sealvol_core::trash::{Deleted, Restored};
 
 use super::link::Link;
+use crate::named::{encode_list, encode_small};
 use crate::ops::{
     DamageBody, GcBody, SealBody, SealedBody, StoredFiles, TagBody, TagMovedBody, TrashBody,
-    encode_list,
 };
 
 pub struct RemoteOps {
@@ -56,10 +57,13 @@ fn by() -> Option<String> {
 }
 
 impl Remote for RemoteOps {
-    fn have_chunks(&self, asked: &[Hash]) -> Result<Vec<bool>> {
-        let mut out = Vec::with_capacity(asked.len());
+    fn have_chunks(&self, asked: &[Hash]) -> Result<HeldAnswer> {
+        let mut held = Vec::with_capacity(asked.len());
+        let mut challenge = None;
         for part in asked.chunks(crate::ops::MAX_ASK) {
-            let (_, answer) = self.link.op(Method::POST, "have-chunks", hashes(part))?;
+            let (_, headers, answer) =
+                self.link
+                    .op_with_headers(Method::POST, "have-chunks", hashes(part))?;
             if answer.len() != part.len() {
                 return Err(Error::new(
                     ErrorKind::Io,
@@ -71,9 +75,31 @@ impl Remote for RemoteOps {
                     ),
                 ));
             }
-            out.extend(answer.into_iter().map(|b| b != 0));
+            if let Some(c) = headers
+                .get(crate::ops::CHALLENGE_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(Challenge::parse_hex)
+            {
+                challenge = Some(c);
+            }
+            for b in answer {
+                held.push(match b {
+                    0 => Held::No,
+                    1 => Held::Yours,
+                    2 => Held::Prove,
+                    other => {
+                        return Err(Error::new(
+                            ErrorKind::Io,
+                            format!(
+                                "the remote engine at {} answered {other} for a chunk (0, 1 or 2)",
+                                self.link.base
+                            ),
+                        ));
+                    }
+                });
+            }
         }
-        Ok(out)
+        Ok(HeldAnswer { held, challenge })
     }
 
     fn stored_files(&self, asked: &[Hash]) -> Result<Vec<Option<u64>>> {
@@ -94,7 +120,7 @@ impl Remote for RemoteOps {
         Ok(out)
     }
 
-    fn put_list(&self, hash: &Hash, size: u64, chunks: &[(Hash, u32)]) -> Result<bool> {
+    fn put_list(&self, hash: &Hash, size: u64, chunks: &[Named]) -> Result<bool> {
         let (status, _) = self.link.op(
             Method::PUT,
             &format!("lists/{}", hash.hex()),
@@ -103,18 +129,21 @@ impl Remote for RemoteOps {
         Ok(status == 201)
     }
 
-    fn put_small_files(&self, files: &[(Hash, u64)]) -> Result<Vec<bool>> {
+    fn put_small_files(&self, files: &[(Hash, u64, Evidence)]) -> Result<Vec<bool>> {
         let mut out = Vec::with_capacity(files.len());
         for part in files.chunks(crate::ops::MAX_ASK) {
-            let body: Vec<u8> = part
+            let named: Vec<Named> = part
                 .iter()
-                .flat_map(|(h, size)| {
-                    let mut rec = h.0.to_vec();
-                    rec.extend_from_slice(&(*size as u32).to_le_bytes());
-                    rec
+                .map(|(h, size, evidence)| Named {
+                    hash: *h,
+                    len: *size as u32,
+                    evidence: *evidence,
                 })
                 .collect();
-            let answer = match self.link.op(Method::POST, "small-files", body) {
+            let answer = match self
+                .link
+                .op(Method::POST, "small-files", encode_small(&named))
+            {
                 Ok((_, answer)) => answer,
                 // A server from before small files: every list goes one by one.
                 Err(e) if e.kind() == ErrorKind::NotFound => vec![0; part.len()],

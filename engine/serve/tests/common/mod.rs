@@ -36,6 +36,11 @@ pub fn server() -> Server {
 /// A repository holding one 4 MiB file, and a server over it with an empty cache when
 /// `cache`, else none (`serve` over a local repository).
 pub fn server_with(cache: bool) -> Server {
+    server_with_policy(cache, sealvol_serve::ops::Policy::default())
+}
+
+/// `server_with`, the server keeping to `policy`.
+pub fn server_with_policy(cache: bool, policy: sealvol_serve::ops::Policy) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     fs::create_dir_all(&src).unwrap();
@@ -67,16 +72,14 @@ pub fn server_with(cache: bool) -> Server {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let keys_dir = dir.path().join("keys");
     let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir, Some(Arc::clone(&repo))).unwrap();
+    let keys2 = Arc::clone(&keys);
     let key = fs::read_to_string(made.unwrap())
         .unwrap()
         .trim()
         .to_string();
-    rt.spawn(sealvol_serve::run(
-        listener,
-        service,
-        Arc::clone(&keys),
-        None,
-    ));
+    rt.spawn(async move {
+        sealvol_serve::run_with(listener, service, Arc::clone(&keys2), None, &policy).await
+    });
     Server {
         repo,
         key,
