@@ -86,6 +86,15 @@ pub trait Remote: Send + Sync {
 
     fn seal(&self, req: &SealRequest) -> Result<Sealed>;
 
+    /// Asks the server to store a signature of `vol@digest`, which it checks as
+    /// `Repository::put_signature` does. Returns its object key, and whether it is new.
+    fn put_signature(
+        &self,
+        vol: &VolumeName,
+        digest: &Digest,
+        bytes: &[u8],
+    ) -> Result<(String, bool)>;
+
     fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;
 
     fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted>;

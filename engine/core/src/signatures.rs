@@ -10,21 +10,73 @@
 //!
 //! A purge removes a version's signatures with it; gc removes those whose version is
 //! gone; a restore finds them where they were.
+//!
+//! What a writer may store (docs/SEMANTICS.md, "Signatures"), here and through a
+//! server alike (which takes signatures only as an operation, `Remote::put_signature`):
+//! only beside a version that exists, no larger than a signature of that version can be
+//! (`max_bytes`, from its files), at most `MAX_SIGNATURES` per version, counted when
+//! written, and at most `MAX_PER_SIGNER` per signer (by the key hint a signature
+//! names), so one signer cannot fill the list. A reader reads
+//! up to `MAX_READ` of them and tries first those that name a key it trusts
+//! (`sealvol-sign`), so a count of junk never stands in front of a valid one.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Hash;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{Key, volume_folder};
 use crate::refs::{Digest, VolumeName};
 use crate::repo::{Repository, json_error};
 
-/// No version needs more signers than this; more is refused when stored and when read.
+/// No version needs more signers than this; more is refused when stored.
 pub const MAX_SIGNATURES: usize = 64;
+/// Signatures one key hint may name per version.
+pub const MAX_PER_SIGNER: usize = 4;
+/// The most a reader reads (only a repository written around these rules, by hand,
+/// holds more than `MAX_SIGNATURES`).
+pub const MAX_READ: usize = 4 * MAX_SIGNATURES;
 /// A signature lists every file; a version of a million files makes one of ~200 MiB.
 pub const MAX_SIGNATURE_BYTES: usize = 512 << 20;
+
+/// The most a signature of `manifest`'s version can weigh: the bundle's frame, and per
+/// file its name (JSON-escaped at worst six bytes a byte), digest and keys, all in
+/// base64. A larger object is no signature of it: it is neither stored nor read, so a
+/// crafted 512 MiB object costs nobody anything.
+pub fn max_bytes(manifest: &crate::registry::Manifest) -> usize {
+    let per_file: usize = manifest
+        .entries
+        .iter()
+        .map(|e| e.path().len() * 6 + 256)
+        .sum();
+    (64 * 1024 + (per_file + 1024) * 4 / 3).min(MAX_SIGNATURE_BYTES)
+}
+
+/// The key hint a signature file names (a model-signing bundle's
+/// `verificationMaterial.publicKey.hint`), unverified: what tells one signer's
+/// signatures from another's.
+pub fn signer_hint(bytes: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Bundle {
+        #[serde(rename = "verificationMaterial")]
+        material: Material,
+    }
+    #[derive(Deserialize)]
+    struct Material {
+        #[serde(rename = "publicKey")]
+        public_key: Option<Key>,
+    }
+    #[derive(Deserialize)]
+    struct Key {
+        hint: String,
+    }
+    let b: Bundle = serde_json::from_slice(bytes).ok()?;
+    b.material
+        .public_key
+        .map(|k| k.hint)
+        .filter(|h| !h.is_empty() && h.len() <= 256)
+}
 pub const SHA256S_FORMAT: u32 = 1;
 
 /// One stored signature: its name and bytes.
@@ -49,24 +101,76 @@ fn folder(vol: &VolumeName, digest: &Digest) -> String {
 
 impl Repository {
     /// Stores a signature of `vol@digest` (a live version, or one in the trash);
-    /// `false` when the same bytes were stored already.
+    /// `false` when the same bytes were stored already. Through a server, the server
+    /// checks and stores it (`Remote::put_signature`).
     pub fn put_signature(
         &self,
         vol: &VolumeName,
         digest: &Digest,
         bytes: &[u8],
     ) -> Result<(Stored, bool)> {
-        self.manifest(vol, digest)?;
-        if bytes.len() > MAX_SIGNATURE_BYTES {
-            return Err(
-                Error::invalid("the signature is larger than any signature of a version")
-                    .hint("give a model-signing signature file"),
-            );
+        if let Some(remote) = self.remote() {
+            let (key, new) = remote.put_signature(vol, digest, bytes)?;
+            return Ok((
+                Stored {
+                    hash: Hash::of(bytes),
+                    key,
+                    bytes: bytes.to_vec(),
+                },
+                new,
+            ));
+        }
+        let manifest = self.manifest(vol, digest)?;
+        let most = max_bytes(&manifest);
+        if bytes.len() > most {
+            return Err(Error::invalid(format!(
+                "the signature is {} bytes, larger than any signature of vol:{vol}@{} ({most} bytes at most for its {} files)",
+                bytes.len(),
+                digest.short(16),
+                manifest.entries.len()
+            ))
+            .hint("give a model-signing signature file of this version"));
         }
         let hash = Hash::of(bytes);
-        let have = self.signature_keys(vol, digest)?;
         let key = Key::Signature(vol.clone(), *digest, hash).to_string();
-        if !have.contains(&key) && have.len() >= MAX_SIGNATURES {
+        let have = self.signature_keys(vol, digest)?;
+        if have.contains(&key) {
+            return Ok((
+                Stored {
+                    hash,
+                    key,
+                    bytes: bytes.to_vec(),
+                },
+                false,
+            ));
+        }
+        // A few signatures per signer (a BLAKE3 one and a SHA-256 one, a re-signing),
+        // never the list: one naming a key hint `MAX_PER_SIGNER` stored ones name is
+        // refused. None is ever replaced: anyone can name any hint.
+        if let Some(h) = signer_hint(bytes) {
+            let mut same = 0;
+            for k in &have {
+                if let Some(old) = self.store().get(k)?
+                    && signer_hint(&old).as_deref() == Some(h.as_str())
+                {
+                    same += 1;
+                }
+            }
+            if same >= MAX_PER_SIGNER {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "vol:{vol}@{} has {MAX_PER_SIGNER} signatures by key {:.16}… already",
+                        digest.short(16),
+                        h
+                    ),
+                )
+                .hint(
+                    "`sealvol volume signatures REF` lists what is stored; no signer needs more",
+                ));
+            }
+        }
+        if have.len() >= MAX_SIGNATURES {
             return Err(Error::invalid(format!(
                 "vol:{vol}@{} has {MAX_SIGNATURES} signatures already",
                 digest.short(16)
@@ -110,11 +214,15 @@ impl Repository {
     ) -> Result<Vec<Stored>> {
         let most = most.min(MAX_SIGNATURE_BYTES);
         let mut out = Vec::new();
-        for key in self
-            .signature_keys(vol, digest)?
-            .into_iter()
-            .take(MAX_SIGNATURES)
-        {
+        let keys = self.signature_keys(vol, digest)?;
+        if keys.len() > MAX_READ {
+            tracing::warn!(
+                "vol:{vol}@{}: {} signatures stored, {MAX_READ} read",
+                digest.short(16),
+                keys.len()
+            );
+        }
+        for key in keys.into_iter().take(MAX_READ) {
             let Ok(Key::Signature(_, _, hash)) = Key::parse(&key) else {
                 continue;
             };
@@ -139,7 +247,7 @@ impl Repository {
 
     /// How many signatures are stored beside `vol@digest` (a listing; none is read).
     pub fn signature_count(&self, vol: &VolumeName, digest: &Digest) -> Result<usize> {
-        Ok(self.signature_keys(vol, digest)?.len().min(MAX_SIGNATURES))
+        Ok(self.signature_keys(vol, digest)?.len())
     }
 
     pub(crate) fn delete_signatures(&self, vol: &VolumeName, digest: &Digest) -> Result<()> {

@@ -39,7 +39,7 @@ use crate::chunks::{ChunkService, Miss};
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 27] = [
+pub const ROUTES: [(&str, &[&str]); 28] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -67,6 +67,7 @@ pub const ROUTES: [(&str, &[&str]); 27] = [
     ("/v1/secrets/{ns}/{name}", &["PUT", "DELETE"]),
     ("/v1/ring", &["GET"]),
     ("/v1/ops/small-files", &["POST"]),
+    ("/v1/ops/signatures/{ns}/{vol}/{digest}", &["PUT"]),
 ];
 
 /// The probes, answered without a key: is the process up, can it reach its repository.
@@ -183,6 +184,7 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[9].0, post(op::stored_files))
         .route(ROUTES[10].0, put(op::put_list))
         .route(ROUTES[26].0, post(op::small_files))
+        .route(ROUTES[27].0, put(op::put_signature))
         .route(ROUTES[11].0, post(op::seal))
         .route(ROUTES[12].0, post(op::tag))
         .route(ROUTES[13].0, post(op::delete))

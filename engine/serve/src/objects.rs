@@ -15,8 +15,8 @@
 //!
 //! What a key may write: read-write keys create packs (checked against their id and
 //! every chunk against its hash as they arrive; the server writes the index) and
-//! read-ahead profiles and signatures of versions in their namespaces (named by their
-//! hash; a signature is verified by its readers, never trusted here); the admin
+//! read-ahead profiles of versions in their namespaces (named by their hash);
+//! signatures are an operation (`ops.rs`), never an object write; the admin
 //! key anything (repair and settings run through it). Every name is checked against
 //! its kind's exact shape first, so nothing can take a folder's name.
 //!
@@ -149,11 +149,18 @@ pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), S
         (Object::Pack(_), Op::Create) if !grant.read_only => Ok(()),
         (
             Object::Namespaced {
-                kind: "profiles" | "signatures",
+                kind: "profiles",
                 ns,
             },
             Op::Create,
         ) if grant.writes(ns) => Ok(()),
+        // Checked as an operation (`ops::put_signature`), never written as an object.
+        (
+            Object::Namespaced {
+                kind: "signatures", ..
+            },
+            Op::Create | Op::Replace,
+        ) => refuse("write (signatures are stored with PUT /v1/ops/signatures/NS/VOL/DIGEST)"),
         (_, Op::Create | Op::Replace) if grant.read_only => refuse("write"),
         // Chunk lists, indexes, manifests, tags, trash and damage records, rounds:
         // the server writes them, when asked for an operation (`ops.rs`).
@@ -639,7 +646,7 @@ fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<
 
 /// Reads a body to its end (at most `MAX_OBJECT` bytes, each piece within
 /// `BODY_IDLE`), keeping nothing.
-async fn drain(body: Body) {
+pub(crate) async fn drain(body: Body) {
     use futures::StreamExt;
     let mut stream = body.into_data_stream();
     let mut total = 0;

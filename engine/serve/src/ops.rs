@@ -19,6 +19,7 @@
 //!   where the client must send its list;
 //! - `POST /v1/ops/seal`: seal a version in the key's namespace, every file of which
 //!   must have such a list, or be a small file the server holds;
+//! - `PUT /v1/ops/signatures/{ns}/{vol}/{digest}`: store a signature of a version;
 //! - `POST /v1/ops/tag`, `/v1/ops/delete`, `/v1/ops/restore`: tag moves and removals
 //!   (compare-and-swap), the trash, in the key's namespaces;
 //! - `POST /v1/ops/damage`: a chunk copy a reader found failing its hash, recorded
@@ -613,6 +614,84 @@ pub async fn seal(
         }),
         Err(r) => r,
     }
+}
+
+/// What storing a signature did, as it travels back.
+#[derive(Serialize, Deserialize)]
+pub struct SignedBody {
+    pub key: String,
+    pub new: bool,
+}
+
+/// `PUT /v1/ops/signatures/{ns}/{vol}/{digest}`: a signature of a version of the key's
+/// namespace, checked as `Repository::put_signature` checks it (the version exists; no
+/// larger than a signature of it can be, refused before its body is read when its
+/// length says so; at most 64, one per signer).
+pub async fn put_signature(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    Path((ns, name, digest)): Path<(String, String, String)>,
+    headers: axum::http::HeaderMap,
+    body: Body,
+) -> Response {
+    let checked = signature_bound(&s, &grant, &ns, &name, &digest, &headers).await;
+    let (vol, digest, most) = match checked {
+        Ok(c) => c,
+        Err(r) => {
+            // A refusal still reads what the client sends (discarding it, up to the
+            // largest object), or a client still sending would never see the answer.
+            crate::objects::drain(body).await;
+            return r;
+        }
+    };
+    let body = match crate::reply::read_body(body, most).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let stored = blocking(&grant, None, move || {
+        s.repo.put_signature(&vol, &digest, &body.bytes)
+    })
+    .await;
+    match stored {
+        Ok((stored, new)) => json(&SignedBody {
+            key: stored.key,
+            new,
+        }),
+        Err(r) => r,
+    }
+}
+
+/// The version a signature is sent for, if the key may sign it, and the most a
+/// signature of it can weigh; refused when the body announced is larger.
+async fn signature_bound(
+    s: &Arc<Steward>,
+    grant: &Arc<Grant>,
+    ns: &str,
+    name: &str,
+    digest: &str,
+    headers: &axum::http::HeaderMap,
+) -> std::result::Result<(VolumeName, Digest, usize), Response> {
+    let vol = VolumeName::parse(&format!("{ns}/{name}")).map_err(failed)?;
+    let digest = Digest::parse(digest).map_err(failed)?;
+    writes_in(grant, &vol, "sign versions")?;
+    let (s2, v2) = (Arc::clone(s), vol.clone());
+    let most = blocking(grant, None, move || {
+        Ok(sealvol_core::signatures::max_bytes(
+            &s2.repo.manifest(&v2, &digest)?,
+        ))
+    })
+    .await?;
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > most as u64) {
+        return Err(failed(Error::invalid(format!(
+            "the signature is larger than any signature of vol:{vol}@{} can be ({most} bytes)",
+            digest.short(16)
+        ))));
+    }
+    Ok((vol, digest, most))
 }
 
 /// Checks a version the way a push builds it: clean paths once each, links inside it,

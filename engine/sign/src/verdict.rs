@@ -44,7 +44,14 @@ pub fn check_all(
 ) -> Result<Vec<Checked>> {
     let pinned = sealvol_core::Ref::pinned(volume.clone(), *digest).to_string();
     let mut out = Vec::new();
-    for s in repo.signatures_within(volume, digest, max_bytes(manifest))? {
+    let mut stored = repo.signatures_within(volume, digest, max_bytes(manifest))?;
+    // Those that name a key tried here first: a count of others never stands in front.
+    stored.sort_by_key(|s| {
+        let named = sealvol_core::signatures::signer_hint(&s.bytes)
+            .is_some_and(|h| keys.iter().any(|k| k.hint == h));
+        !named
+    });
+    for s in stored {
         let r = crate::verify(&s.bytes, keys).and_then(|signed| {
             let kept = match signed.statement.algorithm {
                 Algorithm::Blake3 => None,
@@ -84,17 +91,10 @@ pub fn check_all(
     Ok(out)
 }
 
-/// The most a signature of `manifest`'s version can weigh: the bundle's frame, and per
-/// file its name (JSON-escaped at worst six bytes a byte), digest and keys, all in
-/// base64. A stored object larger than this is no signature of it and is not read, so
-/// a crafted 512 MiB object costs a reader nothing.
+/// The most a signature of `manifest`'s version can weigh (core's
+/// `signatures::max_bytes`).
 pub fn max_bytes(manifest: &Manifest) -> usize {
-    let per_file: usize = manifest
-        .entries
-        .iter()
-        .map(|e| e.path().len() * 6 + 256)
-        .sum();
-    64 * 1024 + (per_file + 1024) * 4 / 3
+    sealvol_core::signatures::max_bytes(manifest)
 }
 
 /// Why no signature of `pinned` counts, in one line: the keys tried, then each reason

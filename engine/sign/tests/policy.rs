@@ -297,8 +297,21 @@ fn a_stored_object_larger_than_any_signature_of_the_version_is_not_read() {
     let most = sealvol_sign::verdict::max_bytes(&m);
     assert!(most < 1 << 20, "two files: {most}");
     // A crafted object of 2 MiB beside a version of two files: left out unread.
+    // (Planted in the store itself: no writer may store it.)
+    let crafted = vec![b' '; 2 << 20];
+    assert!(
+        s.repo
+            .put_signature(&vol("w/m"), &s.unsigned, &crafted)
+            .is_err()
+    );
+    let key = sealvol_core::keys::Key::Signature(
+        vol("w/m"),
+        s.unsigned,
+        sealvol_core::digest::Hash::of(&crafted),
+    );
     s.repo
-        .put_signature(&vol("w/m"), &s.unsigned, &vec![b' '; 2 << 20])
+        .object_store()
+        .put(&key.to_string(), &crafted)
         .unwrap();
     let e = refusal(&p, &s.repo, "w/m", &s.unsigned);
     assert!(e.contains("it has no signature"), "{e}");

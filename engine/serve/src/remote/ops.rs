@@ -16,7 +16,8 @@ use sealvol_core::trash::{Deleted, Restored};
 use super::link::Link;
 use crate::named::{encode_list, encode_small};
 use crate::ops::{
-    DamageBody, GcBody, SealBody, SealedBody, StoredFiles, TagBody, TagMovedBody, TrashBody,
+    DamageBody, GcBody, SealBody, SealedBody, SignedBody, StoredFiles, TagBody, TagMovedBody,
+    TrashBody,
 };
 
 pub struct RemoteOps {
@@ -175,6 +176,29 @@ impl Remote for RemoteOps {
             restored: s.restored,
             tags: s.tags,
         })
+    }
+
+    fn put_signature(
+        &self,
+        vol: &sealvol_core::refs::VolumeName,
+        digest: &Digest,
+        bytes: &[u8],
+    ) -> Result<(String, bool)> {
+        let (_, answer) = self.link.op(
+            Method::PUT,
+            &format!("signatures/{vol}/{}", digest.hex()),
+            bytes.to_vec(),
+        )?;
+        let s: SignedBody = serde_json::from_slice(&answer).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "the remote engine at {} answered a signature with no JSON: {e}",
+                    self.link.base
+                ),
+            )
+        })?;
+        Ok((s.key, s.new))
     }
 
     fn change_tag(&self, req: &TagRequest) -> Result<TagMoved> {
