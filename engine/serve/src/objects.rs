@@ -831,7 +831,26 @@ pub async fn list(
         ));
     }
     let g = Arc::clone(&grant);
-    let page = match on_store(&s, move |st| st.list_page(&prefix, q.after.as_deref())).await {
+    // A key scoped to namespaces lists a kind's folder as its own namespaces' folders,
+    // one after another: the store never lists another namespace for it, so nothing it
+    // is sent (a page's `next` included, which is the last key a store listed) names
+    // one.
+    let scoped = !grant.admin && !grant.namespaces.is_empty();
+    let whole_kind = top.len() + 1 == prefix.len();
+    let listed = match (scoped, whole_kind) {
+        (true, true) => {
+            let mut namespaces = grant.namespaces.clone();
+            namespaces.sort();
+            namespaces.dedup();
+            let after = q.after.clone();
+            on_store(&s, move |st| {
+                list_namespaces(st, &prefix, &namespaces, after.as_deref())
+            })
+            .await
+        }
+        _ => on_store(&s, move |st| st.list_page(&prefix, q.after.as_deref())).await,
+    };
+    let page = match listed {
         Ok(page) => page,
         Err(r) => return r,
     };
@@ -855,6 +874,49 @@ pub async fn list(
     json(&ListPage {
         objects,
         next: page.next,
+    })
+}
+
+/// One page of kind folder `prefix` (`manifests/`) as namespaces `namespaces` hold it
+/// (sorted): each namespace's folder in turn, from where `after` (a key of one of them)
+/// left off; the page's `next` is a key of theirs.
+fn list_namespaces(
+    st: &dyn ObjectStore,
+    prefix: &str,
+    namespaces: &[String],
+    after: Option<&str>,
+) -> sealvol_core::Result<sealvol_core::store::Page> {
+    let folder = |ns: &str| format!("{prefix}{ns}/");
+    let (start, mut after) = match after {
+        None => (0, None),
+        Some(a) => match namespaces.iter().position(|ns| a.starts_with(&folder(ns))) {
+            Some(i) => (i, Some(a.to_string())),
+            None => {
+                return Err(Error::invalid(
+                    "after= names a key of a listing this key may make",
+                ));
+            }
+        },
+    };
+    let mut objects = Vec::new();
+    for (i, ns) in namespaces.iter().enumerate().skip(start) {
+        let page = st.list_page(&folder(ns), after.take().as_deref())?;
+        objects.extend(page.objects);
+        if page.next.is_some() {
+            return Ok(sealvol_core::store::Page {
+                objects,
+                next: page.next,
+            });
+        }
+        // More namespaces to come: the next page starts after this one's last key.
+        if i + 1 < namespaces.len() && objects.len() >= 1000 {
+            let next = objects.last().map(|o| o.key.clone());
+            return Ok(sealvol_core::store::Page { objects, next });
+        }
+    }
+    Ok(sealvol_core::store::Page {
+        objects,
+        next: None,
     })
 }
 
