@@ -145,3 +145,38 @@ fn a_name_that_is_not_utf8_is_shown_with_c_escapes() {
     assert!(err.contains("bad\\xFFname.bin"), "{err}");
     assert!(!err.contains('\u{FFFD}'), "{err}");
 }
+
+/// What a writer sent (where its folder was, who it says it is) is shown escaped by
+/// every printer, never as it is: a folder named with an OSC 52 clipboard write and a
+/// screen clear, and a user name holding them, drive no terminal.
+#[test]
+fn strings_a_writer_sent_are_shown_escaped_wherever_printed() {
+    let mut env = Env::new();
+    let evil = "\x1b]52;c;ZWNobyBvd25lZA==\x07\x1b[2J";
+    let src = env.path(&format!("src{evil}"));
+    write(&src.join("a.txt"), b"a");
+    env.vars.push(("USER".into(), format!("ana{evil}")));
+    let r = env.push(&src, "ns/vol", &["--tag", "prod"]);
+    let other = env.path("other");
+    write(&other.join("b.txt"), b"b");
+    env.push(&other, "ns/vol", &["--tag", "prod"]);
+    let described = env.ok(&["volume", "describe", &r]);
+    assert!(described.contains(r"\x1b]52"), "{described}");
+    for args in [
+        vec!["volume", "describe", r.as_str()],
+        vec!["volume", "versions", "ns/vol"],
+        vec!["volume", "tags", "ns/vol", "--history"],
+        vec!["volume", "delete", r.as_str(), "--yes"],
+        vec!["volume", "trash"],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{args:?}");
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            assert!(
+                !text.contains('\x1b') && !text.contains('\x07'),
+                "{args:?} printed a control character: {text:?}"
+            );
+        }
+    }
+}

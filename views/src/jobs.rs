@@ -131,7 +131,7 @@ pub fn draw(vm: &JobsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             vec![
                 cell(r.id.to_string(), Role::Dim),
                 cell(&r.state, state_role(&r.state)),
-                cell(&r.source, Role::Text),
+                cell(name(&r.source), Role::Text),
                 cell(&r.volume, Role::Tag),
                 cell(pct(r.bytes_done, r.bytes_total), Role::Text),
                 cell(when(&r.updated), Role::Dim),
@@ -195,7 +195,7 @@ fn draw_detail(d: &JobDetail, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Span::styled(format!(" job {} ", d.id), theme.style(Role::Title)),
         Span::styled(d.state.clone(), theme.style(state_role(&d.state))),
         Span::styled(
-            format!("  {} → {}", d.source, d.volume),
+            format!("  {} → {}", name(&d.source), d.volume),
             theme.style(Role::Text),
         ),
     ];

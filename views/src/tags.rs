@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Borders, Widget};
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, when};
+use crate::format::{name, short_digest, when};
 use crate::list::{Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -157,7 +157,7 @@ pub fn draw(vm: &TagsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
             cell(when(&m.at), Role::Dim),
             from,
             cell(short_digest(&m.to), Role::Added),
-            cell(&m.by, Role::Dim),
+            cell(name(&m.by), Role::Dim),
         ]
     });
 }

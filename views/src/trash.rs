@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, tags, when};
+use crate::format::{name, short_digest, size, tags, when};
 use crate::list::{Column, cell, draw_empty, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -85,7 +85,7 @@ pub fn draw(vm: &TrashView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 cell(r.volume.clone(), Role::Text),
                 cell(short_digest(&r.digest), Role::Pinned),
                 cell(when(&r.deleted_at), Role::Dim),
-                cell(r.deleted_by.clone(), Role::Dim),
+                cell(name(&r.deleted_by), Role::Dim),
                 cell(
                     r.left.clone(),
                     if r.gone { Role::Danger } else { Role::Text },

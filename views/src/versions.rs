@@ -6,7 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use sealvol_themes::{Role, Theme};
 
-use crate::format::{short_digest, size, tags, when};
+use crate::format::{name, short_digest, size, tags, when};
 use crate::list::{Cell, Column, cell, draw_table};
 
 #[derive(Debug, Clone, Default)]
@@ -161,7 +161,7 @@ pub fn draw(vm: &VersionsView, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 tags,
                 signed,
                 cell(&r.labels, Role::Text),
-                cell(&r.source, Role::Dim),
+                cell(name(&r.source), Role::Dim),
             ]
         },
     );

@@ -21,7 +21,7 @@ use sealvol_source::{Connector, SourceUrl};
 
 use super::Ctx;
 use crate::cli::JobsCommand;
-use crate::output::{json, size, table, when};
+use crate::output::{json, name, size, table, when};
 
 /// What `volume sync` was asked to do.
 pub struct SyncRequest {
@@ -333,14 +333,14 @@ fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
         match host {
             Host::Remote(c) => errln!(
                 "job {id}: {verb} {}{attempt} in the agent (pid {}); ctrl-c stops following, not the job",
-                job.spec.source,
+                name(&job.spec.source),
                 c.pid
             ),
             Host::Server(_, url) => errln!(
                 "job {id}: {verb} {}{attempt} on the server {url}; ctrl-c stops following, not the job",
-                job.spec.source
+                name(&job.spec.source)
             ),
-            Host::Local(_) => errln!("job {id}: {verb} {}{attempt}", job.spec.source),
+            Host::Local(_) => errln!("job {id}: {verb} {}{attempt}", name(&job.spec.source)),
         }
     }
     let bar = JobBar::new(ctx.quiet);
@@ -633,7 +633,7 @@ fn show(ev: &JobEvent) -> Result<()> {
     let p = &job.progress;
     outln!("job       {}", job.id)?;
     outln!("state     {}", job.state)?;
-    outln!("source    {}", job.spec.source)?;
+    outln!("source    {}", name(&job.spec.source))?;
     if let Some(u) = &job.spec.endpoint.url {
         outln!("endpoint  {u}")?;
     }

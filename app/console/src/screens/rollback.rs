@@ -168,7 +168,7 @@ impl Screen for RollbackPick {
                                 false => hex8(&m.to),
                             },
                             when(&m.at),
-                            m.by
+                            sealvol_views::format::name(&m.by)
                         ),
                     )
                 })

@@ -9,7 +9,7 @@ use sealvol_core::{Ref, Result};
 use sealvol_views::format::expires_in;
 
 use crate::commands::Ctx;
-use crate::output::{json, size, when};
+use crate::output::{json, name, size, when};
 
 #[derive(Serialize)]
 struct Described {
@@ -107,10 +107,11 @@ pub fn describe(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
 fn print(d: &Described) -> Result<()> {
     let now = sealvol_core::stamp::now();
     outln!("ref        {}", d.pinned)?;
-    outln!("created    {} by {}", when(&d.created), d.pushed_by)?;
-    outln!("source     {}", d.source)?;
+    // Whoever sealed the version wrote these: shown escaped, never as they are.
+    outln!("created    {} by {}", when(&d.created), name(&d.pushed_by))?;
+    outln!("source     {}", name(&d.source))?;
     if let Some(r) = &d.revision {
-        outln!("revision   {r}")?;
+        outln!("revision   {}", name(r))?;
     }
     if let Some(l) = &d.listed {
         outln!("listed     {}", when(l))?;

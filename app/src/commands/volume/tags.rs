@@ -6,7 +6,7 @@ use sealvol_core::{Name, Ref, Result, VolumeName};
 use sealvol_views::format::short_digest;
 
 use crate::commands::Ctx;
-use crate::output::{json, table, when};
+use crate::output::{json, name, table, when};
 
 pub fn tag(
     ctx: &Ctx,
@@ -128,7 +128,7 @@ pub fn tags(ctx: &Ctx, volume: &str, history: bool, as_json: bool) -> Result<()>
                         true => "(removed)".to_string(),
                         false => short_digest(&m.to),
                     },
-                    m.by
+                    name(&m.by)
                 )?;
             }
         }

@@ -6,7 +6,7 @@ use sealvol_core::{Error, Ref, Result, VolumeName};
 use sealvol_views::format::{short_digest, span, tags, time_left};
 
 use crate::commands::Ctx;
-use crate::output::{json, size, table, when};
+use crate::output::{json, name, size, table, when};
 
 pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
@@ -101,7 +101,7 @@ fn row(t: &TrashedVersion, now: std::time::SystemTime) -> Vec<String> {
         t.volume.clone(),
         short_digest(&t.digest),
         when(&t.deleted_at),
-        t.deleted_by.clone(),
+        name(&t.deleted_by).into_owned(),
         match (t.purging, t.expired) {
             (true, _) => "purging".into(),
             (false, true) => "expired".into(),
