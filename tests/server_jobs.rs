@@ -402,6 +402,14 @@ fn a_job_whose_source_the_server_cannot_reach_fails_with_why_and_a_retry_works_o
     let failed = job(&ci, 1);
     assert_eq!(failed["job"]["state"], "FAILED", "{failed}");
     assert!(failed["job"]["reason"].as_str().unwrap().contains("later"));
+    // Where the server reaches the bucket is named nowhere a caller reads: not in the
+    // error, the record, its reason, nor the job's log.
+    let endpoint = moto.endpoint();
+    let authority = endpoint.split("://").nth(1).unwrap().trim_end_matches('/');
+    let logs = ci.ok(&["jobs", "logs", "1"]);
+    for (what, text) in [("error", e.clone()), ("record", failed.to_string()), ("log", logs)] {
+        assert!(!text.contains(authority), "the {what} names {authority}: {text}");
+    }
 
     let dir: PathBuf = ci.path("ckpt");
     common::write(&dir.join("model.safetensors"), &common::noise(3 << 20, 5));

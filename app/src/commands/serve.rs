@@ -84,12 +84,15 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         true => Some(Arc::new(ChunkCache::open(&dir, bytes)?)),
         false => None,
     };
-    // What a caller is told never names the server's own folders.
-    sealvol_serve::reply::hide_paths(vec![
+    // What a caller is told never names the server's own folders, nor where it reaches
+    // sources (an internal endpoint's address is the operator's business).
+    let mut hidden = vec![
         repo.location().to_string(),
         dir.display().to_string(),
         ctx.settings.state.display().to_string(),
-    ]);
+    ];
+    hidden.extend(ctx.settings.endpoints.addresses());
+    sealvol_serve::reply::hide_paths(hidden);
     let service = sealvol_serve::ChunkService::new(repo, cache);
     let service = Arc::new(match fellows(&peers, peers_file.as_deref())? {
         Some(ring) => service.with_fellows(ring),

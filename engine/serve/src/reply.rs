@@ -16,7 +16,8 @@ pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 /// The server's own paths, which no error body may carry (`hide_paths`).
 static HIDDEN: OnceLock<Vec<String>> = OnceLock::new();
 
-/// Paths (the repository's, the state folder's) that error bodies replace by `…`.
+/// Paths (the repository's, the state folder's) and addresses (the endpoints the
+/// server reaches sources at) that error bodies, job records and logs replace by `…`.
 pub fn hide_paths(paths: Vec<String>) {
     let mut paths: Vec<String> = paths.into_iter().filter(|p| p.len() > 1).collect();
     // Longest first, so a path inside another is replaced whole.

@@ -75,6 +75,24 @@ impl Endpoints {
         self
     }
 
+    /// The addresses these settings set (each as given, without a trailing `/`, and
+    /// its `host:port`): what a server keeps out of what its callers are told.
+    pub fn addresses(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for set in [&self.s3, &self.r2, &self.cw, &self.gcs, &self.azure, &self.hf] {
+            let Some(url) = set.as_deref().map(|s| s.trim_end_matches('/')) else {
+                continue;
+            };
+            out.push(url.to_string());
+            let rest = url.split_once("://").map_or(url, |(_, r)| r);
+            let authority = rest.split('/').next().unwrap_or(rest);
+            if !authority.is_empty() && !authority.contains('{') {
+                out.push(authority.to_string());
+            }
+        }
+        out
+    }
+
     /// Where `url` is reached.
     pub fn resolve(&self, url: &SourceUrl) -> Resolved {
         fn custom(set: &Option<String>) -> Option<&str> {

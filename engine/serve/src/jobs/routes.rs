@@ -46,9 +46,15 @@ fn no_desk() -> Response {
 }
 
 /// A job as a key holder sees it: where the server reaches the source is the server's
-/// own setting (an internal endpoint's address is nobody else's business).
+/// own setting (an internal endpoint's address is nobody else's business), so neither
+/// the record nor its reason and error name it, nor the server's folders.
 fn shown(mut job: Job) -> Job {
     job.spec.endpoint = Default::default();
+    job.reason = job.reason.map(|r| crate::reply::scrub(&r));
+    if let Some(e) = &mut job.error {
+        e.message = crate::reply::scrub(&e.message);
+        e.hint = e.hint.as_deref().map(crate::reply::scrub);
+    }
     job
 }
 
