@@ -407,8 +407,15 @@ fn a_job_whose_source_the_server_cannot_reach_fails_with_why_and_a_retry_works_o
     let endpoint = moto.endpoint();
     let authority = endpoint.split("://").nth(1).unwrap().trim_end_matches('/');
     let logs = ci.ok(&["jobs", "logs", "1"]);
-    for (what, text) in [("error", e.clone()), ("record", failed.to_string()), ("log", logs)] {
-        assert!(!text.contains(authority), "the {what} names {authority}: {text}");
+    for (what, text) in [
+        ("error", e.clone()),
+        ("record", failed.to_string()),
+        ("log", logs),
+    ] {
+        assert!(
+            !text.contains(authority),
+            "the {what} names {authority}: {text}"
+        );
     }
 
     let dir: PathBuf = ci.path("ckpt");
@@ -463,4 +470,65 @@ fn a_mirror_job_copies_a_version_to_a_destination_the_server_names() {
     assert!(e.contains("nope"), "{e}");
     let e = server.fails(2, &["serve", "--mirror-to", "eu"]);
     assert!(e.contains("give NAME=REPO"), "{e}");
+}
+
+/// A revoked key's jobs end with it, queued or running, and nothing is sealed for it;
+/// its open event stream ends within a second; no other key can start the job again
+/// on its behalf.
+#[test]
+fn a_revoked_keys_jobs_and_event_streams_end_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
+    let hub = hub(&log, Some((4 << 20, &gate)));
+    let server = server_env(&hub, &[]);
+    let served = serve(&server, &[]);
+    let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
+    let other = served.client(&key(&server, &["other", "--namespace", "embed"]));
+    let source = format!("hf://{MODEL}");
+    ci.ok(&["volume", "sync", &source, "embed/minilm", "--detach"]);
+    ci.ok(&["volume", "sync", &source, "embed/queued", "--detach"]);
+    wait_for("the first job to run", || {
+        job(&ci, 1)["job"]["state"] == "RUNNING"
+    });
+    assert_eq!(job(&ci, 2)["job"]["state"], "QUEUED");
+
+    // A follower of the held job, its stream open.
+    let follower = ci
+        .cmd()
+        .args(["jobs", "show", "1", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    server.ok(&["key", "revoke", "ci"]);
+    let revoked = Instant::now();
+    let out = follower.wait_with_output().unwrap();
+    let took = revoked.elapsed();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("revoked"), "{said}");
+    // The stream looks at its key four times a second; before, it stayed open as long
+    // as the job (held at the gate: for ever). A loose bound: a busy machine is slow.
+    eprintln!("the stream ended {took:?} after the revocation");
+    assert!(
+        took < Duration::from_secs(10),
+        "the stream ended after {took:?}"
+    );
+
+    for id in [1, 2] {
+        wait_for("the revoked key's jobs to end", || {
+            job(&other, id)["job"]["state"] == "CANCELLED"
+        });
+    }
+    // Opened now, the job would have run to the end: it does not.
+    std::fs::write(&gate, b"").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let versions = server.run(&["volume", "versions", "embed/minilm"]);
+    assert!(
+        !versions.status.success(),
+        "a version was sealed for a revoked key"
+    );
+    let e = other.fails(1, &["jobs", "retry", "1"]);
+    assert!(e.contains("acts for key ci, which is revoked"), "{e}");
 }

@@ -211,6 +211,7 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
             exclude: r.exclude.clone(),
             endpoint: Default::default(),
             mirror_to: None,
+            started_by: None,
         });
     }
     let url = SourceUrl::parse(&r.source)?;
@@ -232,6 +233,7 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
         exclude: r.exclude.clone(),
         endpoint: ctx.settings.endpoints.resolve(&url),
         mirror_to: None,
+        started_by: None,
     };
     sync::check_spec(&spec, &ctx.settings.state, sync::Trust::Machine)?;
     Ok(spec)
@@ -291,6 +293,7 @@ pub fn mirror_on_server(
         exclude: Vec::new(),
         endpoint: Default::default(),
         mirror_to: Some(to.to_string()),
+        started_by: None,
     };
     let job = host.api().submit(spec)?;
     if detach {

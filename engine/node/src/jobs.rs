@@ -78,6 +78,10 @@ pub struct JobSpec {
     /// `Mirrors`) the version `source` names (a ref) is copied to, tag and all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror_to: Option<String>,
+    /// On a server: the name of the key that started it. The job acts for that key,
+    /// and ends when the key is revoked (`sealvol_serve::jobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
 }
 
 /// Where an agent may copy versions to (`serve --mirror-to NAME=REPO`): destinations

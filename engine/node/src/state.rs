@@ -536,6 +536,7 @@ mod tests {
     fn spec() -> JobSpec {
         JobSpec {
             mirror_to: None,
+            started_by: None,
             source: "s3://bucket/ckpt/".into(),
             volume: "weights/x".into(),
             tags: vec!["prod".into()],

@@ -91,6 +91,21 @@ where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
+    // A revoked key's jobs end with it, queued or running.
+    let _revocations = jobs.as_ref().map(|desk| {
+        let _ = desk.keys.set(Arc::clone(&keys));
+        let task = tokio::spawn(jobs::cancel_revoked(Arc::clone(desk), Arc::clone(&keys)));
+        AbortOnDrop(task)
+    });
     let served = http::Served::new(service, keys, jobs, policy);
     conn::serve(listener, http::router(served)).await
+}
+
+/// A task that ends with the server.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

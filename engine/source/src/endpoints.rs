@@ -79,7 +79,14 @@ impl Endpoints {
     /// its `host:port`): what a server keeps out of what its callers are told.
     pub fn addresses(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for set in [&self.s3, &self.r2, &self.cw, &self.gcs, &self.azure, &self.hf] {
+        for set in [
+            &self.s3,
+            &self.r2,
+            &self.cw,
+            &self.gcs,
+            &self.azure,
+            &self.hf,
+        ] {
             let Some(url) = set.as_deref().map(|s| s.trim_end_matches('/')) else {
                 continue;
             };

@@ -773,6 +773,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
 fn submit(h: &Harness, dir: &std::path::Path) -> u64 {
     let spec = sealvol_node::jobs::JobSpec {
         mirror_to: None,
+        started_by: None,
         source: format!("file://{}", dir.display()),
         volume: "weights/synced".into(),
         tags: vec![],

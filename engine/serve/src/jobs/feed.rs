@@ -321,6 +321,7 @@ mod tests {
                     exclude: vec![],
                     endpoint: Default::default(),
                     mirror_to: None,
+                    started_by: None,
                 },
                 state,
                 created: String::new(),

@@ -30,7 +30,7 @@ use sealvol_source::SourceUrl;
 use sealvol_source::endpoints::Endpoints;
 use serde::{Deserialize, Serialize};
 
-use crate::keys::Grant;
+use crate::keys::{Grant, Keys};
 
 /// The most events streams one key may hold open at once: each is cheap, but not free.
 pub const STREAMS_PER_KEY: usize = 32;
@@ -42,6 +42,8 @@ pub struct Desk {
     pub endpoints: Endpoints,
     pub state: PathBuf,
     pub feeds: feed::Feeds,
+    /// The keys the server takes: a revoked key's jobs and event streams end.
+    pub keys: std::sync::OnceLock<Arc<Keys>>,
 }
 
 impl Desk {
@@ -51,7 +53,13 @@ impl Desk {
             api,
             endpoints,
             state,
+            keys: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether key `name` is still taken (true while no key list is known).
+    pub fn is_live(&self, name: &str) -> bool {
+        self.keys.get().is_none_or(|k| k.is_live(name))
     }
 
     /// The job, if the key may see it: another namespace's job is no job at all, so a
@@ -102,6 +110,7 @@ impl Desk {
                 exclude: Vec::new(),
                 endpoint: Default::default(),
                 mirror_to: Some(to),
+                started_by: Some(grant.name.clone()),
             });
         }
         let url = SourceUrl::parse(&sub.source)?;
@@ -132,7 +141,48 @@ impl Desk {
             exclude: sub.exclude,
             endpoint: self.endpoints.resolve(&url),
             mirror_to: None,
+            started_by: Some(grant.name.clone()),
         })
+    }
+
+    /// Cancels every job not ended yet whose key is revoked (or gone from the list),
+    /// queued or running: a job acts for the key that started it, and a revocation
+    /// ends what that key does. Returns the jobs cancelled.
+    pub fn cancel_revoked(&self, keys: &Keys) -> Result<Vec<u64>> {
+        let mut out = Vec::new();
+        for job in self.api.list()? {
+            let Some(by) = &job.spec.started_by else {
+                continue;
+            };
+            if job.state.is_final() || keys.is_live(by) {
+                continue;
+            }
+            match self.api.cancel(job.id) {
+                Ok(_) => {
+                    tracing::warn!("job {}: cancelled: key {by} was revoked", job.id);
+                    out.push(job.id);
+                }
+                // Ended meanwhile.
+                Err(e) => tracing::debug!("job {}: {e}", job.id),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// How often a server looks for jobs whose key was revoked.
+pub const REVOKED_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Cancels revoked keys' jobs (`Desk::cancel_revoked`) until the task is dropped.
+pub async fn cancel_revoked(desk: Arc<Desk>, keys: Arc<Keys>) {
+    loop {
+        tokio::time::sleep(REVOKED_EVERY).await;
+        let (d, k) = (Arc::clone(&desk), Arc::clone(&keys));
+        match tokio::task::spawn_blocking(move || d.cancel_revoked(&k)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!("cannot look for revoked keys' jobs: {e}"),
+            Err(_) => {}
+        }
     }
 }
 

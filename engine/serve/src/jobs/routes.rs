@@ -182,7 +182,16 @@ async fn change(desk: Option<Arc<Desk>>, grant: Arc<Grant>, id: u64, c: Change) 
         Change::Retry => "retry",
     };
     match blocking(move || {
-        desk.writable(&grant, id, &format!("{what} jobs"))?;
+        let job = desk.writable(&grant, id, &format!("{what} jobs"))?;
+        if let (Change::Retry, Some(by)) = (c, &job.spec.started_by)
+            && !desk.is_live(by)
+        {
+            return Err(Error::new(
+                ErrorKind::Denied,
+                format!("job {id} acts for key {by}, which is revoked"),
+            )
+            .hint("start the sync anew with your key: sealvol --remote URL volume sync SOURCE NS/NAME"));
+        }
         tracing::info!("job {id}: {what} asked by key {}", grant.name);
         match c {
             Change::Cancel => desk.api.cancel(id),
@@ -263,6 +272,8 @@ pub async fn events(
         after,
         pending: VecDeque::new(),
         done: false,
+        desk: Arc::clone(&desk),
+        key: grant.name.clone(),
         _turn: turn,
     };
     let stream = futures::stream::unfold(follower, |mut f| async move {
@@ -287,8 +298,14 @@ struct Follower {
     after: u64,
     pending: VecDeque<Numbered>,
     done: bool,
+    /// Whose stream it is: it ends when that key is revoked.
+    desk: Arc<Desk>,
+    key: String,
     _turn: StreamTurn,
 }
+
+/// How often an open stream looks whether its key was revoked.
+const KEY_CHECK: Duration = Duration::from_millis(250);
 
 impl Follower {
     async fn next(&mut self) -> Option<Event> {
@@ -319,9 +336,24 @@ impl Follower {
                 });
                 return Some(Event::default().event("error").data(body.to_string()));
             }
-            // Woken by the next event, or the poller's end.
-            if self.rx.changed().await.is_err() {
-                return None;
+            if !self.desk.is_live(&self.key) {
+                self.done = true;
+                let body = serde_json::json!({
+                    "kind": ErrorKind::Denied,
+                    "message": format!("API key {} was revoked", self.key),
+                    "hint": "ask the server's operator for a new one",
+                });
+                return Some(Event::default().event("error").data(body.to_string()));
+            }
+            // Woken by the next event, the poller's end, or the time to look at the
+            // key again.
+            tokio::select! {
+                changed = self.rx.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                }
+                _ = tokio::time::sleep(KEY_CHECK) => {}
             }
         }
     }
