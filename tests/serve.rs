@@ -826,6 +826,81 @@ fn a_peer_that_refuses_the_key_is_said_at_once_and_sends_no_more_than_nodes_read
     );
 }
 
+/// A peers file that names a server of another repository, or something that is no
+/// server at all: the pull stops at once, naming it, and this node's key never reaches
+/// it; with the real server listed instead, it pulls.
+#[test]
+fn a_peer_that_does_not_prove_it_is_of_the_ring_is_said_at_once_and_sent_no_key() {
+    let mut env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(1 << 20, 4));
+    let pinned = env.push(&src, "t/ring", &[]);
+    let served = serve(&env, &[]);
+    env.vars
+        .push(("SEALVOL_API_KEY".into(), served.key.clone()));
+    // Another repository's server: a server, of another ring.
+    let other = Env::new();
+    other.ok(&["init"]);
+    let elsewhere = serve(&other, &[]);
+    // Something that answers anything with 200 and `{}`, keeping what it was sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let anything = format!("http://{}", listener.local_addr().unwrap());
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = std::sync::Arc::clone(&heard);
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for c in listener.incoming() {
+            let Ok(mut c) = c else { continue };
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            kept.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+            let _ =
+                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        }
+    });
+    let peers = env.path("peers");
+    for impostor in [format!("http://{}", elsewhere.addr), anything] {
+        std::fs::write(&peers, format!("{impostor}\n")).unwrap();
+        let out = env
+            .cmd()
+            .args(["volume", "pull", &pinned, env.path("p").to_str().unwrap()])
+            .args(["--peers-file", peers.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        assert!(
+            e.contains("did not prove it is a server of this repository's ring"),
+            "{e}"
+        );
+        assert!(e.contains(&impostor), "{e}");
+        assert_eq!(
+            e.trim().lines().filter(|l| l.starts_with("error")).count(),
+            1,
+            "{e}"
+        );
+        assert!(!env.path("p").join("w.bin").exists());
+    }
+    let heard = heard.lock().unwrap();
+    assert!(heard.contains("/v1/ring/id?challenge="), "{heard}");
+    assert!(
+        !heard.contains(&served.key) && !heard.to_lowercase().contains("authorization"),
+        "{heard}"
+    );
+    std::fs::write(&peers, format!("http://{}\n", served.addr)).unwrap();
+    env.ok(&[
+        "volume",
+        "pull",
+        &pinned,
+        env.path("p").to_str().unwrap(),
+        "--peers-file",
+        peers.to_str().unwrap(),
+    ]);
+    assert!(env.path("p").join("w.bin").exists());
+}
+
 /// `--gc-every`: the server collects on its schedule (here a version whose time in the
 /// trash is over, the server's clock eight days ahead), logs it and counts it.
 #[test]

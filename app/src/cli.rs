@@ -781,6 +781,16 @@ pub enum KeyCommand {
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
+
+    /// Make a new ring key: the servers of the repository prove themselves with it from now on.
+    #[command(
+        name = "rotate-ring",
+        long_about = "Make a new key of the ring (access/ring.json in the repository): every `sealvol serve` of the repository signs with it within 5 s, and the key before is kept so that what it signed still checks; older keys go. Nodes that read the repository find the new public key there; a node given ring_key in config.toml needs the new access/ring-public.json copied to it."
+    )]
+    RotateRing {
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

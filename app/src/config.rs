@@ -43,6 +43,10 @@ pub struct ConfigFile {
     /// A file listing them instead, looked at again while a mount runs.
     #[serde(default)]
     pub peers_file: Option<PathBuf>,
+    /// The ring's public keys (a copy of the repository's `access/ring-public.json`),
+    /// for a node that does not read the repository itself.
+    #[serde(default)]
+    pub ring_key: Option<PathBuf>,
     /// Repositories holding the same versions (`volume mirror`), read when the
     /// repository cannot give a chunk, in order.
     #[serde(default)]
@@ -80,6 +84,9 @@ pub struct Settings {
     pub peers: Vec<String>,
     /// config.toml's `peers_file`: a file that lists them, re-read as it changes.
     pub peers_file: Option<PathBuf>,
+    /// config.toml's `ring_key`: the ring's public keys, which peers prove themselves
+    /// with before this node sends them its key.
+    pub ring_key: Option<PathBuf>,
     /// config.toml's `mirrors`: repositories read when the origin fails.
     pub mirrors: Vec<String>,
     /// config.toml's `[trust]`, its key files relative to the config file's folder;
@@ -208,7 +215,7 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
                 "config file {} is invalid: {first}",
                 path.display()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, mirrors, [endpoints], [trust]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, ring_key, mirrors, [endpoints], [trust]")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -380,6 +387,7 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
         deploy_dirs: file.deploy_dirs,
         peers: file.peers,
         peers_file: file.peers_file,
+        ring_key: file.ring_key,
         mirrors: file.mirrors,
         trust: file.trust,
         trust_base: config

@@ -65,7 +65,13 @@ impl sealvol_csi::Mounter for Mounts {
             .peers_or(&self.peers, self.peers_file.as_deref())?
         {
             Peers::Urls(urls) => Ok(urls),
-            Peers::File(path) => Ok(sealvol_serve::peer::PeersFile::open(&path, key)?.1),
+            // Only the list is read here; each mount process checks its peers.
+            Peers::File(path) => Ok(sealvol_serve::peer::PeersFile::open(
+                &path,
+                key,
+                sealvol_serve::peer::Trust::Unknown,
+            )?
+            .1),
         }
     }
 }

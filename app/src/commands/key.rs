@@ -97,6 +97,20 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
             }
             Ok(())
         }
+        KeyCommand::RotateRing { json: as_json } => {
+            let id = sealvol_serve::credential::rotate(&repo)?;
+            if as_json {
+                return json(&serde_json::json!({ "ring_key": id, "repository": repo.location() }));
+            }
+            if !ctx.quiet {
+                errln!(
+                    "ring key {id} made in repository {}: its servers sign with it within {} s; the key before still checks",
+                    repo.location(),
+                    sealvol_serve::credential::REFRESH.as_secs()
+                );
+            }
+            Ok(())
+        }
         KeyCommand::Share { json: as_json } => {
             let n = keys::share(&dir, &repo)?;
             if as_json {

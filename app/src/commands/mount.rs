@@ -149,6 +149,7 @@ fn serve(
     let (ring, listed) = crate::commands::open::ring(
         &set.peers,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
+        &ctx.peer_trust(Some(&repo))?,
     )?;
     let m = mount::mount(
         repo,

@@ -9,15 +9,72 @@ use sealvol_core::error::ErrorKind;
 use sealvol_core::read::ring::Ring;
 use sealvol_core::{Repository, Result};
 use sealvol_s3repo::{Address, Mode, Options};
+use sealvol_serve::credential::RingPublic;
+use sealvol_serve::peer::Trust;
 
 use super::Ctx;
 use crate::config::Peers;
 
+/// To whom among cache servers this node sends its API key: the remote engine it was
+/// told of (`--remote`), and servers that prove they are of the ring whose public keys
+/// it knows (config.toml's `ring_key`, else the origin repository's).
+pub struct PeerTrust {
+    ring: Trust,
+    remote: Option<String>,
+}
+
+impl PeerTrust {
+    pub fn for_url(&self, url: &str) -> Trust {
+        match self.remote.as_deref() {
+            Some(r) if r.trim_end_matches('/') == url => Trust::Named,
+            _ => self.ring.clone(),
+        }
+    }
+}
+
+impl Ctx {
+    /// How peers are trusted, reading the ring's public keys from config.toml's
+    /// `ring_key` or from `origin` (a repository read directly; a remote engine's holds
+    /// none for its callers).
+    pub fn peer_trust(&self, origin: Option<&Repository>) -> Result<PeerTrust> {
+        let s = &self.settings;
+        let remote = s
+            .remote
+            .as_deref()
+            .map(|u| u.trim_end_matches('/').to_string());
+        let ring = match (&s.ring_key, origin) {
+            (Some(path), _) => {
+                let bytes = std::fs::read(path)
+                    .map_err(|e| sealvol_core::Error::io("cannot read ring_key", path, e))?;
+                let public = RingPublic::parse(&bytes).map_err(|why| {
+                    sealvol_core::Error::invalid(format!("ring_key {}: {why}", path.display()))
+                        .hint("give a copy of the repository's access/ring-public.json")
+                })?;
+                Trust::Ring(Arc::new(public))
+            }
+            (None, Some(repo)) if repo.remote().is_none() => match RingPublic::read(repo) {
+                Ok(Some(p)) => Trust::Ring(Arc::new(p)),
+                Ok(None) => Trust::Unknown,
+                Err(e) => {
+                    errln!("warning: {e}; peers cannot prove they are servers of the ring");
+                    Trust::Unknown
+                }
+            },
+            _ => Trust::Unknown,
+        };
+        Ok(PeerTrust { ring, remote })
+    }
+}
+
 /// The read path's clients for cache servers at `urls` (checked by `Settings::peers_or`).
-pub fn peers(urls: &[String], key: Option<&str>) -> Result<Vec<Arc<dyn sealvol_core::read::Peer>>> {
+pub fn peers(
+    urls: &[String],
+    key: Option<&str>,
+    trust: &PeerTrust,
+) -> Result<Vec<Arc<dyn sealvol_core::read::Peer>>> {
     urls.iter()
         .map(|u| {
-            let p = sealvol_serve::peer::HttpPeer::new(u, key)?;
+            let p = sealvol_serve::peer::HttpPeer::with_trust(u, key, trust.for_url(u))?;
             // A peer that refuses the key would send every read to the origin in
             // silence: refuse to start instead. One that is down may come up.
             match p.check() {
@@ -32,13 +89,21 @@ pub fn peers(urls: &[String], key: Option<&str>) -> Result<Vec<Arc<dyn sealvol_c
 
 /// The ring of cache servers `peers` names, each checked as `peers` checks them, and
 /// their addresses as they stand now (a file's may change later).
-pub fn ring(peers: &Peers, key: Option<&str>) -> Result<(Arc<Ring>, Vec<String>)> {
+pub fn ring(
+    peers: &Peers,
+    key: Option<&str>,
+    trust: &PeerTrust,
+) -> Result<(Arc<Ring>, Vec<String>)> {
     match peers {
-        Peers::Urls(urls) => Ok((Arc::new(Ring::fixed(self::peers(urls, key)?)), urls.clone())),
+        Peers::Urls(urls) => Ok((
+            Arc::new(Ring::fixed(self::peers(urls, key, trust)?)),
+            urls.clone(),
+        )),
         Peers::File(path) => {
-            let (file, urls) = sealvol_serve::peer::PeersFile::open(path, key)?;
+            // A file's later lines have no remote engine among them to trust by name.
+            let (file, urls) = sealvol_serve::peer::PeersFile::open(path, key, trust.ring.clone())?;
             // Checked now, as listed ones are; later changes are taken as they come.
-            self::peers(&urls, key)?;
+            self::peers(&urls, key, trust)?;
             Ok((Arc::new(Ring::following(Box::new(file))), urls))
         }
     }

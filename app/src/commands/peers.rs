@@ -30,14 +30,24 @@ struct Row {
 pub fn peers(ctx: &Ctx, flags: &[String], file: Option<&Path>, as_json: bool) -> Result<()> {
     let urls = match ctx.settings.peers_or(flags, file)? {
         Peers::Urls(urls) => urls,
-        Peers::File(path) => sealvol_serve::peer::PeersFile::open(&path, None)?.1,
+        Peers::File(path) => {
+            sealvol_serve::peer::PeersFile::open(&path, None, sealvol_serve::peer::Trust::Unknown)?
+                .1
+        }
     };
     let key = ctx.settings.api_key.as_ref().map(|k| k.expose());
+    // The repository, read directly, holds the ring's public keys: a server that does not
+    // prove it is one of the ring's is not sent this node's key.
+    let origin = match ctx.settings.remote {
+        Some(_) => None,
+        None => ctx.open_repo(false).ok(),
+    };
+    let trust = ctx.peer_trust(origin.as_ref())?;
     let n = urls.len().max(1) as f64;
     let rows: Vec<Row> = urls
         .iter()
         .map(|u| {
-            let asked = HttpPeer::new(u, key).and_then(|p| p.report());
+            let asked = HttpPeer::with_trust(u, key, trust.for_url(u)).and_then(|p| p.report());
             let (report, error) = match asked {
                 Ok(r) => (Some(r), None),
                 Err(e) if e.kind() == ErrorKind::Denied => (

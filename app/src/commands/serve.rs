@@ -98,6 +98,9 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         Some(ring) => service.with_fellows(ring),
         None => service,
     });
+    // Before the server says it listens: a node that reads the repository then finds
+    // the ring's key to check this server with.
+    sealvol_serve::take_credential(&service);
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
@@ -284,7 +287,7 @@ fn fellows(
     use sealvol_core::read::ring::Ring;
     use sealvol_serve::peer::{HttpPeer, PeersFile};
     if let Some(f) = file {
-        let (source, _) = PeersFile::open(f, None)?;
+        let (source, _) = PeersFile::open(f, None, sealvol_serve::peer::Trust::Unknown)?;
         return Ok(Some(Arc::new(Ring::following(Box::new(source)))));
     }
     if peers.is_empty() {

@@ -64,6 +64,11 @@ pub enum Key {
     /// `access/keys.json`: the API keys every server of the repository accepts (hashes
     /// of their secrets, never the secrets), once `sealvol key share` put them here.
     AccessList,
+    /// `access/ring.json`: the ring's signing keys, which the servers of the repository
+    /// prove themselves with (private halves: the servers' only).
+    RingKeys,
+    /// `access/ring-public.json`: their public halves, which nodes check proofs with.
+    RingPublic,
 }
 
 /// The folders of the kinds whose keys start with a namespace.
@@ -115,7 +120,7 @@ impl Key {
             Key::Quarantine(..) => "quarantine",
             Key::Tmp(_) => "tmp",
             Key::Probe(_) => "probe",
-            Key::AccessList => "access",
+            Key::AccessList | Key::RingKeys | Key::RingPublic => "access",
         }
     }
 
@@ -173,6 +178,8 @@ impl Key {
             ["tmp", _, ..] => Some(Key::Tmp(rest(1))),
             ["probe", _, ..] => Some(Key::Probe(rest(1))),
             ["access", "keys.json"] => Some(Key::AccessList),
+            ["access", "ring.json"] => Some(Key::RingKeys),
+            ["access", "ring-public.json"] => Some(Key::RingPublic),
             _ => None,
         };
         k.ok_or_else(bad)
@@ -211,6 +218,8 @@ impl fmt::Display for Key {
             Key::Tmp(rest) => write!(f, "tmp/{rest}"),
             Key::Probe(rest) => write!(f, "probe/{rest}"),
             Key::AccessList => f.write_str("access/keys.json"),
+            Key::RingKeys => f.write_str("access/ring.json"),
+            Key::RingPublic => f.write_str("access/ring-public.json"),
         }
     }
 }
@@ -254,6 +263,8 @@ mod tests {
             Key::Tmp("host-1-2.tmp".into()),
             Key::Probe("host-7".into()),
             Key::AccessList,
+            Key::RingKeys,
+            Key::RingPublic,
         ];
         for k in keys {
             let text = k.to_string();

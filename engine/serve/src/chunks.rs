@@ -145,6 +145,8 @@ pub struct ChunkService {
     pub gc: Arc<crate::maintenance::GcStats>,
     /// This server's instance id (`/v1/ring/id`).
     id: String,
+    /// The ring's keys, with which this server proves it is one of the ring's.
+    credential: std::sync::OnceLock<Arc<crate::credential::Credential>>,
     /// The other servers of its ring (`serve --peer`), asked before the origin.
     fellows: Option<crate::fellows::Fellows>,
     /// Where chunks read from the origin were found good lately.
@@ -227,6 +229,7 @@ impl ChunkService {
             filler,
             counters: Counters::default(),
             id: crate::fellows::instance_id(),
+            credential: std::sync::OnceLock::new(),
             fellows: None,
             checked: Checked::new(checked::WINDOW, checked::ROOM, Instant::now()),
         }
@@ -242,6 +245,19 @@ impl ChunkService {
     /// This server's instance id, by which it finds itself in a ring's list.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Takes the ring's credential (once): this server proves itself with it, and asks
+    /// its fellows with it.
+    pub fn set_credential(&self, c: Arc<crate::credential::Credential>) {
+        if let Some(f) = &self.fellows {
+            let _ = f.credential.set(Arc::clone(&c));
+        }
+        let _ = self.credential.set(c);
+    }
+
+    pub fn credential(&self) -> Option<&Arc<crate::credential::Credential>> {
+        self.credential.get()
     }
 
     pub fn fellows(&self) -> Option<&crate::fellows::Fellows> {

@@ -4,15 +4,17 @@
 //! list differs from the servers' (an edit not yet everywhere) or a node passed over
 //! the owner for a moment.
 //!
-//! A fellow is asked with the caller's own key (every server of a ring takes the same
-//! keys), for the caller's file, so it checks and proves exactly what it would for the
-//! caller; and with `FORWARDED` set, so that it answers from its cache or the origin
-//! and never forwards again: a request crosses at most one hop, and two servers that
-//! disagree about an owner cannot send a run back and forth.
+//! A fellow is asked only once it proved it is a server of the ring (it signed a
+//! challenge with the ring's key, `credential.rs`), and never with the caller's key:
+//! with a pass of the ring naming that fellow and the caller's scope, so it checks and
+//! proves exactly what it would for the caller, and a server that is not one of the
+//! ring (a peers list naming an impostor) gets nothing it can use anywhere. A run is
+//! marked `FORWARDED`, so that the fellow answers from its cache or the origin and never
+//! forwards again: a request crosses at most one hop, and two servers that disagree
+//! about an owner cannot send a run back and forth.
 //!
-//! A server finds itself in the list by asking each address for its instance id
-//! (`GET /v1/ring/id`, a random id made at start): the address that answers with its
-//! own is this server, whatever name the list gives it.
+//! A server finds itself in the list by the same proof: the address whose proven id is
+//! its own (a random id made at start) is this server, whatever name the list gives it.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -21,20 +23,25 @@ use std::sync::{Arc, Mutex};
 use sealvol_core::digest::Hash;
 use sealvol_core::objects::PackId;
 use sealvol_core::read::add;
-use sealvol_core::read::ring::{Member, Ring};
+use sealvol_core::read::ring::Ring;
 
 use crate::peer::HttpPeer;
+
+/// How long a fellow's proven id stands; and how soon one that did not prove one is
+/// asked again.
+const ASK_AGAIN: std::time::Duration = std::time::Duration::from_secs(60);
+const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The header a server sets on a run it forwards to a fellow.
 pub const FORWARDED: &str = "x-sealvol-forwarded";
 
-/// Who asked for a run: what a server needs to forward it as the caller.
+/// Who asked for a run: what a server needs to forward it for the caller.
 #[derive(Clone, Debug)]
 pub struct Asker {
     /// The file whose chunk list names the chunks.
     pub file: Hash,
-    /// The caller's `Authorization` header, passed on as it came.
-    pub authorization: Option<String>,
+    /// What the caller's key may read: a fellow is passed this, never the key.
+    pub grant: Arc<crate::keys::Grant>,
     /// The caller is a fellow server: answer, never forward.
     pub forwarded: bool,
 }
@@ -53,8 +60,11 @@ pub struct Fellows {
     ring: Arc<Ring>,
     /// This server's instance id (`/v1/ring/id`).
     id: String,
-    /// Which addresses are this server, as learned by asking them.
-    me: Mutex<HashMap<String, bool>>,
+    /// The instance id each address proved it has (`None`: it did not prove it is a
+    /// server of the ring), and when it was asked.
+    members: Mutex<HashMap<String, (Option<String>, std::time::Instant)>>,
+    /// The ring's keys: what proves a fellow, and signs the passes it is sent.
+    pub credential: std::sync::OnceLock<Arc<crate::credential::Credential>>,
     /// A client per fellow, asked with each caller's key.
     clients: Mutex<HashMap<String, Arc<HttpPeer>>>,
     pub counters: FellowCounters,
@@ -78,7 +88,8 @@ impl Fellows {
         Fellows {
             ring,
             id,
-            me: Mutex::default(),
+            members: Mutex::default(),
+            credential: std::sync::OnceLock::new(),
             clients: Mutex::default(),
             counters: FellowCounters::default(),
         }
@@ -103,26 +114,35 @@ impl Fellows {
         Some(c)
     }
 
-    /// Whether `m` is this server: asked once, and again after an answer that failed.
-    fn is_me(&self, m: &Member) -> bool {
-        let url = m.peer.name();
-        if let Some(&known) = sealvol_core::lock(&self.me).get(url) {
-            return known;
+    /// The instance id fellow `url` proved it has, asked again every `ASK_AGAIN` (and
+    /// every few seconds while it has not proved one); `None` while it has not.
+    fn member(&self, url: &str) -> Option<String> {
+        if let Some((id, at)) = sealvol_core::lock(&self.members).get(url)
+            && (at.elapsed() < ASK_AGAIN || (id.is_none() && at.elapsed() < RETRY))
+        {
+            return id.clone();
         }
-        let Some(peer) = self.client(url) else {
-            return false;
-        };
-        match peer.instance_id() {
+        let credential = self.credential.get()?;
+        let peer = self.client(url)?;
+        let proven = match peer.member_id(&credential.public()) {
             Ok(id) => {
-                let me = id == self.id;
-                if me {
+                if id == self.id {
                     tracing::info!("ring: this server is {url}");
                 }
-                sealvol_core::lock(&self.me).insert(url.to_string(), me);
-                me
+                Some(id)
             }
-            Err(_) => false,
-        }
+            Err(e) if e.kind() == sealvol_core::error::ErrorKind::Denied => {
+                // Loud: a peers list that names an impostor is someone's mistake or
+                // someone's attack.
+                tracing::error!("ring: {e}; it is sent nothing");
+                None
+            }
+            // Not up yet: asked again soon.
+            Err(_) => None,
+        };
+        sealvol_core::lock(&self.members)
+            .insert(url.to_string(), (proven.clone(), std::time::Instant::now()));
+        proven
     }
 
     /// Puts in `into` chunks `chunks` of `pack` from `offset` (one segment's), from the
@@ -147,18 +167,24 @@ impl Fellows {
         else {
             return false;
         };
-        if self.is_me(&owner) {
+        let url = owner.peer.name();
+        let Some(id) = self.member(url) else {
+            owner.pass_over("did not prove it is a server of this ring");
+            return false;
+        };
+        if id == self.id {
             return false;
         }
-        let Some(peer) = self.client(owner.peer.name()) else {
+        let (Some(peer), Some(pass)) = (
+            self.client(url),
+            self.credential
+                .get()
+                .and_then(|c| c.pass(&asker.grant, &id)),
+        ) else {
             return false;
         };
         add(&self.counters.requests, 1);
-        let token = asker
-            .authorization
-            .as_deref()
-            .and_then(|a| a.strip_prefix("Bearer "));
-        match peer.read_run_forwarded(token, &asker.file, pack, offset, chunks, into) {
+        match peer.read_run_forwarded(&pass, &asker.file, pack, offset, chunks, into) {
             Ok(()) => {
                 add(&self.counters.bytes, into.len() as u64);
                 true

@@ -160,7 +160,6 @@ pub fn router(served: Served) -> Router {
     use crate::jobs::routes as jobs;
     use crate::objects as o;
     use crate::ops as op;
-    let keys = Arc::clone(&served.keys);
     let probes = Router::new()
         .route(OPEN_ROUTES[0].0, get(|| async { "ok\n" }))
         .route(OPEN_ROUTES[1].0, get(readyz))
@@ -204,7 +203,7 @@ pub fn router(served: Served) -> Router {
         )
         .route(ROUTES[25].0, get(ring_report))
         .fallback(|| async { StatusCode::NOT_FOUND })
-        .layer(middleware::from_fn_with_state(keys, authenticate));
+        .layer(middleware::from_fn_with_state(served.clone(), authenticate));
     probes
         .merge(keyed)
         .layer(middleware::from_fn(no_panics))
@@ -274,13 +273,43 @@ async fn no_panics(req: Request, next: Next) -> Response {
 }
 
 /// The one check every request passes: a known, unrevoked key, whose grant the handlers
-/// then find in the request's extensions.
-async fn authenticate(State(keys): State<Arc<Keys>>, mut req: Request, next: Next) -> Response {
+/// then find in the request's extensions; or, for a run only, a fellow's pass of the
+/// ring for this server (read-only, the caller's scope).
+async fn authenticate(State(served): State<Served>, mut req: Request, next: Next) -> Response {
+    let pass = req
+        .headers()
+        .get(crate::credential::PASS_HEADER)
+        .and_then(|v| v.to_str().ok());
+    if let Some(pass) = pass
+        && req.headers().get(header::AUTHORIZATION).is_none()
+    {
+        let runs = req.method() == axum::http::Method::POST && req.uri().path() == ROUTES[1].0;
+        let taken = match (runs, served.chunks.credential()) {
+            (true, Some(c)) => c.take(pass, served.chunks.id()),
+            (false, _) => Err("a pass is taken for runs only"),
+            (true, None) => Err("this server has no ring key"),
+        };
+        return match taken {
+            Ok(grant) => {
+                req.extensions_mut().insert(Arc::new(grant));
+                req.extensions_mut().insert(Passed);
+                next.run(req).await
+            }
+            Err(why) => {
+                tracing::warn!("a ring pass was refused: {why}");
+                let e = sealvol_core::Error::new(
+                    sealvol_core::error::ErrorKind::Denied,
+                    format!("ring pass refused: {why}"),
+                );
+                crate::reply::error_response(StatusCode::UNAUTHORIZED, &e)
+            }
+        };
+    }
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match keys.check(header) {
+    match served.keys.check(header) {
         Ok(grant) => {
             req.extensions_mut().insert(Arc::new(grant));
             next.run(req).await
@@ -307,9 +336,40 @@ pub struct RunRequest {
     pub chunks: Vec<(String, u32)>,
 }
 
-async fn ring_id(State(served): State<Served>) -> String {
-    format!("{}\n", served.chunks.id())
+#[derive(serde::Deserialize)]
+struct RingIdQuery {
+    challenge: Option<String>,
 }
+
+/// This server's instance id; with `?challenge=` (64 hex digits), the id signed with
+/// the ring's key with the challenge (`credential::Proof`), which proves this server is
+/// one of the ring's to whoever asks: a node before it sends its key, a fellow before
+/// it sends a pass.
+async fn ring_id(State(served): State<Served>, Query(q): Query<RingIdQuery>) -> Response {
+    let id = served.chunks.id();
+    let Some(text) = q.challenge else {
+        return format!("{id}\n").into_response();
+    };
+    let mut challenge = [0u8; 32];
+    if hex::decode_to_slice(text.trim(), &mut challenge).is_err() {
+        return bad_request("a challenge is 64 hex digits".into());
+    }
+    match served
+        .chunks
+        .credential()
+        .and_then(|c| c.prove(&challenge, id))
+    {
+        Some(proof) => crate::reply::json(&proof),
+        None => crate::reply::failed(sealvol_core::Error::new(
+            sealvol_core::error::ErrorKind::Unavailable,
+            "this server has no ring key to prove it is a server of the ring",
+        )),
+    }
+}
+
+/// Marks a request that came with a fellow's pass (`credential::Credential::take`).
+#[derive(Clone, Copy)]
+pub struct Passed;
 
 /// What this server served and read, for `sealvol peers` (any key: counters only).
 async fn ring_report(State(served): State<Served>) -> Response {
@@ -319,6 +379,7 @@ async fn ring_report(State(served): State<Served>) -> Response {
 async fn run(
     State(served): State<Served>,
     Extension(grant): Extension<Arc<Grant>>,
+    passed: Option<Extension<Passed>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -362,11 +423,8 @@ async fn run(
     let offset = req.offset;
     let asker = crate::fellows::Asker {
         file,
-        authorization: headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-        forwarded: headers.contains_key(crate::fellows::FORWARDED),
+        grant: Arc::clone(&grant),
+        forwarded: headers.contains_key(crate::fellows::FORWARDED) || passed.is_some(),
     };
     let outcome = tokio::task::spawn_blocking(move || {
         let listed = file_for(&steward, &grant, &file)?;

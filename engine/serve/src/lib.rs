@@ -8,6 +8,7 @@
 //! - `chunks`: the pull-through cache with single flight;
 //! - `checked`: where chunks read from the packs were found good lately;
 //! - `fellows`: the other servers of a ring, asked for the runs they own;
+//! - `credential`: the ring's keys, with which its servers prove they are its servers;
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
 //! - `keys`: API keys (hashed, revocable, scoped);
@@ -27,6 +28,7 @@ pub mod budget;
 pub mod checked;
 pub mod chunks;
 pub mod conn;
+pub mod credential;
 pub mod fellows;
 pub mod http;
 pub mod jobs;
@@ -97,8 +99,26 @@ where
         let task = tokio::spawn(jobs::cancel_revoked(Arc::clone(desk), Arc::clone(&keys)));
         AbortOnDrop(task)
     });
+    // The ring's credential, made in the repository by the first server to start (a
+    // server's command takes it before it says it listens: `take_credential`).
+    if service.credential().is_none() {
+        let s = Arc::clone(&service);
+        let _ = tokio::task::spawn_blocking(move || take_credential(&s)).await;
+    }
     let served = http::Served::new(service, keys, jobs, policy);
     conn::serve(listener, http::router(served)).await
+}
+
+/// Takes the ring's credential from the repository (made there if it has none), or
+/// says why the server has none: it then proves nothing, so nodes send it no key and
+/// it asks no fellow.
+pub fn take_credential(service: &ChunkService) {
+    match credential::Credential::open(Arc::clone(service.repository())) {
+        Ok(c) => service.set_credential(Arc::new(c)),
+        Err(e) => tracing::warn!(
+            "no ring key ({e}): this server cannot prove it is a server of the ring, so nodes send it no key and it asks no fellow"
+        ),
+    }
 }
 
 /// A task that ends with the server.

@@ -114,7 +114,7 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
         },
         Key::Damage(..) | Key::ListDamage(_) | Key::GcRound(_) | Key::GcLease => Object::Records,
         Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) => Object::Private,
-        Key::AccessList => Object::Access,
+        Key::AccessList | Key::RingKeys | Key::RingPublic => Object::Access,
     })
 }
 

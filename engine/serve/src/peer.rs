@@ -1,6 +1,9 @@
 //! The client side of the cache tier: a node's read path asks a `sealvol serve` for
 //! runs of chunks (`read::Peer`). Nothing it returns is trusted: the read path checks
-//! every chunk's hash, and passes over a peer that fails.
+//! every chunk's hash, and passes over a peer that fails. And nothing is sent to it that
+//! it could use elsewhere: this node's API key goes only to a peer that proved it is a
+//! server of the ring (`Trust`, `credential.rs`), and a peer that cannot is refused as
+//! loudly as one that refuses the key.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,12 +30,36 @@ pub struct HttpPeer {
     /// The API key the server asks every caller for.
     key: Option<String>,
     client: reqwest::blocking::Client,
+    trust: Trust,
+    /// When the peer last proved it is a server of the ring.
+    proven: Mutex<Option<std::time::Instant>>,
 }
+
+/// To whom a node sends its API key.
+#[derive(Clone)]
+pub enum Trust {
+    /// Sent without a proof: the remote engine a user named (`--remote`), whose every
+    /// request carries the key anyway.
+    Named,
+    /// Sent once the peer proved, with one of these keys, that it is a server of the
+    /// ring (`GET /v1/ring/id?challenge=`); proven again every `PROVE_EVERY`.
+    Ring(Arc<crate::credential::RingPublic>),
+    /// No ring key to check a peer with: the key is never sent.
+    Unknown,
+}
+
+/// How long a peer's proof of membership stands.
+const PROVE_EVERY: Duration = Duration::from_secs(60);
 
 impl HttpPeer {
     /// A peer at `url` (`http://HOST:PORT`, or `https://` for a server with TLS), asked
-    /// with API key `key`.
+    /// with API key `key`, sent to it as it is (`Trust::Named`).
     pub fn new(url: &str, key: Option<&str>) -> Result<HttpPeer> {
+        HttpPeer::with_trust(url, key, Trust::Named)
+    }
+
+    /// A peer at `url` that is sent key `key` only as `trust` says.
+    pub fn with_trust(url: &str, key: Option<&str>, trust: Trust) -> Result<HttpPeer> {
         let base = check_url(url)?;
         let client = crate::tls::client(CONNECT_TIMEOUT, RUN_TIMEOUT)?;
         Ok(HttpPeer {
@@ -40,7 +67,85 @@ impl HttpPeer {
             url: base,
             key: key.map(|k| k.trim().to_string()),
             client,
+            trust,
+            proven: Mutex::new(None),
         })
+    }
+
+    /// The key to send with a request, once the peer may have it: `Err` (`Denied`) when
+    /// it did not prove it is a server of the ring, or cannot be asked to.
+    fn key_to_send(&self) -> Result<Option<&str>> {
+        let Some(key) = self.key.as_deref() else {
+            return Ok(None);
+        };
+        match &self.trust {
+            Trust::Named => Ok(Some(key)),
+            Trust::Unknown => Err(Error::new(
+                ErrorKind::Denied,
+                format!(
+                    "peer {} cannot be checked to be a server of this repository's ring (no ring key is known here): this node's key is not sent to it",
+                    self.url
+                ),
+            )
+            .hint("read the repository directly (it holds the ring's public keys), or set ring_key in config.toml to a copy of its access/ring-public.json")),
+            Trust::Ring(public) => {
+                if sealvol_core::lock(&self.proven).is_some_and(|at| at.elapsed() < PROVE_EVERY) {
+                    return Ok(Some(key));
+                }
+                match self.member_id(public) {
+                    Ok(_) => {
+                        *sealvol_core::lock(&self.proven) = Some(std::time::Instant::now());
+                        Ok(Some(key))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Asks the peer to prove it is a server of the ring `public` signs for; its
+    /// instance id once it did. Its answer is read within a bound; the key is not sent.
+    pub fn member_id(&self, public: &crate::credential::RingPublic) -> Result<String> {
+        let challenge = crate::credential::challenge();
+        let url = format!(
+            "{}{}?challenge={}",
+            self.url,
+            crate::http::RING_ID_ROUTE,
+            hex::encode(challenge)
+        );
+        let not_member = |why: &str| {
+            Error::new(
+                ErrorKind::Denied,
+                format!(
+                    "peer {} did not prove it is a server of this repository's ring ({why}): this node's key is not sent to it",
+                    self.url
+                ),
+            )
+            .hint("check the peers list: every peer must be a `sealvol serve` of this repository")
+        };
+        let resp = self.client.get(url).send().map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "peer {} cannot be reached: {}",
+                    self.url,
+                    crate::address::root_cause(&e)
+                ),
+            )
+        })?;
+        if !resp.status().is_success() {
+            return Err(not_member(&format!("it answered {}", resp.status())));
+        }
+        let mut body = Vec::new();
+        resp.take(4096)
+            .read_to_end(&mut body)
+            .map_err(|_| not_member("its answer was cut short"))?;
+        let proof: crate::credential::Proof =
+            serde_json::from_slice(&body).map_err(|_| not_member("its answer is no proof"))?;
+        match public.proves(&challenge, &proof) {
+            true => Ok(proof.id),
+            false => Err(not_member("its proof does not check with the ring's keys")),
+        }
     }
 }
 
@@ -59,12 +164,7 @@ impl HttpPeer {
     /// `Denied` when it refuses it, of kind `Unavailable` when it cannot be reached (it
     /// may come up later; reads pass it over meanwhile).
     pub fn check(&self) -> Result<()> {
-        let resp = self.get("/v1/key").map_err(|why| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("peer {} cannot be reached: {why}", self.url),
-            )
-        })?;
+        let resp = self.get("/v1/key")?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
             let e = refusal(status, resp);
@@ -78,12 +178,21 @@ impl HttpPeer {
     }
 
     /// `GET path` with this node's key; `Err` says why the server could not be reached.
-    fn get(&self, path: &str) -> std::result::Result<reqwest::blocking::Response, String> {
+    fn get(&self, path: &str) -> Result<reqwest::blocking::Response> {
         let mut get = self.client.get(format!("{}{path}", self.url));
-        if let Some(k) = &self.key {
+        if let Some(k) = self.key_to_send()? {
             get = get.bearer_auth(k);
         }
-        get.send().map_err(|e| crate::address::root_cause(&e))
+        get.send().map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "peer {} cannot be reached: {}",
+                    self.url,
+                    crate::address::root_cause(&e)
+                ),
+            )
+        })
     }
 }
 
@@ -116,31 +225,45 @@ impl Peer for HttpPeer {
         chunks: &[(Hash, u32)],
         into: &mut Vec<u8>,
     ) -> Result<()> {
-        self.post_run(self.key.as_deref(), false, file, pack, offset, chunks, into)
+        let key = self.key_to_send()?;
+        self.post_run(key.map(Auth::Key), false, file, pack, offset, chunks, into)
     }
 }
 
+/// What a run request goes with: a node's key, or a fellow server's pass.
+enum Auth<'a> {
+    Key(&'a str),
+    Pass(&'a str),
+}
+
 impl HttpPeer {
-    /// `read_run` for a fellow server (`fellows.rs`): with the caller's key `token`,
-    /// marked forwarded, so that the fellow never forwards it again.
+    /// `read_run` for a fellow server (`fellows.rs`): with a pass of the ring for this
+    /// fellow (never the caller's key), marked forwarded, so that the fellow never
+    /// forwards it again.
     pub fn read_run_forwarded(
         &self,
-        token: Option<&str>,
+        pass: &str,
         file: &Hash,
         pack: &PackId,
         offset: u64,
         chunks: &[(Hash, u32)],
         into: &mut Vec<u8>,
     ) -> Result<()> {
-        self.post_run(token, true, file, pack, offset, chunks, into)
+        self.post_run(
+            Some(Auth::Pass(pass)),
+            true,
+            file,
+            pack,
+            offset,
+            chunks,
+            into,
+        )
     }
 
     /// What the server says of itself (`GET /v1/ring`): `Unavailable` when it cannot be
     /// reached or answers otherwise, `Denied` when it refuses the key.
     pub fn report(&self) -> Result<crate::report::Report> {
-        let resp = self
-            .get("/v1/ring")
-            .map_err(|why| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {why}")))?;
+        let resp = self.get("/v1/ring")?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
             return Err(refusal(status, resp));
@@ -170,8 +293,15 @@ impl HttpPeer {
     /// a ring's list.
     pub fn instance_id(&self) -> Result<String> {
         let resp = self
-            .get(crate::http::RING_ID_ROUTE)
-            .map_err(|why| Error::new(ErrorKind::Unavailable, format!("cannot reach it: {why}")))?;
+            .client
+            .get(format!("{}{}", self.url, crate::http::RING_ID_ROUTE))
+            .send()
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot reach it: {}", crate::address::root_cause(&e)),
+                )
+            })?;
         if !resp.status().is_success() {
             return Err(Error::new(
                 ErrorKind::Unavailable,
@@ -188,7 +318,7 @@ impl HttpPeer {
     #[allow(clippy::too_many_arguments)]
     fn post_run(
         &self,
-        key: Option<&str>,
+        auth: Option<Auth>,
         forwarded: bool,
         file: &Hash,
         pack: &PackId,
@@ -206,8 +336,10 @@ impl HttpPeer {
         let body = serde_json::to_vec(&req)
             .map_err(|e| unavailable(format!("cannot write a run request: {e}")))?;
         let mut post = self.client.post(&self.runs);
-        if let Some(k) = key {
-            post = post.bearer_auth(k);
+        match auth {
+            Some(Auth::Key(k)) => post = post.bearer_auth(k),
+            Some(Auth::Pass(p)) => post = post.header(crate::credential::PASS_HEADER, p),
+            None => {}
         }
         if forwarded {
             post = post.header(crate::fellows::FORWARDED, "1");
@@ -260,6 +392,7 @@ fn read_answer(mut from: impl Read, expect: usize, into: &mut Vec<u8>) -> std::i
 pub struct PeersFile {
     path: PathBuf,
     key: Option<String>,
+    trust: Trust,
     /// The file as last read.
     seen: Mutex<Option<FileId>>,
     /// The list it held, and whether the ring has taken it yet.
@@ -306,11 +439,12 @@ pub fn parse_peers(path: &Path, text: &str) -> Result<Vec<String>> {
 impl PeersFile {
     /// Reads `path` now: a file that cannot be read or holds a bad line is an error
     /// before anything starts. Later, such a file leaves the last list in place.
-    pub fn open(path: &Path, key: Option<&str>) -> Result<(PeersFile, Vec<String>)> {
+    pub fn open(path: &Path, key: Option<&str>, trust: Trust) -> Result<(PeersFile, Vec<String>)> {
         let (id, urls) = read_peers(path)?;
         let f = PeersFile {
             path: path.to_path_buf(),
             key: key.map(|k| k.trim().to_string()),
+            trust,
             seen: Mutex::new(Some(id)),
             pending: Mutex::new(Some(urls.clone())),
         };
@@ -320,11 +454,13 @@ impl PeersFile {
     fn peers(&self, urls: &[String]) -> Vec<Arc<dyn Peer>> {
         let build = || -> Vec<Arc<dyn Peer>> {
             urls.iter()
-                .filter_map(|u| match HttpPeer::new(u, self.key.as_deref()) {
-                    Ok(p) => Some(Arc::new(p) as Arc<dyn Peer>),
-                    Err(e) => {
-                        tracing::warn!("peers file {}: {e}", self.path.display());
-                        None
+                .filter_map(|u| {
+                    match HttpPeer::with_trust(u, self.key.as_deref(), self.trust.clone()) {
+                        Ok(p) => Some(Arc::new(p) as Arc<dyn Peer>),
+                        Err(e) => {
+                            tracing::warn!("peers file {}: {e}", self.path.display());
+                            None
+                        }
                     }
                 })
                 .collect()

@@ -166,11 +166,12 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
+    let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let (ring, _) = crate::commands::open::ring(
         &ctx.settings.peers_or(how.peers, how.peers_file)?,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
+        &ctx.peer_trust(Some(&repo))?,
     )?;
-    let (repo, mirrors) = ctx.open_origins(how.origins)?;
     let digest = repo.resolve(&r)?;
     // Before a byte is written: a version the policy refuses is never pulled.
     ctx.settings.policy()?.admit(&repo, &r.volume, &digest)?;

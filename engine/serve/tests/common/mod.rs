@@ -77,6 +77,8 @@ pub fn server_with_policy(cache: bool, policy: sealvol_serve::ops::Policy) -> Se
         .unwrap()
         .trim()
         .to_string();
+    // As `sealvol serve` does before it says it listens.
+    sealvol_serve::take_credential(&service);
     rt.spawn(async move {
         sealvol_serve::run_with(listener, service, Arc::clone(&keys2), None, &policy).await
     });

@@ -1,0 +1,398 @@
+//! The ring's credential: how the servers of a repository prove they are its servers,
+//! to its nodes and to each other, so that a caller's API key never leaves the server
+//! it was sent to (docs/SEMANTICS.md, "Keys stay where they were sent").
+//!
+//! - The ring's keys are Ed25519 key pairs kept in the repository, like the shared key
+//!   list: `access/ring.json` holds them whole (the servers'), `access/ring-public.json`
+//!   their public halves (the nodes'); no HTTP route reads either. The first server to
+//!   start makes one; `sealvol key rotate-ring` adds a new one, which signs from then
+//!   on, and keeps the one before so that what it signed still checks; older ones go.
+//!   Servers read the list again every `REFRESH`.
+//! - A server proves itself by signing a challenge a node or a fellow sent
+//!   (`GET /v1/ring/id?challenge=HEX`) with its instance id: only a holder of a ring key
+//!   can. A node sends its key to a peer only once the peer proved itself so.
+//! - A server asks a fellow for a run with a **pass** instead of the caller's key: the
+//!   caller's scope (what its key may read), the fellow's instance id, the time and a
+//!   nonce, signed with the ring key. The fellow takes it only if it names it, within
+//!   `PASS_LIFE`, once. A pass is worth nothing anywhere else, and nothing after a minute.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::keys::Key;
+use sealvol_core::repo::Repository;
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Grant;
+
+/// How often a server reads the ring's keys again (a rotation reaches it within this).
+pub const REFRESH: Duration = Duration::from_secs(5);
+/// How long a pass is taken after it was made (the two servers' clocks may differ by
+/// some seconds).
+pub const PASS_LIFE: Duration = Duration::from_secs(60);
+/// The header a server sends a pass in.
+pub const PASS_HEADER: &str = "x-sealvol-ring-pass";
+/// What a proof of membership signs: this, the challenge, then the instance id.
+const PROOF_CONTEXT: &[u8] = b"sealvol ring membership v1\0";
+/// What a pass signs: this, then the pass's JSON.
+const PASS_CONTEXT: &[u8] = b"sealvol ring pass v1\0";
+/// The ring keys kept: the one signing and the one before.
+const KEPT: usize = 2;
+/// Nonces of passes taken, kept until they expire, at most this many.
+const MAX_SEEN: usize = 1 << 16;
+
+/// One ring key as the repository keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Stored {
+    id: String,
+    public: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    private: Option<String>,
+    created: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct List {
+    format: u32,
+    keys: Vec<Stored>,
+}
+
+/// The public halves of the ring's keys: what checks a proof or a pass.
+#[derive(Debug, Clone, Default)]
+pub struct RingPublic {
+    keys: Vec<(String, Vec<u8>)>,
+}
+
+impl RingPublic {
+    fn from_list(list: &List) -> RingPublic {
+        RingPublic {
+            keys: list
+                .keys
+                .iter()
+                .filter_map(|k| Some((k.id.clone(), B64.decode(&k.public).ok()?)))
+                .collect(),
+        }
+    }
+
+    /// The ring's public keys as the repository keeps them for nodes, if it does.
+    pub fn read(repo: &Repository) -> Result<Option<RingPublic>> {
+        let Some(bytes) = repo.object_store().get(&Key::RingPublic.to_string())? else {
+            return Ok(None);
+        };
+        Ok(Some(RingPublic::parse(&bytes).map_err(|why| {
+            Error::corrupt(format!("{} is damaged: {why}", Key::RingPublic))
+        })?))
+    }
+
+    /// From a file a node was given (`ring_key` in config.toml): the repository's
+    /// `access/ring-public.json`, copied.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<RingPublic, String> {
+        if bytes.len() > 64 << 10 {
+            return Err("larger than any list of ring keys".into());
+        }
+        let list: List = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        let p = RingPublic::from_list(&list);
+        match p.keys.is_empty() {
+            true => Err("it names no key".into()),
+            false => Ok(p),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn verify(&self, key_id: &str, message: &[u8], signature: &[u8]) -> bool {
+        self.keys
+            .iter()
+            .filter(|(id, _)| id == key_id)
+            .any(|(_, public)| {
+                UnparsedPublicKey::new(&ED25519, public)
+                    .verify(message, signature)
+                    .is_ok()
+            })
+    }
+
+    /// Whether `proof` is a ring member's answer to `challenge`.
+    pub fn proves(&self, challenge: &[u8; 32], proof: &Proof) -> bool {
+        let Ok(sig) = B64.decode(&proof.signature) else {
+            return false;
+        };
+        self.verify(&proof.key, &proof_message(challenge, &proof.id), &sig)
+    }
+}
+
+/// A server's answer to a challenge: its instance id, signed with a ring key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Proof {
+    pub id: String,
+    pub key: String,
+    pub signature: String,
+}
+
+fn proof_message(challenge: &[u8; 32], id: &str) -> Vec<u8> {
+    let mut m = PROOF_CONTEXT.to_vec();
+    m.extend_from_slice(challenge);
+    m.extend_from_slice(id.as_bytes());
+    m
+}
+
+/// What a pass carries: the caller's scope, for whom it is, when, and a nonce.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Pass {
+    key: String,
+    name: String,
+    admin: bool,
+    read_only: bool,
+    namespaces: Vec<String>,
+    to: String,
+    at_ms: u64,
+    nonce: String,
+}
+
+/// A server's ring credential: the ring's keys whole, read from the repository.
+pub struct Credential {
+    repo: Arc<Repository>,
+    inner: Mutex<(Instant, List)>,
+    /// Nonces of passes taken, and when they stop mattering.
+    seen: Mutex<HashMap<String, Instant>>,
+}
+
+fn random<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    if getrandom::fill(&mut b).is_err() {
+        // Nothing to make a secret with: a nonce that cannot be guessed is out of reach,
+        // so nothing signed or challenged with it may pass. A clock-made one at least
+        // differs; the checks that need secrecy fail closed elsewhere.
+        let t = sealvol_core::read::now_ms();
+        b[..8.min(N)].copy_from_slice(&t.to_le_bytes()[..8.min(N)]);
+    }
+    b
+}
+
+/// A fresh challenge for a server to prove itself with.
+pub fn challenge() -> [u8; 32] {
+    random::<32>()
+}
+
+fn read_list(repo: &Repository) -> Result<Option<List>> {
+    let Some(bytes) = repo.object_store().get(&Key::RingKeys.to_string())? else {
+        return Ok(None);
+    };
+    let list: List = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupt(format!("{} is damaged: {e}", Key::RingKeys)))?;
+    Ok(Some(list))
+}
+
+fn new_key() -> Result<Stored> {
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
+        .map_err(|_| Error::new(ErrorKind::Io, "cannot make a ring key"))?;
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+        .map_err(|_| Error::new(ErrorKind::Io, "cannot make a ring key"))?;
+    Ok(Stored {
+        id: hex::encode(random::<8>()),
+        public: B64.encode(pair.public_key().as_ref()),
+        private: Some(B64.encode(pkcs8.as_ref())),
+        created: sealvol_core::stamp::now_rfc3339(),
+    })
+}
+
+/// Writes `list` (the whole keys, and their public halves for nodes): the public halves
+/// first, so that whatever a new key signs already checks.
+fn write(repo: &Repository, list: &List, expect: Option<&sealvol_core::store::ETag>) -> Result<()> {
+    let public = List {
+        format: 1,
+        keys: list
+            .keys
+            .iter()
+            .map(|k| Stored {
+                private: None,
+                ..k.clone()
+            })
+            .collect(),
+    };
+    let json = |l: &List| {
+        serde_json::to_vec_pretty(l)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the ring's keys: {e}")))
+    };
+    let store = repo.object_store();
+    store.put(&Key::RingPublic.to_string(), &json(&public)?)?;
+    match expect {
+        None => {
+            if !store.put_if_absent(&Key::RingKeys.to_string(), &json(list)?)? {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    "another server made the ring's keys at the same moment",
+                ));
+            }
+            Ok(())
+        }
+        Some(etag) => store.put_if_match(&Key::RingKeys.to_string(), &json(list)?, Some(etag)),
+    }
+}
+
+/// `sealvol key rotate-ring`: a new ring key signs from now on; the one before is kept
+/// (what it signed still checks), older ones go. Returns the new key's id.
+pub fn rotate(repo: &Repository) -> Result<String> {
+    let store = repo.object_store();
+    let (mut list, etag) = match store.get_versioned(&Key::RingKeys.to_string())? {
+        Some((bytes, etag)) => {
+            let list: List = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::corrupt(format!("{} is damaged: {e}", Key::RingKeys)))?;
+            (list, Some(etag))
+        }
+        None => (List::default(), None),
+    };
+    let key = new_key()?;
+    let id = key.id.clone();
+    list.format = 1;
+    list.keys.push(key);
+    let drop = list.keys.len().saturating_sub(KEPT);
+    list.keys.drain(..drop);
+    write(repo, &list, etag.as_ref())?;
+    Ok(id)
+}
+
+impl Credential {
+    /// The ring's credential of `repo`, made there if it has none yet.
+    pub fn open(repo: Arc<Repository>) -> Result<Credential> {
+        let list = match read_list(&repo)? {
+            Some(l) => l,
+            None => {
+                let list = List {
+                    format: 1,
+                    keys: vec![new_key()?],
+                };
+                match write(&repo, &list, None) {
+                    Ok(()) => {
+                        tracing::info!("made the ring's key ({})", Key::RingKeys);
+                        list
+                    }
+                    // Another server made one meanwhile: that one is the ring's.
+                    Err(e) if e.kind() == ErrorKind::Conflict => read_list(&repo)?
+                        .ok_or_else(|| Error::new(ErrorKind::Io, "the ring's keys went away"))?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        Ok(Credential {
+            repo,
+            inner: Mutex::new((Instant::now(), list)),
+            seen: Mutex::default(),
+        })
+    }
+
+    /// The list, read again when older than `REFRESH` (kept as it was when the
+    /// repository cannot be read).
+    fn list(&self) -> List {
+        let mut i = sealvol_core::lock(&self.inner);
+        if i.0.elapsed() > REFRESH {
+            match read_list(&self.repo) {
+                Ok(Some(list)) => *i = (Instant::now(), list),
+                Ok(None) => i.0 = Instant::now(),
+                Err(e) => {
+                    tracing::warn!("cannot read the ring's keys again: {e}");
+                    i.0 = Instant::now();
+                }
+            }
+        }
+        i.1.clone()
+    }
+
+    /// Signs `message` with the newest ring key: its id and the signature.
+    fn sign(&self, message: &[u8]) -> Option<(String, Vec<u8>)> {
+        let list = self.list();
+        let k = list.keys.iter().rev().find(|k| k.private.is_some())?;
+        let pkcs8 = B64.decode(k.private.as_deref()?).ok()?;
+        let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).ok()?;
+        Some((k.id.clone(), pair.sign(message).as_ref().to_vec()))
+    }
+
+    pub fn public(&self) -> RingPublic {
+        RingPublic::from_list(&self.list())
+    }
+
+    /// This server's answer to `challenge`, as `id`.
+    pub fn prove(&self, challenge: &[u8; 32], id: &str) -> Option<Proof> {
+        let (key, sig) = self.sign(&proof_message(challenge, id))?;
+        Some(Proof {
+            id: id.to_string(),
+            key,
+            signature: B64.encode(sig),
+        })
+    }
+
+    /// A pass for fellow `to` (its instance id) to answer a run as `grant` may read.
+    pub fn pass(&self, grant: &Grant, to: &str) -> Option<String> {
+        let mut pass = Pass {
+            key: String::new(),
+            name: grant.name.clone(),
+            admin: grant.admin,
+            read_only: true,
+            namespaces: grant.namespaces.clone(),
+            to: to.to_string(),
+            at_ms: sealvol_core::read::now_ms(),
+            nonce: hex::encode(random::<16>()),
+        };
+        let list = self.list();
+        pass.key = list
+            .keys
+            .iter()
+            .rev()
+            .find(|k| k.private.is_some())?
+            .id
+            .clone();
+        let body = serde_json::to_vec(&pass).ok()?;
+        let mut message = PASS_CONTEXT.to_vec();
+        message.extend_from_slice(&body);
+        let (_, sig) = self.sign(&message)?;
+        Some(format!("{}.{}", B64.encode(&body), B64.encode(sig)))
+    }
+
+    /// The grant a fellow's pass carries, if it is a pass of this ring, for this server
+    /// (`me`), fresh, and not taken before. The grant reads only.
+    pub fn take(&self, token: &str, me: &str) -> std::result::Result<Grant, &'static str> {
+        let (body, sig) = token.split_once('.').ok_or("not a pass")?;
+        let body = B64.decode(body).map_err(|_| "not a pass")?;
+        let sig = B64.decode(sig).map_err(|_| "not a pass")?;
+        if body.len() > 64 << 10 {
+            return Err("not a pass");
+        }
+        let pass: Pass = serde_json::from_slice(&body).map_err(|_| "not a pass")?;
+        let mut message = PASS_CONTEXT.to_vec();
+        message.extend_from_slice(&body);
+        if !self.public().verify(&pass.key, &message, &sig) {
+            return Err("a pass no ring key signed");
+        }
+        if pass.to != me {
+            return Err("a pass for another server");
+        }
+        let now = sealvol_core::read::now_ms();
+        if pass.at_ms.abs_diff(now) > PASS_LIFE.as_millis() as u64 {
+            return Err("a pass out of date");
+        }
+        let mut seen = sealvol_core::lock(&self.seen);
+        if seen.len() >= MAX_SEEN {
+            seen.retain(|_, until| *until > Instant::now());
+            if seen.len() >= MAX_SEEN {
+                return Err("too many passes at once");
+            }
+        }
+        let until = Instant::now() + 2 * PASS_LIFE;
+        if seen.insert(pass.nonce.clone(), until).is_some() {
+            return Err("a pass taken before");
+        }
+        Ok(Grant {
+            name: format!("{} (through a fellow)", pass.name),
+            admin: pass.admin,
+            read_only: true,
+            namespaces: pass.namespaces,
+        })
+    }
+}
