@@ -34,8 +34,8 @@ impl PeerTrust {
 
 impl Ctx {
     /// How peers are trusted, reading the ring's public keys from config.toml's
-    /// `ring_key` or from `origin` (a repository read directly; a remote engine's holds
-    /// none for its callers).
+    /// `ring_key` or from `origin` (read directly, or through the remote engine, which
+    /// offers them to every key).
     pub fn peer_trust(&self, origin: Option<&Repository>) -> Result<PeerTrust> {
         let s = &self.settings;
         let remote = s
@@ -52,7 +52,8 @@ impl Ctx {
                 })?;
                 Trust::Ring(Arc::new(public))
             }
-            (None, Some(repo)) if repo.remote().is_none() => match RingPublic::read(repo) {
+            // Read directly, or through the remote engine the user named.
+            (None, Some(repo)) => match RingPublic::read(repo) {
                 Ok(Some(p)) => Trust::Ring(Arc::new(p)),
                 Ok(None) => Trust::Unknown,
                 Err(e) => {

@@ -85,9 +85,14 @@ pub enum Object {
     Records,
     /// `quarantine/`, `tmp/`, `probe/`: the server's own.
     Private,
-    /// `access/keys.json`: the keys every server accepts. No key, an admin's neither,
-    /// reads or writes it over HTTP: a key that could would make itself any key.
+    /// `access/keys.json`, `access/ring.json`: the keys every server accepts, and the
+    /// ring's private keys. No key, an admin's neither, reads or writes them over HTTP:
+    /// a key that could would make itself any key, or any server.
     Access,
+    /// `access/ring-public.json`: the ring's public keys, which every key may read (a
+    /// node reaching the repository through its remote engine checks peers with them),
+    /// and no key writes.
+    RingPublic,
 }
 
 /// A key a client may name, by kind: read by core's one key parser (`keys.rs`:
@@ -114,7 +119,8 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
         },
         Key::Damage(..) | Key::ListDamage(_) | Key::GcRound(_) | Key::GcLease => Object::Records,
         Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) => Object::Private,
-        Key::AccessList | Key::RingKeys | Key::RingPublic => Object::Access,
+        Key::AccessList | Key::RingKeys => Object::Access,
+        Key::RingPublic => Object::RingPublic,
     })
 }
 
@@ -133,6 +139,12 @@ pub fn authorize(grant: &Grant, key: &str, obj: &Object, op: Op) -> Result<(), S
         return Err(format!(
             "no key may touch {key} over HTTP: change the keys with `sealvol key` where the repository is reachable"
         ));
+    }
+    if *obj == Object::RingPublic {
+        return match op {
+            Op::Read => Ok(()),
+            _ => refuse("write (the servers keep the ring's keys)"),
+        };
     }
     if grant.admin {
         return Ok(());

@@ -263,7 +263,18 @@ impl HttpPeer {
     /// What the server says of itself (`GET /v1/ring`): `Unavailable` when it cannot be
     /// reached or answers otherwise, `Denied` when it refuses the key.
     pub fn report(&self) -> Result<crate::report::Report> {
-        let resp = self.get("/v1/ring")?;
+        // The peer's address is beside its row: said once, there.
+        let resp = self.get("/v1/ring").map_err(|e| match e.kind() {
+            ErrorKind::Unavailable => Error::new(
+                ErrorKind::Unavailable,
+                e.message().replacen(
+                    &format!("peer {} cannot be reached", self.url),
+                    "cannot reach it",
+                    1,
+                ),
+            ),
+            _ => e,
+        })?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
             return Err(refusal(status, resp));

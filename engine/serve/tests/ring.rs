@@ -206,38 +206,34 @@ fn base64_encode(b: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(b)
 }
 
-/// Two servers of one repository in a ring, and an impostor named in their list.
-#[test]
-fn fellows_ask_each_other_with_passes_and_never_send_a_callers_key() {
-    let s = server();
-    let rt = &s.rt;
-    let (fake, heads) = impostor("{}");
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let b_url = format!("http://{}", listener.local_addr().unwrap());
-    let members: Vec<Arc<dyn Peer>> = [&s.url, &b_url, &fake]
+/// A second server of `s`'s repository whose ring is `ring` (itself left out, so that
+/// every run is theirs to answer first), and the node's read of the whole file through
+/// it, chunk by chunk, with `s`'s key.
+fn through_a_fellow(s: &Server, ring: &[&String]) -> Arc<ChunkService> {
+    let listener =
+        s.rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let members: Vec<Arc<dyn Peer>> = ring
         .iter()
         .map(|u| Arc::new(HttpPeer::new(u, None).unwrap()) as Arc<dyn Peer>)
         .collect();
-    let ring = Arc::new(Ring::fixed(members));
-    // B: a second server of the same repository, with the ring of the three.
-    let b = Arc::new(ChunkService::new(Arc::clone(&s.repo), None).with_fellows(Arc::clone(&ring)));
-    rt.spawn(sealvol_serve::run(
+    let b = Arc::new(
+        ChunkService::new(Arc::clone(&s.repo), None).with_fellows(Arc::new(Ring::fixed(members))),
+    );
+    sealvol_serve::take_credential(&b);
+    s.rt.spawn(sealvol_serve::run(
         listener,
         Arc::clone(&b),
         Arc::clone(&s.keys),
         None,
     ));
-    // A node reads the whole file through B alone, with its key: B asks the run's owner
-    // when that is A (with a pass), passes over the impostor, reads the rest itself.
-    let node = HttpPeer::with_trust(&b_url, Some(&s.key), Trust::Ring(ring_public(&s))).unwrap();
+    let node = HttpPeer::with_trust(&url, Some(&s.key), Trust::Ring(ring_public(s))).unwrap();
     node.check().unwrap();
     let tiers =
         Tiers::new(Arc::clone(&s.repo), None).with_peers(vec![Arc::new(node) as Arc<dyn Peer>]);
-    let n = s.file.chunks.len();
     let mut out = Vec::new();
-    for i in 0..n {
+    for i in 0..s.file.chunks.len() {
         tiers
             .for_each(&s.file, i..i + 1, &mut |c| {
                 out.extend_from_slice(c);
@@ -246,6 +242,14 @@ fn fellows_ask_each_other_with_passes_and_never_send_a_callers_key() {
             .unwrap();
     }
     assert_eq!(out, sealvol_core::testutil::noise(4 << 20, 7));
+    b
+}
+
+#[test]
+fn fellows_ask_each_other_with_passes_and_never_send_a_callers_key() {
+    let s = server();
+    // B asks A, a server of the ring, with passes A takes.
+    let b = through_a_fellow(&s, &[&s.url]);
     let fellows = b.fellows().unwrap();
     let asked = fellows
         .counters
@@ -257,7 +261,10 @@ fn fellows_ask_each_other_with_passes_and_never_send_a_callers_key() {
         .load(std::sync::atomic::Ordering::Relaxed);
     assert!(asked > 0, "B never asked A");
     assert_eq!(failed, 0, "a pass was refused");
-    // The impostor was asked to prove itself, and sent nothing else.
+    // C's list names an impostor: it is asked to prove itself and sent nothing else,
+    // and the node reads all the same (from the origin, through C).
+    let (fake, heads) = impostor("{}");
+    through_a_fellow(&s, &[&fake]);
     let heads = heads.lock().unwrap();
     assert!(!heads.is_empty(), "the impostor was never asked");
     for h in heads.iter() {
@@ -265,4 +272,32 @@ fn fellows_ask_each_other_with_passes_and_never_send_a_callers_key() {
         assert!(!h.to_lowercase().contains("authorization"), "{h}");
         assert!(!h.contains(&s.key), "{h}");
     }
+}
+
+#[test]
+fn nodes_read_the_rings_public_keys_through_their_remote_engine_and_no_one_its_private_ones() {
+    let s = server();
+    let nodes = sealvol_serve::keys::create(&s.place(), "nodes", true, vec![]).unwrap();
+    let team = sealvol_serve::keys::create(&s.place(), "team", false, vec!["t".into()]).unwrap();
+    for key in [&nodes, &team, &s.key] {
+        let staging = tempfile::tempdir().unwrap();
+        let remote = sealvol_serve::remote::open(&s.url, Some(key), staging.path()).unwrap();
+        let through = RingPublic::read(&remote).unwrap().expect("the public keys");
+        let challenge = [3u8; 32];
+        let (_, _, body) = s.get(
+            &format!("/v1/ring/id?challenge={}", hex(&challenge)),
+            &[("authorization", "none")],
+        );
+        let proof: sealvol_serve::credential::Proof = serde_json::from_slice(&body).unwrap();
+        assert!(through.proves(&challenge, &proof));
+        // The private keys: no key reads them, the admin's neither; no key writes either.
+        let store = remote.object_store();
+        let e = store.get("access/ring.json").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Denied, "{e}");
+        for object in ["access/ring.json", "access/ring-public.json"] {
+            let e = store.put(object, b"{}").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Denied, "{object}: {e}");
+        }
+    }
+    assert!(RingPublic::read(&s.repo).unwrap().is_some());
 }
