@@ -1078,3 +1078,44 @@ fn servers_of_one_bucket_share_its_keys_and_a_revocation_reaches_each() {
     let ro = key(&one, &["after-gc", "--read-only"]);
     assert!(answers_within(&a.addr, &ro, 200));
 }
+
+/// On a bucket, a listing is paged by the store (1,000 keys), and a page's last key is
+/// where the next starts: a key scoped to one namespace, listing `manifests/` beside
+/// another namespace's 1,100 versions, is never sent a key of theirs, not even as the
+/// page's `next`.
+#[test]
+fn a_scoped_listing_on_a_bucket_names_no_other_namespace() {
+    let moto = common::servers::Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let mut env = Env::new();
+    env.vars = moto.repo_vars("s3://models/team");
+    env.ok(&["init"]);
+    let mut keys = vec!["models".to_string(), "--keys".to_string()];
+    for (ns, n) in [("aa", 3), ("zz-other", 1100)] {
+        for i in 0..n {
+            keys.push(format!("team/manifests/{ns}/model/{i:064x}=2"));
+        }
+    }
+    let args: Vec<&str> = keys.iter().map(String::as_str).collect();
+    moto.seed(&args);
+    let served = serve(&env, &["--no-jobs"]);
+    let aa = key(&env, &["aa", "--read-only", "--namespace", "aa"]);
+    let (status, body) = get_as(&served.addr, Some(&aa), "/v1/list?prefix=manifests/");
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        !text.contains("zz-other"),
+        "another namespace was named: {text:.300}"
+    );
+    let page: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(page["objects"].as_array().unwrap().len(), 3, "{page}");
+    assert!(page["next"].is_null(), "{page}");
+    // The admin, listing everything, pages through all of it.
+    let (_, body) = get_as(
+        &served.addr,
+        Some(&served.key),
+        "/v1/list?prefix=manifests/",
+    );
+    let page: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(page["next"].is_string(), "{page:.300}");
+}
