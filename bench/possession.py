@@ -14,7 +14,7 @@ import argparse, os, shutil, socket, statistics, subprocess, sys, threading, tim
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import Server, files, sh  # noqa: E402
+from serve import Server, files, sh, timed_push as timed  # noqa: E402
 
 
 class Relay:
@@ -58,12 +58,6 @@ class Relay:
                     x.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-
-
-def timed(bin, env, data, ref):
-    t = time.perf_counter()
-    sh(bin, "-q", "volume", "push", str(data), ref, env=env)
-    return time.perf_counter() - t
 
 
 def main():

@@ -123,16 +123,11 @@ impl HttpPeer {
             )
             .hint("check the peers list: every peer must be a `sealvol serve` of this repository")
         };
-        let resp = self.client.get(url).send().map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "peer {} cannot be reached: {}",
-                    self.url,
-                    crate::address::root_cause(&e)
-                ),
-            )
-        })?;
+        let resp = self
+            .client
+            .get(url)
+            .send()
+            .map_err(|e| self.unreachable(&e))?;
         if !resp.status().is_success() {
             return Err(not_member(&format!("it answered {}", resp.status())));
         }
@@ -183,16 +178,19 @@ impl HttpPeer {
         if let Some(k) = self.key_to_send()? {
             get = get.bearer_auth(k);
         }
-        get.send().map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "peer {} cannot be reached: {}",
-                    self.url,
-                    crate::address::root_cause(&e)
-                ),
-            )
-        })
+        get.send().map_err(|e| self.unreachable(&e))
+    }
+
+    /// A peer that could not be asked: it may come up, reads pass it over meanwhile.
+    fn unreachable(&self, e: &reqwest::Error) -> Error {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "peer {} cannot be reached: {}",
+                self.url,
+                crate::address::root_cause(e)
+            ),
+        )
     }
 }
 

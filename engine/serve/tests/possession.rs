@@ -63,24 +63,7 @@ fn ask(
     path: &str,
     body: Vec<u8>,
 ) -> (u16, Option<String>, Vec<u8>) {
-    let url = format!("{}{path}", s.url);
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let key = key.to_string();
-    s.rt.block_on(async move {
-        let r = reqwest::Client::new()
-            .request(method, url)
-            .bearer_auth(key)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let challenge = r
-            .headers()
-            .get(sealvol_serve::ops::CHALLENGE_HEADER)
-            .map(|v| v.to_str().unwrap().to_string());
-        (status, challenge, r.bytes().await.unwrap().to_vec())
-    })
+    s.ask(key, method, path, body)
 }
 
 fn text(b: &[u8]) -> String {

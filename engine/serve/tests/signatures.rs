@@ -16,19 +16,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn ask(s: &Server, key: &str, method: &str, path: &str, body: Vec<u8>) -> (u16, String) {
-    let url = format!("{}{path}", s.url);
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let key = key.to_string();
-    s.rt.block_on(async move {
-        let r = reqwest::Client::new()
-            .request(method, url)
-            .bearer_auth(key)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.text().await.unwrap_or_default())
-    })
+    let (status, _, body) = s.ask(key, method, path, body);
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn vol() -> VolumeName {

@@ -95,6 +95,35 @@ pub fn server_with_policy(cache: bool, policy: sealvol_serve::ops::Policy) -> Se
 }
 
 impl Server {
+    /// One request with `key`: its status, its challenge header (a have-chunks
+    /// answer's), and its body.
+    pub fn ask(
+        &self,
+        key: &str,
+        method: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> (u16, Option<String>, Vec<u8>) {
+        let url = format!("{}{path}", self.url);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let key = key.to_string();
+        self.rt.block_on(async move {
+            let r = reqwest::Client::new()
+                .request(method, url)
+                .bearer_auth(key)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let challenge = r
+                .headers()
+                .get(sealvol_serve::ops::CHALLENGE_HEADER)
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, challenge, r.bytes().await.unwrap().to_vec())
+        })
+    }
+
     /// The key list `sealvol key` would change for this server.
     pub fn place(&self) -> sealvol_serve::keys::Place {
         sealvol_serve::keys::Place::of(&self.keys_dir, Arc::clone(&self.repo)).unwrap()
