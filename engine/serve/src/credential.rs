@@ -155,10 +155,33 @@ struct Pass {
     nonce: String,
 }
 
+/// The ring's keys as a server uses them: the newest that can sign, and the public ones.
+#[derive(Clone, Default)]
+struct Loaded {
+    signer: Option<(String, Arc<Ed25519KeyPair>)>,
+    public: Arc<RingPublic>,
+}
+
+impl Loaded {
+    fn of(list: &List) -> Loaded {
+        let signer = list.keys.iter().rev().find_map(|k| {
+            let pkcs8 = B64.decode(k.private.as_deref()?).ok()?;
+            let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).ok()?;
+            Some((k.id.clone(), Arc::new(pair)))
+        });
+        Loaded {
+            signer,
+            public: Arc::new(RingPublic::from_list(list)),
+        }
+    }
+}
+
 /// A server's ring credential: the ring's keys whole, read from the repository.
 pub struct Credential {
     repo: Arc<Repository>,
-    inner: Mutex<(Instant, List)>,
+    /// The keys as read last (when), ready to sign and check with: read and parsed
+    /// once per `REFRESH`, not per proof or pass.
+    inner: Mutex<(Instant, Loaded)>,
     /// Nonces of passes taken, and when they stop mattering.
     seen: Mutex<HashMap<String, Instant>>,
 }
@@ -283,18 +306,18 @@ impl Credential {
         };
         Ok(Credential {
             repo,
-            inner: Mutex::new((Instant::now(), list)),
+            inner: Mutex::new((Instant::now(), Loaded::of(&list))),
             seen: Mutex::default(),
         })
     }
 
-    /// The list, read again when older than `REFRESH` (kept as it was when the
+    /// The keys, read again when older than `REFRESH` (kept as they were when the
     /// repository cannot be read).
-    fn list(&self) -> List {
+    fn keys(&self) -> Loaded {
         let mut i = sealvol_core::lock(&self.inner);
         if i.0.elapsed() > REFRESH {
             match read_list(&self.repo) {
-                Ok(Some(list)) => *i = (Instant::now(), list),
+                Ok(Some(list)) => *i = (Instant::now(), Loaded::of(&list)),
                 Ok(None) => i.0 = Instant::now(),
                 Err(e) => {
                     tracing::warn!("cannot read the ring's keys again: {e}");
@@ -305,22 +328,14 @@ impl Credential {
         i.1.clone()
     }
 
-    /// Signs `message` with the newest ring key: its id and the signature.
-    fn sign(&self, message: &[u8]) -> Option<(String, Vec<u8>)> {
-        let list = self.list();
-        let k = list.keys.iter().rev().find(|k| k.private.is_some())?;
-        let pkcs8 = B64.decode(k.private.as_deref()?).ok()?;
-        let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).ok()?;
-        Some((k.id.clone(), pair.sign(message).as_ref().to_vec()))
-    }
-
-    pub fn public(&self) -> RingPublic {
-        RingPublic::from_list(&self.list())
+    pub fn public(&self) -> Arc<RingPublic> {
+        self.keys().public
     }
 
     /// This server's answer to `challenge`, as `id`.
     pub fn prove(&self, challenge: &[u8; 32], id: &str) -> Option<Proof> {
-        let (key, sig) = self.sign(&proof_message(challenge, id))?;
+        let (key, pair) = self.keys().signer?;
+        let sig = pair.sign(&proof_message(challenge, id)).as_ref().to_vec();
         Some(Proof {
             id: id.to_string(),
             key,
@@ -340,19 +355,18 @@ impl Credential {
             at_ms: sealvol_core::read::now_ms(),
             nonce: hex::encode(random::<16>()),
         };
-        let list = self.list();
-        pass.key = list
-            .keys
-            .iter()
-            .rev()
-            .find(|k| k.private.is_some())?
-            .id
-            .clone();
+        // One key names the pass and signs it, whatever a rotation does meanwhile.
+        let (key, pair) = self.keys().signer?;
+        pass.key = key;
         let body = serde_json::to_vec(&pass).ok()?;
         let mut message = PASS_CONTEXT.to_vec();
         message.extend_from_slice(&body);
-        let (_, sig) = self.sign(&message)?;
-        Some(format!("{}.{}", B64.encode(&body), B64.encode(sig)))
+        let sig = pair.sign(&message);
+        Some(format!(
+            "{}.{}",
+            B64.encode(&body),
+            B64.encode(sig.as_ref())
+        ))
     }
 
     /// The grant a fellow's pass carries, if it is a pass of this ring, for this server
