@@ -711,7 +711,7 @@ async fn put_pack(w: Writes, grant: Arc<Grant>, id: Hash, key: String, body: Bod
                 s.known.add_pack(&id, &entries);
                 // Its bytes came from this key (checked above, whether or not the
                 // pack was there before): the key may name its chunks.
-                s.possession.uploaded(&uploader, &id);
+                s.naming.possession.uploaded(&uploader, &id);
                 Ok(created)
             }
             Err(e) => {

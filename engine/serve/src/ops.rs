@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 use crate::keys::Grant;
 use crate::known::Known;
 use crate::lists::Lists;
-use crate::possession::{Copies, Possession};
+use crate::possession::{Copies, Naming, Possession};
 use crate::reach::Reach;
 use crate::reply::{denied, failed, json};
 use sealvol_core::possession::Named;
@@ -83,7 +83,7 @@ pub struct Steward {
     /// may name them.
     sent: Mutex<std::collections::HashMap<(String, Hash), std::time::Instant>>,
     /// Which chunks a key may name, and its challenges.
-    pub possession: Possession,
+    pub naming: Naming,
 }
 
 /// What a server is told to keep to beyond its defaults.
@@ -100,10 +100,16 @@ const MAX_SENT: usize = 1 << 20;
 
 impl Steward {
     pub fn new(repo: Arc<Repository>, known: Arc<Known>, policy: &Policy) -> Steward {
+        let reach = Arc::new(Reach::new(Arc::clone(&repo)));
         Steward {
-            possession: Possession::new(policy.private_dedup.iter().cloned()),
+            naming: Naming::new(
+                Possession::new(policy.private_dedup.iter().cloned()),
+                Arc::clone(&known),
+                Arc::clone(&reach),
+                Arc::clone(&repo),
+            ),
             known: Arc::clone(&known),
-            reach: Arc::new(Reach::new(Arc::clone(&repo))),
+            reach,
             lists: Arc::new(Lists::new(Arc::clone(&repo), Arc::clone(&known))),
             repo,
             turns: Mutex::default(),
@@ -253,12 +259,12 @@ pub async fn have_chunks(
     let s2 = Arc::clone(&s);
     let answer = blocking(&grant, None, move || {
         let have = s2.known.have(&asked)?;
-        let private = s2.possession.is_private(&g);
+        let private = s2.naming.possession.is_private(&g);
         let mut out = Vec::with_capacity(asked.len());
         for (h, have) in asked.iter().zip(have) {
             let held = match have {
                 false => Held::No,
-                true if s2.reaches_chunk(&g, h)? => Held::Yours,
+                true if s2.naming.reaches_chunk(&g, h)? => Held::Yours,
                 true if private => Held::No,
                 true => Held::Prove,
             };
@@ -275,7 +281,7 @@ pub async fn have_chunks(
         Ok(bytes) => {
             let mut resp =
                 ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
-            let challenge = s.possession.challenge(&grant.name).hex();
+            let challenge = s.naming.possession.challenge(&grant.name).hex();
             if let Ok(v) = axum::http::HeaderValue::from_str(&challenge) {
                 resp.headers_mut().insert(CHALLENGE_HEADER, v);
             }
@@ -307,7 +313,7 @@ pub async fn small_files(
             // Whether the server holds it is said only once the key may name it.
             let held = sealvol_core::small::needs_no_list(&s.repo, size, 1)
                 && small_list(&s, &f.hash)?.is_some_and(|o| o.size == size)
-                && s.may_name(&g, f, &mut copies)?;
+                && s.naming.may_name(&g, f, &mut copies)?;
             if held {
                 s.note_sent(&g.name, &f.hash);
             }
@@ -425,7 +431,7 @@ fn store_list(
     for n in chunks {
         let found = s.known.locate(&n.hash)?;
         match found {
-            Some(at) if s.may_name_at(grant, n, &at, &mut copies)? => located.push(at),
+            Some(at) if s.naming.may_name_at(grant, n, &at, &mut copies)? => located.push(at),
             _ => {
                 return Err(Error::new(
                     ErrorKind::Collected,

@@ -15,7 +15,7 @@
 //! the server keeps its one copy (the upload's is left for garbage collection).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sealvol_core::digest::Hash;
@@ -25,7 +25,8 @@ use sealvol_core::possession::{Challenge, Evidence, NONCE_LEN, Named};
 use sealvol_core::repo::Repository;
 
 use crate::keys::Grant;
-use crate::ops::Steward;
+use crate::known::Known;
+use crate::reach::Reach;
 
 /// How long a challenge is taken after the hour it was made in.
 const NONCE_LIFE_HOURS: u64 = 24;
@@ -165,7 +166,30 @@ impl Copies {
     }
 }
 
-impl Steward {
+/// Which chunks a key may name: what the server holds (`Known`), what its namespaces
+/// reach (`Reach`), and what it uploaded or proves (`Possession`).
+pub struct Naming {
+    pub possession: Possession,
+    known: Arc<Known>,
+    reach: Arc<Reach>,
+    repo: Arc<Repository>,
+}
+
+impl Naming {
+    pub fn new(
+        possession: Possession,
+        known: Arc<Known>,
+        reach: Arc<Reach>,
+        repo: Arc<Repository>,
+    ) -> Naming {
+        Naming {
+            possession,
+            known,
+            reach,
+            repo,
+        }
+    }
+
     /// Whether `grant` may name chunk `hash` without evidence: it sees every namespace,
     /// it uploaded the copy the server finds, or a version of its namespaces holds the
     /// chunk. Blocking.
