@@ -481,7 +481,8 @@ fn a_revoked_keys_jobs_and_event_streams_end_at_once() {
     let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
     let hub = hub(&log, Some((4 << 20, &gate)));
     let server = server_env(&hub, &[]);
-    let served = serve(&server, &[]);
+    // One job of the namespace at a time: the second waits, QUEUED.
+    let served = serve(&server, &["--jobs-per-namespace", "1"]);
     let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
     let other = served.client(&key(&server, &["other", "--namespace", "embed"]));
     let source = format!("hf://{MODEL}");
@@ -531,4 +532,88 @@ fn a_revoked_keys_jobs_and_event_streams_end_at_once() {
     );
     let e = other.fails(1, &["jobs", "retry", "1"]);
     assert!(e.contains("acts for key ci, which is revoked"), "{e}");
+}
+
+/// One POST of a job over raw HTTP: the status and the body.
+fn post_job(served: &common::servers::Served, key: &str, volume: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let body = format!(r#"{{"source": "hf://{MODEL}", "volume": "{volume}"}}"#);
+    let mut s = std::net::TcpStream::connect(&served.addr).unwrap();
+    write!(
+        s,
+        "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    let status = all.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = all.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}
+
+/// A key that queues jobs past its cap is answered 429 with the cap and the count,
+/// and the jobs it has never delay another team's: team-a's are held at the source for
+/// as long as the test runs, and team-b's still starts at once and finishes.
+#[test]
+fn a_key_past_its_queue_cap_gets_429_and_another_teams_job_starts_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (log, gate) = (tmp.path().join("hub.log"), tmp.path().join("gate"));
+    let hub = hub(&log, Some((1 << 20, &gate)));
+    let server = server_env(&hub, &[]);
+    let served = serve(
+        &server,
+        &["--jobs-per-key", "1", "--queue-per-key", "2", "--jobs", "2"],
+    );
+    let a_key = key(&server, &["a", "--namespace", "team-a"]);
+    let a = served.client(&a_key);
+    let b = served.client(&key(&server, &["b", "--namespace", "team-b"]));
+    let (status, _) = post_job(&served, &a_key, "team-a/m1");
+    assert_eq!(status, 200);
+    wait_for("team-a's first job to run", || {
+        job(&a, 1)["job"]["state"] == "RUNNING"
+    });
+    for v in ["team-a/m2", "team-a/m3"] {
+        assert_eq!(post_job(&served, &a_key, v).0, 200);
+    }
+    let (status, body) = post_job(&served, &a_key, "team-a/m4");
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body.contains("key a already has 2 job(s) queued, its cap (serve --queue-per-key 2)"),
+        "{body}"
+    );
+    // The CLI says the same on one line, with what to do.
+    let e = a.fails(
+        1,
+        &["volume", "sync", &format!("hf://{MODEL}"), "team-a/m5"],
+    );
+    assert!(e.contains("its cap (serve --queue-per-key 2)"), "{e}");
+    assert!(e.contains("jobs cancel"), "{e}");
+
+    // team-a's job holds its slot (its source answers nothing more); team-b's runs in
+    // the other one at once, and shows as running while team-a's is still held.
+    b.ok(&[
+        "volume",
+        "sync",
+        &format!("hf://{MODEL}"),
+        "team-b/m",
+        "--detach",
+    ]);
+    let b_id = serde_json::from_str::<Value>(&b.ok(&["jobs", "ls", "--json"])).unwrap()["jobs"][0]
+        ["id"]
+        .as_u64()
+        .unwrap();
+    wait_for("team-b's job to run", || {
+        job(&b, b_id)["job"]["state"] == "RUNNING"
+    });
+    assert_eq!(job(&a, 1)["job"]["state"], "RUNNING");
+    assert_eq!(
+        job(&a, 2)["job"]["state"],
+        "QUEUED",
+        "one of team-a's at a time"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    wait_for("team-b's job to be sealed", || {
+        job(&b, b_id)["job"]["state"] == "READY"
+    });
 }

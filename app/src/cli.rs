@@ -701,6 +701,21 @@ pub struct ServeArgs {
     /// Run no sync jobs for the holders of keys (a cache tier only).
     #[arg(long)]
     pub no_jobs: bool,
+    /// Sync jobs running at once, every namespace together [default: 4; config.toml [jobs] running]. Namespaces take turns for them.
+    #[arg(long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Jobs of one namespace running at once [default: 2; [jobs] per_namespace].
+    #[arg(long, value_name = "N")]
+    pub jobs_per_namespace: Option<usize>,
+    /// Jobs one key's holder started running at once [default: 2; [jobs] per_key].
+    #[arg(long, value_name = "N")]
+    pub jobs_per_key: Option<usize>,
+    /// Jobs one namespace may have queued; past it a submission gets 429 [default: 64; [jobs] queue_per_namespace].
+    #[arg(long, value_name = "N")]
+    pub queue_per_namespace: Option<usize>,
+    /// Jobs one key may have queued [default: 32; [jobs] queue_per_key].
+    #[arg(long, value_name = "N")]
+    pub queue_per_key: Option<usize>,
     /// Let jobs that name no secret use the server's own credentials (its environment, profile, web identity). Off: such jobs reach public sources only, so no key reads what the server's identity can.
     #[arg(long)]
     pub jobs_use_server_credentials: bool,

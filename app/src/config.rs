@@ -55,6 +55,20 @@ pub struct ConfigFile {
     /// versions need before they are mounted or pulled.
     #[serde(default)]
     pub trust: BTreeMap<String, Vec<PathBuf>>,
+    /// `[jobs]`: what a server's agent runs at once and keeps queued (`serve --jobs`).
+    #[serde(default)]
+    pub jobs: JobLimits,
+}
+
+/// config.toml's `[jobs]`; `serve`'s flags go over each (`sealvol_node::agent::schedule`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobLimits {
+    pub running: Option<usize>,
+    pub per_namespace: Option<usize>,
+    pub per_key: Option<usize>,
+    pub queue_per_namespace: Option<usize>,
+    pub queue_per_key: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +107,8 @@ pub struct Settings {
     /// loaded by the commands that enforce it (`Settings::policy`).
     pub trust: BTreeMap<String, Vec<PathBuf>>,
     pub trust_base: PathBuf,
+    /// config.toml's `[jobs]`.
+    pub jobs: JobLimits,
     /// A remote engine to work on instead of `repo` (`--remote`, SEALVOL_REMOTE).
     pub remote: Option<String>,
     /// The key for the remote engine and for peers (SEALVOL_API_KEY; never a flag, so
@@ -211,11 +227,14 @@ fn load_file(path: &Path) -> Result<ConfigFile> {
     match std::fs::read_to_string(path) {
         Ok(text) => toml::from_str(&text).map_err(|e| {
             let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            // toml's first line says where, its message what.
+            let at = first.trim_start_matches("TOML parse error ");
             Error::invalid(format!(
-                "config file {} is invalid: {first}",
-                path.display()
+                "config file {} is invalid {at}: {}",
+                path.display(),
+                e.message().trim()
             ))
-            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, ring_key, mirrors, [endpoints], [trust]")
+            .hint("keys: repository, repository_secret, state, cache, cache_size, prefetch_memory, theme, fsync, sync_batch, sync_streams, timeout, deploy_dirs, peers, peers_file, ring_key, mirrors, [endpoints], [trust], [jobs] (running, per_namespace, per_key, queue_per_namespace, queue_per_key)")
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ConfigFile::default()),
         Err(e) => Err(Error::io("cannot read", path, e)),
@@ -390,6 +409,7 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
         ring_key: file.ring_key,
         mirrors: file.mirrors,
         trust: file.trust,
+        jobs: file.jobs,
         trust_base: config
             .as_deref()
             .and_then(Path::parent)
@@ -407,4 +427,22 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
     };
     tracing::debug!("settings: {settings:?}");
     Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_bounds_are_read_and_a_misspelt_one_is_refused() {
+        let file: ConfigFile = toml::from_str("[jobs]\nrunning = 3\nqueue_per_key = 5\n").unwrap();
+        assert_eq!(file.jobs.running, Some(3));
+        assert_eq!(file.jobs.queue_per_key, Some(5));
+        assert_eq!(file.jobs.per_key, None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[jobs]\nrunnin = 3\n").unwrap();
+        let e = load_file(&path).err().unwrap();
+        assert!(e.message().contains("runnin"), "{e}");
+    }
 }

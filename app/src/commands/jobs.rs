@@ -155,6 +155,7 @@ fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
         run_queue,
         trust: sync::Trust::Machine,
         mirrors: None,
+        limits: sealvol_node::agent::schedule::Limits::MACHINE,
     }
 }
 

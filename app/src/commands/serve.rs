@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::{Error, Result};
 
+use sealvol_node::agent::schedule::Limits;
 use sealvol_node::agent::{Agent, AgentSettings};
 use sealvol_node::sync::Trust;
 
@@ -25,6 +26,11 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         insecure_http,
         metrics_listen,
         no_jobs,
+        jobs,
+        jobs_per_namespace,
+        jobs_per_key,
+        queue_per_namespace,
+        queue_per_key,
         jobs_use_server_credentials,
         gc_every,
         mirror_to,
@@ -33,6 +39,24 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         private_dedup,
     } = args;
     let policy = sealvol_serve::ops::Policy { private_dedup };
+    let file = &ctx.settings.jobs;
+    let server = Limits::SERVER;
+    let limits = Limits {
+        running: jobs.or(file.running).unwrap_or(server.running),
+        running_per_namespace: jobs_per_namespace
+            .or(file.per_namespace)
+            .unwrap_or(server.running_per_namespace),
+        running_per_key: jobs_per_key
+            .or(file.per_key)
+            .unwrap_or(server.running_per_key),
+        queued_per_namespace: queue_per_namespace
+            .or(file.queue_per_namespace)
+            .unwrap_or(server.queued_per_namespace),
+        queued_per_key: queue_per_key
+            .or(file.queue_per_key)
+            .unwrap_or(server.queued_per_key),
+    };
+    limits.check()?;
     let mirrors = Destinations::parse(ctx, &mirror_to)?;
     if !no_jobs && !jobs_use_server_credentials {
         // hf-hub looks for a token of this process (HF_TOKEN, a login file) when a job
@@ -104,7 +128,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
-            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors)?;
+            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits)?;
             (Some(agent), Some(desk))
         }
     };
@@ -182,6 +206,7 @@ fn jobs_desk(
     ctx: &Ctx,
     ambient: bool,
     mirrors: Option<Arc<dyn sealvol_node::jobs::Mirrors>>,
+    limits: Limits,
 ) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
     let state = super::key::dir(ctx).join("agent");
     sealvol_core::private::dir(&state)?;
@@ -191,6 +216,7 @@ fn jobs_desk(
         run_queue: true,
         trust: Trust::Server { ambient },
         mirrors,
+        limits,
     };
     let connector: Arc<dyn sealvol_source::Connector> = Arc::new(sealvol_sources::Sources);
     let agent = Agent::start(ctx.open_repo(false)?, &state, settings, Some(connector))?

@@ -43,6 +43,9 @@ pub enum ErrorKind {
     /// reused a chunk list or pack of a deleted version): running it again writes the
     /// data anew. Pushes and syncs do that themselves.
     Collected,
+    /// A shared server already has as much of this caller's work as it takes (its
+    /// jobs queued, its connections): the same request succeeds once some has finished.
+    Busy,
     /// Any other I/O failure.
     Io,
 }

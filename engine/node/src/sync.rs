@@ -88,6 +88,8 @@ pub struct SyncOptions<'a> {
     pub cancel: Arc<AtomicBool>,
     /// How remote sources are reached; without one, only local folders sync.
     pub connector: Option<&'a dyn Connector>,
+    /// The job's slot on its agent, given up while the sync only waits out retries.
+    pub slot: Option<Arc<dyn sealvol_source::pace::Slot>>,
 }
 
 /// Checks a job's inputs before it is queued: a bad one is refused with nothing
@@ -125,7 +127,8 @@ pub fn run(
         // ends the thread above.
         let mut attempt = 1;
         let result = loop {
-            match run_logged(repo, db, spec, opts, log.clone()) {
+            let notes = Notes::new(log.clone()).pacing(opts.slot.clone());
+            match run_logged(repo, db, spec, opts, notes) {
                 // A garbage collection removed something this run reused: what is still
                 // stored is skipped again, the rest fetched anew.
                 Err(e) if e.kind() == ErrorKind::Collected && attempt < push::COLLECTED_RETRIES => {

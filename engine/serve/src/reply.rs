@@ -75,6 +75,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::Corrupt => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Collected | ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Busy => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

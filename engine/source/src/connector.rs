@@ -15,11 +15,39 @@ use super::endpoints::Resolved;
 use super::filter::Filter;
 use super::listing::{Listing, Object};
 use super::url::SourceUrl;
+use crate::pace::{Pacer, Slot};
 use crate::secrets::Secret;
 
-/// Where lines about retries and cut connections go as they happen (the job's log),
-/// besides the process log.
-pub type Notes = crossbeam_channel::Sender<String>;
+/// What a job's requests tell it as they go: lines about retries and cut connections
+/// (to the job's log, besides the process log), and, on an agent that bounds its
+/// running jobs, the job's slot, given up while it only waits out retries (`pace`).
+#[derive(Clone)]
+pub struct Notes {
+    lines: crossbeam_channel::Sender<String>,
+    pacer: Option<Arc<Pacer>>,
+}
+
+impl Notes {
+    pub fn new(lines: crossbeam_channel::Sender<String>) -> Notes {
+        Notes { lines, pacer: None }
+    }
+
+    /// The same, with the job's slot to give up while every request waits.
+    pub fn pacing(self, slot: Option<Arc<dyn Slot>>) -> Notes {
+        Notes {
+            pacer: slot.map(|s| Arc::new(Pacer::new(s))),
+            ..self
+        }
+    }
+
+    pub(crate) fn say(&self, line: String) {
+        let _ = self.lines.send(line);
+    }
+
+    pub(crate) fn pacer(&self) -> Option<&Arc<Pacer>> {
+        self.pacer.as_ref()
+    }
+}
 
 /// What a connection to a source may authenticate with.
 #[derive(Debug, Clone, Copy)]

@@ -6,7 +6,8 @@
 //! clean paths (`keys`), what it holds (`listing`), the secrets that open it
 //! (`secrets`), and the seam to the clients that list and read remote ones
 //! (`connector`, implemented by `sealvol-sources`), and how failures that may pass are
-//! retried (`retry`). It links no network client, so the
+//! retried (`retry`), and
+//! how a job that only waits out retries gives its agent's slot back (`pace`). It links no network client, so the
 //! node, the S3 clients and the S3 repository share it without pulling each other in.
 
 pub mod connector;
@@ -14,6 +15,7 @@ pub mod endpoints;
 pub mod filter;
 pub mod keys;
 pub mod listing;
+pub mod pace;
 pub mod retry;
 pub mod secrets;
 pub mod url;

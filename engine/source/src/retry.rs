@@ -14,15 +14,26 @@ tokio::task_local! {
     static LOG: Notes;
 }
 
-/// Runs `fut` with its retries told to `log` (the running job's own log).
+/// Runs `fut` as one request of the job `log` belongs to: its retries told to the
+/// job's own log, and counted by the job's pacer (`pace`) while it runs.
 pub async fn logged<F: Future>(log: Notes, fut: F) -> F::Output {
+    let _active = log.pacer().map(|p| p.enter());
     LOG.scope(log, fut).await
 }
 
 /// Tells the job's log, when there is one (see `logged`), and the process log.
 pub fn say(line: String) {
     tracing::warn!("{line}");
-    let _ = LOG.try_with(|log| log.send(line));
+    let _ = LOG.try_with(|log| log.say(line));
+}
+
+/// Waits out a backoff of `d`; a job whose every request waits gives its slot up
+/// meanwhile (`pace`).
+pub async fn back_off(d: Duration) {
+    match LOG.try_with(|log| log.pacer().cloned()).ok().flatten() {
+        Some(pacer) => pacer.backoff(d).await,
+        None => tokio::time::sleep(d).await,
+    }
 }
 
 /// Runs `fut` until it ends or `cancel` is set, whichever is first: dropping it ends
@@ -86,7 +97,7 @@ where
             wait.as_secs_f64(),
             tries.count
         ));
-        tokio::time::sleep(wait).await;
+        back_off(wait).await;
         delay = (delay * 2).min(MAX_DELAY);
     }
 }

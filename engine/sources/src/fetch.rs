@@ -199,7 +199,7 @@ async fn stream_part(
             "{what}: the connection was cut at byte {at}; reading on from there ({cuts}/{})",
             sealvol_source::retry::ATTEMPTS
         ));
-        tokio::time::sleep(std::time::Duration::from_millis(250 << cuts.min(5))).await;
+        sealvol_source::retry::back_off(std::time::Duration::from_millis(250 << cuts.min(5))).await;
     }
 }
 

@@ -760,6 +760,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
             run_queue,
             trust: Default::default(),
             mirrors: None,
+            limits: sealvol_node::agent::schedule::Limits::MACHINE,
         },
         // The jobs here sync local folders, which need no remote source.
         None,

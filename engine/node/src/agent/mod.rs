@@ -1,5 +1,7 @@
-//! The agent: the one process that owns the state database runs sync jobs, one at a
-//! time, oldest first, runs every active watch on a thread of its own (`watches`), and
+//! The agent: the one process that owns the state database runs sync jobs, as many at
+//! once and in the order `schedule` says (a machine's: one at a time, oldest first; a
+//! server's: a few, namespaces taking turns), each on a thread of its own, runs every
+//! active watch on a thread of its own (`watches`), and
 //! answers the other `sealvol` processes over a Unix socket in
 //! the state directory (`agent.sock`). The console hosts it when no other agent runs,
 //! `sealvol agent` runs it headless, and a foreground sync hosts it for its own job.
@@ -9,7 +11,10 @@
 //! RUNNING or SEALING; the next one queues them again, and they resume (see `sync`).
 
 pub mod live;
+pub mod schedule;
 pub mod socket;
+#[cfg(test)]
+mod tests;
 mod watches;
 
 use std::collections::HashMap;
@@ -44,6 +49,8 @@ pub struct AgentSettings {
     pub trust: sync::Trust,
     /// Where mirror jobs may copy versions; none: this agent runs no mirror job.
     pub mirrors: Option<Arc<dyn crate::jobs::Mirrors>>,
+    /// How many jobs run at once and wait, per namespace and key (`schedule`).
+    pub limits: schedule::Limits,
 }
 
 pub struct Agent {
@@ -63,9 +70,14 @@ struct Inner {
     state_dir: PathBuf,
     settings: AgentSettings,
     running: Mutex<HashMap<u64, Running>>,
+    /// Held while a job is queued, so that racing submissions cannot pass a cap.
+    queueing: Mutex<()>,
+    /// Which started jobs hold a slot (`schedule`).
+    board: Mutex<schedule::Board>,
     watches: watches::Watches,
     wake: Condvar,
-    wake_lock: Mutex<()>,
+    /// Counts pokes, so that the dispatcher never sleeps through one.
+    wake_lock: Mutex<u64>,
     stop: AtomicBool,
     /// When the agent last had something to do (a job, a request).
     busy_at: Mutex<Instant>,
@@ -99,9 +111,11 @@ impl Agent {
             state_dir: state_dir.to_path_buf(),
             settings,
             running: Mutex::new(HashMap::new()),
+            queueing: Mutex::new(()),
+            board: Mutex::new(schedule::Board::default()),
             watches: Default::default(),
             wake: Condvar::new(),
-            wake_lock: Mutex::new(()),
+            wake_lock: Mutex::new(0),
             stop: AtomicBool::new(false),
             busy_at: Mutex::new(Instant::now()),
         });
@@ -113,7 +127,7 @@ impl Agent {
             threads.push(
                 std::thread::Builder::new()
                     .name("sealvol-agent".into())
-                    .spawn(move || worker.work())
+                    .spawn(move || worker.dispatch())
                     .map_err(|e| {
                         Error::new(ErrorKind::Io, format!("cannot start the agent: {e}"))
                     })?,
@@ -182,31 +196,92 @@ impl Inner {
 
     fn poke(&self) {
         self.touch();
-        let _guard = self.wake_lock.lock();
+        if let Ok(mut pokes) = self.wake_lock.lock() {
+            *pokes += 1;
+        }
         self.wake.notify_all();
     }
 
-    /// The worker: runs the oldest queued job, then the next, until the agent stops.
-    fn work(&self) {
+    fn pokes(&self) -> u64 {
+        self.wake_lock.lock().map(|p| *p).unwrap_or(0)
+    }
+
+    /// Sleeps until the next poke after `seen` (or a second, to look at the jobs again).
+    fn sleep_past(&self, seen: u64) {
+        if let Ok(pokes) = self.wake_lock.lock() {
+            let _ = self
+                .wake
+                .wait_timeout_while(pokes, Duration::from_secs(1), |p| *p == seen);
+        }
+    }
+
+    fn board(&self) -> std::sync::MutexGuard<'_, schedule::Board> {
+        // The board holds no invariant a panic could break halfway: keep using it.
+        self.board.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The dispatcher: starts queued jobs and gives slots back to jobs that ask, as
+    /// `schedule` says, each job on a thread of its own, until the agent stops; then
+    /// waits for the jobs it started.
+    fn dispatch(&self) {
+        let mut started: Vec<JoinHandle<()>> = Vec::new();
         while !self.stop.load(Ordering::SeqCst) {
-            let next = self
-                .db
-                .jobs()
-                .map(|jobs| jobs.into_iter().rev().find(|j| j.state == JobState::Queued));
-            match next {
-                Ok(Some(job)) => self.run(job.id),
-                Ok(None) => {
-                    let guard = self.wake_lock.lock();
-                    if let Ok(g) = guard {
-                        let _ = self.wake.wait_timeout(g, Duration::from_secs(1));
-                    }
-                }
+            started.retain(|t| !t.is_finished());
+            let seen = self.pokes();
+            let queued: Vec<(u64, schedule::Owner)> = match self.db.jobs() {
+                Ok(jobs) => jobs
+                    .into_iter()
+                    .rev()
+                    .filter(|j| j.state == JobState::Queued)
+                    .map(|j| (j.id, schedule::Owner::of(&j.spec)))
+                    .collect(),
                 Err(e) => {
                     tracing::error!("the agent cannot read its jobs: {e}");
                     std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            let mut board = self.board();
+            match board.next(&queued, &self.settings.limits) {
+                Some(schedule::Pick::Resume(id)) => board.grant(id),
+                Some(schedule::Pick::Start(id)) => {
+                    let Some((_, owner)) = queued.into_iter().find(|(q, _)| *q == id) else {
+                        continue;
+                    };
+                    board.start(id, owner);
+                    drop(board);
+                    match self.spawn_job(id) {
+                        Ok(t) => started.push(t),
+                        Err(e) => {
+                            tracing::error!("job {id}: {e}");
+                            self.board().end(id);
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
+                    }
+                }
+                None => {
+                    drop(board);
+                    self.sleep_past(seen);
                 }
             }
         }
+        for t in started {
+            let _ = t.join();
+        }
+    }
+
+    /// Runs job `id` on a thread of its own; its slot is freed when it ends.
+    fn spawn_job(&self, id: u64) -> std::io::Result<JoinHandle<()>> {
+        let me = self.me.clone();
+        std::thread::Builder::new()
+            .name(format!("sealvol-job-{id}"))
+            .spawn(move || {
+                if let Some(agent) = me.upgrade() {
+                    agent.run(id);
+                    agent.board().end(id);
+                    agent.poke();
+                }
+            })
     }
 
     fn run(&self, id: u64) {
@@ -243,6 +318,10 @@ impl Inner {
             progress: live.as_ref(),
             cancel: cancel.clone(),
             connector: self.connector.as_deref(),
+            slot: Some(Arc::new(JobSlot {
+                agent: self.me.clone(),
+                id,
+            })),
         };
         let result = match &job.spec.mirror_to {
             Some(to) => self.mirror(&job.spec, to, live.as_ref()),
@@ -354,26 +433,77 @@ impl Inner {
         }
     }
 
+    /// Refuses to queue `spec` when its namespace or key has as many queued as it may.
+    fn admit(&self, spec: &JobSpec, jobs: &[Job]) -> Result<()> {
+        let queued: Vec<schedule::Owner> = jobs
+            .iter()
+            .filter(|j| j.state == JobState::Queued)
+            .map(|j| schedule::Owner::of(&j.spec))
+            .collect();
+        self.settings
+            .limits
+            .admit(&schedule::Owner::of(spec), queued.iter())
+    }
+
+    /// The jobs of `id`'s namespace that start or run before it: running, or queued
+    /// earlier (other namespaces' jobs take their own turns).
     fn queued_ahead(&self, id: u64) -> u64 {
         let jobs = self.db.jobs().unwrap_or_default();
-        let running = jobs
-            .iter()
-            .filter(|j| matches!(j.state, JobState::Running | JobState::Sealing))
-            .count();
+        let Some(me) = jobs.iter().find(|j| j.id == id) else {
+            return 0;
+        };
+        let ns = schedule::Owner::of(&me.spec).namespace;
         let queued = jobs
             .iter()
-            .filter(|j| j.state == JobState::Queued && j.id < id)
+            .filter(|j| {
+                j.state == JobState::Queued
+                    && j.id < id
+                    && schedule::Owner::of(&j.spec).namespace == ns
+            })
             .count();
-        (running + queued) as u64
+        (self.board().started_in(&ns) + queued) as u64
+    }
+}
+
+/// A running job's place among the jobs that run at once, which it gives up while it
+/// only waits out retries (`sealvol_source::pace`).
+struct JobSlot {
+    agent: Weak<Inner>,
+    id: u64,
+}
+
+impl sealvol_source::pace::Slot for JobSlot {
+    fn give_up(&self) {
+        if let Some(agent) = self.agent.upgrade() {
+            agent.board().give_up(self.id);
+            JobLog::new(&agent.state_dir, self.id)
+                .line("waiting out retries: its slot goes to other jobs meanwhile");
+            agent.poke();
+        }
+    }
+
+    fn take_back(&self) -> bool {
+        let Some(agent) = self.agent.upgrade() else {
+            return true;
+        };
+        // A stopping agent grants nothing: the job goes on to notice it is cancelled.
+        if agent.stop.load(Ordering::SeqCst) || agent.board().take_grant(self.id) {
+            return true;
+        }
+        agent.board().ask_back(self.id);
+        agent.poke();
+        false
     }
 }
 
 impl JobsApi for Inner {
     fn submit(&self, spec: JobSpec) -> Result<Job> {
         self.check(&spec)?;
+        let _one = self.queueing.lock().unwrap_or_else(|p| p.into_inner());
         // The same sync already waiting or running (a killed agent's, requeued) is that
         // job, not a second one.
-        let same = self.db.jobs()?.into_iter().rev().find(|j| {
+        let jobs = self.db.jobs()?;
+        let same = jobs.iter().rev().find(|j| {
             matches!(
                 j.state,
                 JobState::Queued | JobState::Running | JobState::Sealing
@@ -381,8 +511,9 @@ impl JobsApi for Inner {
         });
         if let Some(j) = same {
             self.poke();
-            return Ok(j);
+            return Ok(j.clone());
         }
+        self.admit(&spec, &jobs)?;
         let job = self.db.add_job(spec)?;
         JobLog::new(&self.state_dir, job.id).line(&match &job.spec.mirror_to {
             Some(to) => format!("queued: mirror {} to {to}", job.spec.source),
@@ -450,6 +581,8 @@ impl JobsApi for Inner {
             return Err(crate::jobs::bad_move(&job, JobState::Queued));
         }
         self.check(&job.spec)?;
+        let _one = self.queueing.lock().unwrap_or_else(|p| p.into_inner());
+        self.admit(&job.spec, &self.db.jobs()?)?;
         let job = self.db.move_job(id, JobState::Queued, None)?;
         JobLog::new(&self.state_dir, id).line("queued again by the user");
         self.poke();
