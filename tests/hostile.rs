@@ -705,6 +705,83 @@ fn stalled_slow_and_idle_clients_pin_no_memory_and_stop_no_one() {
     t.still_whole();
 }
 
+/// The probe that found one tenant could keep another out, with the server's defaults:
+/// 1,100 connections that send nothing and 1,030 slow readers on team-a's key. Team-b
+/// is answered while they are all still held, the probes too, and the slow readers
+/// past team-a's share are answered 429 at once instead of taking connections.
+#[test]
+fn a_thousand_idle_connections_and_slow_readers_keep_no_other_team_out() {
+    let t = teams();
+    let list = t.b_list();
+    let before = rss(&t.served);
+    let addr = t.served.addr.clone();
+    let idle: Vec<TcpStream> = (0..1100)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    let pack = list.packs[0].hex();
+    // Readers with an 8 KiB receive window: a pack (5 MiB) is more than the kernel
+    // holds for them, so the server's writes wait.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let at: std::net::SocketAddr = addr.parse().unwrap();
+    let mut slow = Vec::new();
+    for _ in 0..1030 {
+        let mut c = rt.block_on(async {
+            let s = tokio::net::TcpSocket::new_v4().unwrap();
+            s.set_recv_buffer_size(4096).unwrap();
+            s.connect(at).await.unwrap().into_std().unwrap()
+        });
+        c.set_nonblocking(false).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        write!(
+            c,
+            "GET /v1/objects/packs/{}/{pack} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
+            &pack[..2],
+            t.served.key
+        )
+        .unwrap();
+        slow.push(c);
+    }
+    // Each slow reader has its head: 200 (under way, and not read) or 429 (past the
+    // key's share, closed at once).
+    let mut refused = 0;
+    for c in &mut slow {
+        let mut head = [0u8; 12];
+        c.read_exact(&mut head).unwrap();
+        match &head {
+            b"HTTP/1.1 200" => {}
+            b"HTTP/1.1 429" => refused += 1,
+            other => panic!("{}", String::from_utf8_lossy(other)),
+        }
+    }
+    // The key's whole share was used before any was refused. (How many of the 256
+    // the kernel let finish, taking a whole pack into its buffers, is its business.)
+    assert!(refused > 0, "none past the key's share of 256");
+    assert!(1030 - refused >= 256, "{refused} refused");
+    let (status, body) = http(&t.served, "GET", "/v1/key", Some(&t.b), &[], b"");
+    assert_eq!(status, 200, "{}", text(&body));
+    let (status, _) = http(&t.served, "GET", "/healthz", None, &[], b"");
+    assert_eq!(status, 200);
+    // Answered while the idle ones are still open: nobody waited out their timeout.
+    let open = idle
+        .iter()
+        .filter(|c| {
+            c.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 1];
+            matches!(c.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count();
+    assert_eq!(open, 1100);
+    let grown = rss(&t.served).saturating_sub(before);
+    eprintln!("the server grew by {} MiB", grown >> 20);
+    assert!(grown <= 512 << 20, "the server grew by {} MiB", grown >> 20);
+    drop(slow);
+    drop(idle);
+    t.still_whole();
+}
+
 #[test]
 fn an_upload_ends_when_its_key_is_revoked() {
     let t = teams();

@@ -701,6 +701,12 @@ pub struct ServeArgs {
     /// Run no sync jobs for the holders of keys (a cache tier only).
     #[arg(long)]
     pub no_jobs: bool,
+    /// Connections open at once, idle ones included; when all are open, the oldest idle one is closed to make room [default: 4096, within the open-files limit].
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
+    /// Requests one key may have under way at once; past it, 429 [default: 256].
+    #[arg(long, value_name = "N")]
+    pub requests_per_key: Option<usize>,
     /// Sync jobs running at once, every namespace together [default: 4; config.toml [jobs] running]. Namespaces take turns for them.
     #[arg(long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,

@@ -26,6 +26,8 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         insecure_http,
         metrics_listen,
         no_jobs,
+        connections,
+        requests_per_key,
         jobs,
         jobs_per_namespace,
         jobs_per_key,
@@ -38,7 +40,10 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         peers_file,
         private_dedup,
     } = args;
-    let policy = sealvol_serve::ops::Policy { private_dedup };
+    let policy = sealvol_serve::Policy {
+        private_dedup,
+        connections: connection_limits(connections, requests_per_key)?,
+    };
     let file = &ctx.settings.jobs;
     let server = Limits::SERVER;
     let limits = Limits {
@@ -237,6 +242,63 @@ fn jobs_desk(
         state,
     );
     Ok((agent, Arc::new(desk)))
+}
+
+/// `--connections` and `--requests-per-key` over the defaults, within the open-files
+/// limit this process raises as far as it may (a connection is a file descriptor; a
+/// quarter of them are kept for the repository's files and the server's own).
+fn connection_limits(
+    connections: Option<usize>,
+    per_key: Option<usize>,
+) -> Result<sealvol_serve::conn::Limits> {
+    let d = sealvol_serve::conn::Limits::DEFAULT;
+    let files = raise_open_files();
+    let room = (files / 4 * 3).max(64);
+    let wanted = connections.unwrap_or(d.connections);
+    if wanted == 0 || per_key == Some(0) {
+        return Err(Error::usage(
+            "--connections and --requests-per-key take at least 1",
+        ));
+    }
+    if connections.is_some() && wanted > room {
+        return Err(Error::usage(format!(
+            "--connections {wanted} is more than this process can open ({files} files at most)"
+        ))
+        .hint(format!(
+            "raise the open-files limit (ulimit -n, LimitNOFILE=) or give at most {room}"
+        )));
+    }
+    let connections = wanted.min(room);
+    Ok(sealvol_serve::conn::Limits {
+        connections,
+        per_key: per_key.unwrap_or(d.per_key).min(connections),
+        ..d
+    })
+}
+
+/// Raises this process's soft limit on open files to its hard limit; returns the soft
+/// limit in effect.
+fn raise_open_files() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
 
 /// `--metrics-listen`: an address, or a port alone for loopback (metrics name no data,

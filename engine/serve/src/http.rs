@@ -25,6 +25,7 @@ use axum::middleware::{self, Next};
 use sealvol_core::read::Chunks as _;
 use sealvol_core::repo::Repository;
 
+use crate::conn::shares::{self, Caller, Shares};
 use crate::keys::{Grant, Keys};
 use crate::objects::Writes;
 use crate::ops::Steward;
@@ -99,6 +100,8 @@ pub struct Served {
     pub jobs: Option<Arc<crate::jobs::Desk>>,
     /// The last `/readyz` verdict and when it was reached.
     ready: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>>,
+    /// Each caller's requests under way (`conn::shares`).
+    pub shares: Arc<Shares>,
 }
 
 impl Served {
@@ -106,7 +109,7 @@ impl Served {
         chunks: Arc<ChunkService>,
         keys: Arc<Keys>,
         jobs: Option<Arc<crate::jobs::Desk>>,
-        policy: &crate::ops::Policy,
+        policy: &crate::Policy,
     ) -> Served {
         let steward = Arc::new(Steward::new(
             Arc::clone(chunks.repository()),
@@ -119,6 +122,7 @@ impl Served {
             steward,
             jobs,
             ready: Arc::default(),
+            shares: Shares::new(policy.connections.per_key, policy.connections.anonymous),
         }
     }
 }
@@ -163,7 +167,8 @@ pub fn router(served: Served) -> Router {
     let probes = Router::new()
         .route(OPEN_ROUTES[0].0, get(|| async { "ok\n" }))
         .route(OPEN_ROUTES[1].0, get(readyz))
-        .route(OPEN_ROUTES[2].0, get(ring_id));
+        .route(OPEN_ROUTES[2].0, get(ring_id))
+        .layer(middleware::from_fn_with_state(served.clone(), anonymous));
     let keyed = Router::new()
         .route(ROUTES[0].0, get(chunk))
         .route(ROUTES[1].0, post(run))
@@ -291,9 +296,13 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
         };
         return match taken {
             Ok(grant) => {
+                let share = match served.shares.take(Caller::Key(grant.name.clone())) {
+                    Ok(s) => s,
+                    Err(why) => return past_share(why),
+                };
                 req.extensions_mut().insert(Arc::new(grant));
                 req.extensions_mut().insert(Passed);
-                next.run(req).await
+                shares::held(next.run(req).await, share)
             }
             Err(why) => {
                 tracing::warn!("a ring pass was refused: {why}");
@@ -301,7 +310,7 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
                     sealvol_core::error::ErrorKind::Denied,
                     format!("ring pass refused: {why}"),
                 );
-                crate::reply::error_response(StatusCode::UNAUTHORIZED, &e)
+                closing(crate::reply::error_response(StatusCode::UNAUTHORIZED, &e))
             }
         };
     }
@@ -311,8 +320,12 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
         .and_then(|v| v.to_str().ok());
     match served.keys.check(header) {
         Ok(grant) => {
+            let share = match served.shares.take(Caller::Key(grant.name.clone())) {
+                Ok(s) => s,
+                Err(why) => return past_share(why),
+            };
             req.extensions_mut().insert(Arc::new(grant));
-            next.run(req).await
+            shares::held(next.run(req).await, share)
         }
         Err(refused) => {
             let e =
@@ -320,9 +333,33 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
             let mut r = crate::reply::error_response(StatusCode::UNAUTHORIZED, &e);
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            r
+            closing(r)
         }
     }
+}
+
+/// The probes and the ring's id, within the share of callers without a key.
+async fn anonymous(State(served): State<Served>, req: Request, next: Next) -> Response {
+    match served.shares.take(Caller::Anonymous) {
+        Ok(share) => shares::held(next.run(req).await, share),
+        Err(why) => past_share(why),
+    }
+}
+
+/// A caller past its share of the server: 429 at once, the request read no further,
+/// and the connection closed, so that it holds nothing of the server's.
+fn past_share(why: String) -> Response {
+    let e = sealvol_core::Error::new(sealvol_core::error::ErrorKind::Busy, why)
+        .hint("send fewer requests at once; the server serves others meanwhile");
+    closing(crate::reply::failed(e))
+}
+
+/// `r`, and the connection closed after it: a refused caller holds no connection past
+/// its answer.
+fn closing(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 /// A run request as it travels: what `peer::HttpPeer` sends. `file` names the file

@@ -65,6 +65,15 @@ pub fn check_listen(addr: &SocketAddr, tls: bool, insecure_http: bool) -> Result
     ))
 }
 
+/// What a server is told to keep to beyond its defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Namespaces never told of chunks held outside their reach (`--private-dedup`).
+    pub private_dedup: Vec<String>,
+    /// What connections may hold, and each caller's share of them (`conn`).
+    pub connections: conn::Limits,
+}
+
 /// Serves `service` to the holders of `keys` on `listener` (plain TCP, or
 /// `tls::TlsListener`) until the task is dropped; with `jobs`, the server's agent, it
 /// runs sync jobs for them too.
@@ -78,7 +87,7 @@ where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    run_with(listener, service, keys, jobs, &ops::Policy::default()).await
+    run_with(listener, service, keys, jobs, &Policy::default()).await
 }
 
 /// `run`, keeping to `policy` beyond the defaults.
@@ -87,7 +96,7 @@ pub async fn run_with<L>(
     service: Arc<ChunkService>,
     keys: Arc<keys::Keys>,
     jobs: Option<Arc<jobs::Desk>>,
-    policy: &ops::Policy,
+    policy: &Policy,
 ) -> std::io::Result<()>
 where
     L: axum::serve::Listener,
@@ -106,7 +115,7 @@ where
         let _ = tokio::task::spawn_blocking(move || take_credential(&s)).await;
     }
     let served = http::Served::new(service, keys, jobs, policy);
-    conn::serve(listener, http::router(served)).await
+    conn::serve(listener, http::router(served), policy.connections).await
 }
 
 /// Takes the ring's credential from the repository (made there if it has none), or

@@ -52,9 +52,10 @@ pub const MAX_OBJECT: usize = 256 << 20;
 /// The largest read-ahead profile a key may write (262,144 steps of about 100 bytes).
 pub const MAX_PROFILE: usize = 32 << 20;
 
-/// Whole objects are read whole only up to this size (tags, records, settings: what a
-/// compare-and-swap needs with its version); larger ones are streamed in pieces.
-const READ_WHOLE: u64 = 4 << 20;
+/// Objects are read whole only up to this size (tags, records, settings), or when a
+/// compare-and-swap needs them with their version; others are streamed in pieces, so
+/// that a slow reader holds a piece or two, never a whole pack.
+const READ_WHOLE: u64 = PIECE;
 /// The piece a streamed read sends at a time.
 const PIECE: u64 = 256 << 10;
 
@@ -427,6 +428,18 @@ pub async fn get_object(
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
         return (StatusCode::OK, h, stream(&s, key, 0, size)).into_response();
     }
+    // A versioned read of a large object is held whole until sent: within the budget
+    // of what requests hold in memory.
+    let mut share = crate::budget::Share::none();
+    if size > READ_WHOLE && !share.cover_body(size).await {
+        return failed(
+            Error::new(
+                ErrorKind::Unavailable,
+                "the server holds as much as it may in memory",
+            )
+            .hint("try again in a moment"),
+        );
+    }
     let k = key.clone();
     let got = on_store(&s, move |st| match q.versioned {
         true => st.get_versioned(&k),
@@ -441,7 +454,7 @@ pub async fn get_object(
             if let Ok(v) = HeaderValue::from_str(&etag.0) {
                 h.insert(VERSION_HEADER, v);
             }
-            (StatusCode::OK, h, bytes).into_response()
+            crate::conn::shares::held((StatusCode::OK, h, bytes).into_response(), share)
         }
         Ok(None) => failed(Error::not_found(format!("no object {key}"))),
         Err(r) => r,

@@ -86,20 +86,13 @@ pub struct Steward {
     pub naming: Naming,
 }
 
-/// What a server is told to keep to beyond its defaults.
-#[derive(Debug, Clone, Default)]
-pub struct Policy {
-    /// Namespaces never told of chunks held outside their reach (`--private-dedup`).
-    pub private_dedup: Vec<String>,
-}
-
 /// How long a chunk list a key sent lets its seals name the file.
 const SENT_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
 /// The most sent lists remembered; older ones go first.
 const MAX_SENT: usize = 1 << 20;
 
 impl Steward {
-    pub fn new(repo: Arc<Repository>, known: Arc<Known>, policy: &Policy) -> Steward {
+    pub fn new(repo: Arc<Repository>, known: Arc<Known>, policy: &crate::Policy) -> Steward {
         let reach = Arc::new(Reach::new(Arc::clone(&repo)));
         Steward {
             naming: Naming::new(

@@ -320,8 +320,9 @@ fn bytes_the_pusher_holds_are_proven_not_uploaded_and_come_back_whole() {
 fn a_private_namespace_is_told_nothing_and_uploads_what_it_pushes() {
     let t = teams(common::server_with_policy(
         false,
-        sealvol_serve::ops::Policy {
+        sealvol_serve::Policy {
             private_dedup: vec!["team-a".into()],
+            ..Default::default()
         },
     ));
     let hashes: Vec<Hash> = t.s.file.chunks.iter().map(|c| c.entry.hash).collect();

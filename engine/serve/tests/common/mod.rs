@@ -36,11 +36,11 @@ pub fn server() -> Server {
 /// A repository holding one 4 MiB file, and a server over it with an empty cache when
 /// `cache`, else none (`serve` over a local repository).
 pub fn server_with(cache: bool) -> Server {
-    server_with_policy(cache, sealvol_serve::ops::Policy::default())
+    server_with_policy(cache, sealvol_serve::Policy::default())
 }
 
 /// `server_with`, the server keeping to `policy`.
-pub fn server_with_policy(cache: bool, policy: sealvol_serve::ops::Policy) -> Server {
+pub fn server_with_policy(cache: bool, policy: sealvol_serve::Policy) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     fs::create_dir_all(&src).unwrap();
