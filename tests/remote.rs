@@ -296,3 +296,46 @@ fn small_files_pushed_beside_the_server_pull_through_it_for_a_scoped_key() {
 fn blake3_hex(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
+
+/// A namespace's quota, set as the server starts: a push past it through `--remote` is
+/// refused with the quota, the usage and what frees space, and nothing is sealed;
+/// `settings` shows the usage against it; another namespace pushes on.
+#[test]
+fn a_push_past_its_namespaces_quota_is_refused_and_settings_show_the_usage() {
+    let env = Env::new();
+    env.ok(&["init"]);
+    let served = serve(&env, &["--quota", "team-a=1M"]);
+    let a = served.client(&key(&env, &["a", "--namespace", "team-a"]));
+    let b = served.client(&key(&env, &["b", "--namespace", "team-b"]));
+    let dir = env.path("m");
+    write(&dir.join("model.bin"), &noise(3 << 20, 41));
+    let e = a.fails(1, &["volume", "push", dir.to_str().unwrap(), "team-a/m"]);
+    assert!(
+        e.contains("namespace team-a would pass its quota of 1.0 MiB: it stores 0 B"),
+        "{e}"
+    );
+    assert!(e.contains("sealvol volume gc"), "{e}");
+    assert!(!env.ok(&["volume", "ls"]).contains("team-a/m"));
+    b.ok(&["volume", "push", dir.to_str().unwrap(), "team-b/m"]);
+    let shown = env.ok(&["settings"]);
+    assert!(
+        shown.contains("quota      team-a: 0 B of 1.0 MiB (0%)"),
+        "{shown}"
+    );
+    // Raised: the push goes through, and the usage shows it.
+    env.ok(&["settings", "--quota", "team-a=10M"]);
+    a.ok(&["volume", "push", dir.to_str().unwrap(), "team-a/m"]);
+    let shown: Value = serde_json::from_str(&env.ok(&["settings", "--json"])).unwrap();
+    let used = shown["quotas"][0]["used_bytes"].as_u64().unwrap();
+    assert!((3 << 20..(3 << 20) + 65536).contains(&used), "{shown}");
+    // Bad quotas: one line each, nothing changed.
+    for (arg, says) in [
+        ("team-a", "write NS=SIZE"),
+        ("team-a=0", "a quota of 0 takes nothing"),
+        ("team-a=lots", "lots"),
+        ("Team A=1G", "namespace"),
+    ] {
+        let e = env.fails(2, &["settings", "--quota", arg]);
+        assert!(e.contains(says), "{arg}: {e}");
+    }
+}

@@ -157,9 +157,9 @@ pub enum Command {
         json: bool,
     },
 
-    /// Show or change the repository's settings: the trash's retention and gc's grace period.
+    /// Show or change the repository's settings: the trash's retention, gc's grace period, and namespaces' quotas.
     #[command(
-        after_help = "Examples:\n  sealvol settings\n  sealvol settings --retention 14d\n  sealvol settings --gc-grace 30m\n\nThe grace period must be longer than any push takes between its last check and its\nmanifest (milliseconds); longer also spares long pushes from rewriting their data."
+        after_help = "Examples:\n  sealvol settings\n  sealvol settings --retention 14d\n  sealvol settings --gc-grace 30m\n  sealvol settings --quota team-a=500G --quota team-b=none\n\nA quota counts the stored bytes of the distinct chunks a namespace's versions reference, live and in the trash (a chunk two namespaces hold counts for both), and their signatures; a push, sync or signature past it is refused. Deleting frees quota once gc has purged the versions from the trash.\n\nThe grace period must be longer than any push takes between its last check and its\nmanifest (milliseconds); longer also spares long pushes from rewriting their data."
     )]
     Settings {
         /// How long a deleted version stays restorable, e.g. 7d, 36h.
@@ -168,6 +168,9 @@ pub enum Command {
         /// Garbage collection's grace period, e.g. 15m (at least 1s).
         #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
         gc_grace: Option<std::time::Duration>,
+        /// A namespace's quota, NS=SIZE (500G, 2T), or NS=none to remove it (repeatable).
+        #[arg(long = "quota", value_name = "NS=SIZE", value_parser = quota_arg)]
+        quotas: Vec<(String, Option<u64>)>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -707,6 +710,9 @@ pub struct ServeArgs {
     /// Requests one key may have under way at once; past it, 429 [default: 256].
     #[arg(long, value_name = "N")]
     pub requests_per_key: Option<usize>,
+    /// Set a namespace's quota in the repository's settings as the server starts, NS=SIZE or NS=none (repeatable; the same as `sealvol settings --quota`, kept for every server and writer of the repository).
+    #[arg(long = "quota", value_name = "NS=SIZE", value_parser = quota_arg)]
+    pub quotas: Vec<(String, Option<u64>)>,
     /// Sync jobs running at once, every namespace together [default: 4; config.toml [jobs] running]. Namespaces take turns for them.
     #[arg(long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,
@@ -740,6 +746,24 @@ pub struct ServeArgs {
     /// A namespace never told that a chunk it pushes is held outside it (repeatable): its pushes upload every such chunk, and the server still keeps one copy. Other namespaces learn that some namespace holds a chunk with exactly those bytes, and prove they hold them.
     #[arg(long = "private-dedup", value_name = "NS", value_parser = namespace_name)]
     pub private_dedup: Vec<String>,
+}
+
+/// `--quota NS=SIZE`: a namespace and its quota in bytes, `None` for `NS=none`.
+pub fn quota_arg(s: &str) -> Result<(String, Option<u64>), String> {
+    let (ns, size) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: write NS=SIZE, like team-a=500G, or NS=none"))?;
+    let ns = namespace_name(ns)?;
+    if size == "none" {
+        return Ok((ns, None));
+    }
+    let bytes = crate::config::parse_size(size).map_err(|e| e.message().to_string())?;
+    if bytes == 0 {
+        return Err(format!(
+            "{s}: a quota of 0 takes nothing; write {ns}=none to remove it"
+        ));
+    }
+    Ok((ns, Some(bytes)))
 }
 
 /// `--private-dedup`: a namespace's name.

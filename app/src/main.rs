@@ -169,8 +169,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         Some(Command::Settings {
             retention,
             gc_grace,
+            quotas,
             json,
-        }) => commands::info::settings(&ctx, retention, gc_grace, json),
+        }) => commands::info::settings(&ctx, retention, gc_grace, &quotas, json),
         Some(Command::Repair {
             dry_run,
             read_data,

@@ -103,6 +103,7 @@ pub fn settings(
     ctx: &Ctx,
     retention: Option<std::time::Duration>,
     gc_grace: Option<std::time::Duration>,
+    quotas: &[(String, Option<u64>)],
     as_json: bool,
 ) -> Result<()> {
     if gc_grace.is_some_and(|g| g < MIN_GRACE) {
@@ -118,7 +119,7 @@ pub fn settings(
         );
     }
     let mut repo = ctx.open_repo(false)?;
-    if retention.is_some() || gc_grace.is_some() {
+    if retention.is_some() || gc_grace.is_some() || !quotas.is_empty() {
         repo.change_settings(|c| {
             if let Some(r) = retention {
                 c.retention = r;
@@ -126,18 +127,58 @@ pub fn settings(
             if let Some(g) = gc_grace {
                 c.gc_grace = g;
             }
+            set_quotas(c, quotas);
         })?;
     }
-    let c = repo.config();
+    let c = repo.config().clone();
+    // Each quota with what its namespace stores now.
+    let mut usage = Vec::new();
+    for (ns, quota) in &c.quotas {
+        let name = sealvol_core::Name::parse("namespace", ns)?;
+        usage.push((ns.clone(), *quota, repo.namespace_usage(&name)?));
+    }
     if as_json {
+        let quotas: Vec<_> = usage
+            .iter()
+            .map(|(ns, quota, u)| {
+                serde_json::json!({
+                    "namespace": ns, "quota_bytes": quota, "used_bytes": u.bytes,
+                    "chunks": u.chunks, "versions": u.versions,
+                })
+            })
+            .collect();
         return json(&serde_json::json!({
             "repository": repo.location(),
             "retention_secs": c.retention.as_secs(),
             "gc_grace_secs": c.gc_grace.as_secs(),
+            "quotas": quotas,
         }));
     }
     outln!("retention  {}", span(c.retention))?;
-    outln!("gc grace   {}", span(c.gc_grace))
+    outln!("gc grace   {}", span(c.gc_grace))?;
+    for (ns, quota, u) in &usage {
+        outln!(
+            "quota      {ns}: {} of {} ({:.0}%)",
+            sealvol_views::format::size(u.bytes),
+            sealvol_views::format::size(*quota),
+            u.bytes as f64 * 100.0 / (*quota).max(1) as f64
+        )?;
+    }
+    Ok(())
+}
+
+/// Applies `--quota NS=SIZE` (or `NS=none`) to the settings.
+pub fn set_quotas(c: &mut sealvol_core::repo::RepoConfig, quotas: &[(String, Option<u64>)]) {
+    for (ns, q) in quotas {
+        match q {
+            Some(bytes) => {
+                c.quotas.insert(ns.clone(), *bytes);
+            }
+            None => {
+                c.quotas.remove(ns);
+            }
+        }
+    }
 }
 
 pub fn digest(dir: &Path, as_json: bool) -> Result<()> {

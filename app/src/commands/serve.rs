@@ -28,6 +28,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         no_jobs,
         connections,
         requests_per_key,
+        quotas,
         jobs,
         jobs_per_namespace,
         jobs_per_key,
@@ -99,7 +100,11 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         Some(s) => parse_size(s)?,
         None => ctx.settings.cache_size,
     };
-    let repo = Arc::new(ctx.open_repo(false)?);
+    let mut repo = ctx.open_repo(false)?;
+    if !quotas.is_empty() {
+        repo.change_settings(|c| super::info::set_quotas(c, &quotas))?;
+    }
+    let repo = Arc::new(repo);
     let (keys, made) =
         sealvol_serve::keys::Keys::open(&super::key::dir(ctx), Some(Arc::clone(&repo)))?;
     if let Some(admin) = made {

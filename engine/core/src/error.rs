@@ -46,6 +46,8 @@ pub enum ErrorKind {
     /// A shared server already has as much of this caller's work as it takes (its
     /// jobs queued, its connections): the same request succeeds once some has finished.
     Busy,
+    /// A namespace's quota would be passed (`usage.rs`): nothing was stored.
+    Quota,
     /// Any other I/O failure.
     Io,
 }

@@ -51,6 +51,7 @@ pub mod suggest;
 pub mod summary;
 pub mod testutil;
 pub mod trash;
+pub mod usage;
 pub mod verify;
 pub mod walk;
 

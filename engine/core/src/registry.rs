@@ -817,6 +817,8 @@ impl Repository {
             small_packs: small,
         };
         let bytes = serde_json::to_vec(&manifest).map_err(json_error)?;
+        // Held until the seal is done: the next seal of the namespace counts this one.
+        let _quota = self.keep_quota(volume, &manifest)?;
         self.barrier()?;
         let key = manifest_key(volume, &digest);
         let mut restored = false;

@@ -87,6 +87,9 @@ pub struct RepoConfig {
     /// condemned, and a sweep waits this long after condemning (docs/GC.md).
     #[serde(default = "default_gc_grace", with = "duration_text")]
     pub gc_grace: std::time::Duration,
+    /// Namespace → the most bytes its versions may store (`usage.rs`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub quotas: std::collections::BTreeMap<String, u64>,
 }
 
 /// A deleted version is restorable for 7 days.
@@ -130,6 +133,7 @@ impl RepoConfig {
             pack_target: PACK_TARGET,
             retention: RETENTION,
             gc_grace: GC_GRACE,
+            quotas: Default::default(),
         }
     }
 }
@@ -202,6 +206,15 @@ impl Repository {
         self.store.sync()?;
         self.config_damage = None;
         Ok(kept)
+    }
+
+    /// The settings as stored now, read afresh (another process may have changed them
+    /// since this one opened the repository).
+    pub fn current_config(&self) -> Result<RepoConfig> {
+        match self.store.get(CONFIG_KEY)? {
+            Some(bytes) => parse_config(&self.location, &bytes),
+            None => Ok(self.config.clone()),
+        }
     }
 
     /// Changes repository settings (`retention`, `gc_grace`) by compare-and-swap on

@@ -177,6 +177,7 @@ impl Repository {
             ))
             .hint("no version needs more signers"));
         }
+        let _quota = self.keep_quota_adding(vol, bytes.len() as u64)?;
         let created = self.store().put_if_absent(&key, bytes)?;
         Ok((
             Stored {
@@ -243,6 +244,16 @@ impl Repository {
             out.push(Stored { hash, key, bytes });
         }
         Ok(out)
+    }
+
+    /// The bytes of the signatures stored beside `vol@digest` (a listing).
+    pub fn signature_bytes(&self, vol: &VolumeName, digest: &Digest) -> Result<u64> {
+        Ok(self
+            .store()
+            .list(&folder(vol, digest))?
+            .iter()
+            .map(|o| o.size)
+            .sum())
     }
 
     /// How many signatures are stored beside `vol@digest` (a listing; none is read).

@@ -18,7 +18,7 @@ pub fn of(e: &Error) -> Status {
         // The caller's credentials are fine; the version is not one this node may serve.
         ErrorKind::Untrusted => Code::PermissionDenied,
         ErrorKind::Unavailable => Code::Unavailable,
-        ErrorKind::Busy => Code::ResourceExhausted,
+        ErrorKind::Busy | ErrorKind::Quota => Code::ResourceExhausted,
         ErrorKind::Cancelled => Code::Cancelled,
         ErrorKind::Io => Code::Internal,
     };

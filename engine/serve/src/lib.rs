@@ -19,6 +19,7 @@
 //!   names chunks to it, and `possession`: which chunks a key may name (a hash is not
 //!   a key);
 //! - `peer`: the client a node's read path uses (`read::Peer`);
+//! - `quota`: a push past its namespace's quota refused before its packs are stored;
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `report`: what a server says of itself to `sealvol peers`;
 //! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
@@ -42,6 +43,7 @@ pub mod objects;
 pub mod ops;
 pub mod peer;
 pub mod possession;
+pub mod quota;
 pub mod reach;
 pub mod remote;
 pub mod reply;

@@ -561,6 +561,13 @@ pub async fn put_object(
         return denied(why);
     }
     if let (Object::Pack(id), "absent") = (&obj, q.mode.as_str()) {
+        let (s2, g) = (Arc::clone(s), Arc::clone(&grant));
+        let bytes = announced.unwrap_or(0);
+        let admitted = tokio::task::spawn_blocking(move || s2.quotas.admit_pack(&g, bytes)).await;
+        if let Ok(Err(e)) = admitted {
+            drain(body).await;
+            return failed(e);
+        }
         return put_pack(w.clone(), Arc::clone(&grant), *id, key, body).await;
     }
     let limit = if grant.admin { MAX_OBJECT } else { MAX_PROFILE };

@@ -84,6 +84,8 @@ pub struct Steward {
     sent: Mutex<std::collections::HashMap<(String, Hash), std::time::Instant>>,
     /// Which chunks a key may name, and its challenges.
     pub naming: Naming,
+    /// Pushes past a namespace's quota, refused before their packs are stored.
+    pub quotas: crate::quota::Quotas,
 }
 
 /// How long a chunk list a key sent lets its seals name the file.
@@ -104,6 +106,7 @@ impl Steward {
             known: Arc::clone(&known),
             reach,
             lists: Arc::new(Lists::new(Arc::clone(&repo), Arc::clone(&known))),
+            quotas: crate::quota::Quotas::new(Arc::clone(&repo)),
             repo,
             turns: Mutex::default(),
             all_turns: Arc::new(tokio::sync::Semaphore::new(
@@ -601,6 +604,7 @@ pub async fn seal(
             &small_packs,
         )?;
         s.reach.sealed(&vol, sealed.digest, &req.entries);
+        s.quotas.sealed(&vol.namespace.to_string());
         Ok(sealed)
     })
     .await;

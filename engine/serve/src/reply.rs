@@ -76,6 +76,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::Collected | ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Busy => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Quota => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

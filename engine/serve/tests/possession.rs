@@ -392,3 +392,48 @@ fn a_challenge_is_the_keys_own_and_this_servers() {
     );
     assert_eq!(answer, vec![1]);
 }
+
+/// A key of one namespace past its quota: its pack is refused before it is stored,
+/// with the quota, the usage and what frees space; under the quota it is taken.
+#[test]
+fn a_pack_past_its_namespaces_quota_is_refused_before_it_is_stored() {
+    let s = common::server();
+    let used = s
+        .repo
+        .namespace_usage(&sealvol_core::Name::parse("namespace", "t").unwrap())
+        .unwrap()
+        .bytes;
+    let mut repo =
+        sealvol_core::Repository::open_local(&s.dir.path().join("repo"), false, false).unwrap();
+    repo.change_settings(|c| {
+        c.quotas.insert("t".into(), used + 1000);
+    })
+    .unwrap();
+    let team = sealvol_serve::keys::create(&s.place(), "team-t", false, vec!["t".into()]).unwrap();
+    let pack = vec![7u8; 4096];
+    let id = Hash::of(&pack).hex();
+    let path = format!("/v1/objects/packs/{}/{id}?mode=absent", &id[..2]);
+    let (status, _, body) = s.ask(&team, "PUT", &path, pack);
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 507, "{body}");
+    assert!(
+        body.contains("namespace t would pass its quota of"),
+        "{body}"
+    );
+    assert!(body.contains("volume gc"), "{body}");
+    assert!(
+        !s.dir
+            .path()
+            .join("repo/packs")
+            .join(&id[..2])
+            .join(&id)
+            .exists()
+    );
+    // Raised: the same upload gets past the quota (and on to the pack's own checks).
+    repo.change_settings(|c| {
+        c.quotas.insert("t".into(), used + (1 << 20));
+    })
+    .unwrap();
+    let (status, _, body) = s.ask(&team, "PUT", &path, vec![7u8; 4096]);
+    assert_ne!(status, 507, "{}", String::from_utf8_lossy(&body));
+}
