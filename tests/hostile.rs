@@ -607,6 +607,16 @@ fn paths_and_ranges_a_client_makes_up_are_refused_and_hurt_nothing() {
     t.still_whole();
 }
 
+/// Sends a GET of pack `pack` (hex) with `key` on `c`, and reads nothing.
+fn ask_for_pack(c: &mut TcpStream, addr: &str, pack: &str, key: &str) {
+    write!(
+        c,
+        "GET /v1/objects/packs/{}/{pack} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n",
+        &pack[..2],
+    )
+    .unwrap();
+}
+
 #[test]
 fn stalled_slow_and_idle_clients_pin_no_memory_and_stop_no_one() {
     let t = teams();
@@ -656,13 +666,7 @@ fn stalled_slow_and_idle_clients_pin_no_memory_and_stop_no_one() {
     let mut slow = Vec::new();
     for _ in 0..100 {
         let mut c = open();
-        write!(
-            c,
-            "GET /v1/objects/packs/{}/{pack} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
-            &pack[..2],
-            t.served.key
-        )
-        .unwrap();
+        ask_for_pack(&mut c, &addr, &pack, &t.served.key);
         slow.push(c);
     }
     std::thread::sleep(Duration::from_secs(2));
@@ -735,13 +739,7 @@ fn a_thousand_idle_connections_and_slow_readers_keep_no_other_team_out() {
         });
         c.set_nonblocking(false).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        write!(
-            c,
-            "GET /v1/objects/packs/{}/{pack} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
-            &pack[..2],
-            t.served.key
-        )
-        .unwrap();
+        ask_for_pack(&mut c, &addr, &pack, &t.served.key);
         slow.push(c);
     }
     // Each slow reader has its head: 200 (under way, and not read) or 429 (past the

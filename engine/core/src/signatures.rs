@@ -191,11 +191,18 @@ impl Repository {
 
     fn signature_keys(&self, vol: &VolumeName, digest: &Digest) -> Result<Vec<String>> {
         Ok(self
-            .store()
-            .list(&folder(vol, digest))?
+            .signature_objects(vol, digest)?
             .into_iter()
             .map(|o| o.key)
             .collect())
+    }
+
+    fn signature_objects(
+        &self,
+        vol: &VolumeName,
+        digest: &Digest,
+    ) -> Result<Vec<crate::store::ObjectInfo>> {
+        self.store().list(&folder(vol, digest))
     }
 
     /// The signatures stored beside `vol@digest`, oldest name first; one whose bytes
@@ -249,8 +256,7 @@ impl Repository {
     /// The bytes of the signatures stored beside `vol@digest` (a listing).
     pub fn signature_bytes(&self, vol: &VolumeName, digest: &Digest) -> Result<u64> {
         Ok(self
-            .store()
-            .list(&folder(vol, digest))?
+            .signature_objects(vol, digest)?
             .iter()
             .map(|o| o.size)
             .sum())
