@@ -328,6 +328,11 @@ fn a_push_past_its_namespaces_quota_is_refused_and_settings_show_the_usage() {
     let shown: Value = serde_json::from_str(&env.ok(&["settings", "--json"])).unwrap();
     let used = shown["quotas"][0]["used_bytes"].as_u64().unwrap();
     assert!((3 << 20..(3 << 20) + 65536).contains(&used), "{shown}");
+    // Through the server, a key sees the quotas of its own namespaces.
+    env.ok(&["settings", "--quota", "team-b=1G"]);
+    let theirs = a.ok(&["settings"]);
+    assert!(theirs.contains("quota      team-a: 3.0 MiB of 10.0 MiB"), "{theirs}");
+    assert!(!theirs.contains("team-b"), "{theirs}");
     // Bad quotas: one line each, nothing changed.
     for (arg, says) in [
         ("team-a", "write NS=SIZE"),

@@ -146,6 +146,45 @@ impl Repository {
     }
 }
 
+/// A writer's account against its namespace's quota: what the namespace stored when
+/// the writer began, and what the writer has said it adds since. It refuses what would
+/// pass the quota before those bytes are fetched or stored; the seal checks again.
+#[derive(Debug)]
+pub struct Allowance {
+    ns: String,
+    quota: u64,
+    used: u64,
+}
+
+impl Allowance {
+    /// Counts `bytes` more, or refuses them past the quota.
+    pub fn take(&mut self, bytes: u64) -> Result<()> {
+        if self.used.saturating_add(bytes) > self.quota {
+            return Err(over_quota(&self.ns, self.quota, self.used, bytes));
+        }
+        self.used += bytes;
+        Ok(())
+    }
+}
+
+impl Repository {
+    /// The account of a writer of namespace `ns`, if it has a quota; none through a
+    /// server (which keeps the quota itself).
+    pub fn allowance(&self, ns: &Name) -> Result<Option<Allowance>> {
+        if self.remote().is_some() {
+            return Ok(None);
+        }
+        let Some(quota) = self.quota(ns.as_str())? else {
+            return Ok(None);
+        };
+        Ok(Some(Allowance {
+            ns: ns.to_string(),
+            quota,
+            used: self.namespace_usage(ns)?.bytes,
+        }))
+    }
+}
+
 /// One namespace's seals in this process, one at a time.
 #[derive(Default)]
 struct Gate {

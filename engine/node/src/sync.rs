@@ -195,9 +195,15 @@ fn run_logged(
     let todo = announce(opts.progress, &listing, &shown, &files);
     let mut fetched = Fetched::default();
     let all = batches(&todo, |i| objects[i].size, opts.batch_bytes);
+    // A namespace with a quota: each batch is refused before it is fetched if its
+    // bytes (before deduplication: at most what it adds) would pass it.
+    let mut allowance = repo.allowance(&volume.namespace)?;
     for (n, batch) in all.iter().enumerate() {
         if opts.cancel.load(Ordering::Relaxed) {
             return Err(Error::cancelled());
+        }
+        if let Some(a) = allowance.as_mut() {
+            a.take(batch.iter().map(|&i| objects[i].size).sum())?;
         }
         let got = fetch_batch(repo, &mut index, &*remote, objects, batch, opts)?;
         let mut remember = Vec::with_capacity(batch.len());

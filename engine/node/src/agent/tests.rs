@@ -56,6 +56,8 @@ impl Gate {
 /// one small file at once.
 struct FakeSources {
     gate: Arc<Gate>,
+    /// Files opened for reading, over all jobs.
+    opened: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Connector for FakeSources {
@@ -70,6 +72,7 @@ impl Connector for FakeSources {
         Ok(Box::new(FakeRemote {
             bucket: url.to_string(),
             gate: self.gate.clone(),
+            opened: self.opened.clone(),
             notes,
             cancel,
         }))
@@ -79,6 +82,7 @@ impl Connector for FakeSources {
 struct FakeRemote {
     bucket: String,
     gate: Arc<Gate>,
+    opened: Arc<std::sync::atomic::AtomicUsize>,
     notes: Notes,
     cancel: Arc<AtomicBool>,
 }
@@ -113,14 +117,15 @@ impl Remote for FakeRemote {
     }
 
     fn fetch(&self, objects: Vec<Object>, _streams: usize) -> Box<dyn Fetch + '_> {
-        Box::new(FakeFetch(objects))
+        Box::new(FakeFetch(objects, self.opened.clone()))
     }
 }
 
-struct FakeFetch(Vec<Object>);
+struct FakeFetch(Vec<Object>, Arc<std::sync::atomic::AtomicUsize>);
 
 impl sealvol_core::push::Inputs for FakeFetch {
     fn open(&self, i: usize) -> Result<Box<dyn Read + Send + '_>> {
+        self.1.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(std::io::Cursor::new(vec![
             i as u8;
             self.0[i].size as usize
@@ -143,7 +148,8 @@ impl Fetch for FakeFetch {
 struct Setup {
     agent: Agent,
     gate: Arc<Gate>,
-    _tmp: tempfile::TempDir,
+    opened: Arc<std::sync::atomic::AtomicUsize>,
+    tmp: tempfile::TempDir,
 }
 
 fn agent(limits: Limits) -> Setup {
@@ -158,14 +164,19 @@ fn agent(limits: Limits) -> Setup {
         mirrors: None,
         limits,
     };
-    let connector = Arc::new(FakeSources { gate: gate.clone() });
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let connector = Arc::new(FakeSources {
+        gate: gate.clone(),
+        opened: opened.clone(),
+    });
     let agent = Agent::start(repo, &tmp.path().join("state"), settings, Some(connector))
         .unwrap()
         .expect("no other agent");
     Setup {
         agent,
         gate,
-        _tmp: tmp,
+        opened,
+        tmp,
     }
 }
 
@@ -299,4 +310,32 @@ fn a_job_waiting_out_retries_lets_another_run_in_its_only_slot() {
     );
     s.gate.open();
     assert_eq!(ended(&s.agent, a.id).state, JobState::Ready);
+}
+
+#[test]
+fn a_sync_past_its_namespaces_quota_fails_before_it_fetches_a_byte() {
+    let s = agent(Limits::SERVER);
+    let mut repo = Repository::open_local(&s.tmp.path().join("repo"), false, false).unwrap();
+    repo.change_settings(|c| {
+        c.quotas.insert("team-a".into(), 100);
+    })
+    .unwrap();
+    let a = s
+        .agent
+        .submit(spec("s3://quick/m/", "team-a/m", "a"))
+        .unwrap();
+    let failed = ended(&s.agent, a.id);
+    assert_eq!(failed.state, JobState::Failed);
+    let reason = failed.reason.unwrap_or_default();
+    assert!(
+        reason.contains("namespace team-a would pass its quota of 100 B: it stores 0 B and this adds 1.0 KiB"),
+        "{reason}"
+    );
+    assert_eq!(s.opened.load(Ordering::SeqCst), 0, "nothing was fetched");
+    let b = s
+        .agent
+        .submit(spec("s3://quick/m/", "team-b/m", "b"))
+        .unwrap();
+    assert_eq!(ended(&s.agent, b.id).state, JobState::Ready);
+    assert_eq!(s.opened.load(Ordering::SeqCst), 1);
 }
