@@ -331,8 +331,28 @@ fn a_push_past_its_namespaces_quota_is_refused_and_settings_show_the_usage() {
     // Through the server, a key sees the quotas of its own namespaces.
     env.ok(&["settings", "--quota", "team-b=1G"]);
     let theirs = a.ok(&["settings"]);
-    assert!(theirs.contains("quota      team-a: 3.0 MiB of 10.0 MiB"), "{theirs}");
+    assert!(
+        theirs.contains("quota      team-a: 3.0 MiB of 10.0 MiB"),
+        "{theirs}"
+    );
     assert!(!theirs.contains("team-b"), "{theirs}");
+    // And in the server's metrics.
+    let (status, body) = common::servers::get_as(&served.addr, Some(&served.key), "/metrics");
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains(&format!(
+            "sealvol_serve_quota_bytes{{namespace=\"team-a\"}} {}",
+            10 << 20
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "sealvol_serve_quota_used_bytes{{namespace=\"team-a\"}} {used}"
+        )),
+        "{text}"
+    );
     // Bad quotas: one line each, nothing changed.
     for (arg, says) in [
         ("team-a", "write NS=SIZE"),

@@ -143,6 +143,8 @@ pub struct ChunkService {
     pub counters: Counters,
     /// The scheduled collections (`maintenance.rs`), for `/metrics`.
     pub gc: Arc<crate::maintenance::GcStats>,
+    /// Namespaces' quotas and what they store (`quota.rs`), for pushes and `/metrics`.
+    pub quotas: Arc<crate::quota::Quotas>,
     /// This server's instance id (`/v1/ring/id`).
     id: String,
     /// The ring's keys, with which this server proves it is one of the ring's.
@@ -222,6 +224,7 @@ impl ChunkService {
         });
         ChunkService {
             gc: Arc::default(),
+            quotas: Arc::new(crate::quota::Quotas::new(Arc::clone(&repo))),
             known: Arc::new(crate::known::Known::new(Arc::clone(&repo))),
             repo,
             cache,

@@ -114,6 +114,7 @@ impl Served {
         let steward = Arc::new(Steward::new(
             Arc::clone(chunks.repository()),
             Arc::clone(chunks.known()),
+            Arc::clone(&chunks.quotas),
             policy,
         ));
         Served {
@@ -728,11 +729,17 @@ fn immutable(etag: &str) -> HeaderMap {
 }
 
 async fn metrics(State(served): State<Served>) -> impl IntoResponse {
+    // Off the async threads: a namespace's usage may be counted from its versions.
+    let text = tokio::task::spawn_blocking(move || {
+        crate::metrics::serve_text(&served.chunks, &served.keys)
+    })
+    .await
+    .unwrap_or_default();
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        crate::metrics::serve_text(&served.chunks, &served.keys),
+        text,
     )
 }

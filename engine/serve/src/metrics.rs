@@ -206,6 +206,26 @@ pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> St
         "Seconds since the repository's key list was last read (0 for this server's own list).",
         &[(String::new(), age)],
     );
+    let quotas = service.quotas.report();
+    let label = |ns: &str| format!("namespace=\"{ns}\"");
+    t.family(
+        "quota_bytes",
+        "gauge",
+        "A namespace's quota (sealvol settings --quota).",
+        &quotas
+            .iter()
+            .map(|(ns, q, _)| (label(ns), *q as f64))
+            .collect::<Vec<_>>(),
+    );
+    t.family(
+        "quota_used_bytes",
+        "gauge",
+        "What a namespace with a quota stores: its versions' distinct chunks, live and in the trash, and their signatures (counted at most 10 s ago).",
+        &quotas
+            .iter()
+            .map(|(ns, _, used)| (label(ns), *used as f64))
+            .collect::<Vec<_>>(),
+    );
     t.histogram(
         "request_seconds",
         "How long chunk and run requests took to answer.",

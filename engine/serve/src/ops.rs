@@ -85,7 +85,7 @@ pub struct Steward {
     /// Which chunks a key may name, and its challenges.
     pub naming: Naming,
     /// Pushes past a namespace's quota, refused before their packs are stored.
-    pub quotas: crate::quota::Quotas,
+    pub quotas: Arc<crate::quota::Quotas>,
 }
 
 /// How long a chunk list a key sent lets its seals name the file.
@@ -94,7 +94,12 @@ const SENT_FOR: std::time::Duration = std::time::Duration::from_secs(3600);
 const MAX_SENT: usize = 1 << 20;
 
 impl Steward {
-    pub fn new(repo: Arc<Repository>, known: Arc<Known>, policy: &crate::Policy) -> Steward {
+    pub fn new(
+        repo: Arc<Repository>,
+        known: Arc<Known>,
+        quotas: Arc<crate::quota::Quotas>,
+        policy: &crate::Policy,
+    ) -> Steward {
         let reach = Arc::new(Reach::new(Arc::clone(&repo)));
         Steward {
             naming: Naming::new(
@@ -106,7 +111,7 @@ impl Steward {
             known: Arc::clone(&known),
             reach,
             lists: Arc::new(Lists::new(Arc::clone(&repo), Arc::clone(&known))),
-            quotas: crate::quota::Quotas::new(Arc::clone(&repo)),
+            quotas,
             repo,
             turns: Mutex::default(),
             all_turns: Arc::new(tokio::sync::Semaphore::new(

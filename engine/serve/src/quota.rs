@@ -67,6 +67,28 @@ impl Quotas {
         Ok(used)
     }
 
+    /// Each namespace with a quota: the quota, and what it stores (counted at most
+    /// `FRESH` ago), for `/metrics`. A namespace that cannot be counted is left out.
+    pub fn report(&self) -> Vec<(String, u64, u64)> {
+        let quotas = match self.repo.current_config() {
+            Ok(c) => c.quotas,
+            Err(e) => {
+                tracing::warn!("quotas: {e}");
+                return Vec::new();
+            }
+        };
+        quotas
+            .into_iter()
+            .filter_map(|(ns, quota)| match self.used(&ns) {
+                Ok(used) => Some((ns, quota, used)),
+                Err(e) => {
+                    tracing::warn!("usage of {ns}: {e}");
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// A version was sealed in `ns`: count it again when next asked.
     pub fn sealed(&self, ns: &str) {
         sealvol_core::lock(&self.counted).remove(ns);

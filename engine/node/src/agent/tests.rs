@@ -328,7 +328,9 @@ fn a_sync_past_its_namespaces_quota_fails_before_it_fetches_a_byte() {
     assert_eq!(failed.state, JobState::Failed);
     let reason = failed.reason.unwrap_or_default();
     assert!(
-        reason.contains("namespace team-a would pass its quota of 100 B: it stores 0 B and this adds 1.0 KiB"),
+        reason.contains(
+            "namespace team-a would pass its quota of 100 B: it stores 0 B and this adds 1.0 KiB"
+        ),
         "{reason}"
     );
     assert_eq!(s.opened.load(Ordering::SeqCst), 0, "nothing was fetched");
