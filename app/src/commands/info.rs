@@ -34,6 +34,10 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     // The repository's own settings, if there is one yet.
     let repo = ctx.open_repo(false).ok();
     let repo_settings = repo.as_ref().map(|r| r.config());
+    let quotas = match &repo {
+        Some(r) => quota_usage(r)?,
+        None => Vec::new(),
+    };
     let from = |key: &str| s.origins.get(key).cloned().unwrap_or_default();
     if as_json {
         return json(&serde_json::json!({
@@ -51,6 +55,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
             "sync_streams": s.sync_streams,
             "retention_secs": repo_settings.map(|c| c.retention.as_secs()),
             "gc_grace_secs": repo_settings.map(|c| c.gc_grace.as_secs()),
+            "quotas": quotas_json(&quotas),
             "sources": s.origins,
         }));
     }
@@ -88,7 +93,10 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
         Some(c) => {
             let shown = "the repository (`sealvol settings`)".to_string();
             row("retention", span(c.retention), shown.clone());
-            row("gc grace", span(c.gc_grace), shown);
+            row("gc grace", span(c.gc_grace), shown.clone());
+            for q in &quotas {
+                row(&format!("quota {}", q.0), quota_text(q), shown.clone());
+            }
         }
         None => row("retention", "-".into(), "(no repository yet)".into()),
     }
@@ -131,10 +139,31 @@ pub fn settings(
         })?;
     }
     let c = repo.config().clone();
-    // Each quota with what its namespace stores now: through a server, those of the
-    // namespaces the key sees.
+    let usage = quota_usage(&repo)?;
+    if as_json {
+        return json(&serde_json::json!({
+            "repository": repo.location(),
+            "retention_secs": c.retention.as_secs(),
+            "gc_grace_secs": c.gc_grace.as_secs(),
+            "quotas": quotas_json(&usage),
+        }));
+    }
+    outln!("retention  {}", span(c.retention))?;
+    outln!("gc grace   {}", span(c.gc_grace))?;
+    for q in &usage {
+        outln!("quota      {}: {}", q.0, quota_text(q))?;
+    }
+    Ok(())
+}
+
+/// A namespace, its quota, and what it stores.
+type QuotaUsage = (String, u64, sealvol_core::usage::Usage);
+
+/// Each quota of the repository with what its namespace stores now: through a server,
+/// those of the namespaces the key sees.
+fn quota_usage(repo: &sealvol_core::Repository) -> Result<Vec<QuotaUsage>> {
     let mut usage = Vec::new();
-    for (ns, quota) in &c.quotas {
+    for (ns, quota) in &repo.config().quotas {
         let name = sealvol_core::Name::parse("namespace", ns)?;
         match repo.namespace_usage(&name) {
             Ok(u) => usage.push((ns.clone(), *quota, u)),
@@ -142,34 +171,29 @@ pub fn settings(
             Err(e) => return Err(e),
         }
     }
-    if as_json {
-        let quotas: Vec<_> = usage
-            .iter()
-            .map(|(ns, quota, u)| {
-                serde_json::json!({
-                    "namespace": ns, "quota_bytes": quota, "used_bytes": u.bytes,
-                    "chunks": u.chunks, "versions": u.versions,
-                })
+    Ok(usage)
+}
+
+fn quotas_json(usage: &[QuotaUsage]) -> Vec<serde_json::Value> {
+    usage
+        .iter()
+        .map(|(ns, quota, u)| {
+            serde_json::json!({
+                "namespace": ns, "quota_bytes": quota, "used_bytes": u.bytes,
+                "chunks": u.chunks, "versions": u.versions,
             })
-            .collect();
-        return json(&serde_json::json!({
-            "repository": repo.location(),
-            "retention_secs": c.retention.as_secs(),
-            "gc_grace_secs": c.gc_grace.as_secs(),
-            "quotas": quotas,
-        }));
-    }
-    outln!("retention  {}", span(c.retention))?;
-    outln!("gc grace   {}", span(c.gc_grace))?;
-    for (ns, quota, u) in &usage {
-        outln!(
-            "quota      {ns}: {} of {} ({:.0}%)",
-            sealvol_views::format::size(u.bytes),
-            sealvol_views::format::size(*quota),
-            u.bytes as f64 * 100.0 / (*quota).max(1) as f64
-        )?;
-    }
-    Ok(())
+        })
+        .collect()
+}
+
+/// `3.0 MiB of 10.0 MiB (30%)`.
+fn quota_text((_, quota, u): &QuotaUsage) -> String {
+    format!(
+        "{} of {} ({:.0}%)",
+        size(u.bytes),
+        size(*quota),
+        u.bytes as f64 * 100.0 / (*quota).max(1) as f64
+    )
 }
 
 /// Applies `--quota NS=SIZE` (or `NS=none`) to the settings.
