@@ -95,6 +95,7 @@ pub fn volumes() -> FrameView {
                 ),
             ],
             selected: 2,
+            quotas: Vec::new(),
         }),
         status: status("4 volumes in 3 namespaces"),
         overlay: None,
@@ -642,6 +643,7 @@ pub fn all() -> Vec<(&'static str, FrameView)> {
         ("jobs-empty", jobs_empty()),
         ("versions-damaged", versions_damaged()),
         ("volumes-damaged", volumes_damaged()),
+        ("volumes-quotas", volumes_quotas()),
         ("trash", trash()),
         ("trash-empty", trash_empty()),
         ("confirm-delete", confirm_delete()),
@@ -957,6 +959,23 @@ pub fn volumes_damaged() -> FrameView {
         v.rows[3].damaged = 2;
     }
     f.status = status("2 damaged objects in weights/tiny-llama: `sealvol volume verify`");
+    f
+}
+
+/// Namespaces with quotas: the fullest first on the bottom line, one nearly full.
+pub fn volumes_quotas() -> FrameView {
+    let mut f = volumes();
+    if let Body::Volumes(v) = &mut f.body {
+        let line = |ns: &str, used: u64, quota: u64| crate::volumes::QuotaLine {
+            namespace: ns.into(),
+            used,
+            quota,
+        };
+        v.quotas = vec![
+            line("adapters", 3 << 20, 1 << 30),
+            line("weights", 475 << 30, 500 << 30),
+        ];
+    }
     f
 }
 

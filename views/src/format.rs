@@ -19,6 +19,16 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// A namespace's usage against its quota: `3.0 MiB of 10.0 MiB (30%)`.
+pub fn quota(used: u64, quota: u64) -> String {
+    format!(
+        "{} of {} ({:.0}%)",
+        size(used),
+        size(quota),
+        used as f64 * 100.0 / quota.max(1) as f64
+    )
+}
+
 /// `2026-11-29T23:45:08.123Z` → `2026-11-29 23:45`.
 pub fn when(rfc3339: &str) -> String {
     rfc3339.replace('T', " ").chars().take(16).collect()

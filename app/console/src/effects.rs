@@ -57,6 +57,8 @@ pub struct RollbackRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     LoadVolumes,
+    /// Each namespace's quota with what it stores (the Volumes screen's footer).
+    LoadQuotas,
     LoadVersions(VolumeName),
     /// Where the volume's versions (or one) stand under the trust policy.
     LoadSigning(VolumeName, Option<Digest>),
@@ -115,6 +117,7 @@ pub enum Opened {
 #[derive(Debug)]
 pub enum Loaded {
     Volumes(Vec<VolumeInfo>),
+    Quotas(Vec<sealvol_core::usage::QuotaUsage>),
     Versions(VolumeName, Vec<VersionInfo>),
     Signing(VolumeName, Vec<(Digest, Standing)>),
     Tags(VolumeName, Vec<TagFile>),
@@ -203,6 +206,7 @@ pub fn perform(api: &dyn Api, e: Effect) -> Option<Loaded> {
     let refused = |e| Loaded::Refused(text(e));
     Some(match e {
         Effect::LoadVolumes => api.volumes().map(Loaded::Volumes).unwrap_or_else(failed),
+        Effect::LoadQuotas => api.quotas().map(Loaded::Quotas).unwrap_or_else(failed),
         Effect::LoadMounts => api.mounts().map(Loaded::Mounts).unwrap_or_else(failed),
         Effect::LoadJobs(id) => match api.jobs() {
             Ok(jobs) => {

@@ -625,7 +625,7 @@ impl Model {
                 return self.reload();
             }
             // The volumes list takes its data wherever the console is.
-            l @ Loaded::Volumes(_) => {
+            l @ (Loaded::Volumes(_) | Loaded::Quotas(_)) => {
                 let on_top = self.above.is_empty();
                 self.root.on_loaded(l, &mut self.ctx, on_top);
             }

@@ -8,6 +8,7 @@ use sealvol_core::Result;
 use super::Ctx;
 use crate::config;
 use crate::output::{json, size, table};
+use sealvol_core::usage::QuotaUsage;
 use sealvol_views::format::span;
 
 /// `sealvol init`: a new repository at the address in effect.
@@ -35,7 +36,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false).ok();
     let repo_settings = repo.as_ref().map(|r| r.config());
     let quotas = match &repo {
-        Some(r) => quota_usage(r)?,
+        Some(r) => r.quotas()?,
         None => Vec::new(),
     };
     let from = |key: &str| s.origins.get(key).cloned().unwrap_or_default();
@@ -95,7 +96,11 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
             row("retention", span(c.retention), shown.clone());
             row("gc grace", span(c.gc_grace), shown.clone());
             for q in &quotas {
-                row(&format!("quota {}", q.0), quota_text(q), shown.clone());
+                row(
+                    &format!("quota {}", q.namespace),
+                    sealvol_views::format::quota(q.usage.bytes, q.quota),
+                    shown.clone(),
+                );
             }
         }
         None => row("retention", "-".into(), "(no repository yet)".into()),
@@ -139,7 +144,7 @@ pub fn settings(
         })?;
     }
     let c = repo.config().clone();
-    let usage = quota_usage(&repo)?;
+    let usage = repo.quotas()?;
     if as_json {
         return json(&serde_json::json!({
             "repository": repo.location(),
@@ -151,49 +156,25 @@ pub fn settings(
     outln!("retention  {}", span(c.retention))?;
     outln!("gc grace   {}", span(c.gc_grace))?;
     for q in &usage {
-        outln!("quota      {}: {}", q.0, quota_text(q))?;
+        outln!(
+            "quota      {}: {}",
+            q.namespace,
+            sealvol_views::format::quota(q.usage.bytes, q.quota)
+        )?;
     }
     Ok(())
 }
 
-/// A namespace, its quota, and what it stores.
-type QuotaUsage = (String, u64, sealvol_core::usage::Usage);
-
-/// Each quota of the repository with what its namespace stores now: through a server,
-/// those of the namespaces the key sees.
-fn quota_usage(repo: &sealvol_core::Repository) -> Result<Vec<QuotaUsage>> {
-    let mut usage = Vec::new();
-    for (ns, quota) in &repo.config().quotas {
-        let name = sealvol_core::Name::parse("namespace", ns)?;
-        match repo.namespace_usage(&name) {
-            Ok(u) => usage.push((ns.clone(), *quota, u)),
-            Err(e) if e.kind() == sealvol_core::ErrorKind::Denied => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(usage)
-}
-
-fn quotas_json(usage: &[QuotaUsage]) -> Vec<serde_json::Value> {
-    usage
+fn quotas_json(quotas: &[QuotaUsage]) -> Vec<serde_json::Value> {
+    quotas
         .iter()
-        .map(|(ns, quota, u)| {
+        .map(|q| {
             serde_json::json!({
-                "namespace": ns, "quota_bytes": quota, "used_bytes": u.bytes,
-                "chunks": u.chunks, "versions": u.versions,
+                "namespace": q.namespace, "quota_bytes": q.quota, "used_bytes": q.usage.bytes,
+                "chunks": q.usage.chunks, "versions": q.usage.versions,
             })
         })
         .collect()
-}
-
-/// `3.0 MiB of 10.0 MiB (30%)`.
-fn quota_text((_, quota, u): &QuotaUsage) -> String {
-    format!(
-        "{} of {} ({:.0}%)",
-        size(u.bytes),
-        size(*quota),
-        u.bytes as f64 * 100.0 / (*quota).max(1) as f64
-    )
 }
 
 /// Applies `--quota NS=SIZE` (or `NS=none`) to the settings.

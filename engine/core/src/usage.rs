@@ -146,6 +146,34 @@ impl Repository {
     }
 }
 
+/// A namespace with a quota, and what it stores.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct QuotaUsage {
+    pub namespace: String,
+    pub quota: u64,
+    pub usage: Usage,
+}
+
+impl Repository {
+    /// Each quota with what its namespace stores now: through a server, those of the
+    /// namespaces the key sees.
+    pub fn quotas(&self) -> Result<Vec<QuotaUsage>> {
+        let mut out = Vec::new();
+        for (ns, quota) in &self.current_config()?.quotas {
+            match self.namespace_usage(&Name::parse("namespace", ns)?) {
+                Ok(usage) => out.push(QuotaUsage {
+                    namespace: ns.clone(),
+                    quota: *quota,
+                    usage,
+                }),
+                Err(e) if e.kind() == ErrorKind::Denied => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A writer's account against its namespace's quota: what the namespace stored when
 /// the writer began, and what the writer has said it adds since. It refuses what would
 /// pass the quota before those bytes are fetched or stored; the seal checks again.

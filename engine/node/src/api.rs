@@ -25,6 +25,8 @@ pub trait Api: Send + Sync {
     /// Where the data lives, for people: a path or a URL.
     fn location(&self) -> String;
     fn volumes(&self) -> Result<Vec<VolumeInfo>>;
+    /// Each namespace's quota with what it stores (those this caller sees).
+    fn quotas(&self) -> Result<Vec<sealvol_core::usage::QuotaUsage>>;
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>>;
     fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest>;
     /// A version's files with chunk counts and bytes shared with the previous version.
@@ -199,6 +201,9 @@ impl Api for Node {
     fn volumes(&self) -> Result<Vec<VolumeInfo>> {
         Api::volumes(&self.repo)
     }
+    fn quotas(&self) -> Result<Vec<sealvol_core::usage::QuotaUsage>> {
+        Api::quotas(&self.repo)
+    }
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
         Api::versions(&self.repo, volume)
     }
@@ -306,6 +311,10 @@ impl Api for Repository {
 
     fn volumes(&self) -> Result<Vec<VolumeInfo>> {
         self.volume_infos(None)
+    }
+
+    fn quotas(&self) -> Result<Vec<sealvol_core::usage::QuotaUsage>> {
+        Repository::quotas(self)
     }
 
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {

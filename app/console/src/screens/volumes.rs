@@ -5,7 +5,7 @@ use super::Hint;
 use sealvol_core::refs::VolumeName;
 use sealvol_core::registry::VolumeInfo;
 use sealvol_views::Body;
-use sealvol_views::volumes::{VolumeRow, VolumesView};
+use sealvol_views::volumes::{QuotaLine, VolumeRow, VolumesView};
 
 use super::{Ctx, Go, Kind, Reply, Screen, pick, versions::Versions};
 use crate::action::Action;
@@ -14,6 +14,7 @@ use crate::effects::{Effect, Loaded};
 #[derive(Default)]
 pub struct Volumes {
     volumes: Vec<VolumeInfo>,
+    quotas: Vec<sealvol_core::usage::QuotaUsage>,
     sel: usize,
 }
 
@@ -58,10 +59,14 @@ impl Screen for Volumes {
     }
 
     fn load(&self, _ctx: &Ctx) -> Vec<Effect> {
-        vec![Effect::LoadMounts, Effect::LoadVolumes]
+        vec![Effect::LoadMounts, Effect::LoadVolumes, Effect::LoadQuotas]
     }
 
     fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, on_top: bool) {
+        if let Loaded::Quotas(q) = l {
+            self.quotas = q;
+            return;
+        }
         if let Loaded::Volumes(v) = l {
             self.volumes = v;
             let n = self.volumes.len();
@@ -128,6 +133,15 @@ impl Screen for Volumes {
                 empty,
                 rows,
                 selected: self.sel,
+                quotas: self
+                    .quotas
+                    .iter()
+                    .map(|q| QuotaLine {
+                        namespace: q.namespace.clone(),
+                        used: q.usage.bytes,
+                        quota: q.quota,
+                    })
+                    .collect(),
             })
         }
     }

@@ -1078,3 +1078,31 @@ fn the_tags_screen_shows_the_time_a_tag_has_left() {
         .collect();
     assert_eq!(left, [("preview", Some("6d 23h")), ("prod", None)]);
 }
+
+/// A namespace with a quota: the Volumes screen shows what it stores against it, and
+/// a namespace without one is not named.
+#[test]
+fn the_volumes_screen_shows_each_quota_and_its_usage() {
+    let mut h = harness(false);
+    h.node
+        .repo
+        .change_settings(|c| {
+            c.quotas.insert("weights".into(), 1 << 20);
+        })
+        .unwrap();
+    // Reloaded (`r`), the screen asks for the quotas with the volumes.
+    h.keys("r");
+    let frame = h.model.frame(&h.keys);
+    let sealvol_views::Body::Volumes(v) = &frame.body else {
+        panic!("not the volumes screen")
+    };
+    assert_eq!(v.quotas.len(), 1);
+    assert_eq!(v.quotas[0].namespace, "weights");
+    assert_eq!(v.quotas[0].quota, 1 << 20);
+    // Two versions of three bytes each: their chunks, as stored.
+    assert!(
+        v.quotas[0].used > 0 && v.quotas[0].used < 1024,
+        "{:?}",
+        v.quotas
+    );
+}
