@@ -111,6 +111,11 @@ pub fn mirror(
         }
     }
     let bytes: u64 = wanted.iter().map(|(_, e)| e.stored_len as u64).sum();
+    // A namespace with a quota in the destination: refused before a byte is copied
+    // (the seal checks again).
+    if let Some(mut a) = dest.allowance(&vol.namespace)? {
+        a.take(bytes)?;
+    }
     progress.begin("mirror", bytes, files.len() as u64);
     progress.chunks(0, present);
     copy_runs(src, dest, &mut wanted, &mut index, progress)?;

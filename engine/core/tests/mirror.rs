@@ -189,3 +189,31 @@ fn a_mirror_that_lacks_a_chunk_is_passed_over_and_the_read_fails_clearly() {
     let s = tiers.counters.snapshot();
     assert!(s.mirror_errors > 0 && s.mirror_chunks == 0, "{s:?}");
 }
+
+/// A destination whose namespace has a quota: a mirror past it is refused before a
+/// chunk is copied, with the quota's line; under it, the mirror goes through.
+#[test]
+fn a_mirror_past_the_destinations_quota_copies_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let (a, mut b) = (repo(&t.path().join("a")), repo(&t.path().join("b")));
+    push_dir(&a, &t.path().join("v1"), &[("w.bin", &noise(3 << 20, 5))]);
+    b.change_settings(|c| {
+        c.quotas.insert("weights".into(), 1 << 20);
+    })
+    .unwrap();
+    let r = Ref::parse("weights/m:prod").unwrap();
+    let e = mirror(&a, &b, &r, &Quiet).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Quota);
+    assert!(
+        e.message().contains("would pass its quota of 1.0 MiB"),
+        "{e}"
+    );
+    let packs = t.path().join("b/packs");
+    let copied = std::fs::read_dir(&packs).map_or(0, |d| d.count());
+    assert_eq!(copied, 0, "no pack was copied");
+    b.change_settings(|c| {
+        c.quotas.insert("weights".into(), 10 << 20);
+    })
+    .unwrap();
+    assert!(mirror(&a, &b, &r, &Quiet).unwrap().new);
+}
