@@ -336,6 +336,21 @@ fn a_push_past_its_namespaces_quota_is_refused_and_settings_show_the_usage() {
         "{theirs}"
     );
     assert!(!theirs.contains("team-b"), "{theirs}");
+    // Not even the settings object names another namespace's quota to this key.
+    let a_key = a
+        .vars
+        .iter()
+        .find(|(k, _)| k == "SEALVOL_API_KEY")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let (status, body) =
+        common::servers::get_as(&served.addr, Some(&a_key), "/v1/objects/sealvol.repo");
+    assert_eq!(status, 200);
+    let config = String::from_utf8_lossy(&body);
+    assert!(
+        config.contains("\"team-a\"") && !config.contains("team-b"),
+        "{config}"
+    );
     // And in the server's metrics.
     let (status, body) = common::servers::get_as(&served.addr, Some(&served.key), "/metrics");
     assert_eq!(status, 200);

@@ -448,6 +448,10 @@ pub async fn get_object(
     .await;
     match got {
         Ok(Some((bytes, etag))) => {
+            let bytes = match obj {
+                Object::Config => own_quotas(&grant, bytes),
+                _ => bytes,
+            };
             // The store's own version string, as it is (an S3 ETag keeps its quotes):
             // the client hands it back for the compare-and-swap.
             let mut h = HeaderMap::new();
@@ -459,6 +463,22 @@ pub async fn get_object(
         Ok(None) => failed(Error::not_found(format!("no object {key}"))),
         Err(r) => r,
     }
+}
+
+/// The repository's settings as a key scoped to namespaces reads them: the quotas of
+/// its own namespaces only (another's name is not its business). Settings that do not
+/// parse go as they are (the client says what is wrong with them).
+fn own_quotas(grant: &Grant, bytes: Vec<u8>) -> Vec<u8> {
+    if grant.admin || grant.namespaces.is_empty() {
+        return bytes;
+    }
+    let Ok(mut config) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return bytes;
+    };
+    if let Some(quotas) = config.get_mut("quotas").and_then(|q| q.as_object_mut()) {
+        quotas.retain(|ns, _| grant.sees(ns));
+    }
+    serde_json::to_vec_pretty(&config).unwrap_or(bytes)
 }
 
 /// The chunk list of a small file, which is not stored (`sealvol_core::small`): made
