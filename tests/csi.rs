@@ -24,6 +24,8 @@ struct Plugin<'a> {
     socket: PathBuf,
     log: PathBuf,
     extra: Vec<String>,
+    /// `SEALVOL_CRASH_AT` for the plugin: where it dies as `kill -9` would.
+    crash_at: Option<String>,
     kubelet: Kubelet,
 }
 
@@ -74,9 +76,14 @@ impl Drop for Kubelet {
 
 impl<'a> Plugin<'a> {
     fn start(env: &'a Env, extra: &[&str]) -> Plugin<'a> {
+        Plugin::start_crashing_at(env, extra, None)
+    }
+
+    /// A plugin that dies with SIGKILL at the named point of its work.
+    fn start_crashing_at(env: &'a Env, extra: &[&str], crash_at: Option<&str>) -> Plugin<'a> {
         let socket = env.state.join("csi.sock");
         let log = env.path("csi.log");
-        let child = spawn(env, &socket, &log, extra);
+        let child = spawn(env, &socket, &log, extra, crash_at);
         wait_socket(&socket, &log);
         Plugin {
             env,
@@ -85,6 +92,7 @@ impl<'a> Plugin<'a> {
             socket,
             log,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            crash_at: crash_at.map(str::to_string),
         }
     }
 
@@ -106,10 +114,38 @@ impl<'a> Plugin<'a> {
         let ended = self.child.wait().unwrap();
         meanwhile();
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-        self.child = spawn(self.env, &self.socket, &self.log, &extra);
+        self.child = spawn(
+            self.env,
+            &self.socket,
+            &self.log,
+            &extra,
+            self.crash_at.as_deref(),
+        );
         wait_socket(&self.socket, &self.log);
         self.kubelet = Kubelet::start(&self.socket);
         ended
+    }
+
+    /// Waits for a plugin started with a crash point to die there (SIGKILL), then, after
+    /// `meanwhile`, starts a new plugin on the same state with no crash point.
+    fn restart_after_its_crash(&mut self, meanwhile: impl FnOnce()) {
+        use std::os::unix::process::ExitStatusExt;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let ended = loop {
+            if let Some(ended) = self.child.try_wait().unwrap() {
+                break ended;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the plugin did not die at {:?}: {}",
+                self.crash_at,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(ended.signal(), Some(9), "{ended:?}: {}", self.log());
+        self.crash_at = None;
+        self.stop_and_restart_with("-0", meanwhile);
     }
 
     /// The last line the plugin logged about adopting a former run's mounts.
@@ -143,14 +179,17 @@ impl Drop for Plugin<'_> {
     }
 }
 
-fn spawn(env: &Env, socket: &Path, log: &Path, extra: &[&str]) -> Child {
+fn spawn(env: &Env, socket: &Path, log: &Path, extra: &[&str], crash_at: Option<&str>) -> Child {
     let log = fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .unwrap();
-    env.cmd()
-        .args(extra)
+    let mut cmd = env.cmd();
+    if let Some(point) = crash_at {
+        cmd.env("SEALVOL_CRASH_AT", point);
+    }
+    cmd.args(extra)
         .args(["csi", "--endpoint"])
         .arg(format!("unix://{}", socket.display()))
         .args(["--node-id", "node-a"])
@@ -518,8 +557,15 @@ fn what_cannot_be_published_is_refused_with_its_name_and_nothing_is_left_mounted
     other["volume_id"] = json!("csi-other");
     refuses(&mut p, "held", other, "ALREADY_EXISTS", "csi-held");
     assert_eq!(mounts_at(&env, &target(&env, "held")).len(), 1);
+    // By hand: a mount of its own state directory, not the plugin's.
     let by_hand = target(&env, "by-hand");
-    let _m = common::mounts::mount(&env, &d1, &by_hand, &[]);
+    let elsewhere = env.path("operator-state");
+    let _m = common::mounts::mount(
+        &env,
+        &d1,
+        &by_hand,
+        &["--state", elsewhere.to_str().unwrap()],
+    );
     refuses(
         &mut p,
         "by-hand",
@@ -616,6 +662,185 @@ fn two_publishes_at_once_of_one_volume_make_one_mount_and_eight_pods_eight() {
         ok(&p.call("NodeUnpublishVolume", unpublish(&env, pod)));
         assert!(!is_mounted(&target(&env, pod)));
     }
+}
+
+/// Mount processes started with this test's state directory that still run, each
+/// without its guard (a child forked from it, with the same command line).
+fn mount_processes(env: &Env) -> Vec<String> {
+    let state = env.state.display().to_string();
+    let mut found = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let (Ok(cmdline), Ok(stat)) = (
+            fs::read(e.path().join("cmdline")),
+            fs::read_to_string(e.path().join("stat")),
+        ) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        // The fields after the command name: state, then the parent's pid.
+        let mut rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .unwrap_or("")
+            .split_whitespace();
+        let zombie = rest.next() == Some("Z");
+        let ppid: u32 = rest.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if !zombie && args.contains(&state) && args.iter().any(|a| a == "mount") {
+            found.push((pid, ppid, args.join(" ")));
+        }
+    }
+    let pids: Vec<u32> = found.iter().map(|f| f.0).collect();
+    found
+        .into_iter()
+        .filter(|(_, ppid, _)| !pids.contains(ppid))
+        .map(|(pid, _, args)| format!("{pid}: {args}"))
+        .collect()
+}
+
+/// Waits (at most 30 s) until no mount process of the test's state runs.
+fn assert_no_mount_process_left(env: &Env, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mount_processes(env).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: mount processes left running: {:?}",
+            mount_processes(env)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_plugin_killed_at_any_point_of_a_publish_leaves_nothing_kubelet_cannot_finish() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let (d1, _, v1) = weights(&env);
+    // Each point of a publish, in order, where the plugin dies as with kill -9; after
+    // the restart kubelet either retries the publish or gives up and unpublishes.
+    // "mount-spawned" twice: the new plugin starts while the orphaned mount process
+    // is still starting, and once it has mounted.
+    let rounds = [
+        ("csi-intent-recorded", false),
+        ("csi-target-made", false),
+        ("mount-spawned", false),
+        ("mount-spawned", true),
+        ("csi-mount-ready", false),
+        ("csi-publish-recorded", false),
+    ];
+    for (n, (point, wait_for_mount)) in rounds.into_iter().enumerate() {
+        for retry in [true, false] {
+            let what = format!(
+                "killed at {point} (mounted first: {wait_for_mount}), then {}",
+                if retry { "publish" } else { "unpublish" }
+            );
+            let pod = format!("p{n}-{retry}");
+            let t = target(&env, &pod);
+            let mut p = Plugin::start_crashing_at(&env, &[], Some(point));
+            let answer = p.call("NodePublishVolume", inline(&env, &pod, &d1));
+            assert!(answer.get("ok").is_none(), "{what}: {answer}");
+            p.restart_after_its_crash(|| {
+                if wait_for_mount {
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    while mounts_at(&env, &t).is_empty() {
+                        assert!(
+                            Instant::now() < deadline,
+                            "{what}: the orphaned mount never came up"
+                        );
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            });
+            assert!(p.adopted().contains("0 failed"), "{what}: {}", p.log());
+            if retry {
+                ok(&p.call("NodePublishVolume", inline(&env, &pod, &d1)));
+                common::assert_same_tree(&v1, &t);
+                let served = mounts_at(&env, &t);
+                assert_eq!(served.len(), 1, "{what}: {served:?}");
+                assert_eq!(
+                    mount_processes(&env).len(),
+                    1,
+                    "{what}: {:?}",
+                    mount_processes(&env)
+                );
+                // Its stats say it serves.
+                let stats = p.call(
+                    "NodeGetVolumeStats",
+                    json!({"volume_id": format!("csi-{pod}"), "volume_path": t.display().to_string()}),
+                );
+                assert_eq!(
+                    ok(&stats)["volume_condition"]["abnormal"],
+                    Value::Null,
+                    "{what}"
+                );
+            }
+            ok(&p.call("NodeUnpublishVolume", unpublish(&env, &pod)));
+            assert!(!is_mounted(&t) && !t.exists(), "{what}: the target is left");
+            assert_no_mount_process_left(&env, &what);
+            let records: Vec<_> = fs::read_dir(env.state.join("csi/targets"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            assert!(records.is_empty(), "{what}: records left: {records:?}");
+            // A second unpublish, as kubelet may send, is still OK.
+            ok(&p.call("NodeUnpublishVolume", unpublish(&env, &pod)));
+        }
+    }
+}
+
+#[test]
+fn a_mount_an_older_plugin_left_unrecorded_is_remounted_by_a_publish_and_ended_by_an_unpublish() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let (d1, _, v1) = weights(&env);
+    let mut p = Plugin::start(&env, &[]);
+    for pod in ["again", "gone"] {
+        ok(&p.call("NodePublishVolume", inline(&env, pod, &d1)));
+    }
+    // An older plugin recorded a target only once its mount answered, and could die
+    // in between: its mounts served with no record.
+    p.kill_and_restart_with(|| {
+        fs::remove_dir_all(env.state.join("csi/targets")).unwrap();
+    });
+    let t = target(&env, "again");
+    ok(&p.call("NodePublishVolume", inline(&env, "again", &d1)));
+    common::assert_same_tree(&v1, &t);
+    assert_eq!(mounts_at(&env, &t).len(), 1);
+    ok(&p.call("NodeUnpublishVolume", unpublish(&env, "again")));
+    ok(&p.call("NodeUnpublishVolume", unpublish(&env, "gone")));
+    for pod in ["again", "gone"] {
+        let t = target(&env, pod);
+        assert!(!is_mounted(&t) && !t.exists(), "{pod}");
+    }
+    assert_no_mount_process_left(&env, "unrecorded mounts");
+}
+
+#[test]
+fn a_plugin_killed_during_an_unpublish_is_unpublished_by_the_retry() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let (d1, _, _) = weights(&env);
+    let mut p = Plugin::start_crashing_at(&env, &[], Some("csi-unmounted"));
+    ok(&p.call("NodePublishVolume", inline(&env, "u", &d1)));
+    let answer = p.call("NodeUnpublishVolume", unpublish(&env, "u"));
+    assert!(answer.get("ok").is_none(), "{answer}");
+    p.restart_after_its_crash(|| {});
+    ok(&p.call("NodeUnpublishVolume", unpublish(&env, "u")));
+    let t = target(&env, "u");
+    assert!(!is_mounted(&t) && !t.exists());
+    assert_no_mount_process_left(&env, "killed after the unmount");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 pub mod cache;
 pub mod chunk;
 pub mod copy;
+pub mod crash;
 pub mod deadline;
 pub mod diff;
 pub mod digest;

@@ -3,13 +3,20 @@
 //! publish already done answers OK without a second mount, an unpublish of a path
 //! with nothing published answers OK. One target at a time: two publishes of one
 //! volume at once make one mount and both succeed.
+//!
+//! Crash-safe: the intent is recorded before the mount starts, so whatever a `kill -9`
+//! leaves (no record and our mount, a record and no mount, a record and a dead
+//! process, a half-made target) is told apart at the next start (`adopt`) or the next
+//! call, and kubelet's retried publish or unpublish ends it without a human.
 
 use std::collections::HashMap;
 use std::fs;
 use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use sealvol_core::crash;
 use sealvol_core::registry::now_rfc3339;
 use sealvol_mount::process;
 use sealvol_mount::records::{self, MountRecord};
@@ -22,7 +29,7 @@ use crate::proto::volume_usage::Unit;
 use crate::proto::*;
 use crate::request::{self, Publish};
 use crate::status::{self, invalid};
-use crate::targets::{Published, Targets};
+use crate::targets::{Phase, Published, Targets};
 use crate::{Mount, Mounter};
 
 pub(crate) struct NodeService {
@@ -40,12 +47,17 @@ struct Inner {
 
 /// What is at a target path now.
 enum State {
+    /// Nothing is mounted there.
     Free,
-    /// Published by this plugin and served.
+    /// Recorded by this plugin and served by one of its mount processes.
     Live(Box<Published>, Box<MountRecord>),
-    /// Published by this plugin, still in the mount table, its process gone.
+    /// Served by one of this plugin's mount processes (their records are in its own
+    /// state directory), with no target record: a publish cut short by a plugin that
+    /// recorded its targets only after the mount.
+    Unrecorded,
+    /// Recorded by this plugin, still in the mount table, its process gone.
     Dead,
-    /// A mount this plugin did not make.
+    /// A mount no record and no process of this plugin's names.
     Foreign,
 }
 
@@ -56,7 +68,16 @@ pub struct Adopted {
     pub remounted: usize,
     pub forgotten: usize,
     pub failed: usize,
+    /// Publishes cut short whose mount came up: recorded as ready, so kubelet's retry
+    /// answers OK without a second mount.
+    pub finished: usize,
+    /// Publishes cut short with no mount to show: their record and empty target are
+    /// removed, and kubelet's retry publishes afresh.
+    pub undone: usize,
 }
+
+/// How long a restarted plugin waits for a mount a cut-short publish started.
+const STARTING: Duration = Duration::from_secs(30);
 
 impl NodeService {
     pub(crate) fn new(
@@ -198,21 +219,28 @@ impl Inner {
     }
 
     fn state(&self, target: &Path) -> State {
-        let mounted = sealvol_mount::point::is_mount_point(target);
-        let ours = self.targets.get(target);
-        let live = || {
-            records::list(&self.records)
-                .into_iter()
-                .find(|r| Path::new(&r.dir) == target)
-        };
-        match (mounted, ours) {
-            (false, _) => State::Free,
-            (true, None) => State::Foreign,
-            (true, Some(p)) => match live() {
-                Some(r) => State::Live(Box::new(p), Box::new(r)),
-                None => State::Dead,
-            },
+        if !sealvol_mount::point::is_mount_point(target) {
+            return State::Free;
         }
+        let served = records::list(&self.records)
+            .into_iter()
+            .find(|r| Path::new(&r.dir) == target);
+        match (self.targets.get(target), served) {
+            (Some(p), Some(r)) => State::Live(Box::new(p), Box::new(r)),
+            (None, Some(_)) => State::Unrecorded,
+            (Some(_), None) => State::Dead,
+            (None, None) => State::Foreign,
+        }
+    }
+
+    /// Unmounts a mount one of this plugin's processes serves: at once when no file is
+    /// open, else lazily (the path is free at once, the process serves the open files
+    /// until they close).
+    fn unmount_ours(&self, target: &Path) -> Result<(), Status> {
+        if process::unmount(&self.records, target, false).is_err() {
+            process::unmount(&self.records, target, true).map_err(|e| status::of(&e))?;
+        }
+        Ok(())
     }
 
     fn publish(&self, p: Publish) -> Result<(), Status> {
@@ -227,8 +255,26 @@ impl Inner {
         let _held = sealvol_core::lock(&lock);
         match self.state(&target) {
             State::Live(old, _) if same(&old, &p) => {
+                if old.phase == Phase::Mounting {
+                    // A publish cut short whose mount came up: this is its answer.
+                    self.targets
+                        .put(&Published {
+                            phase: Phase::Ready,
+                            ..(*old).clone()
+                        })
+                        .map_err(|e| status::of(&e))?;
+                }
                 info!(target = %target.display(), "already published: {} as {}", old.requested, old.pinned);
                 return Ok(());
+            }
+            State::Live(old, _) if old.phase == Phase::Mounting => {
+                // Never answered to kubelet, so no pod reads it: replaced.
+                warn!(target = %target.display(), "a publish cut short mounted {}; asked for {} now: mounting that", old.pinned, p.reference);
+                self.unmount_ours(&target)?;
+            }
+            State::Unrecorded => {
+                warn!(target = %target.display(), "a publish cut short left a mount with no record: mounting again");
+                self.unmount_ours(&target)?;
             }
             State::Live(old, _) => {
                 return Err(Status::already_exists(format!(
@@ -255,7 +301,7 @@ impl Inner {
             }
             State::Free => {}
         }
-        let created = match fs::symlink_metadata(&target) {
+        let exists = match fs::symlink_metadata(&target) {
             Ok(m) if m.is_dir() => {
                 if !is_empty_dir(&target) {
                     return Err(Status::failed_precondition(format!(
@@ -263,7 +309,7 @@ impl Inner {
                         target.display()
                     )));
                 }
-                false
+                true
             }
             Ok(_) => {
                 return Err(Status::failed_precondition(format!(
@@ -271,24 +317,13 @@ impl Inner {
                     target.display()
                 )));
             }
-            Err(e) if e.kind() == IoKind::NotFound => {
-                fs::create_dir(&target).map_err(|e| {
-                    Status::internal(format!("cannot create {}: {e}", target.display()))
-                })?;
-                true
-            }
+            Err(e) if e.kind() == IoKind::NotFound => false,
             Err(e) => {
                 return Err(Status::internal(format!(
                     "cannot use {}: {e}",
                     target.display()
                 )));
             }
-        };
-        let undo = |s: Status| {
-            if created {
-                let _ = fs::remove_dir(&target);
-            }
-            s
         };
         let failed = |e: sealvol_core::Error| {
             let s = status::of(&e);
@@ -308,33 +343,54 @@ impl Inner {
                 ),
             )
         };
-        let pinned = self
-            .mounter
-            .resolve(&p.reference)
-            .map_err(|e| undo(failed(e)))?;
-        let m = Mount {
+        let pinned = self.mounter.resolve(&p.reference).map_err(failed)?;
+        let mut rec = Published {
+            volume_id: p.volume_id.clone(),
+            target: target.display().to_string(),
+            requested: p.reference.clone(),
             pinned: pinned.clone(),
+            ephemeral: p.ephemeral,
+            pod: p.pod.clone(),
+            peers: p.peers.clone(),
+            prefetch_memory: p.prefetch_memory.clone(),
+            published: now_rfc3339(),
+            phase: Phase::Mounting,
+        };
+        // The intent first: a plugin killed from here on leaves a record that says
+        // what it was doing, so its next run tells its mount from anyone else's.
+        self.targets.put(&rec).map_err(|e| status::of(&e))?;
+        crash::point("csi-intent-recorded");
+        let undo = |s: Status| {
+            self.targets.remove(&target);
+            if !exists {
+                let _ = fs::remove_dir(&target);
+            }
+            s
+        };
+        if !exists {
+            fs::create_dir(&target).map_err(|e| {
+                undo(Status::internal(format!(
+                    "cannot create {}: {e}",
+                    target.display()
+                )))
+            })?;
+            crash::point("csi-target-made");
+        }
+        let m = Mount {
+            pinned,
             requested: p.reference.clone(),
             target: target.clone(),
             peers: p.peers.clone(),
             prefetch_memory: p.prefetch_memory.clone(),
         };
         self.mounter.mount(&m).map_err(|e| undo(failed(e)))?;
-        let rec = Published {
-            volume_id: p.volume_id.clone(),
-            target: target.display().to_string(),
-            requested: p.reference.clone(),
-            pinned,
-            ephemeral: p.ephemeral,
-            pod: p.pod.clone(),
-            peers: p.peers.clone(),
-            prefetch_memory: p.prefetch_memory.clone(),
-            published: now_rfc3339(),
-        };
+        crash::point("csi-mount-ready");
+        rec.phase = Phase::Ready;
         if let Err(e) = self.targets.put(&rec) {
             let _ = process::unmount(&self.records, &target, true);
             return Err(undo(status::of(&e)));
         }
+        crash::point("csi-publish-recorded");
         info!(
             target = %target.display(),
             pod = rec.pod.as_deref().unwrap_or("-"),
@@ -384,18 +440,15 @@ impl Inner {
                     target.display()
                 )));
             }
-            State::Live(..) => {
-                // Files still open (a reader mid-read) keep the mount's process serving
-                // them; the path is free at once and the process ends when they close.
-                if process::unmount(&self.records, &target, false).is_err() {
-                    process::unmount(&self.records, &target, true).map_err(|e| status::of(&e))?;
-                }
-            }
+            // Files still open (a reader mid-read) keep the mount's process serving
+            // them; the path is free at once and the process ends when they close.
+            State::Live(..) | State::Unrecorded => self.unmount_ours(&target)?,
             State::Dead => {
                 sealvol_mount::point::unmount_dir(&target, true).map_err(|e| status::of(&e))?;
             }
             State::Free => {}
         }
+        crash::point("csi-unmounted");
         match fs::remove_dir(&target) {
             Ok(()) => {}
             Err(e) if e.kind() == IoKind::NotFound => {}
@@ -453,6 +506,10 @@ impl Inner {
             let target = PathBuf::from(&p.target);
             let lock = self.lock(&target);
             let _held = sealvol_core::lock(&lock);
+            if p.phase == Phase::Mounting {
+                self.settle(&p, &target, &mut a);
+                continue;
+            }
             match self.state(&target) {
                 State::Live(..) => a.serving += 1,
                 // A mount killed with -9 is cleared from the mount table by its guard:
@@ -478,13 +535,70 @@ impl Inner {
                         }
                     }
                 }
-                State::Foreign => {
+                // Its record says ready: a process serving it with no record
+                // cannot be.
+                State::Foreign | State::Unrecorded => {
                     self.targets.remove(&target);
                     a.forgotten += 1;
                 }
             }
         }
         a
+    }
+
+    /// A publish cut short: kubelet never heard its answer and will ask again (or
+    /// unpublish). A mount that came up is kept and recorded as ready; one still
+    /// starting is waited for; with no mount to show, the record and the empty target
+    /// it made go, and kubelet's retry publishes afresh.
+    fn settle(&self, p: &Published, target: &Path, a: &mut Adopted) {
+        let deadline = Instant::now() + STARTING;
+        loop {
+            let waiting = Instant::now() < deadline;
+            match self.state(target) {
+                State::Live(..) => {
+                    let ready = Published {
+                        phase: Phase::Ready,
+                        ..p.clone()
+                    };
+                    match self.targets.put(&ready) {
+                        Ok(()) => a.finished += 1,
+                        Err(e) => {
+                            warn!(target = %target.display(), "cannot record the mount of {}: {}", p.pinned, status::line(&e));
+                            a.failed += 1;
+                        }
+                    }
+                    return;
+                }
+                // Its mount process holds the directory and has not mounted yet; or
+                // has mounted and not yet written its own record.
+                State::Free if waiting && sealvol_mount::point::claimed(target) => {}
+                State::Dead if waiting => {}
+                State::Free => {
+                    if sealvol_mount::point::claimed(target) {
+                        warn!(target = %target.display(), "the mount of {} is still starting after {}s; kubelet's retry will find it", p.pinned, STARTING.as_secs());
+                        a.failed += 1;
+                        return;
+                    }
+                    self.targets.remove(target);
+                    let _ = fs::remove_dir(target); // only if empty: kubelet's retry makes it again
+                    a.undone += 1;
+                    return;
+                }
+                State::Dead | State::Unrecorded => {
+                    let _ = sealvol_mount::point::unmount_dir(target, true);
+                    self.targets.remove(target);
+                    let _ = fs::remove_dir(target);
+                    a.undone += 1;
+                    return;
+                }
+                State::Foreign => {
+                    self.targets.remove(target);
+                    a.forgotten += 1;
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

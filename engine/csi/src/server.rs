@@ -63,8 +63,8 @@ pub async fn serve(p: Plugin, shutdown: impl Future<Output = ()> + Send) -> Resu
     let node = tokio::task::spawn_blocking(move || {
         let a = node.adopt();
         info!(
-            "adopted the mounts of a former run: {} serving, {} mounted again, {} gone, {} failed",
-            a.serving, a.remounted, a.forgotten, a.failed
+            "adopted the mounts of a former run: {} serving, {} mounted again, {} gone, {} failed; publishes cut short: {} finished, {} undone",
+            a.serving, a.remounted, a.forgotten, a.failed, a.finished, a.undone
         );
         node
     })

@@ -1,6 +1,6 @@
 //! The plugin's own record of what it published: one small JSON file per target path
-//! in `<state>/csi/targets/`, written once the mount answers and removed once it is
-//! gone. The mount processes outlive the plugin; these records are how a restarted
+//! in `<state>/csi/targets/`, written before the mount starts (as `mounting`: the
+//! intent), rewritten as `ready` once the mount answers, and removed once it is gone. The mount processes outlive the plugin; these records are how a restarted
 //! plugin tells its mounts (to adopt) from anyone else's (never to touch), and what
 //! the pinned ref behind a tag was at publish.
 
@@ -29,6 +29,23 @@ pub struct Published {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch_memory: Option<String>,
     pub published: String,
+    /// How far the publish got: a record still `mounting` is a publish cut short
+    /// (the plugin died before kubelet heard its answer). Records written before the
+    /// intent was recorded first have no phase: they were written once ready.
+    #[serde(default)]
+    pub phase: Phase,
+}
+
+/// How far a publish got.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Recorded before the mount starts: the mount may not exist, may be starting or
+    /// may serve.
+    Mounting,
+    /// The mount answered and kubelet was told so (unless the plugin died in between).
+    #[default]
+    Ready,
 }
 
 pub struct Targets {
@@ -105,6 +122,7 @@ mod tests {
             peers: None,
             prefetch_memory: None,
             published: "2026-12-04T00:00:00Z".into(),
+            phase: Phase::Mounting,
         };
         t.put(&p).unwrap();
         let again = Targets::open(state.path()).unwrap();
@@ -113,5 +131,19 @@ mod tests {
         assert_eq!(again.all(), vec![p]);
         again.remove(Path::new("/pods/a b/mount"));
         assert!(again.all().is_empty());
+    }
+
+    #[test]
+    fn a_record_written_before_phases_existed_reads_as_ready() {
+        let old = r#"{"volume_id":"csi-1","target":"/t","requested":"vol:w/x:prod",
+            "pinned":"vol:w/x@b3:00","ephemeral":true,"published":"2026-12-04T00:00:00Z"}"#;
+        let p: Published = serde_json::from_str(old).unwrap();
+        assert_eq!(p.phase, Phase::Ready);
+        let json = serde_json::to_string(&Published {
+            phase: Phase::Mounting,
+            ..p
+        })
+        .unwrap();
+        assert!(json.contains(r#""phase":"mounting""#), "{json}");
     }
 }

@@ -41,6 +41,19 @@ pub fn check_mount_point_free(dir: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// Whether a mount process holds the claim on `dir` (an unmounted directory): one that
+/// is starting a mount there right now. The probe takes the claim for a moment, so a
+/// process that starts mounts must call it only while none are starting: a forked
+/// child would carry the probe's lock until its exec (see [`check_mount_point_free`]).
+pub fn claimed(dir: &Path) -> bool {
+    let Ok(handle) = std::fs::File::open(dir) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own; it does not touch memory. Closing the
+    // handle releases the lock.
+    unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
+
 /// An existing directory, by its canonical path.
 fn existing_dir(dir: &Path) -> Result<PathBuf> {
     let meta = std::fs::metadata(dir).map_err(|e| {

@@ -36,6 +36,8 @@ pub fn start(program: &Path, args: &[OsString], records: &Path, dir: &Path) -> R
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env(READY_FD, child_fd.to_string())
+        // A crash point armed for this process is not the mount's.
+        .env_remove(sealvol_core::crash::CRASH_AT)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
@@ -55,6 +57,8 @@ pub fn start(program: &Path, args: &[OsString], records: &Path, dir: &Path) -> R
         .spawn()
         .map_err(|e| Error::io("cannot start the mount process", dir, e))?;
     drop(write_end);
+    // Killed here, the starter leaves a mount that finishes starting on its own.
+    sealvol_core::crash::point("mount-spawned");
     // One line: "ready", or the child's error. EOF without one means it died.
     let mut line = String::new();
     let mut reader = std::io::BufReader::new(std::fs::File::from(read_end));
