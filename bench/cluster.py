@@ -17,8 +17,8 @@ namespace of its own on one bridge (netns.py), with real processes in each.
 
     cluster.py check --sealvol BIN --mib 512 [--json OUT]
         the scenarios tests/cluster.rs asserts on: a gang of 8 nodes through 3 servers
-        (cold), the same while a server is killed halfway, and a 4th server joining;
-        prints one JSON object.
+        (cold), the same while a server is killed halfway, a 4th server joining, and
+        three nodes reading while a server is frozen (SIGSTOP); prints one JSON object.
     cluster.py bench --sealvol BIN --mib 2048
         times a cold gang read: 1 node alone; 8 nodes through 1 server and through 3;
         8 straight from the origin. Prints a table and JSON.
@@ -199,6 +199,10 @@ class Emulated:
             raise RuntimeError(f"server {i} did not start: {line!r}; see {self.path(f's{i}', 'log')}")
         self.servers[i] = (p, ns, ip, state, cache)
 
+    def freeze_server(self, i, frozen):
+        """SIGSTOP (it keeps its connections and answers nothing) or SIGCONT."""
+        self.servers[i][0].send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def kill_server(self, i):
         p = self.servers[i][0]
         p.send_signal(signal.SIGKILL)
@@ -319,7 +323,7 @@ def node_rows(em, mounts, res):
             "node": i, "sha256": sha, "bytes": got, "seconds": round(secs, 3),
             "peer_bytes": st.get("peer_bytes", 0), "origin_bytes": st.get("origin_bytes", 0),
             "memory_peak": st.get("memory_peak", 0), "memory_bound": st.get("memory_bound", 0),
-            "errors": st.get("errors", 0),
+            "errors": st.get("errors", 0), "peer_late": st.get("peer_late", 0),
         })
     return rows
 
@@ -386,6 +390,32 @@ def check(a):
         out["killed"]["bytes"] = (a.mib // 2) << 20
         out["killed"]["sha256"] = sha2
         out["killed_url"] = killed
+        em.unmount_all()
+        # 4. A ring of three again (0, 2, 3); a third version read by three nodes with
+        # all up, then by three fresh nodes while server 2 is frozen (SIGSTOP: it
+        # accepts connections and answers nothing) and thawed only afterwards.
+        src3, sha3 = source(work, "v3", a.mib // 2, 3)
+        ref3 = em.push(src3, "weights/gang")
+        em.write_ring([0, 2, 3])
+        em.wait_ring(3)
+        three = nodes[:3]
+        healthy = gang(em, ref3, "healthy", three)
+        em.unmount_all()
+        em.freeze_server(2, True)
+        try:
+            mounts = [(i, em.mount(i, ref3, "frozen")) for i in three]
+            res = gang_read([os.path.join(d, "w.bin") for _, d in mounts])
+            rows = node_rows(em, mounts, res)
+        finally:
+            em.freeze_server(2, False)
+        out["frozen"] = {
+            "healthy_seconds": healthy["seconds"],
+            "seconds": round(max(r[2] for r in res), 3),
+            "nodes": rows,
+            "bytes": (a.mib // 2) << 20,
+            "sha256": sha3,
+            "frozen_url": f"http://{em.servers[2][2]}:{SERVE_PORT}",
+        }
         em.unmount_all()
     finally:
         em.close()

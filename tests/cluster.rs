@@ -3,7 +3,9 @@
 //! each in a network namespace of its own, every one a real process. It checks what
 //! only a cluster shows: a gang of nodes reads one cold version with the origin read
 //! about once and each server holding about a third; a fourth server that joins takes
-//! only its share; a server killed halfway through a read costs no node a wrong byte.
+//! only its share; a server killed halfway through a read costs no node a wrong byte;
+//! a server frozen with SIGSTOP (it takes connections and answers nothing) costs
+//! readers about its latency bound, not a request timeout per read.
 //!
 //! Skipped where network namespaces cannot be made (not root), unless
 //! SEALVOL_REQUIRE_NETNS is set (CI sets it), which makes that a failure.
@@ -63,8 +65,12 @@ fn u(v: &Value) -> u64 {
 
 /// Every node read every byte of the version, and the right ones.
 fn every_node_read_it_whole(run: &Value, size: u64, sha: &Value) {
+    every_one_of_n_read_it_whole(run, 8, size, sha);
+}
+
+fn every_one_of_n_read_it_whole(run: &Value, n: usize, size: u64, sha: &Value) {
     let nodes = run["nodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 8, "{run}");
+    assert_eq!(nodes.len(), n, "{run}");
     for n in nodes {
         assert_eq!(u(&n["bytes"]), size, "{n}");
         assert_eq!(&n["sha256"], sha, "{n}");
@@ -143,5 +149,20 @@ fn a_gang_reads_through_the_ring_with_the_origin_read_about_once() {
         u(&k["origin_bytes"]) as f64 <= 1.25 * half as f64,
         "with a server killed the origin sent {}: {k}",
         u(&k["origin_bytes"])
+    );
+
+    // 4. A server frozen for the whole of a read: three nodes read every right byte
+    // with no read failed, within twice the time three read it with all up (plus 3 s
+    // for a busy machine; it took 30 times as long when each request waited out its
+    // timeout).
+    let f = &c["frozen"];
+    every_one_of_n_read_it_whole(f, 3, u(&f["bytes"]), &f["sha256"]);
+    let (healthy, frozen) = (
+        f["healthy_seconds"].as_f64().unwrap(),
+        f["seconds"].as_f64().unwrap(),
+    );
+    assert!(
+        frozen <= 2.0 * healthy + 3.0,
+        "with a server frozen the read took {frozen} s, with all up {healthy} s: {f}"
     );
 }

@@ -15,6 +15,7 @@ use sealvol_core::error::{Error, ErrorKind};
 use sealvol_core::objects::{FileObject, PackId};
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
+use sealvol_core::read::liveness::Hedging;
 use sealvol_core::read::ring::{PeerSource, Ring, SEGMENT, segment_of};
 use sealvol_core::read::{Chunks, Peer, Tiers};
 use sealvol_core::refs::VolumeName;
@@ -75,6 +76,13 @@ impl Peer for Server {
         into.copy_from_slice(&got);
         Ok(())
     }
+
+    fn probe(&self) -> Result<()> {
+        match self.down.load(Ordering::Relaxed) {
+            true => Err(Error::new(ErrorKind::Unavailable, "connection refused")),
+            false => Ok(()),
+        }
+    }
 }
 
 fn pushed(dir: &Path, size: usize) -> (Arc<Repository>, FileObject, Vec<u8>) {
@@ -109,6 +117,12 @@ fn read(tiers: &Tiers, obj: &FileObject) -> Vec<u8> {
     out
 }
 
+/// A ring whose servers are always waited for: these tests count which server was
+/// asked for what, and a busy machine must not make a read ask a second one.
+fn exact(peers: Vec<Arc<dyn Peer>>) -> Arc<Ring> {
+    Arc::new(Ring::fixed(peers).hedged(Hedging::never()))
+}
+
 fn as_peers(servers: &[Arc<Server>]) -> Vec<Arc<dyn Peer>> {
     servers
         .iter()
@@ -126,7 +140,7 @@ fn each_run_goes_to_its_owner_and_three_servers_share_the_bytes_evenly() {
     for node in 0..8 {
         let mut listed = servers.clone();
         listed.rotate_left(node % 3);
-        let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(as_peers(&listed));
+        let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(as_peers(&listed)));
         assert!(read(&tiers, &obj) == want, "node {node}");
         let c = tiers.counters.snapshot();
         assert_eq!((c.origin_chunks, c.peer_errors), (0, 0), "{c:?}");
@@ -172,7 +186,7 @@ fn a_server_that_is_down_hands_its_segments_to_the_next_in_their_order_only() {
     let t = tempfile::tempdir().unwrap();
     let (repo, obj, want) = pushed(t.path(), 64 << 20);
     let servers: Vec<_> = (0..3).map(|i| Server::new(i, &repo)).collect();
-    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(as_peers(&servers));
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(as_peers(&servers)));
     assert!(read(&tiers, &obj) == want);
     let owned: Vec<_> = servers
         .iter()
@@ -183,7 +197,7 @@ fn a_server_that_is_down_hands_its_segments_to_the_next_in_their_order_only() {
     }
     // Server 0 goes down: a new node reads everything, through 1 and 2.
     servers[0].down.store(true, Ordering::Relaxed);
-    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(as_peers(&servers));
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(as_peers(&servers)));
     assert!(read(&tiers, &obj) == want);
     let c = tiers.counters.snapshot();
     assert_eq!(c.origin_chunks, 0, "{c:?}");
@@ -207,7 +221,7 @@ fn a_server_that_is_down_hands_its_segments_to_the_next_in_their_order_only() {
     for s in &servers {
         s.down.store(true, Ordering::Relaxed);
     }
-    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(as_peers(&servers));
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(as_peers(&servers)));
     assert!(read(&tiers, &obj) == want);
     assert_eq!(tiers.counters.snapshot().peer_chunks, 0);
 }
@@ -233,7 +247,8 @@ fn a_server_added_to_a_running_nodes_list_takes_only_its_share() {
             self.0.changed()
         }
     }
-    let ring = Arc::new(Ring::following(Box::new(Shared(Arc::clone(&source)))));
+    let ring =
+        Arc::new(Ring::following(Box::new(Shared(Arc::clone(&source)))).hedged(Hedging::never()));
     let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(Arc::clone(&ring));
     assert!(read(&tiers, &obj) == want);
     let before: Vec<_> = servers
@@ -342,7 +357,7 @@ fn a_read_of_several_segments_asks_their_owners_at_once() {
             }) as Arc<dyn Peer>
         })
         .collect();
-    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(peers);
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(peers));
     // One fetch of the whole file: eight segments, asked four at a time at least (one
     // after another, each would wait out its 10 s for company and the most would be 1).
     let got: Vec<u8> = tiers
@@ -390,7 +405,7 @@ fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_checked_and_passed_over(
     let liars: Vec<Arc<dyn Peer>> = (1..=2)
         .map(|i| Arc::new(Liar(Server::new(i, &repo))) as Arc<dyn Peer>)
         .collect();
-    let tiers = Tiers::new(Arc::clone(&repo), None).with_peers(liars);
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(liars));
     let n = obj.chunks.len();
     let got = tiers.fetch_proven_within(&obj, 0..n).unwrap();
     let bytes: Vec<u8> = got.iter().flat_map(|c| c.to_vec()).collect();
@@ -405,4 +420,124 @@ fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_checked_and_passed_over(
             .load(Ordering::Relaxed),
         0
     );
+}
+
+/// A server that can be frozen as SIGSTOP freezes one: it takes requests and answers
+/// none until the test thaws it (or a minute passes: a bug is a failing test, not a
+/// hung one). Its probe fails while frozen, as a probe's timeout would.
+struct Freezable {
+    server: Arc<Server>,
+    frozen: Mutex<bool>,
+    thawed: std::sync::Condvar,
+    /// Requests that arrived while it was frozen, and those of them answered so far.
+    held: AtomicU64,
+    released: AtomicU64,
+}
+
+impl Freezable {
+    fn set(&self, frozen: bool) {
+        *self.frozen.lock().unwrap() = frozen;
+        self.thawed.notify_all();
+    }
+}
+
+impl Peer for Freezable {
+    fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    fn read_run(
+        &self,
+        file: &Hash,
+        pack: &PackId,
+        offset: u64,
+        chunks: &[(Hash, u32)],
+        into: &mut Vec<u8>,
+    ) -> Result<()> {
+        let mut frozen = self.frozen.lock().unwrap();
+        if *frozen {
+            self.held.fetch_add(1, Ordering::Relaxed);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while *frozen && std::time::Instant::now() < deadline {
+                frozen = self
+                    .thawed
+                    .wait_timeout(frozen, std::time::Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+            self.released.fetch_add(1, Ordering::Relaxed);
+        }
+        drop(frozen);
+        self.server.read_run(file, pack, offset, chunks, into)
+    }
+
+    fn probe(&self) -> Result<()> {
+        match *self.frozen.lock().unwrap() {
+            true => Err(Error::new(ErrorKind::Unavailable, "timed out")),
+            false => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn a_frozen_server_costs_reads_its_latency_bound_once_and_is_asked_again_when_it_thaws() {
+    let t = tempfile::tempdir().unwrap();
+    let (repo, obj, want) = pushed(t.path(), 64 << 20);
+    let servers: Vec<Arc<Freezable>> = (0..3)
+        .map(|i| {
+            Arc::new(Freezable {
+                server: Server::new(i, &repo),
+                frozen: Mutex::new(false),
+                thawed: std::sync::Condvar::new(),
+                held: AtomicU64::new(0),
+                released: AtomicU64::new(0),
+            })
+        })
+        .collect();
+    let peers: Vec<Arc<dyn Peer>> = servers.iter().map(|s| Arc::clone(s) as _).collect();
+    // A bound no healthy in-process answer comes near, even on a busy machine: only
+    // the frozen server is ever late.
+    let hedging = Hedging {
+        floor: std::time::Duration::from_secs(3),
+        first: std::time::Duration::from_secs(3),
+        ..Hedging::default()
+    };
+    let ring = Arc::new(Ring::fixed(peers).hedged(hedging));
+    let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(Arc::clone(&ring));
+    assert!(read(&tiers, &obj) == want);
+    let asked_before = servers[0].server.bytes.load(Ordering::Relaxed);
+    assert!(asked_before > 0, "server 0 owns some segments");
+
+    // Frozen: every read finishes while it still holds what it was asked, so no read
+    // waited for it to answer; the rest of the ring served them, not the origin.
+    servers[0].set(true);
+    for _ in 0..3 {
+        assert!(read(&tiers, &obj) == want);
+    }
+    let held = servers[0].held.load(Ordering::Relaxed);
+    assert_eq!(servers[0].released.load(Ordering::Relaxed), 0);
+    let c = tiers.counters.snapshot();
+    assert_eq!(c.origin_chunks, 0, "{c:?}");
+    // Asked once per run in flight when it froze (a read asks 8 segments at once),
+    // then passed over: the next two reads did not ask it at all.
+    assert!((1..=8).contains(&held), "asked {held} times while frozen");
+    assert_eq!(c.peer_late, held, "{c:?}");
+    let member = |ring: &Ring| {
+        ring.stats()
+            .into_iter()
+            .find(|m| m.url == servers[0].server.name)
+            .unwrap()
+    };
+    assert!(!member(&ring).up);
+
+    // Thawed: what it held is answered, it answers again and reads ask it again.
+    servers[0].set(false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !member(&ring).up {
+        assert!(std::time::Instant::now() < deadline, "never asked again");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = servers[0].server.bytes.load(Ordering::Relaxed);
+    assert!(read(&tiers, &obj) == want);
+    assert!(servers[0].server.bytes.load(Ordering::Relaxed) > before);
 }

@@ -131,6 +131,12 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) ->
         s.peer_refused,
     );
     t.one(
+        "peer_late_total",
+        "counter",
+        "Peer requests not answered within the peer's latency bound: the next tier was asked.",
+        s.peer_late,
+    );
+    t.one(
         "mirror_errors_total",
         "counter",
         "Mirror reads that failed.",

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use sealvol_core::digest::Hash;
 use sealvol_core::objects::PackId;
 use sealvol_core::read::add;
+use sealvol_core::read::liveness::{self, Asked};
 use sealvol_core::read::ring::Ring;
 
 use crate::peer::HttpPeer;
@@ -184,14 +185,39 @@ impl Fellows {
             return false;
         };
         add(&self.counters.requests, 1);
-        match peer.read_run_forwarded(&pass, &asker.file, pack, offset, chunks, into) {
-            Ok(()) => {
+        // Waited for within the owner's latency bound: a frozen owner costs this
+        // server's caller that bound, then this server reads the origin itself.
+        let bound = owner.liveness.bound();
+        let (file, pack, chunks) = (asker.file, *pack, chunks.to_vec());
+        let member = Arc::clone(&owner);
+        let asked = liveness::ask(bound, move || {
+            let mut buf = Vec::new();
+            let began = std::time::Instant::now();
+            let answer = peer.read_run_forwarded(&pass, &file, &pack, offset, &chunks, &mut buf);
+            match &answer {
+                Ok(()) => member
+                    .liveness
+                    .answered(began.elapsed(), member.peer.name()),
+                Err(e) => member.pass_over(&format!("as a fellow: {e}")),
+            }
+            (answer, buf)
+        });
+        match asked {
+            Asked::Answer((Ok(()), buf)) => {
+                *into = buf;
                 add(&self.counters.bytes, into.len() as u64);
                 true
             }
-            Err(e) => {
+            Asked::Answer((Err(_), _)) => {
                 add(&self.counters.errors, 1);
-                owner.pass_over(&format!("as a fellow: {e}"));
+                false
+            }
+            Asked::Late => {
+                add(&self.counters.errors, 1);
+                owner.pass_over(&format!(
+                    "as a fellow: {}",
+                    owner.liveness.late_reason(bound)
+                ));
                 false
             }
         }

@@ -23,6 +23,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest a run may take, a cold one pulled through from a slow origin included;
 /// past it the node reads from the next tier itself.
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+/// A probe of a peer passed over (`read::liveness`): a live server answers at once.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub struct HttpPeer {
     url: String,
@@ -225,6 +227,24 @@ impl Peer for HttpPeer {
     ) -> Result<()> {
         let key = self.key_to_send()?;
         self.post_run(key.map(Auth::Key), false, file, pack, offset, chunks, into)
+    }
+
+    /// `GET /healthz` (no key: it is sent only to a server that proved itself) within
+    /// `PROBE_TIMEOUT`: a frozen server accepts the connection and never answers.
+    fn probe(&self) -> Result<()> {
+        let resp = self
+            .client
+            .get(format!("{}/healthz", self.url))
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .map_err(|e| self.unreachable(&e))?;
+        match resp.status().as_u16() {
+            200 => Ok(()),
+            s => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("peer {} answered {s} to /healthz", self.url),
+            )),
+        }
     }
 }
 

@@ -14,8 +14,9 @@
 //!
 //! Peers (`sealvol serve` on another machine, the in-cluster cache) are not trusted:
 //! what one returns is checked chunk by chunk like the origin's bytes, and a peer that
-//! fails, is slow or returns bytes that fail their hash is passed over (and left alone
-//! for `PEER_BACKOFF`) in favour of the next tier. The protocol lives with the server;
+//! fails, does not answer within its latency bound or returns bytes that fail their
+//! hash is passed over (until it answers a probe: `liveness.rs`) in favour of the next
+//! tier. The protocol lives with the server;
 //! this layer knows only the `Peer` trait. Mirrors are repositories holding the same
 //! versions, read when the origin cannot give a run (`upstream.rs`); what the tiers
 //! count is in `stats.rs`.
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::Sender;
 
 pub mod bytes;
+pub mod liveness;
 pub mod ring;
 mod stats;
 mod upstream;

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::upstream::Backoff;
+use super::liveness::{Hedging, Liveness};
 use super::{Peer, add, now_ms};
 use crate::objects::PackId;
 
@@ -81,28 +81,31 @@ pub struct MemberCounters {
 /// One server of the ring.
 pub struct Member {
     pub peer: Arc<dyn Peer>,
-    pub(super) backoff: Backoff,
+    /// Asked or passed over, and how long it is waited for (`liveness.rs`).
+    pub liveness: Arc<Liveness>,
     pub counters: MemberCounters,
 }
 
 impl Member {
-    fn new(peer: Arc<dyn Peer>) -> Member {
+    fn new(peer: Arc<dyn Peer>, hedging: Hedging) -> Member {
         Member {
             peer,
-            backoff: Backoff::default(),
+            liveness: Arc::new(Liveness::new(hedging)),
             counters: MemberCounters::default(),
         }
     }
 
     pub fn is_up(&self) -> bool {
-        self.backoff.is_up()
+        self.liveness.is_up()
     }
 
-    /// Passes this server over for `PEER_BACKOFF`, said once per outage.
+    /// Passes this server over until it answers a probe, said once per outage.
     pub fn pass_over(&self, why: &str) {
         add(&self.counters.errors, 1);
-        self.backoff
-            .pass_over(&format!("peer {}", self.peer.name()), why);
+        let peer = Arc::clone(&self.peer);
+        self.liveness.pass_over(self.peer.name(), why, move || {
+            Arc::new(move || peer.probe())
+        });
     }
 }
 
@@ -130,6 +133,8 @@ pub struct Ring {
     /// Members that left the list keep their counters here, so a node's totals never
     /// go down when an operator edits the list.
     gone: Mutex<HashMap<String, Arc<Member>>>,
+    /// How long each member is waited for before the next is asked too.
+    hedging: Hedging,
 }
 
 impl Ring {
@@ -138,6 +143,19 @@ impl Ring {
         let ring = Ring::default();
         ring.replace(peers);
         ring
+    }
+
+    /// This ring with each member waited for as `hedging` says (before any read).
+    pub fn hedged(mut self, hedging: Hedging) -> Ring {
+        self.hedging = hedging;
+        let members = Arc::clone(&crate::lock(&self.members));
+        *crate::lock(&self.members) = Arc::new(
+            members
+                .iter()
+                .map(|m| Arc::new(Member::new(Arc::clone(&m.peer), hedging)))
+                .collect(),
+        );
+        self
     }
 
     /// A ring that follows `source` (looked at now, then at most once per `RECHECK`).
@@ -187,7 +205,7 @@ impl Ring {
                 .find(|m| m.peer.name() == p.name())
                 .cloned()
                 .or_else(|| gone.remove(p.name()));
-            next.push(kept.unwrap_or_else(|| Arc::new(Member::new(p))));
+            next.push(kept.unwrap_or_else(|| Arc::new(Member::new(p, self.hedging))));
         }
         for m in old.iter() {
             if !next.iter().any(|n| n.peer.name() == m.peer.name()) {

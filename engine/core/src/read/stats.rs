@@ -67,6 +67,10 @@ pub struct TierStats {
     /// a peer that refuses sends every read to the origin.
     #[serde(default)]
     pub peer_refused: u64,
+    /// Peer requests not answered within the peer's latency bound (`liveness.rs`):
+    /// the next tier was asked and the peer passed over until it answers again.
+    #[serde(default)]
+    pub peer_late: u64,
     /// Chunks and bytes read from mirrored origins (`--origin`), in how many requests;
     /// mirror reads that failed (unreachable, lacking a chunk, a chunk failing its hash).
     #[serde(default)]
@@ -181,6 +185,7 @@ pub struct Counters {
     pub peer_errors: AtomicU64,
     pub peer_bad_chunks: AtomicU64,
     pub peer_refused: AtomicU64,
+    pub peer_late: AtomicU64,
     pub mirror_chunks: AtomicU64,
     pub mirror_bytes: AtomicU64,
     pub mirror_requests: AtomicU64,
@@ -230,6 +235,7 @@ impl Counters {
             peer_errors: g(&self.peer_errors),
             peer_bad_chunks: g(&self.peer_bad_chunks),
             peer_refused: g(&self.peer_refused),
+            peer_late: g(&self.peer_late),
             mirror_chunks: g(&self.mirror_chunks),
             mirror_bytes: g(&self.mirror_bytes),
             mirror_requests: g(&self.mirror_requests),

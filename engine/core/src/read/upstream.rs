@@ -1,11 +1,14 @@
 //! The tiers beside the origin: peers (`sealvol serve` on other machines, not trusted,
-//! asked by who owns a segment: `ring.rs`) and mirrored origins (repositories holding the same versions), each passed over for
-//! a while after it fails, every chunk they give checked against its hash.
+//! asked by who owns a segment: `ring.rs`, waited for within a bound and passed over
+//! until they answer again: `liveness.rs`) and mirrored origins (repositories holding
+//! the same versions, passed over for a while after they fail), every chunk they give
+//! checked against its hash.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::liveness::{self, Asked};
 use super::ring::{Member, Ring};
 use super::{ByBlocks, ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
 use crate::digest::Hash;
@@ -32,10 +35,16 @@ pub trait Peer: Send + Sync {
         chunks: &[(Hash, u32)],
         into: &mut Vec<u8>,
     ) -> Result<()>;
+
+    /// Asks it something cheap, within a short bound: Ok when it answers now. A peer
+    /// passed over is asked nothing else until it answers this (`liveness.rs`).
+    fn probe(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
-/// How long a peer that failed or returned bad bytes is passed over before it is
-/// asked again: long enough that a dead peer costs one timeout, not one per read.
+/// How long a mirror or the origin that failed is passed over before it is asked
+/// again: long enough that a dead one costs one timeout, not one per read.
 pub const PEER_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A source that failed, passed over until `PEER_BACKOFF` has gone by.
@@ -73,7 +82,9 @@ pub(super) struct MirrorTier {
 /// segment: `ring.rs`) from the server that owns its segment, else the next in that
 /// segment's order that is up and returns it whole with every chunk passing its hash
 /// (but those `by_blocks` leaves to the caller's proof of their blocks); `None` sends
-/// the run to the origin.
+/// the run to the origin. Each server is waited for within its latency bound; one
+/// that does not answer by then is passed over and the next is asked
+/// (`liveness.rs`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn from_peers(
     peers: &[Arc<Member>],
@@ -88,30 +99,54 @@ pub(super) fn from_peers(
     if !peers.iter().any(|p| p.is_up()) {
         return None;
     }
-    let chunks: Vec<(Hash, u32)> = run
+    let chunks: Arc<[(Hash, u32)]> = run
         .iter()
         .map(|&i| (obj.chunks[i].entry.hash, obj.chunks[i].entry.stored_len))
         .collect();
     let len = (end - start) as usize;
     let ordered = Ring::order_for(peers, pack, start);
-    for (rank, p) in ordered.iter().enumerate().filter(|(_, p)| p.is_up()) {
+    for (rank, p) in ordered.iter().enumerate() {
+        // Looked at when its turn comes: one passed over meanwhile is not asked.
+        if !p.is_up() {
+            continue;
+        }
         add(&counters.peer_requests, 1);
         add(&p.counters.requests, 1);
         if rank == 0 {
             add(&p.counters.owned_runs, 1);
         }
-        let mut buf = recycled::take(len);
-        let asked = std::time::Instant::now();
-        let answer = p
-            .peer
-            .read_run(&obj.hash, pack, start, &chunks, buf.as_mut_vec());
-        counters.peer_latency.observe(asked.elapsed());
+        let bound = p.liveness.bound();
+        let (member, file, pack, chunks) = (Arc::clone(p), obj.hash, *pack, Arc::clone(&chunks));
+        let asked = liveness::ask(bound, move || {
+            let mut buf = recycled::take(len);
+            let began = Instant::now();
+            let answer = member
+                .peer
+                .read_run(&file, &pack, start, &chunks, buf.as_mut_vec());
+            let took = began.elapsed();
+            // What the server's state learns, whether or not anyone still waits.
+            match &answer {
+                Ok(()) if buf.len() == len => member.liveness.answered(took, member.peer.name()),
+                Ok(()) => {}
+                Err(e) => member.pass_over(&e.to_string()),
+            }
+            (answer, buf, took)
+        });
+        let (answer, buf, took) = match asked {
+            Asked::Answer(a) => a,
+            Asked::Late => {
+                add(&counters.peer_late, 1);
+                add(&counters.peer_errors, 1);
+                p.pass_over(&p.liveness.late_reason(bound));
+                continue;
+            }
+        };
+        counters.peer_latency.observe(took);
         if let Err(e) = answer {
             add(&counters.peer_errors, 1);
             if e.kind() == ErrorKind::Denied {
                 add(&counters.peer_refused, 1);
             }
-            p.pass_over(&e.to_string());
             continue;
         }
         if buf.len() != len {
