@@ -17,6 +17,12 @@ changes when the files change. With --token, requests need `Authorization: Beare
 (401 without, 403 with a wrong one). Errors carry X-Error-Code (RepoNotFound,
 RevisionNotFound, EntryNotFound) as the hub does.
 
+Hashes as the Hub gives them: a file kept in git has `oid` (and ETag) the git blob id of
+its bytes; an LFS file (LFS_MIN bytes or more) has `oid` the blob id of its *pointer*
+and its bytes' SHA-256 in `lfs.oid` and X-Linked-Etag. --flip PATH sends that file
+(of any repository) with one byte flipped in its middle, at the right length: a
+source that sends the wrong bytes.
+
 --log FILE appends a line per piece of a file body sent, "PATH BYTES", so a test can count what
 was downloaded and by whom it was asked. --hold-after BYTES --gate FILE sends that
 many file bytes in all, then holds every further body until FILE exists: a sync that
@@ -47,11 +53,18 @@ class Repo:
             if p.is_file():
                 rel = p.relative_to(self.root).as_posix()
                 data = p.read_bytes()
+                sha256 = hashlib.sha256(data).hexdigest()
+                # What git holds: the bytes, or for an LFS file the pointer to them.
+                held = data
+                if len(data) >= LFS_MIN:
+                    held = (f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\n"
+                            f"size {len(data)}\n").encode()
                 self.files[rel] = {
+                    "rel": rel,
                     "path": p,
                     "size": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+                    "sha256": sha256,
+                    "oid": hashlib.sha1(b"blob %d\0" % len(held) + held).hexdigest(),
                 }
         h = hashlib.sha1()
         for rel, f in self.files.items():
@@ -64,7 +77,8 @@ class Repo:
 
 
 class Hub:
-    def __init__(self, repos, token, log=None, hold_after=None, gate=None):
+    def __init__(self, repos, token, log=None, hold_after=None, gate=None, flip=()):
+        self.flip = set(flip)
         self.repos = {(r.kind, r.id): r for r in repos}
         self.by_sha256 = {f["sha256"]: f for r in repos for f in r.files.values()}
         self.token = token
@@ -267,13 +281,19 @@ def make_handler(hub):
             self.end_headers()
             if self.command == "HEAD" or length == 0:
                 return
+            middle = f["size"] // 2 if f["rel"] in hub.flip else -1
             with open(f["path"], "rb") as fh:
                 fh.seek(start)
                 left = length
                 while left:
+                    at = fh.tell()
                     b = fh.read(min(left, 64 << 10))
                     if not b:
                         break
+                    if at <= middle < at + len(b):
+                        b = bytearray(b)
+                        b[middle - at] ^= 0x01
+                        b = bytes(b)
                     hub.may_send(len(b))
                     # Counted before it is sent: a client that has read the whole
                     # body finds all of it in the log.
@@ -284,9 +304,9 @@ def make_handler(hub):
     return Handler
 
 
-def serve(port, repos, token=None, log=None, hold_after=None, gate=None):
+def serve(port, repos, token=None, log=None, hold_after=None, gate=None, flip=()):
     """Starts the server on a thread; returns (server, base_url)."""
-    hub = Hub(repos, token, log, hold_after, gate)
+    hub = Hub(repos, token, log, hold_after, gate, flip)
     srv = ThreadingHTTPServer(("127.0.0.1", port), make_handler(hub))
     srv.daemon_threads = True
     # A client that goes away mid-download (a cancelled job, a killed server) is no
@@ -312,12 +332,13 @@ def main():
     ap.add_argument("--log", help="append 'PATH BYTES' for each piece of a body sent")
     ap.add_argument("--hold-after", type=int, help="hold bodies after this many bytes...")
     ap.add_argument("--gate", help="...until this file exists")
+    ap.add_argument("--flip", action="append", default=[], help="send this file (PATH in its repository) with one byte flipped")
     a = ap.parse_args()
     if (a.hold_after is None) != (a.gate is None):
         ap.error("--hold-after and --gate go together")
     repos = [Repo("model", *spec.split("=", 1)) for spec in a.repo]
     repos += [Repo("dataset", *spec.split("=", 1)) for spec in a.dataset]
-    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate)
+    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate, a.flip)
     print(f"listening on {url}", flush=True)
     try:
         threading.Event().wait()

@@ -10,6 +10,9 @@ its mode changes.
     s3_faults.py TARGET_PORT cut-uploads N
         cuts the connection half-way through the body of the first N uploads of more
         than 1 MiB (PutObject or UploadPart): a network that drops a pack upload.
+    s3_faults.py TARGET_PORT flip-reads
+        flips one bit of the byte in the middle of every object body read (GetObject,
+        not a listing), at the right length: a store or network that changes bytes.
 
 prints "listening on PORT" once ready; writes one line per fault made to stderr.
 """
@@ -81,6 +84,13 @@ class Relay(BaseHTTPRequestHandler):
         upstream.request(self.command, self.path, body=body, headers=headers)
         resp = upstream.getresponse()
         data = resp.read()
+        object_read = "?" not in self.path or "x-id=GetObject" in self.path
+        if (self.mode == "flip-reads" and self.command == "GET" and object_read
+                and resp.status in (200, 206) and data):
+            data = bytearray(data)
+            data[len(data) // 2] ^= 0x01
+            data = bytes(data)
+            say(f"flipped a byte of {self.path}")
         self.send_response_only(resp.status, resp.reason)
         for k, v in resp.getheaders():
             # A HEAD's length is the object's, not its (empty) body's.

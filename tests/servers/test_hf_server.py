@@ -1,5 +1,6 @@
 """Checks that the local Hugging Face stand-in speaks the hub's endpoints as sync will
 use them: run by scripts/test.sh (python3 -m unittest discover tests/servers)."""
+import hashlib
 import json
 import os
 import tempfile
@@ -65,6 +66,15 @@ class HfServerTest(unittest.TestCase):
         files = {e["path"]: e for e in seen if e["type"] == "file"}
         self.assertEqual(set(files), {"config.json", "1_Pooling/config.json", "model.safetensors"})
         self.assertIn("lfs", files["model.safetensors"])
+        # As on the Hub: an LFS file's oid is its pointer's blob id, lfs.oid its bytes'
+        # SHA-256; a small file's oid is its bytes' blob id.
+        big = files["model.safetensors"]
+        self.assertEqual(big["lfs"]["oid"], hashlib.sha256(self.big).hexdigest())
+        pointer = (f"version https://git-lfs.github.com/spec/v1\noid sha256:{big['lfs']['oid']}\n"
+                   f"size {len(self.big)}\n").encode()
+        self.assertEqual(big["oid"], hashlib.sha1(b"blob %d\0" % len(pointer) + pointer).hexdigest())
+        small = b'{"hidden_size": 384}'
+        self.assertEqual(files["config.json"]["oid"], hashlib.sha1(b"blob %d\0" % len(small) + small).hexdigest())
         self.assertIn("1_Pooling", [e["path"] for e in seen if e["type"] == "directory"])
 
     def test_resolve_small_direct_large_by_redirect_with_ranges(self):

@@ -34,6 +34,12 @@ fn gcs_through_its_emulator_pins_each_object_to_its_generation() {
         !generation.is_empty() && generation.bytes().all(|b| b.is_ascii_digit()),
         "a generation per object: {prov}"
     );
+    // The listing's own MD5 and CRC32C of each object: every byte checked against both.
+    let checked = prov["checked"].as_object().unwrap();
+    assert!(
+        !checked.is_empty() && checked.values().all(|c| c == "md5,crc32c"),
+        "{prov}"
+    );
 
     // A missing bucket fails at once, naming it and what to check.
     let t = Instant::now();

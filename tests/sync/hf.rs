@@ -3,6 +3,7 @@
 //! listing.
 
 use super::*;
+use sha2::Digest as _;
 
 /// Runs sealvol against a local Hugging Face stand-in.
 fn hf_cmd(env: &Env, endpoint: &str) -> Command {
@@ -55,14 +56,32 @@ fn a_real_model_from_the_hub_seals_the_digest_of_its_files_pinned_to_the_commit(
         m["provenance"]["source"],
         "hf://sentence-transformers/all-MiniLM-L6-v2@main"
     );
-    // A content id per file: the git blob id (of the LFS pointer, for the weights),
-    // which changes whenever the bytes do.
+    // A content id per file, which changes whenever the bytes do: the weights' (an
+    // LFS file's) SHA-256, a small file's git blob id.
     let id = m["provenance"]["objects"]["model.safetensors"]
         .as_str()
         .unwrap();
     assert!(
-        id.len() >= 40 && id.chars().all(|c| c.is_ascii_hexdigit()),
+        id.len() == 64 && id.chars().all(|c| c.is_ascii_hexdigit()),
         "{m}"
+    );
+    // Every byte was checked against the Hub's own hashes: the LFS file's SHA-256,
+    // each small file's git blob id; so says the version, the job and `describe`.
+    let checked = &m["provenance"]["checked"];
+    assert_eq!(checked["model.safetensors"], "sha256", "{m}");
+    assert_eq!(checked["config.json"], "git-blob-sha1", "{m}");
+    let files_n = m["provenance"]["objects"].as_object().unwrap().len() as u64;
+    let checks = job["checks"].as_object().unwrap();
+    assert_eq!(
+        checks["sha256"].as_u64().unwrap_or(0) + checks["git-blob-sha1"].as_u64().unwrap_or(0),
+        files_n,
+        "{job}"
+    );
+    assert!(checks.get("unchecked").is_none(), "{job}");
+    let described = env.ok(&["volume", "describe", "embed/minilm:prod"]);
+    assert!(
+        described.contains("file(s) sha256") && described.contains("git-blob-sha1"),
+        "{described}"
     );
     // Pinned to a commit, the same bytes again: same digest, nothing new.
     let again = ok(
@@ -240,4 +259,51 @@ fn a_hub_that_does_not_answer_fails_the_sync_within_the_timeout() {
         }
     }
     drop(silent);
+}
+
+#[test]
+fn a_hub_that_sends_one_flipped_byte_fails_the_file_naming_both_hashes_and_seals_nothing() {
+    let model = minilm_dir();
+    for (file, kind) in [
+        ("model.safetensors", "sha256"),
+        ("config.json", "git-blob-sha1"),
+    ] {
+        let env = Env::new();
+        let hub = HfServer::start(&[
+            "--repo",
+            &format!("sentence-transformers/all-MiniLM-L6-v2={}", model.display()),
+            "--flip",
+            file,
+        ]);
+        let (_, err) = fails(
+            hf_cmd(&env, &hub.url),
+            &[
+                "volume",
+                "sync",
+                "hf://sentence-transformers/all-MiniLM-L6-v2",
+                "embed/minilm",
+            ],
+        );
+        // The file, the check, and both hashes: what the Hub says and what came.
+        let bytes = std::fs::read(model.join(file)).unwrap();
+        let said = match kind {
+            "sha256" => hex::encode(sha2::Sha256::digest(&bytes)),
+            _ => {
+                let mut h = sha1::Sha1::new();
+                h.update(format!("blob {}\0", bytes.len()).as_bytes());
+                h.update(&bytes);
+                hex::encode(h.finalize())
+            }
+        };
+        assert!(
+            err.contains(file) && err.contains(kind) && err.contains(&said),
+            "{err}"
+        );
+        assert!(err.contains("they hash to"), "{err}");
+        // Read again before failing, and nothing sealed.
+        assert!(
+            env.ok(&["volume", "ls"]).trim().is_empty()
+                || !env.ok(&["volume", "ls"]).contains("minilm")
+        );
+    }
 }

@@ -45,6 +45,18 @@ fn an_s3_prefix_seals_the_digest_of_the_same_files_on_disk_and_resyncs_for_free(
     assert!(prov["listed"].as_str().is_some());
     let etag = prov["objects"]["model.safetensors"].as_str().unwrap();
     assert!(etag.len() > 8, "an ETag per object: {prov}");
+    // Written in one part, an object's ETag is its MD5: its bytes were checked. One
+    // written in parts (`-N`) has no hash of its whole content to check against.
+    let checked = prov["checked"].as_object().unwrap();
+    for (path, etag) in prov["objects"].as_object().unwrap() {
+        let want = if etag.as_str().unwrap().contains('-') {
+            ""
+        } else {
+            "md5"
+        };
+        assert_eq!(checked[path], want, "{path}: {prov}");
+    }
+    assert!(checked.values().any(|c| c == "md5"), "{prov}");
 
     // Again: same digest, nothing fetched, no new chunk stored.
     let stored = env.stored_chunk_bytes();
@@ -505,4 +517,31 @@ fn a_connection_cut_mid_file_is_read_on_from_where_it_stopped() {
                 && l.contains("reading on from there")),
         "{log}"
     );
+}
+
+#[test]
+fn bytes_that_disagree_with_the_objects_own_md5_fail_the_job_and_seal_nothing() {
+    let moto = Moto::start(&[]);
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &noise(3 << 20, 41));
+    moto.seed(&["flip", "p", src.to_str().unwrap()]);
+    let log = env.path("faults.log");
+    let proxy = FaultProxy::start(moto.port, &["flip-reads"], &log);
+    let (_, err) = fails(
+        s3_cmd(&env, &proxy.endpoint()),
+        &["volume", "sync", "s3://flip/p", "x/flip"],
+    );
+    let md5 = {
+        use md5::Digest as _;
+        hex::encode(md5::Md5::digest(std::fs::read(src.join("a.bin")).unwrap()))
+    };
+    assert!(
+        err.contains("a.bin") && err.contains("md5") && err.contains(&md5),
+        "{err}"
+    );
+    // Read again before the job failed, and nothing sealed.
+    let flips = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(flips >= 3, "read {flips} time(s): {err}");
+    assert!(!env.ok(&["volume", "ls"]).contains("flip"));
 }

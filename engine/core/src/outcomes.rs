@@ -31,6 +31,27 @@ pub struct Provenance {
     /// What the pusher said about the version (`push --label K=V`; `labels.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The source's own hashes each synced file's bytes were checked against, by path
+    /// (`sha256`, `git-blob-sha1`, `md5`, `crc32c`, comma-separated; empty when the
+    /// source gave none). Written by a sync; absent for a push.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checked: BTreeMap<String, String>,
+}
+
+impl Provenance {
+    /// How many files passed each set of checks (`unchecked`: none), for a summary.
+    pub fn checks_summary(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for c in self.checked.values() {
+            let k = if c.is_empty() {
+                "unchecked"
+            } else {
+                c.as_str()
+            };
+            *out.entry(k.to_string()).or_insert(0) += 1;
+        }
+        out
+    }
 }
 
 /// One move of a tag; the first has no `from`. A removal (`volume untag`) is a move to

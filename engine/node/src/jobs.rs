@@ -128,6 +128,11 @@ pub struct Job {
     /// The pinned ref, once READY.
     #[serde(default)]
     pub sealed: Option<String>,
+    /// Once READY: how many files passed each set of checks of the source's own hashes
+    /// (`sha256`, `git-blob-sha1`, `md5`, `crc32c`; `unchecked` when the source gave
+    /// none), as the version's provenance records them by path.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub checks: std::collections::BTreeMap<String, u64>,
     #[serde(default)]
     pub progress: JobProgress,
 }

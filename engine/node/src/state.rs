@@ -145,7 +145,14 @@ impl sealvol_core::push::StatCache for StatCacheDir<'_> {
 /// What a sync already stored: (source, key, version, size) → file hash. It lets a
 /// resumed or repeated sync skip the objects whose bytes are already in the repository.
 impl StateDb {
-    pub fn synced_lookup(&self, source: &str, objects: &[Object]) -> Result<Vec<Option<Hash>>> {
+    /// Each object's file hash if a sync stored it before, with the checks of the
+    /// source's hashes its bytes passed then (empty when none, or stored by a sealvol
+    /// that did not check).
+    pub fn synced_lookup(
+        &self,
+        source: &str,
+        objects: &[Object],
+    ) -> Result<Vec<Option<(Hash, String)>>> {
         let txn = self.db.begin_read().map_err(|e| db_error_s(&e))?;
         let table = match txn.open_table(SYNCED) {
             Ok(t) => t,
@@ -158,18 +165,26 @@ impl StateDb {
                 let v = table
                     .get(synced_key(source, o).as_str())
                     .map_err(|e| db_error_s(&e))?;
-                Ok(v.and_then(|v| v.value().try_into().ok().map(Hash)))
+                // The hash's 32 bytes, then the checks' names.
+                Ok(v.and_then(|v| {
+                    let v = v.value();
+                    let hash: [u8; 32] = v.get(..32)?.try_into().ok()?;
+                    let checks = String::from_utf8_lossy(&v[32..]).into_owned();
+                    Some((Hash(hash), checks))
+                }))
             })
             .collect()
     }
 
-    pub fn synced_remember(&self, source: &str, items: &[(&Object, Hash)]) -> Result<()> {
+    pub fn synced_remember(&self, source: &str, items: &[(&Object, Hash, String)]) -> Result<()> {
         let txn = self.db.begin_write().map_err(|e| db_error_s(&e))?;
         {
             let mut table = txn.open_table(SYNCED).map_err(|e| db_error_s(&e))?;
-            for (o, h) in items {
+            for (o, h, checks) in items {
+                let mut value = h.0.to_vec();
+                value.extend_from_slice(checks.as_bytes());
                 table
-                    .insert(synced_key(source, o).as_str(), h.0.as_slice())
+                    .insert(synced_key(source, o).as_str(), value.as_slice())
                     .map_err(|e| db_error_s(&e))?;
             }
         }
@@ -197,6 +212,7 @@ impl StateDb {
             reason: None,
             error: None,
             sealed: None,
+            checks: Default::default(),
             progress: JobProgress::default(),
         })
     }
@@ -244,14 +260,21 @@ impl StateDb {
         })
     }
 
-    /// A sealed job: SEALING → READY with its pinned ref.
-    pub fn job_ready(&self, id: u64, pinned_ref: String) -> Result<Job> {
+    /// A sealed job: SEALING → READY with its pinned ref and the checks its files
+    /// passed.
+    pub fn job_ready(
+        &self,
+        id: u64,
+        pinned_ref: String,
+        checks: std::collections::BTreeMap<String, u64>,
+    ) -> Result<Job> {
         self.update_job(id, |job| {
             if !job.state.can_become(JobState::Ready) {
                 return Err(crate::jobs::bad_move(job, JobState::Ready));
             }
             job.state = JobState::Ready;
             job.sealed = Some(pinned_ref);
+            job.checks = checks.clone();
             Ok(())
         })
     }
@@ -574,10 +597,13 @@ mod tests {
         db.move_job(a, JobState::Running, None).unwrap();
         db.move_job(a, JobState::Sealing, None).unwrap();
         assert!(
-            db.job_ready(b, "vol:weights/x@b3:00".into()).is_err(),
+            db.job_ready(b, "vol:weights/x@b3:00".into(), Default::default())
+                .is_err(),
             "b is QUEUED"
         );
-        let done = db.job_ready(a, "vol:weights/x@b3:00".into()).unwrap();
+        let done = db
+            .job_ready(a, "vol:weights/x@b3:00".into(), Default::default())
+            .unwrap();
         assert_eq!(done.attempts, 2);
         let e = db.move_job(a, JobState::Queued, None).unwrap_err();
         assert!(e.to_string().contains("READY"), "{e}");

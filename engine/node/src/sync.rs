@@ -191,7 +191,7 @@ fn run_logged(
     };
 
     let mut index = push::index_after_recovery(repo)?;
-    let mut files = already_stored(repo, db, &source_id, objects, &index)?;
+    let (mut files, mut checked) = already_stored(repo, db, &source_id, objects, &index)?;
     let todo = announce(opts.progress, &listing, &shown, &files);
     let mut fetched = Fetched::default();
     let all = batches(&todo, |i| objects[i].size, opts.batch_bytes);
@@ -205,14 +205,16 @@ fn run_logged(
         if let Some(a) = allowance.as_mut() {
             a.take(batch.iter().map(|&i| objects[i].size).sum())?;
         }
-        let got = fetch_batch(repo, &mut index, &*remote, objects, batch, opts)?;
+        let (got, checks) = fetch_checked(repo, &mut index, &*remote, objects, batch, opts)?;
         let mut remember = Vec::with_capacity(batch.len());
         for (j, &i) in batch.iter().enumerate() {
             let (hash, chunks) = got.files.get(&j).copied().ok_or_else(|| {
                 Error::new(ErrorKind::Io, format!("{} was not read", objects[i].path))
             })?;
             files.insert(i, (hash, chunks));
-            remember.push((&objects[i], hash));
+            let passed = checks.get(j).cloned().unwrap_or_default();
+            checked.insert(i, passed.clone());
+            remember.push((&objects[i], hash, passed));
         }
         db.synced_remember(&source_id, &remember)?;
         opts.progress.note(&format!(
@@ -241,6 +243,11 @@ fn run_logged(
             .map(|o| (o.path.clone(), o.version.clone()))
             .collect(),
         labels: Default::default(),
+        checked: objects
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.path.clone(), checked.remove(&i).unwrap_or_default()))
+            .collect(),
     };
     let (sealed, stats) = push::seal_listing(
         repo,
@@ -297,27 +304,31 @@ fn connect(
 }
 
 /// What an earlier run of this (or an identical) sync already stored, intact: the
-/// listing's index → the file's hash and chunk count.
+/// listing's index → the file's hash and chunk count; and the checks of the
+/// source's hashes each passed when it was read.
+#[allow(clippy::type_complexity)]
 fn already_stored(
     repo: &Repository,
     db: &StateDb,
     source_id: &str,
     objects: &[Object],
     index: &sealvol_core::repo::ChunkIndex,
-) -> Result<HashMap<usize, (Hash, u64)>> {
+) -> Result<(HashMap<usize, (Hash, u64)>, HashMap<usize, String>)> {
     let mut files = HashMap::new();
+    let mut checked = HashMap::new();
     for (i, hit) in db
         .synced_lookup(source_id, objects)?
         .into_iter()
         .enumerate()
     {
-        if let Some(h) = hit
+        if let Some((h, checks)) = hit
             && let Some(chunks) = push::stored_file(repo, index, &h)?
         {
             files.insert(i, (h, chunks));
+            checked.insert(i, checks);
         }
     }
-    Ok(files)
+    Ok((files, checked))
 }
 
 /// Tells the progress what was listed and what an earlier run already stored (done
@@ -364,6 +375,37 @@ fn announce(
     todo
 }
 
+/// How many times a batch whose bytes disagree with the source's own hashes is read
+/// again before the job fails: a byte flipped on the way is read right the next time,
+/// a source that keeps sending it is damaged.
+const CHECK_ATTEMPTS: u32 = 3;
+
+/// Fetches one batch of the listing from the source and stores it, with the checks
+/// of the source's hashes each file passed (comma-separated, by its place in the
+/// batch). A batch failing a check is read again, then fails.
+fn fetch_checked(
+    repo: &Repository,
+    index: &mut sealvol_core::repo::ChunkIndex,
+    remote: &dyn sealvol_source::Remote,
+    objects: &[Object],
+    batch: &[usize],
+    opts: &SyncOptions,
+) -> Result<(push::Ingested, Vec<String>)> {
+    let mut attempt = 1;
+    loop {
+        match fetch_batch(repo, index, remote, objects, batch, opts) {
+            Err(e) if e.kind() == ErrorKind::Corrupt && attempt < CHECK_ATTEMPTS => {
+                opts.progress.note(&format!(
+                    "{}; reading the batch again ({attempt}/{CHECK_ATTEMPTS})",
+                    e.message()
+                ));
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Fetches one batch of the listing from the source and stores it.
 fn fetch_batch(
     repo: &Repository,
@@ -372,12 +414,17 @@ fn fetch_batch(
     objects: &[Object],
     batch: &[usize],
     opts: &SyncOptions,
-) -> Result<push::Ingested> {
+) -> Result<(push::Ingested, Vec<String>)> {
     let part: Vec<_> = batch.iter().map(|&i| objects[i].clone()).collect();
     let stream: Vec<StreamFile> = part.iter().map(Object::stream_file).collect();
     let fetch = remote.fetch(part, opts.streams);
     match push::ingest(repo, index, &stream, &*fetch, opts.progress) {
-        Ok(got) => Ok(got),
+        Ok(got) => {
+            let checks = (0..batch.len())
+                .map(|j| fetch.checked(j).unwrap_or_default().join(","))
+                .collect();
+            Ok((got, checks))
+        }
         // The pipeline saw an io::Error; the source's own error says more.
         Err(e) => Err(fetch.take_failure().unwrap_or(e)),
     }

@@ -101,4 +101,10 @@ pub trait Fetch: Inputs {
     /// The source error that stopped the pipeline, if one did: the pipeline itself
     /// only sees an I/O error.
     fn take_failure(&self) -> Option<Error>;
+
+    /// The checks of the source's own hashes file `i` passed (`checks.rs`), once it
+    /// was read whole; none for a source that reads without them.
+    fn checked(&self, _i: usize) -> Option<Vec<&'static str>> {
+        None
+    }
 }

@@ -10,6 +10,7 @@
 //! how a job that only waits out retries gives its agent's slot back (`pace`). It links no network client, so the
 //! node, the S3 clients and the S3 repository share it without pulling each other in.
 
+pub mod checks;
 pub mod connector;
 pub mod endpoints;
 pub mod filter;

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::checks::Expected;
 use super::filter::Filter;
 use super::keys::{Mapped, map_key};
 use sealvol_core::error::Result;
@@ -17,6 +18,8 @@ pub struct RawObject {
     pub size: u64,
     /// ETag, version id or content hash: changes whenever the bytes do.
     pub version: String,
+    /// What the source says the content hashes to: every byte read is checked.
+    pub expect: Vec<Expected>,
 }
 
 /// One file to sync.
@@ -28,6 +31,9 @@ pub struct Object {
     pub path: String,
     pub size: u64,
     pub version: String,
+    /// What the source says the content hashes to (`checks.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Expected>,
 }
 
 impl Object {
@@ -68,6 +74,7 @@ impl Listing {
                     key: r.key,
                     size: r.size,
                     version: r.version,
+                    expect: r.expect,
                 });
             }
         }
@@ -94,6 +101,7 @@ mod tests {
             key: key.into(),
             size,
             version: "v".into(),
+            expect: Vec::new(),
         }
     }
 

@@ -5,7 +5,8 @@
 //! at most `AHEAD` pieces waiting, which bounds memory, and a connection cut mid-part
 //! reads on from where it stopped. Large parts keep request counts low (some servers
 //! pay per request in proportion to the object's size); several in flight keep a
-//! high-latency store busy.
+//! high-latency store busy. Each file's bytes are checked, in order as the reader
+//! takes them, against every hash its source's listing gave (`verify.rs`).
 
 use std::io::Read;
 use std::ops::Range;
@@ -18,6 +19,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use crate::client::Client;
+use crate::verify::Checker;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::push::Inputs;
 use sealvol_source::Fetch;
@@ -30,7 +32,15 @@ pub const PART: u64 = 512 << 20;
 const AHEAD: usize = 128;
 
 /// One part's pieces, in order; the sender ends when the part is complete.
-type Part = mpsc::Receiver<Result<Bytes>>;
+type Part = mpsc::Receiver<Result<Piece>>;
+
+/// What a part sends its reader.
+enum Piece {
+    Bytes(Bytes),
+    /// The source said, as it answered, that a check of this kind does not hold for
+    /// this object (an S3 ETag that is not an MD5: `Body::voids`).
+    Void(&'static str),
+}
 
 pub struct Prefetch {
     files: Vec<Object>,
@@ -42,6 +52,8 @@ pub struct Prefetch {
     cancel: Arc<AtomicBool>,
     /// The first source error, kept whole: the pipeline only sees an `io::Error`.
     failure: Mutex<Option<Error>>,
+    /// The checks each file passed, by its index, once read to its end.
+    checked: Mutex<std::collections::HashMap<usize, Vec<&'static str>>>,
 }
 
 impl Prefetch {
@@ -101,7 +113,13 @@ impl Prefetch {
             feeder,
             cancel,
             failure: Mutex::new(None),
+            checked: Mutex::default(),
         }
+    }
+
+    /// The checks file `i` passed, once it was read to its end.
+    pub fn checked(&self, i: usize) -> Option<Vec<&'static str>> {
+        self.checked.lock().ok()?.get(&i).cloned()
     }
 
     /// The source error that stopped the pipeline, if one did.
@@ -130,7 +148,7 @@ impl Prefetch {
             .ok_or_else(|| Error::new(ErrorKind::Io, "the fetcher stopped early"))
     }
 
-    fn next_piece(&self, part: &mut Part) -> Result<Option<Bytes>> {
+    fn next_piece(&self, part: &mut Part) -> Result<Option<Piece>> {
         if self.cancel.load(Ordering::Relaxed) {
             return Err(Error::cancelled());
         }
@@ -145,7 +163,7 @@ async fn stream_part(
     obj: &Object,
     range: Range<u64>,
     what: &str,
-    tx: &mpsc::Sender<Result<Bytes>>,
+    tx: &mpsc::Sender<Result<Piece>>,
 ) {
     let mut at = range.start;
     let mut cuts = 0;
@@ -157,6 +175,11 @@ async fn stream_part(
                 return;
             }
         };
+        for kind in body.voids() {
+            if tx.send(Ok(Piece::Void(kind))).await.is_err() {
+                return;
+            }
+        }
         loop {
             match body.next(what).await {
                 Ok(Some(piece)) => {
@@ -167,7 +190,7 @@ async fn stream_part(
                         piece
                     };
                     at += piece.len() as u64;
-                    if tx.send(Ok(piece)).await.is_err() {
+                    if tx.send(Ok(Piece::Bytes(piece))).await.is_err() {
                         return; // the reader is gone
                     }
                     if at >= range.end {
@@ -212,9 +235,28 @@ impl Drop for Prefetch {
 
 struct PartReader<'a> {
     pf: &'a Prefetch,
+    /// The file's index in the batch.
+    i: usize,
     parts_left: u64,
     part: Option<Part>,
     current: Bytes,
+    /// Every byte handed on, hashed as the source's listing says it should hash; taken
+    /// at the end of the file.
+    checker: Option<Checker>,
+}
+
+impl PartReader<'_> {
+    /// The end of the file: its checks, or why it fails them.
+    fn finish(&mut self) -> Result<()> {
+        let Some(checker) = self.checker.take() else {
+            return Ok(());
+        };
+        let passed = checker.finish(&self.pf.name(self.i))?;
+        if let Ok(mut c) = self.pf.checked.lock() {
+            c.insert(self.i, passed);
+        }
+        Ok(())
+    }
 }
 
 impl Read for PartReader<'_> {
@@ -225,9 +267,15 @@ impl Read for PartReader<'_> {
                 None => None,
             };
             match piece {
-                Some(p) => self.current = p,
+                Some(Piece::Bytes(p)) => self.current = p,
+                Some(Piece::Void(kind)) => {
+                    if let Some(c) = &mut self.checker {
+                        c.void(kind);
+                    }
+                }
                 None => {
                     if self.parts_left == 0 {
+                        self.finish().map_err(|e| self.pf.fail(e))?;
                         return Ok(0);
                     }
                     self.part = Some(self.pf.next_part().map_err(|e| self.pf.fail(e))?);
@@ -237,6 +285,9 @@ impl Read for PartReader<'_> {
         }
         let n = buf.len().min(self.current.remaining());
         self.current.copy_to_slice(&mut buf[..n]);
+        if let Some(c) = &mut self.checker {
+            c.update(&buf[..n]);
+        }
         Ok(n)
     }
 }
@@ -250,18 +301,27 @@ impl Inputs for Prefetch {
                 format!("files must be read in listing order: asked for {i}, next is {expected}"),
             ));
         }
-        let size = self.files.get(i).map_or(0, |o| o.size);
+        let (size, expect) = self
+            .files
+            .get(i)
+            .map_or((0, &[][..]), |o| (o.size, o.expect.as_slice()));
         Ok(Box::new(PartReader {
             pf: self,
+            i,
             parts_left: size.div_ceil(PART),
             part: None,
             current: Bytes::new(),
+            checker: Some(Checker::new(expect, size)),
         }))
     }
 
     fn name(&self, i: usize) -> String {
         let key = self.files.get(i).map_or("?", |o| o.key.as_str());
-        format!("{}{key}", self.shown)
+        // A bucket's address ends in its prefix's `/`; a Hub repository's in `@REV`.
+        match self.shown.ends_with('/') {
+            true => format!("{}{key}", self.shown),
+            false => format!("{}/{key}", self.shown),
+        }
     }
 
     fn finished(&self, i: usize, total: u64) -> Result<()> {
@@ -283,5 +343,9 @@ impl Inputs for Prefetch {
 impl Fetch for Prefetch {
     fn take_failure(&self) -> Option<Error> {
         Prefetch::take_failure(self)
+    }
+
+    fn checked(&self, i: usize) -> Option<Vec<&'static str>> {
+        Prefetch::checked(self, i)
     }
 }

@@ -18,8 +18,10 @@ use serde::Deserialize;
 
 use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get, status_error, transport};
+use base64::Engine as _;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_source::Access;
+use sealvol_source::checks::Expected;
 use sealvol_source::endpoints::{GCS_DEFAULT, Resolved};
 use sealvol_source::listing::{Object, RawObject};
 use sealvol_source::url::SourceUrl;
@@ -63,6 +65,12 @@ struct Item {
     name: String,
     size: String,
     generation: String,
+    /// Base64 of the content's MD5 (absent for a composed object).
+    #[serde(default, rename = "md5Hash")]
+    md5_hash: Option<String>,
+    /// Base64 of the content's CRC32C, big-endian.
+    #[serde(default)]
+    crc32c: Option<String>,
 }
 
 impl Gcs {
@@ -195,10 +203,31 @@ impl Gcs {
                 ),
             )
         })?;
+        // The listing's own hashes of the content; one that is not what the JSON API
+        // sends (bad base64, the wrong length) is refused, not skipped.
+        let mut expect = Vec::new();
+        for (kind, value) in [("md5", &item.md5_hash), ("crc32c", &item.crc32c)] {
+            let Some(v) = value else { continue };
+            let parsed = base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .ok()
+                .and_then(|b| Expected::parse_hex(kind, &hex::encode(b)));
+            expect.push(parsed.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "{}: the listing gives {:?} a {kind} that is not one: {v:.60}",
+                        self.shown, item.name
+                    ),
+                )
+                .hint("the endpoint is not a GCS JSON API, or it is damaged")
+            })?);
+        }
         Ok(Some(RawObject {
             key: key.to_string(),
             size,
             version: item.generation,
+            expect,
         }))
     }
 

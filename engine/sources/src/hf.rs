@@ -13,6 +13,7 @@ use crate::body::Body;
 use crate::http::{Hints, percent, ranged_get};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_source::Access;
+use sealvol_source::checks::Expected;
 use sealvol_source::endpoints::Resolved;
 use sealvol_source::listing::{Object, RawObject};
 use sealvol_source::secrets::Secret;
@@ -129,7 +130,8 @@ impl Hf {
     }
 
     async fn tree(&self, sha: &str) -> Result<Vec<RawObject>> {
-        let mut out = Vec::new();
+        let mut out: Vec<RawObject> = Vec::new();
+        let mut lfs_unknown: Vec<usize> = Vec::new();
         macro_rules! collect {
             ($repo:expr) => {{
                 let repo = $repo;
@@ -149,14 +151,33 @@ impl Hf {
                         ..
                     } = entry.map_err(|e| hf_error(&self.shown, e))?
                     {
-                        // The LFS sha256 names the bytes when hf-hub has it; else the git
-                        // blob id (of the pointer, for an LFS file), which changes with them.
-                        let version = lfs.and_then(|l| l.sha256).unwrap_or(oid);
+                        // A file kept in git: its `oid` is the git blob id of its bytes.
+                        // An LFS file: its `oid` is the blob id of its *pointer*, and its
+                        // bytes' SHA-256 is `lfs.oid`, which hf-hub does not read (its
+                        // field is `sha256`): asked of the resolve URL below when absent.
+                        let (version, expect) = match lfs {
+                            None => {
+                                let e = Expected::parse_hex("git-blob-sha1", &oid);
+                                (oid, e.into_iter().collect())
+                            }
+                            Some(l) => match l
+                                .sha256
+                                .as_deref()
+                                .and_then(|h| Expected::parse_hex("sha256", h))
+                            {
+                                Some(e) => (e.hex(), vec![e]),
+                                None => (oid, Vec::new()),
+                            },
+                        };
                         out.push(RawObject {
                             key: path,
                             size,
                             version,
+                            expect,
                         });
+                        if let Some(true) = out.last().map(|o| o.expect.is_empty()) {
+                            lfs_unknown.push(out.len() - 1);
+                        }
                     }
                 }
             }};
@@ -165,10 +186,83 @@ impl Hf {
             HfKind::Model => collect!(self.hub.model(&self.owner, &self.name)),
             HfKind::Dataset => collect!(self.hub.dataset(&self.owner, &self.name)),
         }
+        self.linked_sha256(sha, &mut out, &lfs_unknown).await?;
         Ok(out)
     }
 
+    /// The content SHA-256 of each LFS file `which` of `out`, as the Hub's resolve URL
+    /// names it (`X-Linked-Etag` on its redirect, which is not followed): one HEAD per
+    /// large file, a few at once. It also becomes the file's version, as the Hub's own
+    /// clients key their caches.
+    async fn linked_sha256(&self, sha: &str, out: &mut [RawObject], which: &[usize]) -> Result<()> {
+        if which.is_empty() {
+            return Ok(());
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(sealvol_core::patience::connect())
+            .read_timeout(sealvol_core::patience::answer())
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot make an HTTP client: {e}")))?;
+        let asks = which.iter().map(|&i| {
+            let key = out[i].key.clone();
+            let url = self.resolve_url_at(sha, &key);
+            let http = &http;
+            async move {
+                let what = format!("{}/{key}", self.shown.trim_end_matches('/'));
+                let linked = sealvol_source::retry::retrying(&what, || async {
+                    let mut req = http.head(&url);
+                    if let Some(t) = &self.token {
+                        req = req.bearer_auth(t);
+                    }
+                    let resp = req
+                        .send()
+                        .await
+                        .map_err(|e| crate::http::transport(&what, &e, &HINTS))?;
+                    let status = resp.status().as_u16();
+                    if !(200..400).contains(&status) {
+                        return Err(crate::http::status_error(&what, status, "", &HINTS));
+                    }
+                    Ok(resp
+                        .headers()
+                        .get("x-linked-etag")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string))
+                })
+                .await?;
+                let expect = match linked {
+                    None => None,
+                    Some(v) => Some(Expected::parse_hex("sha256", &v).ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Io,
+                            format!("{what}: the Hub's X-Linked-Etag is not a SHA-256: {v:.80}"),
+                        )
+                        .hint(
+                            "check the endpoint (HF_ENDPOINT): it does not answer as the Hub does",
+                        )
+                    })?),
+                };
+                Ok::<_, Error>((i, expect))
+            }
+        });
+        let found: Vec<Result<(usize, Option<Expected>)>> = futures::stream::iter(asks)
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        for f in found {
+            if let (i, Some(e)) = f? {
+                out[i].version = e.hex();
+                out[i].expect = vec![e];
+            }
+        }
+        Ok(())
+    }
+
     fn resolve_url(&self, path: &str) -> String {
+        self.resolve_url_at(&self.revision, path)
+    }
+
+    fn resolve_url_at(&self, revision: &str, path: &str) -> String {
         let prefix = match self.kind {
             HfKind::Model => "",
             HfKind::Dataset => "datasets/",
@@ -179,7 +273,7 @@ impl Hf {
             self.endpoint,
             self.owner,
             self.name,
-            self.revision,
+            revision,
             path.join("/")
         )
     }

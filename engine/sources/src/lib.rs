@@ -17,6 +17,7 @@ mod hf;
 mod http;
 
 pub mod s3;
+mod verify;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

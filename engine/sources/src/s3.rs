@@ -9,6 +9,7 @@ use crate::body::Body;
 use sealvol_core::error::{Error, Result};
 use sealvol_s3::{Keys, bucket_of, classify, client, endpoint_name, service_status};
 use sealvol_source::Access;
+use sealvol_source::checks::Expected;
 use sealvol_source::endpoints::Resolved;
 use sealvol_source::listing::{Object, RawObject};
 use sealvol_source::url::SourceUrl;
@@ -61,10 +62,15 @@ impl S3 {
                 if key.is_empty() {
                     continue; // the prefix's own folder marker
                 }
+                let etag = o.e_tag().unwrap_or_default();
                 out.push(RawObject {
                     key: key.to_string(),
                     size: u64::try_from(o.size().unwrap_or(0)).unwrap_or(0),
-                    version: o.e_tag().unwrap_or_default().to_string(),
+                    version: etag.to_string(),
+                    // An object written in one part has its MD5 as ETag (32 hex digits;
+                    // a multipart one's ends in `-N`), unless it is encrypted with KMS or
+                    // a customer's key: the read's answer says so (`Body::voids`).
+                    expect: Expected::parse_hex("md5", etag).into_iter().collect(),
                 });
             }
             token = page.next_continuation_token().map(str::to_string);
@@ -92,7 +98,16 @@ impl S3 {
                 .send()
                 .await
                 .map_err(|e| self.sdk_error("read", Some(&obj.key), e))?;
-            Ok(Body::S3(out.body))
+            use aws_sdk_s3::types::ServerSideEncryption as Sse;
+            let etag_not_md5 = out.sse_customer_algorithm().is_some()
+                || matches!(
+                    out.server_side_encryption(),
+                    Some(Sse::AwsKms | Sse::AwsKmsDsse)
+                );
+            Ok(Body::S3 {
+                stream: out.body,
+                etag_not_md5,
+            })
         })
         .await
     }

@@ -33,6 +33,9 @@ struct Described {
     new_chunks: u64,
     /// How many of its files a sync recorded a source version (ETag, generation) for.
     source_objects: usize,
+    /// How many synced files passed each set of checks of the source's own hashes
+    /// (`unchecked`: the source gave none); empty for a push.
+    checked: std::collections::BTreeMap<String, u64>,
     tags: Vec<TagNow>,
     mounts: Vec<MountNow>,
 }
@@ -95,6 +98,7 @@ pub fn describe(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
         new_bytes: m.stats.new_bytes,
         new_chunks: m.stats.new_chunks,
         source_objects: m.provenance.objects.len(),
+        checked: m.provenance.checks_summary(),
         tags,
         mounts,
     };
@@ -120,6 +124,17 @@ fn print(d: &Described) -> Result<()> {
         outln!(
             "objects    {} with their source version recorded",
             d.source_objects
+        )?;
+    }
+    if !d.checked.is_empty() {
+        let said: Vec<String> = d
+            .checked
+            .iter()
+            .map(|(k, n)| format!("{n} file(s) {k}"))
+            .collect();
+        outln!(
+            "checked    against the source's own hashes: {}",
+            said.join(", ")
         )?;
     }
     for (k, v) in &d.labels {

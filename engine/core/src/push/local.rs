@@ -193,6 +193,7 @@ fn push_once(
         listed: None,
         objects: Default::default(),
         labels: opts.labels.clone(),
+        checked: Default::default(),
     };
     if let Some(g) = opts.guard {
         g.still_settled()?;

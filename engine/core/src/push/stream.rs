@@ -219,6 +219,7 @@ mod tests {
             listed: None,
             objects: Default::default(),
             labels: Default::default(),
+            checked: Default::default(),
         }
     }
 

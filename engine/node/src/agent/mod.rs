@@ -284,6 +284,19 @@ impl Inner {
             })
     }
 
+    /// How many files of the version `pinned` a sync sealed passed each set of checks
+    /// of the source's hashes (its provenance); empty for a push or a mirror.
+    fn source_checks(&self, pinned: &str) -> std::collections::BTreeMap<String, u64> {
+        let Ok(r) = sealvol_core::Ref::parse(pinned) else {
+            return Default::default();
+        };
+        self.repo
+            .resolve(&r)
+            .and_then(|d| self.repo.manifest(&r.volume, &d))
+            .map(|m| m.provenance.checks_summary())
+            .unwrap_or_default()
+    }
+
     fn run(&self, id: u64) {
         self.touch();
         let log = JobLog::new(&self.state_dir, id);
@@ -331,6 +344,15 @@ impl Inner {
         let outcome = match result {
             Ok(pinned) => {
                 log.line(&format!("READY: sealed {pinned}"));
+                let checks = self.source_checks(&pinned);
+                if !checks.is_empty() {
+                    let said: Vec<String> =
+                        checks.iter().map(|(k, n)| format!("{n} {k}")).collect();
+                    log.line(&format!(
+                        "checked against the source's hashes: {}",
+                        said.join(", ")
+                    ));
+                }
                 // A local push seals without a separate SEALING step.
                 let sealing = match self.db.job(id) {
                     Ok(j) if j.state == JobState::Running => {
@@ -338,7 +360,7 @@ impl Inner {
                     }
                     other => other.map(|_| ()),
                 };
-                sealing.and_then(|_| self.db.job_ready(id, pinned).map(|_| ()))
+                sealing.and_then(|_| self.db.job_ready(id, pinned, checks).map(|_| ()))
             }
             Err(e) if e.kind() == ErrorKind::Cancelled && self.stop.load(Ordering::SeqCst) => {
                 log.line("interrupted: the agent is stopping; queued for the next one");

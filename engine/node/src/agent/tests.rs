@@ -112,6 +112,7 @@ impl Remote for FakeRemote {
             key: "a.bin".into(),
             size: 1024,
             version: "1".into(),
+            expect: Vec::new(),
         }];
         Listing::build(raw, filter, None)
     }

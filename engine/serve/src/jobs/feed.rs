@@ -330,6 +330,7 @@ mod tests {
                 reason: None,
                 error: None,
                 sealed: None,
+                checks: Default::default(),
                 progress: JobProgress {
                     bytes_done: done,
                     ..Default::default()
