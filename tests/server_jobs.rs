@@ -617,3 +617,67 @@ fn a_key_past_its_queue_cap_gets_429_and_another_teams_job_starts_at_once() {
         job(&b, b_id)["job"]["state"] == "READY"
     });
 }
+
+/// A tmpfs of `mib` MiB mounted at `dir` until dropped: a disk that fills. Needs root
+/// (CI runs as root and sets SEALVOL_REQUIRE_NETNS, which makes its absence a failure).
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, mib: u64) -> Option<SmallDisk> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var_os("SEALVOL_REQUIRE_NETNS").is_none(),
+                "cannot mount a tmpfs (root is needed)"
+            );
+            return None;
+        }
+        Some(SmallDisk(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .args(["-l"])
+            .arg(&self.0)
+            .output();
+    }
+}
+
+#[test]
+fn a_job_that_fills_the_servers_disk_says_so_without_naming_the_servers_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = hub(&tmp.path().join("hub.log"), None);
+    let mut server = Env::new();
+    let Some(_disk) = SmallDisk::mount(&server.repo, 4) else {
+        return;
+    };
+    server.vars = vec![("HF_ENDPOINT".into(), hub.url.clone())];
+    server.ok(&["init"]);
+    let served = serve(&server, &[]);
+    let ci = served.client(&key(&server, &["ci", "--namespace", "embed"]));
+    let out = ci.run(&["volume", "sync", &format!("hf://{MODEL}"), "embed/minilm"]);
+    assert!(!out.status.success());
+    let said = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        ci.ok(&["jobs", "show", "1", "--json"]),
+        ci.ok(&["jobs", "logs", "1"])
+    );
+    assert!(said.contains("No space left on device"), "{said}");
+    assert!(
+        said.contains("could not read or write its own files"),
+        "{said}"
+    );
+    // Nothing of where the server keeps its files, nor how its repository is laid out.
+    let root = server.tmp.path().display().to_string();
+    for leak in [root.as_str(), "/tmp/", "…", ".tmp"] {
+        assert!(!said.contains(leak), "{leak:?} in {said}");
+    }
+}

@@ -512,3 +512,50 @@ fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount
         env.path("p4").to_str().unwrap(),
     ]);
 }
+
+#[test]
+fn a_trusted_key_path_that_is_a_fifo_or_a_device_fails_a_pull_at_once_with_a_line() {
+    let env = Env::new();
+    let signed = env.push(&model(&env, "a"), "t/m", &["--tag", "prod"]);
+    let fifo = env.path("key.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path the test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for key in [fifo.to_str().unwrap(), "/dev/zero"] {
+        write(
+            &env.path("config/sealvol/config.toml"),
+            format!("[trust]\nt = [{key:?}]\n").as_bytes(),
+        );
+        // Nobody writes to the FIFO: a reader of it would wait forever. Killed after
+        // 60 s if it does, so a hang is a failure, not a stuck suite.
+        let out = env.path(&format!("pulled-{}", key.len()));
+        let child = env
+            .cmd()
+            .args(["volume", "pull", &signed, out.to_str().unwrap()])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let (ended, wait) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if wait
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .is_err()
+            {
+                // SAFETY: signals our own child, which has not been waited for yet.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        });
+        let done = child.wait_with_output().unwrap();
+        let _ = ended.send(());
+        watchdog.join().unwrap();
+        assert_eq!(done.status.code(), Some(1), "it hung or crashed: {done:?}");
+        let e = String::from_utf8_lossy(&done.stderr).to_string();
+        assert!(e.contains("not a regular file") && e.contains(key), "{e}");
+        assert_eq!(
+            e.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{e}"
+        );
+    }
+}

@@ -100,6 +100,8 @@ fn a_tag_with_an_expiry_shows_its_time_left_and_stops_resolving() {
         ("2020-01-01T00:00:00Z", "has passed"),
         ("0s", "has passed"),
         ("soonish", "neither a duration nor a time"),
+        ("9000y", "past the year 9999"),
+        ("10000-01-01T00:00:00Z", "neither a duration nor a time"),
     ] {
         let e = env.fails(1, &["volume", "tag", &pinned, "other", "--expires", when]);
         assert!(e.contains(why), "{when}: {e}");

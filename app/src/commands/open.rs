@@ -44,8 +44,8 @@ impl Ctx {
             .map(|u| u.trim_end_matches('/').to_string());
         let ring = match (&s.ring_key, origin) {
             (Some(path), _) => {
-                let bytes = std::fs::read(path)
-                    .map_err(|e| sealvol_core::Error::io("cannot read ring_key", path, e))?;
+                // Public keys of a ring: a few KiB.
+                let bytes = sealvol_core::small_file::read(path, "ring_key", 1 << 20)?;
                 let public = RingPublic::parse(&bytes).map_err(|why| {
                     sealvol_core::Error::invalid(format!("ring_key {}: {why}", path.display()))
                         .hint("give a copy of the repository's access/ring-public.json")

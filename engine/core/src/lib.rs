@@ -46,6 +46,7 @@ pub mod repo;
 pub mod safetensors;
 pub mod signatures;
 pub mod small;
+pub mod small_file;
 pub mod stamp;
 pub mod store;
 pub mod suggest;

@@ -514,7 +514,12 @@ fn read_peers(path: &Path) -> Result<(FileId, Vec<String>)> {
         ))
         .hint("give a file of cache servers, one http://HOST:PORT per line"));
     }
-    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    // Not blocked by a FIFO or fed forever by a device named as the file.
+    let bytes = sealvol_core::small_file::read(path, "peers file", MAX_PEERS_FILE)?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::invalid(format!("peers file {} is not text", path.display()))
+            .hint("give a file of cache servers, one http://HOST:PORT per line")
+    })?;
     Ok((id, parse_peers(path, &text)?))
 }
 

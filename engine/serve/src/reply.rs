@@ -33,6 +33,23 @@ pub(crate) fn scrub(text: &str) -> String {
     out
 }
 
+/// A message for a caller about something that went wrong on the server: one that
+/// named the server's own files (a full disk while a job wrote the repository) says
+/// what failed and why, never where, nor how the repository is laid out inside.
+pub(crate) fn pathless(text: &str) -> String {
+    let scrubbed = scrub(text);
+    if scrubbed == text {
+        return scrubbed;
+    }
+    // "cannot write /srv/repo/tmp/x.tmp: No space left on device (os error 28)": the
+    // cause is the last part.
+    let cause = text.rsplit(": ").next().unwrap_or_default();
+    format!(
+        "the server could not read or write its own files ({})",
+        scrub(cause)
+    )
+}
+
 /// An engine error as the client rebuilds it, without the server's paths: an I/O
 /// failure is logged here in full and sent as what it means to the client.
 pub fn error_response(status: StatusCode, e: &Error) -> Response {
@@ -167,4 +184,25 @@ pub(crate) fn too_large(limit: usize) -> Response {
         &Error::invalid(format!("the body is over {limit} bytes"))
             .hint("a pack is at most the repository's pack size plus one chunk"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_naming_a_server_path_says_what_failed_not_where() {
+        hide_paths(vec!["/srv/sealvol/repo".into(), "/var/lib/sealvol".into()]);
+        let full = "cannot write /srv/sealvol/repo/tmp/vm-6428-0.tmp: No space left on device (os error 28)";
+        let said = pathless(full);
+        assert_eq!(
+            said,
+            "the server could not read or write its own files (No space left on device (os error 28))"
+        );
+        assert!(!said.contains("/srv") && !said.contains("tmp/") && !said.contains('…'));
+        assert_eq!(
+            pathless("hf://o/m: no such repository"),
+            "hf://o/m: no such repository"
+        );
+    }
 }

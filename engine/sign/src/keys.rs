@@ -35,14 +35,11 @@ pub struct PublicKey {
 }
 
 fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        Error::io(&format!("cannot read {what}"), path, e)
-            .hint("give the path of a PEM file (openssl ec -in key.pem -pubout makes a public key)")
-    })?;
-    if meta.len() > MAX_KEY_FILE {
-        return Err(not_p256(path, what, "it is larger than any key file"));
-    }
-    std::fs::read(path).map_err(|e| Error::io(&format!("cannot read {what}"), path, e))
+    sealvol_core::small_file::read(path, what, MAX_KEY_FILE).map_err(|e| {
+        let hint =
+            "give the path of a PEM file (openssl ec -in key.pem -pubout makes a public key)";
+        e.hint(hint)
+    })
 }
 
 fn not_p256(path: &Path, what: &str, why: &str) -> Error {

@@ -50,12 +50,30 @@ fn no_desk() -> Response {
 /// the record nor its reason and error name it, nor the server's folders.
 fn shown(mut job: Job) -> Job {
     job.spec.endpoint = Default::default();
-    job.reason = job.reason.map(|r| crate::reply::scrub(&r));
+    job.reason = job.reason.map(|r| crate::reply::pathless(&r));
     if let Some(e) = &mut job.error {
-        e.message = crate::reply::scrub(&e.message);
-        e.hint = e.hint.as_deref().map(crate::reply::scrub);
+        e.message = crate::reply::pathless(&e.message);
+        e.hint = e.hint.as_deref().map(crate::reply::pathless);
     }
     job
+}
+
+/// A line of a job's log as a key holder reads it: its time and its state word
+/// (`FAILED:`) kept, and if it named the server's files, what failed but not where.
+fn log_line(line: &str) -> String {
+    let (at, rest) = line.split_once(' ').unwrap_or(("", line));
+    let (word, said) = match rest.split_once(": ") {
+        Some((w, said)) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_uppercase()) => {
+            (format!("{w}: "), said)
+        }
+        _ => (String::new(), rest),
+    };
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!("{at} ")
+    };
+    format!("{at}{word}{}\n", crate::reply::pathless(said))
 }
 
 /// Runs a call of the agent off the async threads.
@@ -219,7 +237,9 @@ pub async fn logs(
     {
         Ok(text) => (
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            crate::reply::scrub(&text),
+            // Line by line: each keeps its time, and one that named the server's
+            // files says what failed, not where.
+            text.lines().map(log_line).collect::<String>(),
         )
             .into_response(),
         Err(r) => r,
@@ -331,8 +351,8 @@ impl Follower {
                 self.done = true;
                 let body = serde_json::json!({
                     "kind": e.kind(),
-                    "message": crate::reply::scrub(e.message()),
-                    "hint": e.hint_text(),
+                    "message": crate::reply::pathless(e.message()),
+                    "hint": e.hint_text().map(crate::reply::pathless),
                 });
                 return Some(Event::default().event("error").data(body.to_string()));
             }
