@@ -187,7 +187,11 @@ impl Fellows {
         add(&self.counters.requests, 1);
         // Waited for within the owner's latency bound: a frozen owner costs this
         // server's caller that bound, then this server reads the origin itself.
-        let bound = owner.liveness.bound();
+        let bound = || {
+            owner
+                .liveness
+                .bound_beside(sealvol_core::read::slowest_of_others(&members, &owner))
+        };
         let (file, pack, chunks) = (asker.file, *pack, chunks.to_vec());
         let member = Arc::clone(&owner);
         let asked = liveness::ask(bound, move || {
@@ -212,7 +216,7 @@ impl Fellows {
                 add(&self.counters.errors, 1);
                 false
             }
-            Asked::Late => {
+            Asked::Late(bound) => {
                 add(&self.counters.errors, 1);
                 owner.pass_over(&format!(
                     "as a fellow: {}",

@@ -98,16 +98,24 @@ impl Liveness {
 
     /// How long a request to it is waited for before the next server is asked too.
     pub fn bound(&self) -> Duration {
+        self.bound_beside(None)
+    }
+
+    /// [`bound`](Self::bound), for a server that has not answered yet taken from how
+    /// `others` (the slowest recent answer of the ring's other servers) answer: a node
+    /// that has just started must not wait `first` on a frozen server while the rest of
+    /// the ring answers in milliseconds.
+    pub fn bound_beside(&self, others: Option<Duration>) -> Duration {
         let h = &self.hedging;
-        let s = crate::lock(&self.state);
-        match s.samples.iter().max() {
+        let own = crate::lock(&self.state).samples.iter().max().copied();
+        match own.or(others) {
             None => h.first,
-            Some(slowest) => (*slowest * h.factor).clamp(h.floor, h.ceiling),
+            Some(slowest) => (slowest * h.factor).clamp(h.floor, h.ceiling),
         }
     }
 
-    /// Its slowest recent answer, for messages.
-    fn slowest(&self) -> Option<Duration> {
+    /// Its slowest recent answer.
+    pub fn slowest(&self) -> Option<Duration> {
         crate::lock(&self.state).samples.iter().max().copied()
     }
 
@@ -210,28 +218,44 @@ fn spawn_prober(liveness: Weak<Liveness>, name: String, probe: ProbeFn) -> bool 
 /// What [`ask`] got: the answer, or nothing within the bound (the request goes on).
 pub enum Asked<T> {
     Answer(T),
-    Late,
+    /// Not answered within this bound.
+    Late(Duration),
 }
 
-/// Runs `job` (a request to one server) on a thread of its own and waits for it at
-/// most `bound`. A job still running then is left to finish in the background (it
-/// tells the server's state how it ended: an answer nobody waited for still counts).
+/// How often a wait on a server looks at its bound again (which may shrink as the
+/// ring's other servers answer).
+const LOOK_AGAIN: Duration = Duration::from_millis(25);
+
+/// Runs `job` (a request to one server) on a thread of its own and waits for it until
+/// `bound()` has gone by since it was asked (looked at again as it waits). A job still
+/// running then is left to finish in the background (it tells the server's state how
+/// it ended: an answer nobody waited for still counts). `Late` says the bound it
+/// passed.
 pub fn ask<T: Send + 'static>(
-    bound: Duration,
+    bound: impl Fn() -> Duration,
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Asked<T> {
     let (tx, rx) = crossbeam_channel::bounded(1);
+    let asked = Instant::now();
     let spawned = std::thread::Builder::new()
         .name("peer-ask".into())
         .spawn(move || {
             let _ = tx.send(job());
         });
     if spawned.is_err() {
-        return Asked::Late;
+        return Asked::Late(Duration::ZERO);
     }
-    match rx.recv_timeout(bound) {
-        Ok(t) => Asked::Answer(t),
-        Err(_) => Asked::Late,
+    loop {
+        let b = bound();
+        let left = b.saturating_sub(asked.elapsed());
+        if left.is_zero() {
+            return Asked::Late(b);
+        }
+        match rx.recv_timeout(left.min(LOOK_AGAIN)) {
+            Ok(t) => return Asked::Answer(t),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Asked::Late(b),
+        }
     }
 }
 
@@ -258,6 +282,10 @@ mod tests {
         assert_eq!(l.bound(), 600 * MS);
         l.answered(5000 * MS, "p");
         assert_eq!(l.bound(), 2000 * MS, "never over the ceiling");
+        // One that has not answered yet goes by the rest of the ring when it can.
+        let fresh = Liveness::new(h);
+        assert_eq!(fresh.bound_beside(Some(60 * MS)), 180 * MS);
+        assert_eq!(fresh.bound_beside(None), 700 * MS);
         // The slow answer ages out after SAMPLES newer ones.
         for _ in 0..SAMPLES {
             l.answered(20 * MS, "p");
@@ -327,7 +355,7 @@ mod tests {
 
     #[test]
     fn ask_answers_within_the_bound_or_says_late_and_lets_the_job_finish() {
-        match ask(Duration::from_secs(30), || 7) {
+        match ask(|| Duration::from_secs(30), || 7) {
             Asked::Answer(7) => {}
             _ => panic!("a quick job is answered"),
         }
@@ -335,11 +363,14 @@ mod tests {
         let gate = Arc::new(Mutex::new(()));
         let held = gate.lock().unwrap();
         let g = Arc::clone(&gate);
-        match ask(10 * MS, move || {
-            let _open = g.lock();
-            let _ = tx.send("finished");
-        }) {
-            Asked::Late => {}
+        match ask(
+            || 10 * MS,
+            move || {
+                let _open = g.lock();
+                let _ = tx.send("finished");
+            },
+        ) {
+            Asked::Late(b) => assert_eq!(b, 10 * MS),
             Asked::Answer(()) => panic!("the job could not have finished"),
         }
         drop(held);

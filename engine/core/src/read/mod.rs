@@ -37,7 +37,7 @@ pub use bytes::ChunkBytes;
 use ring::{Member, Ring};
 pub use stats::{Counters, Histogram, LATENCY_BOUNDS_US, Latency, TierStats, add, now_ms};
 use upstream::{Backoff, MirrorTier, from_mirrors, from_peers};
-pub use upstream::{PEER_BACKOFF, Peer};
+pub use upstream::{PEER_BACKOFF, Peer, slowest_of_others};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;

@@ -115,7 +115,8 @@ pub(super) fn from_peers(
         if rank == 0 {
             add(&p.counters.owned_runs, 1);
         }
-        let bound = p.liveness.bound();
+        // Its own recent answers, else the ring's: looked at again while it waits.
+        let bound = || p.liveness.bound_beside(slowest_of_others(peers, p));
         let (member, file, pack, chunks) = (Arc::clone(p), obj.hash, *pack, Arc::clone(&chunks));
         let asked = liveness::ask(bound, move || {
             let mut buf = recycled::take(len);
@@ -134,7 +135,7 @@ pub(super) fn from_peers(
         });
         let (answer, buf, took) = match asked {
             Asked::Answer(a) => a,
-            Asked::Late => {
+            Asked::Late(bound) => {
                 add(&counters.peer_late, 1);
                 add(&counters.peer_errors, 1);
                 p.pass_over(&p.liveness.late_reason(bound));
@@ -178,6 +179,15 @@ pub(super) fn from_peers(
         return Some(Arc::new(buf));
     }
     None
+}
+
+/// The slowest recent answer of the ring's servers other than `p`.
+pub fn slowest_of_others(peers: &[Arc<Member>], p: &Arc<Member>) -> Option<Duration> {
+    peers
+        .iter()
+        .filter(|m| !Arc::ptr_eq(m, p))
+        .filter_map(|m| m.liveness.slowest())
+        .max()
 }
 
 /// Chunks `run` of `obj` from the first mirror that is up and holds every one of them
