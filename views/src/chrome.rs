@@ -37,11 +37,15 @@ pub enum Overlay {
         messages: Vec<(String, bool)>,
         offset: usize,
     },
-    /// A destructive action, named by what it changes, with from → to.
+    /// A destructive action, named by what it changes, with from → to. It fits any
+    /// size the console draws and always says how to confirm: lines too long are cut
+    /// with `…` (wrapped instead when `full`, which `f` asks for), lines past the
+    /// height are counted, and the `y`/`n` line is never what gives way.
     Confirm {
         title: String,
         lines: Vec<(String, Role)>,
         yes: String,
+        full: bool,
     },
     /// A line being typed: `prefix` (`/`, `:` or what it asks for), the input (shown
     /// selected when `fresh`: typing replaces it), and what it can become.
@@ -239,33 +243,12 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
                 .block(framed(title, Role::Border, theme))
                 .render(r, buf);
         }
-        Overlay::Confirm { title, lines, yes } => {
-            let width = lines
-                .iter()
-                .map(|(l, _)| l.chars().count())
-                .chain([title.chars().count(), yes.chars().count() + 24])
-                .max()
-                .unwrap_or(40) as u16
-                + 6;
-            let r = centered(area, width, lines.len() as u16 + 5);
-            Clear.render(r, buf);
-            let mut text: Vec<Line> = lines
-                .iter()
-                .map(|(l, role)| Line::from(Span::styled(l.clone(), theme.style(*role))))
-                .collect();
-            text.push(Line::default());
-            text.push(Line::from(vec![
-                Span::styled(" y ", theme.style(Role::Danger)),
-                Span::styled(format!(" {yes}    "), theme.style(Role::Text)),
-                Span::styled(" n/esc ", theme.style(Role::Key)),
-                Span::styled(" cancel", theme.style(Role::Text)),
-            ]));
-            Paragraph::new(text)
-                .alignment(Alignment::Center)
-                .wrap(Wrap { trim: false })
-                .block(framed(&format!(" {title} "), Role::Danger, theme))
-                .render(r, buf);
-        }
+        Overlay::Confirm {
+            title,
+            lines,
+            yes,
+            full,
+        } => draw_confirm(title, lines, yes, *full, theme, area, buf),
         Overlay::Prompt {
             prefix,
             input,
@@ -314,6 +297,148 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
             }
         }
     }
+}
+
+/// `text` in at most `width` characters: cut at the end with `…`.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// How to answer a confirmation, in `width` columns: what `y` does when it fits, else
+/// just the keys.
+fn answer_line(yes: &str, width: usize, theme: &Theme) -> Line<'static> {
+    let y = Span::styled(" y ", theme.style(Role::Danger));
+    let fixed = " y   ".len() + "    n/esc  cancel".len();
+    if width >= fixed + 4 {
+        let yes = cut_middle(yes, width - fixed);
+        return Line::from(vec![
+            y,
+            Span::styled(format!(" {yes}    "), theme.style(Role::Text)),
+            Span::styled(" n/esc ", theme.style(Role::Key)),
+            Span::styled(" cancel", theme.style(Role::Text)),
+        ]);
+    }
+    if width >= " y  n  cancel".len() {
+        return Line::from(vec![
+            y,
+            Span::styled(" ", theme.style(Role::Text)),
+            Span::styled(" n ", theme.style(Role::Key)),
+            Span::styled(" cancel", theme.style(Role::Text)),
+        ]);
+    }
+    Line::from(vec![
+        Span::styled("y", theme.style(Role::Danger)),
+        Span::styled("/", theme.style(Role::Text)),
+        Span::styled("n", theme.style(Role::Key)),
+        Span::styled(" cancel", theme.style(Role::Text)),
+    ])
+}
+
+/// `text` in at most `width` characters: cut in the middle with `…`, so that a path
+/// keeps its file's name.
+fn cut_middle(text: &str, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= width {
+        return text.to_string();
+    }
+    let keep = width.saturating_sub(1);
+    let head = keep / 2;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// `text` in rows of at most `width` characters.
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() || width == 0 {
+        return vec![String::new()];
+    }
+    chars.chunks(width).map(|c| c.iter().collect()).collect()
+}
+
+fn draw_confirm(
+    title: &str,
+    lines: &[(String, Role)],
+    yes: &str,
+    full: bool,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    const ANSWER: usize = " y   ".len() + "    n/esc  cancel".len();
+    let want = lines
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .chain([title.chars().count() + 2, yes.chars().count() + ANSWER])
+        .max()
+        .unwrap_or(40)
+        + 4;
+    let width = (want as u16).min(area.width).max(1);
+    // Inside the frame and a space of margin on each side.
+    let inner = (width as usize).saturating_sub(4).max(1);
+    let mut rows: Vec<(String, Role)> = Vec::new();
+    for (l, role) in lines {
+        match full {
+            true => rows.extend(wrapped(l, inner).into_iter().map(|r| (r, *role))),
+            false => rows.push((cut(l, inner), *role)),
+        }
+    }
+    // The frame, a blank line and the answer line are always drawn.
+    let room = (area.height as usize).saturating_sub(4);
+    let whole = match !full && lines.iter().any(|(l, _)| l.chars().count() > inner) {
+        true => " · f shows the lines whole",
+        false => "",
+    };
+    if rows.len() > room {
+        let hidden = rows.len() - room.saturating_sub(1);
+        rows.truncate(room.saturating_sub(1));
+        if room > 0 {
+            let more = format!("… {hidden} more line(s){whole}");
+            rows.push((cut(&more, inner), Role::Dim));
+        }
+    } else if !whole.is_empty() && rows.len() < room {
+        rows.push((cut(whole.trim_start_matches(" · "), inner), Role::Dim));
+    }
+    let height = (rows.len() + 4) as u16;
+    let r = centered(area, width, height);
+    Clear.render(r, buf);
+    let mut text: Vec<Line> = rows
+        .into_iter()
+        .map(|(l, role)| Line::from(Span::styled(l, theme.style(role))))
+        .collect();
+    if r.height >= 4 {
+        text.push(Line::default());
+    }
+    text.push(answer_line(yes, (width as usize).saturating_sub(2), theme));
+    // Too short for the frame: the answer line alone, at the bottom.
+    if r.height < 3 {
+        let row = Rect {
+            y: area.bottom().saturating_sub(1),
+            height: 1,
+            ..area
+        };
+        Clear.render(row, buf);
+        let answer = answer_line(yes, area.width as usize, theme);
+        buf.set_line(row.x, row.y, &answer, row.width);
+        return;
+    }
+    let skip = text
+        .len()
+        .saturating_sub(r.height.saturating_sub(2) as usize);
+    let text: Vec<Line> = text.into_iter().skip(skip).collect();
+    let title = cut(&format!(" {title} "), (width as usize).saturating_sub(2));
+    Paragraph::new(text)
+        .alignment(Alignment::Center)
+        .block(framed(&title, Role::Danger, theme))
+        .render(r, buf);
 }
 
 fn framed<'a>(title: &'a str, role: Role, theme: &Theme) -> Block<'a> {

@@ -232,6 +232,7 @@ pub fn confirm() -> FrameView {
             ),
         ],
         yes: "move prod".into(),
+        full: false,
     });
     f
 }
@@ -948,6 +949,7 @@ pub fn confirm_delete() -> FrameView {
             ),
         ],
         yes: "delete".into(),
+        full: false,
     });
     f
 }
@@ -1190,6 +1192,7 @@ pub fn confirm_rollback() -> FrameView {
             ),
         ],
         yes: "write deploy/prod/config.yaml".into(),
+        full: false,
     });
     f
 }

@@ -228,3 +228,80 @@ fn screenshots_are_up_to_date() {
         }
     }
 }
+
+/// Every confirmation says how to confirm at any size the console draws, and at 80×24
+/// a long one (full digests in every line, more lines than fit) still shows its title,
+/// its first lines cut with `…` rather than wrapped mid-digest, how many lines it left
+/// out, and the `y`/`n` line; `f` (full) wraps them instead.
+#[test]
+fn a_confirmation_fits_any_size_and_always_says_how_to_confirm() {
+    use sealvol_views::chrome::Overlay;
+    let th = Theme::preset("dark").unwrap();
+    let hex = "9f3c1a2b".repeat(8);
+    let long = |sign: char, i: usize| {
+        (
+            format!("{sign}{i:>4}: - ref: vol:weights/qwen3-8b@b3:{hex}"),
+            if sign == '-' {
+                Role::Removed
+            } else {
+                Role::Added
+            },
+        )
+    };
+    let mut lines = vec![(
+        "/srv/deployments/clusters/us-east-1/production/serving/config.yaml".to_string(),
+        Role::Text,
+    )];
+    for i in 0..20 {
+        lines.push(long('-', i));
+        lines.push(long('+', i));
+    }
+    let mut frame = fixtures::confirm_rollback();
+    for full in [false, true] {
+        frame.overlay = Some(Overlay::Confirm {
+            title: "roll back weights/qwen3-8b".into(),
+            lines: lines.clone(),
+            yes: "write /srv/deployments/clusters/us-east-1/production/serving/config.yaml".into(),
+            full,
+        });
+        for (w, h) in [
+            (80, 24),
+            (120, 35),
+            (60, 12),
+            (40, 8),
+            (30, 4),
+            (20, 2),
+            (12, 1),
+        ] {
+            let screen = text(&render(&frame, &th, w, h)).join("\n");
+            assert!(
+                (screen.contains(" y ") || screen.contains("y/n")) && screen.contains("cancel"),
+                "full {full} at {w}x{h}: no way to confirm:\n{screen}"
+            );
+        }
+        let screen = text(&render(&frame, &th, 80, 24));
+        let all = screen.join("\n");
+        assert!(all.contains("roll back weights/qwen3-8b"), "{all}");
+        assert!(all.contains("more line(s)"), "{all}");
+        assert!(all.contains("config.yaml"), "the file's name stays: {all}");
+        if !full {
+            assert!(all.contains("f shows the lines whole"), "{all}");
+            // Cut, not wrapped: no row starts with the rest of a digest.
+            assert!(
+                !screen
+                    .iter()
+                    .any(|r| r.trim_start_matches([' ', '│']).starts_with("9f3c")),
+                "{all}"
+            );
+        }
+    }
+    // Every fixture's confirmation too, at 80×24 and in a 50×15 pane.
+    for (name, frame) in fixtures::all() {
+        if matches!(frame.overlay, Some(Overlay::Confirm { .. })) {
+            for (w, h) in [(80, 24), (50, 15)] {
+                let screen = text(&render(&frame, &th, w, h)).join("\n");
+                assert!(screen.contains("cancel"), "{name} at {w}x{h}:\n{screen}");
+            }
+        }
+    }
+}

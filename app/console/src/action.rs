@@ -40,6 +40,8 @@ pub enum Action {
     Quit,
     Confirm,
     Cancel,
+    /// In a confirmation: its lines whole (full digests and paths), or cut again.
+    Full,
 }
 
 impl Action {
@@ -95,6 +97,7 @@ impl Action {
             "quit" => Action::Quit,
             "confirm" => Action::Confirm,
             "cancel" => Action::Cancel,
+            "full" => Action::Full,
             _ => return None,
         })
     }

@@ -57,6 +57,7 @@ impl Model {
             root: Volumes::default(),
             above: Vec::new(),
             ctx: Ctx {
+                confirm_full: false,
                 filter: String::new(),
                 status: (StatusKind::Info, String::new()),
                 readonly,
@@ -428,6 +429,11 @@ impl Model {
 
     /// Answers a pending confirmation; `None` when none is shown.
     fn on_confirmation(&mut self, a: Action) -> Option<Vec<Effect>> {
+        if a == Action::Full {
+            self.ctx.overlay.as_ref()?;
+            self.ctx.confirm_full = !self.ctx.confirm_full;
+            return Some(Vec::new());
+        }
         let (effect, yes, no) = match self.ctx.overlay.as_ref()? {
             Overlay::ConfirmCancel(id, _) => {
                 let id = *id;
@@ -478,11 +484,13 @@ impl Model {
         Some(match a {
             Action::Confirm => {
                 self.ctx.overlay = None;
+                self.ctx.confirm_full = false;
                 self.ctx.info(yes);
                 self.request(vec![effect])
             }
             Action::Cancel => {
                 self.ctx.overlay = None;
+                self.ctx.confirm_full = false;
                 self.ctx.info(no);
                 Vec::new()
             }
@@ -844,11 +852,14 @@ impl Model {
                 false => format!("/{}: {matched} · {text}", self.ctx.filter),
             };
         }
-        let overlay = self
-            .ctx
-            .overlay
-            .as_ref()
-            .map(|o| crate::overlay::view(o, || self.help_lines(keymap), &self.ctx.messages));
+        let overlay = self.ctx.overlay.as_ref().map(|o| {
+            crate::overlay::view(
+                o,
+                || self.help_lines(keymap),
+                &self.ctx.messages,
+                self.ctx.confirm_full,
+            )
+        });
         let context = if self.ctx.readonly {
             format!("{} · read-only", self.location)
         } else {

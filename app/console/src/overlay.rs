@@ -14,6 +14,36 @@ pub fn view(
     o: &Overlay,
     help: impl FnOnce() -> Vec<(String, String)>,
     messages: &std::collections::VecDeque<(StatusKind, String)>,
+    full: bool,
+) -> ViewOverlay {
+    let confirm = match o {
+        Overlay::ConfirmCancel(id, what) => cancel_job(*id, what),
+        Overlay::ConfirmRetry(id, what) => retry_job(*id, what),
+        Overlay::ConfirmStopWatch(id, what) => stop_watch(*id, what),
+        Overlay::ConfirmDelete(p) => delete(p),
+        Overlay::ConfirmRollback(p) => rollback(p, full),
+        Overlay::ConfirmRestore(p) => restore(p),
+        Overlay::Confirm(p) => move_tag(p),
+        _ => return other(o, help, messages),
+    };
+    match confirm {
+        ViewOverlay::Confirm {
+            title, lines, yes, ..
+        } => ViewOverlay::Confirm {
+            title,
+            lines,
+            yes,
+            full,
+        },
+        v => v,
+    }
+}
+
+/// The overlays that are not confirmations.
+fn other(
+    o: &Overlay,
+    help: impl FnOnce() -> Vec<(String, String)>,
+    messages: &std::collections::VecDeque<(StatusKind, String)>,
 ) -> ViewOverlay {
     match o {
         Overlay::Help(offset) => ViewOverlay::Help {
@@ -45,13 +75,11 @@ pub fn view(
                 _ => Vec::new(),
             },
         },
-        Overlay::ConfirmCancel(id, what) => cancel_job(*id, what),
-        Overlay::ConfirmRetry(id, what) => retry_job(*id, what),
-        Overlay::ConfirmStopWatch(id, what) => stop_watch(*id, what),
-        Overlay::ConfirmDelete(p) => delete(p),
-        Overlay::ConfirmRollback(p) => rollback(p),
-        Overlay::ConfirmRestore(p) => restore(p),
-        Overlay::Confirm(p) => move_tag(p),
+        // Confirmations are drawn by `view`.
+        _ => ViewOverlay::Messages {
+            messages: Vec::new(),
+            offset: 0,
+        },
     }
 }
 
@@ -70,6 +98,8 @@ fn cancel_job(id: u64, what: &str) -> ViewOverlay {
             ),
         ],
         yes: format!("cancel job {id}"),
+        // Set by `view`.
+        full: false,
     }
 }
 
@@ -84,6 +114,8 @@ fn retry_job(id: u64, what: &str) -> ViewOverlay {
             ),
         ],
         yes: format!("retry job {id}"),
+        // Set by `view`.
+        full: false,
     }
 }
 
@@ -102,6 +134,8 @@ fn stop_watch(id: u64, what: &str) -> ViewOverlay {
             ),
         ],
         yes: format!("stop watch {id}"),
+        // Set by `view`.
+        full: false,
     }
 }
 
@@ -133,10 +167,40 @@ fn delete(p: &DeletePlan) -> ViewOverlay {
         title: "delete a version".into(),
         lines,
         yes: "delete".into(),
+        // Set by `view`.
+        full: false,
     }
 }
 
-fn rollback(p: &RollbackPlan) -> ViewOverlay {
+/// `text` with every run of 64 hex digits (a digest) cut to its first 16 and `…`:
+/// what tells two versions apart, in a line that fits.
+fn short_digests(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let run = b[i..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+        if run == 64 {
+            out.push_str(&text[i..i + 16]);
+            out.push('…');
+            i += 64;
+        } else if run > 0 {
+            out.push_str(&text[i..i + run]);
+            i += run;
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+fn rollback(p: &RollbackPlan, full: bool) -> ViewOverlay {
+    let shown = |t: &str| match full {
+        true => t.to_string(),
+        false => short_digests(t),
+    };
     let file = p.file.display().to_string();
     let mut lines = vec![
         (file.clone(), Role::Text),
@@ -153,8 +217,14 @@ fn rollback(p: &RollbackPlan) -> ViewOverlay {
         (format!("to   b3:{}", p.to.short(16)), Role::Added),
     ];
     for l in &p.edit.lines {
-        lines.push((format!("-{:>4}: {}", l.line, l.old.trim()), Role::Removed));
-        lines.push((format!("+{:>4}: {}", l.line, l.new.trim()), Role::Added));
+        lines.push((
+            format!("-{:>4}: {}", l.line, shown(l.old.trim())),
+            Role::Removed,
+        ));
+        lines.push((
+            format!("+{:>4}: {}", l.line, shown(l.new.trim())),
+            Role::Added,
+        ));
     }
     for a in &p.edit.anchors {
         lines.push((
@@ -170,6 +240,8 @@ fn rollback(p: &RollbackPlan) -> ViewOverlay {
         title: format!("roll back {}", p.volume),
         lines,
         yes: format!("write {file}"),
+        // Set by `view`.
+        full: false,
     }
 }
 
@@ -194,6 +266,8 @@ fn restore(p: &RestorePlan) -> ViewOverlay {
         title: "restore a version".into(),
         lines,
         yes: "restore".into(),
+        // Set by `view`.
+        full: false,
     }
 }
 
@@ -218,5 +292,7 @@ fn move_tag(p: &TagMovePlan) -> ViewOverlay {
             ),
         ],
         yes: format!("move {}", p.tag),
+        // Set by `view`.
+        full: false,
     }
 }

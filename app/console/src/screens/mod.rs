@@ -41,6 +41,8 @@ pub struct Ctx {
     pub mounts: Vec<MountRecord>,
     /// A confirmation or prompt a screen has opened.
     pub overlay: Option<Overlay>,
+    /// A confirmation's lines shown whole (`f`), not cut to the terminal's width.
+    pub confirm_full: bool,
     /// The status line's messages, newest last, in full (the line may cut them): `L`.
     pub messages: std::collections::VecDeque<(StatusKind, String)>,
 }

@@ -99,7 +99,13 @@ impl Screen for RollbackPick {
             }
             Loaded::Tags(v, tags) if v == self.volume => self.tags = tags,
             Loaded::RollbackPlanned(req, plan) if req.volume == self.volume => match plan {
-                Some(plan) => ctx.overlay = Some(Overlay::ConfirmRollback(plan)),
+                Some(plan) => {
+                    ctx.info(format!(
+                        "the change to {} is planned: y writes it, n cancels, f shows the lines whole",
+                        self.name
+                    ));
+                    ctx.overlay = Some(Overlay::ConfirmRollback(plan));
+                }
                 None => ctx.info(format!(
                     "{} pins {} to {} already: nothing to change",
                     self.name,

@@ -126,6 +126,23 @@ fn roll_production_back_by_keyboard_and_only_its_ref_changes() {
             && text.iter().any(|l| l.starts_with("+   5:"))
     );
     assert!(yes.starts_with("write"));
+    // Digests shortened to what tells them apart, so the dialog fits 80 columns; the
+    // full ones a key away; the status line says how to answer.
+    let full = |h: &Harness| match h.model.frame(&h.keys).overlay {
+        Some(ViewOverlay::Confirm { lines, full, .. }) => (
+            full,
+            lines
+                .iter()
+                .any(|(l, _)| l.contains(&h.v1.to_string()[3..])),
+        ),
+        _ => panic!("no confirmation drawn"),
+    };
+    assert_eq!(full(&h), (false, false));
+    assert!(h.status().contains("y writes it"), "{}", h.status());
+    h.keys("f");
+    assert_eq!(full(&h), (true, true));
+    h.keys("f");
+    assert_eq!(full(&h), (false, false));
     h.keys("y");
     let after = std::fs::read_to_string(production(&h)).unwrap();
     assert_eq!(after, before.replace(&h.v2.to_string(), &h.v1.to_string()));
