@@ -133,7 +133,12 @@ fn a_gang_reads_through_the_ring_with_the_origin_read_about_once() {
                 (0.15..=0.35).contains(&(read as f64 / size as f64)),
                 "the new server read {read} of {size}: {j}"
             ),
-            false => assert_eq!(read, 0, "{url} read from the origin again: {j}"),
+            // A server asked for a run whose owner was slow (a busy machine) reads
+            // it itself after its bound: a few runs at most, never its share again.
+            false => assert!(
+                read <= size / 100,
+                "{url} read {read} from the origin again: {j}"
+            ),
         }
     }
     assert!(u(&j["origin_bytes"]) as f64 <= 0.4 * size as f64, "{j}");

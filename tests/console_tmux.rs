@@ -879,3 +879,53 @@ fn the_palette_mounts_a_version_and_starts_a_watch() {
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }
+
+/// The demo has deployments (staging, prod, canary: one drifts), and the on-call path
+/// `D j tab b enter` shows a confirmation that fits 80×24 and says how to answer.
+#[test]
+fn the_demos_deployments_roll_back_at_80x24_with_the_answer_in_view() {
+    let env = Env::new();
+    let t = Tmux::start(&env, 80, 24);
+    t.wait_for("tiny-llama");
+    t.keys(&["D"]);
+    let s = t.wait_for("prod/config.yaml");
+    assert!(
+        s.contains("canary/config.yaml") && s.contains("staging/config") && s.contains("≠"),
+        "{s}"
+    );
+    // To the weights' row, then the deployment to roll back: canary, the one that drifts.
+    let rows: Vec<&str> = s.lines().collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("weights/tiny-llama"))
+        .unwrap();
+    let first = rows
+        .iter()
+        .position(|l| {
+            l.contains("adapters/support-lora")
+                || l.contains("tokenizers/bpe-32k")
+                || l.contains("weights/tiny-llama")
+        })
+        .unwrap();
+    for _ in first..at {
+        t.keys(&["j"]);
+    }
+    t.keys(&["b"]);
+    t.wait_for("serving now");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("roll back weights/tiny-llama");
+    assert!(
+        s.contains(" y ") && s.contains("cancel"),
+        "no way to answer in view:\n{s}"
+    );
+    assert!(s.contains("from b3:") && s.contains("to   b3:"), "{s}");
+    assert!(
+        s.contains("y writes"),
+        "the status line says how to answer:\n{s}"
+    );
+    t.keys(&["y"]);
+    t.wait_for("wrote");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+    assert!(env.state.join("demo/deploy/canary/config.yaml").is_file());
+}

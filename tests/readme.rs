@@ -201,12 +201,15 @@ fn run(env: &Env, block: &Block) -> Vec<String> {
     parts.remove(0);
     assert_eq!(parts.len(), block.steps.len(), "{text}");
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    // The folder the commands ran in is shown as `.`, the host as `node7`.
+    // The folder the commands ran in is shown as `.`, the host as `node7`, the test's
+    // repository as the default one a reader has.
     let here = format!("{}/", work.display());
+    let repo = env.repo.display().to_string();
     parts
         .into_iter()
         .map(|p| {
             p.replace(&format!("ana@{}", host.trim()), "ana@node7")
+                .replace(&repo, "~/.local/share/sealvol/repo")
                 .replace(&here, "./")
         })
         .collect()

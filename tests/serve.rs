@@ -99,6 +99,33 @@ fn over_a_local_repository_serve_keeps_no_second_copy_unless_asked() {
     );
 }
 
+/// The README's order: keys first, then the server. The first `key create` makes the
+/// list and its admin key as the server would; the server then takes both.
+#[test]
+fn a_key_made_before_the_first_serve_is_taken_by_it() {
+    let env = Env::new();
+    env.ok(&["init"]);
+    let out = env.run(&["key", "create", "ci", "--namespace", "t"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("made the key list") && said.contains("admin"),
+        "{said}"
+    );
+    let ci = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let admin = std::fs::read_to_string(env.state.join("serve/admin.key")).unwrap();
+    let served = serve(&env, &[]);
+    assert_eq!(get_as(&served.addr, Some(&ci), "/v1/key").0, 200);
+    assert_eq!(get_as(&served.addr, Some(admin.trim()), "/v1/key").0, 200);
+    // A second key made later goes to the same list, with no second admin key.
+    let again = env.run(&["key", "create", "ops"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("made the key list"));
+}
+
 #[test]
 fn bad_serve_input_gets_one_clear_line() {
     let env = Env::new();

@@ -109,7 +109,15 @@ fn a_sync_runs_on_the_server_outlives_its_client_and_the_client_reads_none_of_it
     let mut follower = served.client(&ci.vars[1].1);
     follower.vars[0].1 = format!("http://127.0.0.1:{}", relay.port);
     std::fs::write(&gate, b"").unwrap();
-    let printed = follower.ok(&["jobs", "show", "1", "--follow", "--json"]);
+    let out = follower.run(&["jobs", "show", "1", "--follow", "--json"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    // The attempt running is the log's first: one count, not "resuming (attempt 2)".
+    assert!(
+        said.contains("job 1: syncing") && !said.contains("attempt 2"),
+        "{said}"
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
     let done: Value = serde_json::from_str(&printed).unwrap();
     assert_eq!(done["state"], "READY", "{done}");
     let want = model_digest(&server);

@@ -183,8 +183,13 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
                 errln!("seeded a demo repository at {}", ctx.settings.repo);
             }
+            // The demo's own deployment files, unless the user named some.
+            let deploy = match cli.deploy.is_empty() && ctx.settings.deploy_dirs.is_empty() {
+                true => commands::demo::deployments(&ctx)?.into_iter().collect(),
+                false => cli.deploy.clone(),
+            };
             if interactive() {
-                return open_console(&ctx, cli.readonly, &cli.deploy);
+                return open_console(&ctx, cli.readonly, &deploy);
             }
             // Not a terminal: show what the console would.
             commands::volume::run(

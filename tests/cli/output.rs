@@ -180,3 +180,32 @@ fn strings_a_writer_sent_are_shown_escaped_wherever_printed() {
         }
     }
 }
+
+/// A first push to a folder that is not a repository yet makes it one and says so in
+/// one line, so a mistyped SEALVOL_REPO is seen at once; later pushes say nothing of it.
+#[test]
+fn a_first_push_says_it_created_the_repository() {
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"a");
+    let typo = env.path("repo-typo");
+    let first = env
+        .cmd()
+        .args(["--repo", typo.to_str().unwrap(), "volume", "push"])
+        .args([src.to_str().unwrap(), "t/a"])
+        .output()
+        .unwrap();
+    assert!(first.status.success());
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        said.contains(&format!("created a repository at {}", typo.display())),
+        "{said}"
+    );
+    let again = env
+        .cmd()
+        .args(["--repo", typo.to_str().unwrap(), "volume", "push"])
+        .args([src.to_str().unwrap(), "t/a"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("created a repository"));
+}

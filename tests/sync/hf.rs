@@ -94,6 +94,21 @@ fn a_real_model_from_the_hub_seals_the_digest_of_its_files_pinned_to_the_commit(
         ],
     );
     assert!(again.trim().ends_with(&want));
+    // A typo in the name: the Hub answers 401 RepoNotFound (a private repository looks
+    // the same), which is said as a missing repository, not as a token to set.
+    let (_, err) = fails(
+        hf_cmd(&env, &hub.url),
+        &[
+            "volume",
+            "sync",
+            "hf://sentence-transformers/all-MiniLM-L6-v3",
+            "embed/x",
+        ],
+    );
+    assert!(
+        err.contains("no such repository") && !err.contains("access denied"),
+        "{err}"
+    );
     // Datasets too.
     let ds = ok(
         hf_cmd(&env, &hub.url),

@@ -245,6 +245,8 @@ fn a_sync_without_credentials_says_so_in_one_line_and_is_not_retried() {
     let imds = FailingServer::answering(403);
     let s3 = FailingServer::start();
     let env = Env::new();
+    // A repository already: the first sync's "created a repository" is not the point.
+    env.ok(&["init"]);
     let mut c = env.cmd();
     c.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", s3.port))
         .env("AWS_REGION", "us-east-1")

@@ -101,7 +101,7 @@ fn status_text(status: &Status) -> String {
 
 /// Where each key hint sits on a status line `width` wide: (start, end) columns, or
 /// `None` when the hints do not fit beside the message (the message wins).
-fn hint_columns(status: &Status, width: u16) -> Option<Vec<(u16, u16)>> {
+fn hint_columns(status: &Status, width: u16) -> Vec<(usize, (u16, u16))> {
     let widths: Vec<u16> = status
         .hints
         .iter()
@@ -109,28 +109,46 @@ fn hint_columns(status: &Status, width: u16) -> Option<Vec<(u16, u16)>> {
         .collect();
     let total: u16 = widths.iter().sum();
     let text_w = status_text(status).chars().count() as u16;
-    if text_w + total + 2 > width {
-        return None;
-    }
-    let mut x = width - total;
-    Some(
-        widths
-            .into_iter()
-            .map(|w| {
-                let r = (x, x + w);
-                x += w;
-                r
-            })
-            .collect(),
-    )
+    let chosen: Vec<usize> = if text_w + total + 2 <= width {
+        (0..widths.len()).collect()
+    } else {
+        // The message does not fit beside them all: help and the command line stay
+        // (how to find everything else), then the others in their order while the
+        // message still fits whole; a message too long for that gets the room.
+        let essential = |i: &usize| matches!(status.hints[*i].0.as_str(), "?" | ":");
+        let mut chosen: Vec<usize> = (0..widths.len()).filter(essential).collect();
+        let mut used: u16 = chosen.iter().map(|&i| widths[i]).sum();
+        if used + 2 > width {
+            return Vec::new();
+        }
+        for i in (0..widths.len()).filter(|i| !essential(i)) {
+            if text_w + used + widths[i] + 2 <= width {
+                chosen.push(i);
+                used += widths[i];
+            }
+        }
+        chosen.sort_unstable();
+        chosen
+    };
+    let shown: u16 = chosen.iter().map(|&i| widths[i]).sum();
+    let mut x = width - shown;
+    chosen
+        .into_iter()
+        .map(|i| {
+            let r = (x, x + widths[i]);
+            x += widths[i];
+            (i, r)
+        })
+        .collect()
 }
 
 /// The index of the hint under `column` of a status line `width` wide: hints are
 /// clickable and do what their key does.
 pub fn hint_at(status: &Status, width: u16, column: u16) -> Option<usize> {
-    hint_columns(status, width)?
-        .iter()
-        .position(|&(a, b)| (a..b).contains(&column))
+    hint_columns(status, width)
+        .into_iter()
+        .find(|&(_, (a, b))| (a..b).contains(&column))
+        .map(|(i, _)| i)
 }
 
 pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer) {
@@ -143,21 +161,22 @@ pub fn draw_status(status: &Status, theme: &Theme, area: Rect, buf: &mut Buffer)
     // Text wider than the terminal ends in `…` rather than at the edge mid-word, and
     // says where the rest is when there is room to.
     let text = status_text(status);
-    let room = area.width as usize;
+    let columns = hint_columns(status, area.width);
+    // The message gets what the hints leave.
+    let hints_w: usize = columns.iter().map(|(_, (a, b))| (b - a) as usize).sum();
+    let room = (area.width as usize).saturating_sub(hints_w + usize::from(hints_w > 0));
     const REST: &str = "… (L: in full)";
     let text = if text.chars().count() > room && room > 1 {
-        let tail = if room > 40 { REST } else { "…" };
+        let tail = if room > 30 { REST } else { "…" };
         let mut cut: String = text.chars().take(room - tail.chars().count()).collect();
         cut.push_str(tail);
         cut
     } else {
-        text
+        text.chars().take(room).collect()
     };
     buf.set_string(area.x, area.y, text, style);
-    let Some(columns) = hint_columns(status, area.width) else {
-        return;
-    };
-    for ((k, what), (x, _)) in status.hints.iter().zip(columns) {
+    for (i, (x, _)) in columns {
+        let (k, what) = &status.hints[i];
         let line = Line::from(vec![
             Span::styled(
                 format!(" {k}"),
@@ -210,9 +229,12 @@ pub fn draw_overlay(overlay: &Overlay, theme: &Theme, area: Rect, buf: &mut Buff
                             theme.style(Role::Header),
                         ));
                     }
+                    // A description wider than the window ends in `…`, not mid-word
+                    // at the frame.
+                    let room = (r.width as usize).saturating_sub(key_w + 5);
                     Line::from(vec![
                         Span::styled(format!(" {k:<key_w$}  "), theme.style(Role::Key)),
-                        Span::styled(d.clone(), theme.style(Role::Text)),
+                        Span::styled(cut(d, room), theme.style(Role::Text)),
                     ])
                 })
                 .collect();

@@ -43,6 +43,8 @@ pub fn time_left(until: &str, now: std::time::SystemTime) -> String {
     let secs = end.duration_since(now).map(|d| d.as_secs()).unwrap_or(0);
     let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
     match (d, h) {
+        // Under a minute: the seconds, never "0m" for time that is left.
+        (0, 0) if m == 0 => format!("{secs}s"),
         (0, 0) => format!("{m}m"),
         (0, _) => format!("{h}h {m}m"),
         _ => format!("{d}d {h}h"),
@@ -153,6 +155,18 @@ pub fn as_given(volume: &str, requested: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn under_a_minute_is_said_in_seconds() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        let at = |secs: u64| {
+            humantime::format_rfc3339(now + std::time::Duration::from_secs(secs)).to_string()
+        };
+        assert_eq!(super::expires_in(&at(30), now), "30s");
+        assert_eq!(super::expires_in(&at(90), now), "1m");
+        assert_eq!(super::expires_in(&at(3 * 86_400 + 7200), now), "3d 2h");
+    }
+
     #[test]
     fn a_mounts_ref_is_shown_as_given_with_its_digest_short() {
         let hex = "0202d4a8e3c1".repeat(5) + "abcd";

@@ -305,3 +305,45 @@ fn a_confirmation_fits_any_size_and_always_says_how_to_confirm() {
         }
     }
 }
+
+/// At 80 columns (and in a 50-column pane) a long status message leaves room for the
+/// key hints that find everything else (`? help`, `: command`): they never vanish with
+/// the rest; and help lines too wide for the window end in `…`.
+#[test]
+fn the_status_line_keeps_help_and_the_command_line_at_any_width() {
+    use sealvol_views::chrome::Overlay;
+    let th = Theme::preset("dark").unwrap();
+    let mut frame = fixtures::all().into_iter().next().unwrap().1;
+    frame.overlay = None;
+    frame.status.text =
+        "3 version(s) of weights/qwen3-8b · enter: roll prod/config.yaml back to the selected one"
+            .into();
+    frame.status.hints = vec![
+        ("enter".into(), "open".into()),
+        ("t".into(), "tags".into()),
+        ("d".into(), "diff".into()),
+        (":".into(), "command".into()),
+        ("?".into(), "help".into()),
+    ];
+    for w in [80u16, 50] {
+        let screen = text(&render(&frame, &th, w, 24));
+        let last = screen.last().unwrap();
+        assert!(
+            last.contains("? help") && last.contains(": command"),
+            "{w}: {last:?}"
+        );
+        assert!(
+            last.contains('…'),
+            "the message is cut, and says so: {last:?}"
+        );
+    }
+    frame.overlay = Some(Overlay::Help {
+        bindings: vec![
+            ("".into(), "on this screen".into()),
+            ("enter".into(), "open the selected version's files, with how many of each file's bytes the version before already had".into()),
+        ],
+        offset: 0,
+    });
+    let screen = text(&render(&frame, &th, 60, 20)).join("\n");
+    assert!(screen.contains("…"), "{screen}");
+}

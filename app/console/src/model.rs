@@ -796,7 +796,8 @@ impl Model {
     /// The screen's hints with the keys the keymap binds them to: (the action a click
     /// does, the keys, the label). A hint whose action no key triggers is left out.
     fn shown_hints(&self, keymap: &Keymap) -> Vec<(Action, String, &'static str)> {
-        self.top()
+        let mut hints: Vec<(Action, String, &'static str)> = self
+            .top()
             .hints()
             .iter()
             .filter_map(|(actions, label)| {
@@ -806,7 +807,17 @@ impl Model {
                     .collect();
                 Some((*actions.first()?, keys?.join("/"), *label))
             })
-            .collect()
+            .collect();
+        // How to find everything else, on every screen: the last to give way to a
+        // narrow terminal (the status line keeps them).
+        for (action, label) in [(Action::Command, "command"), (Action::Help, "help")] {
+            if !hints.iter().any(|(a, _, _)| *a == action)
+                && let Some(key) = keymap.key(Mode::Normal, action)
+            {
+                hints.push((action, key.to_string(), label));
+            }
+        }
+        hints
     }
 
     /// Help for the screen shown: its own keys first, then every other key.

@@ -1,13 +1,15 @@
 //! `sealvol --demo`: a newcomer with an empty repository gets a few realistic volumes
 //! (safetensors checkpoints of bf16 weights, a LoRA adapter, a tokenizer) with versions
-//! and tags to look at, instead of an empty screen.
+//! and tags to look at, instead of an empty screen; and three deployment files that
+//! mount them (`<state>/demo/deploy/`), one of which drifts, for the Deployments screen
+//! and its rollback.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
-use sealvol_core::{Error, Name, Repository, Result, VolumeName};
+use sealvol_core::{Error, Name, Ref, Repository, Result, VolumeName};
 
 use super::Ctx;
 
@@ -50,6 +52,55 @@ fn seed(repo: &Repository, work: &Path) -> Result<()> {
         write(&d.join("tokenizer.json"), tokenizer_json().as_bytes())
     })?;
     Ok(())
+}
+
+/// The demo's deployment files: `prod` pins the weights' `prod` version, `canary` its
+/// `canary` one (so the two disagree), `staging` follows the tag `prod`; all follow the
+/// adapter's and tokenizer's tags. Written once, then left as the user edits them;
+/// none when the demo's volumes are not there.
+pub fn deployments(ctx: &Ctx) -> Result<Option<PathBuf>> {
+    let dir = ctx.settings.state.join("demo").join("deploy");
+    if dir.is_dir() {
+        return Ok(Some(dir));
+    }
+    let repo = ctx.open_repo(false)?;
+    let pinned = |r: &str| -> Option<String> {
+        let r = Ref::parse(r).ok()?;
+        let d = repo.resolve(&r).ok()?;
+        Some(Ref::pinned(r.volume, d).to_string())
+    };
+    let (Some(prod), Some(canary)) = (
+        pinned("vol:weights/tiny-llama:prod"),
+        pinned("vol:weights/tiny-llama:canary"),
+    ) else {
+        return Ok(None);
+    };
+    for (name, weights, replicas) in [
+        ("prod", prod.as_str(), 12),
+        ("canary", canary.as_str(), 1),
+        ("staging", "vol:weights/tiny-llama:prod", 2),
+    ] {
+        let text = format!(
+            "# A deployment of the demo (sealvol --demo): the console's Deployments screen (D)
+# shows it beside the others; b rolls one back. Every key but `sealvol` is the
+# deployment's own and left alone.
+name: {name}
+replicas: {replicas}
+sealvol:
+  mounts:
+    - ref: {weights}
+      path: /app/weights
+    - ref: vol:adapters/support-lora:prod
+      path: /app/lora
+    - ref: vol:tokenizers/bpe-32k:prod
+      path: /app/tokenizer
+"
+        );
+        let folder = dir.join(name);
+        std::fs::create_dir_all(&folder).map_err(|e| Error::io("cannot create", &folder, e))?;
+        write(&folder.join("config.yaml"), text.as_bytes())?;
+    }
+    Ok(Some(dir))
 }
 
 fn vol(s: &str) -> Result<VolumeName> {

@@ -324,13 +324,14 @@ fn detached(ctx: &Ctx, host: &Host, job: &Job, as_json: bool) -> Result<()> {
 fn follow(ctx: &Ctx, host: &Host, job: Job, as_json: bool) -> Result<()> {
     let id = job.id;
     if !ctx.quiet {
-        let verb = if job.attempts > 0 {
-            "resuming"
-        } else {
-            "syncing"
+        // The attempt the log counts: the one running, else the one that starts next.
+        let n = match job.state {
+            JobState::Running | JobState::Sealing => job.attempts.max(1),
+            _ => job.attempts + 1,
         };
-        let attempt = if job.attempts > 0 {
-            format!(" (attempt {})", job.attempts + 1)
+        let verb = if n > 1 { "resuming" } else { "syncing" };
+        let attempt = if n > 1 {
+            format!(" (attempt {n})")
         } else {
             String::new()
         };

@@ -34,6 +34,18 @@ pub fn run(ctx: &Ctx, cmd: KeyCommand) -> Result<()> {
             json: as_json,
         } => {
             let place = place()?;
+            // Before the first `serve`: the list (and its admin key) is made now, as
+            // the server would make it, so keys can come first.
+            if let keys::Place::Folder(dir) = &place
+                && let Some(admin) = keys::make_local(dir)?
+                && !ctx.quiet
+            {
+                errln!(
+                    "made the key list in {} with an admin key in {} (mode 0600)",
+                    dir.display(),
+                    admin.display()
+                );
+            }
             let key = keys::create(&place, &name, read_only, namespaces)?;
             if as_json {
                 return json(&serde_json::json!({ "name": name, "key": key }));

@@ -137,7 +137,19 @@ impl Ctx {
                 &s.state.join("staging"),
             );
         }
-        self.open_at(&s.repo, mode)
+        // A first push makes a local folder a repository: said, so that a mistyped
+        // SEALVOL_REPO is seen at once rather than found later as a missing version.
+        let fresh = match (&s.repo, mode) {
+            (Address::Local(p), Mode::CreateLocal) => {
+                !p.join(sealvol_core::repo::CONFIG_KEY).exists()
+            }
+            _ => false,
+        };
+        let repo = self.open_at(&s.repo, mode)?;
+        if fresh && !self.quiet {
+            errln!("created a repository at {}", repo.location());
+        }
+        Ok(repo)
     }
 
     /// Opens the repository at `address`: the `--repo-secret` keys are its own only

@@ -120,13 +120,14 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     };
     // What a caller is told never names the server's own folders, nor where it reaches
     // sources (an internal endpoint's address is the operator's business).
-    let mut hidden = vec![
-        repo.location().to_string(),
-        dir.display().to_string(),
-        ctx.settings.state.display().to_string(),
-    ];
-    hidden.extend(ctx.settings.endpoints.addresses());
-    sealvol_serve::reply::hide_paths(hidden);
+    sealvol_serve::reply::hide_paths(
+        vec![
+            repo.location().to_string(),
+            dir.display().to_string(),
+            ctx.settings.state.display().to_string(),
+        ],
+        ctx.settings.endpoints.addresses(),
+    );
     let service = sealvol_serve::ChunkService::new(repo, cache);
     let service = Arc::new(match fellows(&peers, peers_file.as_deref())? {
         Some(ring) => service.with_fellows(ring),

@@ -385,14 +385,20 @@ fn find_below(dir: &Path, depth: usize, seen: &mut usize, found: &mut Vec<PathBu
         // A file, or a link to one (a ConfigMap's files are links); never a large one.
         let small_file =
             std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_BYTES);
-        if yaml
-            && small_file
-            && std::fs::read_to_string(&path).is_ok_and(|t| t.contains("sealvol:"))
-        {
+        if yaml && small_file && std::fs::read_to_string(&path).is_ok_and(|t| has_block(&t)) {
             found.push(path);
         }
     }
     Ok(())
+}
+
+/// Whether YAML `text` has a top-level `sealvol:` key: what makes a file a deployment
+/// file, not the word somewhere in it (a kustomization's image `…/sealvol:1.4`).
+pub fn has_block(text: &str) -> bool {
+    text.lines().any(|l| {
+        l.strip_prefix("sealvol:")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '#']))
+    })
 }
 
 /// Short names for deployment files: their paths below the deepest folder they share
@@ -574,5 +580,15 @@ mod tests {
         ]);
         assert_eq!(names, ["staging/config.yaml", "prod/config.yaml"]);
         assert_eq!(display_names(&[PathBuf::from("/d/a.yaml")]), ["a.yaml"]);
+    }
+
+    #[test]
+    fn a_file_is_a_deployment_file_by_its_block_not_by_the_word() {
+        assert!(has_block("sealvol:\n  mounts: []\n"));
+        assert!(has_block("name: x\nsealvol: # mounts\n  mounts: []\n"));
+        let kustomization = "images:\n  - name: sealvol\n    newName: ghcr.io/x/sealvol:1.4\nresources: [ds.yaml]\n";
+        assert!(!has_block(kustomization));
+        assert!(!has_block("  sealvol:\n    mounts: []\n"));
+        assert!(!has_block("sealvolx: 1\n"));
     }
 }

@@ -47,6 +47,9 @@ pub struct Asker {
     pub forwarded: bool,
 }
 
+/// The least a server waits for the owner of a run it forwards.
+const FELLOW_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What a server counts of its fellows, for `/metrics`.
 #[derive(Default)]
 pub struct FellowCounters {
@@ -187,10 +190,13 @@ impl Fellows {
         add(&self.counters.requests, 1);
         // Waited for within the owner's latency bound: a frozen owner costs this
         // server's caller that bound, then this server reads the origin itself.
+        // At least a second: a fellow that gives up on a slow owner reads the origin
+        // itself, a second read of those bytes; a frozen owner costs this once.
         let bound = || {
             owner
                 .liveness
                 .bound_beside(sealvol_core::read::slowest_of_others(&members, &owner))
+                .max(FELLOW_PATIENCE)
         };
         let (file, pack, chunks) = (asker.file, *pack, chunks.to_vec());
         let member = Arc::clone(&owner);

@@ -175,15 +175,7 @@ impl Keys {
             retire(dir)?;
         } else {
             refuse_retired(dir)?;
-            let path = dir.join(KEYS_FILE);
-            if !path.exists() {
-                private_dir(dir)?;
-                let (token, stored) = new_key(ADMIN, true, false, Vec::new())?;
-                let admin = dir.join(ADMIN_KEY_FILE);
-                write_private(&admin, format!("{token}\n").as_bytes())?;
-                save(&path, &KeyList { keys: vec![stored] })?;
-                made = Some(admin);
-            }
+            made = make_local(dir)?;
         }
         let keys = Arc::new(Keys {
             dir: dir.to_path_buf(),
@@ -599,6 +591,22 @@ pub fn revoke(place: &Place, name: &str) -> Result<StoredKey> {
         }
         Ok(key.clone())
     })
+}
+
+/// Makes the key folder `dir` (0700) with its list and an admin key when it has no
+/// list yet: on a server's first start, or at the first `key create` before it. The
+/// admin key's file when it was just made.
+pub fn make_local(dir: &Path) -> Result<Option<PathBuf>> {
+    let path = dir.join(KEYS_FILE);
+    if path.exists() {
+        return Ok(None);
+    }
+    private_dir(dir)?;
+    let (token, stored) = new_key(ADMIN, true, false, Vec::new())?;
+    let admin = dir.join(ADMIN_KEY_FILE);
+    write_private(&admin, format!("{token}\n").as_bytes())?;
+    save(&path, &KeyList { keys: vec![stored] })?;
+    Ok(Some(admin))
 }
 
 fn load_existing(path: &Path) -> Result<KeyList> {

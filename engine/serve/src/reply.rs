@@ -13,33 +13,54 @@ use sealvol_core::error::{Error, ErrorKind};
 /// How long an upload may send nothing before it is ended.
 pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The server's own paths, which no error body may carry (`hide_paths`).
-static HIDDEN: OnceLock<Vec<String>> = OnceLock::new();
+/// The server's own folders and the addresses it reaches sources at, which no error
+/// body may carry (`hide_paths`).
+static HIDDEN: OnceLock<Hidden> = OnceLock::new();
 
-/// Paths (the repository's, the state folder's) and addresses (the endpoints the
-/// server reaches sources at) that error bodies, job records and logs replace by `…`.
-pub fn hide_paths(paths: Vec<String>) {
-    let mut paths: Vec<String> = paths.into_iter().filter(|p| p.len() > 1).collect();
-    // Longest first, so a path inside another is replaced whole.
-    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    let _ = HIDDEN.set(paths);
+struct Hidden {
+    folders: Vec<String>,
+    addresses: Vec<String>,
+}
+
+/// Folders (the repository's, the state folder's, the cache's) and addresses (the
+/// endpoints the server reaches sources at) that error bodies, job records and logs
+/// replace by `…`.
+pub fn hide_paths(folders: Vec<String>, addresses: Vec<String>) {
+    let clean = |mut v: Vec<String>| {
+        v.retain(|p| p.len() > 1);
+        // Longest first, so a path inside another is replaced whole.
+        v.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        v
+    };
+    let _ = HIDDEN.set(Hidden {
+        folders: clean(folders),
+        addresses: clean(addresses),
+    });
 }
 
 pub(crate) fn scrub(text: &str) -> String {
     let mut out = text.to_string();
-    for p in HIDDEN.get().into_iter().flatten() {
-        out = out.replace(p.as_str(), "…");
+    if let Some(h) = HIDDEN.get() {
+        for p in h.folders.iter().chain(&h.addresses) {
+            out = out.replace(p.as_str(), "…");
+        }
     }
     out
+}
+
+/// Whether `text` names one of the server's own folders.
+fn names_a_folder(text: &str) -> bool {
+    HIDDEN
+        .get()
+        .is_some_and(|h| h.folders.iter().any(|f| text.contains(f.as_str())))
 }
 
 /// A message for a caller about something that went wrong on the server: one that
 /// named the server's own files (a full disk while a job wrote the repository) says
 /// what failed and why, never where, nor how the repository is laid out inside.
 pub(crate) fn pathless(text: &str) -> String {
-    let scrubbed = scrub(text);
-    if scrubbed == text {
-        return scrubbed;
+    if !names_a_folder(text) {
+        return scrub(text);
     }
     // "cannot write /srv/repo/tmp/x.tmp: No space left on device (os error 28)": the
     // cause is the last part.
@@ -192,7 +213,10 @@ mod tests {
 
     #[test]
     fn a_message_naming_a_server_path_says_what_failed_not_where() {
-        hide_paths(vec!["/srv/sealvol/repo".into(), "/var/lib/sealvol".into()]);
+        hide_paths(
+            vec!["/srv/sealvol/repo".into(), "/var/lib/sealvol".into()],
+            vec!["http://10.0.0.7:9000".into()],
+        );
         let full = "cannot write /srv/sealvol/repo/tmp/vm-6428-0.tmp: No space left on device (os error 28)";
         let said = pathless(full);
         assert_eq!(

@@ -296,6 +296,14 @@ impl Hf {
 
 fn hf_error(shown: &str, e: HFError) -> Error {
     match e {
+        // The Hub answers 401 with RepoNotFound for a repository that does not exist
+        // (or is private and no token was sent): a typo is the likely one.
+        HFError::AuthRequired { ref context } | HFError::Forbidden { ref context }
+            if context.error_code.as_deref() == Some("RepoNotFound") =>
+        {
+            Error::not_found(format!("{shown}: no such repository"))
+                .hint("check ORG/NAME (datasets are hf://datasets/ORG/NAME); a private repository also needs a token (HF_TOKEN, or --secret NAME)")
+        }
         HFError::AuthRequired { .. } | HFError::Forbidden { .. } => {
             Error::new(ErrorKind::Denied, format!("{shown}: access denied ({e})")).hint(TOKEN_HINT)
         }

@@ -101,7 +101,7 @@ impl Screen for RollbackPick {
             Loaded::RollbackPlanned(req, plan) if req.volume == self.volume => match plan {
                 Some(plan) => {
                     ctx.info(format!(
-                        "the change to {} is planned: y writes it, n cancels, f shows the lines whole",
+                        "y writes {}, n cancels, f shows the lines whole",
                         self.name
                     ));
                     ctx.overlay = Some(Overlay::ConfirmRollback(plan));

@@ -138,7 +138,7 @@ fn roll_production_back_by_keyboard_and_only_its_ref_changes() {
         _ => panic!("no confirmation drawn"),
     };
     assert_eq!(full(&h), (false, false));
-    assert!(h.status().contains("y writes it"), "{}", h.status());
+    assert!(h.status().contains("y writes"), "{}", h.status());
     h.keys("f");
     assert_eq!(full(&h), (true, true));
     h.keys("f");

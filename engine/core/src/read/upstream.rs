@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::liveness::{self, Asked};
 use super::ring::{Member, Ring};
 use super::{ByBlocks, ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
 use crate::digest::Hash;
@@ -78,13 +77,25 @@ pub(super) struct MirrorTier {
     pub(super) backoff: Backoff,
 }
 
+/// How long a run already asked of the ring is waited for once every server up has
+/// been asked: past each request's own timeout, so it ends by their answers or errors.
+const RING_PATIENCE: Duration = Duration::from_secs(40);
+
+/// What one server answered a run: its place in the segment's order, the answer, the
+/// bytes and how long it took.
+type RunAnswer = (usize, Result<()>, Buffer, Duration);
+
 /// Run `run` (chunks of `obj` back to back in `pack` over `[start, end)`, all in one
 /// segment: `ring.rs`) from the server that owns its segment, else the next in that
 /// segment's order that is up and returns it whole with every chunk passing its hash
 /// (but those `by_blocks` leaves to the caller's proof of their blocks); `None` sends
-/// the run to the origin. Each server is waited for within its latency bound; one
-/// that does not answer by then is passed over and the next is asked
-/// (`liveness.rs`).
+/// the run to the origin.
+///
+/// Hedged (`liveness.rs`): a server not answering within its latency bound is passed
+/// over and the next is asked too; every request stays in the race, and the first good
+/// answer wins. Lateness alone never sends a run to the origin: that is for when every
+/// server asked has failed, so a ring that is slow (pulling a cold version through)
+/// still reads the origin once, while a frozen server costs its bound.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn from_peers(
     peers: &[Arc<Member>],
@@ -105,80 +116,135 @@ pub(super) fn from_peers(
         .collect();
     let len = (end - start) as usize;
     let ordered = Ring::order_for(peers, pack, start);
-    for (rank, p) in ordered.iter().enumerate() {
-        // Looked at when its turn comes: one passed over meanwhile is not asked.
-        if !p.is_up() {
-            continue;
-        }
+    let (tx, rx) = crossbeam_channel::unbounded::<RunAnswer>();
+    let ask = |rank: usize, p: &Arc<Member>| {
         add(&counters.peer_requests, 1);
         add(&p.counters.requests, 1);
         if rank == 0 {
             add(&p.counters.owned_runs, 1);
         }
-        // Its own recent answers, else the ring's: looked at again while it waits.
-        let bound = || p.liveness.bound_beside(slowest_of_others(peers, p));
-        let (member, file, pack, chunks) = (Arc::clone(p), obj.hash, *pack, Arc::clone(&chunks));
-        let asked = liveness::ask(bound, move || {
-            let mut buf = recycled::take(len);
-            let began = Instant::now();
-            let answer = member
-                .peer
-                .read_run(&file, &pack, start, &chunks, buf.as_mut_vec());
-            let took = began.elapsed();
-            // What the server's state learns, whether or not anyone still waits.
-            match &answer {
-                Ok(()) if buf.len() == len => member.liveness.answered(took, member.peer.name()),
-                Ok(()) => {}
-                Err(e) => member.pass_over(&e.to_string()),
+        let (member, file, pack, chunks, tx) = (
+            Arc::clone(p),
+            obj.hash,
+            *pack,
+            Arc::clone(&chunks),
+            tx.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("peer-ask".into())
+            .spawn(move || {
+                let mut buf = recycled::take(len);
+                let began = Instant::now();
+                let answer = member
+                    .peer
+                    .read_run(&file, &pack, start, &chunks, buf.as_mut_vec());
+                let took = began.elapsed();
+                // What the server's state learns, whether or not anyone still waits.
+                match &answer {
+                    Ok(()) if buf.len() == len => {
+                        member.liveness.answered(took, member.peer.name())
+                    }
+                    Ok(()) => {}
+                    Err(e) => member.pass_over(&e.to_string()),
+                }
+                let _ = tx.send((rank, answer, buf, took));
+            });
+        spawned.is_ok()
+    };
+    let mut candidates = ordered.iter().enumerate();
+    // The server asked last, and when: the one whose bound decides the next hedge.
+    let mut latest: Option<(usize, Instant)> = None;
+    let mut outstanding = 0usize;
+    let mut need_next = true;
+    let began = Instant::now();
+    loop {
+        if need_next {
+            need_next = false;
+            latest = None;
+            // The next server up, looked at when its turn comes.
+            for (rank, p) in candidates.by_ref() {
+                if p.is_up() && ask(rank, p) {
+                    outstanding += 1;
+                    latest = Some((rank, Instant::now()));
+                    break;
+                }
             }
-            (answer, buf, took)
-        });
-        let (answer, buf, took) = match asked {
-            Asked::Answer(a) => a,
-            Asked::Late(bound) => {
-                add(&counters.peer_late, 1);
+            if outstanding == 0 {
+                return None;
+            }
+        }
+        // Its own recent answers, else the ring's: looked at again while it waits.
+        let wait = match latest {
+            Some((rank, at)) => {
+                let p = &ordered[rank];
+                let bound = p.liveness.bound_beside(slowest_of_others(peers, p));
+                match bound.checked_sub(at.elapsed()) {
+                    Some(left) => left.min(Duration::from_millis(25)),
+                    None => {
+                        add(&counters.peer_late, 1);
+                        p.pass_over(&p.liveness.late_reason(bound));
+                        need_next = true;
+                        continue;
+                    }
+                }
+            }
+            None => match RING_PATIENCE.checked_sub(began.elapsed()) {
+                Some(left) => left.min(Duration::from_millis(25)),
+                None => return None,
+            },
+        };
+        let Ok((rank, answer, buf, took)) = rx.recv_timeout(wait) else {
+            continue;
+        };
+        outstanding -= 1;
+        let p = &ordered[rank];
+        counters.peer_latency.observe(took);
+        let refused = match answer {
+            Err(e) => {
                 add(&counters.peer_errors, 1);
-                p.pass_over(&p.liveness.late_reason(bound));
-                continue;
+                if e.kind() == ErrorKind::Denied {
+                    add(&counters.peer_refused, 1);
+                }
+                true
+            }
+            Ok(()) if buf.len() != len => {
+                add(&counters.peer_errors, 1);
+                p.pass_over(&format!("returned {} bytes for a run of {len}", buf.len()));
+                true
+            }
+            Ok(()) => {
+                let bad = run
+                    .iter()
+                    .filter(|&&i| !by_blocks(i))
+                    .filter(|&&i| {
+                        let e = &obj.chunks[i].entry;
+                        let at = (e.offset - start) as usize;
+                        Hash::of(&buf[at..at + e.stored_len as usize]) != e.hash
+                    })
+                    .count();
+                if bad > 0 {
+                    add(&counters.peer_bad_chunks, bad as u64);
+                    p.pass_over(&format!(
+                        "{bad} chunk(s) of pack {} at offset {start} failed their hash check",
+                        pack.hex()
+                    ));
+                }
+                bad > 0
             }
         };
-        counters.peer_latency.observe(took);
-        if let Err(e) = answer {
-            add(&counters.peer_errors, 1);
-            if e.kind() == ErrorKind::Denied {
-                add(&counters.peer_refused, 1);
-            }
-            continue;
+        if !refused {
+            add(&counters.peer_chunks, run.len() as u64);
+            add(&counters.peer_bytes, len as u64);
+            add(&p.counters.chunks, run.len() as u64);
+            add(&p.counters.bytes, len as u64);
+            return Some(Arc::new(buf));
         }
-        if buf.len() != len {
-            add(&counters.peer_errors, 1);
-            p.pass_over(&format!("returned {} bytes for a run of {len}", buf.len()));
-            continue;
+        // The one waited on failed: the next is asked at once; else the others asked
+        // go on racing.
+        if latest.is_some_and(|(r, _)| r == rank) || outstanding == 0 {
+            need_next = true;
         }
-        let bad = run
-            .iter()
-            .filter(|&&i| !by_blocks(i))
-            .filter(|&&i| {
-                let e = &obj.chunks[i].entry;
-                let at = (e.offset - start) as usize;
-                Hash::of(&buf[at..at + e.stored_len as usize]) != e.hash
-            })
-            .count();
-        if bad > 0 {
-            add(&counters.peer_bad_chunks, bad as u64);
-            p.pass_over(&format!(
-                "{bad} chunk(s) of pack {} at offset {start} failed their hash check",
-                pack.hex()
-            ));
-            continue;
-        }
-        add(&counters.peer_chunks, run.len() as u64);
-        add(&counters.peer_bytes, len as u64);
-        add(&p.counters.chunks, run.len() as u64);
-        add(&p.counters.bytes, len as u64);
-        return Some(Arc::new(buf));
     }
-    None
 }
 
 /// The slowest recent answer of the ring's servers other than `p`.
