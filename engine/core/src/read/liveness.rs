@@ -4,7 +4,9 @@
 //! request timeout:
 //!
 //! - each server's recent answers give its latency bound: `factor` times the slowest
-//!   of the last `SAMPLES`, within `floor..ceiling` (`first` before it has answered);
+//!   of the last `SAMPLES`, within `floor..ceiling`; before it has answered, the same of
+//!   the ring's other servers but never under `fresh` (1 s: its first answers may be
+//!   cold reads from the origin), or `first` when none has;
 //! - a request not answered within the bound is *hedged*: the next server in the
 //!   segment's order is asked too, the first good answer wins, and the late server is
 //!   passed over (its request goes on in the background; an answer, late or not,
@@ -32,8 +34,11 @@ pub struct Hedging {
     pub floor: Duration,
     /// Never later than this, however slow its answers were.
     pub ceiling: Duration,
-    /// Before a server has answered anything.
+    /// Before a server has answered anything, and no other server of the ring has.
     pub first: Duration,
+    /// Before a server has answered anything, the least it is waited for however fast
+    /// the ring's others answer: its first answers may be cold reads from the origin.
+    pub fresh: Duration,
     /// The bound is this many times its slowest recent answer.
     pub factor: u32,
 }
@@ -44,6 +49,7 @@ impl Default for Hedging {
             floor: Duration::from_millis(250),
             ceiling: Duration::from_secs(10),
             first: Duration::from_secs(2),
+            fresh: Duration::from_secs(1),
             factor: 3,
         }
     }
@@ -57,6 +63,7 @@ impl Hedging {
             floor: Duration::from_secs(3600),
             ceiling: Duration::from_secs(3600),
             first: Duration::from_secs(3600),
+            fresh: Duration::from_secs(3600),
             factor: 1,
         }
     }
@@ -108,9 +115,12 @@ impl Liveness {
     pub fn bound_beside(&self, others: Option<Duration>) -> Duration {
         let h = &self.hedging;
         let own = crate::lock(&self.state).samples.iter().max().copied();
-        match own.or(others) {
-            None => h.first,
-            Some(slowest) => (slowest * h.factor).clamp(h.floor, h.ceiling),
+        match (own, others) {
+            (Some(slowest), _) => (slowest * h.factor).clamp(h.floor, h.ceiling),
+            (None, Some(theirs)) => {
+                (theirs * h.factor).clamp(h.floor.max(h.fresh), h.ceiling.max(h.fresh))
+            }
+            (None, None) => h.first,
         }
     }
 
@@ -272,6 +282,7 @@ mod tests {
             floor: 100 * MS,
             ceiling: 2000 * MS,
             first: 700 * MS,
+            fresh: 150 * MS,
             factor: 3,
         };
         let l = Liveness::new(h);
@@ -285,6 +296,11 @@ mod tests {
         // One that has not answered yet goes by the rest of the ring when it can.
         let fresh = Liveness::new(h);
         assert_eq!(fresh.bound_beside(Some(60 * MS)), 180 * MS);
+        assert_eq!(
+            fresh.bound_beside(Some(10 * MS)),
+            150 * MS,
+            "never under `fresh`"
+        );
         assert_eq!(fresh.bound_beside(None), 700 * MS);
         // The slow answer ages out after SAMPLES newer ones.
         for _ in 0..SAMPLES {
