@@ -77,9 +77,11 @@ pub(super) struct MirrorTier {
     pub(super) backoff: Backoff,
 }
 
-/// How long a run already asked of the ring is waited for once every server up has
-/// been asked: past each request's own timeout, so it ends by their answers or errors.
-const RING_PATIENCE: Duration = Duration::from_secs(40);
+/// How long a run is still waited for once every server up has been asked and the
+/// last has passed its bound (at least; twice that bound when longer): a frozen owner
+/// that a fellow still waits on (its proof of membership, its forward) must not hold a
+/// read for a request timeout, while a ring that is only slow still answers first.
+const RING_GRACE: Duration = Duration::from_secs(2);
 
 /// What one server answered a run: its place in the segment's order, the answer, the
 /// bytes and how long it took.
@@ -93,9 +95,10 @@ type RunAnswer = (usize, Result<()>, Buffer, Duration);
 ///
 /// Hedged (`liveness.rs`): a server not answering within its latency bound is passed
 /// over and the next is asked too; every request stays in the race, and the first good
-/// answer wins. Lateness alone never sends a run to the origin: that is for when every
-/// server asked has failed, so a ring that is slow (pulling a cold version through)
-/// still reads the origin once, while a frozen server costs its bound.
+/// answer wins. Lateness sends a run to the origin only when every server up has been
+/// asked and none answered within `RING_GRACE` more, so a ring that is slow (pulling a
+/// cold version through) still reads the origin about once, while a frozen server
+/// costs a read its bounds and that grace at most.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn from_peers(
     peers: &[Arc<Member>],
@@ -156,7 +159,9 @@ pub(super) fn from_peers(
     let mut latest: Option<(usize, Instant)> = None;
     let mut outstanding = 0usize;
     let mut need_next = true;
-    let began = Instant::now();
+    // Once every server has been asked: when the run goes to the origin after all.
+    let mut give_up: Option<Instant> = None;
+    let mut last_bound = Duration::ZERO;
     loop {
         if need_next {
             need_next = false;
@@ -172,6 +177,9 @@ pub(super) fn from_peers(
             if outstanding == 0 {
                 return None;
             }
+            if latest.is_none() && give_up.is_none() {
+                give_up = Some(Instant::now() + RING_GRACE.max(last_bound * 2));
+            }
         }
         // Its own recent answers, else the ring's: looked at again while it waits.
         let wait = match latest {
@@ -182,15 +190,16 @@ pub(super) fn from_peers(
                     Some(left) => left.min(Duration::from_millis(25)),
                     None => {
                         add(&counters.peer_late, 1);
+                        last_bound = bound;
                         p.pass_over(&p.liveness.late_reason(bound));
                         need_next = true;
                         continue;
                     }
                 }
             }
-            None => match RING_PATIENCE.checked_sub(began.elapsed()) {
-                Some(left) => left.min(Duration::from_millis(25)),
-                None => return None,
+            None => match give_up.and_then(|at| at.checked_duration_since(Instant::now())) {
+                Some(left) if !left.is_zero() => left.min(Duration::from_millis(25)),
+                _ => return None,
             },
         };
         let Ok((rank, answer, buf, took)) = rx.recv_timeout(wait) else {
