@@ -894,6 +894,28 @@ fn deploy_k8s_renders_pinned_inline_volumes_that_kubernetes_accepts() {
     // The config file stays the one source of truth: not a byte changed.
     assert_eq!(std::fs::read(&file).unwrap(), before);
 
+    // A mount inside another (read-only) one fails at pod start: refused with check's
+    // words, rendered with --no-check, which the YAML says.
+    write(
+        &file,
+        format!(
+            "sealvol:\n  mounts:\n    - ref: {}\n      path: /app\n    - ref: {}\n      path: /app/lora\n",
+            refs[0], refs[2]
+        )
+        .as_bytes(),
+    );
+    let out = env.run(&["deploy", "k8s", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains("config.yaml:6:") && err.contains("/app/lora is inside the mount on /app"),
+        "{err}"
+    );
+    let yaml = env.ok(&["deploy", "k8s", file.to_str().unwrap(), "--no-check"]);
+    assert!(yaml.contains("# not checked (--no-check)"), "{yaml}");
+    assert!(yaml.contains("mountPath: \"/app/lora\""), "{yaml}");
+
     // A ref that does not resolve: one line naming it, nothing rendered.
     write(
         &file,

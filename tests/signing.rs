@@ -405,6 +405,23 @@ fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount
         !said.contains("deploy.yaml:3:"),
         "the signed one passes: {said}"
     );
+    // deploy k8s makes the same check: no manifest for a version a node would refuse,
+    // unless --no-check, which the output says.
+    let out = env.run(&["deploy", "k8s", deploy.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(out.stdout.is_empty(), "nothing rendered");
+    assert!(
+        e.contains("deploy.yaml:5:")
+            && e.contains("it has no signature")
+            && e.contains("--no-check"),
+        "{e}"
+    );
+    let yaml = env.ok(&["deploy", "k8s", deploy.to_str().unwrap(), "--no-check"]);
+    assert!(
+        yaml.contains("# not checked (--no-check): 1 problem(s)") && yaml.contains("volumeMounts:"),
+        "{yaml}"
+    );
     if common::fuse_available() {
         let e = env.fails(
             1,

@@ -1026,10 +1026,13 @@ pub enum DeployCommand {
 
     /// Print the pod volumes and volumeMounts that mount a deployment's volumes in Kubernetes (CSI), pinned.
     #[command(
-        after_help = "Examples:\n  sealvol deploy k8s config.yaml\n  sealvol deploy k8s config.yaml --json\n\nEach volume is an inline CSI volume of the driver csi.sealvol.dev (`sealvol csi`), read-only, with the ref\nthe file names resolved now: the config file stays the one source of truth, the pod gets fixed bytes."
+        after_help = "Examples:\n  sealvol deploy k8s config.yaml\n  sealvol deploy k8s config.yaml --json\n\nEach volume is an inline CSI volume of the driver csi.sealvol.dev (`sealvol csi`), read-only, with the ref\nthe file names resolved now: the config file stays the one source of truth, the pod gets fixed bytes.\nWhat `deploy check` reports as an error (or nested mounts) stops it, unless --no-check."
     )]
     K8s {
         file: PathBuf,
+        /// Render even when `deploy check` finds a problem (a version the trust policy refuses, nested mounts); the output says so.
+        #[arg(long)]
+        no_check: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

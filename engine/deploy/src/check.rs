@@ -54,6 +54,17 @@ pub struct Finding {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// A warning that writing the digest answers (an unpinned or abbreviated ref):
+    /// `deploy k8s` renders such a mount pinned, so only the other findings stop it.
+    #[serde(skip)]
+    pub pinning: bool,
+}
+
+impl Finding {
+    /// Whether `deploy k8s` must refuse to render a file with this finding.
+    pub fn blocks_render(&self) -> bool {
+        self.severity == Severity::Error || !self.pinning
+    }
 }
 
 /// A deployment file, each of its mounts as resolved (or why not), and its findings.
@@ -77,6 +88,7 @@ impl Checked {
             severity: Severity::Error,
             message,
             hint,
+            pinning: false,
         };
         let policy = match self.file.policy(base) {
             Ok(p) => p,
@@ -145,6 +157,7 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
         file: file.path.clone(),
         line: m.at.line,
         col: m.at.col,
+        pinning: severity == Severity::Warning,
         severity,
         message,
         hint,
@@ -226,6 +239,7 @@ pub fn check(repo: &Repository, file: DeployFile) -> Checked {
                 severity: Severity::Warning,
                 message,
                 hint: Some("give each mount a path of its own".into()),
+                pinning: false,
             });
         }
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use sealvol_core::{Error, Result};
 use sealvol_deploy::drift;
-use sealvol_deploy::{Checked, Severity, file};
+use sealvol_deploy::{Checked, Finding, Severity, file};
 use sealvol_views::format::short_digest;
 
 use super::{Loaded, follows_label, load_all};
@@ -103,19 +103,24 @@ fn checked_json(c: &Checked) -> serde_json::Value {
     })
 }
 
+/// A finding as `deploy check` prints it: `FILE:LINE:COL: error: MESSAGE`.
+pub(super) fn finding_line(f: &Finding) -> String {
+    let sev = match f.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    format!(
+        "{}:{}:{}: {sev}: {}",
+        f.file.display(),
+        f.line,
+        f.col,
+        name(&f.message)
+    )
+}
+
 fn print_checked(c: &Checked) -> Result<()> {
     for f in &c.findings {
-        let sev = match f.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        outln!(
-            "{}:{}:{}: {sev}: {}",
-            f.file.display(),
-            f.line,
-            f.col,
-            name(&f.message)
-        )?;
+        outln!("{}", finding_line(f))?;
         if let Some(h) = &f.hint {
             outln!("  hint: {h}")?;
         }

@@ -3,25 +3,46 @@
 
 use std::path::Path;
 
-use sealvol_core::{Ref, Result};
+use sealvol_core::{Error, Ref, Result};
 use sealvol_csi::pod::{self, PodVolume};
-use sealvol_deploy::{DeployFile, Follows, check};
+use sealvol_deploy::{DeployFile, Follows, check as check_file};
 
+use super::check::finding_line;
 use super::{follows_label, ref_error};
 use crate::commands::Ctx;
 use crate::output::json;
 
-pub(super) fn k8s(ctx: &Ctx, path: &Path, as_json: bool) -> Result<()> {
+pub(super) fn k8s(ctx: &Ctx, path: &Path, no_check: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
     let f = DeployFile::read(path)?;
+    // The checks `deploy check` makes, trust included: a manifest for a version the
+    // node would refuse, or for mounts that cannot be nested, fails at pod start.
+    let mut c = check_file(&repo, f);
+    c.check_trust(&repo, &ctx.settings.policy()?);
+    let blocking: Vec<_> = c.findings.iter().filter(|f| f.blocks_render()).collect();
+    if !blocking.is_empty() && !no_check {
+        for f in &blocking {
+            errln!("{}", finding_line(f));
+            if let Some(h) = &f.hint {
+                errln!("  hint: {h}");
+            }
+        }
+        return Err(Error::invalid(format!(
+            "{} problem(s) in {}; nothing was rendered",
+            blocking.len(),
+            path.display()
+        ))
+        .hint("fix what the lines above say, or `--no-check` renders it anyway"));
+    }
+    let ignored = blocking.len();
     let mut volumes = Vec::new();
     let mut followed = Vec::new();
-    for m in &f.mounts {
-        let s = check::resolve(&repo, m).map_err(|e| {
+    for (m, s) in c.file.mounts.iter().zip(&c.served) {
+        let s = s.as_ref().map_err(|e| {
             ref_error(
                 path,
                 m,
-                &e,
+                e,
                 "nothing was rendered; `sealvol deploy check` shows every problem",
             )
         })?;
@@ -40,7 +61,13 @@ pub(super) fn k8s(ctx: &Ctx, path: &Path, as_json: bool) -> Result<()> {
         });
     }
     let rendered = pod::render(&volumes);
+    let unchecked = format!(
+        "not checked (--no-check): {ignored} problem(s) `sealvol deploy check` reports were ignored"
+    );
     if as_json {
+        if ignored > 0 {
+            errln!("{unchecked}");
+        }
         return json(&rendered);
     }
     let mut header = vec![
@@ -52,6 +79,9 @@ pub(super) fn k8s(ctx: &Ctx, path: &Path, as_json: bool) -> Result<()> {
         "volumes: under the pod template's spec; volumeMounts: under the container that reads them"
             .into(),
     ];
+    if ignored > 0 {
+        header.push(unchecked);
+    }
     if !followed.is_empty() {
         header.push(format!("resolved now: {}", followed.join(", ")));
     }

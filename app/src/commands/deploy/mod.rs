@@ -55,7 +55,11 @@ pub fn run(ctx: &Ctx, cmd: DeployCommand) -> Result<()> {
         DeployCommand::Mount { file, root, json } => {
             mount::mount(ctx, &file, root.as_deref(), json)
         }
-        DeployCommand::K8s { file, json } => k8s::k8s(ctx, &file, json),
+        DeployCommand::K8s {
+            file,
+            no_check,
+            json,
+        } => k8s::k8s(ctx, &file, no_check, json),
         DeployCommand::Unmount { file, root, lazy } => {
             mount::unmount(ctx, &file, root.as_deref(), lazy)
         }
