@@ -336,6 +336,23 @@ pub enum VolumeCommand {
         json: bool,
     },
 
+    /// Set or remove labels of a sealed version (outside its digest); with neither, print them and every change.
+    #[command(
+        after_help = "Examples:\n  sealvol volume label weights/run-7@b3:9f3c1a2b eval=passed step=4000\n  sealvol volume label weights/run-7:prod --remove eval\n  sealvol volume label weights/run-7:prod\n\nA version's labels are those of the push that sealed it until they are changed here;\nevery change is kept (who, when, what), and a deleted version's labels go with it."
+    )]
+    Label {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// Labels to set: KEY=VALUE (a key it has gets the new value).
+        #[arg(value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// A label to remove (repeatable).
+        #[arg(long = "remove", value_name = "KEY")]
+        remove: Vec<String>,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Everything known about one version: size, what it added, source, labels, tags (and when they expire), mounts here.
     #[command(after_help = "Example:\n  sealvol volume describe weights/qwen3-8b:prod --json")]
     Describe {

@@ -202,3 +202,9 @@ pub fn ask(yes_hint: &str, declined: &str, question: &str) -> Result<()> {
         ),
     }
 }
+
+/// `arg` as a shell reads it back: quoted where it must be (a label with a space in a
+/// hint to paste); one the shell cannot take (a NUL) is shown as Rust would debug it.
+pub fn quoted(arg: &str) -> String {
+    shlex::try_quote(arg).map_or_else(|_| format!("{arg:?}"), |q| q.into_owned())
+}

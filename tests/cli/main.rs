@@ -10,6 +10,7 @@ mod common;
 mod codes;
 mod consistency;
 mod json;
+mod labels;
 mod output;
 mod pull;
 mod tags;

@@ -42,6 +42,8 @@ pub enum Key {
     /// `sha256/<ns>/<vol>/<digest hex>`: the SHA-256 of each file of the version, kept
     /// once a SHA-256 signature needed them.
     Sha256s(VolumeName, Digest),
+    /// `labels/<ns>/<vol>/<digest hex>`: the version's labels as changed since its seal.
+    Labels(VolumeName, Digest),
     /// `tags/<ns>/<vol>/<tag>`.
     Tag(VolumeName, Name),
     /// `trash/<ns>/<vol>/<digest hex>`.
@@ -72,13 +74,14 @@ pub enum Key {
 }
 
 /// The folders of the kinds whose keys start with a namespace.
-pub const NAMESPACED: [&str; 8] = [
+pub const NAMESPACED: [&str; 9] = [
     "manifests",
     "listings",
     "summaries",
     "profiles",
     "signatures",
     "sha256",
+    "labels",
     "tags",
     "trash",
 ];
@@ -93,6 +96,7 @@ impl Key {
             | Key::Profile(v, _, _)
             | Key::Signature(v, _, _)
             | Key::Sha256s(v, _)
+            | Key::Labels(v, _)
             | Key::Tag(v, _)
             | Key::Trash(v, _) => Some(&v.namespace),
             _ => None,
@@ -113,6 +117,7 @@ impl Key {
             Key::Profile(..) => "profiles",
             Key::Signature(..) => "signatures",
             Key::Sha256s(..) => "sha256",
+            Key::Labels(..) => "labels",
             Key::Tag(..) => "tags",
             Key::Trash(..) => "trash",
             Key::Damage(..) | Key::ListDamage(_) => "damage",
@@ -167,6 +172,7 @@ impl Key {
                 versioned(ns, vol, d).and_then(|(v, d)| Some(Key::Signature(v, d, hash(h)?)))
             }
             ["sha256", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::Sha256s(v, d)),
+            ["labels", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::Labels(v, d)),
             ["tags", ns, vol, tag] => {
                 volume(ns, vol).and_then(|v| Some(Key::Tag(v, Name::parse("tag", tag).ok()?)))
             }
@@ -208,6 +214,7 @@ impl fmt::Display for Key {
                 write!(f, "signatures/{}/{}/{}", vol(v), d.hex(), h.hex())
             }
             Key::Sha256s(v, d) => write!(f, "sha256/{}/{}", vol(v), d.hex()),
+            Key::Labels(v, d) => write!(f, "labels/{}/{}", vol(v), d.hex()),
             Key::Tag(v, t) => write!(f, "tags/{}/{t}", vol(v)),
             Key::Trash(v, d) => write!(f, "trash/{}/{}", vol(v), d.hex()),
             Key::Damage(p, c) => write!(f, "damage/{}/{}", p.hex(), c.hex()),
@@ -250,6 +257,7 @@ mod tests {
             Key::Manifest(v.clone(), d),
             Key::Listing(v.clone(), d),
             Key::Summary(v.clone(), d),
+            Key::Labels(v.clone(), d),
             Key::Profile(v.clone(), d, h(5)),
             Key::Signature(v.clone(), d, h(10)),
             Key::Sha256s(v.clone(), d),

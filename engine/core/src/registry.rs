@@ -207,9 +207,20 @@ impl Repository {
     }
 
     /// Versions of a volume (not those in the trash), newest first, with the tags
-    /// pointing at each; damaged manifests last, marked.
+    /// pointing at each and their labels as they are now (`labels.rs`); damaged
+    /// manifests last, marked.
     pub fn versions(&self, vol: &VolumeName) -> Result<Vec<VersionInfo>> {
-        Ok(self.versions_and_tags(vol)?.0)
+        let mut versions = self.versions_and_tags(vol)?.0;
+        let mut changed = self.changed_labels(vol)?;
+        for v in &mut versions {
+            if let Some(l) = Digest::parse(&v.digest)
+                .ok()
+                .and_then(|d| changed.remove(&d))
+            {
+                v.labels = l;
+            }
+        }
+        Ok(versions)
     }
 
     fn versions_and_tags(&self, vol: &VolumeName) -> Result<(Vec<VersionInfo>, Vec<TagFile>)> {

@@ -97,6 +97,12 @@ pub trait Remote: Send + Sync {
 
     fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;
 
+    /// Asks the server to change a version's labels (`Repository::change_labels`).
+    fn change_labels(
+        &self,
+        req: &crate::labels::LabelRequest,
+    ) -> Result<crate::labels::LabelsChanged>;
+
     fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted>;
 
     fn restore_version(&self, r: &Ref) -> Result<Restored>;

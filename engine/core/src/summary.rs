@@ -104,7 +104,7 @@ impl Repository {
     }
 }
 
-/// Summaries, listings, profiles, signatures and SHA-256 lists whose version is gone (its manifest purged or quarantined),
+/// Summaries, listings, profiles, signatures, SHA-256 lists and label objects whose version is gone (its manifest purged or quarantined),
 /// older than `grace` by the store's clock: a seal writes its manifest before them, so
 /// a young one may belong to a seal still under way.
 pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
@@ -122,6 +122,7 @@ pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<V
         "profiles/",
         "signatures/",
         "sha256/",
+        "labels/",
     ] {
         out.extend(
             repo.store()

@@ -435,6 +435,7 @@ impl Repository {
         // a manifest without its summary still lists, a summary alone never does.
         self.delete_profiles(vol, d)?;
         self.delete_signatures(vol, d)?;
+        self.delete_labels(vol, d)?;
         self.delete_listing(vol, d)?;
         self.delete_summary(vol, d)?;
         self.store().delete(&manifest_key(vol, d))?;

@@ -40,7 +40,7 @@ use crate::chunks::{ChunkService, Miss};
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
-pub const ROUTES: [(&str, &[&str]); 28] = [
+pub const ROUTES: [(&str, &[&str]); 29] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
     ("/v1/objects/{*key}", &["GET", "HEAD", "PUT", "DELETE"]),
@@ -69,6 +69,7 @@ pub const ROUTES: [(&str, &[&str]); 28] = [
     ("/v1/ring", &["GET"]),
     ("/v1/ops/small-files", &["POST"]),
     ("/v1/ops/signatures/{ns}/{vol}/{digest}", &["PUT"]),
+    ("/v1/ops/labels", &["POST"]),
 ];
 
 /// The probes, answered without a key: is the process up, can it reach its repository.
@@ -192,6 +193,7 @@ pub fn router(served: Served) -> Router {
         .route(ROUTES[27].0, put(op::put_signature))
         .route(ROUTES[11].0, post(op::seal))
         .route(ROUTES[12].0, post(op::tag))
+        .route(ROUTES[28].0, post(op::labels))
         .route(ROUTES[13].0, post(op::delete))
         .route(ROUTES[14].0, post(op::restore))
         .route(ROUTES[15].0, post(op::damage))

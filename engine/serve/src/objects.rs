@@ -113,6 +113,7 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
         | Key::Profile(..)
         | Key::Signature(..)
         | Key::Sha256s(..)
+        | Key::Labels(..)
         | Key::Tag(..)
         | Key::Trash(..) => Object::Namespaced {
             kind: k.folder(),

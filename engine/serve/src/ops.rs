@@ -22,6 +22,7 @@
 //! - `PUT /v1/ops/signatures/{ns}/{vol}/{digest}`: store a signature of a version;
 //! - `POST /v1/ops/tag`, `/v1/ops/delete`, `/v1/ops/restore`: tag moves and removals
 //!   (compare-and-swap), the trash, in the key's namespaces;
+//! - `POST /v1/ops/labels`: a version's labels set and removed, in the key's namespaces;
 //! - `POST /v1/ops/damage`: a chunk copy a reader found failing its hash, recorded
 //!   only if it fails when the server reads it;
 //! - `POST /v1/ops/gc`: a garbage collection, admin keys only.
@@ -849,6 +850,57 @@ pub async fn tag(
             moved: m.moved,
             kept_damaged: m.kept_damaged,
         }),
+        Err(r) => r,
+    }
+}
+
+/// A label change as it travels.
+#[derive(Serialize, Deserialize)]
+pub struct LabelBody {
+    pub volume: String,
+    pub digest: String,
+    #[serde(default)]
+    pub set: sealvol_core::labels::Labels,
+    #[serde(default)]
+    pub remove: Vec<String>,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+pub async fn labels(
+    State(s): State<Arc<Steward>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    body: Body,
+) -> Response {
+    let body = match crate::reply::read_body(body, SMALL_BODY).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let req: LabelBody = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return failed(Error::invalid(format!("not a label request: {e:.200}"))),
+    };
+    let parsed = (|| -> Result<_> {
+        Ok(sealvol_core::labels::LabelRequest {
+            volume: VolumeName::parse(&req.volume)?,
+            digest: Digest::parse(&req.digest)?,
+            set: req.set,
+            remove: req.remove,
+        })
+    })();
+    let change = match parsed {
+        Ok(p) => p,
+        Err(e) => return failed(e),
+    };
+    if let Err(r) = writes_in(&grant, &change.volume, "change labels") {
+        return r;
+    }
+    match blocking(&grant, req.by.as_deref(), move || {
+        s.repo.change_labels(&change)
+    })
+    .await
+    {
+        Ok(done) => json(&done),
         Err(r) => r,
     }
 }

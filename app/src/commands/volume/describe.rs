@@ -89,7 +89,7 @@ pub fn describe(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
         source: m.provenance.source.clone(),
         revision: m.provenance.revision.clone(),
         listed: m.provenance.listed.clone(),
-        labels: m.provenance.labels.clone(),
+        labels: repo.labels_now(&r.volume, &digest, &m.provenance.labels)?,
         bytes: m.stats.bytes,
         files: m.stats.files,
         links: count(|e| matches!(e, sealvol_core::digest::Entry::Symlink { .. })),

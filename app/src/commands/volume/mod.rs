@@ -1,13 +1,14 @@
 //! `sealvol volume …`: each subcommand is a thin wrapper that parses input, calls the
 //! engine and prints for people (tables) or for programs (`--json`, one document whose
 //! shape docs/JSON.md gives). One module per group: `transfer` (push, pull), `browse`
-//! (ls, versions, files, resolve), `tags` (tag, tags), `diff` and `verify`; mounts are
+//! (ls, versions, files, resolve), `tags` (tag, tags), `labels` (label), `diff` and `verify`; mounts are
 //! `commands::mount`, syncs `commands::jobs`.
 
 mod browse;
 mod describe;
 mod diff;
 mod gc;
+mod labels;
 mod sign;
 mod tags;
 mod transfer;
@@ -105,6 +106,12 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             expires,
             json,
         } => tags::tag(ctx, &reference, &tag, expires.as_deref(), json),
+        VolumeCommand::Label {
+            reference,
+            set,
+            remove,
+            json,
+        } => labels::label(ctx, &reference, &set, &remove, json),
         VolumeCommand::Tags {
             volume,
             history,

@@ -49,14 +49,34 @@ pub fn push(
             source: None,
             stat_cache: Some(&StatCacheDir(&ctx.settings.state)),
             progress: progress.as_ref(),
-            labels,
+            labels: labels.clone(),
         },
     )?;
+    let ignored = labels_not_applied(&repo, &report, &labels)?;
     let requests = repo.requests();
     if as_json {
         let mut v = push_json(&report);
         v["requests"] = serde_json::json!(requests);
+        if !ignored.is_empty() {
+            v["labels_not_applied"] = serde_json::json!(ignored);
+        }
         return json(&v);
+    }
+    if !ignored.is_empty() {
+        // Said even with --quiet: what was asked for did not happen.
+        errln!(
+            "labels not applied: {} was already sealed, and a version's labels are those it was sealed with",
+            report.pinned_ref()
+        );
+        errln!(
+            "  add them with `sealvol volume label {} {}`",
+            report.pinned_ref(),
+            ignored
+                .iter()
+                .map(|(k, v)| crate::output::quoted(&format!("{k}={v}")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
     }
     if !ctx.quiet {
         errln!("{}", push_summary(&report));
@@ -68,6 +88,25 @@ pub fn push(
         }
     }
     outln!("{}", report.pinned_ref())
+}
+
+/// The labels a push asked for that the version it sealed does not carry: it was
+/// sealed before (by anyone), so its labels stayed as they were.
+fn labels_not_applied(
+    repo: &sealvol_core::Repository,
+    report: &PushReport,
+    asked: &sealvol_core::labels::Labels,
+) -> Result<sealvol_core::labels::Labels> {
+    if report.sealed_new || asked.is_empty() {
+        return Ok(Default::default());
+    }
+    let m = repo.manifest(&report.volume, &report.digest)?;
+    let now = repo.labels_now(&report.volume, &report.digest, &m.provenance.labels)?;
+    Ok(asked
+        .iter()
+        .filter(|(k, v)| now.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect())
 }
 
 /// `push --json`: the report.

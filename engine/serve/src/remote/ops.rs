@@ -16,8 +16,8 @@ use sealvol_core::trash::{Deleted, Restored};
 use super::link::Link;
 use crate::named::{encode_list, encode_small};
 use crate::ops::{
-    DamageBody, GcBody, SealBody, SealedBody, SignedBody, StoredFiles, TagBody, TagMovedBody,
-    TrashBody,
+    DamageBody, GcBody, LabelBody, SealBody, SealedBody, SignedBody, StoredFiles, TagBody,
+    TagMovedBody, TrashBody,
 };
 
 pub struct RemoteOps {
@@ -217,6 +217,22 @@ impl Remote for RemoteOps {
             moved: m.moved,
             kept_damaged: m.kept_damaged,
         })
+    }
+
+    fn change_labels(
+        &self,
+        req: &sealvol_core::labels::LabelRequest,
+    ) -> Result<sealvol_core::labels::LabelsChanged> {
+        self.json(
+            "labels",
+            &LabelBody {
+                volume: req.volume.to_string(),
+                digest: req.digest.to_string(),
+                set: req.set.clone(),
+                remove: req.remove.clone(),
+                by: by(),
+            },
+        )
     }
 
     fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted> {
