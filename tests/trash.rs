@@ -93,8 +93,13 @@ fn delete_then_restore_gives_back_the_same_version_and_bytes() {
     let text = env.ok(&["volume", "trash"]);
     assert!(text.contains("6d 23h") && text.contains("prod"), "{text}");
 
-    let out = env.ok(&["volume", "restore", &prefix(&t.old, 12)]);
-    assert_eq!(out.trim(), t.old);
+    let out = env.run(&["volume", "restore", &prefix(&t.old, 12)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), t.old);
+    // The undo the delete offered is whole: the tag it removed points back.
+    assert!(err.contains("tag(s) prod point at it again"), "{err}");
+    assert_eq!(env.ok(&["volume", "resolve", "t/v:prod"]).trim(), t.old);
     assert_eq!(json(env, &["volume", "files", &t.old]), before);
     let pulled = env.path("pulled");
     env.ok(&["volume", "pull", &t.old, pulled.to_str().unwrap()]);

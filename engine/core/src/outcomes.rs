@@ -189,8 +189,21 @@ pub struct Deleted {
 pub struct Restored {
     pub volume: String,
     pub digest: String,
-    /// The tags it had when deleted; a restore does not move them back.
+    /// The tags it had when deleted.
     pub tags: Vec<String>,
+    /// Those of them pointed back at it (they pointed nowhere, and had not expired).
+    #[serde(default)]
+    pub retagged: Vec<String>,
+    /// The others, each with why.
+    #[serde(default)]
+    pub not_retagged: Vec<TagLeft>,
+}
+
+/// A tag a restore did not point back, and why (it points elsewhere, it expired).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TagLeft {
+    pub tag: String,
+    pub why: String,
 }
 
 /// A version purged from the trash.

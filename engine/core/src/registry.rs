@@ -87,6 +87,9 @@ pub struct VersionInfo {
     /// What the pusher said about it (`push --label`); not part of the digest.
     pub labels: crate::labels::Labels,
     pub tags: Vec<String>,
+    /// Tags that point at it but have expired (they resolve to nothing, hold nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expired_tags: Vec<String>,
     /// Why the manifest cannot be read, for a damaged one (listed, never skipped
     /// silently; its other fields are then empty).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,7 +101,10 @@ pub struct VolumeInfo {
     pub namespace: String,
     pub name: String,
     pub versions: usize,
+    /// Its tags that resolve (not removed, not expired).
     pub tags: Vec<String>,
+    /// How many of its tags have expired (listed by `volume tags`).
+    pub expired_tags: usize,
     pub latest_bytes: u64,
     pub updated: String,
     /// Damaged manifests and tags of this volume (listed, and skipped by everything
@@ -187,6 +193,7 @@ impl Repository {
     /// and takes nothing else down.
     pub fn volume_infos(&self, namespace: Option<&Name>) -> Result<Vec<VolumeInfo>> {
         let mut out = Vec::new();
+        let now = crate::stamp::now();
         for vol in self.volumes(namespace)? {
             let trashed = self.trashed_digests(&vol)?.len();
             let (versions, tags) = self.versions_and_tags(&vol)?;
@@ -197,7 +204,12 @@ impl Repository {
                 versions: versions.len(),
                 damaged: versions.iter().filter(|v| v.damaged.is_some()).count()
                     + tags.iter().filter(|t| t.damaged.is_some()).count(),
-                tags: tags.into_iter().map(|t| t.tag).collect(),
+                expired_tags: tags.iter().filter(|t| t.expired_at(now)).count(),
+                tags: tags
+                    .into_iter()
+                    .filter(|t| !t.expired_at(now))
+                    .map(|t| t.tag)
+                    .collect(),
                 latest_bytes: latest.map(|v| v.bytes).unwrap_or(0),
                 updated: latest.map(|v| v.created.clone()).unwrap_or_default(),
                 trashed,
@@ -235,9 +247,15 @@ impl Repository {
             .collect();
         let digests: Vec<Digest> = live.iter().map(|(d, _)| *d).collect();
         let tags = self.tags_of(vol, &digests, false)?;
+        let now = crate::stamp::now();
         let mut by_digest: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut expired: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for t in tags.iter().filter(|t| !t.digest.is_empty()) {
-            by_digest.entry(&t.digest).or_default().push(t.tag.clone());
+            let into = match t.expired_at(now) {
+                true => &mut expired,
+                false => &mut by_digest,
+            };
+            into.entry(&t.digest).or_default().push(t.tag.clone());
         }
         let infos = crate::store::in_parallel(&live, self.concurrency(), |(d, size)| {
             self.version_info(vol, d, *size)
@@ -245,6 +263,7 @@ impl Repository {
         let mut out: Vec<VersionInfo> = infos.into_iter().flatten().collect();
         for v in &mut out {
             v.tags = by_digest.remove(v.digest.as_str()).unwrap_or_default();
+            v.expired_tags = expired.remove(v.digest.as_str()).unwrap_or_default();
         }
         out.sort_by(|a, b| {
             (
@@ -280,6 +299,7 @@ impl Repository {
             pushed_by: String::new(),
             labels: Default::default(),
             tags: Vec::new(),
+            expired_tags: Vec::new(),
             damaged: Some(why),
         };
         if let Some(s) = self.summary(vol, d)? {
@@ -300,6 +320,7 @@ impl Repository {
                 pushed_by: s.pushed_by,
                 labels: s.labels,
                 tags: Vec::new(),
+                expired_tags: Vec::new(),
                 damaged: None,
             }));
         }
@@ -314,6 +335,7 @@ impl Repository {
                 pushed_by: m.provenance.pushed_by,
                 labels: m.provenance.labels,
                 tags: Vec::new(),
+                expired_tags: Vec::new(),
                 damaged: None,
             })),
             // Deleted since the listing: not a version any more.

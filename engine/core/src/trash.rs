@@ -7,11 +7,13 @@
 //! when, and which tags it had. The record's `state` is what restore and purge race
 //! for, by compare-and-swap, so exactly one of them wins (docs/GC.md, "The trash").
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::outcomes::{TagFile, TagLeft};
 use crate::refs::{Digest, DigestSpec, Name, Ref, Target, VolumeName, ambiguous_prefix};
 use crate::repo::{Repository, json_error, manifest_key};
 use crate::stamp::{now, now_rfc3339, parse_rfc3339, rfc3339, to_minute, whoami};
@@ -44,6 +46,10 @@ pub struct TrashRecord {
     /// The tags that pointed at the version when it was deleted (`--untag` removed them).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// When those of them that were to expire would have (RFC 3339, by tag): a restore
+    /// points a tag back only until then.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tag_expiry: BTreeMap<String, String>,
 }
 
 impl TrashRecord {
@@ -177,10 +183,15 @@ impl Repository {
         self.check_writable()?;
         let vol = &r.volume;
         let d = self.resolve(r)?;
-        let holding: Vec<Name> = self
+        // An expired tag resolves to nothing: it holds nothing either.
+        let now = now();
+        let holding_files: Vec<TagFile> = self
             .tags(vol)?
             .into_iter()
-            .filter(|t| t.digest == d.to_string())
+            .filter(|t| t.digest == d.to_string() && !t.expired_at(now))
+            .collect();
+        let holding: Vec<Name> = holding_files
+            .iter()
             .filter_map(|t| Name::parse("tag", &t.tag).ok())
             .collect();
         if !holding.is_empty() && !untag {
@@ -214,6 +225,10 @@ impl Repository {
             deleted_at: now_rfc3339(),
             deleted_by: whoami(),
             tags: holding.iter().map(|t| t.to_string()).collect(),
+            tag_expiry: holding_files
+                .iter()
+                .filter_map(|t| Some((t.tag.clone(), t.expires.clone()?)))
+                .collect(),
         };
         let bytes = serde_json::to_vec_pretty(&record).map_err(json_error)?;
         let key = trash_key(vol, &d);
@@ -313,11 +328,71 @@ impl Repository {
         self.barrier()?;
         // The version is live from here on; the record is only a leftover now.
         self.store().delete(&key)?;
+        let (retagged, not_retagged) = self.point_tags_back(vol, &d, &record)?;
         Ok(Restored {
             volume: vol.to_string(),
             digest: d.to_string(),
             tags: record.tags,
+            retagged,
+            not_retagged,
         })
+    }
+
+    /// After a restore: points each tag the version had when it was deleted back at it,
+    /// where the tag points nowhere now (removed, or expired since) and its own expiry
+    /// (kept in the record) has not passed; the others are left, with why.
+    fn point_tags_back(
+        &self,
+        vol: &VolumeName,
+        d: &Digest,
+        record: &TrashRecord,
+    ) -> Result<(Vec<String>, Vec<TagLeft>)> {
+        let now = now();
+        let (mut back, mut left) = (Vec::new(), Vec::new());
+        let mut leave = |tag: &str, why: String| {
+            left.push(TagLeft {
+                tag: tag.to_string(),
+                why,
+            })
+        };
+        for t in &record.tags {
+            let Ok(tag) = Name::parse("tag", t) else {
+                continue;
+            };
+            let expires = record.tag_expiry.get(t).cloned();
+            if let Some(at) = &expires
+                && humantime::parse_rfc3339(at).map_or(true, |at| at <= now)
+            {
+                leave(t, format!("it expired at {at}"));
+                continue;
+            }
+            let current = match self.tag(vol, &tag) {
+                Ok(c) => c,
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    leave(t, e.message().to_string());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let expected = match &current {
+                None => None,
+                Some(c) if c.removed() => None,
+                Some(c) if c.expired_at(now) => Digest::parse(&c.digest).ok(),
+                Some(c) => {
+                    leave(t, format!("it points at {} now", c.digest));
+                    continue;
+                }
+            };
+            match self.move_tag_until(vol, &tag, d, Some(expected), expires) {
+                Ok(_) => back.push(t.clone()),
+                // Moved by someone else meanwhile: theirs stands.
+                Err(e) if e.kind() == ErrorKind::Race => {
+                    leave(t, "it was moved meanwhile".to_string())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((back, left))
     }
 
     /// Which trashed version a ref names: a digest or prefix among the volume's
@@ -417,7 +492,12 @@ impl Repository {
                 {
                     return Ok(Purge::TooEarly);
                 }
-                if self.tags(vol)?.iter().any(|t| t.digest == d.to_string()) {
+                // An expired tag holds nothing (and would hold it for ever).
+                if self
+                    .tags(vol)?
+                    .iter()
+                    .any(|t| t.digest == d.to_string() && !t.expired_at(now))
+                {
                     return Ok(Purge::Tagged);
                 }
                 record.state = TrashState::Purging;
@@ -484,6 +564,7 @@ impl Repository {
             deleted_at: now_rfc3339(),
             deleted_by: format!("{} (repair: the record was damaged)", whoami()),
             tags: Vec::new(),
+            tag_expiry: BTreeMap::new(),
         };
         let bytes = serde_json::to_vec_pretty(&rec).map_err(json_error)?;
         self.store().put(&key, &bytes)?;

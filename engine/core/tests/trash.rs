@@ -334,3 +334,111 @@ fn a_tag_that_expires_resolves_until_then_and_keeps_its_history() {
     assert_eq!(moved.file.expires, None);
     assert_eq!(t.repo.resolve(&r).unwrap(), t.old);
 }
+
+/// RFC 3339 `secs` from now (before it when negative), by the records' clock.
+fn from_now(secs: i64) -> String {
+    let now = sealvol_core::stamp::now();
+    let when = match secs >= 0 {
+        true => now + std::time::Duration::from_secs(secs as u64),
+        false => now - std::time::Duration::from_secs((-secs) as u64),
+    };
+    humantime::format_rfc3339_millis(when).to_string()
+}
+
+/// Rewrites an object's text as if time had passed (`from` → `to`).
+fn age(mem: &MemoryStore, key: &str, from: &str, to: &str) {
+    use sealvol_core::store::ObjectStore as _;
+    let (bytes, etag) = mem.get_versioned(key).unwrap().unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains(from), "{key}: {text}");
+    mem.put_if_match(key, text.replace(from, to).as_bytes(), Some(&etag))
+        .unwrap();
+}
+
+#[test]
+fn a_restore_points_the_tags_back_unless_they_moved_or_expired() {
+    let t = two();
+    let repo = &t.repo;
+    let until = from_now(86_400);
+    repo.move_tag_until(&vol(), &tag("eval"), &t.old, None, Some(until.clone()))
+        .unwrap();
+    let deleted = repo.delete_version(&pinned(&t.old), true).unwrap();
+    assert_eq!(deleted.untagged, ["eval", "prod"]);
+    assert!(repo.resolve(&Ref::parse("t/v:prod").unwrap()).is_err());
+
+    // Both point nowhere: both come back, eval with the expiry it had.
+    let back = repo.restore_version(&pinned(&t.old)).unwrap();
+    assert_eq!(back.retagged, ["eval", "prod"]);
+    assert!(back.not_retagged.is_empty());
+    assert_eq!(
+        repo.resolve(&Ref::parse("t/v:prod").unwrap()).unwrap(),
+        t.old
+    );
+    let eval = repo.tag(&vol(), &tag("eval")).unwrap().unwrap();
+    assert_eq!(eval.expires.as_deref(), Some(until.as_str()));
+
+    // Again; meanwhile prod moves on and eval's time passes: neither is touched.
+    repo.delete_version(&pinned(&t.old), true).unwrap();
+    repo.move_tag(&vol(), &tag("prod"), &t.new, None).unwrap();
+    let record = format!("trash/t/v/{}", t.old.hex());
+    age(&t.mem, &record, &until, &from_now(-60));
+    let back = repo.restore_version(&pinned(&t.old)).unwrap();
+    assert!(back.retagged.is_empty(), "{back:?}");
+    let why: Vec<(&str, &str)> = back
+        .not_retagged
+        .iter()
+        .map(|l| (l.tag.as_str(), l.why.as_str()))
+        .collect();
+    assert_eq!(why.len(), 2);
+    assert!(
+        why[0].0 == "eval" && why[0].1.contains("expired"),
+        "{why:?}"
+    );
+    assert!(
+        why[1].0 == "prod" && why[1].1.contains("points at"),
+        "{why:?}"
+    );
+    assert_eq!(
+        repo.resolve(&Ref::parse("t/v:prod").unwrap()).unwrap(),
+        t.new
+    );
+    assert!(repo.tag(&vol(), &tag("eval")).unwrap().unwrap().removed());
+}
+
+#[test]
+fn an_expired_tag_is_marked_where_listed_and_holds_nothing() {
+    let mut t = two();
+    t.repo.remove_tag(&vol(), &tag("canary"), None).unwrap();
+    let until = from_now(86_400);
+    t.repo
+        .move_tag_until(&vol(), &tag("gone"), &t.new, None, Some(until.clone()))
+        .unwrap();
+    age(&t.mem, "tags/t/v/gone", &until, &from_now(-60));
+
+    let versions = t.repo.versions(&vol()).unwrap();
+    let new = versions
+        .iter()
+        .find(|v| v.digest == t.new.to_string())
+        .unwrap();
+    assert!(new.tags.is_empty());
+    assert_eq!(new.expired_tags, ["gone"]);
+    let info = &t.repo.volume_infos(None).unwrap()[0];
+    assert_eq!(info.tags, ["prod"]);
+    assert_eq!(info.expired_tags, 1);
+
+    // It blocks neither a delete nor the purge after the window.
+    t.repo.delete_version(&pinned(&t.new), false).unwrap();
+    t.repo
+        .change_settings(|c| c.retention = std::time::Duration::ZERO)
+        .unwrap();
+    let report = collect(
+        &t.repo,
+        &GcOptions {
+            dry_run: false,
+            wait: false,
+            progress: &Quiet,
+        },
+    )
+    .unwrap();
+    assert_eq!(report.purged.len(), 1, "{report:?}");
+}

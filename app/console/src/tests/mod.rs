@@ -459,6 +459,7 @@ fn frame_bench_10k_versions() {
         name: "big".into(),
         versions: 10_000,
         tags: vec!["prod".into()],
+        expired_tags: 0,
         latest_bytes: 1 << 34,
         updated: "2026-11-30T00:00:00.000Z".into(),
         damaged: 0,
@@ -476,6 +477,7 @@ fn frame_bench_10k_versions() {
             pushed_by: "ci@runner".into(),
             labels: [("step".to_string(), (i * 100).to_string())].into(),
             tags: if i == 42 { vec!["prod".into()] } else { vec![] },
+            expired_tags: vec![],
             damaged: None,
         })
         .collect();

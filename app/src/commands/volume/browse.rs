@@ -49,12 +49,15 @@ pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
                 },
                 size(v.latest_bytes),
                 when(&v.updated),
-                match v.damaged {
-                    0 => tags(&v.tags),
-                    n => format!(
-                        "{} [{n} damaged: see `sealvol volume verify`]",
-                        tags(&v.tags)
-                    ),
+                {
+                    let mut t = tags(&v.tags);
+                    if v.expired_tags > 0 {
+                        t.push_str(&format!(" (+{} expired)", v.expired_tags));
+                    }
+                    match v.damaged {
+                        0 => t,
+                        n => format!("{t} [{n} damaged: see `sealvol volume verify`]"),
+                    }
                 },
             ]
         })
@@ -117,7 +120,7 @@ pub fn versions(ctx: &Ctx, volume: &str, as_json: bool) -> Result<()> {
                 size(v.bytes),
                 v.files.to_string(),
                 size(v.new_bytes),
-                tags(&v.tags),
+                tags_and_expired(&v.tags, &v.expired_tags),
             ];
             if labelled {
                 row.push(sealvol_core::labels::shown(&v.labels));
@@ -243,4 +246,11 @@ pub fn resolve(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
         }));
     }
     outln!("{pinned}")
+}
+
+/// A version's tags, then those that point at it but have expired, marked so.
+fn tags_and_expired(live: &[String], expired: &[String]) -> String {
+    let mut all: Vec<String> = live.to_vec();
+    all.extend(expired.iter().map(|t| format!("{t} (expired)")));
+    tags(&all)
 }

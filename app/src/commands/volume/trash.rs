@@ -122,10 +122,15 @@ pub fn restore(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
     let pinned = format!("vol:{}@{}", restored.volume, restored.digest);
     if !ctx.quiet {
         errln!("restored {pinned}");
-        if !restored.tags.is_empty() {
+        if !restored.retagged.is_empty() {
+            errln!("tag(s) {} point at it again", restored.retagged.join(", "));
+        }
+        for t in &restored.not_retagged {
             errln!(
-                "it had tag(s) {}; point them again with `sealvol volume tag {pinned} TAG`",
-                restored.tags.join(", ")
+                "tag {} left as it is: {}; point it here with `sealvol volume tag {pinned} {}`",
+                t.tag,
+                t.why,
+                t.tag
             );
         }
     }
