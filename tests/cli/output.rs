@@ -208,4 +208,22 @@ fn a_first_push_says_it_created_the_repository() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&again.stderr).contains("created a repository"));
+
+    // --json says so too (and only the first time).
+    let other = env.path("other-typo");
+    let push_json = |repo: &std::path::Path| -> serde_json::Value {
+        let out = env
+            .cmd()
+            .args(["--repo", repo.to_str().unwrap(), "volume", "push"])
+            .args([src.to_str().unwrap(), "t/a", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        push_json(&other)["created_repository"],
+        other.display().to_string()
+    );
+    assert!(push_json(&other).get("created_repository").is_none());
 }

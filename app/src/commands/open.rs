@@ -146,8 +146,11 @@ impl Ctx {
             _ => false,
         };
         let repo = self.open_at(&s.repo, mode)?;
-        if fresh && !self.quiet {
-            errln!("created a repository at {}", repo.location());
+        if fresh {
+            let _ = CREATED.set(repo.location().to_string());
+            if !self.quiet {
+                errln!("created a repository at {}", repo.location());
+            }
         }
         Ok(repo)
     }
@@ -214,4 +217,12 @@ impl Ctx {
         }
         Ok(out)
     }
+}
+
+/// Where this process made a new local repository, if it did (a first push): its
+/// `--json` says so too.
+static CREATED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub fn created_repository() -> Option<&'static str> {
+    CREATED.get().map(String::as_str)
 }

@@ -60,6 +60,9 @@ pub fn push(
         if !ignored.is_empty() {
             v["labels_not_applied"] = serde_json::json!(ignored);
         }
+        if let Some(at) = crate::commands::open::created_repository() {
+            v["created_repository"] = serde_json::json!(at);
+        }
         return json(&v);
     }
     if !ignored.is_empty() {
