@@ -112,7 +112,13 @@ fn rollback_round_trips_change_only_the_ref() {
         "--yes",
     ]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("anchor &weights"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("anchor &weights"), "{said}");
+    // What "previous" means is said where it is confirmed.
+    assert!(
+        said.contains("--previous: the version of w/q sealed just before the one pinned now, by seal time, not the file's own history"),
+        "{said}"
+    );
     // A symbolic link (a ConfigMap's file) is followed: its target is rewritten.
     let target = env.path("real.yaml");
     std::fs::write(

@@ -329,7 +329,28 @@ fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount
     let unsigned = env.push(&env.path("b"), "t/m", &["--tag", "canary"]);
     let key = fixture("signer.key.pem");
     env.ok(&["volume", "sign", &signed, "--key", key.to_str().unwrap()]);
+    let before = env.ok(&["info"]);
+    assert!(
+        before.contains("none: mounts and pulls need no signature"),
+        "{before}"
+    );
     trust(&env, "t", &["signer.pub.pem"]);
+    // `info` shows the policy in force, and where it comes from.
+    let info = env.ok(&["info"]);
+    assert!(
+        info.contains("trust t")
+            && info.contains("need a signature by")
+            && info.contains("signer.pub.pem"),
+        "{info}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&env.ok(&["info", "--json"])).unwrap();
+    assert!(
+        j["trust"]["t"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("signer.pub.pem")
+    );
+    assert!(j["trust_error"].is_null());
 
     // pull: refused in one line naming the version, the key tried and why; nothing written.
     let into = env.path("pulled-unsigned");
@@ -519,6 +540,14 @@ fn the_policy_refuses_what_a_trusted_key_did_not_sign_at_pull_mount_deploy_mount
     assert!(
         e.contains("config.toml: trust for t") && e.contains("missing.pub.pem"),
         "{e}"
+    );
+    // `info` still answers, and says the policy does not load.
+    let out = env.run(&["info"]);
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("trust policy does not load") && said.contains("missing.pub.pem"),
+        "{said}"
     );
     // Another namespace is not policed.
     trust(&env, "other", &["signer.pub.pem"]);

@@ -1015,7 +1015,7 @@ pub enum DeployCommand {
         /// The version to go to: a ref, or @DIGEST or TAG of this volume.
         #[arg(long, value_name = "REF", conflicts_with = "previous")]
         to: Option<String>,
-        /// The version sealed just before the one the file serves now.
+        /// The version of the volume sealed just before the one the file serves now (by seal time, not the file's own history of pins: for that, --to with the digest from `git log -p FILE`).
         #[arg(long)]
         previous: bool,
         /// The mount, when the file mounts the volume more than once.

@@ -40,6 +40,9 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
         None => Vec::new(),
     };
     let from = |key: &str| s.origins.get(key).cloned().unwrap_or_default();
+    // The trust policy in force: which namespaces need whose signature (and whether
+    // its key files load, as every mount and pull will load them).
+    let trust_error = s.policy().err();
     if as_json {
         return json(&serde_json::json!({
             "config_file": config.as_ref().map(|p| p.display().to_string()),
@@ -57,6 +60,8 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
             "retention_secs": repo_settings.map(|c| c.retention.as_secs()),
             "gc_grace_secs": repo_settings.map(|c| c.gc_grace.as_secs()),
             "quotas": quotas_json(&quotas),
+            "trust": s.trust,
+            "trust_error": trust_error.as_ref().map(|e| e.to_string()),
             "sources": s.origins,
         }));
     }
@@ -105,7 +110,26 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
         }
         None => row("retention", "-".into(), "(no repository yet)".into()),
     }
-    table(&["SETTING", "VALUE", "FROM"], &rows)
+    if s.trust.is_empty() {
+        row(
+            "trust",
+            "none: mounts and pulls need no signature".into(),
+            "(default; [trust] in config.toml)".into(),
+        );
+    }
+    for (ns, keys) in &s.trust {
+        let keys: Vec<String> = keys.iter().map(|k| k.display().to_string()).collect();
+        row(
+            &format!("trust {ns}"),
+            format!("mount and pull need a signature by {}", keys.join(" or ")),
+            "config.toml [trust]".into(),
+        );
+    }
+    table(&["SETTING", "VALUE", "FROM"], &rows)?;
+    if let Some(e) = trust_error {
+        errln!("warning: the trust policy does not load, so every mount and pull fails: {e}");
+    }
+    Ok(())
 }
 
 /// Shortest grace period allowed: a push's check-to-manifest window is milliseconds,

@@ -174,6 +174,11 @@ pub(super) fn rollback(
         );
         errln!("  from {from}");
         errln!("  to   {}", version_line(&repo, &volume, &target));
+        if matches!(choice, Choice::Previous) {
+            errln!(
+                "  (--previous: the version of {volume} sealed just before the one pinned now, by seal time, not the file's own history of pins)"
+            );
+        }
         for l in &plan.edit.lines {
             errln!("-{:>4}: {}", l.line, name(&l.old));
             errln!("+{:>4}: {}", l.line, name(&l.new));
