@@ -47,6 +47,7 @@ fn main() -> ExitCode {
     match run(cli, &matches) {
         Ok(()) => ExitCode::from(output::exit_code()),
         Err(e) => {
+            // errln! makes the commands the hint offers pasteable (`output::pasteable`).
             errln!("error: {e}");
             if let Some(hint) = e.hint_text() {
                 errln!("hint: {hint}");
@@ -139,6 +140,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         })?,
         quiet: cli.global.quiet,
     };
+    if let Some(url) = &ctx.settings.remote {
+        output::set_remote(url);
+    }
     // A theme named on the command line is checked even where no console opens.
     if let Some(name) = &cli.theme {
         load_theme(name)?;

@@ -45,10 +45,57 @@ pub fn exit_code() -> u8 {
 /// Text on standard error. A failed write cannot be reported where errors go, so the
 /// process exits 1 when it is done (unless it already has a code of its own).
 pub fn note(args: std::fmt::Arguments) {
+    let text = pasteable(&args.to_string());
     let mut err = std::io::stderr().lock();
-    if err.write_fmt(args).and_then(|()| err.flush()).is_err() {
+    if err
+        .write_all(text.as_bytes())
+        .and_then(|()| err.flush())
+        .is_err()
+    {
         stderr_failed();
     }
+}
+
+/// The remote engine this process works on (`--remote`, `SEALVOL_REMOTE`), once known.
+static REMOTE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Says that this process works on the remote engine at `url`: from here on, every
+/// command a note or an error offers is printed as it must be pasted (`pasteable`).
+pub fn set_remote(url: &str) {
+    let _ = REMOTE.set(url.to_string());
+}
+
+/// The commands that run where the repository is, never through a server: a hint
+/// naming one keeps it as it is.
+const LOCAL_ONLY: [&str; 6] = ["key", "serve", "csi", "init", "completions", "digest"];
+
+/// `text` with each command it offers made runnable as printed in a session on a remote
+/// engine: `` `sealvol volume …` `` gets `--remote URL` (the key stays in
+/// SEALVOL_API_KEY, never printed), and a server's own `sealvol --remote URL …` (it
+/// cannot know the address its clients use) gets the address this process used. Text
+/// without a remote, and commands that never run through a server, are left as they are.
+pub fn pasteable(text: &str) -> String {
+    match REMOTE.get() {
+        Some(url) => with_remote(text, url),
+        None => text.to_string(),
+    }
+}
+
+fn with_remote(text: &str, url: &str) -> String {
+    let text = text.replace("sealvol --remote URL ", &format!("sealvol --remote {url} "));
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("`sealvol ") {
+        let (before, from) = rest.split_at(at + "`sealvol ".len());
+        out.push_str(before);
+        let word = from.split_whitespace().next().unwrap_or("");
+        if !word.starts_with("--remote") && !LOCAL_ONLY.contains(&word.trim_end_matches('`')) {
+            out.push_str(&format!("--remote {url} "));
+        }
+        rest = from;
+    }
+    out.push_str(rest);
+    out
 }
 
 fn stderr_failed() {
@@ -207,4 +254,43 @@ pub fn ask(yes_hint: &str, declined: &str, question: &str) -> Result<()> {
 /// hint to paste); one the shell cannot take (a NUL) is shown as Rust would debug it.
 pub fn quoted(arg: &str) -> String {
     shlex::try_quote(arg).map_or_else(|_| format!("{arg:?}"), |q| q.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_remote;
+
+    #[test]
+    fn offered_commands_carry_the_remote_and_local_ones_stay_local() {
+        let url = "http://h:7420";
+        for (text, want) in [
+            (
+                "undo: `sealvol volume restore t/m@b3:ab`",
+                "undo: `sealvol --remote http://h:7420 volume restore t/m@b3:ab`",
+            ),
+            (
+                "with `sealvol --remote URL secret set NAME --namespace t`",
+                "with `sealvol --remote http://h:7420 secret set NAME --namespace t`",
+            ),
+            (
+                "store it with: sealvol --remote URL secret set k --namespace t < FILE",
+                "store it with: sealvol --remote http://h:7420 secret set k --namespace t < FILE",
+            ),
+            (
+                "`sealvol --remote http://other jobs ls`",
+                "`sealvol --remote http://other jobs ls`",
+            ),
+            (
+                "make one with `sealvol key create ci`",
+                "make one with `sealvol key create ci`",
+            ),
+            (
+                "`sealvol jobs ls`, `sealvol serve`",
+                "`sealvol --remote http://h:7420 jobs ls`, `sealvol serve`",
+            ),
+            ("no command here", "no command here"),
+        ] {
+            assert_eq!(with_remote(text, url), want);
+        }
+    }
 }
