@@ -768,4 +768,15 @@ fn the_commands_a_remote_session_offers_carry_its_remote_and_run_as_printed() {
         pinned,
         "the undo undid"
     );
+
+    // https:// to this plain-HTTP server: said in words, with the address that works.
+    let mut tls = served.client(&secret);
+    tls.vars.retain(|(k, _)| k != "SEALVOL_REMOTE");
+    let https = url.replacen("http://", "https://", 1);
+    let e = tls.fails(1, &["--remote", &https, "volume", "ls"]);
+    assert!(
+        e.contains("answered in plain HTTP, not TLS") && e.contains(&format!("use {url}")),
+        "{e}"
+    );
+    assert!(!e.contains("InvalidContentType"), "{e}");
 }

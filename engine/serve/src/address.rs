@@ -33,3 +33,57 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     }
     cause.to_string()
 }
+
+/// Whether `e` is a TLS handshake that got plain HTTP back: an `https://` address of a
+/// server that does not speak TLS (rustls reads the HTTP answer as a record of no known
+/// type).
+pub fn tls_to_plain_http(e: &(dyn std::error::Error + 'static)) -> bool {
+    let is_it = |e: &(dyn std::error::Error + 'static)| {
+        matches!(
+            e.downcast_ref::<rustls::Error>(),
+            Some(rustls::Error::InvalidMessage(
+                rustls::InvalidMessage::InvalidContentType
+            ))
+        )
+    };
+    // An io::Error hands on its inner error's cause, not the inner error itself (and
+    // hyper's connector nests one io::Error in another): follow both ways down.
+    let mut todo = vec![e];
+    while let Some(c) = todo.pop() {
+        if is_it(c) {
+            return true;
+        }
+        if let Some(inner) = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            todo.push(inner);
+        }
+        if let Some(next) = c.source() {
+            todo.push(next);
+        }
+    }
+    false
+}
+
+/// The line for a request to `base` that failed with `e` before any answer.
+pub fn unreachable(base: &str, e: &(dyn std::error::Error + 'static)) -> Error {
+    if tls_to_plain_http(e) {
+        let plain = base.replacen("https://", "http://", 1);
+        return Error::new(
+            sealvol_core::error::ErrorKind::Unavailable,
+            format!("{base} answered in plain HTTP, not TLS: the server there has no TLS"),
+        )
+        .hint(format!(
+            "use {plain}, or start `sealvol serve` with --tls-cert and --tls-key"
+        ));
+    }
+    Error::new(
+        sealvol_core::error::ErrorKind::Unavailable,
+        format!("cannot reach the remote engine at {base}: {}", root_cause(e)),
+    )
+    .hint(format!(
+        "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
+        crate::tls::CA_ENV
+    ))
+}

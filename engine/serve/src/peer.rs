@@ -185,13 +185,13 @@ impl HttpPeer {
 
     /// A peer that could not be asked: it may come up, reads pass it over meanwhile.
     fn unreachable(&self, e: &reqwest::Error) -> Error {
+        let why = match crate::address::tls_to_plain_http(e) {
+            true => "it answers in plain HTTP, not TLS (name it http://)".to_string(),
+            false => crate::address::root_cause(e),
+        };
         Error::new(
             ErrorKind::Unavailable,
-            format!(
-                "peer {} cannot be reached: {}",
-                self.url,
-                crate::address::root_cause(e)
-            ),
+            format!("peer {} cannot be reached: {why}", self.url),
         )
     }
 }

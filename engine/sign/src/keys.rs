@@ -50,6 +50,54 @@ fn not_p256(path: &Path, what: &str, why: &str) -> Error {
     .hint("make one with `openssl ecparam -name prime256v1 -genkey -noout -out key.pem`")
 }
 
+/// What kind of key a PEM block's DER holds, by the algorithm (and curve) its header
+/// names, for a refusal that says what the file is rather than what the crypto library
+/// could not do. Only the header is looked at (the first 96 bytes), where PKCS#8,
+/// SEC1 (after the private key) and SubjectPublicKeyInfo put their algorithm identifiers.
+fn kind_of(der: &[u8]) -> Option<&'static str> {
+    const KINDS: [(&[u8], &str); 7] = [
+        (&[0x06, 0x03, 0x2b, 0x65, 0x70], "an Ed25519 key"),
+        (&[0x06, 0x03, 0x2b, 0x65, 0x71], "an Ed448 key"),
+        (
+            &[
+                0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01,
+            ],
+            "an RSA key",
+        ),
+        (
+            &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22],
+            "an EC P-384 key",
+        ),
+        (
+            &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23],
+            "an EC P-521 key",
+        ),
+        (
+            &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x0a],
+            "an EC secp256k1 key",
+        ),
+        (
+            &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07],
+            "an EC P-256 key",
+        ),
+    ];
+    let head = &der[..der.len().min(96)];
+    KINDS
+        .iter()
+        .find(|(oid, _)| head.windows(oid.len()).any(|w| w == *oid))
+        .map(|(_, kind)| *kind)
+}
+
+/// Why a key the crypto library refused is no P-256 key, in words.
+fn why_not(der: &[u8], e: impl std::fmt::Display) -> String {
+    match kind_of(der) {
+        Some(k) if !k.contains("P-256") => {
+            format!("it is {k}; model signing here uses ECDSA P-256 keys only")
+        }
+        _ => format!("the crypto library cannot read it as one ({e})"),
+    }
+}
+
 /// Never the private key: only whose it is.
 impl std::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,7 +115,7 @@ impl SigningKey {
             .map_err(|_| not_p256(path, what, "no private key block in it"))?;
         let pair =
             EcdsaKeyPair::from_private_key_der(&ECDSA_P256_SHA256_ASN1_SIGNING, der.secret_der())
-                .map_err(|e| not_p256(path, what, &format!("{e}")))?;
+                .map_err(|e| not_p256(path, what, &why_not(der.secret_der(), e)))?;
         let spki = pair
             .public_key()
             .as_der()
@@ -99,7 +147,7 @@ impl PublicKey {
         let der = SubjectPublicKeyInfoDer::from_pem_slice(&pem)
             .map_err(|_| not_p256(path, what, "no PUBLIC KEY block in it"))?;
         ParsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, der.as_ref())
-            .map_err(|e| not_p256(path, what, &format!("{e}")))?;
+            .map_err(|e| not_p256(path, what, &why_not(der.as_ref(), e)))?;
         Ok(PublicKey::from_der(path, der.as_ref().to_vec()))
     }
 

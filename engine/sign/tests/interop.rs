@@ -193,4 +193,25 @@ fn a_key_file_that_is_not_a_p256_pem_is_refused_with_how_to_make_one() {
         let e = SigningKey::load(&path).unwrap_err().to_string();
         assert!(e.contains("not an EC P-256 private key"), "{path:?}: {e}");
     }
+    // Another kind of key is named as what it is, not as the crypto library's code.
+    for (path, kind) in [
+        (fixture("ed25519.key.pem"), "an Ed25519 key"),
+        (fixture("p384.key.pem"), "an EC P-384 key"),
+    ] {
+        let e = SigningKey::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "it is {kind}; model signing here uses ECDSA P-256 keys only"
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("UnexpectedError"), "{e}");
+    }
+    for (path, kind) in [
+        (fixture("ed25519.pub.pem"), "an Ed25519 key"),
+        (fixture("p384.pub.pem"), "an EC P-384 key"),
+    ] {
+        let e = PublicKey::load(&path).unwrap_err().to_string();
+        assert!(e.contains(&format!("it is {kind}")), "{e}");
+    }
 }

@@ -49,14 +49,7 @@ impl Link {
                 )
                 .hint("check that `sealvol serve` runs there and the network; --timeout sets how long to wait");
             }
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("cannot reach the remote engine at {}: {}", self.base, crate::address::root_cause(&e)),
-            )
-            .hint(format!(
-                "check that `sealvol serve` runs there and the address is right; for a server with a private certificate, set {} to its CA",
-                crate::tls::CA_ENV
-            ))
+            crate::address::unreachable(&self.base, &e)
         })
     }
 
