@@ -645,6 +645,12 @@ fn unmount_while_busy_says_so_and_lazy_detaches() {
     let open = fs::File::open(mnt.join("a.txt")).unwrap();
     let e = env.fails(1, &["volume", "unmount", mnt.to_str().unwrap()]);
     assert!(e.contains("--lazy"), "{e}");
+    // It names who holds it (this test, reading a.txt), not the unmount helper.
+    assert!(
+        e.contains("a.txt is open in pid") && e.contains(&format!("pid {} (", std::process::id())),
+        "{e}"
+    );
+    assert!(!e.contains("fusermount"), "{e}");
     assert!(is_mounted(&mnt));
     let mut s = String::new();
     use std::io::Read;

@@ -19,6 +19,7 @@ pub mod error;
 pub mod files;
 pub mod gc;
 pub mod health;
+pub mod holders;
 pub mod keys;
 pub mod labels;
 pub mod listing;

@@ -121,34 +121,85 @@ pub fn unmount_dir(dir: &Path, lazy: bool) -> Result<()> {
                 .hint("`sealvol volume mounts` lists the active mounts"),
         );
     }
-    let mut args = vec!["-u"];
-    if lazy {
-        args.push("-z");
-    }
-    let out = Command::new("fusermount3")
-        .args(&args)
-        .arg(&dir)
-        .output()
-        .or_else(|_| {
-            let mut c = Command::new("umount");
-            if lazy {
-                c.arg("-l");
+    // Root unmounts itself (umount2); anyone else needs the setuid fusermount3.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    match root {
+        true => {
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+                .map_err(|_| Error::invalid(format!("{} holds a NUL byte", dir.display())))?;
+            let flags = if lazy { libc::MNT_DETACH } else { 0 };
+            // SAFETY: `c` is a NUL-terminated path that lives across the call.
+            if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+                return Ok(());
             }
-            c.arg(&dir).output()
-        })
-        .map_err(|e| Error::io("cannot run fusermount3", &dir, e))?;
-    if !out.status.success() {
-        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let busy = msg.contains("busy");
-        let e = Error::new(
-            ErrorKind::Io,
-            format!("cannot unmount {}: {msg}", dir.display()),
-        );
-        return Err(if busy {
-            e.hint("files are open under it: close them, or pass --lazy")
-        } else {
-            e
-        });
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) {
+                return Err(Error::io("cannot unmount", &dir, e));
+            }
+        }
+        false => {
+            let mut args = vec!["-u"];
+            if lazy {
+                args.push("-z");
+            }
+            let out = match Command::new("fusermount3").args(&args).arg(&dir).output() {
+                Ok(out) => out,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "cannot unmount {}: fusermount3 is not installed, and only it unmounts a FUSE mount for a user who is not root",
+                            dir.display()
+                        ),
+                    )
+                    .hint("install the fuse3 package, or unmount as root"));
+                }
+                Err(e) => return Err(Error::io("cannot run fusermount3 for", &dir, e)),
+            };
+            if out.status.success() {
+                return Ok(());
+            }
+            let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if !msg.contains("busy") {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("cannot unmount {}: {msg}", dir.display()),
+                ));
+            }
+        }
     }
-    Ok(())
+    // Only a busy mount gets here.
+    Err(busy_error(&dir))
+}
+
+/// An unmount the kernel refused because the mount is in use: who uses it, as far as
+/// this process may see, and what to do.
+fn busy_error(dir: &Path) -> Error {
+    const SHOWN: usize = 5;
+    let holders = sealvol_core::holders::under(dir, SHOWN + 1);
+    let who = match holders.len() {
+        0 => "files are open under it, by processes this user cannot inspect".to_string(),
+        n => {
+            let mut lines: Vec<String> =
+                holders.iter().take(SHOWN).map(|h| h.to_string()).collect();
+            if n > SHOWN {
+                lines.push("and more".into());
+            }
+            lines.join("; ")
+        }
+    };
+    let hint = match holders.first() {
+        Some(h) => format!(
+            "close them or stop those processes (`kill {}`), or pass --lazy: it is detached now and goes once they close",
+            h.pid
+        ),
+        None => "close the files, or pass --lazy: it is detached now and goes once they close"
+            .to_string(),
+    };
+    Error::new(
+        ErrorKind::Conflict,
+        format!("cannot unmount {}: it is busy: {who}", dir.display()),
+    )
+    .hint(hint)
 }

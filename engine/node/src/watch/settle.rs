@@ -1,11 +1,10 @@
 //! When a checkpoint has settled, so that a watch may push it: no change event for the
 //! settle period (the runner's clock), no entry changed within it by its own stamps
 //! (ctime and mtime, which every write moves), and no process holding one of its files
-//! open for writing. The last is read from `/proc/<pid>/fd` and `fdinfo`: only the
-//! processes this one may inspect (its own user's, or all as root) are checked.
+//! open for writing (`sealvol_core::holders`: the processes this one may inspect).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::names::has_temporary;
@@ -74,118 +73,11 @@ impl Fingerprint {
     }
 }
 
-/// A process that holds a file of the checkpoint open for writing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Writer {
-    pub pid: u32,
-    pub command: String,
-    pub path: PathBuf,
-}
-
-impl std::fmt::Display for Writer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} is open for writing by pid {} ({})",
-            self.path.display(),
-            self.pid,
-            self.command
-        )
-    }
-}
-
-/// The first process found holding a file under `dir` (a canonical path) open for
-/// writing. Processes this one may not inspect are skipped.
-pub fn writer_under(dir: &Path) -> Option<Writer> {
-    let me = std::process::id();
-    let procs = fs::read_dir("/proc").ok()?;
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(target) = fs::read_link(fd.path()) else {
-                continue;
-            };
-            if !target.starts_with(dir) {
-                continue;
-            }
-            let info = p.path().join("fdinfo").join(fd.file_name());
-            if writable(&fs::read_to_string(info).unwrap_or_default()) {
-                let command = fs::read_to_string(p.path().join("comm"))
-                    .map(|c| c.trim().to_string())
-                    .unwrap_or_default();
-                return Some(Writer {
-                    pid,
-                    command,
-                    path: target,
-                });
-            }
-        }
-    }
-    None
-}
-
-/// Whether an `fdinfo` text says the descriptor was opened for writing.
-fn writable(fdinfo: &str) -> bool {
-    fdinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("flags:"))
-        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
-        .is_some_and(|flags| {
-            let mode = flags & libc::O_ACCMODE as u32;
-            mode == libc::O_WRONLY as u32 || mode == libc::O_RDWR as u32
-        })
-}
+pub use sealvol_core::holders::{Holder as Writer, writer_under};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    #[test]
-    fn a_file_open_for_writing_in_another_process_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let dir = dir.path().canonicalize().unwrap();
-        fs::write(dir.join("done.bin"), b"x").unwrap();
-        assert_eq!(writer_under(&dir), None);
-        // A real writer in another process: this process is skipped by design.
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("exec 3>>\"$1/part.bin\"; echo ready; read _")
-            .arg("sh")
-            .arg(&dir)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let w = writer_under(&dir).expect("the shell holds part.bin open");
-        assert_eq!((w.pid, w.path.clone()), (child.id(), dir.join("part.bin")));
-        assert!(w.to_string().contains("open for writing"), "{w}");
-        writeln!(child.stdin.take().unwrap()).unwrap();
-        child.wait().unwrap();
-        assert_eq!(writer_under(&dir), None, "closed when the writer ended");
-    }
-
-    #[test]
-    fn fdinfo_flags_are_read_as_octal() {
-        assert!(writable("pos:\t0\nflags:\t0100001\nmnt_id:\t1\n"));
-        assert!(writable("flags:\t02102002\n"));
-        assert!(!writable("pos:\t0\nflags:\t0100000\n"));
-        assert!(!writable(""));
-    }
 
     #[test]
     fn a_fingerprint_changes_with_any_write_and_knows_its_newest_stamp() {
