@@ -1014,3 +1014,29 @@ fn million_tensor_headers_keep_a_mount_within_its_memory_bound() {
         "process peak {process}: {s}"
     );
 }
+
+/// `volume mounts` right after a read shows it: the mount rewrites its record when
+/// asked, so no figure lags the mount's last report.
+#[test]
+fn volume_mounts_right_after_a_read_shows_the_read() {
+    if !fuse_available() {
+        return;
+    }
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src.join("w.bin"), &noise(3 << 20, 9));
+    env.push(&src, "t/now", &[]);
+    let mnt = env.path("mnt");
+    let _m = mount(&env, "t/now", &mnt, &[]);
+    for round in 1..=3u64 {
+        assert_eq!(fs::read(mnt.join("w.bin")).unwrap().len(), 3 << 20);
+        // Once, with no waiting: the figures of the reads just done.
+        let m = common::mounts::mounts_json(&env)
+            .into_iter()
+            .find(|m| m["dir"] == mnt.to_str().unwrap())
+            .unwrap();
+        let served = m["stats"]["bytes_served"].as_u64().unwrap();
+        // Later reads of the same pages may come from the kernel's page cache.
+        assert!(served >= 3 << 20, "round {round}: {m}");
+    }
+}

@@ -305,7 +305,9 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
 }
 
 pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
-    let recs = records::list(&records_dir(ctx));
+    // Each mount's figures as of now: one that does not answer within a second is
+    // shown as it last wrote.
+    let recs = records::fresh(&records_dir(ctx), std::time::Duration::from_secs(1));
     if as_json {
         json(&serde_json::json!({ "mounts": recs }))?;
         return Ok(());

@@ -1,7 +1,9 @@
 //! Mount records: one small JSON file per running mount in `<state>/mounts/`, rewritten
-//! by the mount process every second with its counters. The console's Mounts screen and
-//! `sealvol volume mounts` read them; a record whose process is gone, or whose directory
-//! is no longer mounted, is stale and removed by whoever lists.
+//! by the mount process within 100 ms of a change of its counters, and at once when
+//! asked (`fresh`: `<pid>.ask`, which the mount removes once the record is written).
+//! The console's Mounts screen and `sealvol volume mounts` read them; a record whose
+//! process is gone, or whose directory is no longer mounted, is stale and removed by
+//! whoever lists.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -68,6 +70,44 @@ fn replace(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 
 pub fn remove(dir: &Path, pid: u32) {
     let _ = fs::remove_file(record_path(dir, pid));
+}
+
+fn ask_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.ask"))
+}
+
+/// The records of the live mounts (`list`), each rewritten by its mount after this call
+/// began: figures as of now, not of the mount's last report. A mount that does not
+/// answer within `patience` (hung, or an older sealvol) is listed as it last wrote.
+pub fn fresh(dir: &Path, patience: std::time::Duration) -> Vec<MountRecord> {
+    let live = list(dir);
+    let asked: Vec<PathBuf> = live
+        .iter()
+        .map(|r| ask_path(dir, r.pid))
+        .filter(|p| fs::write(p, b"").is_ok())
+        .collect();
+    if asked.is_empty() {
+        return live;
+    }
+    let deadline = std::time::Instant::now() + patience;
+    while asked.iter().any(|p| p.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for p in &asked {
+        let _ = fs::remove_file(p);
+    }
+    list(dir)
+}
+
+/// Whether someone asked mount `pid` for its figures now (`fresh`); the mount answers by
+/// writing its record, then `answered`.
+pub fn asked(dir: &Path, pid: u32) -> bool {
+    ask_path(dir, pid).exists()
+}
+
+/// Says that the record written last answers the question `fresh` asked.
+pub fn answered(dir: &Path, pid: u32) {
+    let _ = fs::remove_file(ask_path(dir, pid));
 }
 
 fn unmount_note_path(dir: &Path, pid: u32) -> PathBuf {

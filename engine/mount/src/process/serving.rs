@@ -1,5 +1,5 @@
 //! A mount served until it is stopped: its record kept current (the counters within
-//! 100 ms of a change, for `volume mounts` and the console), the order readers first
+//! 100 ms of a change, at once when `volume mounts` asks, for it and the console), the order readers first
 //! asked for chunks kept for `volume profile save` (at most once a second while it
 //! changes, once more at the end), and the record removed when it ends.
 
@@ -52,13 +52,19 @@ pub fn until_stopped(
                 false => FROM_OUTSIDE,
             });
         }
+        // Asked before the figures are read: they then count everything done before
+        // the question.
+        let asked = records::asked(records_dir, pid);
         let now = m.stats();
         let ring = m.fs().tiers().ring().stats();
-        if now != last || ring != rec.ring {
+        if now != last || ring != rec.ring || asked {
             rec.stats = now;
             rec.peers = ring.iter().map(|r| r.url.clone()).collect();
             rec.ring = ring;
             let _ = records::write(records_dir, rec);
+            if asked {
+                records::answered(records_dir, pid);
+            }
             last = now;
             if recorded.elapsed() >= Duration::from_secs(1) {
                 keep_recording();
