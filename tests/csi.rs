@@ -37,10 +37,15 @@ struct Kubelet {
 
 impl Kubelet {
     fn start(socket: &Path) -> Kubelet {
+        Kubelet::start_with(socket, &[])
+    }
+
+    fn start_with(socket: &Path, args: &[&str]) -> Kubelet {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/csi/kubelet.py");
         let mut child = Command::new("python3")
             .arg(script)
             .arg(socket)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -302,6 +307,18 @@ fn an_inline_volume_is_published_read_byte_for_byte_once_and_unpublished() {
     let info = p.call("GetPluginInfo", json!({}));
     assert_eq!(ok(&info)["name"], "csi.sealvol.dev");
     assert_eq!(ok(&p.call("Probe", json!({})))["ready"], true);
+    // Any :authority, as the spec allows on a unix socket: grpcio's own default (the
+    // socket's path, which HTTP/2 does not take as an authority) works as kubelet's does.
+    let mut grpcio = Kubelet::start_with(&p.socket, &["--grpcio-authority"]);
+    assert_eq!(
+        ok(&grpcio.call("GetPluginInfo", json!({})))["name"],
+        "csi.sealvol.dev"
+    );
+    assert_eq!(
+        ok(&grpcio.call("NodeGetInfo", json!({})))["node_id"],
+        "node-a"
+    );
+    drop(grpcio);
     assert_eq!(ok(&p.call("NodeGetInfo", json!({})))["node_id"], "node-a");
     let caps = p.call("NodeGetCapabilities", json!({})).to_string();
     assert!(

@@ -2,7 +2,7 @@
 the spec's own protobuf (engine/csi/proto/csi.proto) with grpcio-tools, driving a real
 `sealvol csi` over its unix socket.
 
-    python3 kubelet.py SOCKET
+    python3 kubelet.py SOCKET [--grpcio-authority]
 
 reads one call per line on stdin, as JSON, and answers each with one line:
 
@@ -55,8 +55,10 @@ def main():
         import csi_pb2_grpc
 
         # kubelet (since Kubernetes 1.26) sends "localhost" as the authority over a unix
-        # socket; grpcio would send the socket's path, which HTTP/2 servers refuse.
-        channel = grpc.insecure_channel(f"unix://{socket}", options=[("grpc.default_authority", "localhost")])
+        # socket; grpcio's own default (--grpcio-authority) is the socket's path, which
+        # the plugin must take too.
+        options = [] if "--grpcio-authority" in sys.argv[2:] else [("grpc.default_authority", "localhost")]
+        channel = grpc.insecure_channel(f"unix://{socket}", options=options)
         stubs = {
             "Identity": csi_pb2_grpc.IdentityStub(channel),
             "Node": csi_pb2_grpc.NodeStub(channel),

@@ -15,6 +15,7 @@
 //! implements [`Mounter`]. What the plugin promises is written down in
 //! docs/SEMANTICS.md ("The CSI node plugin").
 
+mod authority;
 mod identity;
 mod node;
 pub mod pod;

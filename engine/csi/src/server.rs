@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use sealvol_core::{Error, ErrorKind, Result};
 use tokio::net::UnixListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tracing::info;
 
@@ -81,7 +82,11 @@ pub async fn serve(p: Plugin, shutdown: impl Future<Output = ()> + Send) -> Resu
     let result = tonic::transport::Server::builder()
         .add_service(IdentityServer::new(IdentityService))
         .add_service(NodeServer::new(node))
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        // Through the shim that takes any :authority (authority.rs).
+        .serve_with_incoming_shutdown(
+            UnixListenerStream::new(listener).map(|c| c.map(crate::authority::accept)),
+            shutdown,
+        )
         .await;
     let _ = std::fs::remove_file(p.endpoint.path());
     result.map_err(|e| Error::new(ErrorKind::Io, format!("the CSI socket failed: {e}")))
