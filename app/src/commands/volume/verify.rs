@@ -100,6 +100,34 @@ pub fn affected_line(a: &Affected) -> String {
     line
 }
 
+/// What a verify read of the chunk data, for its summary line.
+fn what_was_read(report: &VerifyReport) -> String {
+    match report.read_data.as_str() {
+        "all" => format!("read {} of chunk data (every pack)", size(report.bytes)),
+        "this version" => format!("read {} of chunk data (the version's)", size(report.bytes)),
+        "sample" if report.packs_read == report.packs => format!(
+            "read {} of chunk data (every pack: a repository under 256 MiB is read whole, a larger one sampled)",
+            size(report.bytes)
+        ),
+        _ if report.packs_read == report.packs => {
+            format!("read {} of chunk data (every pack)", size(report.bytes))
+        }
+        "none" => "read no chunk data".into(),
+        "sample" => format!(
+            "sampled {} of {} pack(s) ({} of chunk data); `--read-data` reads all",
+            report.packs_read,
+            report.packs,
+            size(report.bytes)
+        ),
+        other => format!(
+            "read {} of chunk data in {} of {} pack(s) ({other}; `--read-data` reads all)",
+            size(report.bytes),
+            report.packs_read,
+            report.packs
+        ),
+    }
+}
+
 fn print_verify(
     repo: &Repository,
     report: &VerifyReport,
@@ -129,24 +157,7 @@ fn print_verify(
         errln!("note: {}", name(n));
     }
     if !quiet {
-        let read = match report.read_data.as_str() {
-            "all" => format!("read {} of chunk data (every pack)", size(report.bytes)),
-            "this version" => format!("read {} of chunk data (the version's)", size(report.bytes)),
-            "sample" if report.packs_read == report.packs => format!(
-                "read {} of chunk data (every pack: a repository under 256 MiB is read whole, a larger one sampled)",
-                size(report.bytes)
-            ),
-            _ if report.packs_read == report.packs => {
-                format!("read {} of chunk data (every pack)", size(report.bytes))
-            }
-            "none" => "read no chunk data".into(),
-            other => format!(
-                "read {} of chunk data in {} of {} pack(s) ({other}; --read-data reads them all)",
-                size(report.bytes),
-                report.packs_read,
-                report.packs
-            ),
-        };
+        let read = what_was_read(report);
         errln!(
             "checked {} pack(s), {} chunk(s), {} chunk list(s), {} version(s), {} tag(s); {read}",
             report.packs,
@@ -177,4 +188,31 @@ fn print_verify(
         outln!("      {}", f.why)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampled_verify_says_how_much_it_read_and_how_to_read_all() {
+        let mut r = VerifyReport {
+            packs: 40,
+            packs_read: 3,
+            bytes: 3 << 20,
+            read_data: "sample".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            what_was_read(&r),
+            "sampled 3 of 40 pack(s) (3.0 MiB of chunk data); `--read-data` reads all"
+        );
+        r.read_data = "subset 1/4".into();
+        assert!(
+            what_was_read(&r).contains("in 3 of 40 pack(s) (subset 1/4; `--read-data` reads all)")
+        );
+        r.packs_read = 40;
+        r.read_data = "sample".into();
+        assert!(what_was_read(&r).contains("a larger one sampled"));
+    }
 }
