@@ -314,7 +314,11 @@ fn a_push_past_its_namespaces_quota_is_refused_and_settings_show_the_usage() {
         e.contains("namespace team-a would pass its quota of 1.0 MiB: it stores 0 B"),
         "{e}"
     );
-    assert!(e.contains("sealvol volume gc"), "{e}");
+    // Its hint as this remote session must paste it.
+    assert!(
+        e.contains(&format!("`sealvol --remote {} volume gc`", served.url())),
+        "{e}"
+    );
     assert!(!env.ok(&["volume", "ls"]).contains("team-a/m"));
     b.ok(&["volume", "push", dir.to_str().unwrap(), "team-b/m"]);
     let shown = env.ok(&["settings"]);

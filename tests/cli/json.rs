@@ -136,6 +136,10 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ),
         ("volume gc", vec!["volume", "gc", "--dry-run"]),
         (
+            "volume label",
+            vec!["volume", "label", "t/v:prod", "eval=passed"],
+        ),
+        (
             "volume watch",
             vec!["volume", "watch", sa, "t/w", "--detach", "--settle", "1s"],
         ),
