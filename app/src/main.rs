@@ -8,7 +8,8 @@ mod alloc;
 mod cli;
 mod commands;
 mod complete;
-mod config;
+/// Settings from flags, the environment and config.toml (`sealvol-setup`).
+use sealvol_setup::settings as config;
 mod progress;
 mod signals;
 
@@ -128,8 +129,8 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
     if let Some(Command::Digest { dir, json }) = &cli.command {
         return commands::info::digest(dir, *json);
     }
-    let ctx = Ctx {
-        settings: config::resolve(config::Flags {
+    let ctx = Ctx::new(
+        config::resolve(config::Flags {
             repo: cli.global.repo.clone(),
             remote: cli.global.remote.clone(),
             repo_secret: cli.global.repo_secret.clone(),
@@ -138,8 +139,8 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
             theme: cli.theme.clone(),
             from: flag_origins(matches),
         })?,
-        quiet: cli.global.quiet,
-    };
+        cli.global.quiet,
+    );
     if let Some(url) = &ctx.settings.remote {
         output::set_remote(url);
     }
@@ -318,10 +319,7 @@ fn open_console(ctx: &Ctx, readonly: bool, deploy: &[std::path::PathBuf]) -> Res
         std::sync::Mutex<Option<std::sync::Arc<dyn sealvol_node::jobs::JobsApi>>>,
     > = Default::default();
     let open = {
-        let ctx = commands::Ctx {
-            settings: ctx.settings.clone(),
-            quiet: ctx.quiet,
-        };
+        let ctx = commands::Ctx::new(ctx.settings.clone(), ctx.quiet);
         let hosted = std::sync::Arc::clone(&hosted);
         Box::new(move || open_engine(&ctx, &hosted)) as sealvol_console::Open
     };

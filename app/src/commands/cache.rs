@@ -124,10 +124,7 @@ fn restore(
     };
     drop(repo);
     let pinned = Ref::pinned(volume.clone(), digest).to_string();
-    let quiet = Ctx {
-        settings: ctx.settings.clone(),
-        quiet: ctx.quiet || as_json,
-    };
+    let quiet = Ctx::new(ctx.settings.clone(), ctx.quiet || as_json);
     match mount {
         true => {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;

@@ -85,10 +85,7 @@ pub fn csi(
 ) -> Result<()> {
     let endpoint = sealvol_csi::Endpoint::parse(endpoint)?;
     let mounter = Arc::new(Mounts {
-        ctx: Ctx {
-            settings: ctx.settings.clone(),
-            quiet: true,
-        },
+        ctx: Ctx::new(ctx.settings.clone(), true),
         peers,
         peers_file,
     });

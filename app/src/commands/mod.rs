@@ -9,7 +9,6 @@ pub mod jobs;
 pub mod key;
 pub mod launch;
 pub mod mount;
-pub mod open;
 pub mod peers;
 pub mod repair;
 pub mod secret;
@@ -18,15 +17,31 @@ pub mod volume;
 pub mod watch;
 
 use sealvol_core::progress::Progress;
+use sealvol_setup::Setup;
 
 use crate::config::Settings;
 
-pub struct Ctx {
-    pub settings: Settings,
-    pub quiet: bool,
+/// What every command works on: the settings and the repository they name
+/// (`sealvol_setup::Setup`, which the console and the Python package share), with the
+/// CLI's way of saying things.
+pub struct Ctx(Setup);
+
+impl std::ops::Deref for Ctx {
+    type Target = Setup;
+    fn deref(&self) -> &Setup {
+        &self.0
+    }
 }
 
 impl Ctx {
+    pub fn new(settings: Settings, quiet: bool) -> Ctx {
+        Ctx(Setup {
+            settings,
+            quiet,
+            note: |line| errln!("{line}"),
+        })
+    }
+
     /// The global options that make a child process use this repository.
     pub fn repo_args(&self) -> Vec<std::ffi::OsString> {
         let s = &self.settings;

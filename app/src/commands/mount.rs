@@ -146,10 +146,11 @@ fn serve(
         read_timeout: req.read_timeout,
         ..mount::Limits::for_origin(repo.concurrency())
     };
-    let (ring, listed) = crate::commands::open::ring(
+    let (ring, listed) = sealvol_setup::ring(
         &set.peers,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
         &ctx.peer_trust(Some(&repo))?,
+        ctx.note,
     )?;
     let m = mount::mount(
         repo,

@@ -350,10 +350,7 @@ impl Destinations {
                 return Err(Error::usage(format!("--mirror-to {name} is given twice")));
             }
         }
-        let ctx = Ctx {
-            settings: ctx.settings.clone(),
-            quiet: ctx.quiet,
-        };
+        let ctx = Ctx::new(ctx.settings.clone(), ctx.quiet);
         Ok(Some(Arc::new(Destinations { ctx, by_name })))
     }
 }

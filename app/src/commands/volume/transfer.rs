@@ -60,7 +60,7 @@ pub fn push(
         if !ignored.is_empty() {
             v["labels_not_applied"] = serde_json::json!(ignored);
         }
-        if let Some(at) = crate::commands::open::created_repository() {
+        if let Some(at) = sealvol_setup::created_repository() {
             v["created_repository"] = serde_json::json!(at);
         }
         return json(&v);
@@ -209,10 +209,11 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
     let (repo, mirrors) = ctx.open_origins(how.origins)?;
-    let (ring, _) = crate::commands::open::ring(
+    let (ring, _) = sealvol_setup::ring(
         &ctx.settings.peers_or(how.peers, how.peers_file)?,
         ctx.settings.api_key.as_ref().map(|k| k.expose()),
         &ctx.peer_trust(Some(&repo))?,
+        ctx.note,
     )?;
     let digest = repo.resolve(&r)?;
     // Before a byte is written: a version the policy refuses is never pulled.

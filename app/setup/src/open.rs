@@ -12,8 +12,8 @@ use sealvol_s3repo::{Address, Mode, Options};
 use sealvol_serve::credential::RingPublic;
 use sealvol_serve::peer::Trust;
 
-use super::Ctx;
-use crate::config::Peers;
+use crate::Setup;
+use crate::settings::Peers;
 
 /// To whom among cache servers this node sends its API key: the remote engine it was
 /// told of (`--remote`), and servers that prove they are of the ring whose public keys
@@ -32,7 +32,7 @@ impl PeerTrust {
     }
 }
 
-impl Ctx {
+impl Setup {
     /// How peers are trusted, reading the ring's public keys from config.toml's
     /// `ring_key` or from `origin` (read directly, or through the remote engine, which
     /// offers them to every key).
@@ -57,7 +57,9 @@ impl Ctx {
                 Ok(Some(p)) => Trust::Ring(Arc::new(p)),
                 Ok(None) => Trust::Unknown,
                 Err(e) => {
-                    errln!("warning: {e}; peers cannot prove they are servers of the ring");
+                    (self.note)(&format!(
+                        "warning: {e}; peers cannot prove they are servers of the ring"
+                    ));
                     Trust::Unknown
                 }
             },
@@ -72,6 +74,7 @@ pub fn peers(
     urls: &[String],
     key: Option<&str>,
     trust: &PeerTrust,
+    note: fn(&str),
 ) -> Result<Vec<Arc<dyn sealvol_core::read::Peer>>> {
     urls.iter()
         .map(|u| {
@@ -80,7 +83,9 @@ pub fn peers(
             // silence: refuse to start instead. One that is down may come up.
             match p.check() {
                 Err(e) if e.kind() == sealvol_core::error::ErrorKind::Denied => return Err(e),
-                Err(e) => errln!("warning: {e}; reads go to the origin until it answers"),
+                Err(e) => note(&format!(
+                    "warning: {e}; reads go to the origin until it answers"
+                )),
                 Ok(()) => {}
             }
             Ok(Arc::new(p) as Arc<dyn sealvol_core::read::Peer>)
@@ -94,23 +99,24 @@ pub fn ring(
     peers: &Peers,
     key: Option<&str>,
     trust: &PeerTrust,
+    note: fn(&str),
 ) -> Result<(Arc<Ring>, Vec<String>)> {
     match peers {
         Peers::Urls(urls) => Ok((
-            Arc::new(Ring::fixed(self::peers(urls, key, trust)?)),
+            Arc::new(Ring::fixed(self::peers(urls, key, trust, note)?)),
             urls.clone(),
         )),
         Peers::File(path) => {
             // A file's later lines have no remote engine among them to trust by name.
             let (file, urls) = sealvol_serve::peer::PeersFile::open(path, key, trust.ring.clone())?;
             // Checked now, as listed ones are; later changes are taken as they come.
-            self::peers(&urls, key, trust)?;
+            self::peers(&urls, key, trust, note)?;
             Ok((Arc::new(Ring::following(Box::new(file))), urls))
         }
     }
 }
 
-impl Ctx {
+impl Setup {
     /// Opens the repository; `create` for commands that write (push) or seed it,
     /// which makes a local directory a repository (never a bucket: `sealvol init`).
     pub fn open_repo(&self, create: bool) -> Result<Repository> {
@@ -149,7 +155,7 @@ impl Ctx {
         if fresh {
             let _ = CREATED.set(repo.location().to_string());
             if !self.quiet {
-                errln!("created a repository at {}", repo.location());
+                (self.note)(&format!("created a repository at {}", repo.location()));
             }
         }
         Ok(repo)
