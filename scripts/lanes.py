@@ -55,6 +55,28 @@ def build(root):
     return found
 
 
+def build_wheel(root, target):
+    """The Python package's wheel (python/), built with maturin into the same target
+    directory and profile as the tests (so the engine is not built twice), and
+    installed into the tests' virtual environment, where pytest imports it."""
+    wheels = Path(target) / "wheels"
+    for old in wheels.glob("sealvol-*.whl"):
+        old.unlink()
+    cmd = [
+        "maturin", "build", "--quiet", "-m", "python/Cargo.toml", "--profile", "dev",
+        "--target-dir", str(target), "-o", str(wheels),
+    ]
+    if subprocess.call(cmd, cwd=root) != 0:
+        print("lanes: the Python wheel did not build; nothing was run", file=sys.stderr)
+        sys.exit(101)
+    wheel = sorted(wheels.glob("sealvol-*.whl"))
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "--force-reinstall", "--no-deps", str(wheel[-1])]
+    if not wheel or subprocess.call(install, cwd=root) != 0:
+        print("lanes: the Python wheel did not install; nothing was run", file=sys.stderr)
+        sys.exit(101)
+
+
 def count(output):
     """Totals from libtest's `test result:` lines, and the names of failed tests."""
     passed = failed = ignored = 0
@@ -84,6 +106,12 @@ def main():
 
     started = time.monotonic()
     jobs = [(label, [exe], pkg) for label, exe, pkg in build(root)]
+    build_wheel(root, target)
+    # The Python package's tests, against the wheel just installed; they end with a
+    # `test result:` line of libtest's, so they count in the totals below.
+    jobs.append(("python/tests (pytest)",
+                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"],
+                 str(root)))
     # Doc tests are compiled by rustdoc when they run: one more job.
     jobs.append(("doc-tests", ["cargo", "test", "--workspace", "--doc", "-q"], str(root)))
     # Longest first; a binary never timed before counts as long.

@@ -225,6 +225,35 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// What a pull or an open reads through: the repository (or, when it cannot be
+    /// reached, the first mirrored origin that can), the node-disk cache, the ring of
+    /// cache servers (`peers`, `peers_file`, else config.toml's) and the mirrors
+    /// (`origins`, else config.toml's). `fill`: how chunks read reach the cache.
+    pub fn read_tiers(
+        &self,
+        peers: &[String],
+        peers_file: Option<&std::path::Path>,
+        origins: &[String],
+        fill: sealvol_core::read::Fill,
+    ) -> Result<sealvol_core::read::Tiers> {
+        let s = &self.settings;
+        let (repo, mirrors) = self.open_origins(origins)?;
+        let (ring, _) = ring(
+            &s.peers_or(peers, peers_file)?,
+            s.api_key.as_ref().map(|k| k.expose()),
+            &self.peer_trust(Some(&repo))?,
+            self.note,
+        )?;
+        let cache = sealvol_core::cache::ChunkCache::open(&s.cache, s.cache_size)?;
+        Ok(
+            sealvol_core::read::Tiers::with_fill(repo, Some(Arc::new(cache)), fill)
+                .with_ring(ring)
+                .with_mirrors(mirrors),
+        )
+    }
+}
+
 /// Where this process made a new local repository, if it did (a first push): its
 /// `--json` says so too.
 static CREATED: std::sync::OnceLock<String> = std::sync::OnceLock::new();

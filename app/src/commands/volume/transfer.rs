@@ -2,11 +2,9 @@
 //! becomes a directory that is exactly it, or a copy in another repository.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use sealvol_core::cache::ChunkCache;
 use sealvol_core::push::{PushOptions, PushReport, push as push_dir};
-use sealvol_core::read::{Fill, Tiers};
+use sealvol_core::read::Fill;
 use sealvol_core::{Name, Ref, Result, VolumeName};
 use sealvol_node::state::StatCacheDir;
 
@@ -208,22 +206,13 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
-    let (repo, mirrors) = ctx.open_origins(how.origins)?;
-    let (ring, _) = sealvol_setup::ring(
-        &ctx.settings.peers_or(how.peers, how.peers_file)?,
-        ctx.settings.api_key.as_ref().map(|k| k.expose()),
-        &ctx.peer_trust(Some(&repo))?,
-        ctx.note,
-    )?;
+    // A pull fills the node cache for the mounts that follow.
+    let tiers = ctx.read_tiers(how.peers, how.peers_file, how.origins, Fill::Inline)?;
+    let repo = tiers.repo();
     let digest = repo.resolve(&r)?;
     // Before a byte is written: a version the policy refuses is never pulled.
-    ctx.settings.policy()?.admit(&repo, &r.volume, &digest)?;
+    ctx.settings.policy()?.admit(repo, &r.volume, &digest)?;
     let progress = ctx.progress();
-    let cache = ChunkCache::open(&ctx.settings.cache, ctx.settings.cache_size)?;
-    // A pull fills the node cache for the mounts that follow.
-    let tiers = Tiers::with_fill(repo, Some(Arc::new(cache)), Fill::Inline)
-        .with_ring(ring)
-        .with_mirrors(mirrors);
     let report = sealvol_core::pull::pull_selected(
         &tiers,
         &r.volume,

@@ -646,6 +646,26 @@ impl Tiers {
 }
 
 impl Tiers {
+    /// Bytes `[offset, offset + len)` of a file (cut at its end), every one proven to be
+    /// the file's before it is handed out: the whole chunks that hold them, fetched
+    /// and proven by `fetch_proven_within`, then cut to the range. What an open file of
+    /// the Python package reads with.
+    pub fn read_proven(&self, obj: &FileObject, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let end = offset.saturating_add(len as u64).min(obj.size);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let (c0, c1) = (obj.chunk_at(offset), obj.chunk_at(end - 1) + 1);
+        let chunks = self.fetch_proven_within(obj, c0..c1)?;
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        for part in slice_bytes(obj, c0, &chunks, offset, end) {
+            out.extend_from_slice(&part);
+        }
+        Ok(out)
+    }
+}
+
+impl Tiers {
     /// Whether `fetch_edge` would read whole chunks anyway (through the ring): a
     /// caller with a memory of its own had better fetch them there, kept for the reader
     /// who is likely to ask for them next, than read them twice.

@@ -1,0 +1,231 @@
+"""sealvol for Python: resolve a ref, list and open the files of a sealed version (every
+byte proven against its digest before you see it), pull and push, over the same engine,
+settings and addresses as the `sealvol` CLI (a folder, `s3://…`, a `sealvol serve` with
+`remote=` and an API key, cache peers, the node cache, the trust policy).
+
+    import sealvol
+    client = sealvol.Client()                      # as the CLI: SEALVOL_*, config.toml
+    v = client.resolve("weights/qwen3-8b:prod")    # v.ref is pinned: vol:…@b3:…
+    with client.open(v.ref, "config.json") as f:
+        config = json.load(f)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from typing import BinaryIO, Dict, List, Optional, Sequence
+
+from . import _native
+from ._native import (
+    Damaged,
+    Error,
+    InvalidRef,
+    NotFound,
+    PermissionDenied,
+    Timeout,
+    Untrusted,
+)
+
+__all__ = [
+    "Client",
+    "Version",
+    "FileInfo",
+    "File",
+    "Error",
+    "NotFound",
+    "Damaged",
+    "PermissionDenied",
+    "Untrusted",
+    "Timeout",
+    "InvalidRef",
+]
+
+for _exc in (Error, NotFound, Damaged, PermissionDenied, Untrusted, Timeout, InvalidRef):
+    _exc.__module__ = "sealvol"
+    if not hasattr(_exc, "hint"):
+        _exc.hint = None
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of a version: a file (`size`, `hash`), a link (`target`) or an empty folder."""
+
+    path: str
+    kind: str
+    size: int = 0
+    hash: Optional[str] = None
+    target: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Version:
+    """A sealed version: `ref` is pinned (`vol:NS/NAME@b3:…`), whatever ref named it."""
+
+    ref: str
+    volume: str
+    digest: str
+    created: str
+    labels: Dict[str, str] = field(default_factory=dict)
+    tags: List[str] = field(default_factory=list)
+    files: List[FileInfo] = field(default_factory=list)
+
+
+class _Raw(io.RawIOBase):
+    """The native file as Python's raw I/O: positioned reads of proven bytes."""
+
+    def __init__(self, native: "_native.NativeFile") -> None:
+        super().__init__()
+        self._native = native
+        self._pos = 0
+        self.name = native.path
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        self._checkClosed()
+        view = memoryview(b).cast("B")
+        data = self._native.read_at(self._pos, len(view))
+        n = len(data)
+        view[:n] = data
+        self._pos += n
+        return n
+
+    def readall(self) -> bytes:
+        self._checkClosed()
+        parts = []
+        while True:
+            data = self._native.read_at(self._pos, 16 << 20)
+            if not data:
+                return b"".join(parts)
+            self._pos += len(data)
+            parts.append(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._checkClosed()
+        if whence == io.SEEK_SET:
+            pos = offset
+        elif whence == io.SEEK_CUR:
+            pos = self._pos + offset
+        elif whence == io.SEEK_END:
+            pos = self._native.size + offset
+        else:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        if pos < 0:
+            raise ValueError(f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def tell(self) -> int:
+        self._checkClosed()
+        return self._pos
+
+
+class File(io.BufferedReader):
+    """A file of a sealed version, read-only and seekable, as `open(path, "rb")` gives;
+    every byte is proven against the version's digest before it is returned."""
+
+    @property
+    def size(self) -> int:
+        return self.raw._native.size  # type: ignore[attr-defined]
+
+
+class Client:
+    """The engine, with the settings the CLI would use: each argument left out comes
+    from its `SEALVOL_*` variable, then config.toml, then the defaults.
+
+    repo: a folder or `s3://BUCKET/PREFIX` (`SEALVOL_REPO`); remote: a `sealvol serve`
+    as `http://HOST:PORT` (`SEALVOL_REMOTE`), with `api_key` (`SEALVOL_API_KEY`);
+    peers: cache servers read before the origin; state: the node's state folder;
+    timeout: seconds a backend may leave a request unanswered.
+    """
+
+    def __init__(
+        self,
+        repo: Optional[str] = None,
+        remote: Optional[str] = None,
+        api_key: Optional[str] = None,
+        peers: Optional[Sequence[str]] = None,
+        state: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        self._native = _native.Client(
+            repo=None if repo is None else os.fspath(repo),
+            remote=remote,
+            api_key=api_key,
+            peers=None if peers is None else list(peers),
+            state=None if state is None else os.fspath(state),
+            timeout=timeout,
+        )
+
+    def resolve(self, ref: str) -> Version:
+        """The version `ref` names now, pinned, with its files, labels and tags."""
+        v = json.loads(self._native.resolve(ref))
+        files = [FileInfo(**f) for f in v.pop("files")]
+        return Version(files=files, **v)
+
+    def volumes(self) -> List[dict]:
+        """Every volume: namespace, name, versions, tags, latest_bytes, updated, …"""
+        return json.loads(self._native.volumes())
+
+    def versions(self, volume: str) -> List[dict]:
+        """A volume's versions, newest first: digest, created, bytes, labels, tags, …"""
+        return json.loads(self._native.versions(volume))
+
+    def tags(self, volume: str) -> List[dict]:
+        """A volume's tags, each with the digest it points at and its history."""
+        return json.loads(self._native.tags(volume))
+
+    def open(self, ref: str, path: str) -> File:
+        """File `path` of the version `ref` names, open for reading (binary, seekable)."""
+        return File(_Raw(self._native.open(ref, path)), buffer_size=1 << 20)
+
+    def pull(
+        self,
+        ref: str,
+        dir: str,
+        include: Optional[Sequence[str]] = None,
+        exclude: Optional[Sequence[str]] = None,
+        force: bool = False,
+    ) -> Version:
+        """Writes the version into `dir` (only the paths `include`/`exclude` take), every
+        file proven; refuses a folder holding anything else unless `force`."""
+        out = json.loads(
+            self._native.pull(
+                ref,
+                os.fspath(dir),
+                include=None if include is None else list(include),
+                exclude=None if exclude is None else list(exclude),
+                force=force,
+            )
+        )
+        return self.resolve(out["ref"])
+
+    def push(
+        self,
+        dir: str,
+        volume: str,
+        tag: Optional[str] = None,
+        labels: Optional[Dict[str, str]] = None,
+    ) -> Version:
+        """Seals `dir` as a version of `volume` (storing only the chunks the repository
+        lacks), points `tag` at it, and returns it."""
+        out = json.loads(
+            self._native.push(
+                os.fspath(dir),
+                volume,
+                tags=None if tag is None else [tag],
+                labels=labels,
+            )
+        )
+        return self.resolve(out["ref"])
+
+    def tag(self, ref: str, tag: str) -> str:
+        """Points `tag` at the version `ref` names; returns the pinned ref."""
+        return self._native.tag(ref, tag)

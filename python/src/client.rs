@@ -1,0 +1,415 @@
+//! `sealvol.Client`'s engine: the settings and repository the CLI would use with the
+//! same flags and environment (`sealvol-setup`), opened on first use and again in a
+//! child after `fork` (the parent's engine threads do not exist there; its handles are
+//! left alone, never closed from the child).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use sealvol_core::digest::Entry;
+use sealvol_core::progress::Quiet;
+use sealvol_core::read::{Fill, Tiers};
+use sealvol_core::{Error, Name, Ref, VolumeName};
+use sealvol_setup::{Flags, Setup};
+
+use crate::errors::{invalid, raise};
+use crate::file::NativeFile;
+
+/// What the caller gave `Client(...)`: kept to open again in a forked child.
+#[derive(Clone, Default)]
+struct Given {
+    repo: Option<String>,
+    remote: Option<String>,
+    api_key: Option<String>,
+    peers: Vec<String>,
+    state: Option<PathBuf>,
+    timeout: Option<std::time::Duration>,
+}
+
+/// The engine as opened by one process: its settings, and the read path once a call
+/// needed it.
+struct Opened {
+    pid: u32,
+    setup: Arc<Setup>,
+    tiers: Option<Arc<Tiers>>,
+}
+
+#[pyclass(module = "sealvol._native")]
+pub struct Client {
+    given: Given,
+    opened: Mutex<Option<Opened>>,
+}
+
+/// A setting given as an argument, else its `SEALVOL_*` variable (as the CLI's flags).
+fn given_or_env(given: Option<String>, var: &str) -> Option<String> {
+    given.or_else(|| std::env::var(var).ok().filter(|v| !v.is_empty()))
+}
+
+impl Client {
+    /// The read path for this process (and its settings): opened on first use, and
+    /// again after a fork.
+    fn engine(&self) -> sealvol_core::Result<(Arc<Tiers>, sealvol_setup::Settings)> {
+        let mut opened = self.opened()?;
+        let o = opened.as_mut().ok_or_else(|| Error::invalid("no engine"))?;
+        if o.tiers.is_none() {
+            let g = &self.given;
+            o.tiers = Some(Arc::new(o.setup.read_tiers(
+                &g.peers,
+                None,
+                &[],
+                Fill::Background,
+            )?));
+        }
+        let tiers = o
+            .tiers
+            .as_ref()
+            .map(Arc::clone)
+            .ok_or_else(|| Error::invalid("no engine"))?;
+        Ok((tiers, o.setup.settings.clone()))
+    }
+
+    /// The settings for this process, resolved on first use and again after a fork.
+    fn setup(&self) -> sealvol_core::Result<Arc<Setup>> {
+        let opened = self.opened()?;
+        opened
+            .as_ref()
+            .map(|o| Arc::clone(&o.setup))
+            .ok_or_else(|| Error::invalid("no engine"))
+    }
+
+    fn opened(&self) -> sealvol_core::Result<std::sync::MutexGuard<'_, Option<Opened>>> {
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        match opened.take() {
+            Some(o) if o.pid == pid => {
+                *opened = Some(o);
+                return Ok(opened);
+            }
+            // Opened by the parent: its threads are not here, and dropping it could
+            // wait on them. Left as it is.
+            Some(o) => std::mem::forget(o),
+            None => {}
+        }
+        let g = self.given.clone();
+        let mut from = BTreeMap::new();
+        for (key, value) in [("repository", &g.repo), ("remote", &g.remote)] {
+            if value.is_some() {
+                from.insert(key, "Client()".to_string());
+            }
+        }
+        let timeout = match g.timeout {
+            Some(t) => Some(t),
+            None => given_or_env(None, "SEALVOL_TIMEOUT")
+                .map(|t| {
+                    humantime::parse_duration(&t).map_err(|_| {
+                        Error::invalid(format!("SEALVOL_TIMEOUT={t:?} is not a duration"))
+                            .hint("write 30s or 2m")
+                    })
+                })
+                .transpose()?,
+        };
+        let mut settings = sealvol_setup::settings::resolve(Flags {
+            repo: given_or_env(g.repo, "SEALVOL_REPO"),
+            remote: given_or_env(g.remote, "SEALVOL_REMOTE"),
+            repo_secret: given_or_env(None, "SEALVOL_REPO_SECRET"),
+            state: given_or_env(g.state.map(|s| s.display().to_string()), "SEALVOL_STATE")
+                .map(PathBuf::from),
+            timeout,
+            theme: None,
+            from,
+        })?;
+        if let Some(k) = g.api_key {
+            settings.api_key = Some(sealvol_setup::settings::Secret::new(k));
+        }
+        let mut setup = Setup::new(settings, true);
+        setup.note = |line| eprintln!("sealvol: {line}");
+        *opened = Some(Opened {
+            pid,
+            setup: Arc::new(setup),
+            tiers: None,
+        });
+        Ok(opened)
+    }
+
+    fn parse_ref(r: &str) -> PyResult<Ref> {
+        Ref::parse(r).map_err(invalid)
+    }
+}
+
+fn json(v: impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(&v).map_err(|e| raise(Error::invalid(format!("cannot write JSON: {e}"))))
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (repo=None, remote=None, api_key=None, peers=None, state=None, timeout=None))]
+    fn new(
+        repo: Option<String>,
+        remote: Option<String>,
+        api_key: Option<String>,
+        peers: Option<Vec<String>>,
+        state: Option<PathBuf>,
+        timeout: Option<f64>,
+    ) -> PyResult<Client> {
+        let timeout = timeout
+            .map(|t| {
+                std::time::Duration::try_from_secs_f64(t).map_err(|_| {
+                    invalid(Error::invalid(format!(
+                        "timeout={t} is not a number of seconds"
+                    )))
+                })
+            })
+            .transpose()?;
+        Ok(Client {
+            given: Given {
+                repo,
+                remote,
+                api_key,
+                peers: peers.unwrap_or_default(),
+                state,
+                timeout,
+            },
+            opened: Mutex::new(None),
+        })
+    }
+
+    /// The version `reference` names now, with its files, labels and tags (JSON).
+    fn resolve(&self, py: Python<'_>, reference: &str) -> PyResult<String> {
+        let r = Self::parse_ref(reference)?;
+        let out = py
+            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+                let (tiers, _) = self.engine()?;
+                let repo = tiers.repo();
+                let digest = repo.resolve(&r)?;
+                let m = repo.manifest(&r.volume, &digest)?;
+                let labels = repo.labels_now(&r.volume, &digest, &m.provenance.labels)?;
+                let d = digest.to_string();
+                let tags: Vec<String> = repo
+                    .tags(&r.volume)?
+                    .into_iter()
+                    .filter(|t| t.digest == d && t.damaged.is_none())
+                    .map(|t| t.tag)
+                    .collect();
+                let files: Vec<serde_json::Value> = m
+                    .entries
+                    .iter()
+                    .map(|e| match e {
+                        Entry::File {
+                            path, size, hash, ..
+                        } => serde_json::json!({"path": path, "kind": "file", "size": size, "hash": hash.hex()}),
+                        Entry::Symlink { path, target } => {
+                            serde_json::json!({"path": path, "kind": "link", "target": target})
+                        }
+                        Entry::Dir { path } => serde_json::json!({"path": path, "kind": "dir"}),
+                    })
+                    .collect();
+                Ok(serde_json::json!({
+                    "ref": Ref::pinned(r.volume.clone(), digest).to_string(),
+                    "volume": r.volume.to_string(),
+                    "digest": d,
+                    "created": m.created,
+                    "labels": labels,
+                    "tags": tags,
+                    "files": files,
+                }))
+            })
+            .map_err(raise)?;
+        json(out)
+    }
+
+    /// Every volume (JSON, as `volume ls --json`'s `volumes`).
+    fn volumes(&self, py: Python<'_>) -> PyResult<String> {
+        let v = py
+            .detach(|| self.engine()?.0.repo().volume_infos(None))
+            .map_err(raise)?;
+        json(v)
+    }
+
+    /// A volume's versions, newest first (JSON, as `volume versions --json`'s).
+    fn versions(&self, py: Python<'_>, volume: &str) -> PyResult<String> {
+        let vol = VolumeName::parse(volume).map_err(invalid)?;
+        let v = py
+            .detach(|| {
+                let (tiers, _) = self.engine()?;
+                let repo = tiers.repo();
+                repo.require_volume(&vol)?;
+                repo.versions(&vol)
+            })
+            .map_err(raise)?;
+        json(v)
+    }
+
+    /// A volume's tags (JSON, as `volume tags --json`'s).
+    fn tags(&self, py: Python<'_>, volume: &str) -> PyResult<String> {
+        let vol = VolumeName::parse(volume).map_err(invalid)?;
+        let v = py
+            .detach(|| {
+                let (tiers, _) = self.engine()?;
+                let repo = tiers.repo();
+                repo.require_volume(&vol)?;
+                repo.tags(&vol)
+            })
+            .map_err(raise)?;
+        json(v)
+    }
+
+    /// A file of the version `reference` names, to read by offset; the trust policy
+    /// is asked first.
+    fn open(&self, py: Python<'_>, reference: &str, path: &str) -> PyResult<NativeFile> {
+        let r = Self::parse_ref(reference)?;
+        if path.contains('\0')
+            || path.split('/').any(|p| p == ".." || p == ".")
+            || path.starts_with('/')
+        {
+            return Err(invalid(
+                Error::invalid(format!("{path:?} is not a path in a version")).hint(
+                    "give it relative, without . or .. (`client.resolve(ref).files` lists them)",
+                ),
+            ));
+        }
+        py.detach(|| -> sealvol_core::Result<NativeFile> {
+            let (tiers, settings) = self.engine()?;
+            let repo = tiers.repo();
+            let digest = repo.resolve(&r)?;
+            settings.policy()?.admit(repo, &r.volume, &digest)?;
+            let m = repo.manifest(&r.volume, &digest)?;
+            let pinned = Ref::pinned(r.volume.clone(), digest);
+            let inside = |p: &str| {
+                p.strip_prefix(path)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            };
+            let entry = m.entries.iter().find(|e| e.path() == path);
+            let (size, hash) = match entry {
+                Some(Entry::File { size, hash, .. }) => (*size, *hash),
+                Some(Entry::Symlink { target, .. }) => {
+                    return Err(Error::invalid(format!(
+                        "{path} in {pinned} is a link to {target}"
+                    ))
+                    .hint("open what it points to"));
+                }
+                Some(Entry::Dir { .. }) => return Err(folder(path, &pinned)),
+                None if m.entries.iter().any(|e| inside(e.path())) => {
+                    return Err(folder(path, &pinned));
+                }
+                None => {
+                    return Err(Error::not_found(format!("{pinned} has no file {path}"))
+                        .hint("`client.resolve(ref).files` lists its files"));
+                }
+            };
+            let obj = repo.file_list(&hash, size, &m.small_files())?;
+            Ok(NativeFile {
+                tiers: Arc::clone(&tiers),
+                obj: Arc::new(obj),
+                path: path.to_string(),
+                size,
+            })
+        })
+        .map_err(raise)
+    }
+
+    /// Pulls the version into `dir` (JSON: the pinned ref and the report).
+    #[pyo3(signature = (reference, dir, include=None, exclude=None, force=false))]
+    fn pull(
+        &self,
+        py: Python<'_>,
+        reference: &str,
+        dir: PathBuf,
+        include: Option<Vec<String>>,
+        exclude: Option<Vec<String>>,
+        force: bool,
+    ) -> PyResult<String> {
+        let r = Self::parse_ref(reference)?;
+        let (include, exclude) = (include.unwrap_or_default(), exclude.unwrap_or_default());
+        let out = py
+            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+                let filter = match include.is_empty() && exclude.is_empty() {
+                    true => None,
+                    false => Some(sealvol_source::Filter::new(&include, &exclude)?),
+                };
+                let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
+                let (tiers, settings) = self.engine()?;
+                let repo = tiers.repo();
+                let digest = repo.resolve(&r)?;
+                settings.policy()?.admit(repo, &r.volume, &digest)?;
+                let report = sealvol_core::pull::pull_selected(
+                    &tiers,
+                    &r.volume,
+                    &digest,
+                    &dir,
+                    force,
+                    filter
+                        .is_some()
+                        .then_some(&takes as sealvol_core::pull::Select),
+                    &Quiet,
+                )?;
+                Ok(serde_json::json!({
+                    "ref": Ref::pinned(r.volume.clone(), digest).to_string(),
+                    "report": report,
+                }))
+            })
+            .map_err(raise)?;
+        json(out)
+    }
+
+    /// Seals `dir` as a version of `volume` (JSON: the pinned ref and what it stored).
+    #[pyo3(signature = (dir, volume, tags=None, labels=None))]
+    fn push(
+        &self,
+        py: Python<'_>,
+        dir: PathBuf,
+        volume: &str,
+        tags: Option<Vec<String>>,
+        labels: Option<BTreeMap<String, String>>,
+    ) -> PyResult<String> {
+        let vol = VolumeName::parse(volume).map_err(invalid)?;
+        let tags = tags
+            .unwrap_or_default()
+            .iter()
+            .map(|t| Name::parse("tag", t))
+            .collect::<sealvol_core::Result<Vec<_>>>()
+            .map_err(invalid)?;
+        let labels = labels.unwrap_or_default();
+        sealvol_core::labels::check(&labels).map_err(invalid)?;
+        let out = py
+            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+                // As the CLI's push: a local folder is made a repository on first use.
+                let setup = self.setup()?;
+                let repo = setup.open_repo(true)?;
+                let mut opts = sealvol_core::push::PushOptions::new(&Quiet);
+                opts.labels = labels;
+                let cache = sealvol_node::state::StatCacheDir(&setup.settings.state);
+                opts.stat_cache = Some(&cache);
+                let report = sealvol_core::push::push(&repo, &dir, &vol, &tags, &opts)?;
+                Ok(serde_json::json!({
+                    "ref": report.pinned_ref(),
+                    "sealed_new": report.sealed_new,
+                    "new_bytes": report.stats.new_bytes,
+                    "bytes": report.stats.bytes,
+                }))
+            })
+            .map_err(raise)?;
+        json(out)
+    }
+
+    /// Points `tag` at the version `reference` names; returns the pinned ref.
+    fn tag(&self, py: Python<'_>, reference: &str, tag: &str) -> PyResult<String> {
+        let r = Self::parse_ref(reference)?;
+        let tag = Name::parse("tag", tag).map_err(invalid)?;
+        py.detach(|| -> sealvol_core::Result<String> {
+            let (tiers, _) = self.engine()?;
+            let repo = tiers.repo();
+            let to = repo.resolve(&r)?;
+            repo.move_tag(&r.volume, &tag, &to, None)?;
+            Ok(Ref::pinned(r.volume.clone(), to).to_string())
+        })
+        .map_err(raise)
+    }
+}
+
+fn folder(path: &str, pinned: &Ref) -> Error {
+    Error::invalid(format!("{path} in {pinned} is a folder, not a file"))
+        .hint("open a file in it (`client.resolve(ref).files` lists them)")
+}

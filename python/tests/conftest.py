@@ -1,0 +1,32 @@
+"""pytest for the `sealvol` package, against the wheel built from the clone
+(scripts/lanes.py builds and installs it before the suite runs). The last lines are in
+libtest's words, so that the suite's summary counts these tests with the Rust ones."""
+
+import os
+
+import pytest
+
+
+def pytest_terminal_summary(terminalreporter):
+    stats = terminalreporter.stats
+    passed = len(stats.get("passed", []))
+    failed = len(stats.get("failed", [])) + len(stats.get("error", []))
+    skipped = len(stats.get("skipped", []))
+    for report in stats.get("failed", []) + stats.get("error", []):
+        terminalreporter.write_line(f"test {report.nodeid} ... FAILED")
+    word = "ok" if failed == 0 else "FAILED"
+    terminalreporter.write_line(
+        f"test result: {word}. {passed} passed; {failed} failed; {skipped} ignored; 0 measured; 0 filtered out"
+    )
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository of its own and a state folder, as the CLI's variables name them."""
+    monkeypatch.setenv("SEALVOL_REPO", str(tmp_path / "repo"))
+    monkeypatch.setenv("SEALVOL_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for var in ("SEALVOL_REMOTE", "SEALVOL_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
