@@ -16,6 +16,7 @@ import io
 import json
 import os
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import BinaryIO, Dict, List, Optional, Sequence
 
 from . import _native
@@ -34,6 +35,8 @@ __all__ = [
     "Version",
     "FileInfo",
     "File",
+    "Tensors",
+    "TensorInfo",
     "Error",
     "NotFound",
     "Damaged",
@@ -136,6 +139,88 @@ class File(io.BufferedReader):
         return self.raw._native.size  # type: ignore[attr-defined]
 
 
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor of a `.safetensors` file: its dtype (`F32`, `BF16`, …), shape, and
+    where its bytes are in the file (`begin`, `end`: absolute offsets)."""
+
+    name: str
+    dtype: str
+    shape: List[int]
+    begin: int
+    end: int
+
+
+# safetensors' dtypes as numpy's (BF16 has no numpy type: read it with get_bytes).
+_NUMPY_DTYPES = {
+    "F64": "<f8", "F32": "<f4", "F16": "<f2",
+    "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+    "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
+    "BOOL": "?",
+}
+
+
+class Tensors(Mapping):
+    """A `.safetensors` file's tensors, read lazily: the header once (with the bounded
+    parser the mount uses), then each tensor's own bytes only when asked for, proven
+    like every read."""
+
+    def __init__(self, native: "_native.NativeFile") -> None:
+        self._native = native
+        tensors, self._metadata = native.safetensors_header()
+        self._info = {
+            name: TensorInfo(name, dtype, list(shape), begin, end)
+            for name, dtype, shape, begin, end in tensors
+        }
+
+    def __getitem__(self, name: str):
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._info
+
+    def __iter__(self):
+        return iter(self._info)
+
+    def __len__(self) -> int:
+        return len(self._info)
+
+    def metadata(self) -> Dict[str, str]:
+        """The header's `__metadata__` (empty when it has none)."""
+        return dict(self._metadata)
+
+    def info(self, name: str) -> TensorInfo:
+        """Where tensor `name` is, its dtype and shape; NotFound names the file."""
+        try:
+            return self._info[name]
+        except KeyError:
+            raise NotFound(f"{self._native.path} has no tensor {name!r}") from None
+
+    def get_bytes(self, name: str) -> bytes:
+        """Tensor `name`'s raw bytes (little-endian, as stored): only they are read."""
+        t = self.info(name)
+        parts, at = [], t.begin
+        while at < t.end:
+            data = self._native.read_at(at, t.end - at)
+            if not data:
+                raise Damaged(f"{self._native.path}: tensor {name!r} is cut short")
+            parts.append(data)
+            at += len(data)
+        return b"".join(parts)
+
+    def get(self, name: str):  # type: ignore[override]
+        """Tensor `name` as a numpy array (numpy must be installed; else `get_bytes`)."""
+        import numpy as np
+
+        t = self.info(name)
+        dtype = _NUMPY_DTYPES.get(t.dtype)
+        if dtype is None:
+            raise Error(
+                f"{self._native.path}: tensor {name!r} is {t.dtype}, which numpy has no type for"
+            )
+        return np.frombuffer(self.get_bytes(name), dtype=dtype).reshape(t.shape)
+
+
 class Client:
     """The engine, with the settings the CLI would use: each argument left out comes
     from its `SEALVOL_*` variable, then config.toml, then the defaults.
@@ -185,6 +270,11 @@ class Client:
     def open(self, ref: str, path: str) -> File:
         """File `path` of the version `ref` names, open for reading (binary, seekable)."""
         return File(_Raw(self._native.open(ref, path)), buffer_size=1 << 20)
+
+    def tensors(self, ref: str, path: str) -> Tensors:
+        """The tensors of `.safetensors` file `path`: a lazy mapping whose `get(name)`
+        reads only that tensor's bytes."""
+        return Tensors(self._native.open(ref, path))
 
     def pull(
         self,
