@@ -30,3 +30,14 @@ def repo(tmp_path, monkeypatch):
     for var in ("SEALVOL_REMOTE", "SEALVOL_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def sealvol_bin():
+    """The `sealvol` binary the suite built beside the wheel (for `serve`, `key`)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+    path = os.path.join(target, "debug", "sealvol")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} is missing: run scripts/test.sh, which builds it")
+    return path
