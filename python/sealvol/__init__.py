@@ -221,6 +221,30 @@ class Tensors(Mapping):
         return np.frombuffer(self.get_bytes(name), dtype=dtype).reshape(t.shape)
 
 
+def _follower(progress, what: str):
+    """`progress=` as the native calls take it: a callable `(done, total)` as given, True
+    for a tqdm bar when tqdm is installed (else nothing), None for nothing. Returns the
+    callback and what closes the bar."""
+    if progress is None or progress is False:
+        return None, lambda: None
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return None, lambda: None
+        bar = tqdm(desc=what, unit="B", unit_scale=True, unit_divisor=1024)
+
+        def update(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        return update, bar.close
+    if not callable(progress):
+        raise TypeError("progress= takes a callable (done, total), True or None")
+    return progress, lambda: None
+
+
 class Client:
     """The engine, with the settings the CLI would use: each argument left out comes
     from its `SEALVOL_*` variable, then config.toml, then the defaults.
@@ -283,18 +307,26 @@ class Client:
         include: Optional[Sequence[str]] = None,
         exclude: Optional[Sequence[str]] = None,
         force: bool = False,
+        progress=None,
     ) -> Version:
         """Writes the version into `dir` (only the paths `include`/`exclude` take), every
-        file proven; refuses a folder holding anything else unless `force`."""
-        out = json.loads(
-            self._native.pull(
-                ref,
-                os.fspath(dir),
-                include=None if include is None else list(include),
-                exclude=None if exclude is None else list(exclude),
-                force=force,
+        file proven; refuses a folder holding anything else unless `force`.
+        `progress`: a callable `(bytes done, total)`, or True for a tqdm bar. Ctrl-C stops
+        it within a second, leaving no file half-written under its name."""
+        callback, close = _follower(progress, "pull")
+        try:
+            out = json.loads(
+                self._native.pull(
+                    ref,
+                    os.fspath(dir),
+                    include=None if include is None else list(include),
+                    exclude=None if exclude is None else list(exclude),
+                    force=force,
+                    progress=callback,
+                )
             )
-        )
+        finally:
+            close()
         return self.resolve(out["ref"])
 
     def push(
@@ -303,17 +335,24 @@ class Client:
         volume: str,
         tag: Optional[str] = None,
         labels: Optional[Dict[str, str]] = None,
+        progress=None,
     ) -> Version:
         """Seals `dir` as a version of `volume` (storing only the chunks the repository
-        lacks), points `tag` at it, and returns it."""
-        out = json.loads(
-            self._native.push(
-                os.fspath(dir),
-                volume,
-                tags=None if tag is None else [tag],
-                labels=labels,
+        lacks), points `tag` at it, and returns it. `progress` as for `pull`; Ctrl-C
+        stops it within a second and seals nothing."""
+        callback, close = _follower(progress, "push")
+        try:
+            out = json.loads(
+                self._native.push(
+                    os.fspath(dir),
+                    volume,
+                    tags=None if tag is None else [tag],
+                    labels=labels,
+                    progress=callback,
+                )
             )
-        )
+        finally:
+            close()
         return self.resolve(out["ref"])
 
     def tag(self, ref: str, tag: str) -> str:

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use sealvol_core::digest::Entry;
-use sealvol_core::progress::Quiet;
 use sealvol_core::read::{Fill, Tiers};
 use sealvol_core::{Error, Name, Ref, VolumeName};
 use sealvol_setup::{Flags, Setup};
 
 use crate::errors::{invalid, raise};
 use crate::file::NativeFile;
+use crate::progress::{PyProgress, interruptible};
 
 /// What the caller gave `Client(...)`: kept to open again in a forked child.
 #[derive(Clone, Default)]
@@ -311,7 +311,8 @@ impl Client {
     }
 
     /// Pulls the version into `dir` (JSON: the pinned ref and the report).
-    #[pyo3(signature = (reference, dir, include=None, exclude=None, force=false))]
+    #[pyo3(signature = (reference, dir, include=None, exclude=None, force=false, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn pull(
         &self,
         py: Python<'_>,
@@ -320,11 +321,16 @@ impl Client {
         include: Option<Vec<String>>,
         exclude: Option<Vec<String>>,
         force: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let r = Self::parse_ref(reference)?;
         let (include, exclude) = (include.unwrap_or_default(), exclude.unwrap_or_default());
-        let out = py
-            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+        let progress = PyProgress::new(progress);
+        let follow = &progress;
+        let out = interruptible(
+            py,
+            &progress,
+            || -> sealvol_core::Result<serde_json::Value> {
                 let filter = match include.is_empty() && exclude.is_empty() {
                     true => None,
                     false => Some(sealvol_source::Filter::new(&include, &exclude)?),
@@ -343,19 +349,19 @@ impl Client {
                     filter
                         .is_some()
                         .then_some(&takes as sealvol_core::pull::Select),
-                    &Quiet,
+                    follow,
                 )?;
                 Ok(serde_json::json!({
                     "ref": Ref::pinned(r.volume.clone(), digest).to_string(),
                     "report": report,
                 }))
-            })
-            .map_err(raise)?;
+            },
+        )?;
         json(out)
     }
 
     /// Seals `dir` as a version of `volume` (JSON: the pinned ref and what it stored).
-    #[pyo3(signature = (dir, volume, tags=None, labels=None))]
+    #[pyo3(signature = (dir, volume, tags=None, labels=None, progress=None))]
     fn push(
         &self,
         py: Python<'_>,
@@ -363,6 +369,7 @@ impl Client {
         volume: &str,
         tags: Option<Vec<String>>,
         labels: Option<BTreeMap<String, String>>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let vol = VolumeName::parse(volume).map_err(invalid)?;
         let tags = tags
@@ -373,12 +380,17 @@ impl Client {
             .map_err(invalid)?;
         let labels = labels.unwrap_or_default();
         sealvol_core::labels::check(&labels).map_err(invalid)?;
-        let out = py
-            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+        let progress = PyProgress::new(progress);
+        let (follow, cancel) = (&progress, Arc::clone(&progress.cancel));
+        let out = interruptible(
+            py,
+            &progress,
+            || -> sealvol_core::Result<serde_json::Value> {
                 // As the CLI's push: a local folder is made a repository on first use.
                 let setup = self.setup()?;
                 let repo = setup.open_repo(true)?;
-                let mut opts = sealvol_core::push::PushOptions::new(&Quiet);
+                let mut opts = sealvol_core::push::PushOptions::new(follow);
+                opts.cancel = Some(&cancel);
                 opts.labels = labels;
                 let cache = sealvol_node::state::StatCacheDir(&setup.settings.state);
                 opts.stat_cache = Some(&cache);
@@ -389,8 +401,8 @@ impl Client {
                     "new_bytes": report.stats.new_bytes,
                     "bytes": report.stats.bytes,
                 }))
-            })
-            .map_err(raise)?;
+            },
+        )?;
         json(out)
     }
 

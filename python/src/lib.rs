@@ -9,6 +9,7 @@
 mod client;
 mod errors;
 mod file;
+mod progress;
 
 use pyo3::prelude::*;
 

@@ -18,6 +18,12 @@ pub trait Progress: Send + Sync {
     /// A line worth keeping in the job's log.
     fn note(&self, _line: &str) {}
     fn finish(&self) {}
+    /// Whether whoever follows the work wants it stopped (the Python package on
+    /// Ctrl-C): a pull looks between chunks and ends with `Cancelled`, leaving what an
+    /// interrupted pull leaves (no file half-written under its name).
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Reports nothing.

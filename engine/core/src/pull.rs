@@ -429,6 +429,9 @@ fn pull_file(
         // Every byte written is proven to be the file's first (its blocks against the
         // file's proof, which merges into the file's hash), each hashed about once.
         tiers.for_each(&obj, 0..obj.chunks.len(), &mut |bytes| {
+            if progress.cancelled() {
+                return Err(Error::cancelled());
+            }
             f.write_all(bytes).ctx("cannot write", &tmp)?;
             progress.advance(bytes.len() as u64);
             Ok(())
