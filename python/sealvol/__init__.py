@@ -355,6 +355,18 @@ class Client:
             close()
         return self.resolve(out["ref"])
 
+    def diff(self, a: str, b: str) -> dict:
+        """What changed from version `a` to `b` (`b` may name a tag or digest of `a`'s
+        volume: `"canary"`, `"@9f3c"`): `totals` and `files`, each with its chunks and,
+        for `.safetensors` files, its tensors (as `sealvol volume diff --json`)."""
+        return json.loads(self._native.diff(a, b))
+
+    def verify_signature(self, ref: str, public_keys: Sequence[str]) -> dict:
+        """The version's stored OpenSSF model-signing signatures checked against the
+        public keys (PEM files): `valid` (one of the keys signed every file), `why` when
+        not, and each signature's verdict."""
+        return json.loads(self._native.verify_signature(ref, [os.fspath(k) for k in public_keys]))
+
     def tag(self, ref: str, tag: str) -> str:
         """Points `tag` at the version `ref` names; returns the pinned ref."""
         return self._native.tag(ref, tag)

@@ -406,6 +406,60 @@ impl Client {
         json(out)
     }
 
+    /// What changed from version `a` to `b` (`b` may be relative to `a`'s volume:
+    /// `canary`, `@9f3c`): JSON, as `volume diff --json`.
+    fn diff(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<String> {
+        let ra = Self::parse_ref(a)?;
+        let rb = Ref::parse_in(b, &ra.volume).map_err(invalid)?;
+        let d = py
+            .detach(|| {
+                let (tiers, _) = self.engine()?;
+                let repo = tiers.repo();
+                let (da, db) = (repo.resolve(&ra)?, repo.resolve(&rb)?);
+                sealvol_core::diff::diff(repo, (&ra.volume, &da), (&rb.volume, &db))
+            })
+            .map_err(raise)?;
+        json(d)
+    }
+
+    /// Checks the version's stored signatures against the public keys (PEM files):
+    /// JSON `{ref, valid, signatures}`, as `volume verify-signature --json`.
+    fn verify_signature(
+        &self,
+        py: Python<'_>,
+        reference: &str,
+        public_keys: Vec<PathBuf>,
+    ) -> PyResult<String> {
+        let r = Self::parse_ref(reference)?;
+        let out = py
+            .detach(|| -> sealvol_core::Result<serde_json::Value> {
+                let keys = public_keys
+                    .iter()
+                    .map(|k| sealvol_sign::keys::PublicKey::load(k))
+                    .collect::<sealvol_core::Result<Vec<_>>>()?;
+                let setup = self.setup()?;
+                let repo = Arc::new(setup.open_repo(false)?);
+                let digest = repo.resolve(&r)?;
+                let m = repo.manifest(&r.volume, &digest)?;
+                let sha256 = || {
+                    sealvol_sign::version::sha256s_kept_or_read(&repo, &r.volume, &digest, &m)
+                        .map(Some)
+                };
+                let checked = sealvol_sign::verdict::check_all(
+                    &repo, &r.volume, &digest, &m, &keys, &sha256,
+                )?;
+                Ok(serde_json::json!({
+                    "ref": Ref::pinned(r.volume.clone(), digest).to_string(),
+                    "valid": checked.iter().any(|c| c.valid),
+                    "why": (!checked.iter().any(|c| c.valid))
+                        .then(|| sealvol_sign::verdict::why_none(&keys, &checked)),
+                    "signatures": checked,
+                }))
+            })
+            .map_err(raise)?;
+        json(out)
+    }
+
     /// Points `tag` at the version `reference` names; returns the pinned ref.
     fn tag(&self, py: Python<'_>, reference: &str, tag: &str) -> PyResult<String> {
         let r = Self::parse_ref(reference)?;

@@ -201,3 +201,24 @@ mod tests {
         assert_eq!(resolve("a", "/etc/passwd"), None);
     }
 }
+
+/// The SHA-256 of each file of `volume@digest`: those kept beside the version, else
+/// read once now through `repo` and kept for the next signature (through a server they
+/// are not: it writes what it trusts itself, and each signature reads the bytes again).
+pub fn sha256s_kept_or_read(
+    repo: &std::sync::Arc<sealvol_core::Repository>,
+    volume: &sealvol_core::VolumeName,
+    digest: &sealvol_core::Digest,
+    m: &Manifest,
+) -> Result<BTreeMap<String, [u8; 32]>> {
+    let kept = repo.sha256s(volume, digest)?;
+    if let Some(p) = kept.and_then(|k| from_hex(&k.files)) {
+        return Ok(p);
+    }
+    let tiers = Tiers::new(std::sync::Arc::clone(repo), None);
+    let computed = sha256s(&tiers, m)?;
+    if let Err(e) = repo.put_sha256s(volume, digest, to_hex(&computed)) {
+        tracing::info!("the SHA-256s were not kept: {e}");
+    }
+    Ok(computed)
+}

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use sealvol_core::read::Tiers;
 use sealvol_core::refs::Digest;
 use sealvol_core::registry::Manifest;
 use sealvol_core::signatures::MAX_SIGNATURE_BYTES;
@@ -56,19 +55,7 @@ impl Version {
     }
 
     fn sha256s(&self) -> Result<BTreeMap<String, [u8; 32]>> {
-        let kept = self.repo.sha256s(&self.volume, &self.digest)?;
-        if let Some(p) = kept.and_then(|k| version::from_hex(&k.files)) {
-            return Ok(p);
-        }
-        let tiers = Tiers::new(Arc::clone(&self.repo), None);
-        let computed = version::sha256s(&tiers, &self.manifest)?;
-        // Kept for the next signature; through a server they are not (it writes what
-        // it trusts itself), and each signature reads the bytes again.
-        let hexed = version::to_hex(&computed);
-        if let Err(e) = self.repo.put_sha256s(&self.volume, &self.digest, hexed) {
-            tracing::info!("the SHA-256s were not kept: {e}");
-        }
-        Ok(computed)
+        version::sha256s_kept_or_read(&self.repo, &self.volume, &self.digest, &self.manifest)
     }
 }
 
