@@ -189,19 +189,6 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     d
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_link_is_followed_inside_the_version_only() {
-        assert_eq!(resolve("a/b", "../c"), Some("a/c".into()));
-        assert_eq!(resolve("a", "./x/y"), Some("a/x/y".into()));
-        assert_eq!(resolve("", "../x"), None);
-        assert_eq!(resolve("a", "/etc/passwd"), None);
-    }
-}
-
 /// The SHA-256 of each file of `volume@digest`: those kept beside the version, else
 /// read once now through `repo` and kept for the next signature (through a server they
 /// are not: it writes what it trusts itself, and each signature reads the bytes again).
@@ -221,4 +208,17 @@ pub fn sha256s_kept_or_read(
         tracing::info!("the SHA-256s were not kept: {e}");
     }
     Ok(computed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_is_followed_inside_the_version_only() {
+        assert_eq!(resolve("a/b", "../c"), Some("a/c".into()));
+        assert_eq!(resolve("a", "./x/y"), Some("a/x/y".into()));
+        assert_eq!(resolve("", "../x"), None);
+        assert_eq!(resolve("a", "/etc/passwd"), None);
+    }
 }
