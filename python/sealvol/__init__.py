@@ -367,6 +367,7 @@ class Client:
         not, and each signature's verdict."""
         return json.loads(self._native.verify_signature(ref, [os.fspath(k) for k in public_keys]))
 
-    def tag(self, ref: str, tag: str) -> str:
-        """Points `tag` at the version `ref` names; returns the pinned ref."""
-        return self._native.tag(ref, tag)
+    def tag(self, ref: str, tag: str, expires: Optional[str] = None) -> str:
+        """Points `tag` at the version `ref` names; with `expires` (`"30d"`, `"12h"`, or
+        an RFC 3339 time) it stops resolving then. Returns the pinned ref."""
+        return self._native.tag(ref, tag, expires)

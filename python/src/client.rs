@@ -460,15 +460,27 @@ impl Client {
         json(out)
     }
 
-    /// Points `tag` at the version `reference` names; returns the pinned ref.
-    fn tag(&self, py: Python<'_>, reference: &str, tag: &str) -> PyResult<String> {
+    /// Points `tag` at the version `reference` names, to stop resolving at `expires`
+    /// (a duration from now, `30d`, or an RFC 3339 time); returns the pinned ref.
+    #[pyo3(signature = (reference, tag, expires=None))]
+    fn tag(
+        &self,
+        py: Python<'_>,
+        reference: &str,
+        tag: &str,
+        expires: Option<&str>,
+    ) -> PyResult<String> {
         let r = Self::parse_ref(reference)?;
         let tag = Name::parse("tag", tag).map_err(invalid)?;
+        let expires = expires
+            .map(|w| sealvol_core::stamp::expiry("expires=", w, sealvol_core::stamp::now()))
+            .transpose()
+            .map_err(invalid)?;
         py.detach(|| -> sealvol_core::Result<String> {
             let (tiers, _) = self.engine()?;
             let repo = tiers.repo();
             let to = repo.resolve(&r)?;
-            repo.move_tag(&r.volume, &tag, &to, None)?;
+            repo.move_tag_until(&r.volume, &tag, &to, None, expires)?;
             Ok(Ref::pinned(r.volume.clone(), to).to_string())
         })
         .map_err(raise)

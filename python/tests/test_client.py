@@ -86,6 +86,13 @@ def test_listings_say_what_the_cli_says(pushed):
     assert [t["tag"] for t in client.tags("t/m")] == ["prod"]
     assert client.tag(v2.ref, "canary") == v2.ref
     assert client.resolve("t/m:canary").digest == v2.digest
+    client.tag(v.ref, "eval", expires="30d")
+    (eval_tag,) = [t for t in client.tags("t/m") if t["tag"] == "eval"]
+    assert eval_tag["expires"] > "2026" and eval_tag["digest"] == v.digest
+    for bad in ("soon", "-5s", "1999-01-01T00:00:00Z"):
+        with pytest.raises(sealvol.InvalidRef) as e:
+            client.tag(v.ref, "eval2", expires=bad)
+        assert "expires=" in str(e.value)
 
 
 @pytest.mark.parametrize(

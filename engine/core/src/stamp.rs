@@ -87,3 +87,62 @@ fn user_of_uid() -> String {
         format!("uid{uid}")
     }
 }
+
+/// When a tag moved now is to expire, from what a person wrote as `flag` (`--expires`,
+/// `expires=`): a duration from `now` (30d, 12h) or a time (RFC 3339), in the future,
+/// as RFC 3339.
+pub fn expiry(flag: &str, when: &str, now: SystemTime) -> crate::error::Result<String> {
+    // RFC 3339 has four digits for the year: 9999-12-31T23:59:59Z is the last time a
+    // tag's expiry can be written (and read back).
+    let last = std::time::UNIX_EPOCH + std::time::Duration::from_secs(253_402_300_799);
+    let too_late = || {
+        crate::error::Error::invalid(format!("{flag} {when}: that is past the year 9999")).hint(
+            format!("give a time before 10000-01-01, or no {flag} for a tag that never expires"),
+        )
+    };
+    let at = match humantime::parse_duration(when) {
+        Ok(d) => now
+            .checked_add(d)
+            .filter(|at| *at <= last)
+            .ok_or_else(too_late)?,
+        Err(_) => humantime::parse_rfc3339_weak(when).map_err(|_| {
+            crate::error::Error::invalid(format!(
+                "{flag} {when:?} is neither a duration nor a time"
+            ))
+            .hint("write 30d or 12h (from now), or a time: 2027-01-31T00:00:00Z")
+        })?,
+    };
+    if at <= now {
+        return Err(
+            crate::error::Error::invalid(format!("{flag} {when}: that time has passed")).hint(
+                format!("give a time in the future, or a duration: {flag} 30d"),
+            ),
+        );
+    }
+    if at > last {
+        return Err(too_late());
+    }
+    Ok(humantime::format_rfc3339_millis(at).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expiry_past_the_year_9999_is_refused_with_a_line_not_a_panic() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        for when in ["9000y", "100000000000y"] {
+            let e = expiry("--expires", when, now).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{when}");
+            assert!(e.to_string().contains("9999"), "{when}: {e}");
+        }
+        assert_eq!(
+            expiry("--expires", "9999-12-31T23:59:59Z", now).unwrap(),
+            "9999-12-31T23:59:59.000Z"
+        );
+        assert!(expiry("--expires", "30d", now).is_ok());
+        let e = expiry("expires=", "soon", now).unwrap_err();
+        assert!(e.to_string().starts_with("expires= \"soon\""), "{e}");
+    }
+}
