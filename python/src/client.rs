@@ -133,6 +133,50 @@ impl Client {
         Ok(opened)
     }
 
+    /// File `path` of the version `r` names, the trust policy asked first: the pinned
+    /// ref, the read path, and its chunk list.
+    pub fn open_file(
+        &self,
+        r: &Ref,
+        path: &str,
+    ) -> sealvol_core::Result<(Ref, Arc<Tiers>, sealvol_core::objects::FileObject)> {
+        let (tiers, settings) = self.engine()?;
+        let repo = tiers.repo();
+        let digest = repo.resolve(r)?;
+        settings.policy()?.admit(repo, &r.volume, &digest)?;
+        let m = repo.manifest(&r.volume, &digest)?;
+        let pinned = Ref::pinned(r.volume.clone(), digest);
+        let inside = |p: &str| {
+            p.strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
+        let (size, hash) = match m.entries.iter().find(|e| e.path() == path) {
+            Some(Entry::File { size, hash, .. }) => (*size, *hash),
+            Some(Entry::Symlink { target, .. }) => {
+                return Err(
+                    Error::invalid(format!("{path} in {pinned} is a link to {target}"))
+                        .hint("open what it points to"),
+                );
+            }
+            Some(Entry::Dir { .. }) => return Err(folder(path, &pinned)),
+            None if m.entries.iter().any(|e| inside(e.path())) => {
+                return Err(folder(path, &pinned));
+            }
+            None => {
+                return Err(Error::not_found(format!("{pinned} has no file {path}"))
+                    .hint("`client.resolve(ref).files` lists its files"));
+            }
+        };
+        let obj = repo.file_list(&hash, size, &m.small_files())?;
+        if obj.size != size {
+            return Err(Error::corrupt(format!(
+                "the chunk list of {path} has {} bytes, the manifest says {size}",
+                obj.size
+            )));
+        }
+        Ok((pinned, tiers, obj))
+    }
+
     fn parse_ref(r: &str) -> PyResult<Ref> {
         Ref::parse(r).map_err(invalid)
     }
@@ -258,7 +302,7 @@ impl Client {
 
     /// A file of the version `reference` names, to read by offset; the trust policy
     /// is asked first.
-    fn open(&self, py: Python<'_>, reference: &str, path: &str) -> PyResult<NativeFile> {
+    fn open(slf: &Bound<'_, Self>, reference: &str, path: &str) -> PyResult<NativeFile> {
         let r = Self::parse_ref(reference)?;
         if path.contains('\0')
             || path.split('/').any(|p| p == ".." || p == ".")
@@ -270,44 +314,19 @@ impl Client {
                 ),
             ));
         }
-        py.detach(|| -> sealvol_core::Result<NativeFile> {
-            let (tiers, settings) = self.engine()?;
-            let repo = tiers.repo();
-            let digest = repo.resolve(&r)?;
-            settings.policy()?.admit(repo, &r.volume, &digest)?;
-            let m = repo.manifest(&r.volume, &digest)?;
-            let pinned = Ref::pinned(r.volume.clone(), digest);
-            let inside = |p: &str| {
-                p.strip_prefix(path)
-                    .is_some_and(|rest| rest.starts_with('/'))
-            };
-            let entry = m.entries.iter().find(|e| e.path() == path);
-            let (size, hash) = match entry {
-                Some(Entry::File { size, hash, .. }) => (*size, *hash),
-                Some(Entry::Symlink { target, .. }) => {
-                    return Err(Error::invalid(format!(
-                        "{path} in {pinned} is a link to {target}"
-                    ))
-                    .hint("open what it points to"));
-                }
-                Some(Entry::Dir { .. }) => return Err(folder(path, &pinned)),
-                None if m.entries.iter().any(|e| inside(e.path())) => {
-                    return Err(folder(path, &pinned));
-                }
-                None => {
-                    return Err(Error::not_found(format!("{pinned} has no file {path}"))
-                        .hint("`client.resolve(ref).files` lists its files"));
-                }
-            };
-            let obj = repo.file_list(&hash, size, &m.small_files())?;
-            Ok(NativeFile {
-                tiers: Arc::clone(&tiers),
-                obj: Arc::new(obj),
-                path: path.to_string(),
-                size,
-            })
-        })
-        .map_err(raise)
+        let this = slf.borrow();
+        let client: &Client = &this;
+        let (pinned, tiers, obj) = slf
+            .py()
+            .detach(|| client.open_file(&r, path))
+            .map_err(raise)?;
+        Ok(NativeFile::new(
+            slf.clone().unbind(),
+            pinned,
+            path,
+            tiers,
+            obj,
+        ))
     }
 
     /// Pulls the version into `dir` (JSON: the pinned ref and the report).

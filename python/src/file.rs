@@ -2,13 +2,16 @@
 //! version's digest before Python sees it (`Tiers::read_proven`), the GIL let go while
 //! it is fetched. `sealvol.File` (Python) gives it the file object's interface.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sealvol_core::objects::FileObject;
 use sealvol_core::read::Tiers;
 
+use sealvol_core::Ref;
+
+use crate::client::Client;
 use crate::errors::raise;
 
 /// The most one read call returns; a larger ask is served in several.
@@ -16,8 +19,12 @@ const MAX_READ: usize = 64 << 20;
 
 #[pyclass(module = "sealvol._native", frozen)]
 pub struct NativeFile {
-    pub tiers: Arc<Tiers>,
-    pub obj: Arc<FileObject>,
+    /// The read path and the file's chunk list, as opened by process `pid`: a child
+    /// after `fork` opens them again through `client` (the parent's engine threads are
+    /// not in the child), from the same pinned version.
+    opened: Mutex<(u32, Arc<Tiers>, Arc<FileObject>)>,
+    client: Py<Client>,
+    pinned: Ref,
     /// The path in the version, for messages.
     #[pyo3(get)]
     pub path: String,
@@ -25,11 +32,46 @@ pub struct NativeFile {
     pub size: u64,
 }
 
+impl NativeFile {
+    pub fn new(
+        client: Py<Client>,
+        pinned: Ref,
+        path: &str,
+        tiers: Arc<Tiers>,
+        obj: FileObject,
+    ) -> NativeFile {
+        NativeFile {
+            size: obj.size,
+            opened: Mutex::new((std::process::id(), tiers, Arc::new(obj))),
+            client,
+            pinned,
+            path: path.to_string(),
+        }
+    }
+
+    /// The read path and chunk list for this process.
+    fn here(&self, py: Python<'_>) -> PyResult<(Arc<Tiers>, Arc<FileObject>)> {
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        if opened.0 != std::process::id() {
+            let client = self.client.bind(py).borrow();
+            let client: &Client = &client;
+            let (_, tiers, obj) = py
+                .detach(|| client.open_file(&self.pinned, &self.path))
+                .map_err(raise)?;
+            let old = std::mem::replace(&mut *opened, (std::process::id(), tiers, Arc::new(obj)));
+            // The parent's: its threads are not here; left alone.
+            std::mem::forget(old);
+        }
+        Ok((Arc::clone(&opened.1), Arc::clone(&opened.2)))
+    }
+}
+
 #[pymethods]
 impl NativeFile {
     /// The tensors of a `.safetensors` file and its metadata (`Header`).
     fn safetensors_header(&self, py: Python<'_>) -> PyResult<Header> {
-        py.detach(|| self.header()).map_err(raise)
+        let (tiers, obj) = self.here(py)?;
+        py.detach(|| self.header(&tiers, &obj)).map_err(raise)
     }
 
     /// Up to `n` bytes from `offset` (fewer at the end of the file, none past it).
@@ -40,7 +82,7 @@ impl NativeFile {
         n: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let n = n.min(MAX_READ);
-        let (tiers, obj) = (Arc::clone(&self.tiers), Arc::clone(&self.obj));
+        let (tiers, obj) = self.here(py)?;
         let bytes = py
             .detach(move || tiers.read_proven(&obj, offset, n))
             .map_err(raise)?;
@@ -64,14 +106,14 @@ pub type Header = (
 );
 
 impl NativeFile {
-    pub fn header(&self) -> sealvol_core::Result<Header> {
+    pub fn header(&self, tiers: &Tiers, obj: &FileObject) -> sealvol_core::Result<Header> {
         use sealvol_core::Error;
         use sealvol_core::safetensors as st;
         let bad = |why: String| {
             Error::invalid(format!("{} is not a safetensors file: {why}", self.path))
                 .hint("tensors() reads .safetensors files; open() reads any file")
         };
-        let first = self.tiers.read_proven(&self.obj, 0, 8)?;
+        let first = tiers.read_proven(obj, 0, 8)?;
         let n = st::header_len(&first, self.size).ok_or_else(|| {
             bad(format!(
                 "its first 8 bytes give no header length that fits in {} bytes (at most {})",
@@ -79,7 +121,7 @@ impl NativeFile {
                 st::MAX_HEADER
             ))
         })?;
-        let header = self.tiers.read_proven(&self.obj, 8, n as usize)?;
+        let header = tiers.read_proven(obj, 8, n as usize)?;
         let tensors = st::parse(&header, self.size, st::Want::Details, tensor_limit())
             .map_err(|e| bad(e.to_string()))?;
         #[derive(serde::Deserialize)]

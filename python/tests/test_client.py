@@ -224,3 +224,22 @@ def test_forked_workers_open_and_read_as_a_dataloader_does(pushed):
     # And the parent still reads.
     with client.open(v.ref, "config.json") as f:
         assert f.read() == files["config.json"]
+
+
+def test_a_fork_in_the_middle_of_a_read_goes_on_in_both_processes(pushed):
+    client, v, files, _ = pushed
+    data = files["weights/model.bin"]
+    f = client.open(v.ref, "weights/model.bin")
+    head = f.read(100_000)
+    pid = os.fork()
+    if pid == 0:
+        # The child reads on from where the parent was, through an engine of its own.
+        try:
+            ok = head + f.read() == data
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    rest = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert head + rest == data
