@@ -135,7 +135,7 @@ impl Client {
 
     /// File `path` of the version `r` names, the trust policy asked first: the pinned
     /// ref, the read path, and its chunk list.
-    pub fn open_file(
+    fn open_file(
         &self,
         r: &Ref,
         path: &str,
@@ -320,13 +320,15 @@ impl Client {
             .py()
             .detach(|| client.open_file(&r, path))
             .map_err(raise)?;
-        Ok(NativeFile::new(
-            slf.clone().unbind(),
-            pinned,
-            path,
-            tiers,
-            obj,
-        ))
+        let (owner, at) = (slf.clone().unbind(), path.to_string());
+        let reopen: crate::file::Reopen = Box::new(move |py| {
+            let this = owner.bind(py).borrow();
+            let client: &Client = &this;
+            py.detach(|| client.open_file(&pinned, &at))
+                .map(|(_, tiers, obj)| (tiers, obj))
+                .map_err(raise)
+        });
+        Ok(NativeFile::new(path, tiers, obj, reopen))
     }
 
     /// Pulls the version into `dir` (JSON: the pinned ref and the report).

@@ -9,9 +9,6 @@ use pyo3::types::PyBytes;
 use sealvol_core::objects::FileObject;
 use sealvol_core::read::Tiers;
 
-use sealvol_core::Ref;
-
-use crate::client::Client;
 use crate::errors::raise;
 
 /// The most one read call returns; a larger ask is served in several.
@@ -20,11 +17,10 @@ const MAX_READ: usize = 64 << 20;
 #[pyclass(module = "sealvol._native", frozen)]
 pub struct NativeFile {
     /// The read path and the file's chunk list, as opened by process `pid`: a child
-    /// after `fork` opens them again through `client` (the parent's engine threads are
+    /// after `fork` opens them again with `reopen` (the parent's engine threads are
     /// not in the child), from the same pinned version.
     opened: Mutex<(u32, Arc<Tiers>, Arc<FileObject>)>,
-    client: Py<Client>,
-    pinned: Ref,
+    reopen: Reopen,
     /// The path in the version, for messages.
     #[pyo3(get)]
     pub path: String,
@@ -32,19 +28,15 @@ pub struct NativeFile {
     pub size: u64,
 }
 
+/// How a child after `fork` opens the same file of the same pinned version again.
+pub type Reopen = Box<dyn Fn(Python<'_>) -> PyResult<(Arc<Tiers>, FileObject)> + Send + Sync>;
+
 impl NativeFile {
-    pub fn new(
-        client: Py<Client>,
-        pinned: Ref,
-        path: &str,
-        tiers: Arc<Tiers>,
-        obj: FileObject,
-    ) -> NativeFile {
+    pub fn new(path: &str, tiers: Arc<Tiers>, obj: FileObject, reopen: Reopen) -> NativeFile {
         NativeFile {
             size: obj.size,
             opened: Mutex::new((std::process::id(), tiers, Arc::new(obj))),
-            client,
-            pinned,
+            reopen,
             path: path.to_string(),
         }
     }
@@ -53,11 +45,7 @@ impl NativeFile {
     fn here(&self, py: Python<'_>) -> PyResult<(Arc<Tiers>, Arc<FileObject>)> {
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         if opened.0 != std::process::id() {
-            let client = self.client.bind(py).borrow();
-            let client: &Client = &client;
-            let (_, tiers, obj) = py
-                .detach(|| client.open_file(&self.pinned, &self.path))
-                .map_err(raise)?;
+            let (tiers, obj) = (self.reopen)(py)?;
             let old = std::mem::replace(&mut *opened, (std::process::id(), tiers, Arc::new(obj)));
             // The parent's: its threads are not here; left alone.
             std::mem::forget(old);

@@ -11,8 +11,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+// What a change is asked and answers, as plain data below the engine and the server.
 use crate::keys::Key;
+pub use crate::outcomes::{LabelChange, LabelsChanged};
 use crate::refs::{Digest, Name, Ref, VolumeName};
+pub use crate::remote::LabelRequest;
 use crate::repo::{Repository, json_error};
 use crate::stamp::{now_rfc3339, whoami};
 
@@ -100,38 +103,6 @@ pub struct LabelFile {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// One `volume label`: the keys it set (to their values) and the keys it removed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct LabelChange {
-    #[serde(default, skip_serializing_if = "Labels::is_empty")]
-    pub set: Labels,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub removed: Vec<String>,
-    pub at: String,
-    pub by: String,
-}
-
-/// A label change a client asks for (`Repository::change_labels`).
-#[derive(Debug, Clone)]
-pub struct LabelRequest {
-    pub volume: VolumeName,
-    pub digest: Digest,
-    pub set: Labels,
-    pub remove: Vec<String>,
-}
-
-/// What a label change did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LabelsChanged {
-    #[serde(rename = "ref")]
-    pub reference: String,
-    pub before: Labels,
-    pub labels: Labels,
-    /// False when the version already had exactly these labels (nothing was written).
-    pub changed: bool,
-    pub history: Vec<LabelChange>,
 }
 
 fn label_key(vol: &VolumeName, d: &Digest) -> String {

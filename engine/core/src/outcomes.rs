@@ -256,3 +256,26 @@ pub struct GcReport {
     pub notes: Vec<String>,
     pub seconds: f64,
 }
+
+/// One `volume label`: the keys it set (to their values) and the keys it removed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LabelChange {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    pub at: String,
+    pub by: String,
+}
+
+/// What a label change did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabelsChanged {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub before: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    /// False when the version already had exactly these labels (nothing was written).
+    pub changed: bool,
+    pub history: Vec<LabelChange>,
+}

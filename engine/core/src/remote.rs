@@ -61,6 +61,15 @@ pub struct TagRequest {
     pub expires: Option<String>,
 }
 
+/// A label change a client asks for (`Repository::change_labels`).
+#[derive(Debug, Clone)]
+pub struct LabelRequest {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    pub set: std::collections::BTreeMap<String, String>,
+    pub remove: Vec<String>,
+}
+
 pub trait Remote: Send + Sync {
     /// Which of `hashes` the repository holds a usable copy of (a chunk is stored once
     /// for all namespaces), and which of those the key may name without proving that
@@ -98,10 +107,7 @@ pub trait Remote: Send + Sync {
     fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;
 
     /// Asks the server to change a version's labels (`Repository::change_labels`).
-    fn change_labels(
-        &self,
-        req: &crate::labels::LabelRequest,
-    ) -> Result<crate::labels::LabelsChanged>;
+    fn change_labels(&self, req: &LabelRequest) -> Result<crate::outcomes::LabelsChanged>;
 
     fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted>;
 
