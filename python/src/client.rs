@@ -304,10 +304,9 @@ impl Client {
     /// is asked first.
     fn open(slf: &Bound<'_, Self>, reference: &str, path: &str) -> PyResult<NativeFile> {
         let r = Self::parse_ref(reference)?;
-        if path.contains('\0')
-            || path.split('/').any(|p| p == ".." || p == ".")
-            || path.starts_with('/')
-        {
+        // The check every path read from a manifest passes (an empty part, as in a
+        // leading `/`, is no path of a version either).
+        if !sealvol_core::paths::is_clean_relative(path) {
             return Err(invalid(
                 Error::invalid(format!("{path:?} is not a path in a version")).hint(
                     "give it relative, without . or .. (`client.resolve(ref).files` lists them)",
