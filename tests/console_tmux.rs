@@ -489,8 +489,10 @@ fn the_console_on_a_bucket_names_it_and_browses_it() {
         "the title names the bucket:\n{s}"
     );
     t.keys(&["Enter"]);
-    let s = t.wait_for("versions");
-    assert!(s.contains("prod"), "{s}");
+    // Loaded, not just titled: the untagged version's row is on the versions screen only
+    // (the breadcrumb says "versions" while the list is still being read).
+    let s = t.wait_for("pinned only");
+    assert!(s.contains("versions") && s.contains("prod"), "{s}");
     t.keys(&["t"]);
     t.wait_for("history of");
     t.keys(&["Escape", "q"]);
