@@ -201,7 +201,7 @@ class Tensors(Mapping):
         t = self.info(name)
         parts, at = [], t.begin
         while at < t.end:
-            data = self._native.read_at(at, t.end - at)
+            data = self._native.read_range(at, t.end - at)
             if not data:
                 raise Damaged(f"{self._native.path}: tensor {name!r} is cut short")
             parts.append(data)
@@ -298,7 +298,7 @@ class Client:
     def tensors(self, ref: str, path: str) -> Tensors:
         """The tensors of `.safetensors` file `path`: a lazy mapping whose `get(name)`
         reads only that tensor's bytes."""
-        return Tensors(self._native.open(ref, path))
+        return Tensors(self._native.open(ref, path, stream=False))
 
     def pull(
         self,

@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use sealvol_core::digest::Entry;
 use sealvol_core::read::{Fill, Tiers};
-use sealvol_core::{Error, Name, Ref, VolumeName};
+use sealvol_core::{Digest, Error, Name, Ref, VolumeName};
 use sealvol_setup::{Flags, Setup};
 
 use crate::errors::{invalid, raise};
-use crate::file::NativeFile;
+use crate::file::{NativeFile, Opened as OpenFile, explained};
+use sealvol_mount::fs::{Errno, Kind, ReadError};
+use sealvol_mount::{Limits, VolumeFs};
 use crate::progress::{PyProgress, interruptible};
 
 /// What the caller gave `Client(...)`: kept to open again in a forked child.
@@ -30,16 +32,23 @@ struct Given {
 
 /// The engine as opened by one process: its settings, and the read path once a call
 /// needed it.
-struct Opened {
+struct Engine {
     pid: u32,
     setup: Arc<Setup>,
     tiers: Option<Arc<Tiers>>,
+    /// The filesystems of the versions files were opened in, newest use last (at most
+    /// `KEPT_VERSIONS`; an open file keeps its own alive).
+    versions: Vec<(String, Arc<VolumeFs>)>,
 }
+
+/// How many versions' filesystems (each with its memory tier and read-ahead threads)
+/// a client keeps for the next `open`.
+const KEPT_VERSIONS: usize = 4;
 
 #[pyclass(module = "sealvol._native")]
 pub struct Client {
     given: Given,
-    opened: Mutex<Option<Opened>>,
+    opened: Mutex<Option<Engine>>,
 }
 
 /// A setting given as an argument, else its `SEALVOL_*` variable (as the CLI's flags).
@@ -79,7 +88,7 @@ impl Client {
             .ok_or_else(|| Error::invalid("no engine"))
     }
 
-    fn opened(&self) -> sealvol_core::Result<std::sync::MutexGuard<'_, Option<Opened>>> {
+    fn opened(&self) -> sealvol_core::Result<std::sync::MutexGuard<'_, Option<Engine>>> {
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         let pid = std::process::id();
         match opened.take() {
@@ -125,56 +134,113 @@ impl Client {
         }
         let mut setup = Setup::new(settings, true);
         setup.note = |line| eprintln!("sealvol: {line}");
-        *opened = Some(Opened {
+        *opened = Some(Engine {
             pid,
             setup: Arc::new(setup),
             tiers: None,
+            versions: Vec::new(),
         });
         Ok(opened)
     }
 
+    /// The filesystem of version `volume@digest` (a mount's core, with no kernel): kept
+    /// for the next `open`, as a mount is.
+    fn version_fs(
+        &self,
+        volume: &VolumeName,
+        digest: &Digest,
+    ) -> sealvol_core::Result<Arc<VolumeFs>> {
+        let (tiers, settings) = self.engine()?;
+        let key = format!("{volume}@{digest}");
+        if let Some(o) = self.opened()?.as_mut()
+            && let Some(i) = o.versions.iter().position(|(k, _)| *k == key)
+        {
+            let kept = o.versions.remove(i);
+            let fs = Arc::clone(&kept.1);
+            o.versions.push(kept);
+            return Ok(fs);
+        }
+        // As a mount of this origin reads, within this machine's memory, waiting out an
+        // origin's bad minute no longer than the client's timeout.
+        let mut limits = Limits::for_origin(tiers.repo().concurrency());
+        limits.memory = limits.memory.min(Limits::default_memory() as usize);
+        limits.read_timeout = settings.timeout;
+        let fs = Arc::new(sealvol_mount::open_fs_over(
+            tiers,
+            volume,
+            digest,
+            limits,
+            true,
+        )?);
+        if let Some(o) = self.opened()?.as_mut() {
+            o.versions.push((key, Arc::clone(&fs)));
+            if o.versions.len() > KEPT_VERSIONS {
+                o.versions.remove(0);
+            }
+        }
+        Ok(fs)
+    }
+
     /// File `path` of the version `r` names, the trust policy asked first: the pinned
-    /// ref, the read path, and its chunk list.
+    /// ref and the file, opened to stream through (`stream`) or to read ranges of.
     fn open_file(
         &self,
         r: &Ref,
         path: &str,
-    ) -> sealvol_core::Result<(Ref, Arc<Tiers>, sealvol_core::objects::FileObject)> {
+        stream: bool,
+    ) -> sealvol_core::Result<(Ref, OpenFile)> {
         let (tiers, settings) = self.engine()?;
         let repo = tiers.repo();
         let digest = repo.resolve(r)?;
         settings.policy()?.admit(repo, &r.volume, &digest)?;
-        let m = repo.manifest(&r.volume, &digest)?;
+        let fs = self.version_fs(&r.volume, &digest)?;
         let pinned = Ref::pinned(r.volume.clone(), digest);
-        let inside = |p: &str| {
-            p.strip_prefix(path)
-                .is_some_and(|rest| rest.starts_with('/'))
+        let mut ino = sealvol_mount::tree::ROOT;
+        let missing = || {
+            Error::not_found(format!("{pinned} has no file {path}"))
+                .hint("`client.resolve(ref).files` lists its files")
         };
-        let (size, hash) = match m.entries.iter().find(|e| e.path() == path) {
-            Some(Entry::File { size, hash, .. }) => (*size, *hash),
-            Some(Entry::Symlink { target, .. }) => {
-                return Err(
-                    Error::invalid(format!("{path} in {pinned} is a link to {target}"))
-                        .hint("open what it points to"),
-                );
-            }
-            Some(Entry::Dir { .. }) => return Err(folder(path, &pinned)),
-            None if m.entries.iter().any(|e| inside(e.path())) => {
-                return Err(folder(path, &pinned));
-            }
-            None => {
-                return Err(Error::not_found(format!("{pinned} has no file {path}"))
-                    .hint("`client.resolve(ref).files` lists its files"));
-            }
-        };
-        let obj = repo.file_list(&hash, size, &m.small_files())?;
-        if obj.size != size {
-            return Err(Error::corrupt(format!(
-                "the chunk list of {path} has {} bytes, the manifest says {size}",
-                obj.size
-            )));
+        for part in path.split('/') {
+            ino = match fs.lookup(ino, part.as_bytes()) {
+                Ok(attr) => attr.ino,
+                Err(e) if e == Errno::NOENT || e == Errno::NOTDIR => return Err(missing()),
+                Err(e) => return Err(explained(path, ReadError::Errno(e))),
+            };
         }
-        Ok((pinned, tiers, obj))
+        let attr = fs
+            .getattr(ino)
+            .map_err(|e| explained(path, ReadError::Errno(e)))?;
+        match attr.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(folder(path, &pinned)),
+            Kind::Symlink => {
+                let target = fs.readlink(ino).unwrap_or_default();
+                return Err(Error::invalid(format!(
+                    "{path} in {pinned} is a link to {}",
+                    String::from_utf8_lossy(target)
+                ))
+                .hint("open what it points to"));
+            }
+        }
+        let layout = fs.file_layout(ino).map_err(|e| explained(path, e))?;
+        let (fh, backing) = match stream {
+            true => {
+                let o = fs
+                    .open_explained(ino, libc::O_RDONLY)
+                    .map_err(|e| explained(path, e))?;
+                (Some(o.fh), o.backing)
+            }
+            false => (None, None),
+        };
+        Ok((
+            pinned,
+            OpenFile {
+                fs,
+                layout,
+                fh,
+                backing,
+            },
+        ))
     }
 
     fn parse_ref(r: &str) -> PyResult<Ref> {
@@ -301,8 +367,15 @@ impl Client {
     }
 
     /// A file of the version `reference` names, to read by offset; the trust policy
-    /// is asked first.
-    fn open(slf: &Bound<'_, Self>, reference: &str, path: &str) -> PyResult<NativeFile> {
+    /// is asked first. `stream`: reads follow one another and are read ahead, as a
+    /// mount's reader's are; else only the ranges asked for are read (`tensors()`).
+    #[pyo3(signature = (reference, path, stream=true))]
+    fn open(
+        slf: &Bound<'_, Self>,
+        reference: &str,
+        path: &str,
+        stream: bool,
+    ) -> PyResult<NativeFile> {
         let r = Self::parse_ref(reference)?;
         // The check every path read from a manifest passes (an empty part, as in a
         // leading `/`, is no path of a version either).
@@ -315,19 +388,19 @@ impl Client {
         }
         let this = slf.borrow();
         let client: &Client = &this;
-        let (pinned, tiers, obj) = slf
+        let (pinned, opened) = slf
             .py()
-            .detach(|| client.open_file(&r, path))
+            .detach(|| client.open_file(&r, path, stream))
             .map_err(raise)?;
         let (owner, at) = (slf.clone().unbind(), path.to_string());
         let reopen: crate::file::Reopen = Box::new(move |py| {
             let this = owner.bind(py).borrow();
             let client: &Client = &this;
-            py.detach(|| client.open_file(&pinned, &at))
-                .map(|(_, tiers, obj)| (tiers, obj))
+            py.detach(|| client.open_file(&pinned, &at, stream))
+                .map(|(_, opened)| opened)
                 .map_err(raise)
         });
-        Ok(NativeFile::new(path, tiers, obj, reopen))
+        Ok(NativeFile::new(path, opened, reopen))
     }
 
     /// Pulls the version into `dir` (JSON: the pinned ref and the report).

@@ -1,25 +1,52 @@
 //! One file of a sealed version, read by offset: every byte proven against the
-//! version's digest before Python sees it (`Tiers::read_proven`), the GIL let go while
-//! it is fetched. `sealvol.File` (Python) gives it the file object's interface.
+//! version's digest before Python sees it, the GIL let go while it is fetched.
+//! `sealvol.File` (Python) gives it the file object's interface.
+//!
+//! An open file reads as a mount's reader does, through the version's filesystem core
+//! (`sealvol_mount::VolumeFs`: the memory tier, read-ahead that follows the reader,
+//! the read layer's one proven read), with no kernel in between; a file the node cache
+//! holds whole is read from there. `tensors()` reads only the ranges it is asked for
+//! (`Tiers::read_proven`), with no read-ahead.
 
+use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sealvol_core::objects::FileObject;
-use sealvol_core::read::Tiers;
+use sealvol_core::Error;
+use sealvol_mount::VolumeFs;
+use sealvol_mount::fs::ReadError;
+use sealvol_mount::layout::Layout;
 
 use crate::errors::raise;
 
 /// The most one read call returns; a larger ask is served in several.
-const MAX_READ: usize = 64 << 20;
+const MAX_READ: usize = 16 << 20;
+
+/// A file as one process opened it.
+pub struct Opened {
+    pub fs: Arc<VolumeFs>,
+    pub layout: Arc<Layout>,
+    /// The handle reads stream through (read-ahead follows it); none for `tensors()`.
+    pub fh: Option<u64>,
+    /// The whole file, verified, in the node cache.
+    pub backing: Option<std::fs::File>,
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if let Some(fh) = self.fh {
+            self.fs.release(fh);
+        }
+    }
+}
 
 #[pyclass(module = "sealvol._native", frozen)]
 pub struct NativeFile {
-    /// The read path and the file's chunk list, as opened by process `pid`: a child
-    /// after `fork` opens them again with `reopen` (the parent's engine threads are
-    /// not in the child), from the same pinned version.
-    opened: Mutex<(u32, Arc<Tiers>, Arc<FileObject>)>,
+    /// The file as opened by process `pid`: a child after `fork` opens it again with
+    /// `reopen` (the parent's engine threads are not in the child), from the same
+    /// pinned version.
+    opened: Mutex<(u32, Arc<Opened>)>,
     reopen: Reopen,
     /// The path in the version, for messages.
     #[pyo3(get)]
@@ -29,28 +56,70 @@ pub struct NativeFile {
 }
 
 /// How a child after `fork` opens the same file of the same pinned version again.
-pub type Reopen = Box<dyn Fn(Python<'_>) -> PyResult<(Arc<Tiers>, FileObject)> + Send + Sync>;
+pub type Reopen = Box<dyn Fn(Python<'_>) -> PyResult<Opened> + Send + Sync>;
+
+/// A failed read as the engine's error (`Errno` only for a handle that is not open).
+pub fn explained(path: &str, e: ReadError) -> Error {
+    match e {
+        ReadError::Engine(e) => e,
+        ReadError::Errno(errno) => Error::invalid(format!(
+            "cannot read {path}: {}",
+            std::io::Error::from_raw_os_error(errno.0)
+        )),
+    }
+}
 
 impl NativeFile {
-    pub fn new(path: &str, tiers: Arc<Tiers>, obj: FileObject, reopen: Reopen) -> NativeFile {
+    pub fn new(path: &str, opened: Opened, reopen: Reopen) -> NativeFile {
         NativeFile {
-            size: obj.size,
-            opened: Mutex::new((std::process::id(), tiers, Arc::new(obj))),
+            size: opened.layout.obj.size,
+            opened: Mutex::new((std::process::id(), Arc::new(opened))),
             reopen,
             path: path.to_string(),
         }
     }
 
-    /// The read path and chunk list for this process.
-    fn here(&self, py: Python<'_>) -> PyResult<(Arc<Tiers>, Arc<FileObject>)> {
+    /// The file as this process opened it.
+    fn here(&self, py: Python<'_>) -> PyResult<Arc<Opened>> {
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         if opened.0 != std::process::id() {
-            let (tiers, obj) = (self.reopen)(py)?;
-            let old = std::mem::replace(&mut *opened, (std::process::id(), tiers, Arc::new(obj)));
+            let fresh = Arc::new((self.reopen)(py)?);
+            let old = std::mem::replace(&mut *opened, (std::process::id(), fresh));
             // The parent's: its threads are not here; left alone.
             std::mem::forget(old);
         }
-        Ok((Arc::clone(&opened.1), Arc::clone(&opened.2)))
+        Ok(Arc::clone(&opened.1))
+    }
+
+    /// Up to `n` bytes from `offset`, as a reader streaming through the file.
+    fn stream(&self, o: &Opened, offset: u64, n: usize) -> sealvol_core::Result<Vec<u8>> {
+        let n = n.min(MAX_READ);
+        if let Some(file) = &o.backing {
+            let n = n.min(self.size.saturating_sub(offset) as usize);
+            let mut out = vec![0; n];
+            let mut got = 0;
+            while got < n {
+                match file.read_at(&mut out[got..], offset + got as u64) {
+                    Ok(0) => break,
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let at = std::path::Path::new(&self.path);
+                        return Err(Error::io("cannot read the node cache's copy of", at, e));
+                    }
+                }
+            }
+            out.truncate(got);
+            return Ok(out);
+        }
+        match o.fh {
+            Some(fh) => o
+                .fs
+                .read_explained(fh, offset, n as u32)
+                .map(|d| d.as_ref().to_vec())
+                .map_err(|e| explained(&self.path, e)),
+            None => o.fs.tiers().read_proven(&o.layout.obj, offset, n),
+        }
     }
 }
 
@@ -58,21 +127,34 @@ impl NativeFile {
 impl NativeFile {
     /// The tensors of a `.safetensors` file and its metadata (`Header`).
     fn safetensors_header(&self, py: Python<'_>) -> PyResult<Header> {
-        let (tiers, obj) = self.here(py)?;
-        py.detach(|| self.header(&tiers, &obj)).map_err(raise)
+        let o = self.here(py)?;
+        py.detach(|| self.header(&o)).map_err(raise)
     }
 
-    /// Up to `n` bytes from `offset` (fewer at the end of the file, none past it).
+    /// Up to `n` bytes from `offset` (fewer at the end of the file, none past it), read
+    /// as a stream: read-ahead follows.
     fn read_at<'py>(
         &self,
         py: Python<'py>,
         offset: u64,
         n: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let o = self.here(py)?;
+        let bytes = py.detach(|| self.stream(&o, offset, n)).map_err(raise)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Up to `n` bytes from `offset`, those alone: nothing is read ahead.
+    fn read_range<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        n: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let o = self.here(py)?;
         let n = n.min(MAX_READ);
-        let (tiers, obj) = self.here(py)?;
         let bytes = py
-            .detach(move || tiers.read_proven(&obj, offset, n))
+            .detach(|| o.fs.tiers().read_proven(&o.layout.obj, offset, n))
             .map_err(raise)?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -94,9 +176,9 @@ pub type Header = (
 );
 
 impl NativeFile {
-    pub fn header(&self, tiers: &Tiers, obj: &FileObject) -> sealvol_core::Result<Header> {
-        use sealvol_core::Error;
+    pub fn header(&self, o: &Opened) -> sealvol_core::Result<Header> {
         use sealvol_core::safetensors as st;
+        let (tiers, obj) = (o.fs.tiers(), &o.layout.obj);
         let bad = |why: String| {
             Error::invalid(format!("{} is not a safetensors file: {why}", self.path))
                 .hint("tensors() reads .safetensors files; open() reads any file")

@@ -425,6 +425,11 @@ impl FileObject {
             .saturating_sub(1)
     }
 
+    /// The chunks that hold bytes `[start, end)` (`start < end <= size`).
+    pub fn chunks_of(&self, start: u64, end: u64) -> std::ops::Range<usize> {
+        self.chunk_at(start)..self.chunk_at(end.max(start + 1) - 1) + 1
+    }
+
     /// Where chunk `i` starts in the file (the chunk count gives the size).
     pub fn start_of(&self, i: usize) -> u64 {
         let starts = self.starts();

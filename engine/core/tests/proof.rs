@@ -616,3 +616,33 @@ fn a_pull_meeting_a_damaged_chunk_at_a_window_edge_records_it_and_writes_nothing
     assert!(recorded.iter().any(|(_, c, _)| *c == bad), "{recorded:?}");
     assert!(!out.join("model.bin").exists());
 }
+
+// --- A read of a few bytes (`Chunks::fetch_covering`, `Tiers::read_proven`) ---
+
+#[test]
+fn a_read_of_a_few_bytes_is_proven_to_its_edges_and_a_list_that_lies_is_written_down() {
+    let t = teams();
+    let obj = t.repo.file_object(&t.hb).unwrap();
+    let tiers = tiers_with_cache(&t, None);
+    // Across a chunk boundary, inside one chunk, at the very end.
+    let at = obj.start_of(obj.chunks.len() / 2);
+    for (offset, len) in [(at - 5, 11), (at + 70_000, 3), (obj.size - 2, 9)] {
+        let got = tiers.read_proven(&obj, offset, len).unwrap();
+        let end = (offset as usize + len).min(SIZE);
+        assert!(got == t.b[offset as usize..end], "{offset}+{len}");
+    }
+    let log = obj.proof.outboard().unwrap().log();
+    assert!(
+        obj.proof.is_proven((at - 5) >> log) && obj.proof.is_proven(at >> log),
+        "the blocks the read touched are proven"
+    );
+    assert!(tiers.read_proven(&obj, obj.size, 4).unwrap().is_empty());
+
+    // Past the MiB the teams share, every few bytes read through a list that names
+    // team-a's chunks are refused, and the list is written down for gc and verify.
+    let forged = forged_b(&t);
+    let e = tiers.read_proven(&forged, (SIZE - 4096) as u64, 16).err().unwrap();
+    assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
+    let recorded = t.repo.list_damage().unwrap();
+    assert!(recorded.iter().any(|(h, _)| *h == t.hb), "{recorded:?}");
+}

@@ -15,14 +15,33 @@ use super::memo::{Memo, Want};
 use super::profile::Recorder;
 use super::readahead::{FileRef, Order, Prefetcher, Stream};
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
+use sealvol_core::objects::FileObject;
 use sealvol_core::profile::Step;
 use sealvol_core::proof::Edge;
-use sealvol_core::read::{ChunkBytes, Chunks as _, Tiers, add};
+use sealvol_core::read::{ChunkBytes, Chunks, Tiers, add};
 use sealvol_core::recycled::{self, Buffer};
 
 /// An errno with the reason, for the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Errno(pub i32);
+
+/// Why a read failed: an errno of the filesystem's own (a handle not open), or the
+/// engine's error once retries are done (logged; the kernel is answered `EIO`, the
+/// Python package raises it with its words).
+#[derive(Debug)]
+pub enum ReadError {
+    Errno(Errno),
+    Engine(sealvol_core::Error),
+}
+
+impl From<ReadError> for Errno {
+    fn from(e: ReadError) -> Errno {
+        match e {
+            ReadError::Errno(e) => e,
+            ReadError::Engine(_) => Errno::IO,
+        }
+    }
+}
 
 impl Errno {
     pub const NOENT: Errno = Errno(libc::ENOENT);
@@ -102,6 +121,7 @@ pub struct Opened {
     pub backing: Option<std::fs::File>,
 }
 
+#[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Bytes of memory the memory tier may hold: chunks read ahead or recently, and
     /// read-ahead fetches under way (`--prefetch-memory`).
@@ -367,24 +387,18 @@ impl VolumeFs {
     /// Opens a file for reading; asking for write access gets `EROFS`. The chunk list
     /// is loaded here, on first open, not at mount time.
     pub fn open(&self, ino: u64, flags: i32) -> Result<Opened, Errno> {
+        self.open_explained(ino, flags).map_err(Errno::from)
+    }
+
+    /// `open`, failing with the engine's own error rather than `EIO`.
+    pub fn open_explained(&self, ino: u64, flags: i32) -> Result<Opened, ReadError> {
         if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
-            return Err(Errno::ROFS);
+            return Err(ReadError::Errno(Errno::ROFS));
         }
-        let node = self.tree.get(ino).ok_or(Errno::NOENT)?;
-        let (size, hash, tensors) = match &node.kind {
-            NodeKind::File {
-                size,
-                hash,
-                tensors,
-                ..
-            } => (*size, *hash, *tensors),
-            NodeKind::Dir(_) => return Err(Errno::ISDIR),
-            NodeKind::Symlink { .. } => return Err(Errno::INVAL),
-        };
-        let layout = self.patiently(
-            || format!("open of {}", self.tree.path_of(ino)),
-            || self.layout(&hash, size),
-        )?;
+        let node = self.tree.get(ino).ok_or(ReadError::Errno(Errno::NOENT))?;
+        let layout = self.file_layout(ino)?;
+        let (hash, size) = (layout.hash, layout.obj.size);
+        let tensors = matches!(node.kind, NodeKind::File { tensors: true, .. });
         if tensors {
             self.prefetcher.plan_tensors(
                 FileRef { hash, size },
@@ -410,6 +424,29 @@ impl VolumeFs {
             _ => None,
         };
         Ok(Opened { fh, backing })
+    }
+
+    /// The chunk list of file `ino`, loaded (and shared) as `open` loads it, on first
+    /// use; no handle is opened, so nothing is read ahead: for a reader of a few ranges
+    /// of its own choosing (the Python package's `tensors()`).
+    pub fn file_layout(&self, ino: u64) -> Result<Arc<Layout>, ReadError> {
+        let node = self.tree.get(ino).ok_or(ReadError::Errno(Errno::NOENT))?;
+        let (size, hash) = match &node.kind {
+            NodeKind::File { size, hash, .. } => (*size, *hash),
+            NodeKind::Dir(_) => return Err(ReadError::Errno(Errno::ISDIR)),
+            NodeKind::Symlink { .. } => return Err(ReadError::Errno(Errno::INVAL)),
+        };
+        self.patiently(
+            || format!("open of {}", self.tree.path_of(ino)),
+            || self.layout(&hash, size),
+        )
+        .map_err(ReadError::Engine)
+    }
+
+    /// The chunk list of an open handle's file.
+    pub fn layout_of(&self, fh: u64) -> Option<Arc<Layout>> {
+        let handles = self.handles.read().unwrap_or_else(|p| p.into_inner());
+        handles.get(&fh).map(|h| Arc::clone(&h.layout))
     }
 
     /// The adapter handed this open to the kernel.
@@ -527,20 +564,25 @@ impl VolumeFs {
     /// Up to `size` bytes at `offset`; fewer only at the end of the file. A chunk that
     /// cannot be fetched intact fails the read with `EIO`, never with wrong bytes.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, Errno> {
+        self.read_explained(fh, offset, size).map_err(Errno::from)
+    }
+
+    /// `read`, failing with the engine's own error rather than `EIO`.
+    pub fn read_explained(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, ReadError> {
         let started = Instant::now();
         let result = self.read_at(fh, offset, size);
         self.tiers.counters.read_latency.observe(started.elapsed());
         result
     }
 
-    fn read_at(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, Errno> {
+    fn read_at(&self, fh: u64, offset: u64, size: u32) -> Result<ReadData, ReadError> {
         let handle = self
             .handles
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&fh)
             .cloned()
-            .ok_or(Errno::BADF)?;
+            .ok_or(ReadError::Errno(Errno::BADF))?;
         let layout = &handle.layout;
         let file_size = layout.obj.size;
         let end = offset.saturating_add(size as u64).min(file_size);
@@ -568,11 +610,27 @@ impl VolumeFs {
         if planned.is_none() && !prefetch.is_empty() {
             self.prefetcher.ahead(layout, prefetch);
         }
-        let chunks = &self.demand(&handle, first..last, offset, end)?;
         // Whether the chunk after this read is the next one asked for: a reader that
         // streams on, unless a plan has seen it follow another order (by name).
         let onward = onward && planned.is_none_or(|o| o == Order::Offset);
-        self.prove(&handle, first, chunks, offset, end, onward)?;
+        let what = || {
+            format!(
+                "read of {} at offset {offset} ({} bytes)",
+                self.tree.path_of(handle.ino),
+                end - offset
+            )
+        };
+        let reading = Reading {
+            fs: self,
+            layout,
+            end,
+            onward,
+        };
+        let chunks = &self
+            .patiently(what, || {
+                reading.fetch_proving(&layout.obj, first..last, offset..end)
+            })
+            .map_err(ReadError::Engine)?;
         add(&counters.bytes_served, end - offset);
         handle.read.fetch_add(end - offset, Ordering::Relaxed);
         let base = layout.start_of(first);
@@ -594,91 +652,6 @@ impl VolumeFs {
             at = c_end;
         }
         Ok(ReadData::Owned(out))
-    }
-
-    /// Chunks `range` for a reader of bytes `[offset, end)` of the handle's file.
-    fn demand(
-        &self,
-        handle: &Handle,
-        range: std::ops::Range<usize>,
-        offset: u64,
-        end: u64,
-    ) -> Result<Vec<ChunkBytes>, Errno> {
-        let what = || {
-            format!(
-                "read of {} at offset {offset} ({} bytes)",
-                self.tree.path_of(handle.ino),
-                end - offset
-            )
-        };
-        self.patiently(what, || {
-            self.memo
-                .get(
-                    &self.tiers,
-                    &handle.layout,
-                    range.clone(),
-                    Want::Demand,
-                    None,
-                )
-                .inspect_err(|e| self.note_unproven(&handle.hash, e))
-        })
-    }
-
-    /// Writes down a chunk list found failing its proof, so that garbage collection
-    /// deletes nothing on its word and verify names it (`Repository::record_list_damage`).
-    fn note_unproven(&self, file: &Hash, e: &sealvol_core::Error) {
-        if sealvol_core::proof::is_unproven(e) {
-            self.tiers
-                .repo()
-                .record_list_damage(file, e.message(), "read");
-        }
-    }
-
-    /// Proves bytes `[offset, end)` of the handle's file before they are served: the
-    /// chunk list is a hint, and only bytes proven to be the file's leave the mount
-    /// (`proof/`). Each block is hashed once for the life of the list; what a block
-    /// reaches into beyond the chunks read comes from `edge_bytes`. `onward`: the
-    /// reader reads on from where it stopped.
-    fn prove(
-        &self,
-        handle: &Handle,
-        first: usize,
-        chunks: &[ChunkBytes],
-        offset: u64,
-        end: u64,
-        onward: bool,
-    ) -> Result<(), Errno> {
-        let layout = &handle.layout;
-        if layout.obj.all_proven() {
-            return Ok(());
-        }
-        let what = || {
-            format!(
-                "read of {} at offset {offset} ({} bytes)",
-                self.tree.path_of(handle.ino),
-                end - offset
-            )
-        };
-        self.patiently(what, || {
-            // A list written before proofs: the file is read whole, once.
-            self.tiers
-                .prove_whole(&layout.obj)
-                .and_then(|()| {
-                    sealvol_core::proof::prove(
-                        &layout.obj,
-                        offset,
-                        end,
-                        first,
-                        chunks,
-                        &mut |x, y, edge| {
-                            // The next chunk of a reader reading on is read next anyway.
-                            let whole = onward && x >= end;
-                            self.edge_bytes(layout, x, y, edge, whole)
-                        },
-                    )
-                })
-                .inspect_err(|e| self.note_unproven(&layout.hash, e))
-        })
     }
 
     /// Bytes `[x, y)` of a file that a block being proven reaches into: from the memory
@@ -734,13 +707,14 @@ impl VolumeFs {
 
     /// Runs `op`, which needs the origin, for a reader: a failure that may pass (a
     /// timeout, a reset, a 5xx) is tried again until the read timeout; then, or at once
-    /// for anything else (bytes that fail their hash on every copy), it fails with `EIO`,
-    /// logged with `what` (the file, the offset) and the reason, and counted.
+    /// for anything else (bytes that fail their hash on every copy), it fails (the
+    /// kernel is answered `EIO`), logged with `what` (the file, the offset) and the
+    /// reason, and counted.
     fn patiently<T>(
         &self,
         what: impl Fn() -> String,
         mut op: impl FnMut() -> Result<T>,
-    ) -> Result<T, Errno> {
+    ) -> Result<T> {
         let started = Instant::now();
         let deadline = started + self.read_timeout;
         let mut pause = Duration::from_millis(100);
@@ -767,7 +741,7 @@ impl VolumeFs {
                 what(),
                 started.elapsed().as_secs_f64()
             );
-            Errno::IO
+            e
         })
     }
 
@@ -818,6 +792,53 @@ impl VolumeFs {
 }
 
 /// Bytes of RAM this node has.
+/// One read's chunks as the read layer's proven read (`Chunks::fetch_proving`) asks
+/// for them: from the memory tier (which fetches what it lacks through the tiers, with
+/// the blocks inside each run proven as it comes in), edges as `edge_bytes` chooses,
+/// and a list without a proof proven whole by the tiers. The decision that bytes are
+/// the file's is the read layer's, as for a pull.
+struct Reading<'a> {
+    fs: &'a VolumeFs,
+    layout: &'a Layout,
+    /// The end of the read: an edge past it is the next chunk of a reader reading on.
+    end: u64,
+    onward: bool,
+}
+
+impl Chunks for Reading<'_> {
+    fn fetch_unproven(
+        &self,
+        obj: &FileObject,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<ChunkBytes>> {
+        self.fs.tiers.fetch_unproven(obj, range)
+    }
+
+    fn fetch_for_proof(
+        &self,
+        _obj: &FileObject,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<ChunkBytes>> {
+        self.fs
+            .memo
+            .get(&self.fs.tiers, self.layout, range, Want::Demand, None)
+    }
+
+    fn edge_bytes(&self, _obj: &FileObject, x: u64, y: u64, edge: Edge) -> Result<Vec<ChunkBytes>> {
+        // The next chunk of a reader reading on is read next anyway.
+        let whole = self.onward && x >= self.end;
+        self.fs.edge_bytes(self.layout, x, y, edge, whole)
+    }
+
+    fn prove_whole(&self, obj: &FileObject) -> Result<()> {
+        self.fs.tiers.prove_whole(obj)
+    }
+
+    fn note_unproven(&self, obj: &FileObject, e: &sealvol_core::Error) {
+        self.fs.tiers.note_unproven(obj, e)
+    }
+}
+
 fn physical_memory() -> u64 {
     // SAFETY: sysconf only reads system configuration.
     let (pages, size) = unsafe {

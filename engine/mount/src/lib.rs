@@ -47,7 +47,7 @@ pub mod table;
 pub mod tree;
 
 pub use fs::{DEFAULT_READ_TIMEOUT, Limits, VolumeFs};
-pub use open::{MountOptions, open_fs};
+pub use open::{MountOptions, open_fs, open_fs_over};
 pub use point::{
     MountPointClaim, check_mount_point, check_mount_point_free, is_mount_point, unmount_dir,
 };

@@ -50,36 +50,36 @@ pub fn open_fs(
     digest: &Digest,
     opts: &MountOptions,
 ) -> Result<VolumeFs> {
-    let (tree, created, small) = read_version(&repo, volume, digest)?;
-    // A profile is advisory: one that cannot be read only means less read ahead.
-    let profile = match opts.replay {
-        true => repo.profile(volume, digest).unwrap_or_else(|e| {
-            tracing::warn!("cannot read the read profile of vol:{volume}@{digest}: {e}");
-            None
-        }),
-        false => None,
-    };
     let tiers = Arc::new(
         Tiers::new(repo, opts.cache.clone())
             .keeping_whole_files_from(opts.limits.passthrough_min)
             .with_ring(Arc::clone(&opts.ring))
             .with_mirrors(opts.mirrors.clone()),
     );
-    let fs = VolumeFs::new(
-        tree,
-        created,
-        small,
-        tiers,
-        Limits {
-            memory: opts.limits.memory,
-            max_window: opts.limits.max_window,
-            prefetch_threads: opts.limits.prefetch_threads,
-            prefetch_piece: opts.limits.prefetch_piece,
-            first_window: opts.limits.first_window,
-            passthrough_min: opts.limits.passthrough_min,
-            read_timeout: opts.limits.read_timeout,
-        },
-    )?;
+    open_fs_over(tiers, volume, digest, opts.limits, opts.replay)
+}
+
+/// The filesystem of one version over read tiers of the caller's own (the Python
+/// package's, shared by every version it opens), its saved read profile replayed
+/// when `replay`.
+pub fn open_fs_over(
+    tiers: Arc<Tiers>,
+    volume: &VolumeName,
+    digest: &Digest,
+    limits: Limits,
+    replay: bool,
+) -> Result<VolumeFs> {
+    let repo = tiers.repo();
+    let (tree, created, small) = read_version(repo, volume, digest)?;
+    // A profile is advisory: one that cannot be read only means less read ahead.
+    let profile = match replay {
+        true => repo.profile(volume, digest).unwrap_or_else(|e| {
+            tracing::warn!("cannot read the read profile of vol:{volume}@{digest}: {e}");
+            None
+        }),
+        false => None,
+    };
+    let fs = VolumeFs::new(tree, created, small, tiers, limits)?;
     if let Some(p) = profile {
         tracing::info!(
             "reading ahead by the saved read profile ({} runs of chunks)",

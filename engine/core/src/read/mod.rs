@@ -73,19 +73,63 @@ pub trait Chunks {
     /// blocks against the file's proof (`proof/`). A list that names other bytes than
     /// the file's fails with `Corrupt`.
     fn fetch(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
-        // A list written before proofs: the file is proven whole, once.
-        self.prove_whole(obj)?;
-        let got = self.fetch_for_proof(obj, range.clone())?;
-        crate::proof::prove(
-            obj,
-            obj.start_of(range.start),
-            obj.start_of(range.end),
-            range.start,
-            &got,
-            &mut |x, y, edge| self.edge_bytes(obj, x, y, edge),
-        )?;
-        Ok(got)
+        let bytes = obj.start_of(range.start)..obj.start_of(range.end);
+        self.fetch_proving(obj, range, bytes)
     }
+
+    /// Chunks `range` of a file (those holding bytes `[start, end)`,
+    /// `FileObject::chunks_of`), with every byte of `[start, end)` proven to be the
+    /// file's; bytes outside it are the caller's to cut off. What a reader of a few bytes
+    /// asks for (a mount's read, an open file of the Python package): the blocks at the
+    /// chunks' ends that the range does not touch are not proven, so no neighbouring
+    /// bytes are fetched for them.
+    fn fetch_covering(&self, obj: &FileObject, start: u64, end: u64) -> Result<Vec<ChunkBytes>> {
+        let end = end.min(obj.size);
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        self.fetch_proving(obj, obj.chunks_of(start, end), start..end)
+    }
+
+    /// The one place a read decides that bytes are the file's: chunks `range` of a
+    /// file, with `bytes` (inside them) proven against the file's proof. The chunks come
+    /// from `fetch_for_proof` (checked against their names, or taken on the blocks
+    /// wholly inside them, proven from these very bytes), every block `bytes` touches is
+    /// hashed against the outboard, and what a block reaches into beyond the chunks
+    /// comes from `edge_bytes`. A list that names other bytes than the file's fails
+    /// with `Corrupt` (`proof::is_unproven`) and is written down (`note_unproven`).
+    fn fetch_proving(
+        &self,
+        obj: &FileObject,
+        range: Range<usize>,
+        bytes: Range<u64>,
+    ) -> Result<Vec<ChunkBytes>> {
+        let proven = (|| {
+            // A list written before proofs: the file is proven whole, once.
+            self.prove_whole(obj)?;
+            let got = self.fetch_for_proof(obj, range.clone())?;
+            crate::proof::prove(
+                obj,
+                bytes.start,
+                bytes.end,
+                range.start,
+                &got,
+                &mut |x, y, edge| self.edge_bytes(obj, x, y, edge),
+            )?;
+            Ok(got)
+        })();
+        proven.inspect_err(|e| {
+            if crate::proof::is_unproven(e) {
+                self.note_unproven(obj, e);
+            }
+        })
+    }
+
+    /// A chunk list found failing its proof: a reader that can writes it down, so that
+    /// garbage collection deletes nothing on its word and verify names it
+    /// (`Repository::record_list_damage`). Verify and diff, which judge and report
+    /// themselves, do not.
+    fn note_unproven(&self, _obj: &FileObject, _e: &Error) {}
 
     /// What `fetch` proves: chunks `range`, each checked against its hash, or (a reader
     /// that can) taken on the blocks wholly inside the range, already proven from these
@@ -647,18 +691,16 @@ impl Tiers {
 
 impl Tiers {
     /// Bytes `[offset, offset + len)` of a file (cut at its end), every one proven to be
-    /// the file's before it is handed out: the whole chunks that hold them, fetched
-    /// and proven by `fetch_proven_within`, then cut to the range. What an open file of
-    /// the Python package reads with.
+    /// the file's before it is handed out (`fetch_covering`), as one buffer: what the
+    /// Python package reads a safetensors header and one tensor with.
     pub fn read_proven(&self, obj: &FileObject, offset: u64, len: usize) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len as u64).min(obj.size);
         if offset >= end {
             return Ok(Vec::new());
         }
-        let (c0, c1) = (obj.chunk_at(offset), obj.chunk_at(end - 1) + 1);
-        let chunks = self.fetch_proven_within(obj, c0..c1)?;
+        let chunks = self.fetch_covering(obj, offset, end)?;
         let mut out = Vec::with_capacity((end - offset) as usize);
-        for part in slice_bytes(obj, c0, &chunks, offset, end) {
+        for part in slice_bytes(obj, obj.chunk_at(offset), &chunks, offset, end) {
             out.extend_from_slice(&part);
         }
         Ok(out)
@@ -768,6 +810,10 @@ impl Tiers {
 impl Chunks for Tiers {
     fn fetch_unproven(&self, obj: &FileObject, range: Range<usize>) -> Result<Vec<ChunkBytes>> {
         self.fetch_counted(obj, range, &self.counters)
+    }
+
+    fn note_unproven(&self, obj: &FileObject, e: &Error) {
+        self.repo.record_list_damage(&obj.hash, e.message(), "read");
     }
 
     /// Hashing each byte about once (a pull, a signature's SHA-256s): the blocks wholly

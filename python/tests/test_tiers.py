@@ -1,0 +1,103 @@
+"""Reading through the tiers a mount reads through: a peer (`serve` as a cache server),
+the node cache warm and cold, and a server that stops answering in the middle."""
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import sealvol
+
+SIZE = 3 << 20
+
+
+def metric(url: str, key: str, name: str) -> float:
+    req = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} is not in /metrics")
+
+
+def cache_bytes(cache: Path) -> int:
+    """Bytes of chunks a node cache holds."""
+    return sum(p.stat().st_size for p in (cache / "chunks").rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def weights(repo):
+    """A version holding 3 MiB of noise, pushed to the local repository."""
+    src = repo / "src-w"
+    src.mkdir()
+    data = os.urandom(SIZE)
+    (src / "w.bin").write_bytes(data)
+    return sealvol.Client().push(src, "a/w").ref, data
+
+
+@pytest.fixture
+def server(repo, sealvol_bin, weights):
+    proc = subprocess.Popen(
+        [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"),
+         "serve", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    line = proc.stdout.readline().strip()
+    assert line.startswith("listening on http://"), line
+    key = (repo / "state" / "serve" / "admin.key").read_text().strip()
+    yield proc, line.split("listening on ")[1], key
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.kill()
+    proc.wait()
+
+
+def test_a_read_with_a_peer_takes_its_chunks_from_the_peer(repo, weights, server):
+    ref, data = weights
+    _, url, key = server
+    before = metric(url, key, "sealvol_serve_bytes_served_total")
+    client = sealvol.Client(peers=[url], api_key=key, state=str(repo / "node"))
+    with client.open(ref, "w.bin") as f:
+        assert f.read() == data
+    served = metric(url, key, "sealvol_serve_bytes_served_total") - before
+    # Every chunk came from the peer (the few KiB of proof edges at most twice).
+    assert SIZE <= served <= 2 * SIZE, served
+
+
+def test_a_warm_node_cache_serves_a_reader_when_the_server_stops_and_a_cold_one_times_out(
+    repo, weights, server, monkeypatch
+):
+    ref, data = weights
+    proc, url, key = server
+    # A node's cache is its own (SEALVOL_CACHE, read when a client first opens).
+    warm = repo / "warm-cache"
+    monkeypatch.setenv("SEALVOL_CACHE", str(warm))
+    first = sealvol.Client(remote=url, api_key=key, state=str(repo / "n1"))
+    with first.open(ref, "w.bin") as f:
+        assert f.read() == data
+    # The cache is filled in the background: wait for it (a condition, not a time).
+    deadline = time.monotonic() + 120
+    while cache_bytes(warm) < SIZE:
+        assert time.monotonic() < deadline, f"{cache_bytes(warm)} bytes cached"
+        time.sleep(0.05)
+    # Opened (the listing and the chunk list come from the server), then the server
+    # stops answering: a warm node reads every byte from its cache, a cold one cannot.
+    again = sealvol.Client(remote=url, api_key=key, state=str(repo / "n2"), timeout=2)
+    warm_file = again.open(ref, "w.bin")
+    monkeypatch.setenv("SEALVOL_CACHE", str(repo / "cold-cache"))
+    cold = sealvol.Client(remote=url, api_key=key, state=str(repo / "n3"), timeout=2)
+    cold_file = cold.open(ref, "w.bin")
+    proc.send_signal(signal.SIGSTOP)
+    assert warm_file.read() == data
+    start = time.monotonic()
+    with pytest.raises(sealvol.Timeout) as e:
+        cold_file.read()
+    # Within the timeout and its retries, not a hang (generous: a busy machine).
+    assert time.monotonic() - start < 60
+    assert "\n" not in str(e.value)
