@@ -88,6 +88,11 @@ class _Raw(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        if not self.closed:
+            self._native.close()
+        super().close()
+
     def seekable(self) -> bool:
         return True
 

@@ -64,12 +64,11 @@ impl Client {
         let o = opened.as_mut().ok_or_else(|| Error::invalid("no engine"))?;
         if o.tiers.is_none() {
             let g = &self.given;
-            o.tiers = Some(Arc::new(o.setup.read_tiers(
-                &g.peers,
-                None,
-                &[],
-                Fill::Background,
-            )?));
+            // As a mount's: a large file read whole is kept whole in the node cache
+            // (`VolumeFs::release`), then read from there, not chunk by chunk.
+            let tiers = o.setup.read_tiers(&g.peers, None, &[], Fill::Background)?;
+            let whole = Limits::default().passthrough_min;
+            o.tiers = Some(Arc::new(tiers.keeping_whole_files_from(whole)));
         }
         let tiers = o
             .tiers

@@ -144,6 +144,15 @@ impl NativeFile {
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// Lets go of the handle (a large file read whole is then kept whole in the node
+    /// cache, as a mount's is on release). Reading after this is the caller's error.
+    fn close(&self) {
+        let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        if let (true, Some(fh)) = (opened.0 == std::process::id(), opened.1.fh) {
+            opened.1.fs.release(fh);
+        }
+    }
+
     /// Up to `n` bytes from `offset`, those alone: nothing is read ahead.
     fn read_range<'py>(
         &self,

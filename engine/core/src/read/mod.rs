@@ -11,6 +11,8 @@
 //! Every reader goes through `Chunks`: a mount and a pull read `Tiers` (cache, then
 //! peers, then origin, then mirrors); verify and diff read `Origin`, the repository
 //! alone, because they judge what the repository holds and not what a cache remembers.
+//! Whether bytes are the file's is decided in one place, `Chunks::fetch_proving`, for
+//! a pull, a mount's read (over its memory tier) and the Python package's.
 //!
 //! Peers (`sealvol serve` on another machine, the in-cluster cache) are not trusted:
 //! what one returns is checked chunk by chunk like the origin's bytes, and a peer that
