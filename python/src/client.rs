@@ -15,9 +15,9 @@ use sealvol_setup::{Flags, Setup};
 
 use crate::errors::{invalid, raise};
 use crate::file::{NativeFile, Opened as OpenFile, explained};
+use crate::progress::{PyProgress, interruptible};
 use sealvol_mount::fs::{Errno, Kind, ReadError};
 use sealvol_mount::{Limits, VolumeFs};
-use crate::progress::{PyProgress, interruptible};
 
 /// What the caller gave `Client(...)`: kept to open again in a forked child.
 #[derive(Clone, Default)]
@@ -165,11 +165,7 @@ impl Client {
         limits.memory = limits.memory.min(Limits::default_memory() as usize);
         limits.read_timeout = settings.timeout;
         let fs = Arc::new(sealvol_mount::open_fs_over(
-            tiers,
-            volume,
-            digest,
-            limits,
-            true,
+            tiers, volume, digest, limits, true,
         )?);
         if let Some(o) = self.opened()?.as_mut() {
             o.versions.push((key, Arc::clone(&fs)));

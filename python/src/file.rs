@@ -113,11 +113,11 @@ impl NativeFile {
             return Ok(out);
         }
         match o.fh {
-            Some(fh) => o
-                .fs
-                .read_explained(fh, offset, n as u32)
-                .map(|d| d.as_ref().to_vec())
-                .map_err(|e| explained(&self.path, e)),
+            Some(fh) => {
+                o.fs.read_explained(fh, offset, n as u32)
+                    .map(|d| d.as_ref().to_vec())
+                    .map_err(|e| explained(&self.path, e))
+            }
             None => o.fs.tiers().read_proven(&o.layout.obj, offset, n),
         }
     }
@@ -139,9 +139,18 @@ impl NativeFile {
         offset: u64,
         n: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let o = self.here(py)?;
-        let bytes = py.detach(|| self.stream(&o, offset, n)).map_err(raise)?;
-        Ok(PyBytes::new(py, &bytes))
+        self.bytes(py, |o| self.stream(o, offset, n))
+    }
+
+    /// Up to `n` bytes from `offset`, those alone: nothing is read ahead.
+    fn read_range<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        n: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let n = n.min(MAX_READ);
+        self.bytes(py, |o| o.fs.tiers().read_proven(&o.layout.obj, offset, n))
     }
 
     /// Lets go of the handle (a large file read whole is then kept whole in the node
@@ -152,19 +161,17 @@ impl NativeFile {
             opened.1.fs.release(fh);
         }
     }
+}
 
-    /// Up to `n` bytes from `offset`, those alone: nothing is read ahead.
-    fn read_range<'py>(
+impl NativeFile {
+    /// What `read` gives, read with the GIL let go, as Python bytes.
+    fn bytes<'py>(
         &self,
         py: Python<'py>,
-        offset: u64,
-        n: usize,
+        read: impl FnOnce(&Opened) -> sealvol_core::Result<Vec<u8>> + Send,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let o = self.here(py)?;
-        let n = n.min(MAX_READ);
-        let bytes = py
-            .detach(|| o.fs.tiers().read_proven(&o.layout.obj, offset, n))
-            .map_err(raise)?;
+        let bytes = py.detach(|| read(&o)).map_err(raise)?;
         Ok(PyBytes::new(py, &bytes))
     }
 }

@@ -3,6 +3,8 @@
 libtest's words, so that the suite's summary counts these tests with the Rust ones."""
 
 import os
+import signal
+import subprocess
 
 import pytest
 
@@ -41,3 +43,31 @@ def sealvol_bin():
     if not os.path.exists(path):
         pytest.fail(f"{path} is missing: run scripts/test.sh, which builds it")
     return path
+
+
+@pytest.fixture
+def serve(repo, sealvol_bin):
+    """Starts `sealvol serve` on the fixture's repository, on loopback: returns the
+    process, its URL and the admin key. Stopped (and woken first) when the test ends."""
+    started = []
+
+    def start():
+        proc = subprocess.Popen(
+            [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"),
+             "serve", "--listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        started.append(proc)
+        line = proc.stdout.readline().strip()
+        assert line.startswith("listening on http://"), line
+        key = (repo / "state" / "serve" / "admin.key").read_text().strip()
+        return proc, line.split("listening on ")[1], key
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait()

@@ -38,21 +38,9 @@ def two_teams(repo):
 
 
 @pytest.fixture
-def served(repo, sealvol_bin, two_teams):
-    proc = subprocess.Popen(
-        [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"),
-         "serve", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on http://"), line
-    yield proc, line.split("listening on ")[1]
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGCONT)
-        proc.kill()
-    proc.wait()
+def served(serve, two_teams):
+    proc, url, _ = serve()
+    return proc, url
 
 
 def test_a_scoped_key_reads_its_namespace_through_serve_and_nothing_else(repo, sealvol_bin, served, two_teams):

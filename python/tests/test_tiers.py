@@ -40,22 +40,8 @@ def weights(repo):
 
 
 @pytest.fixture
-def server(repo, sealvol_bin, weights):
-    proc = subprocess.Popen(
-        [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"),
-         "serve", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on http://"), line
-    key = (repo / "state" / "serve" / "admin.key").read_text().strip()
-    yield proc, line.split("listening on ")[1], key
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGCONT)
-        proc.kill()
-    proc.wait()
+def server(serve, weights):
+    return serve()
 
 
 def test_a_read_with_a_peer_takes_its_chunks_from_the_peer(repo, weights, server):

@@ -641,7 +641,10 @@ fn a_read_of_a_few_bytes_is_proven_to_its_edges_and_a_list_that_lies_is_written_
     // Past the MiB the teams share, every few bytes read through a list that names
     // team-a's chunks are refused, and the list is written down for gc and verify.
     let forged = forged_b(&t);
-    let e = tiers.read_proven(&forged, (SIZE - 4096) as u64, 16).err().unwrap();
+    let e = tiers
+        .read_proven(&forged, (SIZE - 4096) as u64, 16)
+        .err()
+        .unwrap();
     assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
     let recorded = t.repo.list_damage().unwrap();
     assert!(recorded.iter().any(|(h, _)| *h == t.hb), "{recorded:?}");
