@@ -99,6 +99,13 @@ class _Raw(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[override]
         self._checkClosed()
         view = memoryview(b).cast("B")
+        fd = self._native.backing_fd()
+        if fd is not None:
+            # The node cache holds the file whole, verified: read into `b` directly.
+            want = max(0, min(len(view), self._native.size - self._pos))
+            n = os.preadv(fd, [view[:want]], self._pos) if want else 0
+            self._pos += n
+            return n
         data = self._native.read_at(self._pos, len(view))
         n = len(data)
         view[:n] = data
@@ -109,7 +116,11 @@ class _Raw(io.RawIOBase):
         self._checkClosed()
         parts = []
         while True:
-            data = self._native.read_at(self._pos, 16 << 20)
+            fd = self._native.backing_fd()
+            if fd is not None:
+                data = os.pread(fd, max(0, self._native.size - self._pos), self._pos)
+            else:
+                data = self._native.read_at(self._pos, 16 << 20)
             if not data:
                 return b"".join(parts)
             self._pos += len(data)

@@ -43,7 +43,7 @@ struct Engine {
 
 /// How many versions' filesystems (each with its memory tier and read-ahead threads)
 /// a client keeps for the next `open`.
-const KEPT_VERSIONS: usize = 4;
+const KEPT_VERSIONS: usize = 2;
 
 #[pyclass(module = "sealvol._native")]
 pub struct Client {
@@ -159,11 +159,18 @@ impl Client {
             o.versions.push(kept);
             return Ok(fs);
         }
-        // As a mount of this origin reads, within this machine's memory, waiting out an
-        // origin's bad minute no longer than the client's timeout.
-        let mut limits = Limits::for_origin(tiers.repo().concurrency());
-        limits.memory = limits.memory.min(Limits::default_memory() as usize);
-        limits.read_timeout = settings.timeout;
+        // As a mount of this origin reads (its memory bound the mount's: config.toml's
+        // `prefetch_memory`, else 1/32 of RAM), waiting out an origin's bad minute no
+        // longer than the client's timeout.
+        let memory = match settings.prefetch_memory {
+            Some(bytes) => Limits::check_memory(bytes)?,
+            None => Limits::default_memory() as usize,
+        };
+        let limits = Limits {
+            memory,
+            read_timeout: settings.timeout,
+            ..Limits::for_origin(tiers.repo().concurrency())
+        };
         let fs = Arc::new(sealvol_mount::open_fs_over(
             tiers, volume, digest, limits, true,
         )?);

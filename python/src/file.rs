@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sealvol_core::Error;
 use sealvol_mount::VolumeFs;
-use sealvol_mount::fs::ReadError;
+use sealvol_mount::fs::{ReadData, ReadError};
 use sealvol_mount::layout::Layout;
 
 use crate::errors::raise;
@@ -92,7 +92,7 @@ impl NativeFile {
     }
 
     /// Up to `n` bytes from `offset`, as a reader streaming through the file.
-    fn stream(&self, o: &Opened, offset: u64, n: usize) -> sealvol_core::Result<Vec<u8>> {
+    fn stream(&self, o: &Opened, offset: u64, n: usize) -> sealvol_core::Result<ReadData> {
         let n = n.min(MAX_READ);
         if let Some(file) = &o.backing {
             let n = n.min(self.size.saturating_sub(offset) as usize);
@@ -110,15 +110,17 @@ impl NativeFile {
                 }
             }
             out.truncate(got);
-            return Ok(out);
+            return Ok(ReadData::Owned(out.into()));
         }
         match o.fh {
             Some(fh) => {
                 o.fs.read_explained(fh, offset, n as u32)
-                    .map(|d| d.as_ref().to_vec())
                     .map_err(|e| explained(&self.path, e))
             }
-            None => o.fs.tiers().read_proven(&o.layout.obj, offset, n),
+            None => {
+                let bytes = o.fs.tiers().read_proven(&o.layout.obj, offset, n)?;
+                Ok(ReadData::Owned(bytes.into()))
+            }
         }
     }
 }
@@ -153,6 +155,14 @@ impl NativeFile {
         self.bytes(py, |o| o.fs.tiers().read_proven(&o.layout.obj, offset, n))
     }
 
+    /// The file descriptor of the node cache's whole, verified copy of the file, when it
+    /// holds one (what a mount hands the kernel for passthrough): read with `os.preadv`
+    /// straight into the caller's buffer. Valid while this object is open.
+    fn backing_fd(&self, py: Python<'_>) -> PyResult<Option<i32>> {
+        use std::os::fd::AsRawFd;
+        Ok(self.here(py)?.backing.as_ref().map(|f| f.as_raw_fd()))
+    }
+
     /// Lets go of the handle (a large file read whole is then kept whole in the node
     /// cache, as a mount's is on release). Reading after this is the caller's error.
     fn close(&self) {
@@ -165,14 +175,14 @@ impl NativeFile {
 
 impl NativeFile {
     /// What `read` gives, read with the GIL let go, as Python bytes.
-    fn bytes<'py>(
+    fn bytes<'py, B: AsRef<[u8]> + Send>(
         &self,
         py: Python<'py>,
-        read: impl FnOnce(&Opened) -> sealvol_core::Result<Vec<u8>> + Send,
+        read: impl FnOnce(&Opened) -> sealvol_core::Result<B> + Send,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let o = self.here(py)?;
         let bytes = py.detach(|| read(&o)).map_err(raise)?;
-        Ok(PyBytes::new(py, &bytes))
+        Ok(PyBytes::new(py, bytes.as_ref()))
     }
 }
 

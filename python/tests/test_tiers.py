@@ -87,3 +87,41 @@ def test_a_warm_node_cache_serves_a_reader_when_the_server_stops_and_a_cold_one_
     # Within the timeout and its retries, not a hang (generous: a busy machine).
     assert time.monotonic() - start < 60
     assert "\n" not in str(e.value)
+
+
+def test_a_large_file_read_whole_is_then_read_from_the_node_caches_whole_copy(repo, monkeypatch):
+    cache = repo / "node-cache"
+    monkeypatch.setenv("SEALVOL_CACHE", str(cache))
+    src = repo / "src-big"
+    src.mkdir()
+    data = os.urandom(20 << 20)
+    (src / "big.bin").write_bytes(data)
+    client = sealvol.Client()
+    ref = client.push(src, "a/big").ref
+    with client.open(ref, "big.bin") as f:
+        assert f.raw._native.backing_fd() is None
+        assert f.read() == data
+    # Read whole and closed, it is written whole into the node cache (in the background).
+    deadline = time.monotonic() + 120
+    while True:
+        with client.open(ref, "big.bin") as f:
+            if f.raw._native.backing_fd() is not None:
+                break
+        assert time.monotonic() < deadline, "the file was not kept whole"
+        time.sleep(0.05)
+    with client.open(ref, "big.bin") as f:
+        f.seek(5)
+        assert f.read(100) == data[5:105]
+        f.seek(0)
+        assert f.read() == data
+        buf = bytearray(3 << 20)
+        f.seek(len(data) - 1000)
+        assert f.readinto(buf) == 1000 and buf[:1000] == data[-1000:]
+    # A copy damaged on the node's disk is found at open, dropped, and never read.
+    whole = max((p for p in (cache / "files").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    damaged = bytearray(whole.read_bytes())
+    damaged[12345] ^= 0xFF
+    whole.write_bytes(bytes(damaged))
+    with client.open(ref, "big.bin") as f:
+        assert f.raw._native.backing_fd() is None
+        assert f.read() == data
