@@ -546,9 +546,10 @@ fn file_for(
 }
 
 /// Proves `pieces` (chunks at `positions` of `obj`'s list) to be the file's before
-/// they are sent: every block they lie in hashed against the file's proof, the bytes a
-/// block reaches into beyond them fetched through the cache like any chunk. A list
-/// that fails is recorded (`damage/files/`) and nothing is sent.
+/// they are sent, with the read layer's one proven read (`Chunks::fetch_proving`) over
+/// what the server holds (`HeldChunks`): every block they lie in hashed against the file's
+/// proof, the bytes a block reaches into beyond them fetched through the cache like any
+/// chunk. A list that fails is recorded (`damage/files/`) and nothing is sent.
 fn prove_pieces(
     service: &ChunkService,
     steward: &Steward,
@@ -557,22 +558,7 @@ fn prove_pieces(
     pieces: &[sealvol_core::read::ChunkBytes],
 ) -> Result<(), Miss> {
     let obj = &listed.obj;
-    let fetch = |i: usize| -> sealvol_core::Result<sealvol_core::read::ChunkBytes> {
-        let c = &obj.chunks[i];
-        let hint = crate::chunks::Hint {
-            pack: obj.packs[c.pack as usize],
-            offset: c.entry.offset,
-            len: c.entry.stored_len,
-        };
-        service.get(&c.entry.hash, Some(hint)).map_err(|m| {
-            sealvol_core::Error::new(
-                sealvol_core::error::ErrorKind::Unavailable,
-                format!("{m:?}"),
-            )
-        })
-    };
     let proved = (|| -> sealvol_core::Result<()> {
-        sealvol_core::read::Origin(&steward.repo).prove_whole(obj)?;
         let mut k = 0;
         while k < positions.len() {
             let mut n = 1;
@@ -581,42 +567,93 @@ fn prove_pieces(
             }
             let first = positions[k];
             let _turn = listed.proving(obj.start_of(first));
-            sealvol_core::proof::prove(
-                obj,
-                obj.start_of(first),
-                obj.start_of(first + n),
-                first,
-                &pieces[k..k + n],
-                &mut |x, y, edge| {
-                    if edge == sealvol_core::proof::Edge::Cheap {
-                        return service.edge_bytes(obj, x, y).map_err(|m| {
-                            sealvol_core::Error::new(
-                                sealvol_core::error::ErrorKind::Unavailable,
-                                format!("{m:?}"),
-                            )
-                        });
-                    }
-                    let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
-                    let got = (c0..c1)
-                        .map(fetch)
-                        .collect::<sealvol_core::Result<Vec<_>>>()?;
-                    Ok(sealvol_core::read::slice_bytes(obj, c0, &got, x, y))
-                },
-            )?;
+            let held = HeldChunks {
+                service,
+                repo: &steward.repo,
+                at_hand: (first, &pieces[k..k + n]),
+            };
+            let bytes = obj.start_of(first)..obj.start_of(first + n);
+            held.fetch_proving(obj, first..first + n, bytes)?;
             k += n;
         }
         Ok(())
     })();
-    proved.map_err(|e| {
-        if sealvol_core::proof::is_unproven(&e) {
-            steward
-                .repo
-                .record_list_damage(&obj.hash, e.message(), "serve");
-            Miss::Corrupt(e.message().to_string())
-        } else {
-            Miss::Unavailable(e.message().to_string())
-        }
+    proved.map_err(|e| match sealvol_core::proof::is_unproven(&e) {
+        true => Miss::Corrupt(e.message().to_string()),
+        false => Miss::Unavailable(e.message().to_string()),
     })
+}
+
+/// A file's chunks as the server has them, for the read layer's proven read: the run
+/// at hand (already fetched and checked), any other chunk through the server's cache
+/// (checked against its name), the few bytes of a block's edge read for the proof alone.
+struct HeldChunks<'a> {
+    service: &'a ChunkService,
+    repo: &'a Repository,
+    /// The run being sent: its first chunk's index, and its chunks.
+    at_hand: (usize, &'a [sealvol_core::read::ChunkBytes]),
+}
+
+impl sealvol_core::read::Chunks for HeldChunks<'_> {
+    fn fetch_unproven(
+        &self,
+        obj: &sealvol_core::objects::FileObject,
+        range: std::ops::Range<usize>,
+    ) -> sealvol_core::Result<Vec<sealvol_core::read::ChunkBytes>> {
+        let (first, held) = self.at_hand;
+        if range.start >= first && range.end <= first + held.len() {
+            return Ok(held[range.start - first..range.end - first].to_vec());
+        }
+        range
+            .map(|i| {
+                let c = &obj.chunks[i];
+                let hint = crate::chunks::Hint {
+                    pack: obj.packs[c.pack as usize],
+                    offset: c.entry.offset,
+                    len: c.entry.stored_len,
+                };
+                self.service
+                    .get(&c.entry.hash, Some(hint))
+                    .map_err(unavailable)
+            })
+            .collect()
+    }
+
+    fn edge_bytes(
+        &self,
+        obj: &sealvol_core::objects::FileObject,
+        x: u64,
+        y: u64,
+        edge: sealvol_core::proof::Edge,
+    ) -> sealvol_core::Result<Vec<sealvol_core::read::ChunkBytes>> {
+        match edge {
+            sealvol_core::proof::Edge::Cheap => {
+                self.service.edge_bytes(obj, x, y).map_err(unavailable)
+            }
+            sealvol_core::proof::Edge::Checked => {
+                let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
+                let whole = self.fetch_unproven(obj, c0..c1)?;
+                Ok(sealvol_core::read::slice_bytes(obj, c0, &whole, x, y))
+            }
+        }
+    }
+
+    fn prove_whole(&self, obj: &sealvol_core::objects::FileObject) -> sealvol_core::Result<()> {
+        sealvol_core::read::Origin(self.repo).prove_whole(obj)
+    }
+
+    fn note_unproven(&self, obj: &sealvol_core::objects::FileObject, e: &sealvol_core::Error) {
+        self.repo
+            .record_list_damage(&obj.hash, e.message(), "serve");
+    }
+}
+
+/// A chunk the server could not give, as the read layer's error.
+fn unavailable(m: Miss) -> sealvol_core::Error {
+    sealvol_core::Error::new(
+        sealvol_core::error::ErrorKind::Unavailable,
+        format!("{m:?}"),
+    )
 }
 
 /// What a client is told when a chunk cannot be served: never the bytes.
