@@ -254,6 +254,26 @@ impl Client {
         ))
     }
 
+    /// What `ask` answers of an existing volume, as JSON (an unknown volume is
+    /// `NotFound`, with the nearest name).
+    fn about_volume<T: serde::Serialize + Send>(
+        &self,
+        py: Python<'_>,
+        volume: &str,
+        ask: impl FnOnce(&sealvol_core::Repository, &VolumeName) -> sealvol_core::Result<T> + Send,
+    ) -> PyResult<String> {
+        let vol = VolumeName::parse(volume).map_err(invalid)?;
+        let v = py
+            .detach(|| {
+                let (tiers, _) = self.engine()?;
+                let repo = tiers.repo();
+                repo.require_volume(&vol)?;
+                ask(repo, &vol)
+            })
+            .map_err(raise)?;
+        json(v)
+    }
+
     fn parse_ref(r: &str) -> PyResult<Ref> {
         Ref::parse(r).map_err(invalid)
     }
@@ -351,30 +371,12 @@ impl Client {
 
     /// A volume's versions, newest first (JSON, as `volume versions --json`'s).
     fn versions(&self, py: Python<'_>, volume: &str) -> PyResult<String> {
-        let vol = VolumeName::parse(volume).map_err(invalid)?;
-        let v = py
-            .detach(|| {
-                let (tiers, _) = self.engine()?;
-                let repo = tiers.repo();
-                repo.require_volume(&vol)?;
-                repo.versions(&vol)
-            })
-            .map_err(raise)?;
-        json(v)
+        self.about_volume(py, volume, |repo, vol| repo.versions(vol))
     }
 
     /// A volume's tags (JSON, as `volume tags --json`'s).
     fn tags(&self, py: Python<'_>, volume: &str) -> PyResult<String> {
-        let vol = VolumeName::parse(volume).map_err(invalid)?;
-        let v = py
-            .detach(|| {
-                let (tiers, _) = self.engine()?;
-                let repo = tiers.repo();
-                repo.require_volume(&vol)?;
-                repo.tags(&vol)
-            })
-            .map_err(raise)?;
-        json(v)
+        self.about_volume(py, volume, |repo, vol| repo.tags(vol))
     }
 
     /// A file of the version `reference` names, to read by offset; the trust policy
