@@ -11,6 +11,7 @@
 //! - `credential`: the ring's keys, with which its servers prove they are its servers;
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
+//! - `hub`: the Hugging Face Hub's read API (`/hf/`; being built: revisions and ids);
 //! - `keys`: API keys (hashed, revocable, scoped);
 //! - `maintenance`: garbage collection on a schedule (`--gc-every`);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
@@ -32,6 +33,7 @@ pub mod conn;
 pub mod credential;
 pub mod fellows;
 pub mod http;
+pub mod hub;
 pub mod jobs;
 pub mod keys;
 pub mod known;
