@@ -40,6 +40,15 @@ use crate::chunks::{ChunkService, Miss};
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
+/// The Hugging Face Hub's read API (`hub/`), under `/hf/` so that no route of it
+/// meets a namespace's.
+pub const HUB_ROUTES: [(&str, &[&str]); 4] = [
+    ("/hf/api/models/{ns}/{vol}", &["GET"]),
+    ("/hf/api/models/{ns}/{vol}/revision/{rev}", &["GET"]),
+    ("/hf/api/datasets/{ns}/{vol}", &["GET"]),
+    ("/hf/api/datasets/{ns}/{vol}/revision/{rev}", &["GET"]),
+];
+
 pub const ROUTES: [(&str, &[&str]); 29] = [
     ("/v1/chunks/{hash}", &["GET"]),
     ("/v1/runs", &["POST"]),
@@ -210,6 +219,10 @@ pub fn router(served: Served) -> Router {
             put(crate::jobs::secrets::put).delete(crate::jobs::secrets::remove),
         )
         .route(ROUTES[25].0, get(ring_report))
+        .route(HUB_ROUTES[0].0, get(crate::hub::info::repo_info))
+        .route(HUB_ROUTES[1].0, get(crate::hub::info::repo_info_at))
+        .route(HUB_ROUTES[2].0, get(crate::hub::info::repo_info))
+        .route(HUB_ROUTES[3].0, get(crate::hub::info::repo_info_at))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(served.clone(), authenticate));
     probes
