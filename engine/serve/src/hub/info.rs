@@ -16,7 +16,7 @@ use sealvol_core::refs::VolumeName;
 
 use super::{ids, revision};
 use crate::keys::Grant;
-use crate::ops::Steward;
+use sealvol_core::repo::Repository;
 
 /// What the Hub's clients are told when a request names nothing they may read.
 #[derive(Debug)]
@@ -49,30 +49,30 @@ impl IntoResponse for Missing {
 
 /// `…/{ns}/{vol}`: the revision `main`.
 pub async fn repo_info(
-    State(steward): State<Arc<Steward>>,
+    State(repo): State<Arc<Repository>>,
     Extension(grant): Extension<Arc<Grant>>,
     Path((ns, vol)): Path<(String, String)>,
 ) -> Response {
-    info(steward, grant, ns, vol, "main".to_string()).await
+    info(repo, grant, ns, vol, "main".to_string()).await
 }
 
 /// `…/{ns}/{vol}/revision/{rev}`.
 pub async fn repo_info_at(
-    State(steward): State<Arc<Steward>>,
+    State(repo): State<Arc<Repository>>,
     Extension(grant): Extension<Arc<Grant>>,
     Path((ns, vol, rev)): Path<(String, String, String)>,
 ) -> Response {
-    info(steward, grant, ns, vol, rev).await
+    info(repo, grant, ns, vol, rev).await
 }
 
 async fn info(
-    steward: Arc<Steward>,
+    repo: Arc<Repository>,
     grant: Arc<Grant>,
     ns: String,
     vol: String,
     rev: String,
 ) -> Response {
-    let answered = tokio::task::spawn_blocking(move || describe(&steward, &grant, &ns, &vol, &rev))
+    let answered = tokio::task::spawn_blocking(move || describe(&repo, &grant, &ns, &vol, &rev))
         .await
         .unwrap_or_else(|_| Err(Missing::Failed("the server failed to answer".into())));
     match answered {
@@ -91,7 +91,7 @@ async fn info(
 /// The volume `ns/vol` as the key sees it: an unknown one and one it may not see are
 /// the same answer (nothing is said of another namespace).
 pub fn volume_for(
-    steward: &Steward,
+    repo: &Repository,
     grant: &Grant,
     ns: &str,
     vol: &str,
@@ -102,7 +102,7 @@ pub fn volume_for(
     if !grant.sees(name.namespace.as_str()) {
         return Err(unknown());
     }
-    match steward.repo.require_volume(&name) {
+    match repo.require_volume(&name) {
         Ok(()) => Ok(name),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(unknown()),
         Err(e) => Err(Missing::Failed(e.to_string())),
@@ -110,14 +110,13 @@ pub fn volume_for(
 }
 
 fn describe(
-    steward: &Steward,
+    repo: &Repository,
     grant: &Grant,
     ns: &str,
     vol: &str,
     rev: &str,
 ) -> Result<serde_json::Value, Missing> {
-    let repo = &steward.repo;
-    let name = volume_for(steward, grant, ns, vol)?;
+    let name = volume_for(repo, grant, ns, vol)?;
     let digest = revision::resolve(repo, &name, rev).map_err(|e| match e.kind() {
         ErrorKind::NotFound | ErrorKind::Invalid => {
             Missing::Revision(format!("Invalid rev id: {rev}"))
