@@ -44,6 +44,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let policy = sealvol_serve::Policy {
         private_dedup,
         connections: connection_limits(connections, requests_per_key)?,
+        https: tls_cert.is_some(),
     };
     let file = &ctx.settings.jobs;
     let server = Limits::SERVER;

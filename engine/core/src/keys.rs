@@ -42,6 +42,10 @@ pub enum Key {
     /// `sha256/<ns>/<vol>/<digest hex>`: the SHA-256 of each file of the version, kept
     /// once a SHA-256 signature needed them.
     Sha256s(VolumeName, Digest),
+    /// `hub/<ns>/<vol>/<digest hex>`: the ids the Hugging Face Hub's clients check for
+    /// each file of the version (git blob ids, SHA-256s of large files), computed by a
+    /// server from bytes it proved and kept for it alone: no key reads or writes them.
+    HubIds(VolumeName, Digest),
     /// `labels/<ns>/<vol>/<digest hex>`: the version's labels as changed since its seal.
     Labels(VolumeName, Digest),
     /// `tags/<ns>/<vol>/<tag>`.
@@ -96,6 +100,7 @@ impl Key {
             | Key::Profile(v, _, _)
             | Key::Signature(v, _, _)
             | Key::Sha256s(v, _)
+            | Key::HubIds(v, _)
             | Key::Labels(v, _)
             | Key::Tag(v, _)
             | Key::Trash(v, _) => Some(&v.namespace),
@@ -117,6 +122,7 @@ impl Key {
             Key::Profile(..) => "profiles",
             Key::Signature(..) => "signatures",
             Key::Sha256s(..) => "sha256",
+            Key::HubIds(..) => "hub",
             Key::Labels(..) => "labels",
             Key::Tag(..) => "tags",
             Key::Trash(..) => "trash",
@@ -172,6 +178,7 @@ impl Key {
                 versioned(ns, vol, d).and_then(|(v, d)| Some(Key::Signature(v, d, hash(h)?)))
             }
             ["sha256", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::Sha256s(v, d)),
+            ["hub", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::HubIds(v, d)),
             ["labels", ns, vol, d] => versioned(ns, vol, d).map(|(v, d)| Key::Labels(v, d)),
             ["tags", ns, vol, tag] => {
                 volume(ns, vol).and_then(|v| Some(Key::Tag(v, Name::parse("tag", tag).ok()?)))
@@ -214,6 +221,7 @@ impl fmt::Display for Key {
                 write!(f, "signatures/{}/{}/{}", vol(v), d.hex(), h.hex())
             }
             Key::Sha256s(v, d) => write!(f, "sha256/{}/{}", vol(v), d.hex()),
+            Key::HubIds(v, d) => write!(f, "hub/{}/{}", vol(v), d.hex()),
             Key::Labels(v, d) => write!(f, "labels/{}/{}", vol(v), d.hex()),
             Key::Tag(v, t) => write!(f, "tags/{}/{t}", vol(v)),
             Key::Trash(v, d) => write!(f, "trash/{}/{}", vol(v), d.hex()),
@@ -261,6 +269,7 @@ mod tests {
             Key::Profile(v.clone(), d, h(5)),
             Key::Signature(v.clone(), d, h(10)),
             Key::Sha256s(v.clone(), d),
+            Key::HubIds(v.clone(), d),
             Key::Tag(v.clone(), Name::parse("tag", "prod").unwrap()),
             Key::Trash(v.clone(), d),
             Key::Damage(h(6), h(7)),

@@ -272,7 +272,10 @@ impl Repository {
             self.store().delete(&key)?;
         }
         self.store()
-            .delete(&Key::Sha256s(vol.clone(), *digest).to_string())
+            .delete(&Key::Sha256s(vol.clone(), *digest).to_string())?;
+        // The Hub's ids of it (`sealvol-serve`'s `hub/`) go with the other hashes.
+        self.store()
+            .delete(&Key::HubIds(vol.clone(), *digest).to_string())
     }
 
     /// The SHA-256s kept for `vol@digest`, if any (and if they are of it).

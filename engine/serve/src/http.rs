@@ -41,13 +41,9 @@ use crate::chunks::{ChunkService, Miss};
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
 /// The Hugging Face Hub's read API (`hub/`), under `/hf/` so that no route of it
-/// meets a namespace's.
-pub const HUB_ROUTES: [(&str, &[&str]); 4] = [
-    ("/hf/api/models/{ns}/{vol}", &["GET"]),
-    ("/hf/api/models/{ns}/{vol}/revision/{rev}", &["GET"]),
-    ("/hf/api/datasets/{ns}/{vol}", &["GET"]),
-    ("/hf/api/datasets/{ns}/{vol}/revision/{rev}", &["GET"]),
-];
+/// meets a namespace's: one route, read by `hub::asked` (the Hub's reserved first
+/// segments decide, not a router's order). `POST` is `paths-info` only.
+pub const HUB_ROUTES: [(&str, &[&str]); 1] = [("/hf/{*rest}", &["GET", "HEAD", "POST"])];
 
 pub const ROUTES: [(&str, &[&str]); 29] = [
     ("/v1/chunks/{hash}", &["GET"]),
@@ -112,6 +108,8 @@ pub struct Served {
     ready: Arc<tokio::sync::Mutex<Option<(std::time::Instant, bool)>>>,
     /// Each caller's requests under way (`conn::shares`).
     pub shares: Arc<Shares>,
+    /// The Hugging Face Hub's API (`hub/`).
+    pub hub: Arc<crate::hub::Hub>,
 }
 
 impl Served {
@@ -127,6 +125,7 @@ impl Served {
             Arc::clone(&chunks.quotas),
             policy,
         ));
+        let hub = Arc::new(crate::hub::Hub::new(Arc::clone(&chunks), policy.https));
         Served {
             chunks,
             keys,
@@ -134,6 +133,7 @@ impl Served {
             jobs,
             ready: Arc::default(),
             shares: Shares::new(policy.connections.per_key, policy.connections.anonymous),
+            hub,
         }
     }
 }
@@ -147,6 +147,12 @@ impl FromRef<Served> for Arc<ChunkService> {
 impl FromRef<Served> for Arc<Repository> {
     fn from_ref(s: &Served) -> Self {
         Arc::clone(s.chunks.repository())
+    }
+}
+
+impl FromRef<Served> for Arc<crate::hub::Hub> {
+    fn from_ref(s: &Served) -> Self {
+        Arc::clone(&s.hub)
     }
 }
 
@@ -219,10 +225,10 @@ pub fn router(served: Served) -> Router {
             put(crate::jobs::secrets::put).delete(crate::jobs::secrets::remove),
         )
         .route(ROUTES[25].0, get(ring_report))
-        .route(HUB_ROUTES[0].0, get(crate::hub::info::repo_info))
-        .route(HUB_ROUTES[1].0, get(crate::hub::info::repo_info_at))
-        .route(HUB_ROUTES[2].0, get(crate::hub::info::repo_info))
-        .route(HUB_ROUTES[3].0, get(crate::hub::info::repo_info_at))
+        .route(
+            HUB_ROUTES[0].0,
+            get(crate::hub::answer).post(crate::hub::answer),
+        )
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(served.clone(), authenticate));
     probes
@@ -560,7 +566,7 @@ fn file_for(
 
 /// Proves `pieces` (chunks at `positions` of `obj`'s list) to be the file's before
 /// they are sent, with the read layer's one proven read (`Chunks::fetch_proving`) over
-/// what the server holds (`HeldChunks`): every block they lie in hashed against the file's
+/// what the server holds (`held::HeldChunks`): every block they lie in hashed against the file's
 /// proof, the bytes a block reaches into beyond them fetched through the cache like any
 /// chunk. A list that fails is recorded (`damage/files/`) and nothing is sent.
 fn prove_pieces(
@@ -580,11 +586,11 @@ fn prove_pieces(
             }
             let first = positions[k];
             let _turn = listed.proving(obj.start_of(first));
-            let held = HeldChunks {
+            let held = crate::held::HeldChunks::with_run(
                 service,
-                repo: &steward.repo,
-                at_hand: (first, &pieces[k..k + n]),
-            };
+                &steward.repo,
+                (first, &pieces[k..k + n]),
+            );
             let bytes = obj.start_of(first)..obj.start_of(first + n);
             held.fetch_proving(obj, first..first + n, bytes)?;
             k += n;
@@ -595,78 +601,6 @@ fn prove_pieces(
         true => Miss::Corrupt(e.message().to_string()),
         false => Miss::Unavailable(e.message().to_string()),
     })
-}
-
-/// A file's chunks as the server has them, for the read layer's proven read: the run
-/// at hand (already fetched and checked), any other chunk through the server's cache
-/// (checked against its name), the few bytes of a block's edge read for the proof alone.
-struct HeldChunks<'a> {
-    service: &'a ChunkService,
-    repo: &'a Repository,
-    /// The run being sent: its first chunk's index, and its chunks.
-    at_hand: (usize, &'a [sealvol_core::read::ChunkBytes]),
-}
-
-impl sealvol_core::read::Chunks for HeldChunks<'_> {
-    fn fetch_unproven(
-        &self,
-        obj: &sealvol_core::objects::FileObject,
-        range: std::ops::Range<usize>,
-    ) -> sealvol_core::Result<Vec<sealvol_core::read::ChunkBytes>> {
-        let (first, held) = self.at_hand;
-        if range.start >= first && range.end <= first + held.len() {
-            return Ok(held[range.start - first..range.end - first].to_vec());
-        }
-        range
-            .map(|i| {
-                let c = &obj.chunks[i];
-                let hint = crate::chunks::Hint {
-                    pack: obj.packs[c.pack as usize],
-                    offset: c.entry.offset,
-                    len: c.entry.stored_len,
-                };
-                self.service
-                    .get(&c.entry.hash, Some(hint))
-                    .map_err(unavailable)
-            })
-            .collect()
-    }
-
-    fn edge_bytes(
-        &self,
-        obj: &sealvol_core::objects::FileObject,
-        x: u64,
-        y: u64,
-        edge: sealvol_core::proof::Edge,
-    ) -> sealvol_core::Result<Vec<sealvol_core::read::ChunkBytes>> {
-        match edge {
-            sealvol_core::proof::Edge::Cheap => {
-                self.service.edge_bytes(obj, x, y).map_err(unavailable)
-            }
-            sealvol_core::proof::Edge::Checked => {
-                let (c0, c1) = (obj.chunk_at(x), obj.chunk_at(y - 1) + 1);
-                let whole = self.fetch_unproven(obj, c0..c1)?;
-                Ok(sealvol_core::read::slice_bytes(obj, c0, &whole, x, y))
-            }
-        }
-    }
-
-    fn prove_whole(&self, obj: &sealvol_core::objects::FileObject) -> sealvol_core::Result<()> {
-        sealvol_core::read::Origin(self.repo).prove_whole(obj)
-    }
-
-    fn note_unproven(&self, obj: &sealvol_core::objects::FileObject, e: &sealvol_core::Error) {
-        self.repo
-            .record_list_damage(&obj.hash, e.message(), "serve");
-    }
-}
-
-/// A chunk the server could not give, as the read layer's error.
-fn unavailable(m: Miss) -> sealvol_core::Error {
-    sealvol_core::Error::new(
-        sealvol_core::error::ErrorKind::Unavailable,
-        format!("{m:?}"),
-    )
 }
 
 /// What a client is told when a chunk cannot be served: never the bytes.

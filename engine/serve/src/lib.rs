@@ -8,10 +8,11 @@
 //! - `chunks`: the pull-through cache with single flight;
 //! - `checked`: where chunks read from the packs were found good lately;
 //! - `fellows`: the other servers of a ring, asked for the runs they own;
+//! - `held`: a file's chunks as the server holds them, for the proven read;
 //! - `credential`: the ring's keys, with which its servers prove they are its servers;
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
 //! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
-//! - `hub`: the Hugging Face Hub's read API (`/hf/`; being built: revisions and ids);
+//! - `hub`: the Hugging Face Hub's read API (`/hf/`, `HF_ENDPOINT`);
 //! - `keys`: API keys (hashed, revocable, scoped);
 //! - `maintenance`: garbage collection on a schedule (`--gc-every`);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
@@ -32,6 +33,7 @@ pub mod chunks;
 pub mod conn;
 pub mod credential;
 pub mod fellows;
+pub mod held;
 pub mod http;
 pub mod hub;
 pub mod jobs;
@@ -76,6 +78,9 @@ pub struct Policy {
     pub private_dedup: Vec<String>,
     /// What connections may hold, and each caller's share of them (`conn`).
     pub connections: conn::Limits,
+    /// The server speaks TLS: the absolute links it sends (the next page of a Hub tree
+    /// listing, `hub/tree.rs`) say `https`.
+    pub https: bool,
 }
 
 /// Serves `service` to the holders of `keys` on `listener` (plain TCP, or

@@ -120,7 +120,9 @@ pub fn parse_key(key: &str) -> Result<Object, String> {
             ns: k.namespace().map(|n| n.to_string()).unwrap_or_default(),
         },
         Key::Damage(..) | Key::ListDamage(_) | Key::GcRound(_) | Key::GcLease => Object::Records,
-        Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) => Object::Private,
+        // A server's own record of what it proved: a client that wrote it would name
+        // the ids the Hub's clients check.
+        Key::Quarantine(..) | Key::Tmp(_) | Key::Probe(_) | Key::HubIds(..) => Object::Private,
         Key::AccessList | Key::RingKeys => Object::Access,
         Key::RingPublic => Object::RingPublic,
     })

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Server, server};
-use sealvol_serve::http::{OPEN_ROUTES, ROUTES};
+use sealvol_serve::http::{HUB_ROUTES, OPEN_ROUTES, ROUTES};
 
 /// `route` with its parameters filled in.
 fn concrete(route: &str) -> String {
@@ -14,6 +14,7 @@ fn concrete(route: &str) -> String {
         .replace("{hash}", &"ab".repeat(32))
         .replace("{*key}", &format!("packs/ab/{}", "ab".repeat(32)))
         .replace("{file}", &"cd".repeat(32))
+        .replace("{*rest}", "t/serve/resolve/main/w.bin")
 }
 
 fn ask(s: &Server, method: &str, path: &str, key: Option<&str>, body: Vec<u8>) -> (u16, String) {
@@ -39,6 +40,7 @@ fn every_route_refuses_no_key_a_wrong_key_and_a_revoked_key() {
     let mut walked = 0;
     for (route, methods) in ROUTES
         .iter()
+        .chain(HUB_ROUTES.iter())
         .chain([("/no/such/route", &["GET"][..])].iter())
     {
         let path = concrete(route);

@@ -45,6 +45,54 @@ impl GitBlob {
     }
 }
 
+/// The text git keeps for an LFS file in its place: what the Hub names an LFS file's
+/// git blob by (`oid` in a tree listing, beside `lfs.oid`, the SHA-256 of the bytes).
+pub fn lfs_pointer(sha256_hex: &str, size: u64) -> String {
+    format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha256_hex}\nsize {size}\n")
+}
+
+/// The git blob id of `bytes` held whole.
+pub fn blob_id(bytes: &[u8]) -> String {
+    let mut b = GitBlob::new(bytes.len() as u64);
+    b.update(bytes);
+    // The size promised is the size given.
+    b.finish().unwrap_or_default()
+}
+
+/// One entry of a git tree: a file (its blob id) or a folder (its tree id).
+pub struct TreeEntry<'a> {
+    pub name: &'a str,
+    pub folder: bool,
+    /// 40 hex digits.
+    pub id: &'a str,
+}
+
+/// A folder's git tree id: the SHA-1 of `tree SIZE\0` and its entries in git's order
+/// (by name, a folder's name compared as if it ended in `/`), each `MODE NAME\0` and
+/// the 20 bytes of its id. `None` if an id is not 40 hex digits.
+pub fn tree_id(entries: &mut [TreeEntry<'_>]) -> Option<String> {
+    let key = |e: &TreeEntry<'_>| {
+        let mut k = e.name.as_bytes().to_vec();
+        if e.folder {
+            k.push(b'/');
+        }
+        k
+    };
+    entries.sort_by_key(key);
+    let mut body = Vec::new();
+    for e in entries.iter() {
+        let id = hex::decode(e.id).ok().filter(|b| b.len() == 20)?;
+        body.extend_from_slice(if e.folder { b"40000 " } else { b"100644 " });
+        body.extend_from_slice(e.name.as_bytes());
+        body.push(0);
+        body.extend_from_slice(&id);
+    }
+    let mut ctx = digest::Context::new(&digest::SHA1_FOR_LEGACY_USE_ONLY);
+    ctx.update(format!("tree {}\0", body.len()).as_bytes());
+    ctx.update(&body);
+    Some(hex::encode(ctx.finish().as_ref()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +122,55 @@ mod tests {
             short.finish(),
             None,
             "fewer bytes than promised name nothing"
+        );
+    }
+
+    #[test]
+    fn tree_ids_and_lfs_pointers_are_gits_own() {
+        // `git mktree` of nothing, and of `hello` (holding "hello\n") beside `d/`
+        // holding the same file: `git write-tree` gives these.
+        assert_eq!(
+            tree_id(&mut []).as_deref(),
+            Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+        );
+        let hello = blob_id(b"hello\n");
+        let d = tree_id(&mut [TreeEntry {
+            name: "hello",
+            folder: false,
+            id: &hello,
+        }])
+        .unwrap();
+        assert_eq!(d, "b4d01e9b0c4a9356736dfddf8830ba9a54f5271c");
+        let root = tree_id(&mut [
+            TreeEntry {
+                name: "hello",
+                folder: false,
+                id: &hello,
+            },
+            TreeEntry {
+                name: "d",
+                folder: true,
+                id: &d,
+            },
+        ])
+        .unwrap();
+        assert_eq!(root, "dc64f223252b0d052d5a93e13dc8a0b8081c051e");
+        // `git lfs pointer` of a file of 12 bytes.
+        let p = lfs_pointer(&"ab".repeat(32), 12);
+        assert_eq!(
+            p,
+            format!(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 12\n",
+                "ab".repeat(32)
+            )
+        );
+        assert!(
+            tree_id(&mut [TreeEntry {
+                name: "x",
+                folder: false,
+                id: "zz"
+            }])
+            .is_none()
         );
     }
 

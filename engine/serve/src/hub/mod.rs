@@ -1,14 +1,185 @@
 //! The Hugging Face Hub's read API over the repository (`/hf/`): what HF tools
-//! (`huggingface_hub`, `transformers`, `hf download`) ask, answered with sealed, proven
-//! versions, so that pointing `HF_ENDPOINT` at a server is the whole change a loader
-//! needs. Being built (issue 62); so far:
+//! (`huggingface_hub`, `transformers`, `hf download`, vLLM) ask, answered with sealed,
+//! proven versions, so that pointing `HF_ENDPOINT` at a server is the whole change a
+//! loader needs (docs/SEMANTICS.md, "A Hub revision is a version").
 //!
+//! - `asked`: what a request's path asks (reserved first segments, decoded segments);
 //! - `revision`: a Hub revision (`main`, a tag, a digest, a 40-hex commit id) as the
-//!   version it names (docs/SEMANTICS.md, "The Hugging Face Hub's API");
-//! - `ids`: the ids the Hub's clients check: a version's commit id, a small file's git
-//!   blob id, and which files the Hub would keep in LFS;
-//! - `info`: a repo at a revision (`/hf/api/models/NS/VOL[/revision/REV]`).
+//!   version it names;
+//! - `ids`: the ids the Hub's clients check (commit id, git blob and tree ids, LFS
+//!   pointers), and `kept`: a version's ids, computed once from proven bytes and kept;
+//! - `info`: a repo at a revision; `tree`: its files and folders, paged, and
+//!   `paths-info`; `file`: a file's bytes (`resolve`), ranged, every byte proven;
+//! - `missing`: the Hub's own error answers.
 
+pub mod asked;
+pub mod file;
 pub mod ids;
 pub mod info;
+pub mod kept;
+pub mod missing;
 pub mod revision;
+pub mod tree;
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use sealvol_core::error::ErrorKind;
+use sealvol_core::refs::{Digest, VolumeName};
+use sealvol_core::registry::Manifest;
+
+use crate::chunks::ChunkService;
+use crate::keys::Grant;
+use asked::Asked;
+use missing::Missing;
+
+/// What the Hub's routes share: the server's chunks (and through them its
+/// repository), and the versions' manifests and ids asked for lately.
+pub struct Hub {
+    pub chunks: Arc<ChunkService>,
+    pub kept: kept::Kept,
+    /// The server speaks TLS (its absolute links say `https`).
+    pub https: bool,
+}
+
+impl Hub {
+    pub fn new(chunks: Arc<ChunkService>, https: bool) -> Hub {
+        Hub {
+            chunks,
+            kept: kept::Kept::default(),
+            https,
+        }
+    }
+
+    /// The version `rev` of `ns/vol` names, as the key sees it. Blocking.
+    pub fn version_at(
+        &self,
+        grant: &Grant,
+        ns: &str,
+        vol: &str,
+        rev: &str,
+    ) -> Result<Version, Missing> {
+        let repo = self.chunks.repository();
+        let volume = volume_for(repo, grant, ns, vol)?;
+        let digest = revision::resolve(repo, &volume, rev).map_err(|e| match e.kind() {
+            ErrorKind::NotFound | ErrorKind::Invalid => Missing::Revision(format!(
+                "Invalid rev id: {rev:.100}: {}",
+                e.to_string().replace('\n', " ")
+            )),
+            _ => Missing::Failed(e.to_string()),
+        })?;
+        let manifest = self
+            .kept
+            .manifest(repo, &volume, &digest)
+            .map_err(|e| Missing::Failed(e.to_string()))?;
+        Ok(Version {
+            volume,
+            digest,
+            manifest,
+            pinned: rev.len() == 40 || rev.len() == 64 || rev.starts_with("b3:"),
+        })
+    }
+
+    /// The ids of `v`'s files (computed the first time they are asked for). Blocking.
+    pub fn ids(&self, v: &Version) -> Result<Arc<kept::VersionIds>, Missing> {
+        self.kept
+            .of(&self.chunks, &v.volume, &v.digest, &v.manifest)
+            .map_err(|e| Missing::Failed(e.to_string()))
+    }
+}
+
+/// A version as a request named it.
+pub struct Version {
+    pub volume: VolumeName,
+    pub digest: Digest,
+    pub manifest: Arc<Manifest>,
+    /// Named by a digest or commit id, not by a tag that may move.
+    pub pinned: bool,
+}
+
+/// The volume `ns/vol` as the key sees it: an unknown one and one it may not see are
+/// the same answer (nothing is said of another namespace).
+pub fn volume_for(
+    repo: &sealvol_core::Repository,
+    grant: &Grant,
+    ns: &str,
+    vol: &str,
+) -> Result<VolumeName, Missing> {
+    let id = format!("{ns:.100}/{vol:.100}");
+    let unknown = || Missing::Repo(format!("Repository Not Found for url: {id}"));
+    let name = VolumeName::parse(&format!("{ns}/{vol}")).map_err(|_| unknown())?;
+    if !grant.sees(name.namespace.as_str()) {
+        return Err(unknown());
+    }
+    match repo.require_volume(&name) {
+        Ok(()) => Ok(name),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(unknown()),
+        Err(e) => Err(Missing::Failed(e.to_string())),
+    }
+}
+
+/// Every request under `/hf/`: read what it asks, answer it.
+pub async fn answer(
+    State(hub): State<Arc<Hub>>,
+    Extension(grant): Extension<Arc<Grant>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let path = uri.path().strip_prefix("/hf/").unwrap_or_default();
+    let asked = match asked::parse(path) {
+        Ok(a) => a,
+        Err(m) => return m.response(),
+    };
+    let query = uri.query().unwrap_or_default().to_string();
+    let post = method == Method::POST;
+    match (asked, post) {
+        (Asked::PathsInfo { ns, vol, rev }, true) => {
+            let body = match crate::reply::read_body(body, crate::http::MAX_BODY).await {
+                Ok(b) => b,
+                Err(r) => return r,
+            };
+            tree::paths_info(hub, grant, ns, vol, rev, body.to_vec()).await
+        }
+        (_, true) | (Asked::PathsInfo { .. }, false) => {
+            (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response()
+        }
+        (Asked::Info { ns, vol, rev }, false) => info::info(hub, grant, ns, vol, rev, &query).await,
+        (Asked::Tree { ns, vol, rev, path }, false) => {
+            tree::tree(hub, grant, ns, vol, rev, path, &query, &uri, &headers).await
+        }
+        (Asked::File { ns, vol, rev, path }, false) => {
+            file::file(
+                hub,
+                grant,
+                ns,
+                vol,
+                rev,
+                path,
+                method == Method::HEAD,
+                &headers,
+            )
+            .await
+        }
+    }
+}
+
+/// A query's flag: `true`, `True` or `1`.
+pub fn flag(query: &str, name: &str) -> bool {
+    form_urlencoded::parse(query.as_bytes())
+        .any(|(k, v)| k == name && matches!(&*v, "true" | "True" | "1"))
+}
+
+/// Runs `f` off the async threads; a panic in it is a failure, not a lost answer.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Missing> + Send + 'static,
+) -> Result<T, Missing> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|_| Err(Missing::Failed("the server failed to answer".into())))
+}
