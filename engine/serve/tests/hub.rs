@@ -549,3 +549,41 @@ fn a_tree_of_many_files_is_paged_by_link_and_each_entry_listed_once() {
     assert_eq!(seen.len(), n + 7, "every file and folder once");
     assert_eq!(pages, (n + 7).div_ceil(1000));
 }
+
+#[test]
+fn kept_ids_that_do_not_fit_their_version_are_computed_again_never_used() {
+    let s = common::server();
+    let (d, config, _) = hf_volume(&s);
+    let key = format!("hub/t/hf/{}", d.hex());
+    let store = s.repo.object_store();
+    // Before any server computed them: junk, then a record of another shape (a file
+    // missing), each crafted in the bucket.
+    for crafted in [
+        b"not json".to_vec(),
+        serde_json::json!({"format": 1, "digest": d.to_string(), "files": {
+            "config.json": {"size": config.len(), "blob": "0".repeat(40)}
+        }})
+        .to_string()
+        .into_bytes(),
+    ] {
+        store.delete(&key).unwrap();
+        assert!(store.put_if_absent(&key, &crafted).unwrap());
+        let service = std::sync::Arc::new(sealvol_serve::ChunkService::new(
+            std::sync::Arc::clone(&s.repo),
+            None,
+        ));
+        let hub = sealvol_serve::hub::Hub::new(service, false);
+        let m = s
+            .repo
+            .manifest(&VolumeName::parse("t/hf").unwrap(), &d)
+            .unwrap();
+        let vol = VolumeName::parse("t/hf").unwrap();
+        let ids = hub.kept.of(&hub.chunks, &vol, &d, &m).unwrap();
+        assert_eq!(ids.files["config.json"].blob, ids::blob_id(&config));
+        assert_eq!(ids.files.len(), 4);
+        // And written again in its place, for the next server.
+        let kept: serde_json::Value =
+            serde_json::from_slice(&store.get(&key).unwrap().unwrap()).unwrap();
+        assert_eq!(kept["files"]["config.json"]["blob"], ids::blob_id(&config));
+    }
+}

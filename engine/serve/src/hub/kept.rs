@@ -5,7 +5,9 @@
 //! The result is written to `hub/NS/VOL/DIGEST`, a key no client reads or writes
 //! (`objects::parse_key`), so ids are never taken from a client; one read back is
 //! checked against the version's manifest before it is used, and computed again if it
-//! does not match. The server holds the ids of a few versions in memory, and a version
+//! does not match. One that fits is used as written: whoever may write the bucket
+//! itself could name other ids in it, which would make `hf cache verify` fail, never
+//! change a byte sent (every byte is proven against the version, whatever it says). The server holds the ids of a few versions in memory, and a version
 //! asked for by many requests at once is computed by one of them.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
