@@ -82,6 +82,7 @@ class Hub:
         self.repos = {(r.kind, r.id): r for r in repos}
         self.by_sha256 = {f["sha256"]: f for r in repos for f in r.files.values()}
         self.token = token
+        self.cdn_host = None
         self.log, self.hold_after, self.gate = log, hold_after, gate
         self.sent = 0
         self.lock = threading.Lock()
@@ -197,7 +198,11 @@ def make_handler(hub):
                 headers = [("X-Repo-Commit", r.sha)]
                 if f["size"] >= LFS_MIN:
                     self.send_response(302)
-                    self.send_header("Location", f"/cdn/{f['sha256']}")
+                    # With --cdn-host, on another host name, as the Hub's CDN is: the
+                    # Python client then takes the file's headers from this answer
+                    # (it follows a redirect that stays on the host, never one off it).
+                    cdn = f"http://{hub.cdn_host}:{self.server.server_address[1]}" if hub.cdn_host else ""
+                    self.send_header("Location", f"{cdn}/cdn/{f['sha256']}")
                     self.send_header("X-Linked-Etag", f'"{f["sha256"]}"')
                     self.send_header("X-Linked-Size", str(f["size"]))
                     self.send_header("ETag", f'"{f["oid"]}"')
@@ -304,9 +309,10 @@ def make_handler(hub):
     return Handler
 
 
-def serve(port, repos, token=None, log=None, hold_after=None, gate=None, flip=()):
+def serve(port, repos, token=None, log=None, hold_after=None, gate=None, flip=(), cdn_host=None):
     """Starts the server on a thread; returns (server, base_url)."""
     hub = Hub(repos, token, log, hold_after, gate, flip)
+    hub.cdn_host = cdn_host
     srv = ThreadingHTTPServer(("127.0.0.1", port), make_handler(hub))
     srv.daemon_threads = True
     # A client that goes away mid-download (a cancelled job, a killed server) is no
@@ -333,12 +339,13 @@ def main():
     ap.add_argument("--hold-after", type=int, help="hold bodies after this many bytes...")
     ap.add_argument("--gate", help="...until this file exists")
     ap.add_argument("--flip", action="append", default=[], help="send this file (PATH in its repository) with one byte flipped")
+    ap.add_argument("--cdn-host", help="redirect large files to this host name (e.g. localhost), as to a CDN")
     a = ap.parse_args()
     if (a.hold_after is None) != (a.gate is None):
         ap.error("--hold-after and --gate go together")
     repos = [Repo("model", *spec.split("=", 1)) for spec in a.repo]
     repos += [Repo("dataset", *spec.split("=", 1)) for spec in a.dataset]
-    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate, a.flip)
+    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate, a.flip, a.cdn_host)
     print(f"listening on {url}", flush=True)
     try:
         threading.Event().wait()
