@@ -119,11 +119,17 @@ fn find(
             )));
         }
     };
-    let ids = hub.ids(&v)?;
-    let f = ids
-        .files
-        .get(path)
-        .ok_or_else(|| Missing::Failed(format!("no ids of {path:.200} were computed")))?;
+    // This file's ids alone, if its version's are not ready: a HEAD waits for them.
+    let f = hub
+        .kept
+        .of_file(
+            &hub.chunks,
+            &v.volume,
+            &v.digest,
+            &v.manifest,
+            (path, &hash, size),
+        )
+        .map_err(|e| Missing::Failed(e.to_string()))?;
     let mut h = HeaderMap::new();
     let mut put = |name: &'static str, value: &str| {
         if let Ok(v) = HeaderValue::from_str(value) {

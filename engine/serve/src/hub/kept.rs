@@ -66,6 +66,11 @@ pub struct VersionIds {
 }
 
 impl VersionIds {
+    fn with_folders(mut self, m: &Manifest) -> VersionIds {
+        self.folders = folders(&self.files, m);
+        self
+    }
+
     /// Whether these are the ids of `m` (version `d`): every file, each of its size,
     /// each id of its shape. A record that is not is computed again, never used.
     fn fits(&self, d: &Digest, m: &Manifest) -> bool {
@@ -97,43 +102,63 @@ impl VersionIds {
 }
 
 type Slot = Arc<Mutex<Option<Arc<VersionIds>>>>;
+type FileSlot = Arc<Mutex<Option<FileIds>>>;
 
-/// A few of something per version, the oldest asked for dropped first.
-struct Lately<T>(
-    HashMap<(VolumeName, Digest), T>,
-    VecDeque<(VolumeName, Digest)>,
-);
+/// How many files' ids the server holds apart from whole versions': each file a
+/// request asked for before its version's ids were ready (a `HEAD` of one file need
+/// not wait for the whole version: `Kept::of_file`).
+const HELD_FILES: usize = 100_000;
 
-impl<T: Clone + Default> Lately<T> {
-    fn get_or_default(&mut self, vol: &VolumeName, d: &Digest) -> T {
-        let key = (vol.clone(), *d);
-        if let Some(t) = self.0.get(&key) {
+/// A bounded number of something by key, the oldest asked for dropped first.
+struct Lately<K, T> {
+    map: HashMap<K, T>,
+    order: VecDeque<K>,
+    bound: usize,
+}
+
+impl<K: Clone + Eq + std::hash::Hash, T: Clone + Default> Lately<K, T> {
+    fn new(bound: usize) -> Self {
+        Lately {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            bound,
+        }
+    }
+
+    fn get_or_default(&mut self, key: &K) -> T {
+        if let Some(t) = self.map.get(key) {
             return t.clone();
         }
         let t = T::default();
-        self.0.insert(key.clone(), t.clone());
-        self.1.push_back(key);
-        while self.1.len() > HELD_VERSIONS {
-            if let Some(old) = self.1.pop_front() {
-                self.0.remove(&old);
+        self.map.insert(key.clone(), t.clone());
+        self.order.push_back(key.clone());
+        while self.order.len() > self.bound {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
             }
         }
         t
     }
 }
 
-impl<T> Default for Lately<T> {
-    fn default() -> Self {
-        Lately(HashMap::new(), VecDeque::new())
-    }
+type Versioned = (VolumeName, Digest);
+
+/// The manifests and ids of the versions asked for lately, one turn per version to
+/// compute its ids, and one per file.
+pub struct Kept {
+    held: Mutex<Lately<Versioned, Slot>>,
+    manifests: Mutex<Lately<Versioned, Option<Arc<Manifest>>>>,
+    files: Mutex<Lately<Hash, FileSlot>>,
 }
 
-/// The manifests and ids of the versions asked for lately, and one turn per version
-/// to compute its ids.
-#[derive(Default)]
-pub struct Kept {
-    held: Mutex<Lately<Slot>>,
-    manifests: Mutex<Lately<Option<Arc<Manifest>>>>,
+impl Default for Kept {
+    fn default() -> Self {
+        Kept {
+            held: Mutex::new(Lately::new(HELD_VERSIONS)),
+            manifests: Mutex::new(Lately::new(HELD_VERSIONS)),
+            files: Mutex::new(Lately::new(HELD_FILES)),
+        }
+    }
 }
 
 impl Kept {
@@ -144,13 +169,14 @@ impl Kept {
         vol: &VolumeName,
         d: &Digest,
     ) -> Result<Arc<Manifest>> {
-        if let Some(m) = sealvol_core::lock(&self.manifests).get_or_default(vol, d) {
+        let key = (vol.clone(), *d);
+        if let Some(m) = sealvol_core::lock(&self.manifests).get_or_default(&key) {
             return Ok(m);
         }
         let m = Arc::new(repo.manifest(vol, d)?);
         let mut held = sealvol_core::lock(&self.manifests);
-        held.get_or_default(vol, d);
-        held.0.insert((vol.clone(), *d), Some(Arc::clone(&m)));
+        held.get_or_default(&key);
+        held.map.insert(key, Some(Arc::clone(&m)));
         Ok(m)
     }
 
@@ -163,120 +189,184 @@ impl Kept {
         d: &Digest,
         m: &Manifest,
     ) -> Result<Arc<VersionIds>> {
-        let slot = sealvol_core::lock(&self.held).get_or_default(vol, d);
+        let slot = sealvol_core::lock(&self.held).get_or_default(&(vol.clone(), *d));
         // One turn per version: who waits here finds the ids when it gets it.
         let mut turn = sealvol_core::lock(&slot);
         if let Some(ids) = &*turn {
             return Ok(Arc::clone(ids));
         }
-        let mut ids = read_or_compute(service, vol, d, m)?;
-        ids.folders = folders(&ids.files, m);
-        let ids = Arc::new(ids);
+        let (kept, damaged) = read_kept(service, vol, d, m)?;
+        let ids = match kept {
+            Some(ids) => ids,
+            None => self.compute_and_keep(service, vol, d, m, damaged)?,
+        };
+        let ids = Arc::new(ids.with_folders(m));
         *turn = Some(Arc::clone(&ids));
         Ok(ids)
     }
+
+    /// The ids of one file of `vol@d`, `path` (`hash`, `size`): from its version's when
+    /// they are held or kept, else computed for this file alone, so that a client's
+    /// `HEAD` of one file waits for that file's bytes, not the whole version's (the
+    /// Hub's clients give a `HEAD` 10 s). Blocking.
+    pub fn of_file(
+        &self,
+        service: &ChunkService,
+        vol: &VolumeName,
+        d: &Digest,
+        m: &Manifest,
+        (path, hash, size): (&str, &Hash, u64),
+    ) -> Result<FileIds> {
+        let slot = sealvol_core::lock(&self.held).get_or_default(&(vol.clone(), *d));
+        // A version being computed is not waited for.
+        let turn = match slot.try_lock() {
+            Ok(t) => Some(t),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut turn) = turn {
+            if turn.is_none()
+                && let (Some(ids), _) = read_kept(service, vol, d, m)?
+            {
+                *turn = Some(Arc::new(ids.with_folders(m)));
+            }
+            if let Some(f) = turn.as_ref().and_then(|ids| ids.files.get(path)) {
+                return Ok(f.clone());
+            }
+        }
+        self.file(service, &m.small_files(), hash, size)
+    }
+
+    /// One file's ids, computed once however many ask at once.
+    fn file(
+        &self,
+        service: &ChunkService,
+        small: &sealvol_core::small::SmallFiles,
+        hash: &Hash,
+        size: u64,
+    ) -> Result<FileIds> {
+        let slot = sealvol_core::lock(&self.files).get_or_default(hash);
+        let mut turn = sealvol_core::lock(&slot);
+        if let Some(f) = &*turn {
+            return Ok(f.clone());
+        }
+        let f = file_ids(service, small, hash, size)?;
+        *turn = Some(f.clone());
+        Ok(f)
+    }
+
+    fn compute_and_keep(
+        &self,
+        service: &ChunkService,
+        vol: &VolumeName,
+        d: &Digest,
+        m: &Manifest,
+        damaged: bool,
+    ) -> Result<VersionIds> {
+        let started = std::time::Instant::now();
+        let ids = self.compute(service, d, m)?;
+        let bytes: u64 = ids.files.values().map(|f| f.size).sum();
+        tracing::info!(
+            "the Hub's ids of {vol}@{d}: {} files, {bytes} bytes hashed in {:.2?}",
+            ids.files.len(),
+            started.elapsed()
+        );
+        let key = Key::HubIds(vol.clone(), *d).to_string();
+        let store = service.repository().object_store();
+        let json = serde_json::to_vec(&ids)
+            .map_err(|e| Error::new(sealvol_core::error::ErrorKind::Io, e.to_string()))?;
+        let kept = (|| {
+            if damaged {
+                store.delete(&key)?;
+            }
+            store.put_if_absent(&key, &json)
+        })();
+        if let Err(e) = kept {
+            tracing::warn!(
+                "the Hub's ids of {vol}@{d} were not kept ({e}); they will be computed again"
+            );
+        }
+        Ok(ids)
+    }
+
+    /// Every file's ids, each distinct file read once, `HASHERS` at a time.
+    fn compute(&self, service: &ChunkService, d: &Digest, m: &Manifest) -> Result<VersionIds> {
+        let small = m.small_files();
+        let mut distinct: Vec<(Hash, u64)> = m
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::File { hash, size, .. } => Some((*hash, *size)),
+                _ => None,
+            })
+            .collect();
+        distinct.sort_unstable_by_key(|(h, _)| h.0);
+        distinct.dedup();
+        let next = Mutex::new(distinct.into_iter());
+        let found: Mutex<HashMap<Hash, FileIds>> = Mutex::default();
+        let failed: Mutex<Option<Error>> = Mutex::default();
+        std::thread::scope(|s| {
+            for _ in 0..HASHERS {
+                s.spawn(|| {
+                    loop {
+                        if sealvol_core::lock(&failed).is_some() {
+                            return;
+                        }
+                        let Some((hash, size)) = sealvol_core::lock(&next).next() else {
+                            return;
+                        };
+                        match self.file(service, &small, &hash, size) {
+                            Ok(ids) => {
+                                sealvol_core::lock(&found).insert(hash, ids);
+                            }
+                            Err(e) => {
+                                *sealvol_core::lock(&failed) = Some(e);
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = sealvol_core::lock(&failed).take() {
+            return Err(e);
+        }
+        let found = sealvol_core::lock(&found);
+        let mut files = BTreeMap::new();
+        for e in &m.entries {
+            if let Entry::File { path, hash, .. } = e
+                && let Some(ids) = found.get(hash)
+            {
+                files.insert(path.clone(), ids.clone());
+            }
+        }
+        Ok(VersionIds {
+            format: FORMAT,
+            digest: d.to_string(),
+            files,
+            folders: BTreeMap::new(),
+        })
+    }
 }
 
-fn read_or_compute(
+/// The ids kept for `vol@d` if they fit it; and whether a record was there that did not.
+fn read_kept(
     service: &ChunkService,
     vol: &VolumeName,
     d: &Digest,
     m: &Manifest,
-) -> Result<VersionIds> {
-    let repo = service.repository();
+) -> Result<(Option<VersionIds>, bool)> {
     let key = Key::HubIds(vol.clone(), *d).to_string();
-    let store = repo.object_store();
-    let mut damaged = false;
-    if let Some(bytes) = store.get(&key)? {
-        match serde_json::from_slice::<VersionIds>(&bytes) {
-            Ok(ids) if ids.fits(d, m) => return Ok(ids),
-            _ => {
-                tracing::warn!("{key} does not fit its version; its ids are computed again");
-                damaged = true;
-            }
+    let Some(bytes) = service.repository().object_store().get(&key)? else {
+        return Ok((None, false));
+    };
+    match serde_json::from_slice::<VersionIds>(&bytes) {
+        Ok(ids) if ids.fits(d, m) => Ok((Some(ids), false)),
+        _ => {
+            tracing::warn!("{key} does not fit its version; its ids are computed again");
+            Ok((None, true))
         }
     }
-    let started = std::time::Instant::now();
-    let ids = compute(service, d, m)?;
-    let bytes: u64 = ids.files.values().map(|f| f.size).sum();
-    tracing::info!(
-        "the Hub's ids of {vol}@{d}: {} files, {bytes} bytes hashed in {:.2?}",
-        ids.files.len(),
-        started.elapsed()
-    );
-    let json = serde_json::to_vec(&ids)
-        .map_err(|e| Error::new(sealvol_core::error::ErrorKind::Io, e.to_string()))?;
-    let kept = (|| {
-        if damaged {
-            store.delete(&key)?;
-        }
-        store.put_if_absent(&key, &json)
-    })();
-    if let Err(e) = kept {
-        tracing::warn!(
-            "the Hub's ids of {vol}@{d} were not kept ({e}); they will be computed again"
-        );
-    }
-    Ok(ids)
-}
-
-/// Every file's ids, each distinct file read once, `HASHERS` at a time.
-fn compute(service: &ChunkService, d: &Digest, m: &Manifest) -> Result<VersionIds> {
-    let small = m.small_files();
-    let mut distinct: Vec<(Hash, u64)> = m
-        .entries
-        .iter()
-        .filter_map(|e| match e {
-            Entry::File { hash, size, .. } => Some((*hash, *size)),
-            _ => None,
-        })
-        .collect();
-    distinct.sort_unstable_by_key(|(h, _)| h.0);
-    distinct.dedup();
-    let next = Mutex::new(distinct.into_iter());
-    let found: Mutex<HashMap<Hash, FileIds>> = Mutex::default();
-    let failed: Mutex<Option<Error>> = Mutex::default();
-    std::thread::scope(|s| {
-        for _ in 0..HASHERS {
-            s.spawn(|| {
-                loop {
-                    if sealvol_core::lock(&failed).is_some() {
-                        return;
-                    }
-                    let Some((hash, size)) = sealvol_core::lock(&next).next() else {
-                        return;
-                    };
-                    match file_ids(service, &small, &hash, size) {
-                        Ok(ids) => {
-                            sealvol_core::lock(&found).insert(hash, ids);
-                        }
-                        Err(e) => {
-                            *sealvol_core::lock(&failed) = Some(e);
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = sealvol_core::lock(&failed).take() {
-        return Err(e);
-    }
-    let found = sealvol_core::lock(&found);
-    let mut files = BTreeMap::new();
-    for e in &m.entries {
-        if let Entry::File { path, hash, .. } = e
-            && let Some(ids) = found.get(hash)
-        {
-            files.insert(path.clone(), ids.clone());
-        }
-    }
-    Ok(VersionIds {
-        format: FORMAT,
-        digest: d.to_string(),
-        files,
-        folders: BTreeMap::new(),
-    })
 }
 
 /// Every folder's git tree id, deepest first, from its files' blob ids and its
