@@ -31,20 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError:
-        pass
-
-
-def timed(f):
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
+sys.path.insert(0, str(ROOT / "bench"))
+from python import drop_caches, timed  # noqa: E402
 
 
 def start(cmd, env=None):

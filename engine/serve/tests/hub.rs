@@ -116,33 +116,14 @@ fn a_repos_info_names_its_commit_and_files_and_hides_what_the_key_may_not_see() 
     assert_eq!(code("/hf/api/models/t/serve", &other), not("RepoNotFound"));
 }
 
-/// One request with the admin key (or `auth`, when given): status, headers, body.
+/// One request with the admin key (or the `authorization` given): status, headers, body.
 fn ask(
     s: &common::Server,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-    let url = format!("{}{path}", s.url);
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let headers: Vec<(String, String)> = headers
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let key = s.key.clone();
-    s.rt.block_on(async move {
-        let mut req = reqwest::Client::new().request(method, url);
-        if !headers.iter().any(|(k, _)| k == "authorization") {
-            req = req.bearer_auth(key);
-        }
-        for (k, v) in headers {
-            req = req.header(k, v);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let h = r.headers().clone();
-        (status, h, r.bytes().await.unwrap().to_vec())
-    })
+    s.request(method, path, headers)
 }
 
 /// The status of a GET of `path` sent byte for byte as written.

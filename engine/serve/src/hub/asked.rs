@@ -8,34 +8,24 @@
 
 use super::missing::Missing;
 
+/// A repo at a revision, as a request names it (`NS/VOL`, `REV`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct At {
+    pub ns: String,
+    pub vol: String,
+    pub rev: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Asked {
     /// `api/{models,datasets}/NS/VOL[/revision/REV]`.
-    Info {
-        ns: String,
-        vol: String,
-        rev: String,
-    },
-    /// `api/{models,datasets}/NS/VOL/tree/REV[/PATH]`.
-    Tree {
-        ns: String,
-        vol: String,
-        rev: String,
-        path: String,
-    },
+    Info(At),
+    /// `api/{models,datasets}/NS/VOL/tree/REV[/PATH]`: the folder's path.
+    Tree(At, String),
     /// `POST api/{models,datasets}/NS/VOL/paths-info/REV`.
-    PathsInfo {
-        ns: String,
-        vol: String,
-        rev: String,
-    },
-    /// `[datasets/]NS/VOL/resolve/REV/PATH`.
-    File {
-        ns: String,
-        vol: String,
-        rev: String,
-        path: String,
-    },
+    PathsInfo(At),
+    /// `[datasets/]NS/VOL/resolve/REV/PATH`: the file's path.
+    File(At, String),
 }
 
 /// The longest path in a repo a request may name.
@@ -45,19 +35,15 @@ pub const MAX_PATH: usize = 4096;
 pub fn parse(path: &str) -> Result<Asked, Missing> {
     let segs: Vec<String> = path.split('/').map(decode).collect::<Result<_, _>>()?;
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
-    let own = |x: &str| x.to_string();
+    let at = |ns: &str, vol: &str, rev: &str| At {
+        ns: ns.to_string(),
+        vol: vol.to_string(),
+        rev: rev.to_string(),
+    };
     let rest = |from: &[&str]| from.join("/");
     let asked = match s.as_slice() {
-        ["api", "models" | "datasets", ns, vol] => Asked::Info {
-            ns: own(ns),
-            vol: own(vol),
-            rev: "main".into(),
-        },
-        ["api", "models" | "datasets", ns, vol, "revision", rev] => Asked::Info {
-            ns: own(ns),
-            vol: own(vol),
-            rev: own(rev),
-        },
+        ["api", "models" | "datasets", ns, vol] => Asked::Info(at(ns, vol, "main")),
+        ["api", "models" | "datasets", ns, vol, "revision", rev] => Asked::Info(at(ns, vol, rev)),
         [
             "api",
             "models" | "datasets",
@@ -66,26 +52,14 @@ pub fn parse(path: &str) -> Result<Asked, Missing> {
             "tree",
             rev,
             tail @ ..,
-        ] => Asked::Tree {
-            ns: own(ns),
-            vol: own(vol),
-            rev: own(rev),
-            path: repo_path(&rest(tail), true)?,
-        },
-        ["api", "models" | "datasets", ns, vol, "paths-info", rev] => Asked::PathsInfo {
-            ns: own(ns),
-            vol: own(vol),
-            rev: own(rev),
-        },
+        ] => Asked::Tree(at(ns, vol, rev), repo_path(&rest(tail), true)?),
+        ["api", "models" | "datasets", ns, vol, "paths-info", rev] => {
+            Asked::PathsInfo(at(ns, vol, rev))
+        }
         ["datasets", ns, vol, "resolve", rev, tail @ ..] | [ns, vol, "resolve", rev, tail @ ..]
             if !tail.is_empty() =>
         {
-            Asked::File {
-                ns: own(ns),
-                vol: own(vol),
-                rev: own(rev),
-                path: repo_path(&rest(tail), false)?,
-            }
+            Asked::File(at(ns, vol, rev), repo_path(&rest(tail), false)?)
         }
         _ => return Err(Missing::Route),
     };
@@ -127,12 +101,12 @@ mod tests {
     use super::*;
 
     fn file(ns: &str, vol: &str, rev: &str, path: &str) -> Asked {
-        Asked::File {
+        let at = At {
             ns: ns.into(),
             vol: vol.into(),
             rev: rev.into(),
-            path: path.into(),
-        }
+        };
+        Asked::File(at, path.into())
     }
 
     #[test]
@@ -149,24 +123,16 @@ mod tests {
             parse("t/m/resolve/refs%2Fpr%2F1/x").unwrap(),
             file("t", "m", "refs/pr/1", "x")
         );
-        assert_eq!(
-            parse("api/models/t/m/tree/main/a%2Fb").unwrap(),
-            Asked::Tree {
-                ns: "t".into(),
-                vol: "m".into(),
-                rev: "main".into(),
-                path: "a/b".into()
-            }
-        );
+        let Asked::Tree(at, path) = parse("api/models/t/m/tree/main/a%2Fb").unwrap() else {
+            panic!("a tree")
+        };
+        assert_eq!((at.rev.as_str(), path.as_str()), ("main", "a/b"));
         // A namespace that meets a reserved word: the API's shape wins where both fit.
         assert_eq!(
             parse("api/x/resolve/main/f").unwrap(),
             file("api", "x", "main", "f")
         );
-        assert!(matches!(
-            parse("api/models/t/m").unwrap(),
-            Asked::Info { .. }
-        ));
+        assert!(matches!(parse("api/models/t/m").unwrap(), Asked::Info(_)));
         assert_eq!(
             parse("datasets/x/resolve/main/f").unwrap(),
             file("datasets", "x", "main", "f")

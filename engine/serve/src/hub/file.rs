@@ -20,7 +20,7 @@ use sealvol_core::objects::FileObject;
 use sealvol_core::read::Chunks as _;
 
 use super::missing::Missing;
-use super::{Hub, blocking, ids};
+use super::{At, Hub, blocking, ids};
 use crate::held::HeldChunks;
 use crate::keys::Grant;
 
@@ -36,13 +36,10 @@ struct Found {
     obj: Option<FileObject>,
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn file(
     hub: Arc<Hub>,
     grant: Arc<Grant>,
-    ns: String,
-    vol: String,
-    rev: String,
+    at: At,
     path: String,
     head: bool,
     headers: &HeaderMap,
@@ -55,7 +52,7 @@ pub async fn file(
         }
     };
     let h = Arc::clone(&hub);
-    let found = blocking(move || find(&h, &grant, &ns, &vol, &rev, &path, head)).await;
+    let found = blocking(move || find(&h, &grant, &at, &path, head)).await;
     let Found {
         mut headers,
         size,
@@ -89,16 +86,9 @@ pub async fn file(
 }
 
 /// The file `path` of the version `rev` names, and the headers that say it.
-fn find(
-    hub: &Hub,
-    grant: &Grant,
-    ns: &str,
-    vol: &str,
-    rev: &str,
-    path: &str,
-    head: bool,
-) -> Result<Found, Missing> {
-    let v = hub.version_at(grant, ns, vol, rev)?;
+fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Found, Missing> {
+    let v = hub.version_at(grant, at)?;
+    let rev = &at.rev;
     let entry = v.manifest.entries.iter().find(|e| e.path() == path);
     let (hash, size) = match entry {
         Some(Entry::File { hash, size, .. }) => (*hash, *size),

@@ -10,20 +10,13 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::Entry;
 
-use super::{Hub, blocking, flag, ids};
+use super::{At, Hub, blocking, flag, ids};
 use crate::keys::Grant;
 
-pub async fn info(
-    hub: Arc<Hub>,
-    grant: Arc<Grant>,
-    ns: String,
-    vol: String,
-    rev: String,
-    query: &str,
-) -> Response {
+pub async fn info(hub: Arc<Hub>, grant: Arc<Grant>, at: At, query: &str) -> Response {
     let blobs = flag(query, "blobs");
     let answered = blocking(move || {
-        let v = hub.version_at(&grant, &ns, &vol, &rev)?;
+        let v = hub.version_at(&grant, &at)?;
         let ids = match blobs {
             true => Some(hub.ids(&v)?),
             false => None,

@@ -35,6 +35,7 @@ use sealvol_core::registry::Manifest;
 use crate::chunks::ChunkService;
 use crate::keys::Grant;
 use asked::Asked;
+pub use asked::At;
 use missing::Missing;
 
 /// What the Hub's routes share: the server's chunks (and through them its
@@ -55,16 +56,11 @@ impl Hub {
         }
     }
 
-    /// The version `rev` of `ns/vol` names, as the key sees it. Blocking.
-    pub fn version_at(
-        &self,
-        grant: &Grant,
-        ns: &str,
-        vol: &str,
-        rev: &str,
-    ) -> Result<Version, Missing> {
+    /// The version `at` names, as the key sees it. Blocking.
+    pub fn version_at(&self, grant: &Grant, at: &At) -> Result<Version, Missing> {
         let repo = self.chunks.repository();
-        let volume = volume_for(repo, grant, ns, vol)?;
+        let rev = at.rev.as_str();
+        let volume = volume_for(repo, grant, &at.ns, &at.vol)?;
         let digest = revision::resolve(repo, &volume, rev).map_err(|e| match e.kind() {
             ErrorKind::NotFound | ErrorKind::Invalid => Missing::Revision(format!(
                 "Invalid rev id: {rev:.100}: {}",
@@ -139,32 +135,22 @@ pub async fn answer(
     let query = uri.query().unwrap_or_default().to_string();
     let post = method == Method::POST;
     match (asked, post) {
-        (Asked::PathsInfo { ns, vol, rev }, true) => {
+        (Asked::PathsInfo(at), true) => {
             let body = match crate::reply::read_body(body, crate::http::MAX_BODY).await {
                 Ok(b) => b,
                 Err(r) => return r,
             };
-            tree::paths_info(hub, grant, ns, vol, rev, body.to_vec()).await
+            tree::paths_info(hub, grant, at, body.to_vec()).await
         }
-        (_, true) | (Asked::PathsInfo { .. }, false) => {
+        (_, true) | (Asked::PathsInfo(_), false) => {
             (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response()
         }
-        (Asked::Info { ns, vol, rev }, false) => info::info(hub, grant, ns, vol, rev, &query).await,
-        (Asked::Tree { ns, vol, rev, path }, false) => {
-            tree::tree(hub, grant, ns, vol, rev, path, &query, &uri, &headers).await
+        (Asked::Info(at), false) => info::info(hub, grant, at, &query).await,
+        (Asked::Tree(at, path), false) => {
+            tree::tree(hub, grant, at, path, &query, &uri, &headers).await
         }
-        (Asked::File { ns, vol, rev, path }, false) => {
-            file::file(
-                hub,
-                grant,
-                ns,
-                vol,
-                rev,
-                path,
-                method == Method::HEAD,
-                &headers,
-            )
-            .await
+        (Asked::File(at, path), false) => {
+            file::file(hub, grant, at, path, method == Method::HEAD, &headers).await
         }
     }
 }

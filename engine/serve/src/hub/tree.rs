@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::kept::{FileIds, VersionIds};
 use super::missing::Missing;
-use super::{Hub, Version, blocking, flag, ids};
+use super::{At, Hub, Version, blocking, flag, ids};
 use crate::keys::Grant;
 
 /// Entries per page, as the Hub pages them.
@@ -26,13 +26,10 @@ pub const PAGE_EXPANDED: usize = 50;
 /// The most paths one `paths-info` request may name.
 pub const MAX_PATHS: usize = 1000;
 
-#[allow(clippy::too_many_arguments)]
 pub async fn tree(
     hub: Arc<Hub>,
     grant: Arc<Grant>,
-    ns: String,
-    vol: String,
-    rev: String,
+    at: At,
     path: String,
     query: &str,
     uri: &Uri,
@@ -56,8 +53,9 @@ pub async fn tree(
     let page = if expand { PAGE_EXPANDED } else { PAGE };
     let base = absolute(&hub, uri, headers);
     let answered = blocking(move || {
-        let v = hub.version_at(&grant, &ns, &vol, &rev)?;
+        let v = hub.version_at(&grant, &at)?;
         let ids = hub.ids(&v)?;
+        let rev = &at.rev;
         if !path.is_empty() && !ids.folders.contains_key(&path) {
             return Err(Missing::Entry(match ids.files.contains_key(&path) {
                 true => format!("{path:.200} is a file, not a folder: list its folder"),
@@ -102,14 +100,7 @@ pub async fn tree(
 
 /// `POST …/paths-info/REV` with a form body of `paths=…` (repeated) and `expand`: the
 /// entries of those paths that exist, in the order asked.
-pub async fn paths_info(
-    hub: Arc<Hub>,
-    grant: Arc<Grant>,
-    ns: String,
-    vol: String,
-    rev: String,
-    body: Vec<u8>,
-) -> Response {
+pub async fn paths_info(hub: Arc<Hub>, grant: Arc<Grant>, at: At, body: Vec<u8>) -> Response {
     let mut paths = Vec::new();
     let mut expand = false;
     for (k, v) in form_urlencoded::parse(&body) {
@@ -127,7 +118,7 @@ pub async fn paths_info(
         .response();
     }
     let answered = blocking(move || {
-        let v = hub.version_at(&grant, &ns, &vol, &rev)?;
+        let v = hub.version_at(&grant, &at)?;
         let ids = hub.ids(&v)?;
         let mut out = Vec::new();
         for p in &paths {

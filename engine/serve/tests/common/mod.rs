@@ -134,13 +134,25 @@ impl Server {
         path: &str,
         headers: &[(&str, &str)],
     ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+        self.request("GET", path, headers)
+    }
+
+    /// One request with the admin key, unless `headers` name an `authorization`:
+    /// status, headers and body.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
         let url = format!("{}{path}", self.url);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let headers: Vec<(String, String)> = headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         self.rt.block_on(async move {
-            let mut req = reqwest::Client::new().get(url);
+            let mut req = reqwest::Client::new().request(method, url);
             if !headers
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
