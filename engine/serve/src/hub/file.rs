@@ -89,6 +89,9 @@ pub async fn file(
 fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Found, Missing> {
     let v = hub.version_at(grant, at)?;
     let rev = &at.rev;
+    // The client will ask for the version's other files next.
+    hub.kept
+        .warm(&hub.chunks, &v.volume, &v.digest, &v.manifest);
     let entry = v.manifest.entries.iter().find(|e| e.path() == path);
     let (hash, size) = match entry {
         Some(Entry::File { hash, size, .. }) => (*hash, *size),

@@ -149,7 +149,13 @@ pub struct Kept {
     held: Mutex<Lately<Versioned, Slot>>,
     manifests: Mutex<Lately<Versioned, Option<Arc<Manifest>>>>,
     files: Mutex<Lately<Hash, FileSlot>>,
+    /// The versions whose ids are being computed ahead of their first listing.
+    warming: Mutex<std::collections::HashSet<Versioned>>,
 }
+
+/// How many versions' ids are computed ahead at once: no number of requests makes the
+/// server hash more than this many versions beside what they wait for themselves.
+const WARMING: usize = 2;
 
 impl Default for Kept {
     fn default() -> Self {
@@ -157,6 +163,7 @@ impl Default for Kept {
             held: Mutex::new(Lately::new(HELD_VERSIONS)),
             manifests: Mutex::new(Lately::new(HELD_VERSIONS)),
             files: Mutex::new(Lately::new(HELD_FILES)),
+            warming: Mutex::default(),
         }
     }
 }
@@ -235,6 +242,50 @@ impl Kept {
             }
         }
         self.file(service, &m.small_files(), hash, size)
+    }
+
+    /// Starts computing the ids of `vol@d` on a thread of its own, unless they are held,
+    /// being computed, or `WARMING` versions are: a client that asks for one file of a
+    /// version (`from_pretrained` asks for `config.json` first) will soon ask for the
+    /// others, and finds their ids computed or under way (a file is hashed once,
+    /// whoever asks first).
+    pub fn warm(
+        self: &Arc<Self>,
+        service: &Arc<ChunkService>,
+        vol: &VolumeName,
+        d: &Digest,
+        m: &Arc<Manifest>,
+    ) {
+        let key = (vol.clone(), *d);
+        let slot = sealvol_core::lock(&self.held).get_or_default(&key);
+        match slot.try_lock() {
+            // Held, or being computed by a request that waits for them.
+            Ok(ids) if ids.is_some() => return,
+            Err(std::sync::TryLockError::WouldBlock) => return,
+            _ => {}
+        }
+        {
+            let mut warming = sealvol_core::lock(&self.warming);
+            if warming.len() >= WARMING || !warming.insert(key.clone()) {
+                return;
+            }
+        }
+        let (kept, service, m) = (Arc::clone(self), Arc::clone(service), Arc::clone(m));
+        let spawned = std::thread::Builder::new()
+            .name("hub-ids".into())
+            .spawn(move || {
+                if let Err(e) = kept.of(&service, &key.0, &key.1, &m) {
+                    tracing::warn!(
+                        "the Hub's ids of {}@{} were not computed: {e}",
+                        key.0,
+                        key.1
+                    );
+                }
+                sealvol_core::lock(&kept.warming).remove(&key);
+            });
+        if spawned.is_err() {
+            sealvol_core::lock(&self.warming).remove(&(vol.clone(), *d));
+        }
     }
 
     /// One file's ids, computed once however many ask at once.

@@ -42,7 +42,7 @@ use missing::Missing;
 /// repository), and the versions' manifests and ids asked for lately.
 pub struct Hub {
     pub chunks: Arc<ChunkService>,
-    pub kept: kept::Kept,
+    pub kept: Arc<kept::Kept>,
     /// The server speaks TLS (its absolute links say `https`).
     pub https: bool,
 }
@@ -51,7 +51,7 @@ impl Hub {
     pub fn new(chunks: Arc<ChunkService>, https: bool) -> Hub {
         Hub {
             chunks,
-            kept: kept::Kept::default(),
+            kept: Arc::default(),
             https,
         }
     }
