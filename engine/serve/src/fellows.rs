@@ -33,8 +33,7 @@ use crate::peer::HttpPeer;
 const ASK_AGAIN: std::time::Duration = std::time::Duration::from_secs(60);
 const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The header a server sets on a run it forwards to a fellow.
-pub const FORWARDED: &str = "x-sealvol-forwarded";
+pub use crate::wire::FORWARDED;
 
 /// Who asked for a run: what a server needs to forward it for the caller.
 #[derive(Clone, Debug)]

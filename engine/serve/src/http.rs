@@ -84,9 +84,7 @@ pub const OPEN_ROUTES: [(&str, &[&str]); 3] = [
     (RING_ID_ROUTE, &["GET"]),
 ];
 
-/// A server's instance id, random at each start, by which a server of a ring finds
-/// itself in the ring's list (`fellows.rs`). Open: it says nothing but that id.
-pub const RING_ID_ROUTE: &str = "/v1/ring/id";
+pub use crate::wire::{RING_ID_ROUTE, RunRequest};
 
 /// How long a `/readyz` answer stands: probes from anyone cost the repository at most
 /// one small request this often.
@@ -388,17 +386,6 @@ fn closing(mut r: Response) -> Response {
     r.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     r
-}
-
-/// A run request as it travels: what `peer::HttpPeer` sends. `file` names the file
-/// whose chunk list names the chunks: they are served only as that file's, to a key
-/// that may read it, and proven to be its bytes first.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct RunRequest {
-    pub file: String,
-    pub pack: String,
-    pub offset: u64,
-    pub chunks: Vec<(String, u32)>,
 }
 
 #[derive(serde::Deserialize)]

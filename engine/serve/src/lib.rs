@@ -22,9 +22,12 @@
 //!   a key);
 //! - `peer`: the client a node's read path uses (`read::Peer`);
 //! - `quota`: a push past its namespace's quota refused before its packs are stored;
+//! - `range`: a request's `Range`, one range checked against the size read;
 //! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `report`: what a server says of itself to `sealvol peers`;
-//! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients.
+//! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients;
+//! - `wire`: what server and clients say beyond a route's name (a run request, the
+//!   ring id's route).
 
 pub mod address;
 pub mod budget;
@@ -48,11 +51,13 @@ pub mod ops;
 pub mod peer;
 pub mod possession;
 pub mod quota;
+pub mod range;
 pub mod reach;
 pub mod remote;
 pub mod reply;
 pub mod report;
 pub mod tls;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -47,7 +47,7 @@ pub const VERSION_HEADER: &str = "x-sealvol-version";
 
 /// The largest object a client may write: a pack is about the repository's target
 /// size (64 MiB) plus one chunk. Packs are streamed to disk, never held whole.
-pub const MAX_OBJECT: usize = 256 << 20;
+pub const MAX_OBJECT: usize = crate::reply::MAX_DRAIN;
 
 /// The largest read-ahead profile a key may write (262,144 steps of about 100 bytes).
 pub const MAX_PROFILE: usize = 32 << 20;
@@ -301,41 +301,6 @@ pub struct GetQuery {
     file: Option<String>,
 }
 
-/// A request's `Range`, as (first byte, length) within an object of `size` bytes: one
-/// range of `bytes=FIRST-LAST`, `bytes=FIRST-` or `bytes=-SUFFIX`, the end clamped to the
-/// object. `Err` answers 416 (unsatisfiable) or 400 (not a range this server reads).
-pub fn parse_range(value: &str, size: u64) -> Result<(u64, u64), StatusCode> {
-    let spec = value
-        .trim()
-        .strip_prefix("bytes=")
-        .ok_or(StatusCode::BAD_REQUEST)?;
-    if spec.contains(',') {
-        return Err(StatusCode::BAD_REQUEST);
-    }
-    let (a, b) = spec.split_once('-').ok_or(StatusCode::BAD_REQUEST)?;
-    let num = |s: &str| s.trim().parse::<u64>().map_err(|_| StatusCode::BAD_REQUEST);
-    let (first, last) = match (a.trim().is_empty(), b.trim().is_empty()) {
-        (true, true) => return Err(StatusCode::BAD_REQUEST),
-        (true, false) => {
-            let n = num(b)?;
-            if n == 0 || size == 0 {
-                return Err(StatusCode::RANGE_NOT_SATISFIABLE);
-            }
-            (size - n.min(size), size - 1)
-        }
-        (false, true) => (num(a)?, size.saturating_sub(1)),
-        (false, false) => (num(a)?, num(b)?),
-    };
-    if first >= size {
-        return Err(StatusCode::RANGE_NOT_SATISFIABLE);
-    }
-    if last < first {
-        return Err(StatusCode::BAD_REQUEST);
-    }
-    let last = last.min(size - 1);
-    Ok((first, last - first + 1))
-}
-
 /// Streams `len` bytes of `key` from `offset`, a piece at a time as the client takes
 /// them: a slow reader holds one piece, never the object.
 fn stream(s: &Arc<Steward>, key: String, offset: u64, len: u64) -> Body {
@@ -398,7 +363,10 @@ pub async fn get_object(
         Ok(None) => return small_file_list(&s, &grant, &key, &obj).await,
         Err(r) => return r,
     };
-    let range = match range_header.as_deref().map(|v| parse_range(v, size)) {
+    let range = match range_header
+        .as_deref()
+        .map(|v| crate::range::parse_range(v, size))
+    {
         None => None,
         Some(Ok(r)) => Some(r),
         Some(Err(StatusCode::RANGE_NOT_SATISFIABLE)) => {
@@ -566,7 +534,7 @@ pub async fn put_object(
             let r = failed(Error::invalid(format!(
                 "mode={m:.40}: give absent, match or put"
             )));
-            drain(body).await;
+            crate::reply::drain(body, MAX_OBJECT).await;
             return r;
         }
     };
@@ -574,13 +542,13 @@ pub async fn put_object(
     // because a client still sending its body would not see the answer otherwise.
     let obj = match parse_key(&key) {
         Err(why) => {
-            drain(body).await;
+            crate::reply::drain(body, MAX_OBJECT).await;
             return failed(Error::invalid(why));
         }
         Ok(obj) => obj,
     };
     if let Err(why) = authorize(&grant, &key, &obj, op) {
-        drain(body).await;
+        crate::reply::drain(body, MAX_OBJECT).await;
         return denied(why);
     }
     if let (Object::Pack(id), "absent") = (&obj, q.mode.as_str()) {
@@ -588,7 +556,7 @@ pub async fn put_object(
         let bytes = announced.unwrap_or(0);
         let admitted = tokio::task::spawn_blocking(move || s2.quotas.admit_pack(&g, bytes)).await;
         if let Ok(Err(e)) = admitted {
-            drain(body).await;
+            crate::reply::drain(body, MAX_OBJECT).await;
             return failed(e);
         }
         return put_pack(w.clone(), Arc::clone(&grant), *id, key, body).await;
@@ -696,20 +664,6 @@ fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<
             ))),
         },
         _ => Ok(()),
-    }
-}
-
-/// Reads a body to its end (at most `MAX_OBJECT` bytes, each piece within
-/// `BODY_IDLE`), keeping nothing.
-pub(crate) async fn drain(body: Body) {
-    use futures::StreamExt;
-    let mut stream = body.into_data_stream();
-    let mut total = 0;
-    while let Ok(Some(Ok(b))) = tokio::time::timeout(BODY_IDLE, stream.next()).await {
-        total += b.len();
-        if total > MAX_OBJECT {
-            break;
-        }
     }
 }
 
@@ -1092,43 +1046,5 @@ mod tests {
         ] {
             assert!(parse_key(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn ranges_are_checked_against_the_object() {
-        assert_eq!(parse_range("bytes=0-9", 100), Ok((0, 10)));
-        assert_eq!(parse_range("bytes=90-", 100), Ok((90, 10)));
-        assert_eq!(parse_range("bytes=-10", 100), Ok((90, 10)));
-        assert_eq!(parse_range("bytes=0-99999999999", 100), Ok((0, 100)));
-        assert_eq!(
-            parse_range("bytes=0-18446744073709551615", 100),
-            Ok((0, 100))
-        );
-        assert_eq!(
-            parse_range("bytes=1-18446744073709551615", 100),
-            Ok((1, 99))
-        );
-        assert_eq!(
-            parse_range("bytes=100-", 100),
-            Err(StatusCode::RANGE_NOT_SATISFIABLE)
-        );
-        assert_eq!(
-            parse_range("bytes=18446744073709551615-", 100),
-            Err(StatusCode::RANGE_NOT_SATISFIABLE)
-        );
-        for bad in [
-            "bytes=9-1",
-            "bytes=a-b",
-            "bytes=-",
-            "items=0-1",
-            "bytes=0-1,4-5",
-            "bytes=99999999999999999999-1",
-        ] {
-            assert_eq!(parse_range(bad, 100), Err(StatusCode::BAD_REQUEST), "{bad}");
-        }
-        assert_eq!(
-            parse_range("bytes=-0", 100),
-            Err(StatusCode::RANGE_NOT_SATISFIABLE)
-        );
     }
 }

@@ -649,7 +649,7 @@ pub async fn put_signature(
         Err(r) => {
             // A refusal still reads what the client sends (discarding it, up to the
             // largest object), or a client still sending would never see the answer.
-            crate::objects::drain(body).await;
+            crate::reply::drain(body, crate::reply::MAX_DRAIN).await;
             return r;
         }
     };

@@ -207,6 +207,24 @@ pub(crate) fn too_large(limit: usize) -> Response {
     )
 }
 
+/// The most a refused request's body is read for (the largest object a client may
+/// send, `objects::MAX_OBJECT`): past it the connection is closed instead.
+pub const MAX_DRAIN: usize = 256 << 20;
+
+/// Reads a body to its end (at most `limit` bytes, each piece within `BODY_IDLE`),
+/// keeping nothing: a client still sending a refused request then sees the answer.
+pub async fn drain(body: Body, limit: usize) {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut total = 0;
+    while let Ok(Some(Ok(b))) = tokio::time::timeout(BODY_IDLE, stream.next()).await {
+        total += b.len();
+        if total > limit {
+            break;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

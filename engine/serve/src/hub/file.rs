@@ -169,7 +169,7 @@ fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
             "one range per request: bytes=FIRST-LAST, bytes=FIRST- or bytes=-LAST_N".into(),
         ));
     }
-    crate::objects::parse_range(value, size).map_err(|status| match status {
+    crate::range::parse_range(value, size).map_err(|status| match status {
         StatusCode::RANGE_NOT_SATISFIABLE => Missing::Range(
             size,
             format!("the range {value:.80} is not within the file's {size} bytes"),

@@ -136,7 +136,7 @@ pub async fn answer(
     let post = method == Method::POST;
     match (asked, post) {
         (Asked::PathsInfo(at), true) => {
-            let body = match crate::reply::read_body(body, crate::http::MAX_BODY).await {
+            let body = match crate::reply::read_body(body, tree::MAX_FORM).await {
                 Ok(b) => b,
                 Err(r) => return r,
             };

@@ -23,8 +23,9 @@ use crate::keys::Grant;
 pub const PAGE: usize = 1000;
 pub const PAGE_EXPANDED: usize = 50;
 
-/// The most paths one `paths-info` request may name.
+/// The most paths one `paths-info` request may name, and the largest body it may send.
 pub const MAX_PATHS: usize = 1000;
+pub const MAX_FORM: usize = 1 << 20;
 
 pub async fn tree(
     hub: Arc<Hub>,
