@@ -55,3 +55,130 @@ fn one_server_seals_a_version_from_anothers_hub_api_with_every_file_checked() {
     );
     assert!(said.contains("no such repository"), "{said}");
 }
+
+/// What a tap saw of one file: its bytes, and how it ended.
+#[derive(Default)]
+struct Seen {
+    bytes: Vec<u8>,
+    end: Option<Result<Vec<&'static str>, String>>,
+}
+
+/// A file a tap was opened for: its key, its size, what it saw.
+type Opened = (String, u64, std::sync::Arc<std::sync::Mutex<Seen>>);
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<Opened>>);
+
+struct OneFile(std::sync::Arc<std::sync::Mutex<Seen>>);
+
+impl sealvol_source::Tap for Recorder {
+    fn open(&self, key: &str, size: u64) -> Option<Box<dyn sealvol_source::FileTap>> {
+        let seen = std::sync::Arc::default();
+        self.0
+            .lock()
+            .unwrap()
+            .push((key.to_string(), size, std::sync::Arc::clone(&seen)));
+        Some(Box::new(OneFile(seen)))
+    }
+}
+
+impl sealvol_source::FileTap for OneFile {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.lock().unwrap().bytes.extend_from_slice(bytes);
+    }
+    fn verified(self: Box<Self>, passed: &[&'static str]) {
+        self.0.lock().unwrap().end = Some(Ok(passed.to_vec()));
+    }
+    fn failed(self: Box<Self>, why: &str) {
+        self.0.lock().unwrap().end = Some(Err(why.to_string()));
+    }
+}
+
+/// A sync with a tap: every file's bytes in listing order, each then verified against
+/// the source's own hashes, or failed naming why (a byte flipped by the source).
+fn tapped_sync(flip: Option<&str>) -> (sealvol_core::Result<String>, Vec<(String, u64, Seen)>) {
+    let model = minilm_dir();
+    let repo_arg = format!("org/minilm={}", model.display());
+    let mut args = vec!["--repo", repo_arg.as_str()];
+    if let Some(f) = flip {
+        args.extend(["--flip", f]);
+    }
+    let hub = common::servers::HfServer::start(&args);
+    let dir = tempfile::tempdir().unwrap();
+    let repo = sealvol_core::Repository::open_local(&dir.path().join("repo"), true, false).unwrap();
+    let db = sealvol_node::state::StateDb::open(
+        &dir.path().join("state"),
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap()
+    .unwrap();
+    let spec = sealvol_node::jobs::JobSpec {
+        source: "hf://org/minilm".into(),
+        volume: "mirror/minilm".into(),
+        tags: vec![],
+        secret: None,
+        include: vec![],
+        exclude: vec![],
+        endpoint: sealvol_source::endpoints::Resolved {
+            url: Some(hub.url.clone()),
+            path_style: false,
+        },
+        mirror_to: None,
+        started_by: None,
+    };
+    let tap = std::sync::Arc::new(Recorder::default());
+    let opts = sealvol_node::sync::SyncOptions {
+        state_dir: dir.path(),
+        trust: sealvol_node::sync::Trust::Machine,
+        batch_bytes: sealvol_node::sync::DEFAULT_BATCH,
+        streams: 4,
+        progress: &sealvol_core::progress::Quiet,
+        cancel: std::sync::Arc::default(),
+        connector: Some(&sealvol_sources::Sources),
+        slot: None,
+        tap: Some(tap.clone()),
+    };
+    let sealed = sealvol_node::sync::run(&repo, &db, &spec, &opts).map(|r| r.pinned_ref());
+    let seen = std::mem::take(&mut *tap.0.lock().unwrap())
+        .into_iter()
+        .map(|(k, size, s)| (k, size, std::mem::take(&mut *s.lock().unwrap())))
+        .collect();
+    (sealed, seen)
+}
+
+#[test]
+fn a_syncs_tap_sees_each_file_in_order_then_whether_the_sources_hashes_held() {
+    let (sealed, seen) = tapped_sync(None);
+    sealed.unwrap();
+    let model = minilm_dir();
+    let keys: Vec<&str> = seen.iter().map(|(k, _, _)| k.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted, "in listing order");
+    assert_eq!(keys.len(), 13);
+    for (key, size, s) in &seen {
+        let want = std::fs::read(model.join(key)).unwrap();
+        assert_eq!(*size, want.len() as u64);
+        assert!(s.bytes == want, "{key}: the bytes as the source sent them");
+        let passed = s.end.clone().unwrap().unwrap();
+        let kind = if want.len() as u64 >= 10 << 20 {
+            "sha256"
+        } else {
+            "git-blob-sha1"
+        };
+        assert_eq!(passed, [kind], "{key}");
+    }
+
+    // A source that flips a byte of the large file: the tap is told it failed, and why.
+    let (sealed, seen) = tapped_sync(Some("model.safetensors"));
+    assert!(sealed.is_err());
+    let (_, _, s) = seen
+        .iter()
+        .find(|(k, _, _)| k == "model.safetensors")
+        .unwrap();
+    let why = s.end.clone().unwrap().unwrap_err();
+    assert!(
+        why.contains("model.safetensors") && why.contains("sha256"),
+        "{why}"
+    );
+}

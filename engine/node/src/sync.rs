@@ -90,6 +90,8 @@ pub struct SyncOptions<'a> {
     pub connector: Option<&'a dyn Connector>,
     /// The job's slot on its agent, given up while the sync only waits out retries.
     pub slot: Option<Arc<dyn sealvol_source::pace::Slot>>,
+    /// Who watches the job's files go by, if anyone does (a Hub mirror's clients).
+    pub tap: Option<Arc<dyn sealvol_source::Tap>>,
 }
 
 /// Checks a job's inputs before it is queued: a bad one is refused with nothing
@@ -127,7 +129,10 @@ pub fn run(
         // ends the thread above.
         let mut attempt = 1;
         let result = loop {
-            let notes = Notes::new(log.clone()).pacing(opts.slot.clone());
+            let mut notes = Notes::new(log.clone()).pacing(opts.slot.clone());
+            if let Some(tap) = &opts.tap {
+                notes = notes.tapped(Arc::clone(tap));
+            }
             match run_logged(repo, db, spec, opts, notes) {
                 // A garbage collection removed something this run reused: what is still
                 // stored is skipped again, the rest fetched anew.

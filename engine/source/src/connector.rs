@@ -20,16 +20,56 @@ use crate::secrets::Secret;
 
 /// What a job's requests tell it as they go: lines about retries and cut connections
 /// (to the job's log, besides the process log), and, on an agent that bounds its
-/// running jobs, the job's slot, given up while it only waits out retries (`pace`).
+/// running jobs, the job's slot, given up while it only waits out retries (`pace`);
+/// and who watches its files go by (`Tap`), if anyone does.
 #[derive(Clone)]
 pub struct Notes {
     lines: crossbeam_channel::Sender<String>,
     pacer: Option<Arc<Pacer>>,
+    tap: Option<Arc<dyn Tap>>,
+}
+
+/// Who watches a job's files go by as the push pipeline takes them (a Hub mirror
+/// streams them to its clients while the job fetches them: `sealvol-serve`'s `hub/`):
+/// each file's bytes in order, then whether the source's own hashes held for it.
+pub trait Tap: Send + Sync {
+    /// File `key` (as the source lists it), of `size` bytes, starts; `None`: not
+    /// watched.
+    fn open(&self, key: &str, size: u64) -> Option<Box<dyn FileTap>>;
+}
+
+/// One file being watched. Exactly one of `verified` and `failed` ends it (a file
+/// dropped unfinished has failed: the job stopped).
+pub trait FileTap: Send {
+    /// The next bytes of the file, as the pipeline took them: not yet checked.
+    fn bytes(&mut self, bytes: &[u8]);
+    /// Read whole, and the checks of the source's own hashes (`passed`) held.
+    fn verified(self: Box<Self>, passed: &[&'static str]);
+    /// The file will not be whole: why (a hash that did not hold, the source, a
+    /// cancel).
+    fn failed(self: Box<Self>, why: &str);
 }
 
 impl Notes {
     pub fn new(lines: crossbeam_channel::Sender<String>) -> Notes {
-        Notes { lines, pacer: None }
+        Notes {
+            lines,
+            pacer: None,
+            tap: None,
+        }
+    }
+
+    /// The same, with `tap` watching the job's files.
+    pub fn tapped(self, tap: Arc<dyn Tap>) -> Notes {
+        Notes {
+            tap: Some(tap),
+            ..self
+        }
+    }
+
+    /// Who watches the job's files, if anyone does.
+    pub fn tap(&self) -> Option<&Arc<dyn Tap>> {
+        self.tap.as_ref()
     }
 
     /// The same, with the job's slot to give up while every request waits.

@@ -21,7 +21,7 @@ pub mod retry;
 pub mod secrets;
 pub mod url;
 
-pub use connector::{Access, Connector, Fetch, Notes, Remote};
+pub use connector::{Access, Connector, Fetch, FileTap, Notes, Remote, Tap};
 pub use endpoints::Endpoints;
 pub use filter::Filter;
 pub use listing::{Listing, Object, RawObject};

@@ -54,6 +54,8 @@ pub struct Prefetch {
     failure: Mutex<Option<Error>>,
     /// The checks each file passed, by its index, once read to its end.
     checked: Mutex<std::collections::HashMap<usize, Vec<&'static str>>>,
+    /// Who watches the files go by, if anyone does (`sealvol_source::Tap`).
+    tap: Option<Arc<dyn sealvol_source::Tap>>,
 }
 
 impl Prefetch {
@@ -81,6 +83,7 @@ impl Prefetch {
             .collect();
         let prefix = shown.clone();
         let parts_cancel = cancel.clone();
+        let tap = log.tap().cloned();
         let feeder = rt.spawn(async move {
             for (obj, range) in plan {
                 let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -114,6 +117,7 @@ impl Prefetch {
             cancel,
             failure: Mutex::new(None),
             checked: Mutex::default(),
+            tap,
         }
     }
 
@@ -243,6 +247,8 @@ struct PartReader<'a> {
     /// Every byte handed on, hashed as the source's listing says it should hash; taken
     /// at the end of the file.
     checker: Option<Checker>,
+    /// Who watches this file go by, until it ends.
+    tap: Option<Box<dyn sealvol_source::FileTap>>,
 }
 
 impl PartReader<'_> {
@@ -251,11 +257,34 @@ impl PartReader<'_> {
         let Some(checker) = self.checker.take() else {
             return Ok(());
         };
-        let passed = checker.finish(&self.pf.name(self.i))?;
+        let passed = match checker.finish(&self.pf.name(self.i)) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(t) = self.tap.take() {
+                    t.failed(&e.to_string());
+                }
+                return Err(e);
+            }
+        };
+        if let Some(t) = self.tap.take() {
+            t.verified(&passed);
+        }
         if let Ok(mut c) = self.pf.checked.lock() {
             c.insert(self.i, passed);
         }
         Ok(())
+    }
+}
+
+impl Drop for PartReader<'_> {
+    fn drop(&mut self) {
+        // Dropped before its end: the pipeline stopped (a failure, a cancel).
+        if let Some(t) = self.tap.take() {
+            t.failed(&format!(
+                "the sync stopped before the end of {}",
+                self.pf.name(self.i)
+            ));
+        }
     }
 }
 
@@ -288,6 +317,9 @@ impl Read for PartReader<'_> {
         if let Some(c) = &mut self.checker {
             c.update(&buf[..n]);
         }
+        if let Some(t) = &mut self.tap {
+            t.bytes(&buf[..n]);
+        }
         Ok(n)
     }
 }
@@ -305,6 +337,10 @@ impl Inputs for Prefetch {
             .files
             .get(i)
             .map_or((0, &[][..]), |o| (o.size, o.expect.as_slice()));
+        let tap = match (&self.tap, self.files.get(i)) {
+            (Some(t), Some(o)) => t.open(&o.key, o.size),
+            _ => None,
+        };
         Ok(Box::new(PartReader {
             pf: self,
             i,
@@ -312,6 +348,7 @@ impl Inputs for Prefetch {
             part: None,
             current: Bytes::new(),
             checker: Some(Checker::new(expect, size)),
+            tap,
         }))
     }
 

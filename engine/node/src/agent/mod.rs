@@ -335,6 +335,7 @@ impl Inner {
                 agent: self.me.clone(),
                 id,
             })),
+            tap: None,
         };
         let result = match &job.spec.mirror_to {
             Some(to) => self.mirror(&job.spec, to, live.as_ref()),

@@ -10,7 +10,9 @@
 //!   pointers), and `kept`: a version's ids, computed once from proven bytes and kept;
 //! - `info`: a repo at a revision; `tree`: its files and folders, paged, and
 //!   `paths-info`; `file`: a file's bytes (`resolve`), ranged, every byte proven;
-//! - `missing`: the Hub's own error answers.
+//! - `missing`: the Hub's own error answers;
+//! - `spool`: files on their way in from an upstream Hub, read while they are written
+//!   (the pull-through mirror; being built: issue 63).
 
 pub mod asked;
 pub mod file;
@@ -19,6 +21,7 @@ pub mod info;
 pub mod kept;
 pub mod missing;
 pub mod revision;
+pub mod spool;
 pub mod tree;
 
 use std::sync::Arc;
