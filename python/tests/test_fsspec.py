@@ -17,6 +17,11 @@ import sealvol
 
 @pytest.fixture
 def version(repo):
+    # fsspec keeps one filesystem per set of arguments: each test has a repository of
+    # its own (SEALVOL_REPO), so none may find another test's filesystem.
+    from sealvol.fs import SealvolFileSystem
+
+    SealvolFileSystem.clear_instance_cache()
     src = repo / "src"
     (src / "shards").mkdir(parents=True)
     files = {
