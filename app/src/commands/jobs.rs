@@ -156,6 +156,7 @@ fn settings(ctx: &Ctx, run_queue: bool) -> AgentSettings {
         trust: sync::Trust::Machine,
         mirrors: None,
         limits: sealvol_node::agent::schedule::Limits::MACHINE,
+        taps: None,
     }
 }
 

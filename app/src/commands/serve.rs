@@ -229,6 +229,7 @@ fn jobs_desk(
         trust: Trust::Server { ambient },
         mirrors,
         limits,
+        taps: None,
     };
     let connector: Arc<dyn sealvol_source::Connector> = Arc::new(sealvol_sources::Sources);
     let agent = Agent::start(ctx.open_repo(false)?, &state, settings, Some(connector))?

@@ -94,6 +94,13 @@ pub struct SyncOptions<'a> {
     pub tap: Option<Arc<dyn sealvol_source::Tap>>,
 }
 
+/// Who watches which jobs' files go by (`SyncOptions::tap`): an agent asks it for each
+/// sync it runs (a Hub mirror watches the jobs it started, to stream their files).
+pub trait TapFor: Send + Sync + std::fmt::Debug {
+    /// The tap for `spec`'s files, if they are watched.
+    fn tap_for(&self, spec: &JobSpec) -> Option<Arc<dyn sealvol_source::Tap>>;
+}
+
 /// Checks a job's inputs before it is queued: a bad one is refused with nothing
 /// recorded.
 pub fn check_spec(spec: &JobSpec, state_dir: &Path, trust: Trust) -> Result<()> {

@@ -763,6 +763,7 @@ pub(super) fn with_agent(run_queue: bool) -> Harness {
             trust: Default::default(),
             mirrors: None,
             limits: sealvol_node::agent::schedule::Limits::MACHINE,
+            taps: None,
         },
         // The jobs here sync local folders, which need no remote source.
         None,

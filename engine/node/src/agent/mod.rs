@@ -51,6 +51,8 @@ pub struct AgentSettings {
     pub mirrors: Option<Arc<dyn crate::jobs::Mirrors>>,
     /// How many jobs run at once and wait, per namespace and key (`schedule`).
     pub limits: schedule::Limits,
+    /// Who watches which syncs' files go by (`sync::TapFor`); none: no one does.
+    pub taps: Option<Arc<dyn sync::TapFor>>,
 }
 
 pub struct Agent {
@@ -335,7 +337,11 @@ impl Inner {
                 agent: self.me.clone(),
                 id,
             })),
-            tap: None,
+            tap: self
+                .settings
+                .taps
+                .as_ref()
+                .and_then(|t| t.tap_for(&job.spec)),
         };
         let result = match &job.spec.mirror_to {
             Some(to) => self.mirror(&job.spec, to, live.as_ref()),

@@ -164,6 +164,7 @@ fn agent(limits: Limits) -> Setup {
         trust: Trust::Server { ambient: false },
         mirrors: None,
         limits,
+        taps: None,
     };
     let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let connector = Arc::new(FakeSources {
