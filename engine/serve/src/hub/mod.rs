@@ -11,8 +11,9 @@
 //! - `info`: a repo at a revision; `tree`: its files and folders, paged, and
 //!   `paths-info`; `file`: a file's bytes (`resolve`), ranged, every byte proven;
 //! - `missing`: the Hub's own error answers;
-//! - `spool`: files on their way in from an upstream Hub, read while they are written
-//!   (the pull-through mirror; being built: issue 63).
+//! - the pull-through mirror (being built: issue 63): `upstream`, which volume a Hub
+//!   repo is mirrored into and which commit a revision names upstream; `spool`, files on
+//!   their way in, read while they are written.
 
 pub mod asked;
 pub mod file;
@@ -23,6 +24,7 @@ pub mod missing;
 pub mod revision;
 pub mod spool;
 pub mod tree;
+pub mod upstream;
 
 use std::sync::Arc;
 

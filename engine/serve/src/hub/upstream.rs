@@ -1,0 +1,192 @@
+//! The pull-through mirror's view of its upstream Hub (issue 63): which volume a Hub
+//! repo is mirrored into, and which commit a revision names upstream, asked at most
+//! once per `refresh` for a branch or tag and never for a commit id.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sealvol_core::refs::{Name, VolumeName};
+
+use super::missing::Missing;
+
+/// The longest Hub repo id a mirror takes (the Hub's own limit is 96 characters a part).
+pub const MAX_REPO_ID: usize = 200;
+
+/// The volume Hub repo `repo_id` (`ORG/NAME`) is mirrored into: `NS/org--name`,
+/// lowercased (the Hub's repo ids are case-insensitive, and never hold `--` or `..`, so
+/// no two repos meet). One too long for a volume name keeps its first 50 characters and
+/// a hash of the whole id. A repo id of another shape is not one the Hub has.
+pub fn mirror_volume(namespace: &Name, repo_id: &str) -> Result<VolumeName, Missing> {
+    let unknown = || Missing::Repo(format!("Repository Not Found for url: {repo_id:.100}"));
+    let Some((org, name)) = repo_id.split_once('/') else {
+        return Err(unknown());
+    };
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 96
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && !p.contains("--")
+            && !p.contains("..")
+            && !p.starts_with(['-', '.'])
+            && !p.ends_with(['-', '.'])
+    };
+    if repo_id.len() > MAX_REPO_ID || !part_ok(org) || !part_ok(name) {
+        return Err(unknown());
+    }
+    let mut flat = format!("{org}--{name}").to_ascii_lowercase();
+    if flat.len() > 63 {
+        let h = blake3::hash(repo_id.to_ascii_lowercase().as_bytes()).to_hex();
+        flat = format!(
+            "{}-{}",
+            &flat[..50].trim_end_matches(['-', '.', '_']),
+            &h[..12]
+        );
+    }
+    let name = Name::parse("volume name", &flat).map_err(|_| unknown())?;
+    Ok(VolumeName {
+        namespace: namespace.clone(),
+        name,
+    })
+}
+
+/// Whether `rev` is a commit id as the Hub writes one (40 lowercase hex digits).
+pub fn is_commit(rev: &str) -> bool {
+    rev.len() == 40 && rev.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Which commit each (repo, branch or tag) named upstream lately, and when it was asked.
+pub struct Revisions {
+    refresh: Duration,
+    known: Mutex<HashMap<(String, String), (String, Instant)>>,
+}
+
+/// The most (repo, revision) pairs remembered: past it, the oldest answers are
+/// forgotten (and asked again when named).
+const KNOWN: usize = 10_000;
+
+impl Revisions {
+    pub fn new(refresh: Duration) -> Revisions {
+        Revisions {
+            refresh,
+            known: Mutex::default(),
+        }
+    }
+
+    /// The commit `rev` of `repo` names: itself for a commit id; else the answer of at
+    /// most `refresh` ago, or `ask`'s now (asked with no lock held).
+    pub fn commit(
+        &self,
+        repo: &str,
+        rev: &str,
+        now: Instant,
+        ask: impl FnOnce() -> Result<String, Missing>,
+    ) -> Result<String, Missing> {
+        if is_commit(rev) {
+            return Ok(rev.to_string());
+        }
+        let key = (repo.to_ascii_lowercase(), rev.to_string());
+        if let Some((sha, at)) = sealvol_core::lock(&self.known).get(&key)
+            && now.saturating_duration_since(*at) < self.refresh
+        {
+            return Ok(sha.clone());
+        }
+        let sha = ask()?;
+        if !is_commit(&sha) {
+            return Err(Missing::Failed(format!(
+                "the upstream named {sha:.60} as the commit of {repo:.100}@{rev:.60}, which is not a commit id"
+            )));
+        }
+        let mut known = sealvol_core::lock(&self.known);
+        if known.len() >= KNOWN
+            && let Some(oldest) = known
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            known.remove(&oldest);
+        }
+        known.insert(key, (sha.clone(), now));
+        Ok(sha)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns() -> Name {
+        Name::parse("namespace", "hf").unwrap()
+    }
+
+    #[test]
+    fn a_hub_repo_is_mirrored_into_one_volume_whatever_its_case() {
+        let v = mirror_volume(&ns(), "Qwen/Qwen3-8B").unwrap();
+        assert_eq!(v.to_string(), "hf/qwen--qwen3-8b");
+        assert_eq!(mirror_volume(&ns(), "qwen/QWEN3-8b").unwrap(), v);
+        let long = format!("org/{}", "a".repeat(90));
+        let v = mirror_volume(&ns(), &long).unwrap();
+        assert!(v.name.as_str().len() <= 63, "{v}");
+        assert_ne!(
+            v,
+            mirror_volume(&ns(), &format!("org/{}b", "a".repeat(89))).unwrap()
+        );
+        for bad in [
+            "noslash",
+            "a/b/c",
+            "a--b/c",
+            "a/b..c",
+            "-a/b",
+            "a/b.",
+            "a/b c",
+            "a/",
+            "/b",
+            "a/b%2F",
+            "a/\u{0}",
+            "ünï/code",
+        ] {
+            assert!(
+                matches!(mirror_volume(&ns(), bad), Err(Missing::Repo(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_branch_is_asked_upstream_once_per_refresh_and_a_commit_never() {
+        let revs = Revisions::new(Duration::from_secs(600));
+        let t0 = Instant::now();
+        let sha = "ab".repeat(20);
+        let asked = std::cell::Cell::new(0);
+        let ask = |s: &str| {
+            let s = s.to_string();
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                Ok(s)
+            }
+        };
+        assert_eq!(revs.commit("Org/M", "main", t0, ask(&sha)).unwrap(), sha);
+        assert_eq!(
+            revs.commit("org/m", "main", t0 + Duration::from_secs(599), ask("x"))
+                .unwrap(),
+            sha
+        );
+        assert_eq!(asked.get(), 1);
+        let newer = "cd".repeat(20);
+        assert_eq!(
+            revs.commit("org/m", "main", t0 + Duration::from_secs(600), ask(&newer))
+                .unwrap(),
+            newer
+        );
+        assert_eq!(asked.get(), 2);
+        assert_eq!(revs.commit("org/m", &sha, t0, ask("x")).unwrap(), sha);
+        assert_eq!(asked.get(), 2, "a commit id is never asked");
+        // An upstream that names no commit id is not believed.
+        let e = revs
+            .commit("org/m", "v1", t0, ask("../../etc"))
+            .unwrap_err();
+        assert!(matches!(e, Missing::Failed(_)));
+    }
+}
