@@ -13,13 +13,15 @@
 //! - `missing`: the Hub's own error answers;
 //! - the pull-through mirror (being built: issue 63): `upstream`, which volume a Hub
 //!   repo is mirrored into and which commit a revision names upstream; `spool`, files on
-//!   their way in, read while they are written.
+//!   their way in, read while they are written; `mirror`, the mirror's jobs tapped
+//!   into the spool.
 
 pub mod asked;
 pub mod file;
 pub mod ids;
 pub mod info;
 pub mod kept;
+pub mod mirror;
 pub mod missing;
 pub mod revision;
 pub mod spool;

@@ -171,6 +171,12 @@ impl Spool {
     }
 }
 
+impl std::fmt::Debug for Spool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Spool({})", self.dir.display())
+    }
+}
+
 /// The one writer of a file on its way in.
 pub struct Writer {
     spool: Arc<Spool>,
