@@ -1,6 +1,7 @@
 //! The pull-through mirror's view of its upstream Hub (issue 63): which volume a Hub
-//! repo is mirrored into, and which commit a revision names upstream, asked at most
-//! once per `refresh` for a branch or tag and never for a commit id.
+//! repo is mirrored into, which commit a revision names upstream (asked at most once
+//! per `refresh` for a branch or tag and never for a commit id), and the upstream's own
+//! answer to a repo's info (`Upstream`), its errors read as the Hub's clients read them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -109,6 +110,108 @@ impl Revisions {
         }
         known.insert(key, (sha.clone(), now));
         Ok(sha)
+    }
+}
+
+/// The largest answer to a metadata request the mirror reads from its upstream.
+pub const MAX_ANSWER: u64 = 16 << 20;
+
+/// An upstream Hub (`serve --hf-upstream URL`), asked with the server's own token.
+pub struct Upstream {
+    base: String,
+    http: reqwest::blocking::Client,
+    token: Option<String>,
+}
+
+impl Upstream {
+    /// The Hub at `base` (`http://` or `https://`, nothing else: a path is not read as
+    /// one), asked within `patience`.
+    pub fn new(base: &str, token: Option<String>, patience: Duration) -> Result<Upstream, String> {
+        let ok = (base.starts_with("https://") || base.starts_with("http://"))
+            && base.len() <= 1024
+            && !base.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !ok {
+            return Err(format!(
+                "{base:.100} is not an upstream Hub's address: give http://HOST[:PORT][/PATH] or https://…"
+            ));
+        }
+        let http = crate::tls::client(Duration::from_secs(10).min(patience), patience)
+            .map_err(|e| e.to_string())?;
+        Ok(Upstream {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+            token,
+        })
+    }
+
+    /// `GET /api/{models,datasets}/REPO/revision/REV` upstream: the commit it names,
+    /// and the whole answer (what the mirror's clients are told). Blocking.
+    pub fn revision(
+        &self,
+        datasets: bool,
+        repo: &str,
+        rev: &str,
+    ) -> Result<(String, serde_json::Value), Missing> {
+        let kind = if datasets { "datasets" } else { "models" };
+        let rev_part: String =
+            percent_encoding::utf8_percent_encode(rev, percent_encoding::NON_ALPHANUMERIC)
+                .collect();
+        let url = format!("{}/api/{kind}/{repo}/revision/{rev_part}", self.base);
+        let mut req = self.http.get(&url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let shown = format!("{repo:.100}@{rev:.60}");
+        let resp = req.send().map_err(|e| {
+            Missing::Failed(format!("the upstream Hub did not answer for {shown}: {e}"))
+        })?;
+        let status = resp.status().as_u16();
+        let code = resp
+            .headers()
+            .get("x-error-code")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        match (status, code.as_str()) {
+            (200, _) => {}
+            (_, "RevisionNotFound") => {
+                return Err(Missing::Revision(format!("Invalid rev id: {rev:.60}")));
+            }
+            (401 | 404, _) => {
+                return Err(Missing::Repo(format!(
+                    "Repository Not Found for url: {repo:.100} (upstream)"
+                )));
+            }
+            _ => {
+                return Err(Missing::Failed(format!(
+                    "the upstream Hub answered {status} for {shown}"
+                )));
+            }
+        }
+        let mut body = Vec::new();
+        use std::io::Read;
+        resp.take(MAX_ANSWER + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| {
+                Missing::Failed(format!("the upstream's answer for {shown} was cut: {e}"))
+            })?;
+        if body.len() as u64 > MAX_ANSWER {
+            return Err(Missing::Failed(format!(
+                "the upstream's answer for {shown} is over {MAX_ANSWER} bytes"
+            )));
+        }
+        let json: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+            Missing::Failed(format!(
+                "the upstream's answer for {shown} is not JSON: {e:.100}"
+            ))
+        })?;
+        let sha = json["sha"].as_str().unwrap_or_default().to_string();
+        if !is_commit(&sha) {
+            return Err(Missing::Failed(format!(
+                "the upstream named {sha:.60} as the commit of {shown}, which is not a commit id"
+            )));
+        }
+        Ok((sha, json))
     }
 }
 
