@@ -115,16 +115,11 @@ fn tapped_sync(flip: Option<&str>) -> (sealvol_core::Result<String>, Vec<(String
     let spec = sealvol_node::jobs::JobSpec {
         source: "hf://org/minilm".into(),
         volume: "mirror/minilm".into(),
-        tags: vec![],
-        secret: None,
-        include: vec![],
-        exclude: vec![],
         endpoint: sealvol_source::endpoints::Resolved {
             url: Some(hub.url.clone()),
             path_style: false,
         },
-        mirror_to: None,
-        started_by: None,
+        ..Default::default()
     };
     let tap = std::sync::Arc::new(Recorder::default());
     let opts = sealvol_node::sync::SyncOptions {

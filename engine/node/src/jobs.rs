@@ -56,7 +56,7 @@ impl std::fmt::Display for JobState {
 }
 
 /// What a job syncs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobSpec {
     /// The source address, canonical (`sources::SourceUrl`'s form).
     pub source: String,

@@ -89,13 +89,8 @@ mod tests {
         JobSpec {
             source: source.into(),
             volume: "hf/org--m".into(),
-            tags: vec![],
-            secret: None,
-            include: vec![],
-            exclude: vec![],
-            endpoint: Default::default(),
-            mirror_to: None,
             started_by: by.map(str::to_string),
+            ..Default::default()
         }
     }
 
