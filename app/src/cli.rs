@@ -763,6 +763,18 @@ pub struct ServeArgs {
     /// A namespace never told that a chunk it pushes is held outside it (repeatable): its pushes upload every such chunk, and the server still keeps one copy. Other namespaces learn that some namespace holds a chunk with exactly those bytes, and prove they hold them.
     #[arg(long = "private-dedup", value_name = "NS", value_parser = namespace_name)]
     pub private_dedup: Vec<String>,
+    /// Be a pull-through mirror of this Hugging Face Hub (e.g. https://huggingface.co): a request under /hf/ for a repo the server does not hold starts a job of the server's own that seals that revision, and is answered while it runs; later ones from the sealed version. Off by default.
+    #[arg(long, value_name = "URL")]
+    pub hf_upstream: Option<String>,
+    /// The namespace mirrored repos are sealed in, as NS/org--name tagged hf-COMMIT [default: hf]. Keys that see it may read (and so start) mirrored repos.
+    #[arg(long, value_name = "NS", value_parser = namespace_name, requires = "hf_upstream")]
+    pub hf_namespace: Option<String>,
+    /// How long the commit a branch or tag named upstream is believed before it is asked again [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = refresh_interval, requires = "hf_upstream")]
+    pub hf_refresh: Option<std::time::Duration>,
+    /// The stored secret (of the mirror's namespace: `sealvol secret set NAME --namespace NS`) holding the token the mirror reads the upstream with.
+    #[arg(long, value_name = "NAME", requires = "hf_upstream")]
+    pub hf_secret: Option<String>,
 }
 
 /// `--quota NS=SIZE`: a namespace and its quota in bytes, `None` for `NS=none`.
@@ -791,6 +803,12 @@ fn namespace_name(s: &str) -> Result<String, String> {
 }
 
 /// `--gc-every`: a duration of at least a second.
+/// `--hf-refresh`: any duration (0s asks upstream for each request's branch).
+fn refresh_interval(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write 10m, 1h, 30s"))
+}
+
 fn gc_interval(s: &str) -> Result<std::time::Duration, String> {
     let d = humantime::parse_duration(s)
         .map_err(|e| format!("{s:?} is not a duration ({e}); write 6h, 30m, 1d"))?;

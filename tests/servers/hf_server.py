@@ -4,7 +4,8 @@
 Serves real files from local directories as model or dataset repositories, speaking the
 endpoints hf-hub and the resolve/download path use:
 
-  GET  /api/{models|datasets}/ORG/NAME/revision/REV       repo info: sha, siblings
+  GET  /api/{models|datasets}/ORG/NAME/revision/REV       repo info: sha, siblings (with
+                                                           ?blobs=true: size, blobId, lfs)
   GET  /api/{models|datasets}/ORG/NAME/tree/REV[/PATH]    listing (recursive=1; paginated
                                                            with a Link header, limit=N)
   HEAD|GET /[datasets/]ORG/NAME/resolve/REV/PATH           small files directly; large
@@ -180,10 +181,11 @@ def make_handler(hub):
                 if r is None:
                     return
                 if m.group(3) == "revision":
+                    blobs = query.get("blobs", ["false"])[0] in ("1", "true", "True")
                     return self.json({
                         "id": r.id,
                         "sha": r.sha,
-                        "siblings": [{"rfilename": p} for p in r.files],
+                        "siblings": [self.sibling(f, blobs) for f in r.files.values()],
                     })
                 return self.tree(r, (m.group(5) or "").strip("/"), query)
             m = re.fullmatch(r"/(datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
@@ -213,6 +215,15 @@ def make_handler(hub):
                     return
                 return self.send_file(f, etag=f["oid"], extra=headers)
             self.error(404, None, "not found")
+
+        def sibling(self, f, blobs):
+            """A file as the Hub's info lists it; with ?blobs=true, its size and ids."""
+            s = {"rfilename": f["rel"]}
+            if blobs:
+                s.update(size=f["size"], blobId=f["oid"])
+                if f["size"] >= LFS_MIN:
+                    s["lfs"] = {"sha256": f["sha256"], "size": f["size"], "pointerSize": 134}
+            return s
 
         def tree(self, r, under, query):
             recursive = query.get("recursive", ["0"])[0] in ("1", "true", "True")

@@ -40,12 +40,18 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         peers,
         peers_file,
         private_dedup,
+        hf_upstream,
+        hf_namespace,
+        hf_refresh,
+        hf_secret,
     } = args;
     let policy = sealvol_serve::Policy {
         private_dedup,
         connections: connection_limits(connections, requests_per_key)?,
         https: tls_cert.is_some(),
+        hub_mirror: None,
     };
+    let mut policy = policy;
     let file = &ctx.settings.jobs;
     let server = Limits::SERVER;
     let limits = Limits {
@@ -137,13 +143,52 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     // Before the server says it listens: a node that reads the repository then finds
     // the ring's key to check this server with.
     sealvol_serve::take_credential(&service);
+    // The Hub mirror's spool and taps go to the agent as it starts; the mirror itself
+    // asks the agent for jobs.
+    let hub_spool = match &hf_upstream {
+        None => None,
+        Some(_) if no_jobs => {
+            return Err(Error::usage(
+                "--hf-upstream needs the server's jobs: it seals what it mirrors with them",
+            )
+            .hint("drop --no-jobs, or --hf-upstream"));
+        }
+        Some(_) => {
+            let dir = super::key::dir(ctx).join("hub-spool");
+            let spool = sealvol_serve::hub::spool::Spool::open(&dir).map_err(|e| {
+                Error::usage(format!("cannot make the Hub mirror's spool folder: {e}"))
+            })?;
+            Some(Arc::new(spool))
+        }
+    };
+    let taps = hub_spool.as_ref().map(|spool| {
+        Arc::new(sealvol_serve::hub::mirror::MirrorTaps {
+            spool: Arc::clone(spool),
+            upstream_bytes: Arc::clone(&service.counters.hub_upstream_bytes),
+        }) as Arc<dyn sealvol_node::sync::TapFor>
+    });
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
-            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits)?;
+            let (agent, desk) =
+                jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits, taps)?;
             (Some(agent), Some(desk))
         }
     };
+    if let (Some(url), Some(spool), Some(agent)) = (&hf_upstream, hub_spool, &agent) {
+        policy.hub_mirror = Some(hub_mirror(
+            ctx,
+            url,
+            hf_namespace.as_deref().unwrap_or("hf"),
+            hf_refresh.unwrap_or(std::time::Duration::from_secs(600)),
+            hf_secret,
+            spool,
+            Arc::clone(agent) as Arc<dyn sealvol_node::jobs::JobsApi>,
+        )?);
+        if !ctx.quiet {
+            errln!("a pull-through mirror of the Hub at {url}: /hf/ answers its repos too");
+        }
+    }
     if let Some(text) = &metrics_listen {
         let at = metrics_address(text)?;
         let s = Arc::clone(&service);
@@ -219,6 +264,7 @@ fn jobs_desk(
     ambient: bool,
     mirrors: Option<Arc<dyn sealvol_node::jobs::Mirrors>>,
     limits: Limits,
+    taps: Option<Arc<dyn sealvol_node::sync::TapFor>>,
 ) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
     let state = super::key::dir(ctx).join("agent");
     sealvol_core::private::dir(&state)?;
@@ -229,7 +275,7 @@ fn jobs_desk(
         trust: Trust::Server { ambient },
         mirrors,
         limits,
-        taps: None,
+        taps,
     };
     let connector: Arc<dyn sealvol_source::Connector> = Arc::new(sealvol_sources::Sources);
     let agent = Agent::start(ctx.open_repo(false)?, &state, settings, Some(connector))?
@@ -250,6 +296,45 @@ fn jobs_desk(
         state,
     );
     Ok((agent, Arc::new(desk)))
+}
+
+/// The Hub mirror of `serve --hf-upstream URL`: sealing into namespace `ns`, reading
+/// the upstream with the token in stored secret `secret` of that namespace, if any.
+fn hub_mirror(
+    ctx: &Ctx,
+    url: &str,
+    ns: &str,
+    refresh: std::time::Duration,
+    secret: Option<String>,
+    spool: Arc<sealvol_serve::hub::spool::Spool>,
+    jobs: Arc<dyn sealvol_node::jobs::JobsApi>,
+) -> Result<Arc<sealvol_serve::hub::mirror::Mirror>> {
+    let namespace = sealvol_core::refs::Name::parse("namespace", ns)?;
+    let mut upstream = sealvol_serve::hub::upstream::Upstream::new(url, None, ctx.settings.timeout)
+        .map_err(|e| Error::usage(format!("--hf-upstream: {e}")))?;
+    if let Some(name) = &secret {
+        sealvol_core::refs::Name::parse("secret name", name)?;
+        let shelf = sealvol_source::secrets::Shelf::namespace(
+            &super::key::dir(ctx).join("agent"),
+            &namespace,
+        );
+        let name = name.clone();
+        upstream = upstream.with_token_from(move || {
+            let s = shelf.get(&name).ok()?;
+            Some(String::from_utf8_lossy(s.expose()).trim().to_string())
+        });
+    }
+    Ok(sealvol_serve::hub::mirror::Mirror::new(
+        sealvol_serve::hub::mirror::MirrorSettings {
+            namespace,
+            upstream,
+            secret,
+            refresh,
+            patience: ctx.settings.timeout,
+            spool,
+            jobs,
+        },
+    ))
 }
 
 /// `--connections` and `--requests-per-key` over the defaults, within the open-files

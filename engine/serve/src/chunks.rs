@@ -91,6 +91,11 @@ pub struct Counters {
     pub edge_bytes: AtomicU64,
     pub not_found: AtomicU64,
     pub errors: AtomicU64,
+    /// The Hub mirror (`hub/mirror.rs`): bytes its jobs read from the upstream, and
+    /// file bytes sent to clients while they came in (the spool) or once sealed.
+    pub hub_upstream_bytes: Arc<AtomicU64>,
+    pub hub_spool_bytes: AtomicU64,
+    pub hub_sealed_bytes: AtomicU64,
     /// How long requests took to answer, and each origin range read.
     pub request_latency: sealvol_core::read::Histogram,
     pub origin_latency: sealvol_core::read::Histogram,

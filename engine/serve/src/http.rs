@@ -123,7 +123,11 @@ impl Served {
             Arc::clone(&chunks.quotas),
             policy,
         ));
-        let hub = Arc::new(crate::hub::Hub::new(Arc::clone(&chunks), policy.https));
+        let hub = Arc::new(crate::hub::Hub::new(
+            Arc::clone(&chunks),
+            policy.https,
+            policy.hub_mirror.clone(),
+        ));
         Served {
             chunks,
             keys,

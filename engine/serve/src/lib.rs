@@ -86,6 +86,8 @@ pub struct Policy {
     /// The server speaks TLS: the absolute links it sends (the next page of a Hub tree
     /// listing, `hub/tree.rs`) say `https`.
     pub https: bool,
+    /// The pull-through mirror of an upstream Hub (`serve --hf-upstream`).
+    pub hub_mirror: Option<Arc<hub::mirror::Mirror>>,
 }
 
 /// Serves `service` to the holders of `keys` on `listener` (plain TCP, or

@@ -87,6 +87,21 @@ pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> St
             g(&c.errors),
         ),
         (
+            "hub_mirror_upstream_bytes_total",
+            "Bytes the Hub mirror's jobs read from the upstream Hub (serve --hf-upstream).",
+            g(&c.hub_upstream_bytes),
+        ),
+        (
+            "hub_mirror_spool_bytes_total",
+            "File bytes the Hub mirror sent while its job fetched them.",
+            g(&c.hub_spool_bytes),
+        ),
+        (
+            "hub_mirror_sealed_bytes_total",
+            "File bytes the Hub mirror sent from the versions it sealed.",
+            g(&c.hub_sealed_bytes),
+        ),
+        (
             "cache_evictions_total",
             "Chunks evicted from the server's cache.",
             cache.evicted.0,
@@ -121,6 +136,15 @@ pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> St
     ];
     for (name, help, v) in counters.into_iter().chain(gc_counters) {
         t.one(name, "counter", help, v);
+    }
+    let (sealed, spooled) = (g(&c.hub_sealed_bytes), g(&c.hub_spool_bytes));
+    if sealed + spooled > 0 {
+        t.family(
+            "hub_mirror_hit_ratio",
+            "gauge",
+            "Share of the Hub mirror's file bytes sent from sealed versions, not while fetched upstream.",
+            &[(String::new(), sealed as f64 / (sealed + spooled) as f64)],
+        );
     }
     if let Some(f) = service.fellows() {
         let f = &f.counters;

@@ -556,7 +556,7 @@ fn kept_ids_that_do_not_fit_their_version_are_computed_again_never_used() {
             std::sync::Arc::clone(&s.repo),
             None,
         ));
-        let hub = sealvol_serve::hub::Hub::new(service, false);
+        let hub = sealvol_serve::hub::Hub::new(service, false, None);
         let m = s
             .repo
             .manifest(&VolumeName::parse("t/hf").unwrap(), &d)

@@ -9,11 +9,42 @@
 use super::missing::Missing;
 
 /// A repo at a revision, as a request names it (`NS/VOL`, `REV`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct At {
     pub ns: String,
     pub vol: String,
     pub rev: String,
+    /// Asked as a dataset (`api/datasets/…`, `datasets/…/resolve/…`).
+    pub datasets: bool,
+    /// Set by the pull-through mirror: this names the version it sealed of an
+    /// upstream repo (`mirror.rs`), which is told as that repo at that commit.
+    pub mirrored: Option<Mirrored>,
+}
+
+/// An upstream Hub repo at a commit, as a client asked for it, sealed by the mirror.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mirrored {
+    /// The repo id as asked (`Qwen/Qwen3-8B`).
+    pub repo: String,
+    /// The upstream's commit id, which clients are told (their caches line up).
+    pub commit: String,
+    /// Asked by commit id, not by a branch or tag that may move.
+    pub pinned: bool,
+}
+
+impl Asked {
+    /// The repo and revision asked for.
+    pub fn at(&self) -> &At {
+        match self {
+            Asked::Info(at) | Asked::Tree(at, _) | Asked::PathsInfo(at) | Asked::File(at, _) => at,
+        }
+    }
+
+    pub fn at_mut(&mut self) -> &mut At {
+        match self {
+            Asked::Info(at) | Asked::Tree(at, _) | Asked::PathsInfo(at) | Asked::File(at, _) => at,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,10 +66,14 @@ pub const MAX_PATH: usize = 4096;
 pub fn parse(path: &str) -> Result<Asked, Missing> {
     let segs: Vec<String> = path.split('/').map(decode).collect::<Result<_, _>>()?;
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    // The API's routes say their kind second; a file's route, by its shape (below).
+    let datasets = matches!(s.as_slice(), ["api", "datasets", ..]);
     let at = |ns: &str, vol: &str, rev: &str| At {
         ns: ns.to_string(),
         vol: vol.to_string(),
         rev: rev.to_string(),
+        datasets,
+        mirrored: None,
     };
     let rest = |from: &[&str]| from.join("/");
     let asked = match s.as_slice() {
@@ -56,9 +91,12 @@ pub fn parse(path: &str) -> Result<Asked, Missing> {
         ["api", "models" | "datasets", ns, vol, "paths-info", rev] => {
             Asked::PathsInfo(at(ns, vol, rev))
         }
-        ["datasets", ns, vol, "resolve", rev, tail @ ..] | [ns, vol, "resolve", rev, tail @ ..]
-            if !tail.is_empty() =>
-        {
+        ["datasets", ns, vol, "resolve", rev, tail @ ..] if !tail.is_empty() => {
+            let mut at = at(ns, vol, rev);
+            at.datasets = true;
+            Asked::File(at, repo_path(&rest(tail), false)?)
+        }
+        [ns, vol, "resolve", rev, tail @ ..] if !tail.is_empty() => {
             Asked::File(at(ns, vol, rev), repo_path(&rest(tail), false)?)
         }
         _ => return Err(Missing::Route),
@@ -105,6 +143,7 @@ mod tests {
             ns: ns.into(),
             vol: vol.into(),
             rev: rev.into(),
+            ..Default::default()
         };
         Asked::File(at, path.into())
     }
@@ -115,10 +154,11 @@ mod tests {
             parse("t/m/resolve/main/a/b.json").unwrap(),
             file("t", "m", "main", "a/b.json")
         );
-        assert_eq!(
-            parse("datasets/t/m/resolve/v1/x").unwrap(),
-            file("t", "m", "v1", "x")
-        );
+        let mut dataset = file("t", "m", "v1", "x");
+        dataset.at_mut().datasets = true;
+        assert_eq!(parse("datasets/t/m/resolve/v1/x").unwrap(), dataset);
+        assert!(parse("api/datasets/t/m").unwrap().at().datasets);
+        assert!(!parse("api/models/t/m").unwrap().at().datasets);
         assert_eq!(
             parse("t/m/resolve/refs%2Fpr%2F1/x").unwrap(),
             file("t", "m", "refs/pr/1", "x")
@@ -137,6 +177,7 @@ mod tests {
             parse("datasets/x/resolve/main/f").unwrap(),
             file("datasets", "x", "main", "f")
         );
+        assert!(!parse("datasets/x/resolve/main/f").unwrap().at().datasets);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use sealvol_core::objects::FileObject;
 use sealvol_core::read::Chunks as _;
 
 use super::missing::Missing;
-use super::{At, Hub, blocking, ids};
+use super::{At, Hub, blocking};
 use crate::held::HeldChunks;
 use crate::keys::Grant;
 
@@ -44,14 +44,12 @@ pub async fn file(
     head: bool,
     headers: &HeaderMap,
 ) -> Response {
-    let range = match headers.get(header::RANGE).map(|v| v.to_str()) {
-        None => None,
-        Some(Ok(r)) => Some(r.to_string()),
-        Some(Err(_)) => {
-            return Missing::Bad("a Range must be bytes=FIRST-LAST".into()).response();
-        }
+    let range = match asked_range(headers) {
+        Ok(r) => r,
+        Err(m) => return m.response(),
     };
     let h = Arc::clone(&hub);
+    let mirrored = at.mirrored.is_some();
     let found = blocking(move || find(&h, &grant, &at, &path, head)).await;
     let Found {
         mut headers,
@@ -82,7 +80,12 @@ pub async fn file(
     let Some(share) = crate::budget::for_run(3 * WINDOW).await else {
         return crate::reply::busy();
     };
-    (status, headers, stream(hub, obj, start, start + len, share)).into_response()
+    (
+        status,
+        headers,
+        stream(hub, obj, start, start + len, share, mirrored),
+    )
+        .into_response()
 }
 
 /// The file `path` of the version `rev` names, and the headers that say it.
@@ -129,7 +132,7 @@ fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Fou
             h.insert(name, v);
         }
     };
-    put("x-repo-commit", &ids::commit_id(&v.digest));
+    put("x-repo-commit", &v.commit);
     put("etag", &format!("\"{}\"", f.etag()));
     if let Some(sha) = &f.sha256 {
         put("x-linked-etag", &format!("\"{sha}\""));
@@ -161,8 +164,17 @@ fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Fou
     })
 }
 
+/// The `Range` a request asks for, as sent.
+pub fn asked_range(headers: &HeaderMap) -> Result<Option<String>, Missing> {
+    match headers.get(header::RANGE).map(|v| v.to_str()) {
+        None => Ok(None),
+        Some(Ok(r)) => Ok(Some(r.to_string())),
+        Some(Err(_)) => Err(Missing::Bad("a Range must be bytes=FIRST-LAST".into())),
+    }
+}
+
 /// One range of a file of `size` bytes, as (first byte, length).
-fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
+pub fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
     if value.contains(',') {
         return Err(Missing::Range(
             size,
@@ -188,6 +200,7 @@ fn stream(
     start: u64,
     end: u64,
     share: crate::budget::Share,
+    mirrored: bool,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<Bytes>>>(1);
     tokio::task::spawn_blocking(move || {
@@ -230,6 +243,9 @@ fn stream(
             if let Ok(pieces) = &window {
                 let n: usize = pieces.iter().map(Bytes::len).sum();
                 sealvol_core::read::add(&hub.chunks.counters.bytes_served, n as u64);
+                if mirrored {
+                    sealvol_core::read::add(&hub.chunks.counters.hub_sealed_bytes, n as u64);
+                }
             }
             let failed = window.is_err();
             // The client went away: nothing more is read for it.

@@ -51,11 +51,11 @@ pub async fn info(hub: Arc<Hub>, grant: Arc<Grant>, at: At, query: &str) -> Resp
                 _ => None,
             })
             .collect();
-        let commit = ids::commit_id(&v.digest);
+        let commit = &v.commit;
         Ok(serde_json::json!({
             "_id": commit,
-            "id": v.volume.to_string(),
-            "modelId": v.volume.to_string(),
+            "id": v.id,
+            "modelId": v.id,
             "sha": commit,
             "lastModified": v.manifest.created,
             "createdAt": v.manifest.created,

@@ -1,19 +1,297 @@
-//! The pull-through mirror (issue 63; being built): a server started with an upstream
-//! Hub seals the repos its clients ask for with sync jobs of its own, and streams each
-//! file to them while its job fetches it. This part: the jobs' taps (`TapFor`), which
-//! put each file a mirror job reads into the spool under the key its clients ask for
-//! it by, so that a client reads it while it comes (`spool.rs`).
+//! The pull-through mirror (`serve --hf-upstream URL`): a request under `/hf/` for a
+//! repo the server does not hold is a repo of the upstream Hub. Its revision is asked
+//! upstream (a branch at most once per refresh, `upstream::Revisions`); a commit the
+//! mirror sealed is served as any version (tagged `hf-COMMIT` in `NS/org--name`,
+//! `upstream::mirror_volume`), told as the upstream's repo at its commit; one it has not
+//! is synced by a job of the server's own (one per commit, however many ask), and
+//! answered meanwhile from the upstream's metadata and, byte by byte, from the job's
+//! files as they come (`coming.rs`, through the jobs' taps into the spool).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use sealvol_node::jobs::JobSpec;
+use sealvol_core::refs::{Name, VolumeName};
+use sealvol_node::jobs::{JobSpec, JobState, JobsApi};
+use sealvol_source::url::HfKind;
 use sealvol_source::{FileTap, SourceUrl, Tap};
 
+use super::asked::{Asked, Mirrored};
+use super::missing::Missing;
 use super::spool::{Spool, Writer};
+use super::upstream::{Revisions, Upstream, is_commit, mirror_volume};
+use crate::chunks::ChunkService;
+use crate::keys::Grant;
 
 /// The name a mirror's jobs are started by (`JobSpec::started_by`): only those are
-/// tapped.
-pub const STARTED_BY: &str = "hub-mirror";
+/// tapped. Not a key's name (a key's is a `Name`, which takes no `:`), so no key's job
+/// is, and no key's revocation cancels them.
+pub const STARTED_BY: &str = "server:hub-mirror";
+
+/// The tag a sealed commit is found by.
+pub fn sealed_tag(commit: &str) -> String {
+    format!("hf-{commit}")
+}
+
+/// How long a failed sync is answered with its failure before a request starts it
+/// again (an upstream that sends wrong bytes is not asked in a loop).
+pub const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// How many upstream answers (a repo at a commit, with its files' ids) are kept.
+const INFOS: usize = 1024;
+
+/// A repo at a commit the mirror is syncing.
+#[derive(Debug, Clone)]
+pub struct Coming {
+    /// As asked (`Qwen/Qwen3-8B`).
+    pub repo: String,
+    pub datasets: bool,
+    pub commit: String,
+    pub volume: VolumeName,
+    pub job: u64,
+}
+
+/// Where a request goes.
+pub enum Routed {
+    /// To a version this server holds (asked by its own name, or sealed by the mirror:
+    /// the request then names it, `At::mirrored`).
+    Here(Asked),
+    /// To the upstream's answers and the job's files (`coming.rs`).
+    Coming(Coming, Asked),
+}
+
+/// A server's Hub mirror.
+pub struct Mirror {
+    /// Where mirrored repos are sealed (`--hf-namespace`).
+    pub namespace: Name,
+    pub upstream: Upstream,
+    /// The stored secret (of `namespace`) the jobs read the upstream with.
+    secret: Option<String>,
+    revisions: Revisions,
+    pub spool: Arc<Spool>,
+    jobs: Arc<dyn JobsApi>,
+    /// How long a client waits for bytes that do not come (the server's `--timeout`).
+    pub patience: Duration,
+    infos: Mutex<HashMap<(bool, String, String), Arc<serde_json::Value>>>,
+    /// The job syncing each source (`hf://ORG/NAME@COMMIT`), and since when it has
+    /// been seen failed.
+    started: Mutex<HashMap<String, (u64, Option<Instant>)>>,
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mirror({} into {})", self.upstream.base(), self.namespace)
+    }
+}
+
+/// What a mirror is made of (`serve --hf-upstream …`).
+pub struct MirrorSettings {
+    pub namespace: Name,
+    pub upstream: Upstream,
+    pub secret: Option<String>,
+    pub refresh: Duration,
+    pub patience: Duration,
+    pub spool: Arc<Spool>,
+    pub jobs: Arc<dyn JobsApi>,
+}
+
+impl Mirror {
+    pub fn new(s: MirrorSettings) -> Arc<Mirror> {
+        let m = Arc::new(Mirror {
+            namespace: s.namespace,
+            upstream: s.upstream,
+            secret: s.secret,
+            revisions: Revisions::new(s.refresh),
+            spool: s.spool,
+            jobs: s.jobs,
+            patience: s.patience,
+            infos: Mutex::default(),
+            started: Mutex::default(),
+        });
+        // Sealed commits' spool files go as soon as their jobs end.
+        let weak = Arc::downgrade(&m);
+        let _ = std::thread::Builder::new()
+            .name("sealvol-hub-sweep".into())
+            .spawn(move || {
+                while let Some(m) = weak.upgrade() {
+                    m.sweep();
+                    drop(m);
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+            });
+        m
+    }
+
+    /// Where `asked` goes: here, or to the upstream. Blocking.
+    pub fn route(&self, chunks: &ChunkService, grant: &Grant, mut asked: Asked) -> Result<Routed, Missing> {
+        let repo = chunks.repository();
+        let at = asked.at().clone();
+        match super::volume_for(repo, grant, &at.ns, &at.vol) {
+            Ok(_) => return Ok(Routed::Here(asked)),
+            Err(Missing::Repo(_)) => {}
+            Err(m) => return Err(m),
+        }
+        let repo_id = format!("{}/{}", at.ns, at.vol);
+        let volume = mirror_volume(&self.namespace, &repo_id, at.datasets)?;
+        if !grant.sees(self.namespace.as_str()) {
+            // The mirror is the mirror namespace's: a key that may not see it has none.
+            return Err(Missing::Repo(format!(
+                "Repository Not Found for url: {repo_id:.200}"
+            )));
+        }
+        let commit = self.revisions.commit(&repo_id, &at.rev, Instant::now(), || {
+            let (sha, json) = self.upstream.revision(at.datasets, &repo_id, &at.rev)?;
+            self.keep_info(at.datasets, &repo_id, &sha, json);
+            Ok(sha)
+        })?;
+        if self.sealed(chunks, &volume, &commit)? {
+            let a = asked.at_mut();
+            a.ns = volume.namespace.to_string();
+            a.vol = volume.name.to_string();
+            a.rev = sealed_tag(&commit);
+            a.mirrored = Some(Mirrored {
+                repo: repo_id,
+                commit,
+                pinned: is_commit(&at.rev),
+            });
+            return Ok(Routed::Here(asked));
+        }
+        let job = self.job_for(&repo_id, at.datasets, &commit, &volume)?;
+        Ok(Routed::Coming(
+            Coming {
+                repo: repo_id,
+                datasets: at.datasets,
+                commit,
+                volume,
+                job,
+            },
+            asked,
+        ))
+    }
+
+    /// Whether `commit` is sealed in `volume`.
+    pub fn sealed(&self, chunks: &ChunkService, volume: &VolumeName, commit: &str) -> Result<bool, Missing> {
+        let repo = chunks.repository();
+        match super::revision::resolve(repo, volume, &sealed_tag(commit)) {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(
+                e.kind(),
+                sealvol_core::error::ErrorKind::NotFound | sealvol_core::error::ErrorKind::Invalid
+            ) => Ok(false),
+            Err(e) => Err(Missing::Failed(e.to_string())),
+        }
+    }
+
+    /// The upstream's answer for `c`'s repo at its commit (kept from the revision's
+    /// lookup, or asked now). Blocking.
+    pub fn info(&self, c: &Coming) -> Result<Arc<serde_json::Value>, Missing> {
+        let key = (c.datasets, c.repo.to_ascii_lowercase(), c.commit.clone());
+        if let Some(v) = sealvol_core::lock(&self.infos).get(&key) {
+            return Ok(Arc::clone(v));
+        }
+        let (_, json) = self.upstream.revision(c.datasets, &c.repo, &c.commit)?;
+        Ok(self.keep_info(c.datasets, &c.repo, &c.commit, json))
+    }
+
+    fn keep_info(&self, datasets: bool, repo: &str, sha: &str, json: serde_json::Value) -> Arc<serde_json::Value> {
+        let json = Arc::new(json);
+        let mut infos = sealvol_core::lock(&self.infos);
+        if infos.len() >= INFOS {
+            infos.clear();
+        }
+        infos.insert((datasets, repo.to_ascii_lowercase(), sha.to_string()), Arc::clone(&json));
+        json
+    }
+
+    /// The job syncing `repo` at `commit` into `volume`: the one started before (by
+    /// this process, or by one before it and resumed), else a new one. A failed one is
+    /// its failure for `RETRY_AFTER`, then retried. Blocking.
+    fn job_for(&self, repo: &str, datasets: bool, commit: &str, volume: &VolumeName) -> Result<u64, Missing> {
+        let source = SourceUrl::HuggingFace {
+            kind: if datasets { HfKind::Dataset } else { HfKind::Model },
+            repo: repo.to_string(),
+            revision: commit.to_string(),
+        }
+        .to_string();
+        let failed = |e: sealvol_core::Error| {
+            Missing::Failed(format!("the mirror cannot sync {repo:.100}@{commit}: {e}"))
+        };
+        let mut started = sealvol_core::lock(&self.started);
+        if let Some((id, failed_since)) = started.get_mut(&source) {
+            let id = *id;
+            match self.jobs.show(id) {
+                Ok(j) if !j.state.is_final() => return Ok(id),
+                Ok(j) if matches!(j.state, JobState::Failed | JobState::Cancelled) => {
+                    let since = *failed_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < RETRY_AFTER {
+                        let why = j.reason.unwrap_or_else(|| "it failed".into());
+                        return Err(Missing::Failed(format!(
+                            "the mirror's sync of {repo:.100}@{commit} (job {id}) failed: {why:.500}; it is tried again {}s after",
+                            RETRY_AFTER.as_secs()
+                        )));
+                    }
+                    self.jobs.retry(id).map_err(failed)?;
+                    started.insert(source, (id, None));
+                    return Ok(id);
+                }
+                // Ready but not sealed (its tag was removed), or gone: a new one.
+                _ => {}
+            }
+        }
+        let live = self.jobs.list().map_err(failed)?.into_iter().find(|j| {
+            j.spec.started_by.as_deref() == Some(STARTED_BY)
+                && j.spec.source == source
+                && !j.state.is_final()
+        });
+        let id = match live {
+            Some(j) => j.id,
+            None => {
+                let spec = JobSpec {
+                    source: source.clone(),
+                    volume: volume.to_string(),
+                    tags: vec![sealed_tag(commit)],
+                    secret: self.secret.clone(),
+                    endpoint: sealvol_source::endpoints::Resolved {
+                        url: Some(self.upstream.base().to_string()),
+                        path_style: false,
+                    },
+                    started_by: Some(STARTED_BY.to_string()),
+                    ..Default::default()
+                };
+                self.jobs.submit(spec).map_err(failed)?.id
+            }
+        };
+        if started.len() >= INFOS {
+            started.retain(|_, (id, _)| self.jobs.show(*id).is_ok_and(|j| !j.state.is_final()));
+        }
+        started.insert(source, (id, None));
+        Ok(id)
+    }
+
+    /// The job's state now, and its bytes done (progress). Blocking.
+    pub fn job(&self, id: u64) -> Result<sealvol_node::jobs::Job, Missing> {
+        self.jobs
+            .show(id)
+            .map_err(|e| Missing::Failed(format!("the mirror's job {id}: {e}")))
+    }
+
+    /// Forgets the spool files of jobs that ended ready (their versions serve them).
+    fn sweep(&self) {
+        let ids: Vec<(String, u64)> = sealvol_core::lock(&self.started)
+            .iter()
+            .map(|(s, (id, _))| (s.clone(), *id))
+            .collect();
+        for (source, id) in ids {
+            if let Ok(j) = self.jobs.show(id)
+                && j.state == JobState::Ready
+                && let Ok(SourceUrl::HuggingFace { repo, revision, .. }) = SourceUrl::parse(&source)
+            {
+                self.spool.forget_prefix(&spool_key(&repo, &revision, ""));
+                sealvol_core::lock(&self.started).remove(&source);
+            }
+        }
+    }
+}
 
 /// The spool key of file `path` of Hub repo `repo` at commit `sha`.
 pub fn spool_key(repo: &str, sha: &str, path: &str) -> String {
@@ -24,6 +302,8 @@ pub fn spool_key(repo: &str, sha: &str, path: &str) -> String {
 #[derive(Debug)]
 pub struct MirrorTaps {
     pub spool: Arc<Spool>,
+    /// Counts the bytes the jobs read upstream (`/metrics`).
+    pub upstream_bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl sealvol_node::sync::TapFor for MirrorTaps {
@@ -38,6 +318,7 @@ impl sealvol_node::sync::TapFor for MirrorTaps {
         };
         Some(Arc::new(RepoTap {
             spool: Arc::clone(&self.spool),
+            upstream_bytes: Arc::clone(&self.upstream_bytes),
             repo,
             sha: revision,
         }))
@@ -46,6 +327,7 @@ impl sealvol_node::sync::TapFor for MirrorTaps {
 
 struct RepoTap {
     spool: Arc<Spool>,
+    upstream_bytes: Arc<std::sync::atomic::AtomicU64>,
     repo: String,
     sha: String,
 }
@@ -54,7 +336,7 @@ impl Tap for RepoTap {
     fn open(&self, key: &str, size: u64) -> Option<Box<dyn FileTap>> {
         let k = spool_key(&self.repo, &self.sha, key);
         match self.spool.start(&k, size) {
-            Ok(w) => Some(Box::new(Spooled(w))),
+            Ok(w) => Some(Box::new(Spooled(w, Arc::clone(&self.upstream_bytes)))),
             Err(e) => {
                 tracing::warn!("{k} cannot be spooled ({e}): its clients wait for the seal");
                 None
@@ -63,10 +345,11 @@ impl Tap for RepoTap {
     }
 }
 
-struct Spooled(Writer);
+struct Spooled(Writer, Arc<std::sync::atomic::AtomicU64>);
 
 impl FileTap for Spooled {
     fn bytes(&mut self, bytes: &[u8]) {
+        sealvol_core::read::add(&self.1, bytes.len() as u64);
         self.0.write(bytes);
     }
 
@@ -100,6 +383,7 @@ mod tests {
         let spool = Arc::new(Spool::open(&dir.path().join("spool")).unwrap());
         let taps = MirrorTaps {
             spool: Arc::clone(&spool),
+            upstream_bytes: Arc::default(),
         };
         let sha = "ab".repeat(20);
         assert!(

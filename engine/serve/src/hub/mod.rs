@@ -11,12 +11,13 @@
 //! - `info`: a repo at a revision; `tree`: its files and folders, paged, and
 //!   `paths-info`; `file`: a file's bytes (`resolve`), ranged, every byte proven;
 //! - `missing`: the Hub's own error answers;
-//! - the pull-through mirror (being built: issue 63): `upstream`, which volume a Hub
-//!   repo is mirrored into and which commit a revision names upstream; `spool`, files on
-//!   their way in, read while they are written; `mirror`, the mirror's jobs tapped
-//!   into the spool.
+//! - the pull-through mirror (`serve --hf-upstream`): `mirror`, where a request for a
+//!   repo the server does not hold goes, and the jobs that seal them; `upstream`, the
+//!   upstream Hub as the mirror asks it; `coming`, a repo's answers while its job
+//!   fetches it; `spool`, files on their way in, read while they are written.
 
 pub mod asked;
+pub mod coming;
 pub mod file;
 pub mod ids;
 pub mod info;
@@ -52,14 +53,17 @@ pub struct Hub {
     pub kept: Arc<kept::Kept>,
     /// The server speaks TLS (its absolute links say `https`).
     pub https: bool,
+    /// The pull-through mirror of an upstream Hub, when the server has one.
+    pub mirror: Option<Arc<mirror::Mirror>>,
 }
 
 impl Hub {
-    pub fn new(chunks: Arc<ChunkService>, https: bool) -> Hub {
+    pub fn new(chunks: Arc<ChunkService>, https: bool, mirror: Option<Arc<mirror::Mirror>>) -> Hub {
         Hub {
             chunks,
             kept: Arc::default(),
             https,
+            mirror,
         }
     }
 
@@ -79,11 +83,21 @@ impl Hub {
             .kept
             .manifest(repo, &volume, &digest)
             .map_err(|e| Missing::Failed(e.to_string()))?;
+        let (id, commit, pinned) = match &at.mirrored {
+            Some(m) => (m.repo.clone(), m.commit.clone(), m.pinned),
+            None => (
+                volume.to_string(),
+                ids::commit_id(&digest),
+                rev.len() == 40 || rev.len() == 64 || rev.starts_with("b3:"),
+            ),
+        };
         Ok(Version {
             volume,
             digest,
             manifest,
-            pinned: rev.len() == 40 || rev.len() == 64 || rev.starts_with("b3:"),
+            pinned,
+            id,
+            commit,
         })
     }
 
@@ -102,6 +116,11 @@ pub struct Version {
     pub manifest: Arc<Manifest>,
     /// Named by a digest or commit id, not by a tag that may move.
     pub pinned: bool,
+    /// The repo id clients are told (`NS/VOL`; a mirrored repo's upstream id).
+    pub id: String,
+    /// The commit id clients are told (`ids::commit_id`; a mirrored repo's upstream
+    /// commit).
+    pub commit: String,
 }
 
 /// The volume `ns/vol` as the key sees it: an unknown one and one it may not see are
@@ -141,22 +160,43 @@ pub async fn answer(
     };
     let query = uri.query().unwrap_or_default().to_string();
     let post = method == Method::POST;
-    match (asked, post) {
-        (Asked::PathsInfo(at), true) => {
-            let body = match crate::reply::read_body(body, tree::MAX_FORM).await {
-                Ok(b) => b,
-                Err(r) => return r,
-            };
-            tree::paths_info(hub, grant, at, body.to_vec()).await
+    if post != matches!(asked, Asked::PathsInfo(_)) {
+        return (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response();
+    }
+    let form = match post {
+        true => match crate::reply::read_body(body, tree::MAX_FORM).await {
+            Ok(b) => Some(b.to_vec()),
+            Err(r) => return r,
+        },
+        false => None,
+    };
+    let asked = match hub.mirror.clone() {
+        None => asked,
+        Some(mirror) => {
+            let (h, g, m) = (Arc::clone(&hub), Arc::clone(&grant), Arc::clone(&mirror));
+            match blocking(move || m.route(&h.chunks, &g, asked)).await {
+                Ok(mirror::Routed::Here(asked)) => asked,
+                Ok(mirror::Routed::Coming(coming, asked)) => {
+                    let head = method == Method::HEAD;
+                    return coming::answer(
+                        hub, mirror, grant, coming, asked, query, &uri, &headers, form, head,
+                    )
+                    .await;
+                }
+                Err(m) => return m.response(),
+            }
         }
-        (_, true) | (Asked::PathsInfo(_), false) => {
+    };
+    match (asked, form) {
+        (Asked::PathsInfo(at), Some(form)) => tree::paths_info(hub, grant, at, form).await,
+        (_, Some(_)) | (Asked::PathsInfo(_), None) => {
             (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response()
         }
-        (Asked::Info(at), false) => info::info(hub, grant, at, &query).await,
-        (Asked::Tree(at, path), false) => {
+        (Asked::Info(at), None) => info::info(hub, grant, at, &query).await,
+        (Asked::Tree(at, path), None) => {
             tree::tree(hub, grant, at, path, &query, &uri, &headers).await
         }
-        (Asked::File(at, path), false) => {
+        (Asked::File(at, path), None) => {
             file::file(hub, grant, at, path, method == Method::HEAD, &headers).await
         }
     }

@@ -165,9 +165,24 @@ impl Spool {
         })
     }
 
-    /// Forgets file `key` once it is sealed (readers holding it read on).
+    /// Forgets file `key` once it is sealed (readers holding it read on; its file goes
+    /// when the last lets go).
     pub fn forget(&self, key: &str) {
         sealvol_core::lock(&self.files).remove(key);
+    }
+
+    /// Forgets every file whose key starts with `prefix`.
+    pub fn forget_prefix(&self, prefix: &str) {
+        sealvol_core::lock(&self.files).retain(|k, _| !k.starts_with(prefix));
+    }
+
+    /// How many files are on their way in or kept.
+    pub fn len(&self) -> usize {
+        sealvol_core::lock(&self.files).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

@@ -241,7 +241,7 @@ fn entry_json(v: &Version, e: Listed<'_>, expand: bool) -> serde_json::Value {
     if expand {
         // One commit made every version: the one that sealed it.
         j["lastCommit"] = serde_json::json!({
-            "id": ids::commit_id(&v.digest),
+            "id": v.commit,
             "title": format!("sealed {}@{}", v.volume, v.digest),
             "date": v.manifest.created,
         });
@@ -251,7 +251,7 @@ fn entry_json(v: &Version, e: Listed<'_>, expand: bool) -> serde_json::Value {
 
 /// This request's URL without its query, absolute, for a `Link` header (the Hub's
 /// clients follow it as given).
-fn absolute(hub: &Hub, uri: &Uri, headers: &HeaderMap) -> String {
+pub(super) fn absolute(hub: &Hub, uri: &Uri, headers: &HeaderMap) -> String {
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())

@@ -14,11 +14,16 @@ use super::missing::Missing;
 /// The longest Hub repo id a mirror takes (the Hub's own limit is 96 characters a part).
 pub const MAX_REPO_ID: usize = 200;
 
-/// The volume Hub repo `repo_id` (`ORG/NAME`) is mirrored into: `NS/org--name`,
-/// lowercased (the Hub's repo ids are case-insensitive, and never hold `--` or `..`, so
-/// no two repos meet). One too long for a volume name keeps its first 50 characters and
-/// a hash of the whole id. A repo id of another shape is not one the Hub has.
-pub fn mirror_volume(namespace: &Name, repo_id: &str) -> Result<VolumeName, Missing> {
+/// The volume Hub repo `repo_id` (`ORG/NAME`) is mirrored into: `NS/org--name`, a
+/// dataset's `NS/datasets--org--name`, lowercased (the Hub's repo ids are
+/// case-insensitive, and never hold `--` or `..`, so no two repos meet). One too long
+/// for a volume name keeps its first 50 characters and a hash of the whole id. A repo
+/// id of another shape is not one the Hub has.
+pub fn mirror_volume(
+    namespace: &Name,
+    repo_id: &str,
+    datasets: bool,
+) -> Result<VolumeName, Missing> {
     let unknown = || Missing::Repo(format!("Repository Not Found for url: {repo_id:.100}"));
     let Some((org, name)) = repo_id.split_once('/') else {
         return Err(unknown());
@@ -36,9 +41,10 @@ pub fn mirror_volume(namespace: &Name, repo_id: &str) -> Result<VolumeName, Miss
     if repo_id.len() > MAX_REPO_ID || !part_ok(org) || !part_ok(name) {
         return Err(unknown());
     }
-    let mut flat = format!("{org}--{name}").to_ascii_lowercase();
+    let kind = if datasets { "datasets--" } else { "" };
+    let mut flat = format!("{kind}{org}--{name}").to_ascii_lowercase();
     if flat.len() > 63 {
-        let h = blake3::hash(repo_id.to_ascii_lowercase().as_bytes()).to_hex();
+        let h = blake3::hash(flat.as_bytes()).to_hex();
         flat = format!(
             "{}-{}",
             &flat[..50].trim_end_matches(['-', '.', '_']),
@@ -121,6 +127,9 @@ pub struct Upstream {
     base: String,
     http: reqwest::blocking::Client,
     token: Option<String>,
+    /// Where the token is read for each request, when it is a stored secret (which
+    /// may be set or changed while the server runs).
+    token_from: Option<Box<dyn Fn() -> Option<String> + Send + Sync>>,
 }
 
 impl Upstream {
@@ -141,45 +150,87 @@ impl Upstream {
             base: base.trim_end_matches('/').to_string(),
             http,
             token,
+            token_from: None,
         })
     }
 
-    /// `GET /api/{models,datasets}/REPO/revision/REV` upstream: the commit it names,
-    /// and the whole answer (what the mirror's clients are told). Blocking.
+    /// Reads the token with `f` for each request.
+    pub fn with_token_from(mut self, f: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
+        self.token_from = Some(Box::new(f));
+        self
+    }
+
+    /// The upstream's address, as given (no trailing `/`).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// `GET /api/{models,datasets}/REPO/revision/REV?blobs=true` upstream: the commit
+    /// it names, and the whole answer (what the mirror's clients are told, with each
+    /// file's size and ids). Blocking.
     pub fn revision(
         &self,
         datasets: bool,
         repo: &str,
         rev: &str,
     ) -> Result<(String, serde_json::Value), Missing> {
-        let kind = if datasets { "datasets" } else { "models" };
-        let rev_part: String =
-            percent_encoding::utf8_percent_encode(rev, percent_encoding::NON_ALPHANUMERIC)
-                .collect();
-        let url = format!("{}/api/{kind}/{repo}/revision/{rev_part}", self.base);
-        let mut req = self.http.get(&url);
-        if let Some(t) = &self.token {
+        let shown = format!("{repo:.100}@{rev:.60}");
+        let path = format!("/api/{}/{repo}/revision/{}?blobs=true", kind(datasets), part(rev));
+        let answer = self.ask(&path, None, &shown)?;
+        let json = answer.json(&shown)?;
+        let sha = json["sha"].as_str().unwrap_or_default().to_string();
+        if !is_commit(&sha) {
+            return Err(Missing::Failed(format!(
+                "the upstream named {sha:.60} as the commit of {shown}, which is not a commit id"
+            )));
+        }
+        Ok((sha, json))
+    }
+
+    /// `GET` (or, with a form body, `POST`) `path` upstream (a path and query after
+    /// its address): its answer, within `MAX_ANSWER` bytes, or the Hub's own error
+    /// for what it refused. `shown`: what was asked, for messages. Blocking.
+    pub fn ask(&self, path: &str, form: Option<Vec<u8>>, shown: &str) -> Result<Answer, Missing> {
+        let url = format!("{}{path}", self.base);
+        let mut req = match form {
+            None => self.http.get(&url),
+            Some(body) => self
+                .http
+                .post(&url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+        };
+        let token = match &self.token_from {
+            Some(f) => f(),
+            None => self.token.clone(),
+        };
+        if let Some(t) = token {
             req = req.bearer_auth(t);
         }
-        let shown = format!("{repo:.100}@{rev:.60}");
         let resp = req.send().map_err(|e| {
             Missing::Failed(format!("the upstream Hub did not answer for {shown}: {e}"))
         })?;
         let status = resp.status().as_u16();
-        let code = resp
-            .headers()
-            .get("x-error-code")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let code = header("x-error-code");
+        let link = header("link");
         match (status, code.as_str()) {
             (200, _) => {}
             (_, "RevisionNotFound") => {
-                return Err(Missing::Revision(format!("Invalid rev id: {rev:.60}")));
+                return Err(Missing::Revision(format!("Invalid rev id: {shown} (upstream)")));
+            }
+            (_, "EntryNotFound") => {
+                return Err(Missing::Entry(format!("{shown} has no such entry (upstream)")));
             }
             (401 | 404, _) => {
                 return Err(Missing::Repo(format!(
-                    "Repository Not Found for url: {repo:.100} (upstream)"
+                    "Repository Not Found for url: {shown} (upstream)"
                 )));
             }
             _ => {
@@ -200,19 +251,55 @@ impl Upstream {
                 "the upstream's answer for {shown} is over {MAX_ANSWER} bytes"
             )));
         }
-        let json: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        Ok(Answer { body, link })
+    }
+}
+
+/// What an upstream answered: its body, and its `Link` header (a listing's next page).
+pub struct Answer {
+    pub body: Vec<u8>,
+    pub link: String,
+}
+
+impl Answer {
+    pub fn json(&self, shown: &str) -> Result<serde_json::Value, Missing> {
+        serde_json::from_slice(&self.body).map_err(|e| {
             Missing::Failed(format!(
                 "the upstream's answer for {shown} is not JSON: {e:.100}"
             ))
-        })?;
-        let sha = json["sha"].as_str().unwrap_or_default().to_string();
-        if !is_commit(&sha) {
-            return Err(Missing::Failed(format!(
-                "the upstream named {sha:.60} as the commit of {shown}, which is not a commit id"
-            )));
-        }
-        Ok((sha, json))
+        })
     }
+
+    /// The query of the next page's URL in `Link: <URL>; rel="next"`, if any: the
+    /// mirror's own `Link` names its own address with it.
+    pub fn next_query(&self) -> Option<String> {
+        let next = self
+            .link
+            .split(',')
+            .find(|l| l.contains("rel=\"next\""))?;
+        let url = next.split_once('<')?.1.split_once('>')?.0;
+        let (_, query) = url.split_once('?')?;
+        let ok = query.len() <= 2048
+            && query
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !matches!(b, b'<' | b'>' | b'"'));
+        ok.then(|| query.to_string())
+    }
+}
+
+/// The API's word for a repo's kind.
+pub fn kind(datasets: bool) -> &'static str {
+    if datasets { "datasets" } else { "models" }
+}
+
+/// One path segment, percent-encoded.
+pub fn part(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).collect()
+}
+
+/// A path in a repo, each segment percent-encoded.
+pub fn path_parts(p: &str) -> String {
+    p.split('/').map(part).collect::<Vec<_>>().join("/")
 }
 
 #[cfg(test)]
@@ -225,16 +312,21 @@ mod tests {
 
     #[test]
     fn a_hub_repo_is_mirrored_into_one_volume_whatever_its_case() {
-        let v = mirror_volume(&ns(), "Qwen/Qwen3-8B").unwrap();
+        let v = mirror_volume(&ns(), "Qwen/Qwen3-8B", false).unwrap();
         assert_eq!(v.to_string(), "hf/qwen--qwen3-8b");
-        assert_eq!(mirror_volume(&ns(), "qwen/QWEN3-8b").unwrap(), v);
+        assert_eq!(mirror_volume(&ns(), "qwen/QWEN3-8b", false).unwrap(), v);
+        let d = mirror_volume(&ns(), "Qwen/Qwen3-8B", true).unwrap();
+        assert_eq!(d.to_string(), "hf/datasets--qwen--qwen3-8b");
+        // A model of org `datasets` has two parts, never three.
+        assert_ne!(mirror_volume(&ns(), "datasets/qwen", false).unwrap(), d);
         let long = format!("org/{}", "a".repeat(90));
-        let v = mirror_volume(&ns(), &long).unwrap();
+        let v = mirror_volume(&ns(), &long, false).unwrap();
         assert!(v.name.as_str().len() <= 63, "{v}");
         assert_ne!(
             v,
-            mirror_volume(&ns(), &format!("org/{}b", "a".repeat(89))).unwrap()
+            mirror_volume(&ns(), &format!("org/{}b", "a".repeat(89)), false).unwrap()
         );
+        assert_ne!(v, mirror_volume(&ns(), &long, true).unwrap());
         for bad in [
             "noslash",
             "a/b/c",
@@ -250,7 +342,7 @@ mod tests {
             "ünï/code",
         ] {
             assert!(
-                matches!(mirror_volume(&ns(), bad), Err(Missing::Repo(_))),
+                matches!(mirror_volume(&ns(), bad, false), Err(Missing::Repo(_))),
                 "{bad:?}"
             );
         }
