@@ -52,10 +52,11 @@ def serve(repo, sealvol_bin):
     process, its URL and the admin key. Stopped (and woken first) when the test ends."""
     started = []
 
-    def start():
+    def start(*extra, before=(), listen="127.0.0.1:0"):
+        """`extra`: the server's flags; `before`: global ones (`--timeout 3s`)."""
         proc = subprocess.Popen(
-            [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"),
-             "serve", "--listen", "127.0.0.1:0"],
+            [sealvol_bin, "--repo", str(repo / "repo"), "--state", str(repo / "state"), *before,
+             "serve", "--listen", listen, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

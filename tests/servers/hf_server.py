@@ -78,8 +78,9 @@ class Repo:
 
 
 class Hub:
-    def __init__(self, repos, token, log=None, hold_after=None, gate=None, flip=()):
+    def __init__(self, repos, token, log=None, hold_after=None, gate=None, flip=(), unserved=()):
         self.flip = set(flip)
+        self.unserved = set(unserved)
         self.repos = {(r.kind, r.id): r for r in repos}
         self.by_sha256 = {f["sha256"]: f for r in repos for f in r.files.values()}
         self.token = token
@@ -195,7 +196,7 @@ def make_handler(hub):
                 if r is None:
                     return
                 f = r.files.get(m.group(4))
-                if f is None:
+                if f is None or m.group(4) in hub.unserved:
                     return self.error(404, "EntryNotFound", f"{m.group(4)} does not exist")
                 headers = [("X-Repo-Commit", r.sha)]
                 if f["size"] >= LFS_MIN:
@@ -320,9 +321,9 @@ def make_handler(hub):
     return Handler
 
 
-def serve(port, repos, token=None, log=None, hold_after=None, gate=None, flip=(), cdn_host=None):
+def serve(port, repos, token=None, log=None, hold_after=None, gate=None, flip=(), cdn_host=None, unserved=()):
     """Starts the server on a thread; returns (server, base_url)."""
-    hub = Hub(repos, token, log, hold_after, gate, flip)
+    hub = Hub(repos, token, log, hold_after, gate, flip, unserved)
     hub.cdn_host = cdn_host
     srv = ThreadingHTTPServer(("127.0.0.1", port), make_handler(hub))
     srv.daemon_threads = True
@@ -350,13 +351,14 @@ def main():
     ap.add_argument("--hold-after", type=int, help="hold bodies after this many bytes...")
     ap.add_argument("--gate", help="...until this file exists")
     ap.add_argument("--flip", action="append", default=[], help="send this file (PATH in its repository) with one byte flipped")
+    ap.add_argument("--unserved", action="append", default=[], help="list this file (PATH in its repository) but answer 404 for its bytes")
     ap.add_argument("--cdn-host", help="redirect large files to this host name (e.g. localhost), as to a CDN")
     a = ap.parse_args()
     if (a.hold_after is None) != (a.gate is None):
         ap.error("--hold-after and --gate go together")
     repos = [Repo("model", *spec.split("=", 1)) for spec in a.repo]
     repos += [Repo("dataset", *spec.split("=", 1)) for spec in a.dataset]
-    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate, a.flip, a.cdn_host)
+    srv, url = serve(a.port, repos, a.token, a.log, a.hold_after, a.gate, a.flip, a.cdn_host, a.unserved)
     print(f"listening on {url}", flush=True)
     try:
         threading.Event().wait()

@@ -170,8 +170,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
-            let (agent, desk) =
-                jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits, taps)?;
+            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits, taps)?;
             (Some(agent), Some(desk))
         }
     };

@@ -97,9 +97,7 @@ pub async fn answer(
                 Err(m) => m.response(),
             }
         }
-        Asked::File(_, path) => {
-            file(hub, mirror, grant, coming, at, path, head, headers).await
-        }
+        Asked::File(_, path) => file(hub, mirror, grant, coming, at, path, head, headers).await,
     }
 }
 
@@ -387,7 +385,13 @@ mod tests {
         let w = listed(&info, "w.bin", "r").unwrap();
         assert_eq!(w.sha256.as_deref(), Some("ef".repeat(32).as_str()));
         assert!(matches!(listed(&info, "gone", "r"), Err(Missing::Entry(_))));
-        assert!(matches!(listed(&info, "nosize", "r"), Err(Missing::Failed(_))));
-        assert!(matches!(listed(&info, "badlfs", "r"), Err(Missing::Failed(_))));
+        assert!(matches!(
+            listed(&info, "nosize", "r"),
+            Err(Missing::Failed(_))
+        ));
+        assert!(matches!(
+            listed(&info, "badlfs", "r"),
+            Err(Missing::Failed(_))
+        ));
     }
 }

@@ -37,8 +37,10 @@ pub fn sealed_tag(commit: &str) -> String {
 /// again (an upstream that sends wrong bytes is not asked in a loop).
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// How many upstream answers (a repo at a commit, with its files' ids) are kept.
+/// How many upstream answers (a repo at a commit, with its files' ids) are kept, and
+/// how many bytes of them at most (one answer may be up to `upstream::MAX_ANSWER`).
 const INFOS: usize = 1024;
+const INFO_BYTES: usize = 64 << 20;
 
 /// A repo at a commit the mirror is syncing.
 #[derive(Debug, Clone)]
@@ -72,7 +74,11 @@ pub struct Mirror {
     jobs: Arc<dyn JobsApi>,
     /// How long a client waits for bytes that do not come (the server's `--timeout`).
     pub patience: Duration,
-    infos: Mutex<HashMap<(bool, String, String), Arc<serde_json::Value>>>,
+    /// The upstream's answers, with their sizes, and their sizes' sum.
+    infos: Mutex<(
+        HashMap<(bool, String, String), (Arc<serde_json::Value>, usize)>,
+        usize,
+    )>,
     /// The job syncing each source (`hf://ORG/NAME@COMMIT`), and since when it has
     /// been seen failed.
     started: Mutex<HashMap<String, (u64, Option<Instant>)>>,
@@ -80,7 +86,12 @@ pub struct Mirror {
 
 impl std::fmt::Debug for Mirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Mirror({} into {})", self.upstream.base(), self.namespace)
+        write!(
+            f,
+            "Mirror({} into {})",
+            self.upstream.base(),
+            self.namespace
+        )
     }
 }
 
@@ -123,7 +134,12 @@ impl Mirror {
     }
 
     /// Where `asked` goes: here, or to the upstream. Blocking.
-    pub fn route(&self, chunks: &ChunkService, grant: &Grant, mut asked: Asked) -> Result<Routed, Missing> {
+    pub fn route(
+        &self,
+        chunks: &ChunkService,
+        grant: &Grant,
+        mut asked: Asked,
+    ) -> Result<Routed, Missing> {
         let repo = chunks.repository();
         let at = asked.at().clone();
         match super::volume_for(repo, grant, &at.ns, &at.vol) {
@@ -139,11 +155,13 @@ impl Mirror {
                 "Repository Not Found for url: {repo_id:.200}"
             )));
         }
-        let commit = self.revisions.commit(&repo_id, &at.rev, Instant::now(), || {
-            let (sha, json) = self.upstream.revision(at.datasets, &repo_id, &at.rev)?;
-            self.keep_info(at.datasets, &repo_id, &sha, json);
-            Ok(sha)
-        })?;
+        let commit = self
+            .revisions
+            .commit(&repo_id, &at.rev, Instant::now(), || {
+                let (sha, json) = self.upstream.revision(at.datasets, &repo_id, &at.rev)?;
+                self.keep_info(at.datasets, &repo_id, &sha, json);
+                Ok(sha)
+            })?;
         if self.sealed(chunks, &volume, &commit)? {
             let a = asked.at_mut();
             a.ns = volume.namespace.to_string();
@@ -170,14 +188,24 @@ impl Mirror {
     }
 
     /// Whether `commit` is sealed in `volume`.
-    pub fn sealed(&self, chunks: &ChunkService, volume: &VolumeName, commit: &str) -> Result<bool, Missing> {
+    pub fn sealed(
+        &self,
+        chunks: &ChunkService,
+        volume: &VolumeName,
+        commit: &str,
+    ) -> Result<bool, Missing> {
         let repo = chunks.repository();
         match super::revision::resolve(repo, volume, &sealed_tag(commit)) {
             Ok(_) => Ok(true),
-            Err(e) if matches!(
-                e.kind(),
-                sealvol_core::error::ErrorKind::NotFound | sealvol_core::error::ErrorKind::Invalid
-            ) => Ok(false),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    sealvol_core::error::ErrorKind::NotFound
+                        | sealvol_core::error::ErrorKind::Invalid
+                ) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(Missing::Failed(e.to_string())),
         }
     }
@@ -186,29 +214,53 @@ impl Mirror {
     /// lookup, or asked now). Blocking.
     pub fn info(&self, c: &Coming) -> Result<Arc<serde_json::Value>, Missing> {
         let key = (c.datasets, c.repo.to_ascii_lowercase(), c.commit.clone());
-        if let Some(v) = sealvol_core::lock(&self.infos).get(&key) {
+        if let Some((v, _)) = sealvol_core::lock(&self.infos).0.get(&key) {
             return Ok(Arc::clone(v));
         }
         let (_, json) = self.upstream.revision(c.datasets, &c.repo, &c.commit)?;
         Ok(self.keep_info(c.datasets, &c.repo, &c.commit, json))
     }
 
-    fn keep_info(&self, datasets: bool, repo: &str, sha: &str, json: serde_json::Value) -> Arc<serde_json::Value> {
+    fn keep_info(
+        &self,
+        datasets: bool,
+        repo: &str,
+        sha: &str,
+        json: serde_json::Value,
+    ) -> Arc<serde_json::Value> {
+        let bytes = json.to_string().len();
         let json = Arc::new(json);
-        let mut infos = sealvol_core::lock(&self.infos);
-        if infos.len() >= INFOS {
+        let mut guard = sealvol_core::lock(&self.infos);
+        let (infos, total) = &mut *guard;
+        if infos.len() >= INFOS || *total + bytes > INFO_BYTES {
+            // Forgotten answers are asked again when needed.
             infos.clear();
+            *total = 0;
         }
-        infos.insert((datasets, repo.to_ascii_lowercase(), sha.to_string()), Arc::clone(&json));
+        let key = (datasets, repo.to_ascii_lowercase(), sha.to_string());
+        if let Some((_, old)) = infos.insert(key, (Arc::clone(&json), bytes)) {
+            *total -= old;
+        }
+        *total += bytes;
         json
     }
 
     /// The job syncing `repo` at `commit` into `volume`: the one started before (by
     /// this process, or by one before it and resumed), else a new one. A failed one is
     /// its failure for `RETRY_AFTER`, then retried. Blocking.
-    fn job_for(&self, repo: &str, datasets: bool, commit: &str, volume: &VolumeName) -> Result<u64, Missing> {
+    fn job_for(
+        &self,
+        repo: &str,
+        datasets: bool,
+        commit: &str,
+        volume: &VolumeName,
+    ) -> Result<u64, Missing> {
         let source = SourceUrl::HuggingFace {
-            kind: if datasets { HfKind::Dataset } else { HfKind::Model },
+            kind: if datasets {
+                HfKind::Dataset
+            } else {
+                HfKind::Model
+            },
             repo: repo.to_string(),
             revision: commit.to_string(),
         }

@@ -155,7 +155,10 @@ impl Upstream {
     }
 
     /// Reads the token with `f` for each request.
-    pub fn with_token_from(mut self, f: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn with_token_from(
+        mut self,
+        f: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         self.token_from = Some(Box::new(f));
         self
     }
@@ -175,7 +178,11 @@ impl Upstream {
         rev: &str,
     ) -> Result<(String, serde_json::Value), Missing> {
         let shown = format!("{repo:.100}@{rev:.60}");
-        let path = format!("/api/{}/{repo}/revision/{}?blobs=true", kind(datasets), part(rev));
+        let path = format!(
+            "/api/{}/{repo}/revision/{}?blobs=true",
+            kind(datasets),
+            part(rev)
+        );
         let answer = self.ask(&path, None, &shown)?;
         let json = answer.json(&shown)?;
         let sha = json["sha"].as_str().unwrap_or_default().to_string();
@@ -223,10 +230,14 @@ impl Upstream {
         match (status, code.as_str()) {
             (200, _) => {}
             (_, "RevisionNotFound") => {
-                return Err(Missing::Revision(format!("Invalid rev id: {shown} (upstream)")));
+                return Err(Missing::Revision(format!(
+                    "Invalid rev id: {shown} (upstream)"
+                )));
             }
             (_, "EntryNotFound") => {
-                return Err(Missing::Entry(format!("{shown} has no such entry (upstream)")));
+                return Err(Missing::Entry(format!(
+                    "{shown} has no such entry (upstream)"
+                )));
             }
             (401 | 404, _) => {
                 return Err(Missing::Repo(format!(
@@ -273,10 +284,7 @@ impl Answer {
     /// The query of the next page's URL in `Link: <URL>; rel="next"`, if any: the
     /// mirror's own `Link` names its own address with it.
     pub fn next_query(&self) -> Option<String> {
-        let next = self
-            .link
-            .split(',')
-            .find(|l| l.contains("rel=\"next\""))?;
+        let next = self.link.split(',').find(|l| l.contains("rel=\"next\""))?;
         let url = next.split_once('<')?.1.split_once('>')?.0;
         let (_, query) = url.split_once('?')?;
         let ok = query.len() <= 2048
