@@ -142,14 +142,15 @@ fn tapped_sync(flip: Option<&str>) -> (sealvol_core::Result<String>, Vec<(String
 }
 
 #[test]
-fn a_syncs_tap_sees_each_file_in_order_then_whether_the_sources_hashes_held() {
+fn a_syncs_tap_sees_each_file_smallest_first_then_whether_the_sources_hashes_held() {
     let (sealed, seen) = tapped_sync(None);
     sealed.unwrap();
     let model = minilm_dir();
-    let keys: Vec<&str> = seen.iter().map(|(k, _, _)| k.as_str()).collect();
+    // Smallest first (what loaders ask for first), then by name.
+    let keys: Vec<(u64, &str)> = seen.iter().map(|(k, n, _)| (*n, k.as_str())).collect();
     let mut sorted = keys.clone();
     sorted.sort();
-    assert_eq!(keys, sorted, "in listing order");
+    assert_eq!(keys, sorted, "smallest first");
     assert_eq!(keys.len(), 13);
     for (key, size, s) in &seen {
         let want = std::fs::read(model.join(key)).unwrap();

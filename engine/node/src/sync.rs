@@ -204,7 +204,14 @@ fn run_logged(
 
     let mut index = push::index_after_recovery(repo)?;
     let (mut files, mut checked) = already_stored(repo, db, &source_id, objects, &index)?;
-    let todo = announce(opts.progress, &listing, &shown, &files);
+    let mut todo = announce(opts.progress, &listing, &shown, &files);
+    if opts.tap.is_some() {
+        // A tapped sync's files are read by clients while they come (a server's Hub
+        // mirror): the small ones (configs, indexes, tokenizers) are what loaders ask
+        // for first, and must not wait behind the shards. Smallest first, then by
+        // name; what is sealed is the same whatever the order.
+        todo.sort_by_key(|&i| (objects[i].size, i));
+    }
     let mut fetched = Fetched::default();
     let all = batches(&todo, |i| objects[i].size, opts.batch_bytes);
     // A namespace with a quota: each batch is refused before it is fetched if its
