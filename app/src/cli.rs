@@ -127,7 +127,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 10.0.0.5:7420 --tls-cert cert.pem --tls-key key.pem\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nThe first start makes an admin API key in <state>/serve/admin.key (0600); `sealvol key create` makes scoped ones.\nEvery route needs a key (Authorization: Bearer KEY): GET /v1/chunks/<hash>, POST /v1/runs, the remote engine's\n/v1/objects/…, /v1/list, /metrics; but not the probes /healthz (the process is up) and /readyz (the repository answers).\n--metrics-listen serves /metrics without a key on an address of its own. Off loopback it needs TLS or --insecure-http."
     )]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 
     /// Run the agent headless: it runs sync jobs and answers other sealvol processes.
     #[command(

@@ -158,7 +158,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),
         Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
         Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
-        Some(Command::Serve(args)) => commands::serve::serve(&ctx, args),
+        Some(Command::Serve(args)) => commands::serve::serve(&ctx, *args),
         Some(Command::Csi {
             endpoint,
             node_id,

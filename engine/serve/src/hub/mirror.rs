@@ -42,6 +42,13 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 const INFOS: usize = 1024;
 const INFO_BYTES: usize = 64 << 20;
 
+/// The upstream's answers by (dataset?, repo lowercased, commit), with their sizes,
+/// and their sizes' sum.
+type Infos = (
+    HashMap<(bool, String, String), (Arc<serde_json::Value>, usize)>,
+    usize,
+);
+
 /// A repo at a commit the mirror is syncing.
 #[derive(Debug, Clone)]
 pub struct Coming {
@@ -75,10 +82,7 @@ pub struct Mirror {
     /// How long a client waits for bytes that do not come (the server's `--timeout`).
     pub patience: Duration,
     /// The upstream's answers, with their sizes, and their sizes' sum.
-    infos: Mutex<(
-        HashMap<(bool, String, String), (Arc<serde_json::Value>, usize)>,
-        usize,
-    )>,
+    infos: Mutex<Infos>,
     /// The job syncing each source (`hf://ORG/NAME@COMMIT`), and since when it has
     /// been seen failed.
     started: Mutex<HashMap<String, (u64, Option<Instant>)>>,
