@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use sealvol_node::jobs::JobState;
 
 use super::asked::{Asked, At, Mirrored};
-use super::file::{WINDOW, asked_range, one_range};
+use super::file::{WINDOW, asked_range, file_headers, ranged};
 use super::mirror::{Coming, Mirror, sealed_tag, spool_key};
 use super::missing::Missing;
 use super::spool::{Incoming, Unread};
@@ -191,42 +191,13 @@ async fn file(
         Ok(f) => f,
         Err(m) => return m.response(),
     };
-    let mut h = HeaderMap::new();
-    let mut put = |name: &'static str, value: &str| {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            h.insert(name, v);
-        }
+    let etag = f.sha256.as_deref().unwrap_or(&f.blob);
+    let pinned = is_commit(&at.rev);
+    let mut h = file_headers(&coming.commit, etag, f.sha256.as_deref(), f.size, pinned);
+    let (status, start, len) = match ranged(&mut h, range.as_deref(), f.size) {
+        Ok(r) => r,
+        Err(m) => return m.response(),
     };
-    put("x-repo-commit", &coming.commit);
-    put(
-        "etag",
-        &format!("\"{}\"", f.sha256.as_deref().unwrap_or(&f.blob)),
-    );
-    if let Some(sha) = &f.sha256 {
-        put("x-linked-etag", &format!("\"{sha}\""));
-        put("x-linked-size", &f.size.to_string());
-    }
-    put("accept-ranges", "bytes");
-    put("content-type", "application/octet-stream");
-    put(
-        "cache-control",
-        match is_commit(&at.rev) {
-            true => "public, max-age=31536000, immutable",
-            false => "no-cache",
-        },
-    );
-    let (status, start, len) = match range.as_deref().map(|r| one_range(r, f.size)) {
-        None => (StatusCode::OK, 0, f.size),
-        Some(Ok((start, len))) => {
-            let v = format!("bytes {start}-{}/{}", start + len - 1, f.size);
-            if let Ok(v) = HeaderValue::from_str(&v) {
-                h.insert(header::CONTENT_RANGE, v);
-            }
-            (StatusCode::PARTIAL_CONTENT, start, len)
-        }
-        Some(Err(m)) => return m.response(),
-    };
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     if head || len == 0 {
         return (status, h, Body::empty()).into_response();
     }

@@ -59,19 +59,10 @@ pub async fn file(
         Ok(f) => f,
         Err(m) => return m.response(),
     };
-    let (status, start, len) = match range.as_deref().map(|r| one_range(r, size)) {
-        None => (StatusCode::OK, 0, size),
-        Some(Ok((start, len))) => {
-            if let Ok(v) =
-                HeaderValue::from_str(&format!("bytes {start}-{}/{size}", start + len - 1))
-            {
-                headers.insert(header::CONTENT_RANGE, v);
-            }
-            (StatusCode::PARTIAL_CONTENT, start, len)
-        }
-        Some(Err(m)) => return m.response(),
+    let (status, start, len) = match ranged(&mut headers, range.as_deref(), size) {
+        Ok(r) => r,
+        Err(m) => return m.response(),
     };
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     let obj = match (head, obj) {
         (false, Some(obj)) if len > 0 => obj,
         _ => return (status, headers, Body::empty()).into_response(),
@@ -126,28 +117,7 @@ fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Fou
             (path, &hash, size),
         )
         .map_err(|e| Missing::Failed(e.to_string()))?;
-    let mut h = HeaderMap::new();
-    let mut put = |name: &'static str, value: &str| {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            h.insert(name, v);
-        }
-    };
-    put("x-repo-commit", &v.commit);
-    put("etag", &format!("\"{}\"", f.etag()));
-    if let Some(sha) = &f.sha256 {
-        put("x-linked-etag", &format!("\"{sha}\""));
-        put("x-linked-size", &size.to_string());
-    }
-    put("accept-ranges", "bytes");
-    put("content-type", "application/octet-stream");
-    put(
-        "cache-control",
-        match v.pinned {
-            // A digest names these bytes forever; a tag may move.
-            true => "public, max-age=31536000, immutable",
-            false => "no-cache",
-        },
-    );
+    let h = file_headers(&v.commit, f.etag(), f.sha256.as_deref(), size, v.pinned);
     let obj = match (head, size) {
         (true, _) | (_, 0) => None,
         _ => Some(
@@ -164,6 +134,63 @@ fn find(hub: &Hub, grant: &Grant, at: &At, path: &str, head: bool) -> Result<Fou
     })
 }
 
+/// The headers the Hub answers a file with: the commit, the file's ids (`ETag`, and for
+/// an LFS file `X-Linked-Etag` and `X-Linked-Size`), and how long it may be cached.
+pub fn file_headers(
+    commit: &str,
+    etag: &str,
+    sha256: Option<&str>,
+    size: u64,
+    pinned: bool,
+) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    let mut put = |name: &'static str, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            h.insert(name, v);
+        }
+    };
+    put("x-repo-commit", commit);
+    put("etag", &format!("\"{etag}\""));
+    if let Some(sha) = sha256 {
+        put("x-linked-etag", &format!("\"{sha}\""));
+        put("x-linked-size", &size.to_string());
+    }
+    put("accept-ranges", "bytes");
+    put("content-type", "application/octet-stream");
+    put(
+        "cache-control",
+        match pinned {
+            // A digest or commit names these bytes forever; a tag may move.
+            true => "public, max-age=31536000, immutable",
+            false => "no-cache",
+        },
+    );
+    h
+}
+
+/// What a request's `range` (if any) asks of a file of `size` bytes: the status, the
+/// first byte and the length, with `Content-Range` and `Content-Length` set in
+/// `headers`.
+pub fn ranged(
+    headers: &mut HeaderMap,
+    range: Option<&str>,
+    size: u64,
+) -> Result<(StatusCode, u64, u64), Missing> {
+    let (status, start, len) = match range.map(|r| one_range(r, size)) {
+        None => (StatusCode::OK, 0, size),
+        Some(Ok((start, len))) => {
+            let v = format!("bytes {start}-{}/{size}", start + len - 1);
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                headers.insert(header::CONTENT_RANGE, v);
+            }
+            (StatusCode::PARTIAL_CONTENT, start, len)
+        }
+        Some(Err(m)) => return Err(m),
+    };
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    Ok((status, start, len))
+}
+
 /// The `Range` a request asks for, as sent.
 pub fn asked_range(headers: &HeaderMap) -> Result<Option<String>, Missing> {
     match headers.get(header::RANGE).map(|v| v.to_str()) {
@@ -174,7 +201,7 @@ pub fn asked_range(headers: &HeaderMap) -> Result<Option<String>, Missing> {
 }
 
 /// One range of a file of `size` bytes, as (first byte, length).
-pub fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
+fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
     if value.contains(',') {
         return Err(Missing::Range(
             size,
