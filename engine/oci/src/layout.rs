@@ -1,0 +1,192 @@
+//! An OCI image layout on disk (`oci-layout`, `index.json`, `blobs/sha256/…`), as
+//! `skopeo copy … oci:DIR[:NAME]` reads and writes one: an artifact's blobs written
+//! once each (a blob already there is kept only if its bytes hash to its name), each
+//! under a temporary name until its SHA-256 is the one its descriptor says, and the
+//! index rewritten whole, other images in it kept.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use aws_lc_rs::digest;
+use sealvol_core::{Error, Result};
+
+use crate::artifact::{Artifact, Layer};
+use crate::media;
+
+/// The annotation an image layout names its images by.
+pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// The largest `index.json` read.
+const MAX_INDEX: u64 = 16 << 20;
+
+/// What a write did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub blobs: u64,
+    pub bytes: u64,
+    /// Blobs already in the layout with the right bytes.
+    pub kept: u64,
+}
+
+/// Writes `art` into the layout at `dir` (made if missing), named `name` in its index
+/// (replacing an image of that name), its layers' bytes from `read`, which calls its
+/// sink with a layer's bytes in order.
+pub fn write(
+    dir: &Path,
+    art: &Artifact,
+    name: Option<&str>,
+    read: &mut dyn FnMut(&Layer, &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>,
+) -> Result<Written> {
+    let blobs = dir.join("blobs").join("sha256");
+    fs::create_dir_all(&blobs).map_err(|e| io(dir, "make", e))?;
+    let marker = dir.join("oci-layout");
+    match fs::read(&marker) {
+        Ok(b) => {
+            let v: serde_json::Value = serde_json::from_slice(&b).unwrap_or_default();
+            if v["imageLayoutVersion"] != "1.0.0" {
+                return Err(Error::invalid(format!(
+                    "{} is not an OCI image layout of version 1.0.0",
+                    dir.display()
+                ))
+                .hint("export into an empty folder, or one skopeo made"));
+            }
+        }
+        Err(_) => put(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?,
+    }
+    let mut w = Written::default();
+    for layer in art.distinct_layers() {
+        let path = blob_path(&blobs, &layer.digest)?;
+        if holds(&path, &layer.digest, layer.size)? {
+            w.kept += 1;
+            continue;
+        }
+        let tmp = path.with_extension(format!("partial-{}", std::process::id()));
+        let mut out = File::create(&tmp).map_err(|e| io(&tmp, "create", e))?;
+        let mut sha = digest::Context::new(&digest::SHA256);
+        let mut n = 0u64;
+        let wrote = read(layer, &mut |bytes: &[u8]| {
+            sha.update(bytes);
+            n += bytes.len() as u64;
+            out.write_all(bytes).map_err(|e| io(&tmp, "write", e))
+        });
+        let got = format!("sha256:{}", hex::encode(sha.finish().as_ref()));
+        let checked = wrote.and_then(|()| match (n == layer.size, got == layer.digest) {
+            (true, true) => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "{} read back as {n} bytes with {got}; the version's record says {} bytes with {}",
+                layer.path, layer.size, layer.digest
+            ))
+            .hint("run `sealvol verify` on the version")),
+        });
+        if let Err(e) = checked.and_then(|()| out.sync_all().map_err(|e| io(&tmp, "sync", e))) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        fs::rename(&tmp, &path).map_err(|e| io(&path, "rename", e))?;
+        w.blobs += 1;
+        w.bytes += n;
+    }
+    for (bytes, d) in [
+        (&art.config, &art.config_digest),
+        (&art.manifest, &art.manifest_digest),
+    ] {
+        let path = blob_path(&blobs, d)?;
+        if !holds(&path, d, bytes.len() as u64)? {
+            put(&path, bytes)?;
+            w.blobs += 1;
+            w.bytes += bytes.len() as u64;
+        }
+    }
+    write_index(dir, art, name)?;
+    Ok(w)
+}
+
+/// `blobs/sha256/HEX` of `digest`, which must be `sha256:` and 64 hex digits.
+fn blob_path(blobs: &Path, digest: &str) -> Result<PathBuf> {
+    let hex = digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .ok_or_else(|| Error::invalid(format!("{digest:.80} is not a sha256 digest")))?;
+    Ok(blobs.join(hex))
+}
+
+/// Whether `path` holds exactly the blob `digest` of `size` bytes (read and hashed:
+/// a file of the right name is not believed).
+fn holds(path: &Path, digest_name: &str, size: u64) -> Result<bool> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io(path, "open", e)),
+    };
+    if f.metadata().map(|m| m.len()).unwrap_or(u64::MAX) != size {
+        return Ok(false);
+    }
+    let mut sha = digest::Context::new(&digest::SHA256);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| io(path, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        sha.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex::encode(sha.finish().as_ref())) == digest_name)
+}
+
+/// Writes `bytes` to `path` through a temporary file.
+fn put(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("partial-{}", std::process::id()));
+    fs::write(&tmp, bytes).map_err(|e| io(&tmp, "write", e))?;
+    fs::rename(&tmp, path).map_err(|e| io(path, "rename", e))
+}
+
+/// `index.json` with the artifact under `name`: images of other names kept, one of
+/// the same name (or, unnamed, of the same digest) replaced.
+fn write_index(dir: &Path, art: &Artifact, name: Option<&str>) -> Result<()> {
+    let path = dir.join("index.json");
+    let mut index = match File::open(&path) {
+        Ok(f) => {
+            let mut b = Vec::new();
+            f.take(MAX_INDEX + 1)
+                .read_to_end(&mut b)
+                .map_err(|e| io(&path, "read", e))?;
+            let v: serde_json::Value = serde_json::from_slice(&b)
+                .map_err(|e| Error::invalid(format!("{} is not JSON: {e:.100}", path.display())))?;
+            if b.len() as u64 > MAX_INDEX || v["schemaVersion"] != 2 || !v["manifests"].is_array() {
+                return Err(Error::invalid(format!(
+                    "{} is not an OCI image index",
+                    path.display()
+                )));
+            }
+            v
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": media::OCI_INDEX,
+            "manifests": [],
+        }),
+        Err(e) => return Err(io(&path, "open", e)),
+    };
+    let manifests = index["manifests"].as_array_mut().expect("checked above");
+    manifests.retain(|m| match name {
+        Some(n) => m["annotations"][REF_NAME] != n,
+        None => m["digest"] != art.manifest_digest.as_str(),
+    });
+    let mut entry = serde_json::json!({
+        "mediaType": media::OCI_MANIFEST,
+        "artifactType": media::MODEL_MANIFEST,
+        "digest": art.manifest_digest,
+        "size": art.manifest.len(),
+    });
+    if let Some(n) = name {
+        entry["annotations"] = serde_json::json!({ REF_NAME: n });
+    }
+    manifests.push(entry);
+    let bytes = serde_json::to_vec(&index).map_err(|e| Error::invalid(e.to_string()))?;
+    put(&path, &bytes)
+}
+
+fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
+    Error::io(&format!("cannot {what}"), path, e)
+}

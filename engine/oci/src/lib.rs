@@ -1,0 +1,16 @@
+//! Sealed versions as OCI artifacts in the CNCF ModelPack format (`modelpack/model-spec`),
+//! so the machinery clusters run for images (registries, pull secrets, mirrors, image
+//! volumes) carries model data too.
+//!
+//! - `media`: the spec's media types and annotations, and which one a file is given;
+//! - `artifact`: the artifact a version gives (config, manifest, one raw layer per
+//!   file), the same bytes for the same version every time;
+//! - `layout`: an OCI image layout on disk (`oci:DIR`);
+//! - `export`: a version read from the repository, every byte proven, into a layout.
+
+pub mod artifact;
+pub mod export;
+pub mod layout;
+pub mod media;
+
+pub use artifact::{Artifact, Layer};
