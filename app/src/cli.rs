@@ -434,6 +434,26 @@ pub enum VolumeCommand {
         json: bool,
     },
 
+    /// Export a version as a CNCF ModelPack artifact (OCI): one raw layer per file, the same manifest digest every time.
+    #[command(
+        after_help = "DEST is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME defaults to REF's tag). Pushing to a registry (docker://) is not built yet: export to a layout and `skopeo copy oci:DIR:NAME docker://HOST/REPO:TAG`.
+
+Each file is read from the repository, every byte proven, and written once: a blob already in the layout is kept if its bytes hash to its name. Links to files are exported as their files; links to folders are refused.
+
+Examples:
+  sealvol volume export weights/qwen3-8b:prod oci:./qwen3-8b
+  sealvol volume export weights/qwen3-8b@9f3c1a2b oci:/srv/layouts/qwen:v1"
+    )]
+    Export {
+        #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+        reference: String,
+        /// Where: oci:DIR[:NAME].
+        #[arg(value_name = "DEST")]
+        dest: String,
+        #[arg(long, help = JSON_HELP)]
+        json: bool,
+    },
+
     /// Copy a version into another repository (only the chunks it lacks), under the same digest.
     #[command(
         after_help = "The version keeps its digest there, so either repository can serve it (`--origin`).\nA tag in REF moves there too. A folder that does not exist becomes a repository; a bucket must be `sealvol init`ed.\n\nExamples:\n  sealvol volume mirror weights/qwen3-8b:prod --to s3://models-eu/sealvol\n  sealvol --repo s3://models-eu/sealvol volume mirror weights/qwen3-8b@9f3c1a2b --to /srv/sealvol"

@@ -67,6 +67,7 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
     )
     .unwrap();
     let sd = deploy.to_str().unwrap();
+    let layout = format!("oci:{}", env.path("layout").display());
     let cases: Vec<(&str, Vec<&str>)> = vec![
         (
             "volume push",
@@ -76,6 +77,10 @@ fn every_json_output_is_one_object_with_the_documented_keys() {
         ("volume versions", vec!["volume", "versions", "t/v"]),
         ("volume files", vec!["volume", "files", "t/v:prod"]),
         ("volume resolve", vec!["volume", "resolve", "t/v:prod"]),
+        (
+            "volume export",
+            vec!["volume", "export", "t/v:prod", &layout],
+        ),
         ("volume describe", vec!["volume", "describe", "t/v:prod"]),
         ("volume tag", vec!["volume", "tag", "t/v:canary", "stable"]),
         ("volume tags", vec!["volume", "tags", "t/v"]),

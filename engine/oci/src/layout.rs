@@ -29,6 +29,10 @@ pub struct Written {
     pub kept: u64,
 }
 
+/// Where a layer's bytes come from: calls its sink with them, in order.
+pub type Sink<'a> = dyn FnMut(&[u8]) -> Result<()> + 'a;
+pub type ReadLayer<'a> = dyn FnMut(&Layer, &mut Sink<'_>) -> Result<()> + 'a;
+
 /// Writes `art` into the layout at `dir` (made if missing), named `name` in its index
 /// (replacing an image of that name), its layers' bytes from `read`, which calls its
 /// sink with a layer's bytes in order.
@@ -36,7 +40,7 @@ pub fn write(
     dir: &Path,
     art: &Artifact,
     name: Option<&str>,
-    read: &mut dyn FnMut(&Layer, &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>,
+    read: &mut ReadLayer<'_>,
 ) -> Result<Written> {
     let blobs = dir.join("blobs").join("sha256");
     fs::create_dir_all(&blobs).map_err(|e| io(dir, "make", e))?;

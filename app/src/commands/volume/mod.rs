@@ -7,6 +7,7 @@
 mod browse;
 mod describe;
 mod diff;
+mod export;
 mod gc;
 mod labels;
 mod sign;
@@ -57,6 +58,11 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             },
             json,
         ),
+        VolumeCommand::Export {
+            reference,
+            dest,
+            json,
+        } => export::export(ctx, &reference, &dest, json),
         VolumeCommand::Mirror {
             reference,
             to,
