@@ -77,3 +77,87 @@ def test_the_same_version_exported_twice_has_the_same_digest_and_bad_destination
         out = export(sealvol_bin, "t/minilm:prod", bad, check=False)
         assert out.returncode != 0 and says in out.stderr, out.stderr
         assert not (tmp_path / "plain").exists()
+
+
+def skopeo(*args, check=True):
+    out = subprocess.run(["skopeo", *args], capture_output=True, text=True, timeout=300)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_skopeo_pulls_a_version_from_serves_registry_with_a_key_as_its_password(
+        pushed, serve, sealvol_bin, repo, tmp_path):
+    proc, url, key = serve()
+    host = url.split("://", 1)[1]
+    copy = tmp_path / "from-serve"
+    skopeo("copy", "--quiet", "--src-tls-verify=false", "--src-creds", f"anyone:{key}",
+           f"docker://{host}/t/minilm:prod", f"oci:{copy}:prod")
+    # The same manifest as an export of the version: the same bytes every time.
+    exported = export(sealvol_bin, "t/minilm:prod", f"oci:{tmp_path / 'export'}").stdout.strip()
+    index = json.loads((copy / "index.json").read_text())
+    assert index["manifests"][0]["digest"] == exported
+    manifest = json.loads(blob(copy, exported))
+    files = {p.relative_to(MODEL).as_posix(): p for p in MODEL.rglob("*") if p.is_file()}
+    for layer in manifest["layers"]:
+        path = layer["annotations"]["org.cncf.model.filepath"]
+        assert blob(copy, layer["digest"]) == files[path].read_bytes(), path
+    # By the manifest's digest too, and the tags are listed.
+    skopeo("copy", "--quiet", "--src-tls-verify=false", "--src-creds", f"u:{key}",
+           f"docker://{host}/t/minilm@{exported}", f"oci:{tmp_path / 'by-digest'}:x")
+    tags = json.loads(skopeo("list-tags", "--tls-verify=false", "--creds", f"u:{key}",
+                             f"docker://{host}/t/minilm").stdout)
+    assert tags["Tags"] == ["prod"]
+
+    # No key, a wrong one, another namespace's key: nothing is read.
+    out = skopeo("inspect", "--raw", "--tls-verify=false", f"docker://{host}/t/minilm:prod", check=False)
+    assert out.returncode != 0 and "unauthorized" in out.stderr.lower(), out.stderr
+    other = subprocess.run([sealvol_bin, "key", "create", "team-b", "--namespace", "team-b"],
+                           capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    out = skopeo("inspect", "--raw", "--tls-verify=false", "--creds", f"u:{other}",
+                 f"docker://{host}/t/minilm:prod", check=False)
+    assert out.returncode != 0 and "not known" in out.stderr, out.stderr
+    # A push is refused, saying why.
+    out = skopeo("copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", f"u:{key}",
+                 f"oci:{copy}:prod", f"docker://{host}/t/other:x", check=False)
+    assert out.returncode != 0 and "pull-only" in out.stderr, out.stderr
+
+
+def test_serves_registry_refuses_what_it_cannot_answer_by_name(pushed, serve, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    proc, url, key = serve()
+
+    def ask(method, path, headers=()):
+        req = urllib.request.Request(url + path, method=method,
+                                     headers={"Authorization": f"Bearer {key}", **dict(headers)})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+    status, headers, body = ask("GET", "/v2/")
+    assert status == 200 and headers.get("docker-distribution-api-version") == "registry/2.0"
+    status, _, body = ask("GET", "/v2/t/minilm/manifests/prod")
+    assert status == 200
+    manifest = json.loads(body)
+    layer = manifest["layers"][0]
+    status, _, body = ask("GET", "/v2/t/minilm/blobs/sha512:" + "a" * 128)
+    assert status == 400 and json.loads(body)["errors"][0]["code"] == "DIGEST_INVALID"
+    status, headers, _ = ask("GET", f"/v2/t/minilm/blobs/{layer['digest']}",
+                             {"Range": f"bytes={layer['size']}-"})
+    assert status == 416 and headers["content-range"] == f"bytes */{layer['size']}"
+    status, _, body = ask("GET", f"/v2/t/minilm/blobs/{layer['digest']}", {"Range": "bytes=1-3"})
+    assert status == 206 and len(body) == 3
+    status, _, body = ask("PUT", f"/v2/t/minilm/manifests/new", {"Content-Type": "application/json"})
+    assert status == 405 and "pull-only" in json.loads(body)["errors"][0]["message"]
+    status, _, body = ask("POST", "/v2/t/minilm/blobs/uploads/")
+    assert status == 405
+    status, _, body = ask("GET", "/v2/t/minilm/manifests/nosuchtag")
+    assert status == 404 and json.loads(body)["errors"][0]["code"] == "MANIFEST_UNKNOWN"
+    status, _, body = ask("GET", "/v2/t/nothing/tags/list")
+    assert status == 404 and json.loads(body)["errors"][0]["code"] == "NAME_UNKNOWN"
+    status, _, body = ask("GET", f"/v2/t/minilm/blobs/sha256:{'0' * 64}")
+    assert status == 404 and json.loads(body)["errors"][0]["code"] == "BLOB_UNKNOWN"

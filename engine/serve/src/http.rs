@@ -108,6 +108,8 @@ pub struct Served {
     pub shares: Arc<Shares>,
     /// The Hugging Face Hub's API (`hub/`).
     pub hub: Arc<crate::hub::Hub>,
+    /// The pull-only OCI registry (`registry.rs`).
+    pub registry: Arc<crate::registry::Registry>,
 }
 
 impl Served {
@@ -128,6 +130,7 @@ impl Served {
             policy.https,
             policy.hub_mirror.clone(),
         ));
+        let registry = Arc::new(crate::registry::Registry::new(Arc::clone(&chunks)));
         Served {
             chunks,
             keys,
@@ -136,7 +139,14 @@ impl Served {
             ready: Arc::default(),
             shares: Shares::new(policy.connections.per_key, policy.connections.anonymous),
             hub,
+            registry,
         }
+    }
+}
+
+impl FromRef<Served> for Arc<crate::registry::Registry> {
+    fn from_ref(s: &Served) -> Self {
+        Arc::clone(&s.registry)
     }
 }
 
@@ -230,6 +240,14 @@ pub fn router(served: Served) -> Router {
         .route(
             HUB_ROUTES[0].0,
             get(crate::hub::answer).post(crate::hub::answer),
+        )
+        .route(
+            crate::registry::ROUTES[0].0,
+            get(crate::registry::version_check).head(crate::registry::version_check),
+        )
+        .route(
+            crate::registry::ROUTES[1].0,
+            axum::routing::any(crate::registry::answer),
         )
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(served.clone(), authenticate));
@@ -354,6 +372,16 @@ async fn authenticate(State(served): State<Served>, mut req: Request, next: Next
         Err(refused) => {
             let e =
                 sealvol_core::Error::new(sealvol_core::error::ErrorKind::Denied, refused.message());
+            // A registry client asks again with the credentials the challenge names: a
+            // key as the password of any user (a pod's pull secret, `skopeo --creds`).
+            if req.uri().path().starts_with("/v2/") {
+                let mut r = crate::registry::Refusal::unauthorized(refused.message());
+                r.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"sealvol\""),
+                );
+                return closing(r);
+            }
             let mut r = crate::reply::error_response(StatusCode::UNAUTHORIZED, &e);
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -306,10 +306,21 @@ impl Keys {
         // The scheme is case-insensitive (RFC 7235).
         let header = authorization.ok_or(Refused::Missing)?.trim();
         let (scheme, token) = header.split_once(' ').ok_or(Refused::Malformed)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(Refused::Malformed);
-        }
-        let token = token.trim();
+        // Basic credentials carry the key as the password of any user name, for the
+        // clients that speak no other scheme (registry clients, pull secrets).
+        let basic;
+        let token = match scheme {
+            s if s.eq_ignore_ascii_case("bearer") => token.trim(),
+            s if s.eq_ignore_ascii_case("basic") && token.len() <= 1024 => {
+                use base64::Engine as _;
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(token.trim())
+                    .map_err(|_| Refused::Malformed)?;
+                basic = String::from_utf8(raw).map_err(|_| Refused::Malformed)?;
+                basic.split_once(':').ok_or(Refused::Malformed)?.1
+            }
+            _ => return Err(Refused::Malformed),
+        };
         let (name, secret) = parse(token).ok_or(Refused::Malformed)?;
         // A list that cannot be read refuses everyone rather than letting anyone in.
         let list = self.current().map_err(|why| {
@@ -689,6 +700,25 @@ mod tests {
 
         assert_eq!(keys.check(None), Err(Refused::Missing));
         assert_eq!(keys.check(Some("Basic x")), Err(Refused::Malformed));
+        // The key as the password of basic credentials, any user name (registry
+        // clients, pull secrets); anything else in them is refused.
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let g = keys
+            .check(Some(&format!("Basic {}", b64(&format!("anyone:{ci}")))))
+            .unwrap();
+        assert!(g.writes("weights") && !g.sees("other"));
+        for bad in [
+            b64(&ci),
+            b64(&format!("{ci}:")),
+            "%%%".to_string(),
+            b64(&format!("u:{}", "x".repeat(2000))),
+        ] {
+            assert!(
+                keys.check(Some(&format!("Basic {bad}"))).is_err(),
+                "{bad:.40}"
+            );
+        }
         let wrong = format!(
             "{}{}",
             &ci[..ci.len() - 1],

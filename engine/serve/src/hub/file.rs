@@ -3,30 +3,23 @@
 //! version's commit id), `ETag` (a small file's git blob id, a large one's SHA-256,
 //! which is also `X-Linked-Etag`, with `X-Linked-Size`), `Content-Length`,
 //! `Accept-Ranges: bytes`. One `Range` is answered `206` (an interrupted download
-//! resumes); one past the end, or more than one, `416`. The body streams a window at a
-//! time from a thread that proves every byte before it is queued (`held::HeldChunks`):
-//! a slow reader holds a window or two, never the file, within the runs' budget; bytes
-//! that fail their proof end the body early (the client's length check fails) and are
-//! written down, never sent.
+//! resumes); one past the end, or more than one, `416`. The body is `file_body`'s:
+//! every byte proven before it is sent, a window at a time.
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use sealvol_core::digest::Entry;
 use sealvol_core::objects::FileObject;
-use sealvol_core::read::Chunks as _;
 
 use super::missing::Missing;
 use super::{At, Hub, blocking};
-use crate::held::HeldChunks;
 use crate::keys::Grant;
 
-/// The bytes one window of a body holds: proven and queued while the one before is
-/// sent.
-pub const WINDOW: u64 = 4 << 20;
+/// The bytes a client is sent at a time (`crate::file_body::WINDOW`).
+pub use crate::file_body::WINDOW;
 
 /// What is sent of a file, once found.
 struct Found {
@@ -68,15 +61,23 @@ pub async fn file(
         _ => return (status, headers, Body::empty()).into_response(),
     };
     // Up to three windows at once: the one being sent, one queued, one being proven.
-    let Some(share) = crate::budget::for_run(3 * WINDOW).await else {
+    let Some(share) = crate::budget::for_run(3 * crate::file_body::WINDOW).await else {
         return crate::reply::busy();
     };
-    (
-        status,
-        headers,
-        stream(hub, obj, start, start + len, share, mirrored),
-    )
-        .into_response()
+    let counters = Arc::clone(&hub.chunks);
+    let on_sent = move |n: u64| {
+        if mirrored {
+            sealvol_core::read::add(&counters.counters.hub_sealed_bytes, n);
+        }
+    };
+    let body = crate::file_body::proven(
+        Arc::clone(&hub.chunks),
+        obj,
+        start..start + len,
+        share,
+        Box::new(on_sent),
+    );
+    (status, headers, body).into_response()
 }
 
 /// The file `path` of the version `rev` names, and the headers that say it.
@@ -217,76 +218,4 @@ fn one_range(value: &str, size: u64) -> Result<(u64, u64), Missing> {
             "{value:.80} is not a range: bytes=FIRST-LAST, bytes=FIRST- or bytes=-LAST_N"
         )),
     })
-}
-
-/// Bytes `[start, end)` of `obj`, proven a window at a time on a blocking thread and
-/// sent as they are.
-fn stream(
-    hub: Arc<Hub>,
-    obj: FileObject,
-    start: u64,
-    end: u64,
-    share: crate::budget::Share,
-    mirrored: bool,
-) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<Bytes>>>(1);
-    tokio::task::spawn_blocking(move || {
-        let _share = share;
-        let held = HeldChunks::new(&hub.chunks, hub.chunks.repository());
-        let mut pos = start;
-        while pos < end {
-            let first = obj.chunk_at(pos);
-            let mut last = first + 1;
-            while last < obj.chunks.len()
-                && obj.start_of(last) < end
-                && obj.start_of(last + 1) - pos <= WINDOW
-            {
-                last += 1;
-            }
-            let wend = obj.start_of(last).min(end);
-            let window = match held.fetch_covering(&obj, pos, wend) {
-                Ok(chunks) => {
-                    let mut pieces = Vec::with_capacity(chunks.len());
-                    let mut at = obj.start_of(first);
-                    for c in chunks {
-                        let c_end = at + c.len() as u64;
-                        let (a, b) = (pos.max(at), wend.min(c_end));
-                        if a < b {
-                            let piece = c.sub((a - at) as usize..(b - at) as usize);
-                            pieces.push(Bytes::from_owner(piece));
-                        }
-                        at = c_end;
-                    }
-                    Ok(pieces)
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        "a Hub download of file {} stopped at byte {pos}: {e}",
-                        obj.hash.hex()
-                    );
-                    Err(std::io::Error::other(e.to_string()))
-                }
-            };
-            if let Ok(pieces) = &window {
-                let n: usize = pieces.iter().map(Bytes::len).sum();
-                sealvol_core::read::add(&hub.chunks.counters.bytes_served, n as u64);
-                if mirrored {
-                    sealvol_core::read::add(&hub.chunks.counters.hub_sealed_bytes, n as u64);
-                }
-            }
-            let failed = window.is_err();
-            // The client went away: nothing more is read for it.
-            if tx.blocking_send(window).is_err() || failed {
-                return;
-            }
-            pos = wend;
-        }
-    });
-    let frames = tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(|w| {
-        futures::stream::iter(match w {
-            Ok(pieces) => pieces.into_iter().map(Ok).collect::<Vec<_>>(),
-            Err(e) => vec![Err(e)],
-        })
-    });
-    Body::from_stream(frames)
 }
