@@ -4,7 +4,7 @@
 # installs, and where); .ci/run calls it.
 #
 # System packages (apt-get, as root, only those missing): tmux, fuse3, openssl,
-# python3-venv, nodejs and npm, iproute2 and util-linux, skopeo. Everything else goes into the build's target
+# python3-venv, nodejs and npm, iproute2 and util-linux, skopeo, docker-registry. Everything else goes into the build's target
 # directory, never the system: Python tools in a virtual environment
 # ($TARGET/test-tools/venv), Azurite in $TARGET/test-tools/node.
 set -euo pipefail
@@ -29,6 +29,8 @@ command -v ip >/dev/null && command -v tc >/dev/null || missing+=(iproute2)
 command -v nsenter >/dev/null || missing+=(util-linux)
 # The OCI export tests read what sealvol writes with an independent client.
 command -v skopeo >/dev/null || missing+=(skopeo)
+# ... and push to a real registry (distribution 2.8), started by the tests on loopback.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
 # The Python tools' own environment (Debian's python3 needs python3-venv for it).
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then

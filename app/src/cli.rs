@@ -436,7 +436,7 @@ pub enum VolumeCommand {
 
     /// Export a version as a CNCF ModelPack artifact (OCI): one raw layer per file, the same manifest digest every time.
     #[command(
-        after_help = "DEST is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME defaults to REF's tag). Pushing to a registry (docker://) is not built yet: export to a layout and `skopeo copy oci:DIR:NAME docker://HOST/REPO:TAG`.
+        after_help = "DEST is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME defaults to REF's tag), or docker://HOST/REPO[:TAG], a registry (TAG defaults to REF's tag; blobs it has are not sent again).
 
 Each file is read from the repository, every byte proven, and written once: a blob already in the layout is kept if its bytes hash to its name. Links to files are exported as their files; links to folders are refused.
 
@@ -447,9 +447,15 @@ Examples:
     Export {
         #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
         reference: String,
-        /// Where: oci:DIR[:NAME].
+        /// Where: oci:DIR[:NAME], or docker://HOST/REPO[:TAG].
         #[arg(value_name = "DEST")]
         dest: String,
+        /// A registry's credentials in a stored secret (`sealvol secret set NAME`), USER:PASSWORD; else the registry's entry in $REGISTRY_AUTH_FILE or ~/.docker/config.json (what `docker login` and `skopeo login` write).
+        #[arg(long, value_name = "NAME")]
+        registry_secret: Option<String>,
+        /// false: speak plain HTTP to the registry (a registry on loopback), as skopeo spells it.
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        tls_verify: bool,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },

@@ -66,15 +66,18 @@ def test_skopeo_copies_the_export_and_every_layer_is_a_file_of_the_version(pushe
 
 def test_the_same_version_exported_twice_has_the_same_digest_and_bad_destinations_are_refused(
         pushed, sealvol_bin, tmp_path):
+    # (By digest, a destination without a tag has none to take.)
     one = export(sealvol_bin, "t/minilm:prod", f"oci:{tmp_path / 'a'}").stdout.strip()
     two = export(sealvol_bin, f"t/minilm@{pushed.digest}", f"oci:{tmp_path / 'b'}:pinned").stdout.strip()
     assert one == two
     for bad, says in [
         (str(tmp_path / "plain"), "is not an export destination"),
-        ("docker://localhost:5000/m:v1", "not built yet"),
+        ("docker://localhost:5000/Upper:v1", "not a repository name"),
+        ("docker://localhost:5000/m", "names no tag"),
         (f"oci:{tmp_path / 'c'}:bad name", "is not an image name"),
     ]:
-        out = export(sealvol_bin, "t/minilm:prod", bad, check=False)
+        ref = f"t/minilm@{pushed.digest}" if bad.endswith("/m") else "t/minilm:prod"
+        out = export(sealvol_bin, ref, bad, check=False)
         assert out.returncode != 0 and says in out.stderr, out.stderr
         assert not (tmp_path / "plain").exists()
 
@@ -161,3 +164,66 @@ def test_serves_registry_refuses_what_it_cannot_answer_by_name(pushed, serve, tm
     assert status == 404 and json.loads(body)["errors"][0]["code"] == "NAME_UNKNOWN"
     status, _, body = ask("GET", f"/v2/t/minilm/blobs/sha256:{'0' * 64}")
     assert status == 404 and json.loads(body)["errors"][0]["code"] == "BLOB_UNKNOWN"
+
+
+@pytest.fixture
+def registry(tmp_path):
+    """Debian's docker-registry (distribution 2.8) on loopback, plain HTTP, no auth."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(
+        "version: 0.1\n"
+        f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry-data'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
+    )
+    proc = subprocess.Popen(["docker-registry", "serve", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    host = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{host}/v2/", timeout=5):
+                break
+        except Exception:  # noqa: BLE001 - not up yet
+            assert proc.poll() is None, "docker-registry exited"
+            assert time.monotonic() < deadline, "docker-registry did not come up"
+            time.sleep(0.1)
+    yield host
+    proc.kill()
+    proc.wait()
+
+
+def test_an_export_to_a_registry_is_what_skopeo_pulls_and_a_second_sends_no_blob(
+        pushed, sealvol_bin, registry, tmp_path):
+    dest = f"docker://{registry}/models/minilm:prod"
+    out = subprocess.run([sealvol_bin, "volume", "export", "t/minilm:prod", dest, "--tls-verify=false",
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    first = json.loads(out.stdout)
+    assert first["blobs_written"] == 14 and first["blobs_kept"] == 0, "13 files and the config"
+    layout = tmp_path / "pulled"
+    skopeo("copy", "--quiet", "--src-tls-verify=false", f"docker://{registry}/models/minilm:prod",
+           f"oci:{layout}:prod")
+    index = json.loads((layout / "index.json").read_text())
+    assert index["manifests"][0]["digest"] == first["manifest_digest"]
+    manifest = json.loads(blob(layout, first["manifest_digest"]))
+    files = {p.relative_to(MODEL).as_posix(): p for p in MODEL.rglob("*") if p.is_file()}
+    assert {l["annotations"]["org.cncf.model.filepath"] for l in manifest["layers"]} == set(files)
+    for layer in manifest["layers"]:
+        path = layer["annotations"]["org.cncf.model.filepath"]
+        assert blob(layout, layer["digest"]) == files[path].read_bytes(), path
+    # Again, under another tag: every blob is there already.
+    out = subprocess.run([sealvol_bin, "volume", "export", "t/minilm:prod", f"docker://{registry}/models/minilm:again",
+                          "--tls-verify=false", "--json"], capture_output=True, text=True, timeout=300)
+    again = json.loads(out.stdout)
+    assert (again["blobs_written"], again["manifest_digest"]) == (0, first["manifest_digest"])
+    # A registry that is not there, and a TLS one spoken to as plain: one line, and why.
+    out = subprocess.run([sealvol_bin, "volume", "export", "t/minilm:prod", "docker://127.0.0.1:9/m:x",
+                          "--tls-verify=false"], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "did not answer" in out.stderr, out.stderr

@@ -43,3 +43,63 @@ pub fn to_layout(
         tiers.for_each(&obj, 0..obj.chunks.len(), &mut |c| sink(c))
     })
 }
+
+/// A reader of `layer`'s bytes, proven as they are read through `tiers` on a thread of
+/// its own (a few chunks ahead of the reader, never the file).
+pub fn layer_reader(
+    tiers: Arc<Tiers>,
+    m: &Manifest,
+    layer: &crate::Layer,
+) -> Result<Box<dyn std::io::Read + Send>> {
+    if layer.size == 0 {
+        return Ok(Box::new(std::io::empty()));
+    }
+    let obj = tiers
+        .repo()
+        .file_list(&layer.hash, layer.size, &m.small_files())?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
+    std::thread::Builder::new()
+        .name("sealvol-oci-layer".into())
+        .spawn(move || {
+            let read = tiers.for_each(&obj, 0..obj.chunks.len(), &mut |c| {
+                tx.send(Ok(c.to_vec()))
+                    .map_err(|_| sealvol_core::Error::cancelled())
+            });
+            if let Err(e) = read
+                && e.kind() != sealvol_core::ErrorKind::Cancelled
+            {
+                let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+            }
+        })
+        .map_err(|e| sealvol_core::Error::invalid(format!("cannot start a reader: {e}")))?;
+    Ok(Box::new(ChannelReader {
+        rx,
+        piece: Vec::new(),
+        at: 0,
+    }))
+}
+
+struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    piece: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.piece.len() {
+            match self.rx.recv() {
+                Ok(Ok(p)) => {
+                    self.piece = p;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.piece.len() - self.at);
+        buf[..n].copy_from_slice(&self.piece[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}

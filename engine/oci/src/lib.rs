@@ -6,11 +6,13 @@
 //! - `artifact`: the artifact a version gives (config, manifest, one raw layer per
 //!   file), the same bytes for the same version every time;
 //! - `layout`: an OCI image layout on disk (`oci:DIR`);
-//! - `export`: a version read from the repository, every byte proven, into a layout.
+//! - `export`: a version read from the repository, every byte proven, into a layout;
+//! - `push`: an artifact pushed to a registry over the distribution API.
 
 pub mod artifact;
 pub mod export;
 pub mod layout;
 pub mod media;
+pub mod push;
 
 pub use artifact::{Artifact, Layer};

@@ -1,5 +1,6 @@
-//! `sealvol volume export REF oci:DIR[:NAME]`: a version as a CNCF ModelPack artifact in
-//! an OCI image layout (`sealvol_oci`).
+//! `sealvol volume export REF oci:DIR[:NAME] | docker://HOST/REPO[:TAG]`: a version as a
+//! CNCF ModelPack artifact, in an OCI image layout or pushed to a registry
+//! (`sealvol_oci`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use crate::output::json;
 enum Dest {
     /// An OCI image layout, and the name of the image in its index.
     Layout(PathBuf, Option<String>),
+    /// A registry.
+    Registry(sealvol_oci::push::Destination),
 }
 
 impl Dest {
@@ -44,10 +47,7 @@ impl Dest {
             return Ok(Dest::Layout(dir.into(), name.map(str::to_string)));
         }
         if s.starts_with("docker://") {
-            return Err(Error::usage(format!(
-                "{s}: pushing to a registry is not built yet"
-            ))
-            .hint("export to a layout, then copy it: sealvol volume export REF oci:DIR:NAME && skopeo copy oci:DIR:NAME docker://HOST/REPO:TAG"));
+            return Ok(Dest::Registry(sealvol_oci::push::Destination::parse(s)?));
         }
         Err(
             Error::usage(format!("{s:.200} is not an export destination"))
@@ -56,25 +56,57 @@ impl Dest {
     }
 }
 
-pub fn export(ctx: &Ctx, reference: &str, dest: &str, as_json: bool) -> Result<()> {
+/// How a registry is reached.
+pub struct Reach {
+    /// A stored secret holding USER:PASSWORD.
+    pub secret: Option<String>,
+    pub tls_verify: bool,
+}
+
+pub fn export(ctx: &Ctx, reference: &str, dest: &str, reach: Reach, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
-    let Dest::Layout(dir, name) = Dest::parse(dest)?;
-    let name = name.or(match &r.target {
+    let dest = Dest::parse(dest)?;
+    let tag = match &r.target {
         Target::Tag(t) => Some(t.to_string()),
         _ => None,
-    });
+    };
     let repo = Arc::new(ctx.open_repo(false)?);
     let digest = repo.resolve(&r)?;
     // A version the policy refuses is never exported.
     ctx.settings.policy()?.admit(&repo, &r.volume, &digest)?;
     let m = repo.manifest(&r.volume, &digest)?;
     let art = sealvol_oci::export::artifact_of(&repo, &r.volume, &digest, &m)?;
-    let tiers = Tiers::new(Arc::clone(&repo), None);
-    let written = sealvol_oci::export::to_layout(&tiers, &m, &art, &dir, name.as_deref())?;
+    let tiers = Arc::new(Tiers::new(Arc::clone(&repo), None));
     let pinned = Ref::pinned(r.volume.clone(), digest);
-    let shown = match &name {
-        Some(n) => format!("oci:{}:{n}", dir.display()),
-        None => format!("oci:{}", dir.display()),
+    let (shown, blobs, kept, bytes) = match dest {
+        Dest::Layout(dir, name) => {
+            let name = name.or(tag);
+            let w = sealvol_oci::export::to_layout(&tiers, &m, &art, &dir, name.as_deref())?;
+            let shown = match &name {
+                Some(n) => format!("oci:{}:{n}", dir.display()),
+                None => format!("oci:{}", dir.display()),
+            };
+            (shown, w.blobs, w.kept, w.bytes)
+        }
+        Dest::Registry(d) => {
+            let Some(tag) = d.tag.clone().or(tag) else {
+                return Err(Error::usage(format!(
+                    "docker://{}/{} names no tag, and neither does {reference}",
+                    d.host, d.repo
+                ))
+                .hint("add :TAG to the destination"));
+            };
+            let o = sealvol_oci::push::Options {
+                credentials: credentials(ctx, &d.host, reach.secret.as_deref())?,
+                plain_http: !reach.tls_verify,
+                timeout: ctx.settings.timeout,
+            };
+            let p = sealvol_oci::push::push(&art, &d, &tag, &o, &mut |layer| {
+                sealvol_oci::export::layer_reader(Arc::clone(&tiers), &m, layer)
+            })?;
+            let shown = format!("docker://{}/{}:{tag}", d.host, d.repo);
+            (shown, p.blobs, p.present, p.bytes)
+        }
     };
     if as_json {
         return json(&serde_json::json!({
@@ -82,22 +114,38 @@ pub fn export(ctx: &Ctx, reference: &str, dest: &str, as_json: bool) -> Result<(
             "dest": shown,
             "manifest_digest": art.manifest_digest,
             "layers": art.layers.len(),
-            "blobs_written": written.blobs,
-            "blobs_kept": written.kept,
-            "bytes_written": written.bytes,
+            "blobs_written": blobs,
+            "blobs_kept": kept,
+            "bytes_written": bytes,
         }));
     }
     if !ctx.quiet {
         errln!(
-            "exported {pinned} to {shown}: {} layer(s), {} blob(s) written ({} bytes), {} already there",
+            "exported {pinned} to {shown}: {} layer(s), {blobs} blob(s) written ({bytes} bytes), {kept} already there",
             art.layers.len(),
-            written.blobs,
-            written.bytes,
-            written.kept
         );
     }
     println!("{}", art.manifest_digest);
     Ok(())
+}
+
+/// A registry's `USER:PASSWORD`: the stored secret named, else the host's entry in the
+/// auth file container tools write, else none (a registry that asks is then refused
+/// with how to log in).
+fn credentials(ctx: &Ctx, host: &str, secret: Option<&str>) -> Result<Option<String>> {
+    if let Some(name) = secret {
+        let s = sealvol_source::secrets::get(&ctx.settings.state, name)?;
+        let value = String::from_utf8_lossy(s.expose()).trim().to_string();
+        if !value.contains(':') {
+            return Err(
+                Error::invalid(format!("secret {name} is not USER:PASSWORD")).hint(
+                    "store it as the registry's user name, a colon, and its password or token",
+                ),
+            );
+        }
+        return Ok(Some(value));
+    }
+    sealvol_oci::push::credentials_from_auth_file(host)
 }
 
 #[cfg(test)]

@@ -61,8 +61,19 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
         VolumeCommand::Export {
             reference,
             dest,
+            registry_secret,
+            tls_verify,
             json,
-        } => export::export(ctx, &reference, &dest, json),
+        } => export::export(
+            ctx,
+            &reference,
+            &dest,
+            export::Reach {
+                secret: registry_secret,
+                tls_verify,
+            },
+            json,
+        ),
         VolumeCommand::Mirror {
             reference,
             to,
