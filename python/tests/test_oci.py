@@ -227,3 +227,87 @@ def test_an_export_to_a_registry_is_what_skopeo_pulls_and_a_second_sends_no_blob
     out = subprocess.run([sealvol_bin, "volume", "export", "t/minilm:prod", "docker://127.0.0.1:9/m:x",
                           "--tls-verify=false"], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "did not answer" in out.stderr, out.stderr
+
+
+def test_an_artifact_skopeo_put_in_a_registry_syncs_back_to_the_same_version(
+        pushed, sealvol_bin, registry, tmp_path, monkeypatch):
+    layout = tmp_path / "layout"
+    export(sealvol_bin, "t/minilm:prod", f"oci:{layout}")
+    skopeo("copy", "--quiet", "--dest-tls-verify=false", f"oci:{layout}:prod",
+           f"docker://{registry}/models/minilm:v1")
+    monkeypatch.setenv("SEALVOL_OCI_PLAIN_HTTP", registry)
+    out = subprocess.run([sealvol_bin, "volume", "sync", f"oci://{registry}/models/minilm:v1", "t/imported",
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    job = json.loads(out.stdout)
+    # The same files, paths and modes: the same digest as the version exported.
+    assert job["sealed"] == f"vol:t/imported@{pushed.digest}", job
+    assert job["checks"] == {"sha256": 13}
+    # A tag the registry does not have, a manifest list, and a registry not there.
+    out = subprocess.run([sealvol_bin, "volume", "sync", f"oci://{registry}/models/minilm:nope", "t/x"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "404" in out.stderr, out.stderr
+    out = subprocess.run([sealvol_bin, "volume", "sync", f"oci://{registry}/Models/x:v1", "t/x"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "not a repository name" in out.stderr, out.stderr
+
+
+@pytest.fixture
+def hostile(pushed, sealvol_bin, tmp_path, monkeypatch):
+    """The hostile registry (tests/servers/oci_registry.py) serving an export of the
+    version under the name `v1`, started with the given flags."""
+    import sys
+
+    layout = tmp_path / "hostile-layout"
+    export(sealvol_bin, "t/minilm:prod", f"oci:{layout}:v1")
+    started = []
+
+    def start(*flags):
+        proc = subprocess.Popen([sys.executable, str(ROOT / "tests/servers/oci_registry.py"), "--layout", str(layout),
+                                 *flags], stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        host = proc.stdout.readline().strip().split("http://")[1]
+        monkeypatch.setenv("SEALVOL_OCI_PLAIN_HTTP", host)
+        return host
+
+    yield start
+    for p in started:
+        p.kill()
+        p.wait()
+
+
+def sync(sealvol_bin, host, *extra, before=(), volume="t/imported"):
+    return subprocess.run([sealvol_bin, *before, "volume", "sync", f"oci://{host}/models/m:v1", volume, *extra],
+                          capture_output=True, text=True, timeout=240)
+
+
+def test_a_registry_that_asks_for_a_token_is_answered_with_the_secrets_credentials(hostile, pushed, sealvol_bin):
+    host = hostile("--token", "t0ken")
+    out = sync(sealvol_bin, host)
+    assert out.returncode != 0 and "401" in out.stderr, out.stderr
+    subprocess.run([sealvol_bin, "secret", "set", "reg"], input="user:pass\n", text=True, check=True,
+                   capture_output=True)
+    out = sync(sealvol_bin, host, "--secret", "reg")
+    assert out.returncode == 0, out.stderr
+    assert pushed.digest in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("flag, says", [
+    ("--flip", "sha256"),
+    ("--cut", "model.safetensors"),
+    ("--huge", "over 4194304 bytes"),
+])
+def test_a_registry_that_sends_wrong_cut_or_huge_answers_seals_nothing(hostile, sealvol_bin, flag, says):
+    host = hostile(flag)
+    out = sync(sealvol_bin, host)
+    assert out.returncode != 0 and says in out.stderr, out.stderr
+    listed = subprocess.run([sealvol_bin, "volume", "ls", "--json"], capture_output=True, text=True)
+    assert "imported" not in listed.stdout, listed.stdout
+
+
+def test_a_registry_that_stalls_is_given_up_on_within_the_timeout(hostile, sealvol_bin):
+    host = hostile("--stall")
+    # Each read waits the timeout, a few times, then the sync fails naming the file
+    # (a hang would pass the subprocess's own timeout and fail the test).
+    out = sync(sealvol_bin, host, before=("--timeout", "2s"))
+    assert out.returncode != 0 and "model.safetensors" in out.stderr, out.stderr

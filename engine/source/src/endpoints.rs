@@ -22,6 +22,11 @@ pub struct Endpoints {
     /// Path-style S3 addressing (`host/bucket/key`). Unset: on for a custom S3 endpoint,
     /// which emulators and most private S3 servers need; off for AWS, R2 and CoreWeave.
     pub s3_path_style: Option<bool>,
+    /// OCI registries (`oci://`) spoken to over plain HTTP, by `HOST[:PORT]` (a
+    /// registry on loopback); every other one over HTTPS. `SEALVOL_OCI_PLAIN_HTTP`
+    /// adds hosts, comma-separated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oci_plain_http: Vec<String>,
 }
 
 pub const R2_DEFAULT: &str = "https://{account}.r2.cloudflarestorage.com";
@@ -47,6 +52,13 @@ impl Endpoints {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         if let Some(v) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL")) {
             self.s3 = Some(v);
+        }
+        if let Some(v) = var("SEALVOL_OCI_PLAIN_HTTP") {
+            self.oci_plain_http.extend(
+                v.split(',')
+                    .map(|h| h.trim().to_string())
+                    .filter(|h| !h.is_empty()),
+            );
         }
         for (key, slot) in [
             ("SEALVOL_R2_ENDPOINT", &mut self.r2),
@@ -137,6 +149,13 @@ impl Endpoints {
             },
             SourceUrl::HuggingFace { .. } => Resolved {
                 url: Some(custom(&self.hf).unwrap_or(HF_DEFAULT).to_string()),
+                path_style: true,
+            },
+            SourceUrl::Oci { host, .. } => Resolved {
+                url: Some(match self.oci_plain_http.iter().any(|h| h == host) {
+                    true => format!("http://{host}"),
+                    false => format!("https://{host}"),
+                }),
                 path_style: true,
             },
             SourceUrl::Local(_) => Resolved::default(),

@@ -15,6 +15,14 @@ pub enum HfKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceUrl {
+    /// An OCI registry's image (a ModelPack artifact): `oci://HOST[:PORT]/REPO[:TAG |
+    /// @sha256:HEX]`; a tag is read once, as the digest it names then.
+    Oci {
+        host: String,
+        repo: String,
+        /// A tag, or `sha256:HEX`.
+        reference: String,
+    },
     HuggingFace {
         kind: HfKind,
         /// `org/name`.
@@ -210,6 +218,63 @@ impl SourceUrl {
                     }
                 })
             }
+            "oci" => {
+                let (host, path) = rest.split_once('/').ok_or_else(|| {
+                    bad(s, "an OCI source is oci://HOST/REPO[:TAG | @sha256:DIGEST]")
+                })?;
+                let host_ok = !host.is_empty()
+                    && host.len() <= 255
+                    && host
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
+                if !host_ok {
+                    return Err(bad(s, format!("{host:?} is not a registry host")));
+                }
+                let (repo, reference) = match path.split_once('@') {
+                    Some((r, d)) => (r, d.to_string()),
+                    None => match path.rsplit_once(':') {
+                        Some((r, t)) if !t.contains('/') => (r, t.to_string()),
+                        _ => (path, "latest".to_string()),
+                    },
+                };
+                let repo_ok = !repo.is_empty()
+                    && repo.len() <= 255
+                    && repo.split('/').all(|c| {
+                        !c.is_empty()
+                            && c.as_bytes()[0].is_ascii_alphanumeric()
+                            && c.bytes().all(|b| {
+                                b.is_ascii_lowercase()
+                                    || b.is_ascii_digit()
+                                    || matches!(b, b'.' | b'_' | b'-')
+                            })
+                    });
+                if !repo_ok {
+                    return Err(bad(
+                        s,
+                        format!("{repo:?} is not a repository name: lowercase path components"),
+                    ));
+                }
+                let digest_ok = reference.strip_prefix("sha256:").is_some_and(|h| {
+                    h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                });
+                let tag_ok = !reference.contains(':')
+                    && !reference.is_empty()
+                    && reference.len() <= 128
+                    && reference
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+                if !(digest_ok || tag_ok) {
+                    return Err(bad(
+                        s,
+                        format!("{reference:?} is not a tag or a sha256 digest"),
+                    ));
+                }
+                Ok(SourceUrl::Oci {
+                    host: host.to_string(),
+                    repo: repo.to_string(),
+                    reference,
+                })
+            }
             "file" => {
                 if !rest.starts_with('/') {
                     return Err(bad(
@@ -253,6 +318,14 @@ impl fmt::Display for SourceUrl {
                 container,
                 prefix,
             } => write!(f, "az://{account}/{container}/{prefix}"),
+            SourceUrl::Oci {
+                host,
+                repo,
+                reference,
+            } => match reference.starts_with("sha256:") {
+                true => write!(f, "oci://{host}/{repo}@{reference}"),
+                false => write!(f, "oci://{host}/{repo}:{reference}"),
+            },
             SourceUrl::Local(p) => write!(f, "file://{}", p.display()),
         }
     }

@@ -7,6 +7,7 @@ use crate::azure::Azure;
 use crate::body::Body;
 use crate::gcs::Gcs;
 use crate::hf::Hf;
+use crate::oci::Oci;
 use crate::s3::S3;
 use sealvol_core::error::{Error, Result};
 use sealvol_source::Access;
@@ -20,6 +21,7 @@ pub enum Client {
     Hf(Hf),
     Gcs(Gcs),
     Azure(Azure),
+    Oci(Oci),
 }
 
 impl Client {
@@ -31,6 +33,7 @@ impl Client {
             SourceUrl::HuggingFace { .. } => Ok(Client::Hf(Hf::connect(url, at, access)?)),
             SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, access)?)),
             SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, access)?)),
+            SourceUrl::Oci { .. } => Ok(Client::Oci(Oci::connect(url, at, access)?)),
             SourceUrl::Local(p) => Err(Error::invalid(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()
@@ -49,6 +52,10 @@ impl Client {
                 let (sha, objects) = c.list().await?;
                 Listing::build(objects, filter, Some(sha))
             }
+            Client::Oci(c) => {
+                let (digest, objects) = c.list().await?;
+                Listing::build(objects, filter, Some(digest))
+            }
         }
     }
 
@@ -59,6 +66,7 @@ impl Client {
             Client::Hf(c) => c.open(obj, range).await,
             Client::Gcs(c) => c.open(obj, range).await,
             Client::Azure(c) => c.open(obj, range).await,
+            Client::Oci(c) => c.open(obj, range).await,
         }
     }
 }

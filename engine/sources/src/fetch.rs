@@ -91,7 +91,10 @@ impl Prefetch {
                 };
                 let (part_tx, part_rx) = mpsc::channel(AHEAD);
                 let client = client.clone();
-                let what = format!("{prefix}{}", obj.key);
+                let what = match prefix.ends_with('/') {
+                    true => format!("{prefix}{}", obj.key),
+                    false => format!("{prefix}/{}", obj.key),
+                };
                 let cancel = parts_cancel.clone();
                 tokio::spawn(sealvol_source::retry::logged(log.clone(), async move {
                     let streamed = sealvol_source::retry::cancellable(&cancel, async {

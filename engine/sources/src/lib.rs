@@ -15,6 +15,7 @@ mod fetch;
 mod gcs;
 mod hf;
 mod http;
+pub mod oci;
 
 pub mod s3;
 mod verify;

@@ -123,6 +123,15 @@ impl Desk {
                 "push a folder from your machine: sealvol --remote URL volume push DIR NS/NAME",
             ));
         }
+        if matches!(url, SourceUrl::Oci { .. }) {
+            // A registry is named by the caller, host and port: the server would reach
+            // any address a key wrote, its own network's included.
+            return Err(Error::invalid(format!(
+                "{}: a job on the server does not read oci:// sources: it would reach any host a key names",
+                sub.source
+            ))
+            .hint("sync it on your machine (sealvol volume sync oci://… NS/NAME), then push or mirror the version"));
+        }
         if sub.tags.len() > MAX_LIST || sub.include.len() > MAX_LIST || sub.exclude.len() > MAX_LIST
         {
             return Err(Error::invalid(format!(
