@@ -1014,6 +1014,9 @@ fn the_kubernetes_manifests_pass_the_schemas_and_agree_with_each_other_and_the_d
         "ServiceAccount/sealvol-csi-node",
         "Deployment/llm-server",
         "PersistentVolume/weights-qwen3-8b-9f3c1a2b",
+        // Kubernetes without the driver: an image volume from serve's registry.
+        "Pod/llm-server-image-volume",
+        "Secret/sealvol-pull",
     ] {
         assert!(objects.contains(&want), "{want} missing: {objects:?}");
     }
