@@ -7,9 +7,11 @@
 //!   file), the same bytes for the same version every time;
 //! - `layout`: an OCI image layout on disk (`oci:DIR`);
 //! - `export`: a version read from the repository, every byte proven, into a layout;
-//! - `push`: an artifact pushed to a registry over the distribution API.
+//! - `push`: an artifact pushed to a registry over the distribution API;
+//! - `auth`: a registry's challenge, token and credentials, for push and `oci://`.
 
 pub mod artifact;
+pub mod auth;
 pub mod export;
 pub mod layout;
 pub mod media;

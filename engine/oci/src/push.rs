@@ -2,17 +2,16 @@
 //! each blob the registry lacks (`HEAD` first) uploaded in one `PUT` of known length,
 //! its bytes streamed from the repository as they are proven (no local copy), the
 //! registry checking the digest it is given; the config, then the manifest under the
-//! tag. Credentials: basic, or the bearer-token dance a `401` with
-//! `WWW-Authenticate: Bearer realm=…,service=…` asks for (the token fetched with the
-//! basic credentials, scoped to pull and push the repository).
+//! tag. Credentials: as `auth` reads the registry's challenge (basic, or a bearer token
+//! scoped to pull and push the repository).
 
 use std::io::Read;
 use std::time::Duration;
 
-use base64::Engine as _;
 use sealvol_core::{Error, Result};
 
 use crate::artifact::{Artifact, Layer};
+use crate::auth;
 use crate::media;
 
 /// A registry destination, `docker://HOST[:PORT]/REPO[:TAG]`.
@@ -198,58 +197,19 @@ impl Session {
 
     /// The `Authorization` a challenge asks for.
     fn answer(&self, challenge: &str) -> Result<String> {
-        let basic = self.credentials.as_ref().map(|c| {
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(c)
-            )
-        });
-        let (scheme, params) = challenge.split_once(' ').unwrap_or((challenge, ""));
-        if scheme.eq_ignore_ascii_case("basic") {
-            return basic.ok_or_else(no_credentials);
-        }
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(Error::invalid(format!(
-                "the registry asks for {scheme:.40} credentials: only basic and bearer tokens are spoken here"
-            )));
-        }
-        let param = |name: &str| {
-            params.split(',').find_map(|p| {
-                let (k, v) = p.trim().split_once('=')?;
-                (k.eq_ignore_ascii_case(name)).then(|| v.trim_matches('"').to_string())
-            })
+        let basic = self.credentials.as_deref().map(auth::basic);
+        let token_url = match auth::read_challenge(challenge, &self.repo, "pull,push")? {
+            auth::Challenge::Basic => return basic.ok_or_else(no_credentials),
+            auth::Challenge::Bearer { token_url } => token_url,
         };
-        let realm = param("realm")
-            .ok_or_else(|| Error::invalid("the registry's bearer challenge names no realm"))?;
-        if !(realm.starts_with("https://") || realm.starts_with("http://")) {
-            return Err(Error::invalid(format!(
-                "the registry's token realm {realm:.100} is not an http(s) address"
-            )));
-        }
-        let mut query = vec![(
-            "scope".to_string(),
-            format!("repository:{}:pull,push", self.repo),
-        )];
-        if let Some(service) = param("service") {
-            query.push(("service".to_string(), service));
-        }
-        let url = reqwest::Url::parse_with_params(&realm, &query)
-            .map_err(|e| Error::invalid(format!("the registry's token realm {realm:.100}: {e}")))?;
-        let mut req = self.http.get(url);
+        let shown = token_url.to_string();
+        let mut req = self.http.get(token_url);
         if let Some(b) = &basic {
             req = req.header("authorization", b);
         }
-        let resp = req.send().map_err(|e| unreachable(&realm, e))?;
+        let resp = req.send().map_err(|e| unreachable(&shown, e))?;
         let body = expect(resp, &[200], "a token")?;
-        let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-            Error::invalid(format!("the registry's token answer is not JSON: {e:.100}"))
-        })?;
-        let token = v["token"]
-            .as_str()
-            .or(v["access_token"].as_str())
-            .filter(|t| !t.is_empty() && t.len() <= 16 << 10)
-            .ok_or_else(|| Error::invalid("the registry's token answer has no token"))?;
-        Ok(format!("Bearer {token}"))
+        auth::bearer(&body)
     }
 
     /// Sends a request with the session's credentials.
@@ -312,43 +272,6 @@ impl Session {
         let resp = req.send().map_err(|e| unreachable(&self.base, e))?;
         expect(resp, &[201], &format!("blob {digest}")).map(|_| ())
     }
-}
-
-/// `host`'s `USER:PASSWORD` in the auth file container tools write
-/// (`$REGISTRY_AUTH_FILE`, else `~/.docker/config.json`), if it has an entry.
-pub fn credentials_from_auth_file(host: &str) -> Result<Option<String>> {
-    let file = match std::env::var_os("REGISTRY_AUTH_FILE") {
-        Some(f) => std::path::PathBuf::from(f),
-        None => match std::env::var_os("HOME") {
-            Some(h) => std::path::PathBuf::from(h).join(".docker/config.json"),
-            None => return Ok(None),
-        },
-    };
-    let mut bytes = Vec::new();
-    match std::fs::File::open(&file) {
-        Ok(f) => f
-            .take(1 << 20)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io("cannot read", &file, e))?,
-        Err(_) => return Ok(None),
-    };
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::invalid(format!("{} is not JSON: {e:.100}", file.display())))?;
-    let Some(auth) = v["auths"][host]["auth"].as_str() else {
-        return Ok(None);
-    };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(auth.trim())
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .filter(|s| s.contains(':'))
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{}: the entry of {host} is not base64 of USER:PASSWORD",
-                file.display()
-            ))
-        })?;
-    Ok(Some(decoded))
 }
 
 fn no_credentials() -> Error {

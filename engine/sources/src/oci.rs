@@ -12,11 +12,10 @@
 
 use std::ops::Range;
 
-use base64::Engine as _;
-
 use crate::body::Body;
 use crate::http::{Hints, ranged_get};
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_oci::auth;
 use sealvol_source::Access;
 use sealvol_source::checks::Expected;
 use sealvol_source::endpoints::Resolved;
@@ -55,7 +54,7 @@ impl Oci {
         };
         let credentials = match access {
             Access::Secret(s) => Some(s.text()?),
-            Access::Ambient => sealvol_oci::push::credentials_from_auth_file(host)?,
+            Access::Ambient => auth::credentials_from_auth_file(host)?,
             Access::Anonymous => None,
         };
         if let Some(c) = &credentials
@@ -158,58 +157,17 @@ impl Oci {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let basic = self.credentials.as_ref().map(|c| {
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(c)
-            )
-        });
-        let (scheme, params) = challenge.split_once(' ').unwrap_or((&challenge, ""));
-        if scheme.eq_ignore_ascii_case("basic") {
-            let b = basic.ok_or_else(|| crate::http::status_error(&self.shown, 401, "", &HINTS))?;
-            self.auth = Some(b);
-            return Ok(());
-        }
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(Error::new(
-                ErrorKind::Denied,
-                format!(
-                    "{}: the registry asks for {scheme:.40} credentials, which are not spoken here",
-                    self.shown
-                ),
-            ));
-        }
-        let param = |name: &str| {
-            params.split(',').find_map(|p| {
-                let (k, v) = p.trim().split_once('=')?;
-                k.eq_ignore_ascii_case(name)
-                    .then(|| v.trim_matches('"').to_string())
-            })
+        let basic = self.credentials.as_deref().map(auth::basic);
+        let shown = &self.shown;
+        let at = |e: Error| Error::new(e.kind(), format!("{shown}: {}", e.message()));
+        let token_url = match auth::read_challenge(&challenge, &self.repo, "pull").map_err(at)? {
+            auth::Challenge::Basic => {
+                let b = basic.ok_or_else(|| crate::http::status_error(shown, 401, "", &HINTS))?;
+                self.auth = Some(b);
+                return Ok(());
+            }
+            auth::Challenge::Bearer { token_url } => token_url,
         };
-        let realm = param("realm")
-            .filter(|r| r.starts_with("https://") || r.starts_with("http://"))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Denied,
-                    format!(
-                        "{}: the registry's challenge names no token realm",
-                        self.shown
-                    ),
-                )
-            })?;
-        let mut query = vec![(
-            "scope".to_string(),
-            format!("repository:{}:pull", self.repo),
-        )];
-        if let Some(service) = param("service") {
-            query.push(("service".to_string(), service));
-        }
-        let token_url = reqwest::Url::parse_with_params(&realm, &query).map_err(|e| {
-            Error::new(
-                ErrorKind::Denied,
-                format!("{}: token realm {realm:.100}: {e}", self.shown),
-            )
-        })?;
         let mut req = self.http.get(token_url);
         if let Some(b) = &basic {
             req = req.header("authorization", b);
@@ -217,24 +175,13 @@ impl Oci {
         let resp = req
             .send()
             .await
-            .map_err(|e| crate::http::transport(&self.shown, &e, &HINTS))?;
+            .map_err(|e| crate::http::transport(shown, &e, &HINTS))?;
         let status = resp.status().as_u16();
         if status != 200 {
-            return Err(crate::http::status_error(&self.shown, status, "", &HINTS));
+            return Err(crate::http::status_error(shown, status, "", &HINTS));
         }
-        let body = read_bounded(resp, 64 << 10, &self.shown).await?;
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        let token = v["token"]
-            .as_str()
-            .or(v["access_token"].as_str())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Denied,
-                    format!("{}: the registry's token answer has no token", self.shown),
-                )
-            })?;
-        self.auth = Some(format!("Bearer {token}"));
+        let body = read_bounded(resp, 64 << 10, shown).await?;
+        self.auth = Some(auth::bearer(&body).map_err(at)?);
         Ok(())
     }
 }

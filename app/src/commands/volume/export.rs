@@ -145,7 +145,7 @@ fn credentials(ctx: &Ctx, host: &str, secret: Option<&str>) -> Result<Option<Str
         }
         return Ok(Some(value));
     }
-    sealvol_oci::push::credentials_from_auth_file(host)
+    sealvol_oci::auth::credentials_from_auth_file(host)
 }
 
 #[cfg(test)]
