@@ -11,6 +11,10 @@
 //!   (`keep_read_bytes`), room short or not: the kernel's page cache holds what it was
 //!   served, and their buffers go back to the read path's pool for the next range read
 //!   instead of each range read taking fresh pages.
+//! - When read-ahead needs room, the last few chunks readers had are kept (a reader in
+//!   the middle of one asks for it again), unless the buffers only such chunks hold
+//!   take more than a quarter of the bound: each can hold a whole range read, and a
+//!   few of them once filled a small bound while read-ahead waited.
 //! - Chunks read ahead and not asked for yet ("unread") are dropped last; dropping one
 //!   counts as read-ahead wasted, and the file it was read for is reported, so a plan
 //!   that runs ahead of a reader who went elsewhere stops.
@@ -59,6 +63,14 @@ struct Slot {
     unread_for: Option<Hash>,
 }
 
+/// One range read's buffer: its length and how many of its chunks are kept, and of
+/// those, read ahead and not asked for yet.
+struct Buffer {
+    len: usize,
+    chunks: u32,
+    unread: u32,
+}
+
 #[derive(Default)]
 struct Inner {
     ready: HashMap<Hash, Slot>,
@@ -68,10 +80,12 @@ struct Inner {
     asked_bytes: usize,
     unread: BTreeMap<u64, Hash>,
     tick: u64,
-    /// Buffer identity → (its length, chunks of it kept).
-    buffers: HashMap<usize, (usize, u32)>,
+    buffers: HashMap<usize, Buffer>,
     /// Bytes of the buffers kept, and of fetches reserved and under way.
     held: usize,
+    /// Bytes of the buffers whose kept chunks readers have all had: what readers'
+    /// leftovers hold (`make_room`).
+    read_held: usize,
     reserved: usize,
     pending: HashSet<Hash>,
     /// Files whose read-ahead was dropped unread since the last look.
@@ -416,7 +430,12 @@ impl Inner {
         }
         slot.tick = tick;
         self.asked.insert(tick, *h);
-        Some((slot.bytes.clone(), was_unread))
+        let bytes = slot.bytes.clone();
+        if was_unread {
+            let (key, len) = bytes.buffer();
+            self.count_in_buffer(key, len, 0, -1);
+        }
+        Some((bytes, was_unread))
     }
 
     fn insert(&mut self, h: Hash, bytes: ChunkBytes, unread_for: Option<Hash>) {
@@ -425,11 +444,7 @@ impl Inner {
         }
         self.tick += 1;
         let (key, len) = bytes.buffer();
-        let buf = self.buffers.entry(key).or_insert((len, 0));
-        if buf.1 == 0 {
-            self.held += len;
-        }
-        buf.1 += 1;
+        self.count_in_buffer(key, len, 1, unread_for.is_some() as i32);
         match unread_for {
             Some(_) => self.unread.insert(self.tick, h),
             None => {
@@ -448,8 +463,10 @@ impl Inner {
     }
 
     /// Drops a chunk to make room for a read-ahead: one readers have had, but not one
-    /// of the last few (`keep_asked`; a reader moving through a chunk asks for it again),
-    /// else, if `over_unread_of_others` names the file read ahead for, the newest chunk
+    /// of the last few (`keep_asked`; a reader moving through a chunk asks for it again)
+    /// unless the buffers only readers' chunks hold take more than an eighth of the
+    /// bound (each such chunk can hold a whole range read: a few of them filled a small
+    /// bound, and read-ahead waited while its reader fetched every chunk itself), else, if `over_unread_of_others` names the file read ahead for, the newest chunk
     /// read ahead for another file (the one its reader needs last). Never one read
     /// ahead for the same file: it lies nearer its reader than what the reservation is
     /// for, and dropping it made a busy reader fetch its chunks twice.
@@ -459,7 +476,9 @@ impl Inner {
         capacity: usize,
         counters: &Counters,
     ) -> bool {
-        let victim = if self.asked.len() > keep_asked(capacity) {
+        let victim = if self.asked.len() > keep_asked(capacity)
+            || (self.asked.len() > 2 && self.read_held > capacity / 4)
+        {
             self.asked.pop_first()
         } else if let Some(mine) = over_unread_of_others {
             let key = self
@@ -529,13 +548,37 @@ impl Inner {
             }
             None => self.asked_bytes -= slot.bytes.len(),
         }
-        let (key, _) = slot.bytes.buffer();
-        if let Some(buf) = self.buffers.get_mut(&key) {
-            buf.1 -= 1;
-            if buf.1 == 0 {
-                self.held -= buf.0;
-                self.buffers.remove(&key);
-            }
+        let (key, len) = slot.bytes.buffer();
+        self.count_in_buffer(key, len, -1, -(slot.unread_for.is_some() as i32));
+    }
+
+    /// Counts `chunks` more kept chunks of buffer `key` (negative: fewer), `unread` of
+    /// them read ahead and not asked for, keeping `held` and `read_held` true.
+    fn count_in_buffer(&mut self, key: usize, len: usize, chunks: i32, unread: i32) {
+        let b = self.buffers.entry(key).or_insert(Buffer {
+            len,
+            chunks: 0,
+            unread: 0,
+        });
+        let kept = |b: &Buffer| b.chunks > 0;
+        let read = |b: &Buffer| b.chunks > 0 && b.unread == 0;
+        let before = (kept(b), read(b));
+        b.chunks = b.chunks.saturating_add_signed(chunks);
+        b.unread = b.unread.saturating_add_signed(unread);
+        let after = (kept(b), read(b));
+        let len = b.len;
+        if !after.0 {
+            self.buffers.remove(&key);
+        }
+        match before.0.cmp(&after.0) {
+            std::cmp::Ordering::Less => self.held += len,
+            std::cmp::Ordering::Greater => self.held -= len,
+            std::cmp::Ordering::Equal => {}
+        }
+        match before.1.cmp(&after.1) {
+            std::cmp::Ordering::Less => self.read_held += len,
+            std::cmp::Ordering::Greater => self.read_held -= len,
+            std::cmp::Ordering::Equal => {}
         }
     }
 }

@@ -98,6 +98,22 @@ fn read_range(fs: &VolumeFs, fh: u64, start: u64, end: u64) -> Vec<u8> {
     out
 }
 
+/// Bytes of the chunks of `path` that hold the end of one tensor and the start of the
+/// next.
+fn straddling_bytes(f: &Fixture, fs: &VolumeFs, path: &str, spans: &[(u64, u64)]) -> u64 {
+    let obj = f.file_object(fs, path);
+    let mut at = 0;
+    let mut sum = 0;
+    for c in &obj.chunks {
+        let end = at + c.entry.raw_len as u64;
+        if spans.iter().any(|&(_, e)| at < e && e < end) {
+            sum += c.entry.raw_len as u64;
+        }
+        at = end;
+    }
+    sum
+}
+
 fn tensors_fixture() -> (Fixture, Vec<u8>, Vec<(u64, u64)>) {
     let mut written = None;
     let f = fixture_with(|src| {
@@ -268,10 +284,13 @@ fn a_loader_that_reads_tensors_by_name_is_followed_in_that_order() {
     );
     // A chunk that straddles two tensors far apart by name is fetched again for the
     // second when the bound has dropped it (under a real mount the kernel's page cache
-    // holds those pages); nothing else is.
+    // holds those pages); nothing else is, but for what proving a tensor's edge blocks
+    // reads of its neighbours, which reading by name seldom finds still held (0.10-0.13
+    // of the file here with three CPU hogs beside the test, 0.03-0.08 by offset).
+    let twice = straddling_bytes(&f, &fs, "model.safetensors", &spans);
     assert!(
-        s.origin_bytes <= want.len() as u64 * 3 / 2,
-        "little was fetched twice: {s:?}"
+        s.origin_bytes <= want.len() as u64 * 6 / 5 + twice,
+        "little but the {twice} bytes of chunks across tensors was fetched twice: {s:?}"
     );
     assert!(s.memory_peak <= bound as u64, "{s:?}");
 }
