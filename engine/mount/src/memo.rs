@@ -582,3 +582,58 @@ impl Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sealvol_core::recycled::Buffer;
+
+    /// A chunk of `len` bytes that is the only one kept of its own `buffer`-byte range
+    /// read.
+    fn alone_in_its_buffer(len: usize, buffer: usize) -> ChunkBytes {
+        ChunkBytes::slice(&Arc::new(Buffer::from(vec![0u8; buffer])), 0..len)
+    }
+
+    #[test]
+    fn readers_leftovers_never_hold_read_ahead_out_of_a_small_bound() {
+        let capacity = 4 << 20;
+        let counters = Counters::default();
+        let mut g = Inner::default();
+        // The last eight chunks readers had (`keep_asked` for this bound), each the one
+        // kept chunk of a 512 KiB range read: together they hold the whole bound.
+        for i in 0..8 {
+            g.insert(
+                Hash([i; 32]),
+                alone_in_its_buffer(64 << 10, 512 << 10),
+                None,
+            );
+        }
+        assert_eq!(keep_asked(capacity), 8);
+        assert_eq!((g.held, g.read_held), (capacity, capacity));
+        // Read-ahead asks for 1 MiB within its three quarters of the bound.
+        let (want, limit) = (1 << 20, capacity - capacity / 4);
+        while g.held + want > limit && g.make_room(None, capacity, &counters) {}
+        assert!(g.held + want <= limit, "{} bytes still held", g.held);
+        assert!(g.asked.len() >= 2, "the newest chunks a reader had stay");
+        assert_eq!(g.held, g.read_held);
+    }
+
+    #[test]
+    fn a_buffer_holding_a_chunk_not_read_yet_is_not_a_readers_leftover() {
+        let mut g = Inner::default();
+        let buf = Arc::new(Buffer::from(vec![0u8; 1 << 20]));
+        g.insert(
+            Hash([1; 32]),
+            ChunkBytes::slice(&buf, 0..1000),
+            Some(Hash([9; 32])),
+        );
+        g.insert(Hash([2; 32]), ChunkBytes::slice(&buf, 1000..2000), None);
+        assert_eq!((g.held, g.read_held), (1 << 20, 0));
+        g.touch(&Hash([1; 32]), Want::Demand);
+        assert_eq!(g.read_held, 1 << 20, "both chunks have been read now");
+        g.forget(&Hash([1; 32]), &Counters::default());
+        g.forget(&Hash([2; 32]), &Counters::default());
+        assert_eq!((g.held, g.read_held), (0, 0));
+        assert!(g.buffers.is_empty());
+    }
+}
