@@ -460,6 +460,41 @@ Examples:
         json: bool,
     },
 
+    /// Import a CNCF ModelPack artifact (OCI) as a new version: each raw layer a file at its path.
+    #[command(
+        after_help = "SOURCE is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME may be left out when the layout holds one image), or docker://HOST/REPO[:TAG|@sha256:DIGEST], a registry.
+
+The manifest is read once and pinned by its digest, so a tag that moves during the import changes nothing. Each layer is a file at its org.cncf.model.filepath, checked against its SHA-256 as it streams; only chunks the repository lacks are stored. Refused by name: manifest lists, tar layers (KitOps ModelKits, container images), layers without a path or whose path climbs out or repeats.
+It runs as a sync job (`sealvol volume sync oci:DIR` and `oci://HOST/REPO:TAG` are the same), on this machine: a server never reads a registry a key names, nor its own files.
+
+Examples:
+  sealvol volume import oci:./qwen3-8b:prod weights/qwen3-8b --tag prod
+  sealvol volume import docker://registry.internal/models/qwen3-8b:v1 weights/qwen3-8b
+  sealvol volume import docker://127.0.0.1:5000/qwen:v1 weights/qwen --tls-verify=false"
+    )]
+    Import {
+        /// Where: oci:DIR[:NAME], or docker://HOST/REPO[:TAG|@sha256:DIGEST].
+        source: String,
+        /// Volume: NAMESPACE/NAME.
+        #[arg(add = ArgValueCompleter::new(complete::volumes))]
+        volume: String,
+        /// Point these tags at the new version (repeatable).
+        #[arg(long = "tag", short = 't', value_name = "TAG")]
+        tags: Vec<String>,
+        /// A registry's credentials in a stored secret (`sealvol secret set NAME`), USER:PASSWORD; else the registry's entry in $REGISTRY_AUTH_FILE or ~/.docker/config.json.
+        #[arg(long, value_name = "NAME")]
+        registry_secret: Option<String>,
+        /// false: speak plain HTTP to the registry (a registry on loopback), as skopeo spells it.
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        tls_verify: bool,
+        /// Hand the job to the agent, print its id, return.
+        #[arg(long)]
+        detach: bool,
+        /// Print the finished job as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Copy a version into another repository (only the chunks it lacks), under the same digest.
     #[command(
         after_help = "The version keeps its digest there, so either repository can serve it (`--origin`).\nA tag in REF moves there too. A folder that does not exist becomes a repository; a bucket must be `sealvol init`ed.\n\nExamples:\n  sealvol volume mirror weights/qwen3-8b:prod --to s3://models-eu/sealvol\n  sealvol --repo s3://models-eu/sealvol volume mirror weights/qwen3-8b@9f3c1a2b --to /srv/sealvol"

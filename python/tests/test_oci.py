@@ -311,3 +311,116 @@ def test_a_registry_that_stalls_is_given_up_on_within_the_timeout(hostile, sealv
     # (a hang would pass the subprocess's own timeout and fail the test).
     out = sync(sealvol_bin, host, before=("--timeout", "2s"))
     assert out.returncode != 0 and "model.safetensors" in out.stderr, out.stderr
+
+
+def import_(sealvol_bin, source, volume, *extra):
+    return subprocess.run([sealvol_bin, "volume", "import", source, volume, *extra], capture_output=True,
+                          text=True, timeout=300)
+
+
+def rewrite_manifest(layout: Path, name: str, change):
+    """Rewrites the manifest `name` names in `layout` through `change`, as a hostile
+    layout would be made: the new manifest stored under its own digest, the index
+    pointing at it."""
+    index = json.loads((layout / "index.json").read_text())
+    entry = next(m for m in index["manifests"] if m.get("annotations", {}).get(
+        "org.opencontainers.image.ref.name") == name)
+    manifest = json.loads(blob(layout, entry["digest"]))
+    change(manifest)
+    raw = json.dumps(manifest).encode()
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    (layout / "blobs/sha256" / digest.split(":")[1]).write_bytes(raw)
+    entry["digest"], entry["size"] = digest, len(raw)
+    (layout / "index.json").write_text(json.dumps(index))
+
+
+def test_an_artifact_skopeo_wrote_to_a_layout_imports_as_the_same_version(pushed, sealvol_bin, tmp_path):
+    exported = tmp_path / "exported"
+    export(sealvol_bin, "t/minilm:prod", f"oci:{exported}")
+    layout = tmp_path / "layout"
+    skopeo("copy", "--quiet", f"oci:{exported}:prod", f"oci:{layout}:again")
+    out = import_(sealvol_bin, f"oci:{layout}:again", "t/imported", "--tag", "prod", "--json")
+    assert out.returncode == 0, out.stderr
+    job = json.loads(out.stdout)
+    # The same files, paths and modes: the same digest as the version exported.
+    assert job["sealed"] == f"vol:t/imported@{pushed.digest}", job
+    assert job["checks"] == {"sha256": 13}
+    # The layout's only image needs no name; a second one does.
+    out = import_(sealvol_bin, f"oci:{layout}", "t/again")
+    assert out.returncode == 0, out.stderr
+    skopeo("copy", "--quiet", f"oci:{exported}:prod", f"oci:{layout}:other")
+    out = import_(sealvol_bin, f"oci:{layout}", "t/x")
+    assert out.returncode != 0 and "holds 2 images" in out.stderr and "again, other" in out.stderr, out.stderr
+    out = import_(sealvol_bin, f"oci:{layout}:nope", "t/x")
+    assert out.returncode != 0 and "no image named nope" in out.stderr, out.stderr
+    out = import_(sealvol_bin, f"oci:{tmp_path}", "t/x")
+    assert out.returncode != 0 and "not an OCI image layout" in out.stderr, out.stderr
+    for bad, says in [("./folder", "not an import source"), ("s3://b/x", "not an import source"),
+                      ("docker://host", "docker://HOST/REPO")]:
+        out = import_(sealvol_bin, bad, "t/x")
+        assert out.returncode == 2 and says in out.stderr, (bad, out.stderr)
+    listed = subprocess.run([sealvol_bin, "volume", "ls", "t", "--json"], capture_output=True, text=True)
+    assert '"t/x"' not in listed.stdout, listed.stdout
+
+
+def big_layer(layout: Path, name: str) -> Path:
+    index = json.loads((layout / "index.json").read_text())
+    entry = next(m for m in index["manifests"] if m.get("annotations", {}).get(
+        "org.opencontainers.image.ref.name") == name)
+    manifest = json.loads(blob(layout, entry["digest"]))
+    layer = max(manifest["layers"], key=lambda l: l["size"])
+    return layout / "blobs/sha256" / layer["digest"].split(":")[1]
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("cut", "its descriptor says"),
+    ("flip", "sha256"),
+    ("climb", "../"),
+    ("repeat", "twice"),
+    ("tar", "raw layers"),
+    ("index", "manifest list"),
+])
+def test_a_damaged_or_hostile_layout_imports_nothing(pushed, sealvol_bin, tmp_path, damage, says):
+    layout = tmp_path / "layout"
+    export(sealvol_bin, "t/minilm:prod", f"oci:{layout}:v1")
+    if damage in ("cut", "flip"):
+        path = big_layer(layout, "v1")
+        b = bytearray(path.read_bytes())
+        if damage == "cut":
+            del b[len(b) // 2:]
+        else:
+            b[len(b) // 2] ^= 1
+        path.chmod(0o644)
+        path.write_bytes(bytes(b))
+    elif damage == "climb":
+        rewrite_manifest(layout, "v1", lambda m: m["layers"][0]["annotations"].update(
+            {"org.cncf.model.filepath": "../escaped.json"}))
+    elif damage == "repeat":
+        def repeat(m):
+            m["layers"][1]["annotations"]["org.cncf.model.filepath"] = \
+                m["layers"][0]["annotations"]["org.cncf.model.filepath"]
+        rewrite_manifest(layout, "v1", repeat)
+    elif damage == "tar":
+        rewrite_manifest(layout, "v1", lambda m: m["layers"][0].update(
+            {"mediaType": "application/vnd.kitops.modelkit.model.v1.tar+gzip"}))
+    else:
+        rewrite_manifest(layout, "v1", lambda m: m.update(
+            {"mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}))
+    out = import_(sealvol_bin, f"oci:{layout}:v1", "t/hostile")
+    assert out.returncode != 0 and says in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) <= 3, out.stderr
+    listed = subprocess.run([sealvol_bin, "volume", "ls", "--json"], capture_output=True, text=True)
+    assert "hostile" not in listed.stdout, listed.stdout
+
+
+def test_an_import_from_a_registry_speaks_plain_http_when_told(pushed, sealvol_bin, registry, tmp_path):
+    layout = tmp_path / "layout"
+    export(sealvol_bin, "t/minilm:prod", f"oci:{layout}")
+    skopeo("copy", "--quiet", "--dest-tls-verify=false", f"oci:{layout}:prod",
+           f"docker://{registry}/models/minilm:v1")
+    out = import_(sealvol_bin, f"docker://{registry}/models/minilm:v1", "t/fromreg", "--tls-verify=false", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sealed"] == f"vol:t/fromreg@{pushed.digest}"
+    # Without --tls-verify=false the loopback registry is spoken to over TLS: refused.
+    out = import_(sealvol_bin, f"docker://{registry}/models/minilm:v1", "t/tls")
+    assert out.returncode != 0, out.stderr

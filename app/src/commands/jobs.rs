@@ -33,6 +33,9 @@ pub struct SyncRequest {
     pub exclude: Vec<String>,
     pub detach: bool,
     pub json: bool,
+    /// Where the source is reached, when the command says (`volume import
+    /// --tls-verify=false`); else from the settings.
+    pub endpoint: Option<sealvol_source::endpoints::Resolved>,
 }
 
 /// The agent, wherever it runs. A hosted one stops (its running job is queued again
@@ -217,13 +220,16 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
         });
     }
     let url = SourceUrl::parse(&r.source)?;
+    // The agent that runs the job may have another working directory.
+    let absolute =
+        |p: &std::path::Path| p.canonicalize().map_err(|e| Error::io("cannot open", p, e));
     let source = match &url {
-        SourceUrl::Local(p) => {
-            let abs = p
-                .canonicalize()
-                .map_err(|e| Error::io("cannot open", p, e))?;
-            format!("file://{}", abs.display())
+        SourceUrl::Local(p) => format!("file://{}", absolute(p)?.display()),
+        SourceUrl::OciLayout { dir, name } => SourceUrl::OciLayout {
+            dir: absolute(dir)?,
+            name: name.clone(),
         }
+        .to_string(),
         _ => url.to_string(),
     };
     let spec = JobSpec {
@@ -233,7 +239,10 @@ fn spec(ctx: &Ctx, r: &SyncRequest) -> Result<JobSpec> {
         secret: r.secret.clone(),
         include: r.include.clone(),
         exclude: r.exclude.clone(),
-        endpoint: ctx.settings.endpoints.resolve(&url),
+        endpoint: r
+            .endpoint
+            .clone()
+            .unwrap_or_else(|| ctx.settings.endpoints.resolve(&url)),
         mirror_to: None,
         started_by: None,
     };

@@ -2,7 +2,8 @@
 //! `skopeo copy … oci:DIR[:NAME]` reads and writes one: an artifact's blobs written
 //! once each (a blob already there is kept only if its bytes hash to its name), each
 //! under a temporary name until its SHA-256 is the one its descriptor says, and the
-//! index rewritten whole, other images in it kept.
+//! index rewritten whole, other images in it kept; and read back: the manifest an
+//! index names, checked against its digest, and where each blob lies.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
@@ -136,6 +137,115 @@ fn holds(path: &Path, digest_name: &str, size: u64) -> Result<bool> {
         sha.update(&buf[..n]);
     }
     Ok(format!("sha256:{}", hex::encode(sha.finish().as_ref())) == digest_name)
+}
+
+/// The largest manifest read from a layout.
+pub const MAX_MANIFEST: u64 = 4 << 20;
+
+/// A manifest found in a layout: its bytes (hashing to `digest`) and its digest.
+#[derive(Debug)]
+pub struct Found {
+    pub manifest: Vec<u8>,
+    pub digest: String,
+}
+
+/// The manifest of the image `name` names in the layout at `dir`'s index (or of its
+/// only image), read and checked against its descriptor's digest and size.
+pub fn find(dir: &Path, name: Option<&str>) -> Result<Found> {
+    let shown = dir.display();
+    let not_layout = || {
+        Error::invalid(format!(
+            "{shown} is not an OCI image layout of version 1.0.0"
+        ))
+        .hint("give the folder skopeo copy … oci:DIR or sealvol volume export wrote")
+    };
+    let marker = read_bounded(&dir.join("oci-layout"), 4096).map_err(|_| not_layout())?;
+    let v: serde_json::Value = serde_json::from_slice(&marker).map_err(|_| not_layout())?;
+    if v["imageLayoutVersion"] != "1.0.0" {
+        return Err(not_layout());
+    }
+    let path = dir.join("index.json");
+    let bytes = read_bounded(&path, MAX_INDEX)?;
+    let index: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::invalid(format!("{} is not JSON: {e:.100}", path.display())))?;
+    let manifests = index["manifests"]
+        .as_array()
+        .ok_or_else(|| Error::invalid(format!("{} lists no manifests", path.display())))?;
+    let named = |m: &&serde_json::Value| match name {
+        Some(n) => m["annotations"][REF_NAME] == n,
+        None => true,
+    };
+    let found: Vec<&serde_json::Value> = manifests.iter().filter(named).collect();
+    let entry = match (found.as_slice(), name) {
+        ([one], _) => *one,
+        ([], Some(n)) => {
+            return Err(
+                Error::not_found(format!("{shown} holds no image named {n:.128}"))
+                    .hint(format!("the names it holds: {}", names(manifests))),
+            );
+        }
+        ([], None) => return Err(Error::not_found(format!("{shown} holds no image"))),
+        (_, Some(n)) => {
+            return Err(Error::invalid(format!(
+                "{shown} names {} images {n:.128}",
+                found.len()
+            )));
+        }
+        (_, None) => {
+            return Err(
+                Error::invalid(format!("{shown} holds {} images: name one", found.len())).hint(
+                    format!("give oci:DIR:NAME, NAME one of {}", names(manifests)),
+                ),
+            );
+        }
+    };
+    let digest = entry["digest"].as_str().unwrap_or_default().to_string();
+    let size = entry["size"].as_u64();
+    let blob = blob_path(&dir.join("blobs").join("sha256"), &digest)?;
+    let manifest = read_bounded(&blob, MAX_MANIFEST)?;
+    let got = crate::artifact::sha256_digest(&manifest);
+    if got != digest || size.is_some_and(|s| s != manifest.len() as u64) {
+        return Err(Error::corrupt(format!(
+            "{}: the manifest's bytes hash to {got}, not {digest:.80} as the index says",
+            blob.display()
+        ))
+        .hint("the layout is damaged: copy it again"));
+    }
+    Ok(Found { manifest, digest })
+}
+
+/// Where the blob `digest` lies in the layout at `dir`.
+pub fn blob(dir: &Path, digest: &str) -> Result<PathBuf> {
+    blob_path(&dir.join("blobs").join("sha256"), digest)
+}
+
+/// The names an index gives its images, for a hint.
+fn names(manifests: &[serde_json::Value]) -> String {
+    let n: Vec<&str> = manifests
+        .iter()
+        .filter_map(|m| m["annotations"][REF_NAME].as_str())
+        .take(10)
+        .collect();
+    match n.is_empty() {
+        true => "(none named)".into(),
+        false => n.join(", "),
+    }
+}
+
+/// A file of at most `max` bytes.
+fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
+    let f = File::open(path).map_err(|e| io(path, "open", e))?;
+    let mut b = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut b)
+        .map_err(|e| io(path, "read", e))?;
+    if b.len() as u64 > max {
+        return Err(Error::invalid(format!(
+            "{} is over {max} bytes",
+            path.display()
+        )));
+    }
+    Ok(b)
 }
 
 /// Writes `bytes` to `path` through a temporary file.

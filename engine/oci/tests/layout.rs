@@ -253,3 +253,51 @@ fn links_to_files_are_their_files_and_links_to_folders_or_nothing_are_refused() 
     let e = export::artifact_of(&repo, &vol(), &digest, &m).unwrap_err();
     assert!(e.to_string().contains("holds no files"), "{e}");
 }
+
+#[test]
+fn an_image_is_found_by_name_or_as_the_only_one_and_its_manifest_checked() {
+    use sealvol_oci::layout::find;
+    let t = tempfile::tempdir().unwrap();
+    let repo = repository();
+    let digest = push_dir(&repo, &model(t.path()));
+    let dir = t.path().join("layout");
+    let (art, _) = export_to(&repo, &digest, &dir, Some("v1"));
+    let found = find(&dir, Some("v1")).unwrap();
+    assert_eq!(found.digest, art.manifest_digest);
+    assert_eq!(found.manifest, art.manifest);
+    assert_eq!(find(&dir, None).unwrap().digest, art.manifest_digest);
+    let e = find(&dir, Some("v2")).unwrap_err();
+    assert!(e.to_string().contains("no image named v2"), "{e}");
+    assert!(e.hint_text().unwrap().contains("v1"), "{e:?}");
+
+    // Two images: one must be named.
+    let other = push_dir(
+        &repo,
+        &folder(t.path(), "other", &[("a.json", b"{}".to_vec())]),
+    );
+    export_to(&repo, &other, &dir, Some("v2"));
+    let e = find(&dir, None).unwrap_err();
+    assert!(e.to_string().contains("holds 2 images"), "{e}");
+    assert!(e.hint_text().unwrap().contains("v1, v2"), "{e:?}");
+
+    // A manifest whose bytes are not its digest's is damage, said as such.
+    let path = sealvol_oci::layout::blob(&dir, &art.manifest_digest).unwrap();
+    let mut b = std::fs::read(&path).unwrap();
+    b[10] ^= 1;
+    std::fs::write(&path, b).unwrap();
+    let e = find(&dir, Some("v1")).unwrap_err();
+    assert_eq!(e.kind(), sealvol_core::error::ErrorKind::Corrupt, "{e}");
+
+    // Not a layout at all, an index that is no index, a descriptor naming no blob.
+    let e = find(t.path(), None).unwrap_err();
+    assert!(e.to_string().contains("not an OCI image layout"), "{e}");
+    std::fs::write(dir.join("index.json"), b"[]").unwrap();
+    assert!(find(&dir, None).is_err());
+    std::fs::write(
+        dir.join("index.json"),
+        br#"{"schemaVersion":2,"manifests":[{"digest":"sha256:../../etc/passwd","size":1}]}"#,
+    )
+    .unwrap();
+    let e = find(&dir, None).unwrap_err();
+    assert!(e.to_string().contains("not a sha256 digest"), "{e}");
+}

@@ -158,7 +158,7 @@ impl Endpoints {
                 }),
                 path_style: true,
             },
-            SourceUrl::Local(_) => Resolved::default(),
+            SourceUrl::Local(_) | SourceUrl::OciLayout { .. } => Resolved::default(),
         }
     }
 }

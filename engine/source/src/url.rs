@@ -1,5 +1,5 @@
-//! Source addresses: `hf://`, `s3://`, `r2://`, `cw://`, `gs://`, `az://`, `file://` and
-//! plain paths. Parsed strictly, so a typo is an error that shows the right form rather
+//! Source addresses: `hf://`, `s3://`, `r2://`, `cw://`, `gs://`, `az://`, `oci://`,
+//! `oci:` (an OCI image layout), `file://` and plain paths. Parsed strictly, so a typo is an error that shows the right form rather
 //! than a sync of the wrong bucket.
 
 use std::fmt;
@@ -52,15 +52,48 @@ pub enum SourceUrl {
         container: String,
         prefix: String,
     },
+    /// An OCI image layout on this machine (`oci:DIR[:NAME]`, as skopeo writes it): the
+    /// image `NAME` names in its index, or its only one.
+    OciLayout {
+        dir: PathBuf,
+        name: Option<String>,
+    },
     Local(PathBuf),
 }
 
 const FORMS: &str = "hf://ORG/NAME[@REV], hf://datasets/ORG/NAME[@REV], s3://BUCKET/PREFIX, \
 r2://ACCOUNT/BUCKET/PREFIX, cw://BUCKET/PREFIX, gs://BUCKET/PREFIX, \
-az://ACCOUNT/CONTAINER/PREFIX, file:///PATH or a path";
+az://ACCOUNT/CONTAINER/PREFIX, oci://HOST/REPO[:TAG], oci:DIR[:NAME], file:///PATH or a path";
 
 fn bad(s: &str, why: impl fmt::Display) -> Error {
     Error::invalid(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
+}
+
+/// `DIR[:NAME]` of an `oci:` layout address: the image name is what follows the last
+/// colon, unless that holds a slash (then it is all the folder), as skopeo reads it.
+pub fn oci_layout(rest: &str) -> std::result::Result<(PathBuf, Option<String>), String> {
+    let (dir, name) = match rest.rsplit_once(':') {
+        Some((d, n)) if !d.is_empty() && !n.contains('/') => (d, Some(n)),
+        _ => (rest, None),
+    };
+    if dir.is_empty() || dir.starts_with(':') {
+        return Err("no folder after oci: (give oci:DIR or oci:DIR:NAME)".into());
+    }
+    if dir.contains('\0') {
+        return Err("the folder holds a NUL byte".into());
+    }
+    if let Some(n) = name {
+        let ok = !n.is_empty()
+            && n.len() <= 128
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !ok {
+            return Err(format!(
+                "{n:.80} is not an image name: 1-128 of A-Z a-z 0-9 . _ -"
+            ));
+        }
+    }
+    Ok((dir.into(), name.map(str::to_string)))
 }
 
 /// The scheme of `s` if it starts like `name:` (letters, digits, `+ - .`, from a
@@ -115,6 +148,11 @@ impl SourceUrl {
         let Some((scheme, rest)) = s.split_once("://") else {
             if s.is_empty() {
                 return Err(bad(s, "is empty"));
+            }
+            // skopeo's spelling of a layout; `oci://` (a registry) has its `//`.
+            if let Some(rest) = s.strip_prefix("oci:") {
+                let (dir, name) = oci_layout(rest).map_err(|why| bad(s, why))?;
+                return Ok(SourceUrl::OciLayout { dir, name });
             }
             // `s3:/ckpts/x` is an address with a slash missing, never a local folder.
             if let Some(scheme) = scheme(s) {
@@ -326,6 +364,10 @@ impl fmt::Display for SourceUrl {
                 true => write!(f, "oci://{host}/{repo}@{reference}"),
                 false => write!(f, "oci://{host}/{repo}:{reference}"),
             },
+            SourceUrl::OciLayout { dir, name } => match name {
+                Some(n) => write!(f, "oci:{}:{n}", dir.display()),
+                None => write!(f, "oci:{}", dir.display()),
+            },
             SourceUrl::Local(p) => write!(f, "file://{}", p.display()),
         }
     }
@@ -363,6 +405,9 @@ mod tests {
                 "az://devstoreaccount1/models/qwen/",
             ),
             ("file:///data/ckpt", "file:///data/ckpt"),
+            ("oci:/data/layout", "oci:/data/layout"),
+            ("oci:/data/layout:v1.0", "oci:/data/layout:v1.0"),
+            ("oci:rel/lay:out/x", "oci:rel/lay:out/x"),
         ];
         for (input, canonical) in cases {
             assert_eq!(ok(input).to_string(), canonical, "{input}");
@@ -373,6 +418,13 @@ mod tests {
             );
         }
         assert_eq!(ok("./ckpt"), SourceUrl::Local("./ckpt".into()));
+        assert_eq!(
+            ok("oci:out:v2"),
+            SourceUrl::OciLayout {
+                dir: "out".into(),
+                name: Some("v2".into())
+            }
+        );
     }
 
     #[test]
@@ -394,6 +446,10 @@ mod tests {
             "az://a/container",
             "file://relative/path",
             "s3://bucket/a\0b",
+            "oci:",
+            "oci::v1",
+            "oci:dir:bad name",
+            "oci:dir:",
         ] {
             let e = SourceUrl::parse(s).unwrap_err();
             assert!(!e.to_string().contains('\n'), "{s:?}: {e}");

@@ -7,6 +7,7 @@ use crate::azure::Azure;
 use crate::body::Body;
 use crate::gcs::Gcs;
 use crate::hf::Hf;
+use crate::layout::Layout;
 use crate::oci::Oci;
 use crate::s3::S3;
 use sealvol_core::error::{Error, Result};
@@ -22,6 +23,7 @@ pub enum Client {
     Gcs(Gcs),
     Azure(Azure),
     Oci(Oci),
+    Layout(Layout),
 }
 
 impl Client {
@@ -34,6 +36,7 @@ impl Client {
             SourceUrl::Gcs { .. } => Ok(Client::Gcs(Gcs::connect(url, at, access)?)),
             SourceUrl::Azure { .. } => Ok(Client::Azure(Azure::connect(url, at, access)?)),
             SourceUrl::Oci { .. } => Ok(Client::Oci(Oci::connect(url, at, access)?)),
+            SourceUrl::OciLayout { .. } => Ok(Client::Layout(Layout::connect(url)?)),
             SourceUrl::Local(p) => Err(Error::invalid(format!(
                 "{} is a local path: it is pushed, not listed",
                 p.display()
@@ -56,6 +59,10 @@ impl Client {
                 let (digest, objects) = c.list().await?;
                 Listing::build(objects, filter, Some(digest))
             }
+            Client::Layout(c) => {
+                let (digest, objects) = c.list()?;
+                Listing::build(objects, filter, Some(digest))
+            }
         }
     }
 
@@ -67,6 +74,7 @@ impl Client {
             Client::Gcs(c) => c.open(obj, range).await,
             Client::Azure(c) => c.open(obj, range).await,
             Client::Oci(c) => c.open(obj, range).await,
+            Client::Layout(c) => c.open(obj, range).await,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! sealvol's remote sync sources: where a sync's bytes come from.
 //!
-//! Its one job is talking to remote stores: S3 and its kin (R2, CoreWeave), Hugging
-//! Face, GCS and Azure Blob. Each is listed and read with ranged, streamed, conditional
+//! Its one job is talking to the stores a sync reads: S3 and its kin (R2, CoreWeave),
+//! Hugging Face, GCS, Azure Blob, OCI registries, and OCI image layouts on this machine. Each is listed and read with ranged, streamed, conditional
 //! requests (the bytes never land in a local copy), retried with backoff when the
 //! failure may pass. `Sources` is the `sealvol_source::Connector` the app hands the
 //! agent; the runner that turns a listing into a sealed version lives in the node.
@@ -15,6 +15,7 @@ mod fetch;
 mod gcs;
 mod hf;
 mod http;
+mod layout;
 pub mod oci;
 
 pub mod s3;

@@ -25,26 +25,9 @@ impl Dest {
     /// `oci:DIR[:NAME]`; anything else is refused, never read as a path.
     fn parse(s: &str) -> Result<Dest> {
         if let Some(rest) = s.strip_prefix("oci:") {
-            let (dir, name) = match rest.rsplit_once(':') {
-                Some((d, n)) if !d.is_empty() && !n.contains('/') => (d, Some(n)),
-                _ => (rest, None),
-            };
-            if dir.is_empty() || dir.starts_with(':') {
-                return Err(Error::usage(format!("{s}: no folder after oci:"))
-                    .hint("give oci:DIR or oci:DIR:NAME"));
-            }
-            if let Some(n) = name {
-                let ok = !n.is_empty()
-                    && n.len() <= 128
-                    && n.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-                if !ok {
-                    return Err(Error::usage(format!(
-                        "{n:.80} is not an image name: 1-128 of A-Z a-z 0-9 . _ -"
-                    )));
-                }
-            }
-            return Ok(Dest::Layout(dir.into(), name.map(str::to_string)));
+            let (dir, name) = sealvol_source::url::oci_layout(rest)
+                .map_err(|why| Error::usage(format!("{s:.200}: {why}")))?;
+            return Ok(Dest::Layout(dir, name));
         }
         if s.starts_with("docker://") {
             return Ok(Dest::Registry(sealvol_oci::push::Destination::parse(s)?));

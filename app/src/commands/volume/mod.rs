@@ -9,6 +9,7 @@ mod describe;
 mod diff;
 mod export;
 mod gc;
+mod import;
 mod labels;
 mod sign;
 mod tags;
@@ -107,6 +108,27 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
                 secret,
                 include,
                 exclude,
+                detach,
+                json,
+                endpoint: None,
+            },
+        ),
+        VolumeCommand::Import {
+            source,
+            volume,
+            tags,
+            registry_secret,
+            tls_verify,
+            detach,
+            json,
+        } => import::import(
+            ctx,
+            import::Request {
+                source,
+                volume,
+                tags,
+                secret: registry_secret,
+                tls_verify,
                 detach,
                 json,
             },

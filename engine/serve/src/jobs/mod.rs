@@ -114,7 +114,7 @@ impl Desk {
             });
         }
         let url = SourceUrl::parse(&sub.source)?;
-        if matches!(url, SourceUrl::Local(_)) {
+        if matches!(url, SourceUrl::Local(_) | SourceUrl::OciLayout { .. }) {
             return Err(Error::invalid(format!(
                 "{} is a local path: a job on the server never reads the server's own files",
                 sub.source
