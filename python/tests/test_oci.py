@@ -424,3 +424,17 @@ def test_an_import_from_a_registry_speaks_plain_http_when_told(pushed, sealvol_b
     # Without --tls-verify=false the loopback registry is spoken to over TLS: refused.
     out = import_(sealvol_bin, f"docker://{registry}/models/minilm:v1", "t/tls")
     assert out.returncode != 0, out.stderr
+
+
+def test_an_executable_file_keeps_its_mode_through_an_export_and_an_import(repo, sealvol_bin, tmp_path):
+    folder = tmp_path / "tool"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (folder / "run.sh").chmod(0o755)
+    pushed = sealvol.Client().push(str(folder), "t/tool", tag="v1")
+    layout = tmp_path / "layout"
+    export(sealvol_bin, "t/tool:v1", f"oci:{layout}")
+    out = import_(sealvol_bin, f"oci:{layout}", "t/tool-again", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sealed"] == f"vol:t/tool-again@{pushed.digest}"

@@ -20,6 +20,8 @@ pub struct RawObject {
     pub version: String,
     /// What the source says the content hashes to: every byte read is checked.
     pub expect: Vec<Expected>,
+    /// An executable file: only a source that says so (an OCI layer's file metadata).
+    pub exec: bool,
 }
 
 /// One file to sync.
@@ -34,6 +36,8 @@ pub struct Object {
     /// What the source says the content hashes to (`checks.rs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Expected>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exec: bool,
 }
 
 impl Object {
@@ -42,7 +46,7 @@ impl Object {
         sealvol_core::push::StreamFile {
             path: self.path.clone(),
             size: self.size,
-            exec: false,
+            exec: self.exec,
         }
     }
 }
@@ -75,6 +79,7 @@ impl Listing {
                     size: r.size,
                     version: r.version,
                     expect: r.expect,
+                    exec: r.exec,
                 });
             }
         }
@@ -102,6 +107,7 @@ mod tests {
             size,
             version: "v".into(),
             expect: Vec::new(),
+            exec: false,
         }
     }
 

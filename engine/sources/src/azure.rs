@@ -114,6 +114,7 @@ impl Azure {
                     // The listing's Content-MD5 is not in what object_store gives:
                     // Azure's bytes are checked only by their length (docs/SEMANTICS.md).
                     expect: Vec::new(),
+                    exec: false,
                 });
             }
             Ok(out)

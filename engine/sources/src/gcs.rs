@@ -228,6 +228,7 @@ impl Gcs {
             size,
             version: item.generation,
             expect,
+            exec: false,
         }))
     }
 

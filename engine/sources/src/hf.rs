@@ -174,6 +174,7 @@ impl Hf {
                             size,
                             version,
                             expect,
+                            exec: false,
                         });
                         if let Some(true) = out.last().map(|o| o.expect.is_empty()) {
                             lfs_unknown.push(out.len() - 1);

@@ -206,6 +206,28 @@ async fn read_bounded(mut resp: reqwest::Response, max: usize, shown: &str) -> R
     Ok(out)
 }
 
+/// Whether a layer's file metadata (`org.cncf.model.file.metadata+json`, a JSON
+/// document in a string, as tar headers say it) gives its file an owner's execute bit;
+/// no metadata is a plain file. Its other fields (owner, times) are not kept.
+fn executable(meta: &serde_json::Value) -> std::result::Result<bool, String> {
+    let Some(text) = meta.as_str() else {
+        return match meta.is_null() {
+            true => Ok(false),
+            false => Err("its file metadata is not a string".into()),
+        };
+    };
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("its file metadata is not JSON: {e:.100}"))?;
+    match &v["mode"] {
+        serde_json::Value::Null => Ok(false),
+        m => m
+            .as_u64()
+            .filter(|m| *m <= 0o7777)
+            .map(|m| m & 0o100 != 0)
+            .ok_or_else(|| format!("its file metadata's mode {m:.20} is not a file mode")),
+    }
+}
+
 /// The layers of a ModelPack manifest as files, or why it is not one taken here.
 pub fn layers(shown: &str, manifest: &[u8]) -> Result<Vec<RawObject>> {
     let refuse = |why: String| Error::invalid(format!("{shown}: {why}"));
@@ -257,6 +279,8 @@ pub fn layers(shown: &str, manifest: &[u8]) -> Result<Vec<RawObject>> {
             size,
             version: digest.to_string(),
             expect: vec![expect],
+            exec: executable(&l["annotations"][sealvol_oci::media::FILE_METADATA])
+                .map_err(|why| refuse(format!("layer {path:.200}: {why}")))?,
         });
     }
     Ok(out)
@@ -321,6 +345,29 @@ mod tests {
         sha512["digest"] = format!("sha512:{}", "ab".repeat(64)).into();
         assert!(layers("s", &manifest(serde_json::json!([sha512]))).is_err());
         assert!(layers("s", b"not json").is_err());
+    }
+
+    #[test]
+    fn a_layers_file_metadata_gives_its_execute_bit_or_is_refused() {
+        let with = |meta: serde_json::Value| {
+            let mut l = layer("run.sh", sealvol_oci::media::CODE);
+            l["annotations"][sealvol_oci::media::FILE_METADATA] = meta;
+            layers("s", &manifest(serde_json::json!([l])))
+        };
+        let exec = |meta| with(meta).map(|o| o[0].exec);
+        assert!(exec(serde_json::json!(r#"{"name":"run.sh","mode":493}"#)).unwrap());
+        assert!(!exec(serde_json::json!(r#"{"name":"run.sh","mode":420}"#)).unwrap());
+        assert!(!exec(serde_json::json!(r#"{"name":"run.sh"}"#)).unwrap());
+        assert!(!exec(serde_json::Value::Null).unwrap());
+        for bad in [
+            serde_json::json!("not json"),
+            serde_json::json!(r#"{"mode":99999999}"#),
+            serde_json::json!(r#"{"mode":"0755"}"#),
+            serde_json::json!({"mode": 493}),
+        ] {
+            let e = with(bad.clone()).unwrap_err();
+            assert!(e.to_string().contains("run.sh"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -71,6 +71,7 @@ impl S3 {
                     // a multipart one's ends in `-N`), unless it is encrypted with KMS or
                     // a customer's key: the read's answer says so (`Body::voids`).
                     expect: Expected::parse_hex("md5", etag).into_iter().collect(),
+                    exec: false,
                 });
             }
             token = page.next_continuation_token().map(str::to_string);

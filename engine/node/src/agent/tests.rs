@@ -113,6 +113,7 @@ impl Remote for FakeRemote {
             size: 1024,
             version: "1".into(),
             expect: Vec::new(),
+            exec: false,
         }];
         Listing::build(raw, filter, None)
     }
