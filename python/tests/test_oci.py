@@ -438,3 +438,21 @@ def test_an_executable_file_keeps_its_mode_through_an_export_and_an_import(repo,
     out = import_(sealvol_bin, f"oci:{layout}", "t/tool-again", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["sealed"] == f"vol:t/tool-again@{pushed.digest}"
+
+
+def test_a_tag_moved_during_an_import_changes_nothing(hostile, pushed, sealvol_bin, tmp_path):
+    # The hostile layout gets a second image, another version's, under the name v2; once
+    # the registry has sent v1's manifest, v1 names v2's image.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text('{"other": true}')
+    sealvol.Client().push(str(other), "t/other", tag="v1")
+    export(sealvol_bin, "t/other:v1", f"oci:{tmp_path / 'hostile-layout'}:v2")
+    host = hostile("--move", "v2")
+    out = import_(sealvol_bin, f"docker://{host}/models/m:v1", "t/moved", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sealed"] == f"vol:t/moved@{pushed.digest}"
+    # The registry did move the tag: a second import gets the other version.
+    out = import_(sealvol_bin, f"docker://{host}/models/m:v1", "t/moved", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sealed"] != f"vol:t/moved@{pushed.digest}"

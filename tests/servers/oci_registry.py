@@ -10,6 +10,8 @@ REPO) and misbehaves on request, as a real registry never would in a test:
   --cut           send half of the largest blob, then close the connection
   --stall         send the largest blob's headers, then nothing
   --huge          answer every manifest with 5 MiB of JSON
+  --move NAME     once a tag's manifest was sent, the tag names the image NAME instead
+                  (a tag moved during an import)
 
     python3 tests/servers/oci_registry.py --layout DIR [flags]
 prints "listening on http://127.0.0.1:PORT" once ready.
@@ -31,6 +33,7 @@ def main():
     ap.add_argument("--cut", action="store_true")
     ap.add_argument("--stall", action="store_true")
     ap.add_argument("--huge", action="store_true")
+    ap.add_argument("--move")
     a = ap.parse_args()
     layout = Path(a.layout)
     blobs = layout / "blobs" / "sha256"
@@ -81,6 +84,8 @@ def main():
                 digest = ref if ref.startswith("sha256:") else names.get(ref)
                 if digest is None:
                     return self.reply(404, b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}')
+                if a.move and not ref.startswith("sha256:") and self.command == "GET":
+                    names[ref] = names[a.move]
                 body = (blobs / digest.split(":")[1]).read_bytes()
                 if a.huge:
                     body = json.dumps({"pad": "x" * (5 << 20)}).encode()
