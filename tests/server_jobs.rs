@@ -357,12 +357,17 @@ fn keys_see_and_change_the_jobs_and_secrets_of_their_own_namespaces_only() {
     // A local path, a job that does not exist.
     let e = ci.fails(1, &["volume", "sync", "/etc", "embed/etc"]);
     assert!(e.contains("never reads the server's own files"), "{e}");
-    // A registry a key names (any host and port, the server's own network's too).
+    // A registry a key names (any host and port, the server's own network's too), when
+    // the operator listed none.
     let e = ci.fails(
         1,
         &["volume", "sync", "oci://10.0.0.1:5000/m:v1", "embed/oci"],
     );
-    assert!(e.contains("does not read oci:// sources"), "{e}");
+    assert!(
+        e.contains("read only the registries it was started with"),
+        "{e}"
+    );
+    assert!(e.contains("--jobs-oci-registry"), "{e}");
     let e = ci.fails(1, &["jobs", "show", "99", "--follow"]);
     assert!(e.contains("no job 99"), "{e}");
 

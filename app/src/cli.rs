@@ -806,6 +806,9 @@ pub struct ServeArgs {
     /// Jobs one key may have queued [default: 32; [jobs] queue_per_key].
     #[arg(long, value_name = "N")]
     pub queue_per_key: Option<usize>,
+    /// A registry (HOST[:PORT]) the keys' jobs may read oci:// images from (repeatable); none by default, since a key could otherwise aim the server at any host. Plain HTTP only where [endpoints] oci_plain_http says.
+    #[arg(long = "jobs-oci-registry", value_name = "HOST[:PORT]", value_parser = registry_host)]
+    pub jobs_oci_registries: Vec<String>,
     /// Let jobs that name no secret use the server's own credentials (its environment, profile, web identity). Off: such jobs reach public sources only, so no key reads what the server's identity can.
     #[arg(long)]
     pub jobs_use_server_credentials: bool,
@@ -857,6 +860,14 @@ pub fn quota_arg(s: &str) -> Result<(String, Option<u64>), String> {
 }
 
 /// `--private-dedup`: a namespace's name.
+/// `--jobs-oci-registry`: a registry's HOST[:PORT], as an `oci://` address names it.
+fn registry_host(s: &str) -> Result<String, String> {
+    match sealvol_source::SourceUrl::parse(&format!("oci://{s}/r:t")) {
+        Ok(sealvol_source::SourceUrl::Oci { host, .. }) if host == s => Ok(host),
+        _ => Err(format!("{s:.100} is not a registry's HOST[:PORT]")),
+    }
+}
+
 fn namespace_name(s: &str) -> Result<String, String> {
     sealvol_core::refs::Name::parse("namespace", s)
         .map(|n| n.to_string())

@@ -456,3 +456,27 @@ def test_a_tag_moved_during_an_import_changes_nothing(hostile, pushed, sealvol_b
     out = import_(sealvol_bin, f"docker://{host}/models/m:v1", "t/moved", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["sealed"] != f"vol:t/moved@{pushed.digest}"
+
+
+def test_a_servers_job_reads_only_the_registries_it_was_started_with(hostile, pushed, serve, sealvol_bin,
+                                                                     monkeypatch):
+    host = hostile("--token", "t0ken")
+    # The fixture told this process (and so the server it starts) to speak plain HTTP to it.
+    _, url, key = serve("--jobs-oci-registry", host)
+    remote = [sealvol_bin, "--remote", url]
+    monkeypatch.setenv("SEALVOL_API_KEY", key)
+    subprocess.run([*remote, "secret", "set", "reg", "--namespace", "t"], input="user:pass\n", text=True,
+                   check=True, capture_output=True, timeout=60)
+    out = subprocess.run([*remote, "volume", "sync", f"oci://{host}/models/m:v1", "t/served", "--secret", "reg",
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sealed"] == f"vol:t/served@{pushed.digest}"
+    # Another host (the server's own port among them): refused, naming the ones it reads.
+    other = url.split("://")[1]
+    out = subprocess.run([*remote, "volume", "sync", f"oci://{other}/models/m:v1", "t/other"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "read only the registries" in out.stderr and host in out.stderr, out.stderr
+    # An import goes through this machine only.
+    out = subprocess.run([*remote, "volume", "import", f"docker://{host}/models/m:v1", "t/x"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "a server never does" in out.stderr, out.stderr

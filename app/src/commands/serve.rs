@@ -35,6 +35,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
         queue_per_namespace,
         queue_per_key,
         jobs_use_server_credentials,
+        jobs_oci_registries,
         gc_every,
         mirror_to,
         peers,
@@ -170,8 +171,10 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let (agent, desk) = match no_jobs {
         true => (None, None),
         false => {
-            let (agent, desk) = jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits, taps)?;
-            (Some(agent), Some(desk))
+            let (agent, mut desk) =
+                jobs_desk(ctx, jobs_use_server_credentials, mirrors, limits, taps)?;
+            desk.oci_registries = jobs_oci_registries;
+            (Some(agent), Some(Arc::new(desk)))
         }
     };
     if let (Some(url), Some(spool), Some(agent)) = (&hf_upstream, hub_spool, &agent) {
@@ -264,7 +267,7 @@ fn jobs_desk(
     mirrors: Option<Arc<dyn sealvol_node::jobs::Mirrors>>,
     limits: Limits,
     taps: Option<Arc<dyn sealvol_node::sync::TapFor>>,
-) -> Result<(Arc<Agent>, Arc<sealvol_serve::jobs::Desk>)> {
+) -> Result<(Arc<Agent>, sealvol_serve::jobs::Desk)> {
     let state = super::key::dir(ctx).join("agent");
     sealvol_core::private::dir(&state)?;
     let settings = AgentSettings {
@@ -294,7 +297,7 @@ fn jobs_desk(
         ctx.settings.endpoints.clone(),
         state,
     );
-    Ok((agent, Arc::new(desk)))
+    Ok((agent, desk))
 }
 
 /// The Hub mirror of `serve --hf-upstream URL`: sealing into namespace `ns`, reading

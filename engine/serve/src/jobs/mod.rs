@@ -13,7 +13,7 @@
 //! is answered as no job at all), start, cancel and retry them only where it may write.
 //! A job reads nothing of the server's own: a local folder is refused, endpoints are
 //! the server's settings (a caller cannot aim the server at an address of its
-//! choosing), and a job without a secret reaches its source without credentials unless
+//! choosing; an `oci://` registry must be one `serve --jobs-oci-registry` lists), and a job without a secret reaches its source without credentials unless
 //! the operator lets jobs use the server's own (`serve --jobs-use-server-credentials`).
 
 pub mod feed;
@@ -44,6 +44,9 @@ pub struct Desk {
     pub feeds: feed::Feeds,
     /// The keys the server takes: a revoked key's jobs and event streams end.
     pub keys: std::sync::OnceLock<Arc<Keys>>,
+    /// The registries (`HOST[:PORT]`) jobs may read `oci://` images from: the operator's
+    /// choice (`serve --jobs-oci-registry`), since a key could name any host.
+    pub oci_registries: Vec<String>,
 }
 
 impl Desk {
@@ -54,6 +57,7 @@ impl Desk {
             endpoints,
             state,
             keys: std::sync::OnceLock::new(),
+            oci_registries: Vec::new(),
         }
     }
 
@@ -123,14 +127,20 @@ impl Desk {
                 "push a folder from your machine: sealvol --remote URL volume push DIR NS/NAME",
             ));
         }
-        if matches!(url, SourceUrl::Oci { .. }) {
+        if let SourceUrl::Oci { host, .. } = &url
+            && !self.oci_registries.iter().any(|r| r == host)
+        {
             // A registry is named by the caller, host and port: the server would reach
-            // any address a key wrote, its own network's included.
+            // any address a key wrote, its own network's included, were it not one the
+            // operator listed.
             return Err(Error::invalid(format!(
-                "{}: a job on the server does not read oci:// sources: it would reach any host a key names",
+                "{}: the server's jobs read only the registries it was started with, and {host:.100} is not one",
                 sub.source
             ))
-            .hint("sync it on your machine (sealvol volume sync oci://… NS/NAME), then push or mirror the version"));
+            .hint(match self.oci_registries.is_empty() {
+                true => "sync it on your machine (sealvol volume sync oci://… NS/NAME), or ask the operator to start serve with --jobs-oci-registry HOST".to_string(),
+                false => format!("the registries it reads: {}", self.oci_registries.join(", ")),
+            }));
         }
         if sub.tags.len() > MAX_LIST || sub.include.len() > MAX_LIST || sub.exclude.len() > MAX_LIST
         {
