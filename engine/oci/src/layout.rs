@@ -259,15 +259,12 @@ fn put(path: &Path, bytes: &[u8]) -> Result<()> {
 /// the same name (or, unnamed, of the same digest) replaced.
 fn write_index(dir: &Path, art: &Artifact, name: Option<&str>) -> Result<()> {
     let path = dir.join("index.json");
-    let mut index = match File::open(&path) {
-        Ok(f) => {
-            let mut b = Vec::new();
-            f.take(MAX_INDEX + 1)
-                .read_to_end(&mut b)
-                .map_err(|e| io(&path, "read", e))?;
+    let mut index = match path.exists() {
+        true => {
+            let b = read_bounded(&path, MAX_INDEX)?;
             let v: serde_json::Value = serde_json::from_slice(&b)
                 .map_err(|e| Error::invalid(format!("{} is not JSON: {e:.100}", path.display())))?;
-            if b.len() as u64 > MAX_INDEX || v["schemaVersion"] != 2 || !v["manifests"].is_array() {
+            if v["schemaVersion"] != 2 || !v["manifests"].is_array() {
                 return Err(Error::invalid(format!(
                     "{} is not an OCI image index",
                     path.display()
@@ -275,12 +272,11 @@ fn write_index(dir: &Path, art: &Artifact, name: Option<&str>) -> Result<()> {
             }
             v
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({
+        false => serde_json::json!({
             "schemaVersion": 2,
             "mediaType": media::OCI_INDEX,
             "manifests": [],
         }),
-        Err(e) => return Err(io(&path, "open", e)),
     };
     let manifests = index["manifests"].as_array_mut().expect("checked above");
     manifests.retain(|m| match name {
