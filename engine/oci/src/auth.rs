@@ -26,6 +26,16 @@ pub fn basic(credentials: &str) -> String {
     )
 }
 
+/// The challenge of a `401`, as its `WWW-Authenticate` says it ("" when it says none,
+/// or not in ASCII: `read_challenge` then refuses it).
+pub fn challenge_of(headers: &reqwest::header::HeaderMap) -> String {
+    headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The challenge `header` states, for `actions` (`pull`, `pull,push`) on `repo`.
 pub fn read_challenge(header: &str, repo: &str, actions: &str) -> Result<Challenge> {
     let denied = |m: String| Error::new(ErrorKind::Denied, m);

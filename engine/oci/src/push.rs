@@ -184,12 +184,7 @@ impl Session {
         if resp.status().as_u16() != 401 {
             return expect(resp, &[200], "the API version check").map(|_| ());
         }
-        let challenge = resp
-            .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let challenge = auth::challenge_of(resp.headers());
         self.auth = Some(self.answer(&challenge)?);
         let resp = self.send(|c| c.get(&url))?;
         expect(resp, &[200], "the API version check").map(|_| ())

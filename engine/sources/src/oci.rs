@@ -151,12 +151,7 @@ impl Oci {
             401 => {}
             s => return Err(crate::http::status_error(&self.shown, s, "", &HINTS)),
         }
-        let challenge = resp
-            .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
+        let challenge = auth::challenge_of(resp.headers());
         let basic = self.credentials.as_deref().map(auth::basic);
         let shown = &self.shown;
         let at = |e: Error| Error::new(e.kind(), format!("{shown}: {}", e.message()));
