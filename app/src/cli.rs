@@ -456,6 +456,12 @@ Examples:
         /// false: speak plain HTTP to the registry (a registry on loopback), as skopeo spells it.
         #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
         tls_verify: bool,
+        /// A blob larger than this goes to the registry in pieces of this size, each resumable: a failed piece is sent again from where the registry stands, and an export run again resumes an unfinished upload.
+        #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = piece_size)]
+        piece_size: u64,
+        /// A repository of the same registry to mount blobs from rather than send them (repeatable); the repositories this machine pushed to lately are tried too.
+        #[arg(long, value_name = "REPO", value_parser = registry_repo)]
+        mount_from: Vec<String>,
         #[arg(long, help = JSON_HELP)]
         json: bool,
     },
@@ -842,6 +848,25 @@ pub struct ServeArgs {
 }
 
 /// `--quota NS=SIZE`: a namespace and its quota in bytes, `None` for `NS=none`.
+/// A registry's repository name (lowercase path components), never read otherwise.
+pub fn registry_repo(s: &str) -> Result<String, String> {
+    match sealvol_oci::push::repository_name_ok(s) {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "{s:.100}: not a repository name: lowercase path components of a-z 0-9 . _ -"
+        )),
+    }
+}
+
+/// An upload piece's size: at least 1 MiB (registries refuse smaller pieces but the last).
+pub fn piece_size(s: &str) -> Result<u64, String> {
+    let bytes = crate::config::parse_size(s).map_err(|e| e.message().to_string())?;
+    if bytes < 1 << 20 {
+        return Err(format!("{s}: a piece is at least 1M"));
+    }
+    Ok(bytes)
+}
+
 pub fn quota_arg(s: &str) -> Result<(String, Option<u64>), String> {
     let (ns, size) = s
         .split_once('=')

@@ -480,3 +480,122 @@ def test_a_servers_job_reads_only_the_registries_it_was_started_with(hostile, pu
     out = subprocess.run([*remote, "volume", "import", f"docker://{host}/models/m:v1", "t/x"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "a server never does" in out.stderr, out.stderr
+
+
+@pytest.fixture
+def receiver(tmp_path):
+    """The hostile registry (tests/servers/oci_registry.py) taking pushes into an empty
+    layout, started with the given flags; gives its host and a function reading its
+    /stats."""
+    import sys
+    import urllib.request
+
+    started = []
+
+    def start(*flags):
+        layout = tmp_path / f"received-{len(started)}"
+        proc = subprocess.Popen([sys.executable, str(ROOT / "tests/servers/oci_registry.py"), "--layout",
+                                 str(layout), *flags], stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        host = proc.stdout.readline().strip().split("http://")[1]
+
+        def stats():
+            with urllib.request.urlopen(f"http://{host}/stats", timeout=10) as r:
+                return json.loads(r.read())
+
+        return host, layout, stats
+
+    yield start
+    for p in started:
+        p.kill()
+        p.wait()
+
+
+def export_json(sealvol_bin, dest, *extra):
+    out = subprocess.run([sealvol_bin, "volume", "export", "t/minilm:prod", dest, "--tls-verify=false", "--json",
+                          *extra], capture_output=True, text=True, timeout=300)
+    return out, (json.loads(out.stdout) if out.returncode == 0 else None)
+
+
+def artifact_bytes(layout: Path, manifest_digest: str) -> int:
+    """The bytes an artifact's blobs and manifest hold, each distinct blob once."""
+    manifest = json.loads(blob(layout, manifest_digest))
+    sizes = {l["digest"]: l["size"] for l in manifest["layers"]}
+    sizes[manifest["config"]["digest"]] = manifest["config"]["size"]
+    return sum(sizes.values()) + len(blob(layout, manifest_digest))
+
+
+def test_a_large_blob_goes_up_in_pieces_and_a_failed_piece_resumes_where_the_registry_stands(
+        pushed, sealvol_bin, receiver, monkeypatch):
+    # The second piece is answered 500; the fourth is cut off half-way (its first half
+    # kept by the registry): each is sent again from where the registry says it stands.
+    host, layout, stats = receiver("--fail-pieces", "1", "--cut-piece", "4")
+    out, done = export_json(sealvol_bin, f"docker://{host}/models/m:prod", "--piece-size", "8M")
+    assert out.returncode == 0, out.stderr
+    s = stats()
+    size = (MODEL / "model.safetensors").stat().st_size
+    assert s["pieces"] >= size // (8 << 20) + 2, s
+    # Nothing was sent twice: what the registry received is the artifact, byte for byte.
+    assert s["received"] == artifact_bytes(layout, done["manifest_digest"]), s
+    # And it is the version: an import of what the registry holds seals the same digest.
+    monkeypatch.setenv("SEALVOL_OCI_PLAIN_HTTP", host)
+    back = subprocess.run([sealvol_bin, "volume", "sync", f"oci://{host}/models/m:prod", "t/back", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout)["sealed"] == f"vol:t/back@{pushed.digest}"
+
+
+def test_an_export_that_stopped_mid_blob_resumes_when_run_again(pushed, sealvol_bin, receiver):
+    # After the first piece, five fail in a row: the export gives up, saying it resumes.
+    host, layout, stats = receiver("--fail-pieces", "5")
+    dest = f"docker://{host}/models/m:prod"
+    out, _ = export_json(sealvol_bin, dest, "--piece-size", "8M")
+    assert out.returncode != 0 and "resumes where this one stopped" in out.stderr, out.stderr
+    before = stats()["received"]
+    assert before >= 8 << 20, "the first piece of model.safetensors went up"
+    out, done = export_json(sealvol_bin, dest, "--piece-size", "8M")
+    assert out.returncode == 0, out.stderr
+    # Nothing the first run sent is sent again: the second sends just the rest.
+    total = artifact_bytes(layout, done["manifest_digest"])
+    assert stats()["received"] == total
+    assert done["bytes_written"] == total - len(blob(layout, done["manifest_digest"])) - before, done
+
+
+def test_a_push_asks_a_token_that_may_push_and_refuses_without_credentials(pushed, sealvol_bin, receiver):
+    host, layout, stats = receiver("--token", "t0ken")
+    dest = f"docker://{host}/models/m:prod"
+    out, _ = export_json(sealvol_bin, dest)
+    assert out.returncode != 0 and "asks for credentials" in out.stderr and "--registry-secret" in out.stderr
+    subprocess.run([sealvol_bin, "secret", "set", "reg"], input="user:pass\n", text=True, check=True,
+                   capture_output=True)
+    out, done = export_json(sealvol_bin, dest, "--registry-secret", "reg", "--piece-size", "32M")
+    assert out.returncode == 0, out.stderr
+    assert stats()["received"] == artifact_bytes(layout, done["manifest_digest"])
+    # Wrong credentials: the token endpoint's refusal, in one line.
+    subprocess.run([sealvol_bin, "secret", "set", "bad"], input="user:nope\n", text=True, check=True,
+                   capture_output=True)
+    out, _ = export_json(sealvol_bin, dest, "--registry-secret", "bad")
+    assert out.returncode != 0 and "401" in out.stderr and "a token" in out.stderr, out.stderr
+
+
+def test_blobs_another_repository_holds_are_mounted_not_sent(pushed, repo, sealvol_bin, registry):
+    out, first = export_json(sealvol_bin, f"docker://{registry}/models/minilm:prod")
+    assert out.returncode == 0, out.stderr
+    # The repository pushed to is remembered: a push to another one mounts every blob.
+    out, second = export_json(sealvol_bin, f"docker://{registry}/team-b/minilm:prod")
+    assert out.returncode == 0, out.stderr
+    assert (second["blobs_mounted"], second["blobs_written"], second["bytes_written"]) == (14, 0, 0), second
+    assert second["manifest_digest"] == first["manifest_digest"]
+    # Named on the command line, with nothing remembered (another state directory).
+    out = subprocess.run([sealvol_bin, "--state", str(repo / "other-state"), "volume",
+                          "export", "t/minilm:prod", f"docker://{registry}/team-c/minilm:prod",
+                          "--tls-verify=false", "--json", "--mount-from", "team-b/minilm"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert (json.loads(out.stdout)["blobs_mounted"], json.loads(out.stdout)["blobs_written"]) == (14, 0)
+    for bad in ("Team/x", "a//b", "../x"):
+        out, _ = export_json(sealvol_bin, f"docker://{registry}/team-d/minilm:prod", "--mount-from", bad)
+        assert out.returncode != 0 and "not a repository name" in out.stderr, out.stderr
+    for bad in ("512K", "lots"):
+        out, _ = export_json(sealvol_bin, f"docker://{registry}/team-d/minilm:prod", "--piece-size", bad)
+        assert out.returncode != 0 and "--piece-size" in out.stderr, out.stderr

@@ -13,11 +13,21 @@ REPO) and misbehaves on request, as a real registry never would in a test:
   --move NAME     once a tag's manifest was sent, the tag names the image NAME instead
                   (a tag moved during an import)
 
+It also takes pushes (blobs whole or in pieces, then manifests under tags, kept in the
+layout), and misbehaves on those too:
+
+  --cut-piece N   the Nth piece (PATCH) is read half, kept, and the connection closed
+  --fail-pieces N after the first piece, the next N pieces are answered 500 unread
+  --pull-only-token  with --token: a token asked without push scope cannot push
+
+GET /stats answers what pushes sent: {"received": bytes, "pieces": n, "mounts": n}.
+
     python3 tests/servers/oci_registry.py --layout DIR [flags]
 prints "listening on http://127.0.0.1:PORT" once ready.
 """
 import argparse
 import base64
+import hashlib
 import json
 import threading
 import time
@@ -34,12 +44,19 @@ def main():
     ap.add_argument("--stall", action="store_true")
     ap.add_argument("--huge", action="store_true")
     ap.add_argument("--move")
+    ap.add_argument("--cut-piece", type=int)
+    ap.add_argument("--fail-pieces", type=int, default=0)
     a = ap.parse_args()
     layout = Path(a.layout)
     blobs = layout / "blobs" / "sha256"
-    index = json.loads((layout / "index.json").read_text())
+    blobs.mkdir(parents=True, exist_ok=True)
+    index_file = layout / "index.json"
+    index = json.loads(index_file.read_text()) if index_file.exists() else {"manifests": []}
     names = {m.get("annotations", {}).get("org.opencontainers.image.ref.name"): m["digest"] for m in index["manifests"]}
-    largest = max(blobs.iterdir(), key=lambda p: p.stat().st_size).name
+    largest = max(blobs.iterdir(), key=lambda p: p.stat().st_size).name if any(blobs.iterdir()) else None
+    uploads = {}
+    stats = {"received": 0, "pieces": 0, "mounts": 0}
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -56,8 +73,9 @@ def main():
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-        def authorised(self):
-            if not a.token or self.headers.get("Authorization") == f"Bearer {a.token}":
+        def authorised(self, push=False):
+            given = self.headers.get("Authorization")
+            if not a.token or given == f"Bearer {a.token}-push" or (not push and given == f"Bearer {a.token}"):
                 return True
             host = self.headers.get("Host")
             self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
@@ -73,11 +91,20 @@ def main():
                 want = "Basic " + base64.b64encode(b"user:pass").decode()
                 if self.headers.get("Authorization") != want or "scope=repository" not in self.path:
                     return self.reply(401)
-                return self.reply(200, json.dumps({"token": a.token}).encode())
+                # Only a token asked with push scope may push.
+                push = "%3Apull%2Cpush" in self.path or ":pull,push" in self.path
+                return self.reply(200, json.dumps({"token": a.token + ("-push" if push else "")}).encode())
+            if path == "/stats":
+                return self.reply(200, json.dumps(stats).encode())
             if not self.authorised():
                 return
             if path == "/v2/":
                 return self.reply(200, b"{}")
+            if "/blobs/uploads/" in path:
+                up = uploads.get(path.rsplit("/", 1)[1])
+                if up is None:
+                    return self.reply(404, b'{"errors":[{"code":"BLOB_UPLOAD_UNKNOWN"}]}')
+                return self.reply(204, b"", self.standing(path, up))
             parts = path.split("/")
             if len(parts) >= 5 and parts[-2] == "manifests":
                 ref = parts[-1]
@@ -126,6 +153,82 @@ def main():
                 self.wfile.write(body)
                 return
             self.reply(404)
+
+        def standing(self, path, up):
+            # As the distribution registry says it: 0-0 for an empty upload.
+            return [("Location", path), ("Range", f"0-{max(len(up) - 1, 0)}")]
+
+        def body(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            data = self.rfile.read(n)
+            with lock:
+                stats["received"] += len(data)
+            return data
+
+        def do_POST(self):
+            path, _, query = self.path.partition("?")
+            if not self.authorised(push=True):
+                return
+            parts = path.split("/")
+            if not path.endswith("/blobs/uploads/"):
+                return self.reply(404)
+            q = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+            if "mount" in q and "from" in q and (blobs / q["mount"].split(":")[-1]).exists():
+                with lock:
+                    stats["mounts"] += 1
+                return self.reply(201, b"", [("Location", f"{path[:-len('uploads/')]}{q['mount']}")])
+            uid = f"u{len(uploads)}"
+            uploads[uid] = bytearray()
+            return self.reply(202, b"", [("Location", path + uid), ("Range", "0-0")])
+
+        def do_PATCH(self):
+            path = self.path.split("?", 1)[0]
+            if not self.authorised(push=True):
+                return
+            up = uploads.get(path.rsplit("/", 1)[1])
+            if up is None:
+                return self.reply(404)
+            with lock:
+                stats["pieces"] += 1
+                n = stats["pieces"]
+            if 1 < n <= 1 + a.fail_pieces:
+                self.close_connection = True
+                return self.reply(500, b'{"errors":[{"code":"UNKNOWN","message":"told to fail"}]}')
+            start = int(self.headers["Content-Range"].split("-")[0])
+            if start != len(up):
+                self.close_connection = True
+                return self.reply(416, b'{"errors":[{"code":"BLOB_UPLOAD_INVALID"}]}')
+            if a.cut_piece == n:
+                half = int(self.headers["Content-Length"]) // 2
+                up += self.rfile.read(half)
+                with lock:
+                    stats["received"] += half
+                self.close_connection = True
+                return
+            up += self.body()
+            return self.reply(202, b"", self.standing(path, up))
+
+        def do_PUT(self):
+            path, _, query = self.path.partition("?")
+            if not self.authorised(push=True):
+                return
+            parts = path.split("/")
+            if len(parts) >= 5 and parts[-2] == "manifests":
+                data = self.body()
+                digest = "sha256:" + hashlib.sha256(data).hexdigest()
+                (blobs / digest.split(":")[1]).write_bytes(data)
+                names[parts[-1]] = digest
+                return self.reply(201, b"", [("Docker-Content-Digest", digest)])
+            up = uploads.get(parts[-1])
+            if up is None:
+                return self.reply(404)
+            up += self.body()
+            digest = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("digest", "")
+            if digest != "sha256:" + hashlib.sha256(up).hexdigest():
+                return self.reply(400, b'{"errors":[{"code":"DIGEST_INVALID","message":"digest did not match"}]}')
+            (blobs / digest.split(":")[1]).write_bytes(bytes(up))
+            del uploads[parts[-1]]
+            return self.reply(201, b"", [("Location", f"/v2/blobs/{digest}")])
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

@@ -1,7 +1,7 @@
 //! A registry's credentials, as the OCI distribution API's clients speak them: the
 //! challenge of a `401` (`WWW-Authenticate: Basic …` or `Bearer realm=…,service=…`),
 //! the token endpoint a bearer challenge names (asked with basic credentials, scoped to
-//! one repository), the token it answers, and `USER:PASSWORD` from the auth file the
+//! the repositories asked for), the token it answers, and `USER:PASSWORD` from the auth file the
 //! container tools write. Shared by the push (`push.rs`) and the `oci://` source.
 
 use std::io::Read;
@@ -36,8 +36,10 @@ pub fn challenge_of(headers: &reqwest::header::HeaderMap) -> String {
         .to_string()
 }
 
-/// The challenge `header` states, for `actions` (`pull`, `pull,push`) on `repo`.
-pub fn read_challenge(header: &str, repo: &str, actions: &str) -> Result<Challenge> {
+/// The challenge `header` states, for the `scopes` a token must grant: `(repo, actions)`
+/// with actions `pull` or `pull,push` (a push that mounts blobs from other repositories
+/// also asks to pull those).
+pub fn read_challenge(header: &str, scopes: &[(&str, &str)]) -> Result<Challenge> {
     let denied = |m: String| Error::new(ErrorKind::Denied, m);
     let (scheme, params) = header.split_once(' ').unwrap_or((header, ""));
     if scheme.eq_ignore_ascii_case("basic") {
@@ -60,7 +62,10 @@ pub fn read_challenge(header: &str, repo: &str, actions: &str) -> Result<Challen
         .ok_or_else(|| {
             denied("the registry's bearer challenge names no http(s) token realm".into())
         })?;
-    let mut query = vec![("scope".to_string(), format!("repository:{repo}:{actions}"))];
+    let mut query: Vec<(String, String)> = scopes
+        .iter()
+        .map(|(repo, actions)| ("scope".to_string(), format!("repository:{repo}:{actions}")))
+        .collect();
     if let Some(service) = param("service") {
         query.push(("service".to_string(), service));
     }
@@ -129,27 +134,26 @@ mod tests {
     #[test]
     fn challenges_are_read_and_what_is_not_spoken_is_refused() {
         assert_eq!(
-            read_challenge("Basic realm=\"x\"", "m", "pull").unwrap(),
+            read_challenge("Basic realm=\"x\"", &[("m", "pull")]).unwrap(),
             Challenge::Basic
         );
         let Challenge::Bearer { token_url } = read_challenge(
             "Bearer realm=\"https://auth.example/token\",service=\"reg\"",
-            "a/b",
-            "pull",
+            &[("a/b", "pull,push"), ("c", "pull")],
         )
         .unwrap() else {
             panic!("bearer")
         };
         assert_eq!(
             token_url.as_str(),
-            "https://auth.example/token?scope=repository%3Aa%2Fb%3Apull&service=reg"
+            "https://auth.example/token?scope=repository%3Aa%2Fb%3Apull%2Cpush&scope=repository%3Ac%3Apull&service=reg"
         );
         for bad in [
             "Negotiate x",
             "Bearer service=x",
             "Bearer realm=\"file:///etc\"",
         ] {
-            assert!(read_challenge(bad, "m", "pull").is_err(), "{bad}");
+            assert!(read_challenge(bad, &[("m", "pull")]).is_err(), "{bad}");
         }
         assert_eq!(bearer(br#"{"token":"t"}"#).unwrap(), "Bearer t");
         assert_eq!(bearer(br#"{"access_token":"u"}"#).unwrap(), "Bearer u");

@@ -44,25 +44,31 @@ pub fn to_layout(
     })
 }
 
-/// A reader of `layer`'s bytes, proven as they are read through `tiers` on a thread of
-/// its own (a few chunks ahead of the reader, never the file).
+/// A reader of `layer`'s bytes from `offset` on, proven as they are read through
+/// `tiers` on a thread of its own (a few chunks ahead of the reader, never the file).
 pub fn layer_reader(
     tiers: Arc<Tiers>,
     m: &Manifest,
     layer: &crate::Layer,
+    offset: u64,
 ) -> Result<Box<dyn std::io::Read + Send>> {
-    if layer.size == 0 {
+    if offset >= layer.size {
         return Ok(Box::new(std::io::empty()));
     }
     let obj = tiers
         .repo()
         .file_list(&layer.hash, layer.size, &m.small_files())?;
+    let first = obj.chunk_at(offset);
+    // The first chunk's bytes before `offset` are proven with it, then left out.
+    let mut skip = (offset - obj.start_of(first)) as usize;
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
     std::thread::Builder::new()
         .name("sealvol-oci-layer".into())
         .spawn(move || {
-            let read = tiers.for_each(&obj, 0..obj.chunks.len(), &mut |c| {
-                tx.send(Ok(c.to_vec()))
+            let read = tiers.for_each(&obj, first..obj.chunks.len(), &mut |c| {
+                let piece = c[skip.min(c.len())..].to_vec();
+                skip = 0;
+                tx.send(Ok(piece))
                     .map_err(|_| sealvol_core::Error::cancelled())
             });
             if let Err(e) = read

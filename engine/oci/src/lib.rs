@@ -7,7 +7,9 @@
 //!   file), the same bytes for the same version every time;
 //! - `layout`: an OCI image layout on disk (`oci:DIR`);
 //! - `export`: a version read from the repository, every byte proven, into a layout;
-//! - `push`: an artifact pushed to a registry over the distribution API;
+//! - `push`: an artifact pushed to a registry over the distribution API, through a
+//!   `session` with the registry, each blob by `upload` (mounted, whole, or in
+//!   resumable pieces), what a push keeps between runs in `memory`;
 //! - `auth`: a registry's challenge, token and credentials, for push and `oci://`.
 
 pub mod artifact;
@@ -15,6 +17,9 @@ pub mod auth;
 pub mod export;
 pub mod layout;
 pub mod media;
+pub mod memory;
 pub mod push;
+mod session;
+pub mod upload;
 
 pub use artifact::{Artifact, Layer};

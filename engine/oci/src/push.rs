@@ -1,9 +1,8 @@
 //! An artifact pushed to a registry over the OCI distribution API (`docker://HOST/REPO:TAG`):
-//! each blob the registry lacks (`HEAD` first) uploaded in one `PUT` of known length,
-//! its bytes streamed from the repository as they are proven (no local copy), the
-//! registry checking the digest it is given; the config, then the manifest under the
-//! tag. Credentials: as `auth` reads the registry's challenge (basic, or a bearer token
-//! scoped to pull and push the repository).
+//! each blob the repository lacks (`HEAD` first) mounted from another repository of the
+//! registry, or sent (`upload`: whole, or in resumable pieces), its bytes streamed from
+//! the repository as they are proven (no local copy); the config, then the manifest
+//! under the tag. The conversation and its credentials: `session`.
 
 use std::io::Read;
 use std::time::Duration;
@@ -11,8 +10,10 @@ use std::time::Duration;
 use sealvol_core::{Error, Result};
 
 use crate::artifact::{Artifact, Layer};
-use crate::auth;
 use crate::media;
+use crate::memory::Memory;
+use crate::session::{Session, expect};
+use crate::upload::{Blob, Sent};
 
 /// A registry destination, `docker://HOST[:PORT]/REPO[:TAG]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,19 +47,7 @@ impl Destination {
             Some((r, t)) if !t.contains('/') => (r, Some(t)),
             _ => (path, None),
         };
-        // The distribution spec's repository name: lowercase path components.
-        let repo_ok = !repo.is_empty()
-            && repo.len() <= 255
-            && repo.split('/').all(|c| {
-                !c.is_empty()
-                    && c.bytes().all(|b| {
-                        b.is_ascii_lowercase()
-                            || b.is_ascii_digit()
-                            || matches!(b, b'.' | b'_' | b'-')
-                    })
-                    && c.as_bytes()[0].is_ascii_alphanumeric()
-            });
-        if !repo_ok {
+        if !repository_name_ok(repo) {
             return Err(bad(
                 "not a repository name: lowercase path components of a-z 0-9 . _ -",
             ));
@@ -81,6 +70,19 @@ impl Destination {
     }
 }
 
+/// The distribution spec's repository name: lowercase path components.
+pub fn repository_name_ok(repo: &str) -> bool {
+    !repo.is_empty()
+        && repo.len() <= 255
+        && repo.split('/').all(|c| {
+            !c.is_empty()
+                && c.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+                })
+                && c.as_bytes()[0].is_ascii_alphanumeric()
+        })
+}
+
 /// How a push reaches its registry.
 pub struct Options {
     /// `user:password`, if the registry asks for credentials.
@@ -88,27 +90,31 @@ pub struct Options {
     /// Plain HTTP (skopeo's `--tls-verify=false`, for a registry on loopback).
     pub plain_http: bool,
     pub timeout: Duration,
+    /// A blob larger than this goes up in pieces of this size, each resumable.
+    pub piece: u64,
+    /// Repositories of the same registry a blob may be mounted from.
+    pub mount_from: Vec<String>,
+    /// Where unfinished uploads and the repositories pushed to are remembered
+    /// (`memory`); none: nothing is.
+    pub memory: Option<std::path::PathBuf>,
 }
+
+/// The piece size when none is given: few requests, and little sent again on a resume.
+pub const DEFAULT_PIECE: u64 = 64 << 20;
 
 /// What a push did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Pushed {
     pub blobs: u64,
     pub bytes: u64,
-    /// Blobs the registry had already.
+    /// Blobs the repository had already.
     pub present: u64,
+    /// Blobs mounted from another repository of the registry (no byte sent).
+    pub mounted: u64,
 }
 
-/// A layer's bytes, in order, as a reader of exactly its size.
-pub type OpenLayer<'a> = dyn FnMut(&Layer) -> Result<Box<dyn Read + Send>> + 'a;
-
-struct Session {
-    http: reqwest::blocking::Client,
-    base: String,
-    repo: String,
-    credentials: Option<String>,
-    auth: Option<String>,
-}
+/// A layer's bytes from an offset, in order, as a reader of exactly what remains.
+pub type OpenLayer<'a> = dyn FnMut(&Layer, u64) -> Result<Box<dyn Read + Send>> + 'a;
 
 /// Pushes `art` to `dest` (tagged `tag`), its layers' bytes from `open`.
 pub fn push(
@@ -118,49 +124,51 @@ pub fn push(
     o: &Options,
     open: &mut OpenLayer<'_>,
 ) -> Result<Pushed> {
-    let http = reqwest::blocking::Client::builder()
-        .connect_timeout(o.timeout.min(Duration::from_secs(30)))
-        // Each request is bounded by the timeout, an upload also by its size at 1 MiB/s.
-        .timeout(o.timeout)
-        .redirect(reqwest::redirect::Policy::limited(5))
-        .build()
-        .map_err(|e| Error::invalid(format!("cannot make an HTTP client: {e}")))?;
     let scheme = if o.plain_http { "http" } else { "https" };
-    let mut s = Session {
-        http,
-        base: format!("{scheme}://{}", dest.host),
-        repo: dest.repo.clone(),
-        credentials: o.credentials.clone(),
-        auth: None,
-    };
+    let memory = o.memory.as_deref().map(Memory::at);
+    // Where blobs may already be: the repositories named, then those pushed to lately.
+    let mut mount_from = o.mount_from.clone();
+    if let Some(m) = &memory {
+        m.sweep_uploads();
+        mount_from.extend(m.pushed(&dest.host));
+    }
+    mount_from.retain(|r| r != &dest.repo);
+    mount_from.dedup();
+    let mut s = Session::new(
+        format!("{scheme}://{}", dest.host),
+        dest.repo.clone(),
+        mount_from.clone(),
+        o.credentials.clone(),
+        o.timeout,
+    )?;
     s.login()?;
     let mut done = Pushed::default();
+    let blob = |digest, size| Blob {
+        digest,
+        size,
+        piece: o.piece.max(1),
+        mount_from: &mount_from,
+        memory: memory.as_ref(),
+        host: &dest.host,
+    };
     for layer in art.distinct_layers() {
-        if s.has_blob(&layer.digest)? {
+        if s.has_blob(&dest.repo, &layer.digest)? {
             done.present += 1;
             continue;
         }
-        let reader = open(layer)?;
-        s.upload(
-            &layer.digest,
-            layer.size,
-            reqwest::blocking::Body::sized(reader, layer.size),
-            o.timeout,
-        )?;
-        done.blobs += 1;
-        done.bytes += layer.size;
+        let sent = s.send_blob(&blob(&layer.digest, layer.size), &mut |at| open(layer, at))?;
+        done.count(sent);
     }
-    if s.has_blob(&art.config_digest)? {
+    if s.has_blob(&dest.repo, &art.config_digest)? {
         done.present += 1;
     } else {
-        s.upload(
-            &art.config_digest,
-            art.config.len() as u64,
-            art.config.clone().into(),
-            o.timeout,
-        )?;
-        done.blobs += 1;
-        done.bytes += art.config.len() as u64;
+        let config = art.config.clone();
+        let sent = s.send_blob(&blob(&art.config_digest, config.len() as u64), &mut |at| {
+            Ok(Box::new(std::io::Cursor::new(
+                config[at as usize..].to_vec(),
+            )))
+        })?;
+        done.count(sent);
     }
     let url = format!("{}/v2/{}/manifests/{tag}", s.base, s.repo);
     let resp = s.send(|c| {
@@ -169,144 +177,22 @@ pub fn push(
             .body(art.manifest.clone())
     })?;
     expect(resp, &[201, 200], "the manifest")?;
+    if let Some(m) = &memory {
+        m.note_pushed(&dest.host, &dest.repo);
+    }
     Ok(done)
 }
 
-impl Session {
-    /// `GET /v2/`: the registry's version check, and its challenge answered.
-    fn login(&mut self) -> Result<()> {
-        let url = format!("{}/v2/", self.base);
-        let resp = self
-            .http
-            .get(&url)
-            .send()
-            .map_err(|e| unreachable(&url, e))?;
-        if resp.status().as_u16() != 401 {
-            return expect(resp, &[200], "the API version check").map(|_| ());
-        }
-        let challenge = auth::challenge_of(resp.headers());
-        self.auth = Some(self.answer(&challenge)?);
-        let resp = self.send(|c| c.get(&url))?;
-        expect(resp, &[200], "the API version check").map(|_| ())
-    }
-
-    /// The `Authorization` a challenge asks for.
-    fn answer(&self, challenge: &str) -> Result<String> {
-        let basic = self.credentials.as_deref().map(auth::basic);
-        let token_url = match auth::read_challenge(challenge, &self.repo, "pull,push")? {
-            auth::Challenge::Basic => return basic.ok_or_else(no_credentials),
-            auth::Challenge::Bearer { token_url } => token_url,
-        };
-        let shown = token_url.to_string();
-        let mut req = self.http.get(token_url);
-        if let Some(b) = &basic {
-            req = req.header("authorization", b);
-        }
-        let resp = req.send().map_err(|e| unreachable(&shown, e))?;
-        let body = expect(resp, &[200], "a token")?;
-        auth::bearer(&body)
-    }
-
-    /// Sends a request with the session's credentials.
-    fn send(
-        &mut self,
-        make: impl Fn(&reqwest::blocking::Client) -> reqwest::blocking::RequestBuilder,
-    ) -> Result<reqwest::blocking::Response> {
-        let mut req = make(&self.http);
-        if let Some(a) = &self.auth {
-            req = req.header("authorization", a);
-        }
-        req.send().map_err(|e| unreachable(&self.base, e))
-    }
-
-    fn has_blob(&mut self, digest: &str) -> Result<bool> {
-        let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repo);
-        let resp = self.send(|c| c.head(&url))?;
-        match resp.status().as_u16() {
-            200 => Ok(true),
-            404 => Ok(false),
-            _ => expect(resp, &[200], "a blob's presence").map(|_| false),
+impl Pushed {
+    fn count(&mut self, sent: Sent) {
+        match sent {
+            Sent::Mounted => self.mounted += 1,
+            Sent::Bytes(n) => {
+                self.blobs += 1;
+                self.bytes += n;
+            }
         }
     }
-
-    /// `POST …/blobs/uploads/`, then one `PUT` of the whole blob with its digest.
-    fn upload(
-        &mut self,
-        digest: &str,
-        size: u64,
-        body: reqwest::blocking::Body,
-        timeout: Duration,
-    ) -> Result<()> {
-        let url = format!("{}/v2/{}/blobs/uploads/", self.base, self.repo);
-        let resp = self.send(|c| c.post(&url).header("content-length", "0"))?;
-        let location = resp
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        expect(resp, &[202], "an upload's start")?;
-        let location = location.ok_or_else(|| {
-            Error::invalid("the registry started an upload and named no place for it")
-        })?;
-        let mut put = match location.starts_with('/') {
-            true => format!("{}{location}", self.base),
-            false => location,
-        };
-        put.push(if put.contains('?') { '&' } else { '?' });
-        put.push_str(&format!("digest={digest}"));
-        let mut req = self
-            .http
-            .put(&put)
-            .header("content-type", "application/octet-stream")
-            .header("content-length", size.to_string())
-            .timeout(timeout + Duration::from_secs(size >> 20))
-            .body(body);
-        if let Some(a) = &self.auth {
-            req = req.header("authorization", a);
-        }
-        let resp = req.send().map_err(|e| unreachable(&self.base, e))?;
-        expect(resp, &[201], &format!("blob {digest}")).map(|_| ())
-    }
-}
-
-fn no_credentials() -> Error {
-    Error::new(sealvol_core::ErrorKind::Denied, "the registry asks for credentials")
-        .hint("log in (docker login / skopeo login write ~/.docker/config.json or $REGISTRY_AUTH_FILE), or pass --registry-secret NAME (a stored secret USER:PASSWORD)")
-}
-
-fn unreachable(url: &str, e: reqwest::Error) -> Error {
-    Error::new(
-        sealvol_core::ErrorKind::Unavailable,
-        format!("the registry at {url:.200} did not answer: {e}"),
-    )
-    .hint("check the address; a registry without TLS needs --tls-verify=false")
-}
-
-/// The body of `resp` (at most 1 MiB), if its status is one of `ok`; else an error that
-/// names what was asked and the registry's own words.
-fn expect(resp: reqwest::blocking::Response, ok: &[u16], what: &str) -> Result<Vec<u8>> {
-    let status = resp.status().as_u16();
-    let mut body = Vec::new();
-    let _ = resp.take(1 << 20).read_to_end(&mut body);
-    if ok.contains(&status) {
-        return Ok(body);
-    }
-    let words = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["errors"][0]["message"].as_str().map(str::to_string))
-        .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(200).collect());
-    let e = Error::new(
-        match status {
-            401 | 403 => sealvol_core::ErrorKind::Denied,
-            404 => sealvol_core::ErrorKind::NotFound,
-            _ => sealvol_core::ErrorKind::Unavailable,
-        },
-        format!("the registry answered {status} for {what}: {words}"),
-    );
-    Err(match status {
-        401 | 403 => e.hint("check the credentials and that they may push to this repository"),
-        _ => e,
-    })
 }
 
 #[cfg(test)]

@@ -155,7 +155,9 @@ impl Oci {
         let basic = self.credentials.as_deref().map(auth::basic);
         let shown = &self.shown;
         let at = |e: Error| Error::new(e.kind(), format!("{shown}: {}", e.message()));
-        let token_url = match auth::read_challenge(&challenge, &self.repo, "pull").map_err(at)? {
+        let token_url = match auth::read_challenge(&challenge, &[(&self.repo, "pull")])
+            .map_err(at)?
+        {
             auth::Challenge::Basic => {
                 let b = basic.ok_or_else(|| crate::http::status_error(shown, 401, "", &HINTS))?;
                 self.auth = Some(b);

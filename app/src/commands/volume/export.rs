@@ -44,6 +44,10 @@ pub struct Reach {
     /// A stored secret holding USER:PASSWORD.
     pub secret: Option<String>,
     pub tls_verify: bool,
+    /// Blobs larger than this go up in resumable pieces of this size.
+    pub piece: u64,
+    /// Repositories of the registry to mount blobs from.
+    pub mount_from: Vec<String>,
 }
 
 pub fn export(ctx: &Ctx, reference: &str, dest: &str, reach: Reach, as_json: bool) -> Result<()> {
@@ -61,6 +65,7 @@ pub fn export(ctx: &Ctx, reference: &str, dest: &str, reach: Reach, as_json: boo
     let art = sealvol_oci::export::artifact_of(&repo, &r.volume, &digest, &m)?;
     let tiers = Arc::new(Tiers::new(Arc::clone(&repo), None));
     let pinned = Ref::pinned(r.volume.clone(), digest);
+    let mut mounted = 0;
     let (shown, blobs, kept, bytes) = match dest {
         Dest::Layout(dir, name) => {
             let name = name.or(tag);
@@ -83,11 +88,15 @@ pub fn export(ctx: &Ctx, reference: &str, dest: &str, reach: Reach, as_json: boo
                 credentials: credentials(ctx, &d.host, reach.secret.as_deref())?,
                 plain_http: !reach.tls_verify,
                 timeout: ctx.settings.timeout,
+                piece: reach.piece,
+                mount_from: reach.mount_from,
+                memory: Some(ctx.settings.state.join("oci")),
             };
-            let p = sealvol_oci::push::push(&art, &d, &tag, &o, &mut |layer| {
-                sealvol_oci::export::layer_reader(Arc::clone(&tiers), &m, layer)
+            let p = sealvol_oci::push::push(&art, &d, &tag, &o, &mut |layer, at| {
+                sealvol_oci::export::layer_reader(Arc::clone(&tiers), &m, layer, at)
             })?;
             let shown = format!("docker://{}/{}:{tag}", d.host, d.repo);
+            mounted = p.mounted;
             (shown, p.blobs, p.present, p.bytes)
         }
     };
@@ -99,12 +108,13 @@ pub fn export(ctx: &Ctx, reference: &str, dest: &str, reach: Reach, as_json: boo
             "layers": art.layers.len(),
             "blobs_written": blobs,
             "blobs_kept": kept,
+            "blobs_mounted": mounted,
             "bytes_written": bytes,
         }));
     }
     if !ctx.quiet {
         errln!(
-            "exported {pinned} to {shown}: {} layer(s), {blobs} blob(s) written ({bytes} bytes), {kept} already there",
+            "exported {pinned} to {shown}: {} layer(s), {blobs} blob(s) written ({bytes} bytes), {kept} already there, {mounted} mounted from another repository",
             art.layers.len(),
         );
     }

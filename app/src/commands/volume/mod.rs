@@ -64,6 +64,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             dest,
             registry_secret,
             tls_verify,
+            piece_size,
+            mount_from,
             json,
         } => export::export(
             ctx,
@@ -72,6 +74,8 @@ pub fn run(ctx: &Ctx, cmd: VolumeCommand) -> Result<()> {
             export::Reach {
                 secret: registry_secret,
                 tls_verify,
+                piece: piece_size,
+                mount_from,
             },
             json,
         ),
