@@ -850,7 +850,7 @@ pub struct ServeArgs {
 /// `--quota NS=SIZE`: a namespace and its quota in bytes, `None` for `NS=none`.
 /// A registry's repository name (lowercase path components), never read otherwise.
 pub fn registry_repo(s: &str) -> Result<String, String> {
-    match sealvol_oci::push::repository_name_ok(s) {
+    match sealvol_oci::destination::repository_name_ok(s) {
         true => Ok(s.to_string()),
         false => Err(format!(
             "{s:.100}: not a repository name: lowercase path components of a-z 0-9 . _ -"

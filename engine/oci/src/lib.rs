@@ -7,6 +7,7 @@
 //!   file), the same bytes for the same version every time;
 //! - `layout`: an OCI image layout on disk (`oci:DIR`);
 //! - `export`: a version read from the repository, every byte proven, into a layout;
+//! - `destination`: where a push goes (`docker://HOST/REPO:TAG`), read strictly;
 //! - `push`: an artifact pushed to a registry over the distribution API, through a
 //!   `session` with the registry, each blob by `upload` (mounted, whole, or in
 //!   resumable pieces), what a push keeps between runs in `memory`;
@@ -14,6 +15,7 @@
 
 pub mod artifact;
 pub mod auth;
+pub mod destination;
 pub mod export;
 pub mod layout;
 pub mod media;

@@ -80,7 +80,7 @@ impl Memory {
             return Vec::new();
         };
         text.lines()
-            .filter(|r| crate::push::repository_name_ok(r))
+            .filter(|r| crate::destination::repository_name_ok(r))
             .take(MAX_PUSHED)
             .map(str::to_string)
             .collect()

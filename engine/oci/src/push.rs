@@ -7,81 +7,14 @@
 use std::io::Read;
 use std::time::Duration;
 
-use sealvol_core::{Error, Result};
+use sealvol_core::Result;
 
 use crate::artifact::{Artifact, Layer};
+use crate::destination::Destination;
 use crate::media;
 use crate::memory::Memory;
 use crate::session::{Session, expect};
 use crate::upload::{Blob, Sent};
-
-/// A registry destination, `docker://HOST[:PORT]/REPO[:TAG]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Destination {
-    pub host: String,
-    pub repo: String,
-    pub tag: Option<String>,
-}
-
-impl Destination {
-    pub fn parse(s: &str) -> Result<Destination> {
-        let bad = |why: &str| {
-            Error::usage(format!("{s:.200}: {why}"))
-                .hint("give docker://HOST[:PORT]/REPO[:TAG], e.g. docker://registry.example/models/qwen3-8b:prod")
-        };
-        let rest = s
-            .strip_prefix("docker://")
-            .ok_or_else(|| bad("not docker://"))?;
-        let (host, path) = rest
-            .split_once('/')
-            .ok_or_else(|| bad("no repository after the host"))?;
-        let host_ok = !host.is_empty()
-            && host.len() <= 255
-            && host.bytes().all(|b| {
-                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-            });
-        if !host_ok {
-            return Err(bad("not a host name"));
-        }
-        let (repo, tag) = match path.rsplit_once(':') {
-            Some((r, t)) if !t.contains('/') => (r, Some(t)),
-            _ => (path, None),
-        };
-        if !repository_name_ok(repo) {
-            return Err(bad(
-                "not a repository name: lowercase path components of a-z 0-9 . _ -",
-            ));
-        }
-        if let Some(t) = tag {
-            let ok = !t.is_empty()
-                && t.len() <= 128
-                && (t.as_bytes()[0].is_ascii_alphanumeric() || t.starts_with('_'))
-                && t.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-            if !ok {
-                return Err(bad("not a tag: 1-128 of A-Z a-z 0-9 . _ -"));
-            }
-        }
-        Ok(Destination {
-            host: host.to_string(),
-            repo: repo.to_string(),
-            tag: tag.map(str::to_string),
-        })
-    }
-}
-
-/// The distribution spec's repository name: lowercase path components.
-pub fn repository_name_ok(repo: &str) -> bool {
-    !repo.is_empty()
-        && repo.len() <= 255
-        && repo.split('/').all(|c| {
-            !c.is_empty()
-                && c.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
-                })
-                && c.as_bytes()[0].is_ascii_alphanumeric()
-        })
-}
 
 /// How a push reaches its registry.
 pub struct Options {
@@ -98,9 +31,6 @@ pub struct Options {
     /// (`memory`); none: nothing is.
     pub memory: Option<std::path::PathBuf>,
 }
-
-/// The piece size when none is given: few requests, and little sent again on a resume.
-pub const DEFAULT_PIECE: u64 = 64 << 20;
 
 /// What a push did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -191,34 +121,6 @@ impl Pushed {
                 self.blobs += 1;
                 self.bytes += n;
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_destination_is_read_strictly() {
-        let d = Destination::parse("docker://localhost:5000/models/qwen:prod").unwrap();
-        assert_eq!(
-            (d.host.as_str(), d.repo.as_str(), d.tag.as_deref()),
-            ("localhost:5000", "models/qwen", Some("prod"))
-        );
-        let d = Destination::parse("docker://r.example/m").unwrap();
-        assert_eq!(d.tag, None);
-        for bad in [
-            "docker://",
-            "docker://host",
-            "docker://host/Upper",
-            "docker://host/a//b",
-            "docker://host/a:bad tag",
-            "docker://ho st/a",
-            "oci:x",
-            "docker://host/../x",
-        ] {
-            assert!(Destination::parse(bad).is_err(), "{bad}");
         }
     }
 }

@@ -69,6 +69,30 @@ fn bad(s: &str, why: impl fmt::Display) -> Error {
     Error::invalid(format!("source {s:?}: {why}")).hint(format!("sources look like {FORMS}"))
 }
 
+/// A registry's repository name, as the distribution spec has it: lowercase path
+/// components of `a-z 0-9 . _ -`, each starting with a letter or digit.
+pub fn registry_repository_ok(repo: &str) -> bool {
+    !repo.is_empty()
+        && repo.len() <= 255
+        && repo.split('/').all(|c| {
+            !c.is_empty()
+                && c.as_bytes()[0].is_ascii_alphanumeric()
+                && c.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+                })
+        })
+}
+
+/// A registry's tag, as the distribution spec has it: `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`.
+pub fn registry_tag_ok(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= 128
+        && (tag.as_bytes()[0].is_ascii_alphanumeric() || tag.starts_with('_'))
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// `DIR[:NAME]` of an `oci:` layout address: the image name is what follows the last
 /// colon, unless that holds a slash (then it is all the folder), as skopeo reads it.
 pub fn oci_layout(rest: &str) -> std::result::Result<(PathBuf, Option<String>), String> {
@@ -275,17 +299,7 @@ impl SourceUrl {
                         _ => (path, "latest".to_string()),
                     },
                 };
-                let repo_ok = !repo.is_empty()
-                    && repo.len() <= 255
-                    && repo.split('/').all(|c| {
-                        !c.is_empty()
-                            && c.as_bytes()[0].is_ascii_alphanumeric()
-                            && c.bytes().all(|b| {
-                                b.is_ascii_lowercase()
-                                    || b.is_ascii_digit()
-                                    || matches!(b, b'.' | b'_' | b'-')
-                            })
-                    });
+                let repo_ok = registry_repository_ok(repo);
                 if !repo_ok {
                     return Err(bad(
                         s,
@@ -295,12 +309,7 @@ impl SourceUrl {
                 let digest_ok = reference.strip_prefix("sha256:").is_some_and(|h| {
                     h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
                 });
-                let tag_ok = !reference.contains(':')
-                    && !reference.is_empty()
-                    && reference.len() <= 128
-                    && reference
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+                let tag_ok = registry_tag_ok(&reference);
                 if !(digest_ok || tag_ok) {
                     return Err(bad(
                         s,

@@ -18,7 +18,7 @@ enum Dest {
     /// An OCI image layout, and the name of the image in its index.
     Layout(PathBuf, Option<String>),
     /// A registry.
-    Registry(sealvol_oci::push::Destination),
+    Registry(sealvol_oci::destination::Destination),
 }
 
 impl Dest {
@@ -30,7 +30,9 @@ impl Dest {
             return Ok(Dest::Layout(dir, name));
         }
         if s.starts_with("docker://") {
-            return Ok(Dest::Registry(sealvol_oci::push::Destination::parse(s)?));
+            return Ok(Dest::Registry(
+                sealvol_oci::destination::Destination::parse(s)?,
+            ));
         }
         Err(
             Error::usage(format!("{s:.200} is not an export destination"))
