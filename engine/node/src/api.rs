@@ -69,41 +69,21 @@ pub trait Api: Send + Sync {
         volume: &VolumeName,
         only: Option<&Digest>,
     ) -> Result<Vec<(Digest, Standing)>>;
-    /// Live mounts on this node. A repository alone knows of none.
-    fn mounts(&self) -> Result<Vec<MountRecord>> {
-        Ok(Vec::new())
-    }
-    /// Sync jobs, newest first. A repository alone has none.
-    fn jobs(&self) -> Result<Vec<Job>> {
-        Ok(Vec::new())
-    }
+    /// Live mounts on this node.
+    fn mounts(&self) -> Result<Vec<MountRecord>>;
+    /// Sync jobs, newest first.
+    fn jobs(&self) -> Result<Vec<Job>>;
     /// The live view of one job.
-    fn job_event(&self, id: u64) -> Result<JobEvent> {
-        Err(no_agent(id))
-    }
-    fn cancel_job(&self, id: u64) -> Result<Job> {
-        Err(no_agent(id))
-    }
-    fn retry_job(&self, id: u64) -> Result<Job> {
-        Err(no_agent(id))
-    }
-    /// Watches, oldest first, each with what it is doing. A repository alone has none.
-    fn watches(&self) -> Result<Vec<WatchView>> {
-        Ok(Vec::new())
-    }
-    fn stop_watch(&self, id: u64) -> Result<Watch> {
-        Err(crate::watch::not_found(id).hint("this console reaches no agent"))
-    }
+    fn job_event(&self, id: u64) -> Result<JobEvent>;
+    fn cancel_job(&self, id: u64) -> Result<Job>;
+    fn retry_job(&self, id: u64) -> Result<Job>;
+    /// Watches, oldest first, each with what it is doing.
+    fn watches(&self) -> Result<Vec<WatchView>>;
+    fn stop_watch(&self, id: u64) -> Result<Watch>;
     /// Starts long-running work as the CLI would, and says in one line what started.
-    fn launch(&self, work: &Work) -> Result<String> {
-        let _ = work;
-        Err(sealvol_core::Error::invalid("this console starts nothing")
-            .hint("run the command in a shell: `sealvol volume sync|mount|watch …`"))
-    }
+    fn launch(&self, work: &Work) -> Result<String>;
     /// The names of the secrets a sync may name (values never leave their store).
-    fn secret_names(&self) -> Result<Vec<String>> {
-        Ok(Vec::new())
-    }
+    fn secret_names(&self) -> Result<Vec<String>>;
 }
 
 /// Long-running work the console starts: each is a CLI command too, and runs as one.
@@ -151,10 +131,6 @@ fn standings(
         .collect()
 }
 
-fn no_agent(id: u64) -> sealvol_core::Error {
-    crate::jobs::not_found(id).hint("this console reaches no agent")
-}
-
 /// A repository together with this node's state directory and its agent: what the
 /// console talks to, so it sees the node's mounts and sync jobs as well as the registry.
 pub struct Node {
@@ -196,35 +172,35 @@ impl Api for Node {
     fn location(&self) -> String {
         self.label
             .clone()
-            .unwrap_or_else(|| Api::location(&self.repo))
+            .unwrap_or_else(|| self.repo.location().to_string())
     }
     fn volumes(&self) -> Result<Vec<VolumeInfo>> {
-        Api::volumes(&self.repo)
+        self.repo.volume_infos(None)
     }
     fn quotas(&self) -> Result<Vec<sealvol_core::usage::QuotaUsage>> {
-        Api::quotas(&self.repo)
+        self.repo.quotas()
     }
     fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
-        Api::versions(&self.repo, volume)
+        self.repo.versions(volume)
     }
     fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
-        Api::manifest(&self.repo, volume, digest)
+        self.repo.manifest(volume, digest)
     }
     fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
-        Api::files(&self.repo, volume, digest)
+        sealvol_core::files::version_files(&self.repo, volume, digest)
     }
     fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
-        Api::tags(&self.repo, volume)
+        self.repo.tags(volume)
     }
     fn resolve(&self, r: &Ref) -> Result<Digest> {
-        Api::resolve(&self.repo, r)
+        self.repo.resolve(r)
     }
     fn diff(
         &self,
         from: (&VolumeName, &Digest),
         to: (&VolumeName, &Digest),
     ) -> Result<VersionDiff> {
-        Api::diff(&self.repo, from, to)
+        sealvol_core::diff::diff(&self.repo, from, to)
     }
     fn move_tag(
         &self,
@@ -233,19 +209,23 @@ impl Api for Node {
         to: &Digest,
         expected: Option<Digest>,
     ) -> Result<TagFile> {
-        Api::move_tag(&self.repo, volume, tag, to, expected)
+        self.repo
+            .move_tag(volume, tag, to, Some(expected))
+            .map(|m| m.file)
     }
     fn trash(&self, volume: Option<&VolumeName>) -> Result<Vec<TrashedVersion>> {
-        Api::trash(&self.repo, volume)
+        self.repo.trash(volume)
     }
     fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted> {
-        Api::delete_version(&self.repo, volume, digest, untag)
+        self.repo
+            .delete_version(&Ref::pinned(volume.clone(), *digest), untag)
     }
     fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
-        Api::restore_version(&self.repo, volume, digest)
+        self.repo
+            .restore_version(&Ref::pinned(volume.clone(), *digest))
     }
     fn deployments(&self, paths: &[PathBuf]) -> Result<Matrix> {
-        Api::deployments(&self.repo, paths)
+        sealvol_deploy::drift::matrix(&self.repo, paths)
     }
     fn plan_rollback(
         &self,
@@ -257,7 +237,7 @@ impl Api for Node {
         sealvol_deploy::rollback::plan_file(&self.repo, file, volume, path, *to, &(self.policy)()?)
     }
     fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
-        Api::apply_rollback(&self.repo, plan)
+        sealvol_deploy::rollback::apply(plan)
     }
     fn signing(
         &self,
@@ -301,97 +281,5 @@ impl Api for Node {
             Some(l) => l.secret_names(),
             None => Ok(Vec::new()),
         }
-    }
-}
-
-impl Api for Repository {
-    fn location(&self) -> String {
-        Repository::location(self).to_string()
-    }
-
-    fn volumes(&self) -> Result<Vec<VolumeInfo>> {
-        self.volume_infos(None)
-    }
-
-    fn quotas(&self) -> Result<Vec<sealvol_core::usage::QuotaUsage>> {
-        Repository::quotas(self)
-    }
-
-    fn versions(&self, volume: &VolumeName) -> Result<Vec<VersionInfo>> {
-        Repository::versions(self, volume)
-    }
-
-    fn manifest(&self, volume: &VolumeName, digest: &Digest) -> Result<Manifest> {
-        Repository::manifest(self, volume, digest)
-    }
-
-    fn tags(&self, volume: &VolumeName) -> Result<Vec<TagFile>> {
-        Repository::tags(self, volume)
-    }
-
-    fn files(&self, volume: &VolumeName, digest: &Digest) -> Result<VersionFiles> {
-        sealvol_core::files::version_files(self, volume, digest)
-    }
-
-    fn resolve(&self, r: &Ref) -> Result<Digest> {
-        Repository::resolve(self, r)
-    }
-
-    fn diff(
-        &self,
-        from: (&VolumeName, &Digest),
-        to: (&VolumeName, &Digest),
-    ) -> Result<VersionDiff> {
-        sealvol_core::diff::diff(self, from, to)
-    }
-
-    fn move_tag(
-        &self,
-        volume: &VolumeName,
-        tag: &Name,
-        to: &Digest,
-        expected: Option<Digest>,
-    ) -> Result<TagFile> {
-        Repository::move_tag(self, volume, tag, to, Some(expected)).map(|m| m.file)
-    }
-
-    fn trash(&self, volume: Option<&VolumeName>) -> Result<Vec<TrashedVersion>> {
-        Repository::trash(self, volume)
-    }
-
-    fn delete_version(&self, volume: &VolumeName, digest: &Digest, untag: bool) -> Result<Deleted> {
-        Repository::delete_version(self, &Ref::pinned(volume.clone(), *digest), untag)
-    }
-
-    fn restore_version(&self, volume: &VolumeName, digest: &Digest) -> Result<Restored> {
-        Repository::restore_version(self, &Ref::pinned(volume.clone(), *digest))
-    }
-
-    fn deployments(&self, paths: &[PathBuf]) -> Result<Matrix> {
-        sealvol_deploy::drift::matrix(self, paths)
-    }
-
-    fn plan_rollback(
-        &self,
-        file: &Path,
-        volume: &VolumeName,
-        path: &str,
-        to: &Digest,
-    ) -> Result<Option<RollbackPlan>> {
-        // A repository alone has no config.toml: the file's own `trust:` only.
-        sealvol_deploy::rollback::plan_file(self, file, volume, path, *to, &Policy::default())
-    }
-
-    fn apply_rollback(&self, plan: &RollbackPlan) -> Result<()> {
-        sealvol_deploy::rollback::apply(plan)
-    }
-
-    fn signing(
-        &self,
-        volume: &VolumeName,
-        only: Option<&Digest>,
-    ) -> Result<Vec<(Digest, Standing)>> {
-        // A repository alone has no config.toml: signatures counted, none trusted.
-        standings(self, volume, only, &Policy::default())
     }
 }
