@@ -47,17 +47,22 @@ def run_interrupted(repo, call):
     report; what it printed: the exception's name and the seconds from signal to it."""
     script = textwrap.dedent(
         f"""
-        import os, signal, sys, time
+        import os, signal, sys, threading, time
         import sealvol
         client = sealvol.Client()
         sent = []
+        taken = threading.Event()
+        def on_sigint(signum, frame):
+            taken.set()
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGINT, on_sigint)
         def follow(done, total):
             if not sent:
                 sent.append(time.monotonic())
                 os.kill(os.getpid(), signal.SIGINT)
-                # Held here (the GIL let go) so the work cannot finish before the
-                # caller's thread has seen the signal: the test does not race it.
-                time.sleep(1.0)
+                # Held (the GIL let go) until the caller's thread has taken the signal,
+                # so the work cannot finish first however busy the machine is.
+                taken.wait(120)
         try:
             {call}
             print("finished")
@@ -75,7 +80,8 @@ def test_ctrl_c_stops_a_pull_and_leaves_no_file_half_written(repo, big):
     out = repo / "out"
     said = run_interrupted(repo, f"client.pull({v.ref!r}, {str(out)!r}, progress=follow)")
     assert said[0] == "interrupted", said
-    assert float(said[1]) < 5, said  # the 1 s the callback holds, and a little
+    # Within a second when the machine is idle; the bound only catches a hang.
+    assert float(said[1]) < 60, said
     for p in out.iterdir() if out.exists() else []:
         name = p.name
         if name.startswith("shard-"):
@@ -87,5 +93,5 @@ def test_ctrl_c_stops_a_pull_and_leaves_no_file_half_written(repo, big):
 def test_ctrl_c_stops_a_push_and_seals_nothing(repo, big):
     said = run_interrupted(repo, f"client.push({str(big)!r}, 't/stopped', progress=follow)")
     assert said[0] == "interrupted", said
-    assert float(said[1]) < 5, said
+    assert float(said[1]) < 60, said
     assert all(v["name"] != "stopped" for v in sealvol.Client().volumes())
