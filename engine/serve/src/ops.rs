@@ -54,7 +54,7 @@ use crate::known::Known;
 use crate::lists::Lists;
 use crate::possession::{Copies, Naming, Possession};
 use crate::reach::Reach;
-use crate::reply::{denied, failed, json};
+use crate::reply::{Reply, denied, failed, json};
 use sealvol_core::possession::Named;
 use sealvol_core::remote::Held;
 
@@ -248,15 +248,9 @@ pub async fn have_chunks(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match push_body(body, &grant).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let asked = match hashes(&body) {
-        Ok(h) => h,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = push_body(body, &grant).await?;
+    let asked = hashes(&body)?;
     let g = Arc::clone(&grant);
     let s2 = Arc::clone(&s);
     let answer = blocking(&grant, None, move || {
@@ -279,33 +273,23 @@ pub async fn have_chunks(
         Ok(out)
     })
     .await;
-    match answer {
-        Ok(bytes) => {
-            let mut resp =
-                ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
-            let challenge = s.naming.possession.challenge(&grant.name).hex();
-            if let Ok(v) = axum::http::HeaderValue::from_str(&challenge) {
-                resp.headers_mut().insert(CHALLENGE_HEADER, v);
-            }
-            resp
-        }
-        Err(r) => r,
+    let bytes = answer?;
+    let mut resp = ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
+    let challenge = s.naming.possession.challenge(&grant.name).hex();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(CHALLENGE_HEADER, v);
     }
+    Ok(resp)
 }
 
 pub async fn small_files(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match push_body(body, &grant).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let files = match crate::named::decode_small(&body, MAX_ASK) {
-        Ok(f) => f,
-        Err(why) => return failed(Error::invalid(why)),
-    };
+) -> Reply {
+    let body = push_body(body, &grant).await?;
+    let files =
+        crate::named::decode_small(&body, MAX_ASK).map_err(|why| failed(Error::invalid(why)))?;
     let g = Arc::clone(&grant);
     let answer = blocking(&grant, None, move || {
         let mut out = Vec::with_capacity(files.len());
@@ -324,10 +308,8 @@ pub async fn small_files(
         Ok(out)
     })
     .await;
-    match answer {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
-        Err(r) => r,
-    }
+    let bytes = answer?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
 /// Per file asked: its chunk count when its list is stored, proven, names only usable
@@ -341,15 +323,9 @@ pub async fn stored_files(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match push_body(body, &grant).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let asked = match hashes(&body) {
-        Ok(h) => h,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = push_body(body, &grant).await?;
+    let asked = hashes(&body)?;
     let g = Arc::clone(&grant);
     let answer = blocking(&grant, None, move || {
         let mut out = Vec::with_capacity(asked.len());
@@ -372,10 +348,7 @@ pub async fn stored_files(
         Ok(StoredFiles { chunks: out })
     })
     .await;
-    match answer {
-        Ok(a) => json(&a),
-        Err(r) => r,
-    }
+    Ok(json(&answer?))
 }
 
 pub async fn put_list(
@@ -383,22 +356,20 @@ pub async fn put_list(
     Extension(grant): Extension<Arc<Grant>>,
     Path(file): Path<String>,
     body: Body,
-) -> Response {
-    let body = match push_body(body, &grant).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = push_body(body, &grant).await?;
     let Some(hash) = Hash::parse_hex(&file) else {
-        return failed(Error::invalid(format!(
+        return Err(failed(Error::invalid(format!(
             "{file:.80} is not a file hash (64 hex digits)"
-        )));
+        ))));
     };
-    let (size, chunks) = match crate::named::decode_list(&body, crate::chunks::MAX_CHUNK) {
-        Ok(l) => l,
-        Err(why) => return failed(Error::invalid(why)),
-    };
+    let (size, chunks) = crate::named::decode_list(&body, crate::chunks::MAX_CHUNK)
+        .map_err(|why| failed(Error::invalid(why)))?;
     let Some(slot) = s.proof_turn(&grant.name).await else {
-        return failed(Error::new(ErrorKind::Unavailable, "the server is stopping"));
+        return Err(failed(Error::new(
+            ErrorKind::Unavailable,
+            "the server is stopping",
+        )));
     };
     let g = Arc::clone(&grant);
     let written = blocking(&grant, None, move || {
@@ -408,11 +379,10 @@ pub async fn put_list(
         Ok(written)
     })
     .await;
-    match written {
-        Ok(true) => StatusCode::CREATED.into_response(),
-        Ok(false) => StatusCode::OK.into_response(),
-        Err(r) => r,
-    }
+    Ok(match written? {
+        true => StatusCode::CREATED.into_response(),
+        false => StatusCode::OK.into_response(),
+    })
 }
 
 /// Finds the chunks, checks that `grant` may name each, proves them into `hash` by
@@ -566,31 +536,18 @@ pub async fn seal(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, MAX_OP_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let req: SealBody = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return failed(Error::invalid(format!("not a seal request: {e:.200}"))),
-    };
-    let vol = match VolumeName::parse(&req.volume) {
-        Ok(v) => v,
-        Err(e) => return failed(e),
-    };
-    if let Err(r) = writes_in(&grant, &vol, "seal versions") {
-        return r;
-    }
-    let tags = match req
+) -> Reply {
+    let body = crate::reply::read_body(body, MAX_OP_BODY).await?;
+    let req: SealBody = serde_json::from_slice(&body)
+        .map_err(|e| failed(Error::invalid(format!("not a seal request: {e:.200}"))))?;
+    let vol = VolumeName::parse(&req.volume).map_err(failed)?;
+    writes_in(&grant, &vol, "seal versions")?;
+    let tags = req
         .tags
         .iter()
         .map(|t| Name::parse("tag", t))
         .collect::<Result<Vec<_>>>()
-    {
-        Ok(t) => t,
-        Err(e) => return failed(e),
-    };
+        .map_err(failed)?;
     let by = req.provenance.pushed_by.clone();
     let g = Arc::clone(&grant);
     let sealed = blocking(&grant, Some(&by), move || {
@@ -614,15 +571,13 @@ pub async fn seal(
         Ok(sealed)
     })
     .await;
-    match sealed {
-        Ok(sealed) => json(&SealedBody {
-            digest: sealed.digest.to_string(),
-            new: sealed.new,
-            restored: sealed.restored,
-            tags: sealed.tags,
-        }),
-        Err(r) => r,
-    }
+    let sealed = sealed?;
+    Ok(json(&SealedBody {
+        digest: sealed.digest.to_string(),
+        new: sealed.new,
+        restored: sealed.restored,
+        tags: sealed.tags,
+    }))
 }
 
 /// What storing a signature did, as it travels back.
@@ -642,7 +597,7 @@ pub async fn put_signature(
     Path((ns, name, digest)): Path<(String, String, String)>,
     headers: axum::http::HeaderMap,
     body: Body,
-) -> Response {
+) -> Reply {
     let checked = signature_bound(&s, &grant, &ns, &name, &digest, &headers).await;
     let (vol, digest, most) = match checked {
         Ok(c) => c,
@@ -650,24 +605,19 @@ pub async fn put_signature(
             // A refusal still reads what the client sends (discarding it, up to the
             // largest object), or a client still sending would never see the answer.
             crate::reply::drain(body, crate::reply::MAX_DRAIN).await;
-            return r;
+            return Err(r);
         }
     };
-    let body = match crate::reply::read_body(body, most).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    let body = crate::reply::read_body(body, most).await?;
     let stored = blocking(&grant, None, move || {
         s.repo.put_signature(&vol, &digest, &body.bytes)
     })
     .await;
-    match stored {
-        Ok((stored, new)) => json(&SignedBody {
-            key: stored.key,
-            new,
-        }),
-        Err(r) => r,
-    }
+    let (stored, new) = stored?;
+    Ok(json(&SignedBody {
+        key: stored.key,
+        new,
+    }))
 }
 
 /// The version a signature is sent for, if the key may sign it, and the most a
@@ -810,15 +760,10 @@ pub async fn tag(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let req: TagBody = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return failed(Error::invalid(format!("not a tag request: {e:.200}"))),
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
+    let req: TagBody = serde_json::from_slice(&body)
+        .map_err(|e| failed(Error::invalid(format!("not a tag request: {e:.200}"))))?;
     let parsed = (|| -> Result<_> {
         let vol = VolumeName::parse(&req.volume)?;
         let tag = Name::parse("tag", &req.tag)?;
@@ -830,28 +775,21 @@ pub async fn tag(
         };
         Ok((vol, tag, to, expected))
     })();
-    let (vol, tag, to, expected) = match parsed {
-        Ok(p) => p,
-        Err(e) => return failed(e),
-    };
-    if let Err(r) = writes_in(&grant, &vol, "move tags") {
-        return r;
-    }
+    let (vol, tag, to, expected) = parsed.map_err(failed)?;
+    writes_in(&grant, &vol, "move tags")?;
     let expires = req.expires.clone();
     let moved = blocking(&grant, req.by.as_deref(), move || match to {
         Some(d) => s.repo.move_tag_until(&vol, &tag, &d, expected, expires),
         None => s.repo.remove_tag(&vol, &tag, expected.flatten()),
     })
     .await;
-    match moved {
-        Ok(m) => json(&TagMovedBody {
-            file: m.file,
-            from: m.from,
-            moved: m.moved,
-            kept_damaged: m.kept_damaged,
-        }),
-        Err(r) => r,
-    }
+    let m = moved?;
+    Ok(json(&TagMovedBody {
+        file: m.file,
+        from: m.from,
+        moved: m.moved,
+        kept_damaged: m.kept_damaged,
+    }))
 }
 
 /// A label change as it travels.
@@ -871,15 +809,10 @@ pub async fn labels(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let req: LabelBody = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return failed(Error::invalid(format!("not a label request: {e:.200}"))),
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
+    let req: LabelBody = serde_json::from_slice(&body)
+        .map_err(|e| failed(Error::invalid(format!("not a label request: {e:.200}"))))?;
     let parsed = (|| -> Result<_> {
         Ok(sealvol_core::labels::LabelRequest {
             volume: VolumeName::parse(&req.volume)?,
@@ -888,21 +821,13 @@ pub async fn labels(
             remove: req.remove,
         })
     })();
-    let change = match parsed {
-        Ok(p) => p,
-        Err(e) => return failed(e),
-    };
-    if let Err(r) = writes_in(&grant, &change.volume, "change labels") {
-        return r;
-    }
-    match blocking(&grant, req.by.as_deref(), move || {
+    let change = parsed.map_err(failed)?;
+    writes_in(&grant, &change.volume, "change labels")?;
+    let done = blocking(&grant, req.by.as_deref(), move || {
         s.repo.change_labels(&change)
     })
-    .await
-    {
-        Ok(done) => json(&done),
-        Err(r) => r,
-    }
+    .await?;
+    Ok(json(&done))
 }
 
 /// A delete or restore as it travels.
@@ -916,53 +841,39 @@ pub struct TrashBody {
     pub by: Option<String>,
 }
 
-async fn trash_op(s: Arc<Steward>, grant: Arc<Grant>, body: Bytes, restore: bool) -> Response {
-    let req: TrashBody = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return failed(Error::invalid(format!("not a trash request: {e:.200}"))),
-    };
-    let r = match Ref::parse(&req.r) {
-        Ok(r) => r,
-        Err(e) => return failed(e),
-    };
+async fn trash_op(s: Arc<Steward>, grant: Arc<Grant>, body: Bytes, restore: bool) -> Reply {
+    let req: TrashBody = serde_json::from_slice(&body)
+        .map_err(|e| failed(Error::invalid(format!("not a trash request: {e:.200}"))))?;
+    let r = Ref::parse(&req.r).map_err(failed)?;
     let what = if restore {
         "restore versions"
     } else {
         "delete versions"
     };
-    if let Err(resp) = writes_in(&grant, &r.volume, what) {
-        return resp;
-    }
+    writes_in(&grant, &r.volume, what)?;
     let untag = req.untag;
-    match restore {
-        true => match blocking(&grant, req.by.as_deref(), move || {
-            s.repo.restore_version(&r)
-        })
-        .await
-        {
-            Ok(done) => json(&done),
-            Err(resp) => resp,
-        },
-        false => match blocking(&grant, req.by.as_deref(), move || {
-            s.repo.delete_version(&r, untag)
-        })
-        .await
-        {
-            Ok(done) => json(&done),
-            Err(resp) => resp,
-        },
-    }
+    Ok(match restore {
+        true => json(
+            &blocking(&grant, req.by.as_deref(), move || {
+                s.repo.restore_version(&r)
+            })
+            .await?,
+        ),
+        false => json(
+            &blocking(&grant, req.by.as_deref(), move || {
+                s.repo.delete_version(&r, untag)
+            })
+            .await?,
+        ),
+    })
 }
 
 pub async fn delete(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
     trash_op(s, grant, body.bytes, false).await
 }
 
@@ -970,11 +881,8 @@ pub async fn restore(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
     trash_op(s, grant, body.bytes, true).await
 }
 
@@ -991,20 +899,15 @@ pub async fn damage(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let req: DamageBody = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return failed(Error::invalid(format!("not a damage report: {e:.200}"))),
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
+    let req: DamageBody = serde_json::from_slice(&body)
+        .map_err(|e| failed(Error::invalid(format!("not a damage report: {e:.200}"))))?;
     let (Some(pack), Some(chunk)) = (Hash::parse_hex(&req.pack), Hash::parse_hex(&req.chunk))
     else {
-        return failed(Error::invalid(
+        return Err(failed(Error::invalid(
             "a damage report names a pack and a chunk by their hashes",
-        ));
+        )));
     };
     let checked = blocking(&grant, None, move || {
         // Only a copy its pack's own table names, read here and failing here.
@@ -1030,11 +933,10 @@ pub async fn damage(
         Ok(bad)
     })
     .await;
-    match checked {
-        Ok(true) => StatusCode::CREATED.into_response(),
-        Ok(false) => StatusCode::OK.into_response(),
-        Err(r) => r,
-    }
+    Ok(match checked? {
+        true => StatusCode::CREATED.into_response(),
+        false => StatusCode::OK.into_response(),
+    })
 }
 
 #[derive(Serialize, Deserialize)]
@@ -1047,17 +949,14 @@ pub async fn gc(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, SMALL_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, SMALL_BODY).await?;
     if !grant.admin {
-        return denied(format!(
+        return Err(denied(format!(
             "key {} ({}) may not collect garbage: the server's admin key may",
             grant.name,
             grant.scope()
-        ));
+        )));
     }
     let req: GcBody = serde_json::from_slice(&body).unwrap_or(GcBody { dry_run: false });
     let report = blocking(&grant, None, move || {
@@ -1071,8 +970,5 @@ pub async fn gc(
         )
     })
     .await;
-    match report {
-        Ok(r) => json(&r),
-        Err(r) => r,
-    }
+    Ok(json(&report?))
 }

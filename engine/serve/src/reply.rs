@@ -97,6 +97,10 @@ pub fn error_response(status: StatusCode, e: &Error) -> Response {
         .into_response()
 }
 
+/// What a handler answers: its response, or the error response it stopped at (so a
+/// handler can use `?` on every step that may refuse).
+pub type Reply = Result<Response, Response>;
+
 pub fn json(v: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(v) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
