@@ -33,7 +33,7 @@ use crate::peer::HttpPeer;
 const ASK_AGAIN: std::time::Duration = std::time::Duration::from_secs(60);
 const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub use crate::wire::FORWARDED;
+pub use sealvol_wire::ring::FORWARDED;
 
 /// Who asked for a run: what a server needs to forward it for the caller.
 #[derive(Clone, Debug)]

@@ -84,7 +84,7 @@ pub const OPEN_ROUTES: [(&str, &[&str]); 3] = [
     (RING_ID_ROUTE, &["GET"]),
 ];
 
-pub use crate::wire::{RING_ID_ROUTE, RunRequest};
+pub use sealvol_wire::ring::{RING_ID_ROUTE, RunRequest};
 
 /// How long a `/readyz` answer stands: probes from anyone cost the repository at most
 /// one small request this often.

@@ -46,7 +46,6 @@ pub mod known;
 pub mod lists;
 pub mod maintenance;
 pub mod metrics;
-pub mod named;
 pub mod objects;
 pub mod ops;
 pub mod peer;
@@ -59,7 +58,6 @@ pub mod remote;
 pub mod reply;
 pub mod report;
 pub mod tls;
-pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -41,9 +41,7 @@ use sealvol_core::store::{ETag, ObjectStore};
 use crate::keys::{Grant, Keys};
 use crate::ops::Steward;
 use crate::reply::{BODY_IDLE, denied, failed, idle, json, read_body, too_large};
-
-/// The header that carries an object's version (`get_versioned`) to the client.
-pub const VERSION_HEADER: &str = "x-sealvol-version";
+use sealvol_wire::objects::{KeyInfo, ListPage, VERSION_HEADER};
 
 /// The largest object a client may write: a pack is about the repository's target
 /// size (64 MiB) plus one chunk. Packs are streamed to disk, never held whole.
@@ -804,13 +802,6 @@ pub struct ListQuery {
     after: Option<String>,
 }
 
-/// One page of a listing, as it travels.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct ListPage {
-    pub objects: Vec<(String, u64, Option<u64>)>,
-    pub next: Option<String>,
-}
-
 pub async fn list(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -927,16 +918,6 @@ fn list_namespaces(
         objects,
         next: None,
     })
-}
-
-/// What the caller's key may do, for its console's title line.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct KeyInfo {
-    pub name: String,
-    pub scope: String,
-    pub admin: bool,
-    pub read_only: bool,
-    pub namespaces: Vec<String>,
 }
 
 pub async fn whoami(Extension(grant): Extension<Arc<Grant>>) -> Response {

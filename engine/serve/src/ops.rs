@@ -45,9 +45,8 @@ use sealvol_core::digest::{Entry, Hash};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::{ChunkRef, FileObject, PackId};
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
-use sealvol_core::registry::{Provenance, TagChange, TagFile, VersionStats};
+use sealvol_core::registry::VersionStats;
 use sealvol_core::repo::Repository;
-use serde::{Deserialize, Serialize};
 
 use crate::keys::Grant;
 use crate::known::Known;
@@ -57,14 +56,11 @@ use crate::reach::Reach;
 use crate::reply::{Reply, denied, failed, json};
 use sealvol_core::possession::Named;
 use sealvol_core::remote::Held;
+use sealvol_wire::ops::{
+    CHALLENGE_HEADER, DamageBody, GcBody, LabelBody, MAX_ASK, MAX_OP_BODY, SealBody, SealedBody,
+    SignedBody, StoredFiles, TagBody, TagMovedBody, TrashBody,
+};
 
-/// The header of a have-chunks answer that carries the key's challenge (hex).
-pub const CHALLENGE_HEADER: &str = "x-sealvol-challenge";
-/// The most hashes one question names (2 MiB of them).
-pub const MAX_ASK: usize = sealvol_core::push::ASK_AT_ONCE;
-/// The largest operation body: a chunk list of about 1.8 million chunks (a file of
-/// about 230 GiB), or a manifest of some 300,000 files.
-pub const MAX_OP_BODY: usize = 64 << 20;
 /// The largest body of a small operation (a tag move, a delete).
 const SMALL_BODY: usize = 64 << 10;
 /// Lists one key may have the server prove at once (more wait their turn): proving
@@ -288,8 +284,8 @@ pub async fn small_files(
     body: Body,
 ) -> Reply {
     let body = push_body(body, &grant).await?;
-    let files =
-        crate::named::decode_small(&body, MAX_ASK).map_err(|why| failed(Error::invalid(why)))?;
+    let files = sealvol_wire::named::decode_small(&body, MAX_ASK)
+        .map_err(|why| failed(Error::invalid(why)))?;
     let g = Arc::clone(&grant);
     let answer = blocking(&grant, None, move || {
         let mut out = Vec::with_capacity(files.len());
@@ -310,13 +306,6 @@ pub async fn small_files(
     .await;
     let bytes = answer?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
-}
-
-/// Per file asked: its chunk count when its list is stored, proven, names only usable
-/// copies and the key may read it; else `null` (the push reads the file again).
-#[derive(Serialize, Deserialize)]
-pub struct StoredFiles {
-    pub chunks: Vec<Option<u64>>,
 }
 
 pub async fn stored_files(
@@ -363,7 +352,7 @@ pub async fn put_list(
             "{file:.80} is not a file hash (64 hex digits)"
         ))));
     };
-    let (size, chunks) = crate::named::decode_list(&body, crate::chunks::MAX_CHUNK)
+    let (size, chunks) = sealvol_wire::named::decode_list(&body, crate::chunks::MAX_CHUNK)
         .map_err(|why| failed(Error::invalid(why)))?;
     let Some(slot) = s.proof_turn(&grant.name).await else {
         return Err(failed(Error::new(
@@ -513,25 +502,6 @@ fn small_list(s: &Steward, hash: &Hash) -> Result<Option<FileObject>> {
     }
 }
 
-/// A seal as it travels.
-#[derive(Serialize, Deserialize)]
-pub struct SealBody {
-    pub volume: String,
-    pub tags: Vec<String>,
-    pub entries: Vec<Entry>,
-    pub stats: VersionStats,
-    pub provenance: Provenance,
-}
-
-/// What a seal did, as it travels back.
-#[derive(Serialize, Deserialize)]
-pub struct SealedBody {
-    pub digest: String,
-    pub new: bool,
-    pub restored: bool,
-    pub tags: Vec<TagChange>,
-}
-
 pub async fn seal(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -578,13 +548,6 @@ pub async fn seal(
         restored: sealed.restored,
         tags: sealed.tags,
     }))
-}
-
-/// What storing a signature did, as it travels back.
-#[derive(Serialize, Deserialize)]
-pub struct SignedBody {
-    pub key: String,
-    pub new: bool,
 }
 
 /// `PUT /v1/ops/signatures/{ns}/{vol}/{digest}`: a signature of a version of the key's
@@ -733,29 +696,6 @@ fn check_seal(
     Ok((stats, small_packs))
 }
 
-/// A tag change as it travels: a move (`to`) or a removal; `expected` as
-/// `Repository::move_tag` takes it (`Some(None)`: only if the tag points nowhere).
-#[derive(Serialize, Deserialize)]
-pub struct TagBody {
-    pub volume: String,
-    pub tag: String,
-    pub to: Option<String>,
-    pub expected: Option<Option<String>>,
-    #[serde(default)]
-    pub by: Option<String>,
-    /// When the tag stops resolving (RFC 3339).
-    #[serde(default)]
-    pub expires: Option<String>,
-}
-
-#[derive(Serialize, Deserialize)]
-pub struct TagMovedBody {
-    pub file: TagFile,
-    pub from: Option<String>,
-    pub moved: bool,
-    pub kept_damaged: Option<String>,
-}
-
 pub async fn tag(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -792,19 +732,6 @@ pub async fn tag(
     }))
 }
 
-/// A label change as it travels.
-#[derive(Serialize, Deserialize)]
-pub struct LabelBody {
-    pub volume: String,
-    pub digest: String,
-    #[serde(default)]
-    pub set: sealvol_core::labels::Labels,
-    #[serde(default)]
-    pub remove: Vec<String>,
-    #[serde(default)]
-    pub by: Option<String>,
-}
-
 pub async fn labels(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -828,17 +755,6 @@ pub async fn labels(
     })
     .await?;
     Ok(json(&done))
-}
-
-/// A delete or restore as it travels.
-#[derive(Serialize, Deserialize)]
-pub struct TrashBody {
-    #[serde(rename = "ref")]
-    pub r: String,
-    #[serde(default)]
-    pub untag: bool,
-    #[serde(default)]
-    pub by: Option<String>,
 }
 
 async fn trash_op(s: Arc<Steward>, grant: Arc<Grant>, body: Bytes, restore: bool) -> Reply {
@@ -886,15 +802,6 @@ pub async fn restore(
     trash_op(s, grant, body.bytes, true).await
 }
 
-/// A chunk copy a reader found bad, as it travels.
-#[derive(Serialize, Deserialize)]
-pub struct DamageBody {
-    pub pack: String,
-    pub chunk: String,
-    pub offset: u64,
-    pub len: u32,
-}
-
 pub async fn damage(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
@@ -937,12 +844,6 @@ pub async fn damage(
         true => StatusCode::CREATED.into_response(),
         false => StatusCode::OK.into_response(),
     })
-}
-
-#[derive(Serialize, Deserialize)]
-pub struct GcBody {
-    #[serde(default)]
-    pub dry_run: bool,
 }
 
 pub async fn gc(

@@ -16,7 +16,7 @@ use sealvol_core::objects::PackId;
 use sealvol_core::read::Peer;
 use sealvol_core::read::ring::PeerSource;
 
-use crate::wire::RunRequest;
+use sealvol_wire::ring::RunRequest;
 
 /// A peer that does not accept a connection at once is as good as down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -112,7 +112,7 @@ impl HttpPeer {
         let url = format!(
             "{}{}?challenge={}",
             self.url,
-            crate::wire::RING_ID_ROUTE,
+            sealvol_wire::ring::RING_ID_ROUTE,
             hex::encode(challenge)
         );
         let not_member = |why: &str| {
@@ -323,7 +323,7 @@ impl HttpPeer {
     pub fn instance_id(&self) -> Result<String> {
         let resp = self
             .client
-            .get(format!("{}{}", self.url, crate::wire::RING_ID_ROUTE))
+            .get(format!("{}{}", self.url, sealvol_wire::ring::RING_ID_ROUTE))
             .send()
             .map_err(|e| {
                 Error::new(
@@ -371,7 +371,7 @@ impl HttpPeer {
             None => {}
         }
         if forwarded {
-            post = post.header(crate::wire::FORWARDED, "1");
+            post = post.header(sealvol_wire::ring::FORWARDED, "1");
         }
         let resp = post
             .header(reqwest::header::CONTENT_TYPE, "application/json")

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sealvol_core::repo::Repository;
 use sealvol_core::store::MemoryStore;
 use sealvol_serve::ChunkService;
-use sealvol_serve::objects::ListPage;
+use sealvol_wire::objects::ListPage;
 
 struct Listing {
     rt: tokio::runtime::Runtime,

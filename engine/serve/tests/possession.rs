@@ -17,7 +17,7 @@ use sealvol_core::push::{PushOptions, push};
 use sealvol_core::refs::VolumeName;
 use sealvol_core::repo::Repository;
 use sealvol_core::testutil::noise;
-use sealvol_serve::named::{encode_list, encode_small};
+use sealvol_wire::named::{encode_list, encode_small};
 
 /// team-b is namespace `t` (the server's 4 MiB file, and a small file); team-a is
 /// `team-a`.

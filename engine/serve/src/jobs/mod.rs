@@ -28,9 +28,9 @@ use sealvol_core::refs::{Name, VolumeName};
 use sealvol_node::jobs::{Job, JobSpec, JobsApi};
 use sealvol_source::SourceUrl;
 use sealvol_source::endpoints::Endpoints;
-use serde::{Deserialize, Serialize};
 
 use crate::keys::{Grant, Keys};
+use sealvol_wire::jobs::Submit;
 
 /// The most events streams one key may hold open at once: each is cheap, but not free.
 pub const STREAMS_PER_KEY: usize = 32;
@@ -208,41 +208,6 @@ pub async fn cancel_revoked(desk: Arc<Desk>, keys: Arc<Keys>) {
 
 /// The most tags, includes or excludes one job names.
 const MAX_LIST: usize = 256;
-
-/// A job as a caller asks for it: what to sync where. Where the source is reached is
-/// not the caller's to say.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Submit {
-    pub source: String,
-    pub volume: String,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// The name of a secret stored on the server in the volume's namespace.
-    #[serde(default)]
-    pub secret: Option<String>,
-    #[serde(default)]
-    pub include: Vec<String>,
-    #[serde(default)]
-    pub exclude: Vec<String>,
-    /// A mirror job: the server's destination to copy the version `source` names to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mirror_to: Option<String>,
-}
-
-impl From<&JobSpec> for Submit {
-    fn from(s: &JobSpec) -> Submit {
-        Submit {
-            source: s.source.clone(),
-            volume: s.volume.clone(),
-            tags: s.tags.clone(),
-            secret: s.secret.clone(),
-            include: s.include.clone(),
-            exclude: s.exclude.clone(),
-            mirror_to: s.mirror_to.clone(),
-        }
-    }
-}
 
 /// The namespace a job writes in (a record whose volume does not parse is nobody's).
 pub fn namespace_of(job: &Job) -> &str {

@@ -30,12 +30,10 @@ use super::feed::{Feed, Numbered, StreamTurn};
 use super::{Desk, STREAMS_PER_KEY, Submit};
 use crate::keys::Grant;
 use crate::reply::{failed, json};
+use sealvol_wire::jobs::KEEP_ALIVE;
 
 /// The largest submission: a source, a volume, and some tags and patterns.
 const SUBMIT_BODY: usize = 64 << 10;
-/// How often an idle stream says it is alive, so that proxies and the client's read
-/// timeout see a live connection.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// The server runs no jobs (a server built without an agent: tests of the cache tier).
 fn no_desk() -> Response {

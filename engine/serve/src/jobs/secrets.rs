@@ -22,24 +22,15 @@ use axum::response::{IntoResponse, Response};
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::refs::Name;
 use sealvol_source::secrets::Shelf;
-use serde::{Deserialize, Serialize};
 
 use super::routes::blocking;
 use super::{Desk, may_not};
 use crate::keys::Grant;
 use crate::reply::{failed, json};
+use sealvol_wire::jobs::Listed;
 
 /// The largest secret value: a token, a key pair, a service account's JSON.
 pub const MAX_SECRET: usize = 64 << 10;
-
-/// A secret as `GET /v1/secrets` lists it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Listed {
-    pub namespace: String,
-    pub name: String,
-    pub bytes: u64,
-    pub updated: String,
-}
 
 fn shelf_for(desk: &Desk, grant: &Grant, ns: &str, what: &str) -> Result<Shelf> {
     let ns = Name::parse("namespace", ns)?;

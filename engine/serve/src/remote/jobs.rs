@@ -14,8 +14,8 @@ use sealvol_node::watch::{Watch, WatchSpec, WatchView};
 use serde::de::DeserializeOwned;
 
 use super::link::{Link, encode};
-use crate::jobs::Submit;
-use crate::jobs::secrets::Listed;
+use sealvol_wire::jobs::Listed;
+use sealvol_wire::jobs::Submit;
 
 /// The longest line of an event stream a client reads: a live view is a few KiB.
 const MAX_LINE: u64 = 1 << 20;
@@ -34,7 +34,7 @@ impl RemoteJobs {
     pub fn connect(url: &str, key: Option<&str>) -> Result<RemoteJobs> {
         let base = super::check_remote(url)?;
         let key = super::required_key(&base, key)?;
-        let quiet = crate::jobs::routes::KEEP_ALIVE * 3;
+        let quiet = sealvol_wire::jobs::KEEP_ALIVE * 3;
         Ok(RemoteJobs {
             link: Link::new(&base, &key)?,
             streams: crate::tls::client(
@@ -248,7 +248,7 @@ fn watches_are_local() -> Error {
 
 impl JobsApi for RemoteJobs {
     fn submit(&self, spec: JobSpec) -> Result<Job> {
-        let body = serde_json::to_vec(&Submit::from(&spec))
+        let body = serde_json::to_vec(&submit_of(&spec))
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot encode the job: {e}")))?;
         self.post("jobs", body)
     }
@@ -342,5 +342,18 @@ impl JobsApi for RemoteJobs {
 
     fn stop_watch(&self, _id: u64) -> Result<Watch> {
         Err(watches_are_local())
+    }
+}
+
+/// A job as this client asks the server for it.
+fn submit_of(s: &JobSpec) -> Submit {
+    Submit {
+        source: s.source.clone(),
+        volume: s.volume.clone(),
+        tags: s.tags.clone(),
+        secret: s.secret.clone(),
+        include: s.include.clone(),
+        exclude: s.exclude.clone(),
+        mirror_to: s.mirror_to.clone(),
     }
 }

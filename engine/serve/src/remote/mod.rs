@@ -19,7 +19,7 @@ use sealvol_core::store::{ETag, ObjectInfo, ObjectStore, Page, Requests};
 
 use link::{Link, encode};
 
-use crate::objects::ListPage;
+use sealvol_wire::objects::ListPage;
 
 /// Requests a caller may keep in flight: what a bucket gets.
 const CONCURRENCY: usize = 8;
@@ -65,7 +65,7 @@ fn required_key(base: &str, key: Option<&str>) -> Result<String> {
 
 /// What key `key` may do at the server at `url` (for a console's title and read-only
 /// mode).
-pub fn whoami(url: &str, key: Option<&str>) -> Result<crate::objects::KeyInfo> {
+pub fn whoami(url: &str, key: Option<&str>) -> Result<sealvol_wire::objects::KeyInfo> {
     let base = check_remote(url)?;
     let link = Link::new(&base, key.unwrap_or_default().trim())?;
     let resp = link.send(link.client.get(format!("{base}/v1/key")))?;
@@ -246,7 +246,7 @@ impl ObjectStore for RemoteStore {
             200 => {
                 let etag = resp
                     .headers()
-                    .get(crate::objects::VERSION_HEADER)
+                    .get(sealvol_wire::objects::VERSION_HEADER)
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or_default()
                     .to_string();

@@ -14,8 +14,8 @@ use sealvol_core::remote::{Held, HeldAnswer, Remote, SealRequest, TagRequest};
 use sealvol_core::trash::{Deleted, Restored};
 
 use super::link::Link;
-use crate::named::{encode_list, encode_small};
-use crate::ops::{
+use sealvol_wire::named::{encode_list, encode_small};
+use sealvol_wire::ops::{
     DamageBody, GcBody, LabelBody, SealBody, SealedBody, SignedBody, StoredFiles, TagBody,
     TagMovedBody, TrashBody,
 };
@@ -61,7 +61,7 @@ impl Remote for RemoteOps {
     fn have_chunks(&self, asked: &[Hash]) -> Result<HeldAnswer> {
         let mut held = Vec::with_capacity(asked.len());
         let mut challenge = None;
-        for part in asked.chunks(crate::ops::MAX_ASK) {
+        for part in asked.chunks(sealvol_wire::ops::MAX_ASK) {
             let (_, headers, answer) =
                 self.link
                     .op_with_headers(Method::POST, "have-chunks", hashes(part))?;
@@ -77,7 +77,7 @@ impl Remote for RemoteOps {
                 ));
             }
             if let Some(c) = headers
-                .get(crate::ops::CHALLENGE_HEADER)
+                .get(sealvol_wire::ops::CHALLENGE_HEADER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(Challenge::parse_hex)
             {
@@ -105,7 +105,7 @@ impl Remote for RemoteOps {
 
     fn stored_files(&self, asked: &[Hash]) -> Result<Vec<Option<u64>>> {
         let mut out = Vec::with_capacity(asked.len());
-        for part in asked.chunks(crate::ops::MAX_ASK) {
+        for part in asked.chunks(sealvol_wire::ops::MAX_ASK) {
             let (_, answer) = self.link.op(Method::POST, "stored-files", hashes(part))?;
             let a: StoredFiles = serde_json::from_slice(&answer).map_err(|e| {
                 Error::new(ErrorKind::Io, format!("stored-files answered no JSON: {e}"))
@@ -132,7 +132,7 @@ impl Remote for RemoteOps {
 
     fn put_small_files(&self, files: &[(Hash, u64, Evidence)]) -> Result<Vec<bool>> {
         let mut out = Vec::with_capacity(files.len());
-        for part in files.chunks(crate::ops::MAX_ASK) {
+        for part in files.chunks(sealvol_wire::ops::MAX_ASK) {
             let named: Vec<Named> = part
                 .iter()
                 .map(|(h, size, evidence)| Named {

@@ -118,7 +118,7 @@ impl Server {
             let status = r.status().as_u16();
             let challenge = r
                 .headers()
-                .get(sealvol_serve::ops::CHALLENGE_HEADER)
+                .get(sealvol_wire::ops::CHALLENGE_HEADER)
                 .map(|v| v.to_str().unwrap().to_string());
             (status, challenge, r.bytes().await.unwrap().to_vec())
         })
