@@ -58,6 +58,17 @@ pub struct Error {
     message: String,
     hint: Option<String>,
     source: Option<io::Error>,
+    reason: Option<Reason>,
+}
+
+/// Which of a kind's cases an error is, where a caller must tell them apart (never by
+/// the message's words). Crosses processes and the wire with the error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// `Corrupt`: a chunk list fails its file's proof (it names other bytes than the
+    /// file's), rather than a chunk copy its hash (`proof::unproven`).
+    UnprovenList,
 }
 
 impl Error {
@@ -67,6 +78,7 @@ impl Error {
             message: message.into(),
             hint: None,
             source: None,
+            reason: None,
         }
     }
 
@@ -107,6 +119,7 @@ impl Error {
             message,
             hint: hint.map(str::to_string),
             source: Some(source),
+            reason: None,
         }
     }
 
@@ -115,8 +128,18 @@ impl Error {
         self
     }
 
+    /// Marks which case of its kind the error is.
+    pub fn because(mut self, reason: Reason) -> Self {
+        self.reason = Some(reason);
+        self
+    }
+
     pub fn kind(&self) -> ErrorKind {
         self.kind
+    }
+
+    pub fn reason(&self) -> Option<Reason> {
+        self.reason
     }
 
     pub fn message(&self) -> &str {
@@ -140,6 +163,23 @@ pub struct WireError {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// A reason this build does not know (from a newer peer) is read as none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_reason"
+    )]
+    pub reason: Option<Reason>,
+}
+
+fn known_reason<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Reason>, D::Error> {
+    use serde::Deserialize;
+    let text = Option::<String>::deserialize(d)?;
+    Ok(text.and_then(|t| {
+        Reason::deserialize(serde::de::value::StrDeserializer::<'_, D::Error>::new(&t)).ok()
+    }))
 }
 
 impl From<&Error> for WireError {
@@ -148,6 +188,7 @@ impl From<&Error> for WireError {
             kind: e.kind,
             message: e.to_string(),
             hint: e.hint.clone(),
+            reason: e.reason,
         }
     }
 }
@@ -159,6 +200,7 @@ impl From<WireError> for Error {
             message: w.message,
             hint: w.hint,
             source: None,
+            reason: w.reason,
         }
     }
 }
@@ -204,4 +246,25 @@ pub fn shown(path: &std::path::Path) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_is_told_by_itself_and_crosses_the_wire_never_by_words() {
+        let e = crate::proof::unproven("chunk list files/ab", "block 3");
+        assert!(crate::proof::is_unproven(&e));
+        // The same words without the reason are another corruption.
+        let words = Error::corrupt(e.message().to_string());
+        assert!(!crate::proof::is_unproven(&words));
+        let sent = serde_json::to_string(&WireError::from(&e)).unwrap();
+        let back: Error = serde_json::from_str::<WireError>(&sent).unwrap().into();
+        assert!(crate::proof::is_unproven(&back), "{sent}");
+        // A reason a newer peer knows and this build does not: read as none.
+        let newer = r#"{"kind":"Corrupt","message":"m","reason":"something-new"}"#;
+        let w: WireError = serde_json::from_str(newer).unwrap();
+        assert_eq!((w.kind, w.reason), (ErrorKind::Corrupt, None));
+    }
 }

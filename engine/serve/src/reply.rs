@@ -84,11 +84,14 @@ pub fn error_response(status: StatusCode, e: &Error) -> Response {
         }
         _ => (scrub(e.message()), e.hint_text().map(scrub)),
     };
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "kind": e.kind(),
         "message": message,
         "hint": hint,
     });
+    if let Some(reason) = e.reason() {
+        body["reason"] = serde_json::json!(reason);
+    }
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],

@@ -286,20 +286,19 @@ impl Proven {
     }
 }
 
-/// How every error about a list that fails its proof reads (`is_unproven`).
-const UNPROVEN: &str = "does not prove against its file's hash";
-
 /// A chunk list that fails its proof: it names other bytes than the file's.
 pub fn unproven(what: &str, detail: &str) -> Error {
     Error::corrupt(format!(
-        "{what} {UNPROVEN} ({detail}): it names other bytes than the file's"
+        "{what} does not prove against its file's hash ({detail}): it names other bytes than the file's"
     ))
     .hint("`sealvol volume verify` names every such list; `sealvol repair` rebuilds it from the data where the data is still there")
+    .because(crate::error::Reason::UnprovenList)
 }
 
 /// Whether `e` says a chunk list failed its proof (rather than a chunk copy its hash).
 pub fn is_unproven(e: &Error) -> bool {
-    e.kind() == crate::error::ErrorKind::Corrupt && e.message().contains(UNPROVEN)
+    e.kind() == crate::error::ErrorKind::Corrupt
+        && e.reason() == Some(crate::error::Reason::UnprovenList)
 }
 
 #[cfg(test)]

@@ -119,20 +119,11 @@ impl Link {
     }
 }
 
-/// An engine error as the server sends it (`{"kind", "message", "hint"}`), rebuilt.
+/// An engine error as the server sends it (`{"kind", "message", "hint", "reason"}`),
+/// rebuilt.
 pub fn rebuilt(text: &str) -> Option<Error> {
-    #[derive(serde::Deserialize)]
-    struct Sent {
-        kind: ErrorKind,
-        message: String,
-        hint: Option<String>,
-    }
-    let s: Sent = serde_json::from_str(text).ok()?;
-    let e = Error::new(s.kind, s.message);
-    Some(match s.hint {
-        Some(h) => e.hint(h),
-        None => e,
-    })
+    let s: sealvol_core::error::WireError = serde_json::from_str(text).ok()?;
+    Some(Error::from(s))
 }
 
 /// A key as it goes into a URL path: unreserved characters and `/` as they are.
