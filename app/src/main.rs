@@ -255,7 +255,7 @@ fn open_engine(
     // makes a read-only console, so that it offers nothing the server would refuse.
     let (label, readonly) = match &ctx.settings.remote {
         Some(url) => {
-            let key = sealvol_serve::remote::whoami(
+            let key = sealvol_client::remote::whoami(
                 url,
                 ctx.settings.api_key.as_ref().map(|k| k.expose()),
             )?;

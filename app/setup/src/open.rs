@@ -1,16 +1,16 @@
 //! Opening the repository a command works on, the one place the CLI and the console
 //! do it: by its address (a folder or a bucket, `sealvol_s3repo::open`), through a
-//! server that owns its writes (`--remote`, `sealvol_serve::remote::open`), and the
+//! server that owns its writes (`--remote`, `sealvol_client::remote::open`), and the
 //! mirrored origins and cache peers a read goes to beside it.
 
 use std::sync::Arc;
 
+use sealvol_client::peer::Trust;
 use sealvol_core::error::ErrorKind;
 use sealvol_core::read::ring::Ring;
 use sealvol_core::{Repository, Result};
 use sealvol_s3repo::{Address, Mode, Options};
-use sealvol_serve::credential::RingPublic;
-use sealvol_serve::peer::Trust;
+use sealvol_wire::membership::RingPublic;
 
 use crate::Setup;
 use crate::settings::Peers;
@@ -78,7 +78,7 @@ pub fn peers(
 ) -> Result<Vec<Arc<dyn sealvol_core::read::Peer>>> {
     urls.iter()
         .map(|u| {
-            let p = sealvol_serve::peer::HttpPeer::with_trust(u, key, trust.for_url(u))?;
+            let p = sealvol_client::peer::HttpPeer::with_trust(u, key, trust.for_url(u))?;
             // A peer that refuses the key would send every read to the origin in
             // silence: refuse to start instead. One that is down may come up.
             match p.check() {
@@ -108,7 +108,8 @@ pub fn ring(
         )),
         Peers::File(path) => {
             // A file's later lines have no remote engine among them to trust by name.
-            let (file, urls) = sealvol_serve::peer::PeersFile::open(path, key, trust.ring.clone())?;
+            let (file, urls) =
+                sealvol_client::peer::PeersFile::open(path, key, trust.ring.clone())?;
             // Checked now, as listed ones are; later changes are taken as they come.
             self::peers(&urls, key, trust, note)?;
             Ok((Arc::new(Ring::following(Box::new(file))), urls))
@@ -137,7 +138,7 @@ impl Setup {
                 ))
                 .hint("run `sealvol init` on the server, beside `sealvol serve`"));
             }
-            return sealvol_serve::remote::open(
+            return sealvol_client::remote::open(
                 url,
                 s.api_key.as_ref().map(|k| k.expose()),
                 &s.state.join("staging"),

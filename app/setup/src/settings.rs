@@ -170,7 +170,7 @@ impl Settings {
         };
         named
             .iter()
-            .map(|p| sealvol_serve::peer::check_url(p))
+            .map(|p| sealvol_client::peer::check_url(p))
             .collect::<Result<_>>()
             .map(Peers::Urls)
     }
@@ -417,7 +417,7 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
             .unwrap_or_default(),
         remote: remote
             .filter(|r| !r.is_empty())
-            .map(|r| sealvol_serve::remote::check_remote(&r))
+            .map(|r| sealvol_client::remote::check_remote(&r))
             .transpose()?,
         api_key: std::env::var("SEALVOL_API_KEY")
             .ok()

@@ -66,10 +66,10 @@ impl sealvol_csi::Mounter for Mounts {
         {
             Peers::Urls(urls) => Ok(urls),
             // Only the list is read here; each mount process checks its peers.
-            Peers::File(path) => Ok(sealvol_serve::peer::PeersFile::open(
+            Peers::File(path) => Ok(sealvol_client::peer::PeersFile::open(
                 &path,
                 key,
-                sealvol_serve::peer::Trust::Unknown,
+                sealvol_client::peer::Trust::Unknown,
             )?
             .1),
         }

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sealvol_client::remote::jobs::RemoteJobs;
 use sealvol_core::{Error, ErrorKind, Result};
 use sealvol_node::agent::socket::AgentClient;
 use sealvol_node::agent::{Agent, AgentSettings};
@@ -16,7 +17,6 @@ use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_node::log as job_log;
 use sealvol_node::sync;
 use sealvol_node::watch::WatchState;
-use sealvol_serve::remote::jobs::RemoteJobs;
 use sealvol_source::{Connector, SourceUrl};
 
 use super::Ctx;

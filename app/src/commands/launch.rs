@@ -140,7 +140,7 @@ impl Launch for Commands {
     fn secret_names(&self) -> Result<Vec<String>> {
         match &self.remote {
             Some((url, key)) => {
-                let jobs = sealvol_serve::remote::jobs::RemoteJobs::connect(url, key.as_deref())?;
+                let jobs = sealvol_client::remote::jobs::RemoteJobs::connect(url, key.as_deref())?;
                 let mut names: Vec<String> = jobs.secrets()?.into_iter().map(|s| s.name).collect();
                 names.sort();
                 names.dedup();

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use sealvol_client::peer::HttpPeer;
 use sealvol_core::Result;
 use sealvol_core::error::ErrorKind;
-use sealvol_serve::peer::HttpPeer;
-use sealvol_serve::report::Report;
+use sealvol_wire::ring::Report;
 
 use super::Ctx;
 use crate::config::Peers;
@@ -31,8 +31,12 @@ pub fn peers(ctx: &Ctx, flags: &[String], file: Option<&Path>, as_json: bool) ->
     let urls = match ctx.settings.peers_or(flags, file)? {
         Peers::Urls(urls) => urls,
         Peers::File(path) => {
-            sealvol_serve::peer::PeersFile::open(&path, None, sealvol_serve::peer::Trust::Unknown)?
-                .1
+            sealvol_client::peer::PeersFile::open(
+                &path,
+                None,
+                sealvol_client::peer::Trust::Unknown,
+            )?
+            .1
         }
     };
     let key = ctx.settings.api_key.as_ref().map(|k| k.expose());

@@ -5,8 +5,8 @@
 
 use std::io::{IsTerminal, Read};
 
+use sealvol_client::remote::jobs::RemoteJobs;
 use sealvol_core::{Error, Result};
-use sealvol_serve::remote::jobs::RemoteJobs;
 use sealvol_source::secrets;
 
 use super::Ctx;
@@ -145,7 +145,7 @@ fn namespace_for(url: &str, key: Option<&str>, given: Option<String>) -> Result<
     if let Some(ns) = given {
         return Ok(ns);
     }
-    let me = sealvol_serve::remote::whoami(url, key)?;
+    let me = sealvol_client::remote::whoami(url, key)?;
     match me.namespaces.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(Error::usage(format!(

@@ -464,10 +464,10 @@ fn fellows(
     peers: &[String],
     file: Option<&std::path::Path>,
 ) -> Result<Option<Arc<sealvol_core::read::ring::Ring>>> {
+    use sealvol_client::peer::{HttpPeer, PeersFile};
     use sealvol_core::read::ring::Ring;
-    use sealvol_serve::peer::{HttpPeer, PeersFile};
     if let Some(f) = file {
-        let (source, _) = PeersFile::open(f, None, sealvol_serve::peer::Trust::Unknown)?;
+        let (source, _) = PeersFile::open(f, None, sealvol_client::peer::Trust::Unknown)?;
         return Ok(Some(Arc::new(Ring::following(Box::new(source)))));
     }
     if peers.is_empty() {

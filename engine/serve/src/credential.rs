@@ -7,7 +7,8 @@
 //!   their public halves (the nodes'); no HTTP route reads either. The first server to
 //!   start makes one; `sealvol key rotate-ring` adds a new one, which signs from then
 //!   on, and keeps the one before so that what it signed still checks; older ones go.
-//!   Servers read the list again every `REFRESH`.
+//!   Servers read the list again every `REFRESH`. The list's format, the proof and its
+//!   check are the protocol's (`sealvol_wire::membership`); making and signing are here.
 //! - A server proves itself by signing a challenge a node or a fellow sent
 //!   (`GET /v1/ring/id?challenge=HEX`) with its instance id: only a holder of a ring key
 //!   can. A node sends its key to a peer only once the peer proved itself so.
@@ -20,12 +21,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::keys::Key;
 use sealvol_core::repo::Repository;
+use sealvol_wire::membership::{KeyList, Proof, RingPublic, StoredKey, proof_message, random};
 use serde::{Deserialize, Serialize};
 
 use crate::keys::Grant;
@@ -35,112 +37,12 @@ pub const REFRESH: Duration = Duration::from_secs(5);
 /// How long a pass is taken after it was made (the two servers' clocks may differ by
 /// some seconds).
 pub const PASS_LIFE: Duration = Duration::from_secs(60);
-/// The header a server sends a pass in.
-pub const PASS_HEADER: &str = "x-sealvol-ring-pass";
-/// What a proof of membership signs: this, the challenge, then the instance id.
-const PROOF_CONTEXT: &[u8] = b"sealvol ring membership v1\0";
 /// What a pass signs: this, then the pass's JSON.
 const PASS_CONTEXT: &[u8] = b"sealvol ring pass v1\0";
 /// The ring keys kept: the one signing and the one before.
 const KEPT: usize = 2;
 /// Nonces of passes taken, kept until they expire, at most this many.
 const MAX_SEEN: usize = 1 << 16;
-
-/// One ring key as the repository keeps it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Stored {
-    id: String,
-    public: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    private: Option<String>,
-    created: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct List {
-    format: u32,
-    keys: Vec<Stored>,
-}
-
-/// The public halves of the ring's keys: what checks a proof or a pass.
-#[derive(Debug, Clone, Default)]
-pub struct RingPublic {
-    keys: Vec<(String, Vec<u8>)>,
-}
-
-impl RingPublic {
-    fn from_list(list: &List) -> RingPublic {
-        RingPublic {
-            keys: list
-                .keys
-                .iter()
-                .filter_map(|k| Some((k.id.clone(), B64.decode(&k.public).ok()?)))
-                .collect(),
-        }
-    }
-
-    /// The ring's public keys as the repository keeps them for nodes, if it does.
-    pub fn read(repo: &Repository) -> Result<Option<RingPublic>> {
-        let Some(bytes) = repo.object_store().get(&Key::RingPublic.to_string())? else {
-            return Ok(None);
-        };
-        Ok(Some(RingPublic::parse(&bytes).map_err(|why| {
-            Error::corrupt(format!("{} is damaged: {why}", Key::RingPublic))
-        })?))
-    }
-
-    /// From a file a node was given (`ring_key` in config.toml): the repository's
-    /// `access/ring-public.json`, copied.
-    pub fn parse(bytes: &[u8]) -> std::result::Result<RingPublic, String> {
-        if bytes.len() > 64 << 10 {
-            return Err("larger than any list of ring keys".into());
-        }
-        let list: List = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        let p = RingPublic::from_list(&list);
-        match p.keys.is_empty() {
-            true => Err("it names no key".into()),
-            false => Ok(p),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    fn verify(&self, key_id: &str, message: &[u8], signature: &[u8]) -> bool {
-        self.keys
-            .iter()
-            .filter(|(id, _)| id == key_id)
-            .any(|(_, public)| {
-                UnparsedPublicKey::new(&ED25519, public)
-                    .verify(message, signature)
-                    .is_ok()
-            })
-    }
-
-    /// Whether `proof` is a ring member's answer to `challenge`.
-    pub fn proves(&self, challenge: &[u8; 32], proof: &Proof) -> bool {
-        let Ok(sig) = B64.decode(&proof.signature) else {
-            return false;
-        };
-        self.verify(&proof.key, &proof_message(challenge, &proof.id), &sig)
-    }
-}
-
-/// A server's answer to a challenge: its instance id, signed with a ring key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Proof {
-    pub id: String,
-    pub key: String,
-    pub signature: String,
-}
-
-fn proof_message(challenge: &[u8; 32], id: &str) -> Vec<u8> {
-    let mut m = PROOF_CONTEXT.to_vec();
-    m.extend_from_slice(challenge);
-    m.extend_from_slice(id.as_bytes());
-    m
-}
 
 /// What a pass carries: the caller's scope, for whom it is, when, and a nonce.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,7 +65,7 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn of(list: &List) -> Loaded {
+    fn of(list: &KeyList) -> Loaded {
         let signer = list.keys.iter().rev().find_map(|k| {
             let pkcs8 = B64.decode(k.private.as_deref()?).ok()?;
             let pair = Ed25519KeyPair::from_pkcs8(&pkcs8).ok()?;
@@ -186,39 +88,22 @@ pub struct Credential {
     seen: Mutex<HashMap<String, Instant>>,
 }
 
-fn random<const N: usize>() -> [u8; N] {
-    let mut b = [0u8; N];
-    if getrandom::fill(&mut b).is_err() {
-        // Nothing to make a secret with: a nonce that cannot be guessed is out of reach,
-        // so nothing signed or challenged with it may pass. A clock-made one at least
-        // differs; the checks that need secrecy fail closed elsewhere.
-        let t = sealvol_core::read::now_ms();
-        b[..8.min(N)].copy_from_slice(&t.to_le_bytes()[..8.min(N)]);
-    }
-    b
-}
-
-/// A fresh challenge for a server to prove itself with.
-pub fn challenge() -> [u8; 32] {
-    random::<32>()
-}
-
-fn read_list(repo: &Repository) -> Result<Option<List>> {
+fn read_list(repo: &Repository) -> Result<Option<KeyList>> {
     let Some(bytes) = repo.object_store().get(&Key::RingKeys.to_string())? else {
         return Ok(None);
     };
-    let list: List = serde_json::from_slice(&bytes)
+    let list: KeyList = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(format!("{} is damaged: {e}", Key::RingKeys)))?;
     Ok(Some(list))
 }
 
-fn new_key() -> Result<Stored> {
+fn new_key() -> Result<StoredKey> {
     let rng = aws_lc_rs::rand::SystemRandom::new();
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
         .map_err(|_| Error::new(ErrorKind::Io, "cannot make a ring key"))?;
     let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
         .map_err(|_| Error::new(ErrorKind::Io, "cannot make a ring key"))?;
-    Ok(Stored {
+    Ok(StoredKey {
         id: hex::encode(random::<8>()),
         public: B64.encode(pair.public_key().as_ref()),
         private: Some(B64.encode(pkcs8.as_ref())),
@@ -228,19 +113,23 @@ fn new_key() -> Result<Stored> {
 
 /// Writes `list` (the whole keys, and their public halves for nodes): the public halves
 /// first, so that whatever a new key signs already checks.
-fn write(repo: &Repository, list: &List, expect: Option<&sealvol_core::store::ETag>) -> Result<()> {
-    let public = List {
+fn write(
+    repo: &Repository,
+    list: &KeyList,
+    expect: Option<&sealvol_core::store::ETag>,
+) -> Result<()> {
+    let public = KeyList {
         format: 1,
         keys: list
             .keys
             .iter()
-            .map(|k| Stored {
+            .map(|k| StoredKey {
                 private: None,
                 ..k.clone()
             })
             .collect(),
     };
-    let json = |l: &List| {
+    let json = |l: &KeyList| {
         serde_json::to_vec_pretty(l)
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the ring's keys: {e}")))
     };
@@ -266,11 +155,11 @@ pub fn rotate(repo: &Repository) -> Result<String> {
     let store = repo.object_store();
     let (mut list, etag) = match store.get_versioned(&Key::RingKeys.to_string())? {
         Some((bytes, etag)) => {
-            let list: List = serde_json::from_slice(&bytes)
+            let list: KeyList = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::corrupt(format!("{} is damaged: {e}", Key::RingKeys)))?;
             (list, Some(etag))
         }
-        None => (List::default(), None),
+        None => (KeyList::default(), None),
     };
     let key = new_key()?;
     let id = key.id.clone();
@@ -288,7 +177,7 @@ impl Credential {
         let list = match read_list(&repo)? {
             Some(l) => l,
             None => {
-                let list = List {
+                let list = KeyList {
                     format: 1,
                     keys: vec![new_key()?],
                 };

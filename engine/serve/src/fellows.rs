@@ -26,7 +26,7 @@ use sealvol_core::read::add;
 use sealvol_core::read::liveness::{self, Asked};
 use sealvol_core::read::ring::Ring;
 
-use crate::peer::HttpPeer;
+use sealvol_client::peer::HttpPeer;
 
 /// How long a fellow's proven id stands; and how soon one that did not prove one is
 /// asked again.

@@ -325,7 +325,7 @@ async fn no_panics(req: Request, next: Next) -> Response {
 async fn authenticate(State(served): State<Served>, mut req: Request, next: Next) -> Response {
     let pass = req
         .headers()
-        .get(crate::credential::PASS_HEADER)
+        .get(sealvol_wire::membership::PASS_HEADER)
         .and_then(|v| v.to_str().ok());
     if let Some(pass) = pass
         && req.headers().get(header::AUTHORIZATION).is_none()
@@ -457,7 +457,7 @@ pub struct Passed;
 
 /// What this server served and read, for `sealvol peers` (any key: counters only).
 async fn ring_report(State(served): State<Served>) -> Response {
-    crate::reply::json(&crate::report::Report::of(&served.chunks))
+    crate::reply::json(&crate::report::report(&served.chunks))
 }
 
 async fn run(

@@ -17,19 +17,16 @@
 //! - `maintenance`: garbage collection on a schedule (`--gc-every`);
 //! - `metrics`: a mount's Prometheus text and the endpoint that serves it;
 //! - `objects`: the remote engine's routes, and what each key may touch;
-//! - `ops`: the operations a key holder asks the server to make; `named`: how a push
-//!   names chunks to it, and `possession`: which chunks a key may name (a hash is not
-//!   a key);
-//! - `peer`: the client a node's read path uses (`read::Peer`);
+//! - `ops`: the operations a key holder asks the server to make, and `possession`:
+//!   which chunks a push may name (a hash is not a key);
 //! - `quota`: a push past its namespace's quota refused before its packs are stored;
 //! - `range`: a request's `Range`, one range checked against the size read;
-//! - `remote`: the client a remote CLI or console uses (an `ObjectStore`);
 //! - `report`: what a server says of itself to `sealvol peers`;
-//! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`) and its clients;
-//! - `wire`: what server and clients say beyond a route's name (a run request, the
-//!   ring id's route).
+//! - `tls`: rustls for the server (`--tls-cert`, `--tls-key`).
+//!
+//! What it says to its clients is `sealvol_wire`'s; its clients are `sealvol_client`,
+//! which it uses itself to ask its fellows.
 
-pub mod address;
 pub mod budget;
 pub mod checked;
 pub mod chunks;
@@ -48,13 +45,11 @@ pub mod maintenance;
 pub mod metrics;
 pub mod objects;
 pub mod ops;
-pub mod peer;
 pub mod possession;
 pub mod quota;
 pub mod range;
 pub mod reach;
 pub mod registry;
-pub mod remote;
 pub mod reply;
 pub mod report;
 pub mod tls;

@@ -1,6 +1,5 @@
-//! TLS for `sealvol serve` (`--tls-cert`, `--tls-key`) and for its clients: rustls with
-//! aws-lc-rs, the one TLS stack of the build. Clients trust the system's roots, and the
-//! PEM certificates in `SEALVOL_CA_CERT` (a private CA, a self-signed server).
+//! TLS for `sealvol serve` (`--tls-cert`, `--tls-key`): rustls with aws-lc-rs, the one
+//! TLS stack of the build. Its clients' side is `sealvol_client::tls`.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,16 +8,13 @@ use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::error::{Error, Result};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 /// A client that has not finished its handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The certificates a client trusts besides the system's, PEM (env).
-pub const CA_ENV: &str = "SEALVOL_CA_CERT";
 
 /// The server's side of TLS from a certificate chain and its key, both PEM files.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
@@ -102,31 +98,4 @@ impl axum::serve::Listener for TlsListener {
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
         Ok(self.addr)
     }
-}
-
-/// A blocking HTTP client for a `sealvol serve`, trusting `SEALVOL_CA_CERT` too.
-pub fn client(connect: Duration, total: Duration) -> Result<reqwest::blocking::Client> {
-    let mut b = reqwest::blocking::Client::builder()
-        .connect_timeout(connect)
-        .timeout(total);
-    if let Some(path) = std::env::var_os(CA_ENV) {
-        let path = std::path::PathBuf::from(path);
-        let pem = std::fs::read(&path).map_err(|e| Error::io("cannot read", &path, e))?;
-        let not_pem = |why: String| {
-            Error::invalid(format!("{CA_ENV}={}: {why}", path.display())).hint(
-                "point it at the CA (or self-signed) certificate the server's --tls-cert chains to, in PEM",
-            )
-        };
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| not_pem(format!("not PEM certificates: {e}")))?;
-        // A file with no PEM certificate in it would otherwise be passed over in silence.
-        if certs.is_empty() {
-            return Err(not_pem("holds no PEM certificate".into()));
-        }
-        for c in certs {
-            b = b.add_root_certificate(c);
-        }
-    }
-    b.build()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))
 }

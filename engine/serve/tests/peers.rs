@@ -11,8 +11,8 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::routing::post;
+use sealvol_client::peer::HttpPeer;
 use sealvol_core::read::{Chunks, Peer, Tiers};
-use sealvol_serve::peer::HttpPeer;
 
 use common::{Server, server, want_run};
 

@@ -277,7 +277,7 @@ fn pull(
 fn remote(t: &Teams, key: &str) -> Repository {
     let staging = t.s.dir.path().join(format!("staging-{}", &key[4..5]));
     std::fs::create_dir_all(&staging).unwrap();
-    sealvol_serve::remote::open(&t.s.url, Some(key), &staging).unwrap()
+    sealvol_client::remote::open(&t.s.url, Some(key), &staging).unwrap()
 }
 
 #[test]

@@ -11,13 +11,14 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use common::{Server, server};
+use sealvol_client::peer::{HttpPeer, Trust};
 use sealvol_core::error::ErrorKind;
 use sealvol_core::read::ring::Ring;
 use sealvol_core::read::{Chunks, Peer, Tiers};
 use sealvol_serve::ChunkService;
-use sealvol_serve::credential::{Credential, RingPublic};
+use sealvol_serve::credential::Credential;
 use sealvol_serve::keys::Grant;
-use sealvol_serve::peer::{HttpPeer, Trust};
+use sealvol_wire::membership::RingPublic;
 
 /// A server that is not one of the ring: it answers every request 200 with `answer`
 /// and keeps every request's head.
@@ -118,7 +119,7 @@ fn a_proof_answers_this_challenge_only_and_bad_challenges_are_refused() {
         &[("authorization", "none")],
     );
     assert_eq!(status, 200);
-    let proof: sealvol_serve::credential::Proof = serde_json::from_slice(&body).unwrap();
+    let proof: sealvol_wire::membership::Proof = serde_json::from_slice(&body).unwrap();
     assert_eq!(proof.id, id);
     assert!(public.proves(&challenge, &proof));
     assert!(
@@ -143,7 +144,7 @@ fn a_proof_answers_this_challenge_only_and_bad_challenges_are_refused() {
         &format!("/v1/ring/id?challenge={}", hex(&challenge)),
         &[("authorization", "none")],
     );
-    let after: sealvol_serve::credential::Proof = serde_json::from_slice(&body).unwrap();
+    let after: sealvol_wire::membership::Proof = serde_json::from_slice(&body).unwrap();
     assert_ne!(after.key, before.key, "the new key signs");
     assert!(public.proves(&challenge, &after));
 }
@@ -281,14 +282,14 @@ fn nodes_read_the_rings_public_keys_through_their_remote_engine_and_no_one_its_p
     let team = sealvol_serve::keys::create(&s.place(), "team", false, vec!["t".into()]).unwrap();
     for key in [&nodes, &team, &s.key] {
         let staging = tempfile::tempdir().unwrap();
-        let remote = sealvol_serve::remote::open(&s.url, Some(key), staging.path()).unwrap();
+        let remote = sealvol_client::remote::open(&s.url, Some(key), staging.path()).unwrap();
         let through = RingPublic::read(&remote).unwrap().expect("the public keys");
         let challenge = [3u8; 32];
         let (_, _, body) = s.get(
             &format!("/v1/ring/id?challenge={}", hex(&challenge)),
             &[("authorization", "none")],
         );
-        let proof: sealvol_serve::credential::Proof = serde_json::from_slice(&body).unwrap();
+        let proof: sealvol_wire::membership::Proof = serde_json::from_slice(&body).unwrap();
         assert!(through.proves(&challenge, &proof));
         // The private keys: no key reads them, the admin's neither; no key writes either.
         let store = remote.object_store();

@@ -7,9 +7,12 @@
 //! - `named`: how a push names chunks (chunk lists and small files, in bytes);
 //! - `objects`: the object routes' listing page, the key's own view, the version header;
 //! - `jobs`: a server-side job as a client submits it, and stored secrets as listed;
-//! - `ring`: what servers of a ring and their readers say (run requests, the id route).
+//! - `ring`: what servers of a ring and their readers say (run requests, the id route,
+//!   a server's report of itself);
+//! - `membership`: the ring's keys, the challenge and the proof a server answers it with.
 
 pub mod jobs;
+pub mod membership;
 pub mod named;
 pub mod objects;
 pub mod ops;

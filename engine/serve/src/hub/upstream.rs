@@ -144,7 +144,7 @@ impl Upstream {
                 "{base:.100} is not an upstream Hub's address: give http://HOST[:PORT][/PATH] or https://…"
             ));
         }
-        let http = crate::tls::client(Duration::from_secs(10).min(patience), patience)
+        let http = sealvol_client::tls::client(Duration::from_secs(10).min(patience), patience)
             .map_err(|e| e.to_string())?;
         Ok(Upstream {
             base: base.trim_end_matches('/').to_string(),

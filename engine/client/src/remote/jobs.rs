@@ -1,4 +1,4 @@
-//! The client of the server's jobs (`crate::jobs`): the same `JobsApi` as a local
+//! The client of the server's jobs (serve's `jobs`): the same `JobsApi` as a local
 //! agent, so `volume sync`, `jobs …` and the console work the same on a remote engine,
 //! with the work done on the server. Following a job reads its event stream and, when
 //! the connection is cut (a network blip, the server restarting), comes back with the

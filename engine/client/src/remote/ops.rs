@@ -1,5 +1,5 @@
 //! The operations a client asks its server for (`sealvol_core::remote::Remote`), over
-//! the server's `/v1/ops/` routes (`crate::ops`, which says what each checks).
+//! the server's `/v1/ops/` routes (serve's `ops.rs`, which says what each checks).
 
 use std::sync::Arc;
 

@@ -45,7 +45,7 @@ pub enum Trust {
     Named,
     /// Sent once the peer proved, with one of these keys, that it is a server of the
     /// ring (`GET /v1/ring/id?challenge=`); proven again every `PROVE_EVERY`.
-    Ring(Arc<crate::credential::RingPublic>),
+    Ring(Arc<sealvol_wire::membership::RingPublic>),
     /// No ring key to check a peer with: the key is never sent.
     Unknown,
 }
@@ -107,8 +107,8 @@ impl HttpPeer {
 
     /// Asks the peer to prove it is a server of the ring `public` signs for; its
     /// instance id once it did. Its answer is read within a bound; the key is not sent.
-    pub fn member_id(&self, public: &crate::credential::RingPublic) -> Result<String> {
-        let challenge = crate::credential::challenge();
+    pub fn member_id(&self, public: &sealvol_wire::membership::RingPublic) -> Result<String> {
+        let challenge = sealvol_wire::membership::challenge();
         let url = format!(
             "{}{}?challenge={}",
             self.url,
@@ -137,7 +137,7 @@ impl HttpPeer {
         resp.take(4096)
             .read_to_end(&mut body)
             .map_err(|_| not_member("its answer was cut short"))?;
-        let proof: crate::credential::Proof =
+        let proof: sealvol_wire::membership::Proof =
             serde_json::from_slice(&body).map_err(|_| not_member("its answer is no proof"))?;
         match public.proves(&challenge, &proof) {
             true => Ok(proof.id),
@@ -280,7 +280,7 @@ impl HttpPeer {
 
     /// What the server says of itself (`GET /v1/ring`): `Unavailable` when it cannot be
     /// reached or answers otherwise, `Denied` when it refuses the key.
-    pub fn report(&self) -> Result<crate::report::Report> {
+    pub fn report(&self) -> Result<sealvol_wire::ring::Report> {
         // The peer's address is beside its row: said once, there.
         let resp = self.get("/v1/ring").map_err(|e| match e.kind() {
             ErrorKind::Unavailable => Error::new(
@@ -367,7 +367,7 @@ impl HttpPeer {
         let mut post = self.client.post(&self.runs);
         match auth {
             Some(Auth::Key(k)) => post = post.bearer_auth(k),
-            Some(Auth::Pass(p)) => post = post.header(crate::credential::PASS_HEADER, p),
+            Some(Auth::Pass(p)) => post = post.header(sealvol_wire::membership::PASS_HEADER, p),
             None => {}
         }
         if forwarded {
