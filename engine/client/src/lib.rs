@@ -6,9 +6,11 @@
 //! - `remote`: the remote engine a CLI or console elsewhere uses: the repository's
 //!   objects as an `ObjectStore`, its operations, and the server's jobs;
 //! - `address`: a server's address checked before any request, a failure told by cause;
+//! - `protocol`: the protocol's version said on every request, a server too old refused;
 //! - `tls`: the clients' TLS (the system's roots and `SEALVOL_CA_CERT`).
 
 pub mod address;
 pub mod peer;
+pub mod protocol;
 pub mod remote;
 pub mod tls;

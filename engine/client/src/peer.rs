@@ -63,7 +63,7 @@ impl HttpPeer {
     /// A peer at `url` that is sent key `key` only as `trust` says.
     pub fn with_trust(url: &str, key: Option<&str>, trust: Trust) -> Result<HttpPeer> {
         let base = check_url(url)?;
-        let client = crate::tls::client(CONNECT_TIMEOUT, RUN_TIMEOUT)?;
+        let client = crate::protocol::client(CONNECT_TIMEOUT, RUN_TIMEOUT)?;
         Ok(HttpPeer {
             runs: format!("{base}/v1/runs"),
             url: base,
@@ -130,6 +130,7 @@ impl HttpPeer {
             .get(url)
             .send()
             .map_err(|e| self.unreachable(&e))?;
+        crate::protocol::check(&self.url, &resp)?;
         if !resp.status().is_success() {
             return Err(not_member(&format!("it answered {}", resp.status())));
         }
@@ -180,7 +181,9 @@ impl HttpPeer {
         if let Some(k) = self.key_to_send()? {
             get = get.bearer_auth(k);
         }
-        get.send().map_err(|e| self.unreachable(&e))
+        let resp = get.send().map_err(|e| self.unreachable(&e))?;
+        crate::protocol::check(&self.url, &resp)?;
+        Ok(resp)
     }
 
     /// A peer that could not be asked: it may come up, reads pass it over meanwhile.
@@ -238,6 +241,7 @@ impl Peer for HttpPeer {
             .timeout(PROBE_TIMEOUT)
             .send()
             .map_err(|e| self.unreachable(&e))?;
+        crate::protocol::check(&self.url, &resp)?;
         match resp.status().as_u16() {
             200 => Ok(()),
             s => Err(Error::new(
@@ -331,6 +335,7 @@ impl HttpPeer {
                     format!("cannot reach it: {}", crate::address::root_cause(&e)),
                 )
             })?;
+        crate::protocol::check(&self.url, &resp)?;
         if !resp.status().is_success() {
             return Err(Error::new(
                 ErrorKind::Unavailable,
@@ -378,6 +383,7 @@ impl HttpPeer {
             .body(body)
             .send()
             .map_err(|e| unavailable(format!("cannot reach it: {e}")))?;
+        crate::protocol::check(&self.url, &resp)?;
         let status = resp.status();
         if !status.is_success() {
             let text = resp.text().unwrap_or_default();

@@ -9,8 +9,16 @@ use sealvol_core::error::{Error, ErrorKind, Result};
 /// The certificates a client trusts besides the system's, PEM (env).
 pub const CA_ENV: &str = "SEALVOL_CA_CERT";
 
-/// A blocking HTTP client for a `sealvol serve`, trusting `SEALVOL_CA_CERT` too.
+/// A blocking HTTP client trusting `SEALVOL_CA_CERT` too (a `sealvol serve`'s clients
+/// add the protocol's version: `crate::protocol::client`).
 pub fn client(connect: Duration, total: Duration) -> Result<reqwest::blocking::Client> {
+    builder(connect, total)?
+        .build()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))
+}
+
+/// `client`'s settings, to add to.
+pub fn builder(connect: Duration, total: Duration) -> Result<reqwest::blocking::ClientBuilder> {
     let mut b = reqwest::blocking::Client::builder()
         .connect_timeout(connect)
         .timeout(total);
@@ -32,6 +40,5 @@ pub fn client(connect: Duration, total: Duration) -> Result<reqwest::blocking::C
             b = b.add_root_certificate(c);
         }
     }
-    b.build()
-        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot set up an HTTP client: {e}")))
+    Ok(b)
 }

@@ -25,7 +25,8 @@ pub enum ErrorKind {
     Race,
     /// Data in the repository fails its checks.
     Corrupt,
-    /// The repository uses a format this build does not know.
+    /// The repository uses a format this build does not know, or a server or client a
+    /// protocol version it does not speak (`sealvol_wire::protocol`).
     Format,
     /// The input changed while it was being read.
     Changed,

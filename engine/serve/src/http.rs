@@ -254,7 +254,29 @@ pub fn router(served: Served) -> Router {
     probes
         .merge(keyed)
         .layer(middleware::from_fn(no_panics))
+        .layer(middleware::from_fn(protocol))
         .with_state(served)
+}
+
+/// Every answer says this server's protocol version; a client too old for it is
+/// answered `426` before anything else reads its request (`sealvol_wire::protocol`).
+async fn protocol(req: Request, next: Next) -> Response {
+    use sealvol_wire::protocol as p;
+    let said = p::said(req.headers().get(p::HEADER).map(|v| v.as_bytes()));
+    let mut answer = match said {
+        Err(why) => crate::reply::failed(sealvol_core::Error::invalid(why)),
+        Ok(client) => match p::client_refused(client) {
+            Some(why) => crate::reply::error_response(
+                StatusCode::UPGRADE_REQUIRED,
+                &sealvol_core::Error::new(sealvol_core::error::ErrorKind::Format, why),
+            ),
+            None => next.run(req).await,
+        },
+    };
+    answer
+        .headers_mut()
+        .insert(p::HEADER, HeaderValue::from(p::PROTOCOL));
+    answer
 }
 
 /// `/readyz`: 200 once the repository answers a small request, 503 while it does not.

@@ -2,6 +2,7 @@
 //! reading through the ring, a fellow server): what each side builds and reads, so a
 //! client needs nothing of the server's code and the server nothing of its clients'.
 //!
+//! - `protocol`: the protocol's version, said both ways, and who answers whom;
 //! - `ops`: the `/v1/ops/` bodies a push and the registry's operations send and get
 //!   back, with their limits and headers;
 //! - `named`: how a push names chunks (chunk lists and small files, in bytes);
@@ -16,4 +17,5 @@ pub mod membership;
 pub mod named;
 pub mod objects;
 pub mod ops;
+pub mod protocol;
 pub mod ring;

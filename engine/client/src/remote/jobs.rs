@@ -37,7 +37,7 @@ impl RemoteJobs {
         let quiet = sealvol_wire::jobs::KEEP_ALIVE * 3;
         Ok(RemoteJobs {
             link: Link::new(&base, &key)?,
-            streams: crate::tls::client(
+            streams: crate::protocol::client(
                 sealvol_core::patience::connect(),
                 sealvol_core::patience::total().max(quiet),
             )?,

@@ -21,7 +21,7 @@ impl Link {
         Ok(Link {
             base: base.to_string(),
             key: key.to_string(),
-            client: crate::tls::client(patience::connect(), patience::total())?,
+            client: crate::protocol::client(patience::connect(), patience::total())?,
             traffic: Traffic::default(),
         })
     }
@@ -32,12 +32,13 @@ impl Link {
         patience::total() + Duration::from_secs(bytes >> 20)
     }
 
-    /// Sends a request with the key; a server that cannot be reached is `Unavailable`.
+    /// Sends a request with the key; a server that cannot be reached is `Unavailable`,
+    /// one too old for this client `Format` (`crate::protocol`).
     pub fn send(
         &self,
         req: reqwest::blocking::RequestBuilder,
     ) -> Result<reqwest::blocking::Response> {
-        req.bearer_auth(&self.key).send().map_err(|e| {
+        let resp = req.bearer_auth(&self.key).send().map_err(|e| {
             if e.is_timeout() {
                 return Error::new(
                     ErrorKind::Unavailable,
@@ -50,7 +51,9 @@ impl Link {
                 .hint("check that `sealvol serve` runs there and the network; --timeout sets how long to wait");
             }
             crate::address::unreachable(&self.base, &e)
-        })
+        })?;
+        crate::protocol::check(&self.base, &resp)?;
+        Ok(resp)
     }
 
     /// The engine's error the server sent, rebuilt.
