@@ -869,7 +869,8 @@ fn a_peer_that_does_not_prove_it_is_of_the_ring_is_said_at_once_and_sent_no_key(
     let other = Env::new();
     other.ok(&["init"]);
     let elsewhere = serve(&other, &[]);
-    // Something that answers anything with 200 and `{}`, keeping what it was sent.
+    // Something that answers anything with 200 and `{}` (saying this build's protocol
+    // version, as a server would), keeping what it was sent.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let anything = format!("http://{}", listener.local_addr().unwrap());
     let heard = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
@@ -883,8 +884,12 @@ fn a_peer_that_does_not_prove_it_is_of_the_ring_is_said_at_once_and_sent_no_key(
             kept.lock()
                 .unwrap()
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
-            let _ =
-                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\n{}: {}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+                sealvol_wire::protocol::HEADER,
+                sealvol_wire::protocol::PROTOCOL
+            );
         }
     });
     let peers = env.path("peers");

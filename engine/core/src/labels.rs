@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind, Result};
 // What a change is asked and answers, as plain data below the engine and the server.
 use crate::keys::Key;
+pub use crate::ops::LabelRequest;
 pub use crate::outcomes::{LabelChange, LabelsChanged};
 use crate::refs::{Digest, Name, Ref, VolumeName};
-pub use crate::remote::LabelRequest;
 use crate::repo::{Repository, json_error};
 use crate::stamp::{now_rfc3339, whoami};
 
@@ -109,6 +109,19 @@ fn label_key(vol: &VolumeName, d: &Digest) -> String {
     Key::Labels(vol.clone(), *d).to_string()
 }
 
+/// Why a label change cannot be asked for as it is: a key removed that is no name or
+/// that is also set, or what it sets is no labels (`check`).
+pub fn check_request(req: &LabelRequest) -> Result<()> {
+    for k in &req.remove {
+        Name::parse("label key", k)?;
+        if req.set.contains_key(k) {
+            return Err(Error::invalid(format!("label {k} is both set and removed"))
+                .hint("give each key once"));
+        }
+    }
+    check(&req.set)
+}
+
 impl Repository {
     /// The labels of `vol@d` now: its label object's when it reads back and is of this
     /// version, else `sealed` (the manifest's). A damaged one is reported and ignored.
@@ -165,18 +178,7 @@ impl Repository {
     /// compare-and-swap with its history kept. A key to remove that the version does
     /// not carry is an error naming the ones it does; the result is checked as a
     /// push's labels are.
-    pub fn change_labels(&self, req: &LabelRequest) -> Result<LabelsChanged> {
-        for k in &req.remove {
-            Name::parse("label key", k)?;
-            if req.set.contains_key(k) {
-                return Err(Error::invalid(format!("label {k} is both set and removed"))
-                    .hint("give each key once"));
-            }
-        }
-        check(&req.set)?;
-        if let Some(remote) = self.remote() {
-            return remote.change_labels(req);
-        }
+    pub(crate) fn change_labels_here(&self, req: &LabelRequest) -> Result<LabelsChanged> {
         let (vol, d) = (&req.volume, &req.digest);
         let manifest = self
             .manifest(vol, d)

@@ -6,16 +6,12 @@
 //! manifests, listings, summaries, tags, trash and damage records, garbage-collection
 //! rounds) the server writes, after checking what it was asked.
 //!
-//! `Repository` routes each such write here when it has a remote (`Repository::
-//! remote`), so the push, tag, trash and gc code is the same against a folder, a
-//! bucket or a server.
+//! The registry's operations are asked of it as of the repository itself
+//! (`ops::Registry`, `registry/`); what a push asks beyond them is this `Remote`.
 
-use crate::digest::{Entry, Hash};
+use crate::digest::Hash;
 use crate::error::Result;
-use crate::objects::{PackEntry, PackId};
-use crate::outcomes::{Deleted, GcReport, Provenance, Restored, Sealed, TagMoved, VersionStats};
 use crate::possession::{Challenge, Evidence, Named};
-use crate::refs::{Digest, Name, Ref, VolumeName};
 
 /// Whether the server holds a chunk a push asks about, as far as the push may know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,38 +35,10 @@ pub struct HeldAnswer {
     pub challenge: Option<Challenge>,
 }
 
-/// What a seal asks the server for: a version of files whose chunk lists it holds.
-#[derive(Debug, Clone)]
-pub struct SealRequest {
-    pub volume: VolumeName,
-    pub tags: Vec<Name>,
-    pub entries: Vec<Entry>,
-    pub stats: VersionStats,
-    pub provenance: Provenance,
-}
-
-/// A tag change a client asks for: a move (`to`) or a removal (`None`), with the
-/// compare-and-swap's expectation as `Repository::move_tag` takes it.
-#[derive(Debug, Clone)]
-pub struct TagRequest {
-    pub volume: VolumeName,
-    pub tag: Name,
-    pub to: Option<Digest>,
-    pub expected: Option<Option<Digest>>,
-    /// When the tag stops resolving (RFC 3339).
-    pub expires: Option<String>,
-}
-
-/// A label change a client asks for (`Repository::change_labels`).
-#[derive(Debug, Clone)]
-pub struct LabelRequest {
-    pub volume: VolumeName,
-    pub digest: Digest,
-    pub set: std::collections::BTreeMap<String, String>,
-    pub remove: Vec<String>,
-}
-
-pub trait Remote: Send + Sync {
+/// What a push asks of the server that owns the repository's writes, beyond the
+/// registry's operations (`ops::Registry`): which chunks and files it holds, and the
+/// chunk lists it proves and writes itself. A local push writes those itself.
+pub trait Remote: crate::ops::Registry {
     /// Which of `hashes` the repository holds a usable copy of (a chunk is stored once
     /// for all namespaces), and which of those the key may name without proving that
     /// it holds the bytes: a push uploads only the others.
@@ -92,32 +60,4 @@ pub trait Remote: Send + Sync {
     /// evidence (then it needs no list, and counts as sent); the others' lists are sent
     /// with `put_list`. One request for many files, where `put_list` would be one each.
     fn put_small_files(&self, files: &[(Hash, u64, Evidence)]) -> Result<Vec<bool>>;
-
-    fn seal(&self, req: &SealRequest) -> Result<Sealed>;
-
-    /// Asks the server to store a signature of `vol@digest`, which it checks as
-    /// `Repository::put_signature` does. Returns its object key, and whether it is new.
-    fn put_signature(
-        &self,
-        vol: &VolumeName,
-        digest: &Digest,
-        bytes: &[u8],
-    ) -> Result<(String, bool)>;
-
-    fn change_tag(&self, req: &TagRequest) -> Result<TagMoved>;
-
-    /// Asks the server to change a version's labels (`Repository::change_labels`).
-    fn change_labels(&self, req: &LabelRequest) -> Result<crate::outcomes::LabelsChanged>;
-
-    fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted>;
-
-    fn restore_version(&self, r: &Ref) -> Result<Restored>;
-
-    /// Says that the copy of `entry` in `pack` failed its hash here; the server reads
-    /// it itself and records it only if it fails there too.
-    fn report_damage(&self, pack: &PackId, entry: &PackEntry) -> Result<()>;
-
-    /// A garbage collection, run by the server (admin keys only); it condemns and
-    /// sweeps what is due without waiting out the grace period in the request.
-    fn collect(&self, dry_run: bool) -> Result<GcReport>;
 }

@@ -1,6 +1,7 @@
 //! A repository: its format file (`sealvol.repo`), its objects by kind (packs, their
-//! indexes, file chunk lists; manifests and tags in `registry.rs`), and the chunk index
-//! that tells a writer which chunks the repository already holds.
+//! indexes, file chunk lists; manifests in `manifest.rs`, the registry in
+//! `registry/`), and the chunk index that tells a writer which chunks the repository
+//! already holds.
 //!
 //! Only this module and the registry know where an object lives in the store (its
 //! key): every other part asks for a typed object by the hash or name that identifies
@@ -157,7 +158,8 @@ pub struct Repository {
     /// another (`other_copy`); with when it was loaded.
     copies: std::sync::Mutex<Option<(std::time::Instant, std::sync::Arc<ChunkIndex>)>>,
     /// The server that owns this repository's writes, when it is reached through one
-    /// (`remote.rs`): writes below go to it as operations.
+    /// (`remote.rs`): the registry's operations go to it (`registry/`), and a push
+    /// asks it which chunks it holds and to write chunk lists.
     remote: Option<std::sync::Arc<dyn crate::remote::Remote>>,
 }
 
@@ -432,20 +434,14 @@ impl Repository {
         Ok(out)
     }
 
-    /// Writes down that the copy of `entry` in `pack` fails its hash. Idempotent; a
-    /// failure to write is logged, never made the reader's error (which already says
-    /// what is wrong).
-    pub fn record_damage(&self, pack: &PackId, entry: &PackEntry, found_by: &str) {
-        if let Some(remote) = &self.remote {
-            if let Err(e) = remote.report_damage(pack, entry) {
-                tracing::warn!(
-                    "cannot tell the server that chunk {} in pack {} fails its hash: {e}",
-                    entry.hash.hex(),
-                    pack.hex()
-                );
-            }
-            return;
-        }
+    /// Writes down here that the copy of `entry` in `pack` fails its hash (found by
+    /// `found_by`). Idempotent.
+    pub(crate) fn record_damage_here(
+        &self,
+        pack: &PackId,
+        entry: &PackEntry,
+        found_by: &str,
+    ) -> Result<()> {
         let rec = DamageRecord {
             pack: pack.hex(),
             chunk: entry.hash.hex(),
@@ -455,16 +451,10 @@ impl Repository {
             by: crate::stamp::whoami(),
             at: crate::stamp::now_rfc3339(),
         };
-        let write = serde_json::to_vec_pretty(&rec)
-            .map_err(json_error)
-            .and_then(|b| self.store.put_if_absent(&damage_key(pack, &entry.hash), &b));
-        if let Err(e) = write {
-            tracing::warn!(
-                "cannot record damage to chunk {} in pack {}: {e}",
-                entry.hash.hex(),
-                pack.hex()
-            );
-        }
+        let bytes = serde_json::to_vec_pretty(&rec).map_err(json_error)?;
+        self.store
+            .put_if_absent(&damage_key(pack, &entry.hash), &bytes)
+            .map(|_| ())
     }
 
     /// Writes down that the chunk list of file `hash` failed its proof: it names other

@@ -12,7 +12,7 @@
 //! gone; a restore finds them where they were.
 //!
 //! What a writer may store (docs/SEMANTICS.md, "Signatures"), here and through a
-//! server alike (which takes signatures only as an operation, `Remote::put_signature`):
+//! server alike (which takes signatures only as an operation, `ops::Registry::put_signature`):
 //! only beside a version that exists, no larger than a signature of that version can be
 //! (`max_bytes`, from its files), at most `MAX_SIGNATURES` per version, counted when
 //! written, and at most `MAX_PER_SIGNER` per signer (by the key hint a signature
@@ -44,7 +44,7 @@ pub const MAX_SIGNATURE_BYTES: usize = 512 << 20;
 /// file its name (JSON-escaped at worst six bytes a byte), digest and keys, all in
 /// base64. A larger object is no signature of it: it is neither stored nor read, so a
 /// crafted 512 MiB object costs nobody anything.
-pub fn max_bytes(manifest: &crate::registry::Manifest) -> usize {
+pub fn max_bytes(manifest: &crate::manifest::Manifest) -> usize {
     let per_file: usize = manifest
         .entries
         .iter()
@@ -100,26 +100,15 @@ fn folder(vol: &VolumeName, digest: &Digest) -> String {
 }
 
 impl Repository {
-    /// Stores a signature of `vol@digest` (a live version, or one in the trash);
-    /// `false` when the same bytes were stored already. Through a server, the server
-    /// checks and stores it (`Remote::put_signature`).
-    pub fn put_signature(
+    /// Stores a signature of `vol@digest` here (a live version, or one in the trash):
+    /// its key, and `false` when the same bytes were stored already
+    /// (`Registry::put_signature` as `Here` makes it).
+    pub(crate) fn put_signature_here(
         &self,
         vol: &VolumeName,
         digest: &Digest,
         bytes: &[u8],
-    ) -> Result<(Stored, bool)> {
-        if let Some(remote) = self.remote() {
-            let (key, new) = remote.put_signature(vol, digest, bytes)?;
-            return Ok((
-                Stored {
-                    hash: Hash::of(bytes),
-                    key,
-                    bytes: bytes.to_vec(),
-                },
-                new,
-            ));
-        }
+    ) -> Result<(String, bool)> {
         let manifest = self.manifest(vol, digest)?;
         let most = max_bytes(&manifest);
         if bytes.len() > most {
@@ -135,14 +124,7 @@ impl Repository {
         let key = Key::Signature(vol.clone(), *digest, hash).to_string();
         let have = self.signature_keys(vol, digest)?;
         if have.contains(&key) {
-            return Ok((
-                Stored {
-                    hash,
-                    key,
-                    bytes: bytes.to_vec(),
-                },
-                false,
-            ));
+            return Ok((key, false));
         }
         // A few signatures per signer (a BLAKE3 one and a SHA-256 one, a re-signing),
         // never the list: one naming a key hint `MAX_PER_SIGNER` stored ones name is
@@ -179,14 +161,7 @@ impl Repository {
         }
         let _quota = self.keep_quota_adding(vol, bytes.len() as u64)?;
         let created = self.store().put_if_absent(&key, bytes)?;
-        Ok((
-            Stored {
-                hash,
-                key,
-                bytes: bytes.to_vec(),
-            },
-            created,
-        ))
+        Ok((key, created))
     }
 
     fn signature_keys(&self, vol: &VolumeName, digest: &Digest) -> Result<Vec<String>> {

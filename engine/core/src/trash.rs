@@ -176,10 +176,7 @@ impl Repository {
 
     /// Moves a version to the trash. A version a tag points at is refused unless
     /// `untag`, which removes each such tag first (a move to nothing in its history).
-    pub fn delete_version(&self, r: &Ref, untag: bool) -> Result<Deleted> {
-        if let Some(remote) = self.remote() {
-            return remote.delete_version(r, untag);
-        }
+    pub(crate) fn delete_here(&self, r: &Ref, untag: bool) -> Result<Deleted> {
         self.check_writable()?;
         let vol = &r.volume;
         let d = self.resolve(r)?;
@@ -270,10 +267,7 @@ impl Repository {
 
     /// Brings a version back from the trash, exactly as it was sealed. Fails once its
     /// window has passed, and when a purge has begun.
-    pub fn restore_version(&self, r: &Ref) -> Result<Restored> {
-        if let Some(remote) = self.remote() {
-            return remote.restore_version(r);
-        }
+    pub(crate) fn restore_here(&self, r: &Ref) -> Result<Restored> {
         self.check_writable()?;
         let vol = &r.volume;
         let d = self.resolve_in_trash(r)?;

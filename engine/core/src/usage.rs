@@ -18,8 +18,8 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::Manifest;
 use crate::refs::{Name, VolumeName};
-use crate::registry::Manifest;
 use crate::repo::Repository;
 
 /// A namespace's usage.

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sealvol_core::gc::{GcOptions, GcReport, collect};
+use sealvol_core::gc::GcReport;
+use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::pull::pull;
 use sealvol_core::push::{PushOptions, push};
@@ -89,7 +90,7 @@ fn gc(repo: &Repository, dry_run: bool) -> GcReport {
         wait: false,
         progress: &Quiet,
     };
-    collect(repo, &opts).unwrap()
+    repo.collect(&opts).unwrap()
 }
 
 #[test]

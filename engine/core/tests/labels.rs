@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use sealvol_core::gc::{GcOptions, collect};
 use sealvol_core::labels::{LabelRequest, Labels};
+use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
 use sealvol_core::refs::{Ref, VolumeName};
@@ -231,14 +231,11 @@ fn a_purged_version_takes_its_labels_with_it() {
     repo.change_settings(|c| c.retention = std::time::Duration::ZERO)
         .unwrap();
     repo.delete_version(&Ref::pinned(vol(), d), false).unwrap();
-    collect(
-        &repo,
-        &GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        },
-    )
+    repo.collect(&GcOptions {
+        dry_run: false,
+        wait: false,
+        progress: &Quiet,
+    })
     .unwrap();
     assert_eq!(mem.get(&key).unwrap(), None);
 }
@@ -259,16 +256,16 @@ fn a_label_object_left_by_a_version_gone_is_collected_after_the_grace_period() {
         wait: false,
         progress: &Quiet,
     };
-    collect(&repo, &opts).unwrap();
+    repo.collect(&opts).unwrap();
     assert!(
         mem.get(&key).unwrap().is_some(),
         "young: maybe a seal under way"
     );
     mem.advance(repo.config().gc_grace + std::time::Duration::from_secs(60));
-    collect(&repo, &opts).unwrap();
+    repo.collect(&opts).unwrap();
     assert_eq!(mem.get(&key).unwrap(), None);
     // The live version's own labels are untouched.
     repo.change_labels(&request(d, &[("a", "b")], &[])).unwrap();
-    collect(&repo, &opts).unwrap();
+    repo.collect(&opts).unwrap();
     assert_eq!(listed(&repo).get("a").map(String::as_str), Some("b"));
 }

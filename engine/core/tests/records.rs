@@ -25,14 +25,11 @@ fn a_damaged_trash_record_keeps_its_version_and_stops_no_collection() {
     std::fs::write(&record, b"garbage").unwrap();
 
     let gc = |repo: &Repository| {
-        sealvol_core::gc::collect(
-            repo,
-            &sealvol_core::gc::GcOptions {
-                dry_run: false,
-                wait: false,
-                progress: &Quiet,
-            },
-        )
+        repo.collect(&sealvol_core::gc::GcOptions {
+            dry_run: false,
+            wait: false,
+            progress: &Quiet,
+        })
     };
     let report = gc(&repo).unwrap();
     assert!(

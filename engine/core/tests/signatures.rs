@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sealvol_core::gc::{GcOptions, collect};
 use sealvol_core::mirror::mirror;
+use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
 use sealvol_core::refs::{Ref, VolumeName};
@@ -42,14 +42,11 @@ fn sums() -> BTreeMap<String, String> {
 }
 
 fn gc(repo: &Repository) -> sealvol_core::gc::GcReport {
-    collect(
-        repo,
-        &GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        },
-    )
+    repo.collect(&GcOptions {
+        dry_run: false,
+        wait: false,
+        progress: &Quiet,
+    })
     .unwrap()
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sealvol_core::digest::{Entry, Hash, version_digest};
-use sealvol_core::gc::{GcOptions, collect};
+use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::push::{PushOptions, push};
 use sealvol_core::read::Tiers;
@@ -215,15 +215,13 @@ fn after_the_window_a_restore_is_refused_and_a_collection_purges_for_good() {
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(e.message().contains("restore window"), "{e}");
 
-    let report = collect(
-        repo,
-        &GcOptions {
+    let report = repo
+        .collect(&GcOptions {
             dry_run: false,
             wait: false,
             progress: &Quiet,
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     let purged: Vec<&str> = report.purged.iter().map(|p| p.digest.as_str()).collect();
     assert_eq!(purged, vec![t.old.to_string().as_str()]);
     assert!(repo.in_trash(&vol(), &t.old).unwrap().is_none());
@@ -431,14 +429,13 @@ fn an_expired_tag_is_marked_where_listed_and_holds_nothing() {
     t.repo
         .change_settings(|c| c.retention = std::time::Duration::ZERO)
         .unwrap();
-    let report = collect(
-        &t.repo,
-        &GcOptions {
+    let report = t
+        .repo
+        .collect(&GcOptions {
             dry_run: false,
             wait: false,
             progress: &Quiet,
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     assert_eq!(report.purged.len(), 1, "{report:?}");
 }

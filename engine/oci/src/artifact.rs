@@ -15,7 +15,7 @@ use aws_lc_rs::digest;
 use serde::Serialize;
 
 use sealvol_core::digest::{Entry, Hash};
-use sealvol_core::registry::Manifest;
+use sealvol_core::manifest::Manifest;
 use sealvol_core::{Error, Result};
 
 use crate::media;

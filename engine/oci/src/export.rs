@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use sealvol_core::manifest::Manifest;
 use sealvol_core::read::{Chunks, Tiers};
-use sealvol_core::registry::Manifest;
 use sealvol_core::{Digest, Repository, Result, VolumeName};
 
 use crate::artifact::{self, Artifact};

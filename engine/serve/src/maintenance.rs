@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sealvol_core::gc::{GcOptions, collect};
+use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::repo::Repository;
 
@@ -45,14 +45,11 @@ pub async fn gc_every(repo: Arc<Repository>, every: Duration, stats: Arc<GcStats
 /// One scheduled collection, logged and counted.
 pub fn run_once(repo: &Repository, stats: &GcStats) {
     let started = Instant::now();
-    let report = collect(
-        repo,
-        &GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        },
-    );
+    let report = repo.collect(&GcOptions {
+        dry_run: false,
+        wait: false,
+        progress: &Quiet,
+    });
     let took = started.elapsed();
     stats.runs.fetch_add(1, Ordering::Relaxed);
     stats

@@ -607,7 +607,7 @@ fn check_content(key: &str, obj: &Object, bytes: &[u8]) -> sealvol_core::Result<
             },
             ["manifests", ns, vol, digest],
         ) => {
-            let m: sealvol_core::registry::Manifest = serde_json::from_slice(bytes)
+            let m: sealvol_core::manifest::Manifest = serde_json::from_slice(bytes)
                 .map_err(|e| Error::invalid(format!("{key} is not a manifest: {e}")))?;
             let actual = sealvol_core::digest::version_digest(&m.entries);
             if actual.hex() != *digest

@@ -24,7 +24,8 @@ enum Fault {
     Cut,
 }
 
-/// A peer that forwards to `s` and spoils every answer with `fault`.
+/// A peer that forwards to `s` and spoils every answer with `fault` (a server of this
+/// build: it says this protocol version).
 fn faulty(s: &Server, fault: Fault) -> String {
     let upstream = format!("{}/v1/runs", s.url);
     let key = s.key.clone();
@@ -37,7 +38,11 @@ fn faulty(s: &Server, fault: Fault) -> String {
             .await
             .unwrap();
         let mut bytes = r.bytes().await.unwrap().to_vec();
-        match fault {
+        let said = [(
+            sealvol_wire::protocol::HEADER,
+            sealvol_wire::protocol::PROTOCOL.to_string(),
+        )];
+        let body = match fault {
             Fault::Flip => {
                 let mid = bytes.len() / 2;
                 bytes[mid] ^= 1;
@@ -51,7 +56,8 @@ fn faulty(s: &Server, fault: Fault) -> String {
                 ];
                 Body::from_stream(futures::stream::iter(parts))
             }
-        }
+        };
+        (said, body)
     };
     let app = axum::Router::new()
         .route("/v1/runs", post(handler))

@@ -42,7 +42,9 @@ fn impostor(answer: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
             kept.lock().unwrap().push(head);
             let _ = write!(
                 c,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                "HTTP/1.1 200 OK\r\n{}: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                sealvol_wire::protocol::HEADER,
+                sealvol_wire::protocol::PROTOCOL,
                 answer.len()
             );
         }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use sealvol_core::manifest::Manifest;
 use sealvol_core::refs::{Digest, VolumeName};
-use sealvol_core::registry::Manifest;
 use sealvol_core::{Error, ErrorKind, Repository, Result};
 
 use crate::keys::PublicKey;

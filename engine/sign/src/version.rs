@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use aws_lc_rs::digest;
 use sealvol_core::digest::{Entry, Hash};
+use sealvol_core::manifest::Manifest;
 use sealvol_core::read::{Chunks, Tiers};
-use sealvol_core::registry::Manifest;
 use sealvol_core::{Error, Result};
 
 use crate::statement::{Algorithm, Resource, Statement};

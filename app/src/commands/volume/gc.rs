@@ -2,7 +2,8 @@
 //! was found and freed.
 
 use sealvol_core::Result;
-use sealvol_core::gc::{GcOptions, GcReport, collect};
+use sealvol_core::gc::GcReport;
+use sealvol_core::ops::GcOptions;
 use sealvol_views::format::short_digest;
 
 use crate::commands::Ctx;
@@ -11,14 +12,11 @@ use crate::output::{json, size};
 pub fn gc(ctx: &Ctx, dry_run: bool, no_wait: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
     let progress = ctx.progress();
-    let report = collect(
-        &repo,
-        &GcOptions {
-            dry_run,
-            wait: !no_wait,
-            progress: progress.as_ref(),
-        },
-    )?;
+    let report = repo.collect(&GcOptions {
+        dry_run,
+        wait: !no_wait,
+        progress: progress.as_ref(),
+    })?;
     if as_json {
         return json(&serde_json::json!({ "repository": repo.location(), "report": report }));
     }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use sealvol_core::manifest::Manifest;
 use sealvol_core::refs::Digest;
-use sealvol_core::registry::Manifest;
 use sealvol_core::signatures::MAX_SIGNATURE_BYTES;
 use sealvol_core::{Error, Ref, Repository, Result, VolumeName};
 use sealvol_sign::verdict::{self, Checked};

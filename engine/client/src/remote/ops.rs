@@ -1,4 +1,4 @@
-//! The operations a client asks its server for (`sealvol_core::remote::Remote`), over
+//! The operations a client asks its server for (`sealvol_core::ops::Registry`, `sealvol_core::remote::Remote`), over
 //! the server's `/v1/ops/` routes (serve's `ops.rs`, which says what each checks).
 
 use std::sync::Arc;
@@ -7,10 +7,11 @@ use reqwest::Method;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::objects::{PackEntry, PackId};
+use sealvol_core::ops::{GcOptions, Registry, SealRequest, TagRequest};
 use sealvol_core::possession::{Challenge, Evidence, Named};
 use sealvol_core::refs::{Digest, Ref};
 use sealvol_core::registry::{Sealed, TagMoved};
-use sealvol_core::remote::{Held, HeldAnswer, Remote, SealRequest, TagRequest};
+use sealvol_core::remote::{Held, HeldAnswer, Remote};
 use sealvol_core::trash::{Deleted, Restored};
 
 use super::link::Link;
@@ -160,14 +161,19 @@ impl Remote for RemoteOps {
         }
         Ok(out)
     }
+}
 
-    fn seal(&self, req: &SealRequest) -> Result<Sealed> {
+/// The registry's operations, asked of the server: it checks each and makes it.
+impl Registry for RemoteOps {
+    /// The server dates the version and finds its small files' packs itself; what a
+    /// writer built on, it knows of its own (`since`).
+    fn seal(&self, req: SealRequest) -> Result<Sealed> {
         let body = SealBody {
             volume: req.volume.to_string(),
             tags: req.tags.iter().map(|t| t.to_string()).collect(),
-            entries: req.entries.clone(),
+            entries: req.entries,
             stats: req.stats,
-            provenance: req.provenance.clone(),
+            provenance: req.provenance,
         };
         let s: SealedBody = self.json("seal", &body)?;
         Ok(Sealed {
@@ -257,7 +263,8 @@ impl Remote for RemoteOps {
         )
     }
 
-    fn report_damage(&self, pack: &PackId, entry: &PackEntry) -> Result<()> {
+    /// The server reads the copy itself, and records it only if it fails there too.
+    fn report_damage(&self, pack: &PackId, entry: &PackEntry, _found_by: &str) -> Result<()> {
         let body = DamageBody {
             pack: pack.hex(),
             chunk: entry.hash.hex(),
@@ -269,7 +276,13 @@ impl Remote for RemoteOps {
         self.link.op(Method::POST, "damage", body).map(|_| ())
     }
 
-    fn collect(&self, dry_run: bool) -> Result<sealvol_core::gc::GcReport> {
-        self.json("gc", &GcBody { dry_run })
+    fn collect(&self, opts: &GcOptions) -> Result<sealvol_core::gc::GcReport> {
+        opts.progress.note("garbage collection runs on the server");
+        self.json(
+            "gc",
+            &GcBody {
+                dry_run: opts.dry_run,
+            },
+        )
     }
 }

@@ -40,22 +40,11 @@ pub use rounds::{condemned_packs, replace_chunk_list};
 /// A pack whose live chunks are less than this share of its bytes is rewritten.
 pub const REPACK_BELOW: f64 = 0.5;
 
-pub struct GcOptions<'a> {
-    /// Say what would be done; change nothing.
-    pub dry_run: bool,
-    /// Wait out the grace period and sweep what this run condemned (false: leave the
-    /// sweep to the next run, which does it without waiting once the period is over).
-    pub wait: bool,
-    pub progress: &'a dyn Progress,
-}
+pub use crate::ops::GcOptions;
 
-/// Runs one garbage collection (see the module's steps).
-pub fn collect(repo: &Repository, opts: &GcOptions) -> Result<GcReport> {
-    // Through a server, the server collects (admin keys only).
-    if let Some(remote) = repo.remote() {
-        opts.progress.note("garbage collection runs on the server");
-        return remote.collect(opts.dry_run);
-    }
+/// Runs one garbage collection here (see the module's steps; `Repository::collect`
+/// asks whoever owns the repository's writes).
+pub(crate) fn collect(repo: &Repository, opts: &GcOptions) -> Result<GcReport> {
     repo.check_writable()?;
     let started = Instant::now();
     let grace = repo.config().gc_grace;

@@ -231,7 +231,7 @@ impl Protected {
 /// `since` is when the writer first read the repository (the store's clock).
 pub(crate) fn protect(
     repo: &Repository,
-    manifest: &crate::registry::Manifest,
+    manifest: &crate::manifest::Manifest,
     since: Option<SystemTime>,
 ) -> Result<Protected> {
     let grace = repo.config().gc_grace;

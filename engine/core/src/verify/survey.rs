@@ -7,11 +7,12 @@ use super::ReadData;
 use super::packs::{PackFacts, Packs, choose, survey_packs};
 use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
+use crate::manifest::Manifest;
 use crate::objects::{FileObject, PackEntry, PackId};
 use crate::progress::Progress;
 use crate::read::Chunks as _;
 use crate::refs::{Digest, Name, VolumeName};
-use crate::registry::{Manifest, TagFile};
+use crate::registry::TagFile;
 use crate::repo::{Kind, Repository};
 
 /// An index object as found.

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use aws_lc_rs::digest;
 use sealvol_core::digest::{Entry, Hash};
 use sealvol_core::keys::Key;
+use sealvol_core::manifest::Manifest;
 use sealvol_core::read::Chunks as _;
 use sealvol_core::refs::{Digest, VolumeName};
-use sealvol_core::registry::Manifest;
 use sealvol_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 

@@ -37,8 +37,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::error::ErrorKind;
+use sealvol_core::manifest::Manifest;
 use sealvol_core::refs::{Digest, VolumeName};
-use sealvol_core::registry::Manifest;
 
 use crate::chunks::ChunkService;
 use crate::keys::Grant;
