@@ -37,6 +37,7 @@ use axum::routing::{get, post, put};
 use sealvol_core::digest::Hash;
 
 use crate::chunks::{ChunkService, Miss};
+use crate::reply::Reply;
 
 /// Every route that needs a key and its methods, for the router and for tests that
 /// walk them all.
@@ -488,41 +489,38 @@ async fn run(
     passed: Option<Extension<Passed>>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    let body = match crate::reply::read_body(body, MAX_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+) -> Reply {
+    let body = crate::reply::read_body(body, MAX_BODY).await?;
     let req: RunRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
-            return bad_request(format!(
+            return Err(bad_request(format!(
                 "not a run request ({e:.200}): send {{\"file\": HEX, \"pack\": HEX, \"offset\": N, \"chunks\": [[HEX, LEN], …]}}"
-            ));
+            )));
         }
     };
     let (Some(file), Some(pack)) = (Hash::parse_hex(&req.file), Hash::parse_hex(&req.pack)) else {
-        return bad_request(format!(
+        return Err(bad_request(format!(
             "not a file hash and pack id: {:.80}, {:.80} (64 hex digits each)",
             req.file, req.pack
-        ));
+        )));
     };
     let mut chunks = Vec::with_capacity(req.chunks.len());
     for (h, len) in &req.chunks {
         let Some(hash) = Hash::parse_hex(h) else {
-            return bad_request(format!(
+            return Err(bad_request(format!(
                 "not a chunk hash: {h:.80} (a chunk is named by 64 hex digits)"
-            ));
+            )));
         };
         chunks.push((hash, *len));
     }
     if let Err(why) = crate::chunks::check_run(req.offset, &chunks) {
-        return bad_request(why);
+        return Err(bad_request(why));
     }
     // The answer is held until the client has taken it: within the runs' budget.
     let total: u64 = chunks.iter().map(|(_, len)| *len as u64).sum();
     let Some(share) = crate::budget::for_run(total).await else {
-        return crate::reply::busy();
+        return Err(crate::reply::busy());
     };
     let service = Arc::clone(&served.chunks);
     let steward = Arc::clone(&served.steward);
@@ -561,7 +559,7 @@ async fn run(
     })
     .await
     .unwrap_or_else(|_| Err(Miss::Unavailable("the fetch failed on the server".into())));
-    match outcome {
+    Ok(match outcome {
         Ok(pieces) => {
             let total: usize = pieces.iter().map(|p| p.len()).sum();
             sealvol_core::read::add(&served.chunks.counters.bytes_served, total as u64);
@@ -581,7 +579,7 @@ async fn run(
             (StatusCode::OK, headers, body).into_response()
         }
         Err(miss) => miss_response(miss),
-    }
+    })
 }
 
 /// The chunk list of `file`, if `grant` may read that file.

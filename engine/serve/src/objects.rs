@@ -40,6 +40,7 @@ use sealvol_core::store::{ETag, ObjectStore};
 
 use crate::keys::{Grant, Keys};
 use crate::ops::Steward;
+use crate::reply::Reply;
 use crate::reply::{BODY_IDLE, denied, failed, idle, json, read_body, too_large};
 use sealvol_wire::objects::{KeyInfo, ListPage, VERSION_HEADER};
 
@@ -333,33 +334,31 @@ pub async fn get_object(
     Path(key): Path<String>,
     Query(q): Query<GetQuery>,
     headers: HeaderMap,
-) -> Response {
+) -> Reply {
     let file = match q.file.as_deref().map(Hash::parse_hex) {
         None => None,
         Some(Some(h)) => Some(h),
         Some(None) => {
-            return failed(Error::invalid(
+            return Err(failed(Error::invalid(
                 "file= names a file by its hash (64 hex digits)",
-            ));
+            )));
         }
     };
     let range_header = match headers.get(header::RANGE).map(|v| v.to_str()) {
         None => None,
         Some(Ok(v)) => Some(v.to_string()),
-        Some(Err(_)) => return failed(Error::invalid("a Range must be bytes=FIRST-LAST")),
+        Some(Err(_)) => return Err(failed(Error::invalid("a Range must be bytes=FIRST-LAST"))),
     };
     let obj = match parse_key(&key) {
         Ok(o) => o,
-        Err(why) => return failed(Error::invalid(why)),
+        Err(why) => return Err(failed(Error::invalid(why))),
     };
     if let Err(why) = authorize(&grant, &key, &obj, Op::Read) {
-        return denied(why);
+        return Err(denied(why));
     }
     let k = key.clone();
-    let size = match on_store(&s, move |st| st.size(&k)).await {
-        Ok(Some(size)) => size,
-        Ok(None) => return small_file_list(&s, &grant, &key, &obj).await,
-        Err(r) => return r,
+    let Some(size) = on_store(&s, move |st| st.size(&k)).await? else {
+        return Ok(small_file_list(&s, &grant, &key, &obj).await);
     };
     let range = match range_header
         .as_deref()
@@ -368,21 +367,19 @@ pub async fn get_object(
         None => None,
         Some(Ok(r)) => Some(r),
         Some(Err(StatusCode::RANGE_NOT_SATISFIABLE)) => {
-            return (
+            return Ok((
                 StatusCode::RANGE_NOT_SATISFIABLE,
                 [(header::CONTENT_RANGE, format!("bytes */{size}"))],
             )
-                .into_response();
+                .into_response());
         }
         Some(Err(_)) => {
-            return failed(Error::invalid(
+            return Err(failed(Error::invalid(
                 "a Range must be one range: bytes=FIRST-LAST, bytes=FIRST- or bytes=-LAST_N",
-            ));
+            )));
         }
     };
-    if let Err(r) = allowed(&s, &grant, &key, Op::Read, file, range).await {
-        return r;
-    }
+    allowed(&s, &grant, &key, Op::Read, file, range).await?;
     if let Some((offset, len)) = range {
         let mut h = HeaderMap::new();
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
@@ -390,24 +387,24 @@ pub async fn get_object(
         {
             h.insert(header::CONTENT_RANGE, v);
         }
-        return (StatusCode::PARTIAL_CONTENT, h, stream(&s, key, offset, len)).into_response();
+        return Ok((StatusCode::PARTIAL_CONTENT, h, stream(&s, key, offset, len)).into_response());
     }
     if size > READ_WHOLE && !q.versioned {
         let mut h = HeaderMap::new();
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
-        return (StatusCode::OK, h, stream(&s, key, 0, size)).into_response();
+        return Ok((StatusCode::OK, h, stream(&s, key, 0, size)).into_response());
     }
     // A versioned read of a large object is held whole until sent: within the budget
     // of what requests hold in memory.
     let mut share = crate::budget::Share::none();
     if size > READ_WHOLE && !share.cover_body(size).await {
-        return failed(
+        return Err(failed(
             Error::new(
                 ErrorKind::Unavailable,
                 "the server holds as much as it may in memory",
             )
             .hint("try again in a moment"),
-        );
+        ));
     }
     let k = key.clone();
     let got = on_store(&s, move |st| match q.versioned {
@@ -415,7 +412,7 @@ pub async fn get_object(
         false => Ok(st.get(&k)?.map(|b| (b, ETag(String::new())))),
     })
     .await;
-    match got {
+    Ok(match got {
         Ok(Some((bytes, etag))) => {
             let bytes = match obj {
                 Object::Config => own_quotas(&grant, bytes),
@@ -431,7 +428,7 @@ pub async fn get_object(
         }
         Ok(None) => failed(Error::not_found(format!("no object {key}"))),
         Err(r) => r,
-    }
+    })
 }
 
 /// The repository's settings as a key scoped to namespaces reads them: the quotas of
@@ -515,7 +512,7 @@ pub async fn put_object(
     Query(q): Query<PutQuery>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
+) -> Reply {
     let s = &w.steward;
     // A body announced larger than any object is refused before a byte of it is read.
     let announced = headers
@@ -523,7 +520,7 @@ pub async fn put_object(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|n| n > MAX_OBJECT as u64) {
-        return too_large(MAX_OBJECT);
+        return Err(too_large(MAX_OBJECT));
     }
     let op = match (q.mode.as_str(), &q.etag) {
         ("absent", _) | ("match", None) => Op::Create,
@@ -533,7 +530,7 @@ pub async fn put_object(
                 "mode={m:.40}: give absent, match or put"
             )));
             crate::reply::drain(body, MAX_OBJECT).await;
-            return r;
+            return Err(r);
         }
     };
     // Checked before the body is stored; a refusal still reads it (discarding it),
@@ -541,13 +538,13 @@ pub async fn put_object(
     let obj = match parse_key(&key) {
         Err(why) => {
             crate::reply::drain(body, MAX_OBJECT).await;
-            return failed(Error::invalid(why));
+            return Err(failed(Error::invalid(why)));
         }
         Ok(obj) => obj,
     };
     if let Err(why) = authorize(&grant, &key, &obj, op) {
         crate::reply::drain(body, MAX_OBJECT).await;
-        return denied(why);
+        return Err(denied(why));
     }
     if let (Object::Pack(id), "absent") = (&obj, q.mode.as_str()) {
         let (s2, g) = (Arc::clone(s), Arc::clone(&grant));
@@ -555,15 +552,12 @@ pub async fn put_object(
         let admitted = tokio::task::spawn_blocking(move || s2.quotas.admit_pack(&g, bytes)).await;
         if let Ok(Err(e)) = admitted {
             crate::reply::drain(body, MAX_OBJECT).await;
-            return failed(e);
+            return Err(failed(e));
         }
-        return put_pack(w.clone(), Arc::clone(&grant), *id, key, body).await;
+        return Ok(put_pack(w.clone(), Arc::clone(&grant), *id, key, body).await);
     }
     let limit = if grant.admin { MAX_OBJECT } else { MAX_PROFILE };
-    let body = match read_body(body, limit).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    let body = read_body(body, limit).await?;
     let k = key.clone();
     let done = on_store(s, move |st| {
         let body = body.bytes;
@@ -577,11 +571,11 @@ pub async fn put_object(
         }
     })
     .await;
-    match done {
+    Ok(match done {
         Ok(true) => StatusCode::CREATED.into_response(),
         Ok(false) => StatusCode::OK.into_response(),
         Err(r) => r,
-    }
+    })
 }
 
 /// Checks what the admin or a key writes under a name its bytes must hash to.
@@ -806,9 +800,9 @@ pub async fn list(
     State(s): State<Arc<Steward>>,
     Extension(grant): Extension<Arc<Grant>>,
     Query(q): Query<ListQuery>,
-) -> Response {
+) -> Reply {
     if !(q.prefix.is_empty() || q.prefix.ends_with('/')) || q.prefix.len() > 1024 {
-        return failed(Error::invalid("a listing's prefix ends in /"));
+        return Err(failed(Error::invalid("a listing's prefix ends in /")));
     }
     // A namespaced kind is listed whole and filtered; anything else by the admin, or
     // by a key that sees every namespace (not the server's own folders).
@@ -824,11 +818,11 @@ pub async fn list(
             && !prefix.is_empty()
             && !matches!(top, "quarantine" | "tmp" | "probe"));
     if !allowed {
-        return denied(format!(
+        return Err(denied(format!(
             "key {} ({}) may not list {prefix:.120}",
             grant.name,
             grant.scope()
-        ));
+        )));
     }
     let g = Arc::clone(&grant);
     // A key scoped to namespaces lists a kind's folder as its own namespaces' folders,
@@ -850,10 +844,7 @@ pub async fn list(
         }
         _ => on_store(&s, move |st| st.list_page(&prefix, q.after.as_deref())).await,
     };
-    let page = match listed {
-        Ok(page) => page,
-        Err(r) => return r,
-    };
+    let page = listed?;
     let objects = page
         .objects
         .into_iter()
@@ -871,10 +862,10 @@ pub async fn list(
             (o.key, o.size, ms)
         })
         .collect();
-    json(&ListPage {
+    Ok(json(&ListPage {
         objects,
         next: page.next,
-    })
+    }))
 }
 
 /// One page of kind folder `prefix` (`manifests/`) as namespaces `namespaces` hold it

@@ -35,13 +35,14 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use sealvol_core::error::ErrorKind;
 use sealvol_core::manifest::Manifest;
 use sealvol_core::refs::{Digest, VolumeName};
 
 use crate::chunks::ChunkService;
 use crate::keys::Grant;
+use crate::reply::Reply;
 use asked::Asked;
 pub use asked::At;
 use missing::Missing;
@@ -152,22 +153,23 @@ pub async fn answer(
     uri: Uri,
     headers: HeaderMap,
     body: Body,
-) -> Response {
+) -> Reply {
     let path = uri.path().strip_prefix("/hf/").unwrap_or_default();
     let asked = match asked::parse(path) {
         Ok(a) => a,
-        Err(m) => return m.response(),
+        Err(m) => return Err(m.response()),
     };
     let query = uri.query().unwrap_or_default().to_string();
     let post = method == Method::POST;
     if post != matches!(asked, Asked::PathsInfo(_)) {
-        return (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response();
+        return Err((axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response());
     }
     let form = match post {
-        true => match crate::reply::read_body(body, tree::MAX_FORM).await {
-            Ok(b) => Some(b.to_vec()),
-            Err(r) => return r,
-        },
+        true => Some(
+            crate::reply::read_body(body, tree::MAX_FORM)
+                .await?
+                .to_vec(),
+        ),
         false => None,
     };
     let asked = match hub.mirror.clone() {
@@ -178,16 +180,16 @@ pub async fn answer(
                 Ok(mirror::Routed::Here(asked)) => asked,
                 Ok(mirror::Routed::Coming(coming, asked)) => {
                     let head = method == Method::HEAD;
-                    return coming::answer(
+                    return Ok(coming::answer(
                         hub, mirror, grant, coming, asked, query, &uri, &headers, form, head,
                     )
-                    .await;
+                    .await);
                 }
-                Err(m) => return m.response(),
+                Err(m) => return Err(m.response()),
             }
         }
     };
-    match (asked, form) {
+    Ok(match (asked, form) {
         (Asked::PathsInfo(at), Some(form)) => tree::paths_info(hub, grant, at, form).await,
         (_, Some(_)) | (Asked::PathsInfo(_), None) => {
             (axum::http::StatusCode::METHOD_NOT_ALLOWED, "").into_response()
@@ -199,7 +201,7 @@ pub async fn answer(
         (Asked::File(at, path), None) => {
             file::file(hub, grant, at, path, method == Method::HEAD, &headers).await
         }
-    }
+    })
 }
 
 /// A query's flag: `true`, `True` or `1`.

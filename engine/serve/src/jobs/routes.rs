@@ -29,6 +29,7 @@ use sealvol_node::jobs::Job;
 use super::feed::{Feed, Numbered, StreamTurn};
 use super::{Desk, STREAMS_PER_KEY, Submit};
 use crate::keys::Grant;
+use crate::reply::Reply;
 use crate::reply::{failed, json};
 use sealvol_wire::jobs::KEEP_ALIVE;
 
@@ -115,18 +116,17 @@ pub async fn submit(
     State(desk): State<Option<Arc<Desk>>>,
     Extension(grant): Extension<Arc<Grant>>,
     body: Body,
-) -> Response {
-    let Some(desk) = desk else { return no_desk() };
-    let body = match crate::reply::read_body(body, SUBMIT_BODY).await {
-        Ok(b) => b,
-        Err(r) => return r,
+) -> Reply {
+    let Some(desk) = desk else {
+        return Err(no_desk());
     };
+    let body = crate::reply::read_body(body, SUBMIT_BODY).await?;
     let sub: Submit = match serde_json::from_slice(&body) {
         Ok(s) => s,
         Err(e) => {
-            return failed(Error::invalid(format!("not a job: {e:.200}")).hint(
+            return Err(failed(Error::invalid(format!("not a job: {e:.200}")).hint(
                 "send {\"source\": ADDRESS, \"volume\": \"NS/NAME\", \"tags\": [..], \"secret\": NAME, \"include\": [..], \"exclude\": [..]}",
-            ));
+            )));
         }
     };
     let job = blocking(move || {
@@ -142,10 +142,10 @@ pub async fn submit(
         Ok(job)
     })
     .await;
-    match job {
+    Ok(match job {
         Ok(j) => json(&shown(j)),
         Err(r) => r,
-    }
+    })
 }
 
 pub async fn show(

@@ -26,6 +26,7 @@ use sealvol_source::secrets::Shelf;
 use super::routes::blocking;
 use super::{Desk, may_not};
 use crate::keys::Grant;
+use crate::reply::Reply;
 use crate::reply::{failed, json};
 use sealvol_wire::jobs::Listed;
 
@@ -76,30 +77,29 @@ pub async fn put(
     Extension(grant): Extension<Arc<Grant>>,
     Path((ns, name)): Path<(String, String)>,
     body: Body,
-) -> Response {
+) -> Reply {
     let Some(desk) = desk else {
-        return failed(Error::new(
+        return Err(failed(Error::new(
             ErrorKind::Unavailable,
             "this server runs no jobs, so it keeps no secrets",
-        ));
+        )));
     };
     let shelf = match shelf_for(&desk, &grant, &ns, "store secrets") {
         Ok(s) => s,
-        Err(e) => return failed(e),
+        Err(e) => return Err(failed(e)),
     };
-    let value = match crate::reply::read_body(body, MAX_SECRET).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    let value = crate::reply::read_body(body, MAX_SECRET).await?;
     let value = value.bytes.to_vec();
     let who = grant.name.clone();
-    match blocking(move || shelf.set(&name, &value).map(|()| name)).await {
-        Ok(name) => {
-            tracing::info!("secret {name} of namespace {ns} stored by key {who}");
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(r) => r,
-    }
+    Ok(
+        match blocking(move || shelf.set(&name, &value).map(|()| name)).await {
+            Ok(name) => {
+                tracing::info!("secret {name} of namespace {ns} stored by key {who}");
+                StatusCode::NO_CONTENT.into_response()
+            }
+            Err(r) => r,
+        },
+    )
 }
 
 pub async fn remove(
