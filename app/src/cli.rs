@@ -860,7 +860,7 @@ pub fn registry_repo(s: &str) -> Result<String, String> {
 
 /// An upload piece's size: at least 1 MiB (registries refuse smaller pieces but the last).
 pub fn piece_size(s: &str) -> Result<u64, String> {
-    let bytes = crate::config::parse_size(s).map_err(|e| e.message().to_string())?;
+    let bytes = sealvol_setup::settings::parse_size(s).map_err(|e| e.message().to_string())?;
     if bytes < 1 << 20 {
         return Err(format!("{s}: a piece is at least 1M"));
     }
@@ -875,7 +875,7 @@ pub fn quota_arg(s: &str) -> Result<(String, Option<u64>), String> {
     if size == "none" {
         return Ok((ns, None));
     }
-    let bytes = crate::config::parse_size(size).map_err(|e| e.message().to_string())?;
+    let bytes = sealvol_setup::settings::parse_size(size).map_err(|e| e.message().to_string())?;
     if bytes == 0 {
         return Err(format!(
             "{s}: a quota of 0 takes nothing; write {ns}=none to remove it"

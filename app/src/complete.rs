@@ -62,7 +62,7 @@ pub fn script(shell: Shell, mut cli: clap::Command) -> Result<String> {
 fn repository() -> Option<Repository> {
     // Completion runs at every key press: a local repository only, never a bucket.
     let repo = std::env::var("SEALVOL_REPO").ok();
-    let settings = crate::config::resolve(crate::config::Flags {
+    let settings = sealvol_setup::settings::resolve(sealvol_setup::settings::Flags {
         repo,
         ..Default::default()
     })

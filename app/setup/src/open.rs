@@ -12,8 +12,8 @@ use sealvol_core::{Repository, Result};
 use sealvol_s3repo::{Address, Mode, Options};
 use sealvol_wire::membership::RingPublic;
 
-use crate::Setup;
 use crate::settings::Peers;
+use crate::settings::Setup;
 
 /// To whom among cache servers this node sends its API key: the remote engine it was
 /// told of (`--remote`), and servers that prove they are of the ring whose public keys

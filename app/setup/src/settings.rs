@@ -429,6 +429,28 @@ pub fn resolve(flags: Flags) -> Result<Settings> {
     Ok(settings)
 }
 
+/// Settings resolved, and how to say what a caller should know (a repository made on
+/// first use, a peer that does not answer): the CLI prints it on standard error, the
+/// Python package as a warning.
+pub struct Setup {
+    pub settings: Settings,
+    /// Say nothing but warnings.
+    pub quiet: bool,
+    /// One line for the person running it.
+    pub note: fn(&str),
+}
+
+impl Setup {
+    /// `settings`, with notes printed on standard error.
+    pub fn new(settings: Settings, quiet: bool) -> Setup {
+        Setup {
+            settings,
+            quiet,
+            note: |line| eprintln!("{line}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sealvol_core::{Ref, Result};
 
 use super::Ctx;
-use crate::config::Peers;
+use sealvol_setup::settings::Peers;
 
 /// The plugin's side of a mount: this program's settings, as `volume mount` uses them.
 struct Mounts {

@@ -6,9 +6,9 @@ use std::path::Path;
 use sealvol_core::Result;
 
 use super::Ctx;
-use crate::config;
 use crate::output::{json, size, table};
 use sealvol_core::usage::QuotaUsage;
+use sealvol_setup::settings as config;
 use sealvol_views::format::span;
 
 /// `sealvol init`: a new repository at the address in effect.

@@ -19,7 +19,7 @@ pub mod watch;
 use sealvol_core::progress::Progress;
 use sealvol_setup::Setup;
 
-use crate::config::Settings;
+use sealvol_setup::settings::Settings;
 
 /// What every command works on: the settings and the repository they name
 /// (`sealvol_setup::Setup`, which the console and the Python package share), with the

@@ -17,7 +17,7 @@ use sealvol_mount::records::{self as records, MountRecord};
 use sealvol_mount::{self as mount, MountOptions};
 
 use super::Ctx;
-use crate::config::{Peers, parse_size};
+use sealvol_setup::settings::{Peers, parse_size};
 use sealvol_views::format::short_digest;
 
 use crate::output::{json, name, size, table};

@@ -10,8 +10,8 @@ use sealvol_core::error::ErrorKind;
 use sealvol_wire::ring::Report;
 
 use super::Ctx;
-use crate::config::Peers;
 use crate::output::{json, size, table};
+use sealvol_setup::settings::Peers;
 
 /// One server as `sealvol peers` shows it.
 #[derive(serde::Serialize)]

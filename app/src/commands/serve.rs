@@ -14,7 +14,7 @@ use sealvol_node::sync::Trust;
 
 use super::Ctx;
 use crate::cli::ServeArgs;
-use crate::config::parse_size;
+use sealvol_setup::settings::parse_size;
 
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
     let ServeArgs {

@@ -21,10 +21,10 @@ impl Hash {
     }
 
     /// The hash of a whole file's content, read on every core.
-    pub fn of_file(path: &std::path::Path) -> crate::Result<Hash> {
+    pub fn of_file(path: &std::path::Path) -> crate::error::Result<Hash> {
         let mut h = blake3::Hasher::new();
         h.update_mmap_rayon(path)
-            .map_err(|e| crate::Error::io("cannot read", path, e))?;
+            .map_err(|e| crate::error::Error::io("cannot read", path, e))?;
         Ok(Hash(*h.finalize().as_bytes()))
     }
 

@@ -10,8 +10,12 @@
 
 pub mod cache;
 pub mod chunk;
+pub mod chunk_bytes;
+pub mod chunk_index;
+pub mod config;
 pub mod copy;
 pub mod crash;
+pub mod damage;
 pub mod deadline;
 pub mod diff;
 pub mod digest;
@@ -37,8 +41,10 @@ pub mod profile;
 pub mod progress;
 pub mod prometheus;
 pub mod proof;
+pub mod proof_tree;
 pub mod pull;
 pub mod push;
+pub mod quarantine;
 pub mod read;
 pub mod recycled;
 pub mod refs;

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::chunk_index::ChunkIndex;
 use crate::copy::write_pack;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, Result};
@@ -17,7 +18,7 @@ use crate::progress::Progress;
 use crate::read::Chunks as _;
 use crate::read::max_run;
 use crate::refs::{Name, Ref, Target};
-use crate::repo::{ChunkIndex, Repository};
+use crate::repo::Repository;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MirrorReport {

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::digest::Hash;
 use crate::error::{Error, Result};
-use crate::proof::tree::{Outboard, Proven, unproven};
+use crate::proof_tree::{Outboard, Proven, unproven};
 
 pub const PACK_MAGIC: &[u8; 8] = b"SVPACK01";
 pub const PACK_FOOTER_MAGIC: &[u8; 8] = b"SVPKEND1";
@@ -559,7 +559,7 @@ mod tests {
         let bad = FileObject::new(h, 21, vec![pack_id(&entries)], chunks.clone(), None);
         assert!(FileObject::decode("f", &bad.encode(), &h).is_err());
         // With a proof: decodes only as the file it proves.
-        let mut t = crate::proof::tree::TreeHasher::default();
+        let mut t = crate::proof_tree::TreeHasher::default();
         t.update(&[9u8; 20]);
         let (file, ob) = t.finalize();
         let f = FileObject::new(file, 20, vec![pack_id(&entries)], chunks, Some(ob));

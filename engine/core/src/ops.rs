@@ -5,7 +5,7 @@
 //! so that the code asking for them is the same against a folder, a bucket or a
 //! server (`Repository`'s methods in `registry/` ask whichever it has).
 
-use crate::digest::Entry;
+use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
 use crate::outcomes::{
@@ -93,6 +93,10 @@ pub trait Registry: Send + Sync {
     /// read, verify, a mirror); a server reads it itself and records it only if it
     /// fails there too.
     fn report_damage(&self, pack: &PackId, entry: &PackEntry, found_by: &str) -> Result<()>;
+
+    /// Says that the chunk list of file `hash` failed its proof; a server proves what
+    /// it sends and records what fails there itself.
+    fn report_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) -> Result<()>;
 
     /// A garbage collection (`gc/`); through a server, the server runs it (admin keys
     /// only), condemning and sweeping what is due without waiting in the request.

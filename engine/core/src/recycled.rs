@@ -42,7 +42,7 @@ impl Pool {
     pub fn take(&'static self, len: usize) -> Buffer {
         let mut v = match len >= MIN_POOLED {
             true => {
-                let mut idle = crate::lock(&self.idle);
+                let mut idle = crate::locks::lock(&self.idle);
                 // The smallest idle buffer that fits, and not much larger: memory bounds
                 // count what a buffer holds, so a small read must not pin a large one.
                 let best = (0..idle.len())
@@ -67,7 +67,7 @@ impl Pool {
         if v.capacity() < MIN_POOLED {
             return;
         }
-        let mut idle = crate::lock(&self.idle);
+        let mut idle = crate::locks::lock(&self.idle);
         // When full, the smallest idle buffers make room for a larger one: a large
         // buffer serves small reads too, never the other way round.
         idle.sort_unstable_by_key(Vec::capacity);

@@ -330,7 +330,7 @@ mod tests {
             "weights/x@b3:zzzzzzzzzz",
         ] {
             let e = Ref::parse(bad).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad:?}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Invalid, "{bad:?}");
             assert!(!e.message().is_empty());
         }
         let long = format!("weights/{}", "a".repeat(300));

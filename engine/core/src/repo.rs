@@ -9,15 +9,17 @@
 //! lists → barrier → manifest → tags) is stated in docs/FORMAT.md and kept by the
 //! callers of `publish_pack`, `put_file_object`, `barrier` and `Repository::seal`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::chunk::ChunkParams;
+use crate::chunk_index::ChunkIndex;
+use crate::config::parse_config;
+pub use crate::config::{
+    CONFIG_KEY, ChunkerConfig, FORMAT, GC_GRACE, PACK_TARGET, RETENTION, RepoConfig,
+};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
-use crate::health::{DamageRecord, Health};
+use crate::health::Health;
 use crate::keys::Key;
 use crate::objects::{self, FOOTER_LEN, FileObject, PackEntry, PackId};
 use crate::refs::{Digest, Name, VolumeName};
@@ -63,87 +65,6 @@ pub struct Listed {
     pub size: u64,
     /// When it was written, by the store's clock.
     pub modified: Option<std::time::SystemTime>,
-}
-
-/// The newest repository format this build reads and writes.
-pub const FORMAT: u32 = 1;
-/// The repository's format file, the one object every repository has.
-pub const CONFIG_KEY: &str = "sealvol.repo";
-/// Where damaged objects are moved; nothing reads them, and garbage collection removes
-/// them once they are older than the retention window.
-pub const QUARANTINE: &str = "quarantine/";
-/// Packs are closed when they reach this size: tens of MiB, so that an object store
-/// sees few large objects rather than many small ones (docs/FORMAT.md, packs).
-pub const PACK_TARGET: u64 = 64 << 20;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RepoConfig {
-    pub format: u32,
-    pub chunker: ChunkerConfig,
-    pub pack_target: u64,
-    /// How long a deleted version stays in the trash, restorable (docs/GC.md).
-    #[serde(default = "default_retention", with = "duration_text")]
-    pub retention: std::time::Duration,
-    /// Garbage collection's grace period: objects younger than this are never
-    /// condemned, and a sweep waits this long after condemning (docs/GC.md).
-    #[serde(default = "default_gc_grace", with = "duration_text")]
-    pub gc_grace: std::time::Duration,
-    /// Namespace → the most bytes its versions may store (`usage.rs`).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub quotas: std::collections::BTreeMap<String, u64>,
-}
-
-/// A deleted version is restorable for 7 days.
-pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
-/// Far longer than a push takes from its last check to its manifest (milliseconds), and
-/// long enough that most pushes finish before their unsealed objects could be condemned.
-pub const GC_GRACE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
-fn default_retention() -> std::time::Duration {
-    RETENTION
-}
-
-fn default_gc_grace() -> std::time::Duration {
-    GC_GRACE
-}
-
-/// Durations in `sealvol.repo` as people write them: `"7days"`, `"15m"`.
-mod duration_text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-impl RepoConfig {
-    /// The settings of a new repository.
-    pub fn default_new() -> RepoConfig {
-        RepoConfig {
-            format: FORMAT,
-            chunker: ChunkerConfig {
-                algorithm: "fastcdc-2020".into(),
-                params: ChunkParams::DEFAULT,
-            },
-            pack_target: PACK_TARGET,
-            retention: RETENTION,
-            gc_grace: GC_GRACE,
-            quotas: Default::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChunkerConfig {
-    pub algorithm: String,
-    #[serde(flatten)]
-    pub params: ChunkParams,
 }
 
 pub struct Repository {
@@ -416,98 +337,6 @@ impl Repository {
         ))
     }
 
-    /// Every damage record: (pack, chunk, record). A record that cannot be parsed still
-    /// counts, by its name: it was written only because something was found bad.
-    pub fn damage_records(&self) -> Result<Vec<(PackId, Hash, Option<DamageRecord>)>> {
-        let mut out = Vec::new();
-        for o in self.store.list(DAMAGE_PREFIX)? {
-            // Chunk lists' records share the folder; a name of neither kind is no record.
-            let Ok(Key::Damage(pack, chunk)) = Key::parse(&o.key) else {
-                continue;
-            };
-            let record = self
-                .store
-                .get(&o.key)?
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            out.push((pack, chunk, record));
-        }
-        Ok(out)
-    }
-
-    /// Writes down here that the copy of `entry` in `pack` fails its hash (found by
-    /// `found_by`). Idempotent.
-    pub(crate) fn record_damage_here(
-        &self,
-        pack: &PackId,
-        entry: &PackEntry,
-        found_by: &str,
-    ) -> Result<()> {
-        let rec = DamageRecord {
-            pack: pack.hex(),
-            chunk: entry.hash.hex(),
-            offset: entry.offset,
-            problem: "fails its hash check".into(),
-            found_by: found_by.to_string(),
-            by: crate::stamp::whoami(),
-            at: crate::stamp::now_rfc3339(),
-        };
-        let bytes = serde_json::to_vec_pretty(&rec).map_err(json_error)?;
-        self.store
-            .put_if_absent(&damage_key(pack, &entry.hash), &bytes)
-            .map(|_| ())
-    }
-
-    /// Writes down that the chunk list of file `hash` failed its proof: it names other
-    /// bytes than the file's (`proof/`). Garbage collection deletes nothing while such
-    /// a record stands (what the file really needs is unknown), verify names the list,
-    /// and repair rebuilds or quarantines it. Idempotent; a failure to write is logged.
-    pub fn record_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) {
-        // A server proves what it sends and records what fails there itself.
-        if self.remote.is_some() {
-            return;
-        }
-        let rec = ListDamage {
-            file: hash.hex(),
-            problem: problem.chars().take(1000).collect(),
-            found_by: found_by.to_string(),
-            by: crate::stamp::whoami(),
-            at: crate::stamp::now_rfc3339(),
-        };
-        let write = serde_json::to_vec_pretty(&rec)
-            .map_err(json_error)
-            .and_then(|b| self.store.put_if_absent(&list_damage_key(hash), &b));
-        if let Err(e) = write {
-            tracing::warn!("cannot record that {} fails its proof: {e}", file_key(hash));
-        }
-    }
-
-    /// The files whose chunk lists are recorded as failing their proof, with what was
-    /// found (a record that cannot be parsed still counts, by its name).
-    pub fn list_damage(&self) -> Result<Vec<(Hash, Option<ListDamage>)>> {
-        let mut out = Vec::new();
-        for o in self.store.list(LIST_DAMAGE_PREFIX)? {
-            let Ok(Key::ListDamage(hash)) = Key::parse(&o.key) else {
-                continue;
-            };
-            let record = self
-                .store
-                .get(&o.key)?
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            out.push((hash, record));
-        }
-        Ok(out)
-    }
-
-    /// Removes the record of a chunk list that proves again (rebuilt by repair) or left.
-    pub fn clear_list_damage(&self, hash: &Hash) -> Result<()> {
-        self.store.delete(&list_damage_key(hash))
-    }
-
-    /// Removes the record of a copy that reads fine again, or whose pack left.
-    pub fn clear_damage(&self, pack: &PackId, chunk: &Hash) -> Result<()> {
-        self.store.delete(&damage_key(pack, chunk))
-    }
-
     /// Another usable copy of a chunk than the one at `entry` in `pack`, which a reader
     /// found unusable (its pack gone after a repair, or its bytes failing their hash):
     /// so that a reader holding an old chunk list still reads a chunk that has a
@@ -530,7 +359,7 @@ impl Repository {
         if self.remote.is_some() {
             return Ok(None);
         }
-        let mut cached = crate::lock(&self.copies);
+        let mut cached = crate::locks::lock(&self.copies);
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
                 Some(found) if !same(&found) => return Ok(Some(found)),
@@ -561,7 +390,7 @@ impl Repository {
                 .get(hash)
                 .map(|loc| (index.packs[loc.slot as usize], loc.entry))
         };
-        let mut cached = crate::lock(&self.copies);
+        let mut cached = crate::locks::lock(&self.copies);
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
                 Some(found) => return Ok(Some(found)),
@@ -703,36 +532,6 @@ impl Repository {
         }
     }
 
-    /// Moves a damaged object out of the repository's way into `quarantine/`, where
-    /// nothing reads it: the last copy of anything is kept for a person to look at, for
-    /// the retention window. Returns where it went.
-    pub fn quarantine(&self, key: &str) -> Result<String> {
-        let to = format!("{QUARANTINE}{}/{key}", quarantine_stamp());
-        self.store.move_object(key, &to)?;
-        Ok(to)
-    }
-
-    /// Removes quarantine folders made before `before` (garbage collection, after the
-    /// retention window); returns how many objects went.
-    pub(crate) fn prune_quarantine(&self, before: std::time::SystemTime) -> Result<u64> {
-        let mut removed = 0;
-        for o in self.store.list(QUARANTINE)? {
-            let stamp = o.key[QUARANTINE.len()..].split('/').next().unwrap_or("");
-            if quarantine_time(stamp).is_some_and(|t| t < before) {
-                self.store.delete(&o.key)?;
-                removed += 1;
-            }
-        }
-        Ok(removed)
-    }
-
-    /// Keeps a copy of bytes about to be overwritten (a damaged tag) in `quarantine/`.
-    pub fn quarantine_copy(&self, key: &str, bytes: &[u8]) -> Result<String> {
-        let to = format!("{QUARANTINE}{}/{key}", quarantine_stamp());
-        self.store.put_if_absent(&to, bytes)?;
-        Ok(to)
-    }
-
     /// A write barrier: everything written before it is durable when it returns. A
     /// manifest is written only after one, so it never names unwritten data.
     pub fn barrier(&self) -> Result<()> {
@@ -802,17 +601,6 @@ impl Repository {
         self.store.delete(&kind.name(id))
     }
 
-    /// Removes every damage record of a pack that is gone.
-    pub(crate) fn clear_pack_damage(&self, pack: &PackId) -> Result<()> {
-        for o in self
-            .store
-            .list(&format!("{DAMAGE_PREFIX}{}/", pack.hex()))?
-        {
-            self.store.delete(&o.key)?;
-        }
-        Ok(())
-    }
-
     /// A file's chunk list; a missing one is damage (a manifest names it).
     pub fn file_object(&self, hash: &Hash) -> Result<FileObject> {
         let key = file_key(hash);
@@ -848,63 +636,6 @@ impl Repository {
     }
 }
 
-fn parse_config(location: &str, bytes: &[u8]) -> Result<RepoConfig> {
-    #[derive(Deserialize)]
-    struct Version {
-        format: u32,
-    }
-    let damaged = |e: serde_json::Error| {
-        Error::corrupt(format!("{location}/{CONFIG_KEY} is damaged: {e}")).hint(
-            "`sealvol volume verify` shows what else is damaged; `sealvol repair` writes it anew",
-        )
-    };
-    let v: Version = serde_json::from_slice(bytes).map_err(damaged)?;
-    if v.format > FORMAT {
-        return Err(Error::new(
-            ErrorKind::Format,
-            format!(
-                "repository {location} has format {}, newer than this sealvol understands ({FORMAT})",
-                v.format
-            ),
-        )
-        .hint("upgrade sealvol to use this repository"));
-    }
-    let config: RepoConfig = serde_json::from_slice(bytes).map_err(damaged)?;
-    if !config.chunker.params.is_valid() || config.chunker.algorithm != "fastcdc-2020" {
-        return Err(Error::corrupt(format!(
-            "{location}/{CONFIG_KEY}: unsupported chunker settings"
-        )));
-    }
-    Ok(config)
-}
-
-/// `quarantine/<stamp>/…`: one folder per process that quarantined something, so a
-/// second damaged copy of one object never replaces the first.
-fn quarantine_stamp() -> String {
-    static STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    STAMP
-        .get_or_init(|| {
-            let t = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-            format!("{}-{}", t.replace([':', '-'], ""), std::process::id())
-        })
-        .clone()
-}
-
-/// When a quarantine folder (`20261201T115157Z-<pid>`) was made.
-fn quarantine_time(stamp: &str) -> Option<std::time::SystemTime> {
-    let t = stamp.get(..16)?;
-    let text = format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        t.get(..4)?,
-        t.get(4..6)?,
-        t.get(6..8)?,
-        t.get(9..11)?,
-        t.get(11..13)?,
-        t.get(13..15)?
-    );
-    humantime::parse_rfc3339(&text).ok()
-}
-
 pub(crate) fn json_error(e: serde_json::Error) -> Error {
     Error::new(ErrorKind::Io, format!("cannot encode JSON: {e}"))
 }
@@ -913,35 +644,11 @@ fn pack_key(id: &PackId) -> String {
     Key::Pack(*id).to_string()
 }
 
-const DAMAGE_PREFIX: &str = "damage/";
-/// `damage/files/<file hash>`: a chunk list that failed its proof. `files` is no pack
-/// id, so readers of chunk damage records pass these by.
-const LIST_DAMAGE_PREFIX: &str = "damage/files/";
-
-fn list_damage_key(hash: &Hash) -> String {
-    Key::ListDamage(*hash).to_string()
-}
-
-/// A chunk list found failing its proof: `damage/files/<file hash>` (JSON).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ListDamage {
-    pub file: String,
-    pub problem: String,
-    /// What found it: `read` (a mount, pull or diff), `verify`, `serve`.
-    pub found_by: String,
-    pub by: String,
-    pub at: String,
-}
-
-fn damage_key(pack: &PackId, chunk: &Hash) -> String {
-    Key::Damage(*pack, *chunk).to_string()
-}
-
 fn index_key(id: &PackId) -> String {
     Key::Index(*id).to_string()
 }
 
-fn file_key(hash: &Hash) -> String {
+pub(crate) fn file_key(hash: &Hash) -> String {
     Key::File(*hash).to_string()
 }
 
@@ -961,123 +668,9 @@ pub(crate) fn tag_key(vol: &VolumeName, tag: &Name) -> String {
     Key::Tag(vol.clone(), tag.clone()).to_string()
 }
 
-/// Where a chunk is: the pack's slot in `ChunkIndex::packs` and its entry.
-#[derive(Debug, Clone, Copy)]
-pub struct ChunkLoc {
-    pub slot: u32,
-    pub entry: PackEntry,
-}
-
 /// How long a loaded chunk index answers that a chunk is not there (`other_copy`,
 /// `locate`) before it is loaded again.
 const COPIES_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Every usable chunk a repository holds, by hash, and what is known damaged.
-#[derive(Default)]
-pub struct ChunkIndex {
-    pub packs: Vec<PackId>,
-    pub chunks: HashMap<Hash, ChunkLoc>,
-    pub health: Health,
-    /// A writer's share of the writers lock, held as long as it builds on this index.
-    pub writing: Option<crate::store::WriterGuard>,
-    /// When it was loaded, by the store's clock: what a writer built on was in the
-    /// repository then (garbage collection's protection starts from it).
-    pub since: Option<std::time::SystemTime>,
-    /// Chunks the server of a remote repository holds (`remote.rs`): asked for as a
-    /// push goes, and entered with `ChunkIndex::ON_SERVER` for a pack, since where they
-    /// lie is the server's business.
-    pub remote: bool,
-    /// Of those, the ones the server held in a namespace the key does not reach, with
-    /// the push's proof that it holds their bytes (`possession.rs`).
-    pub proofs: HashMap<Hash, (crate::possession::Challenge, crate::possession::Proof)>,
-}
-
-impl ChunkIndex {
-    /// The pack slot of a chunk the server of a remote repository holds.
-    pub const ON_SERVER: u32 = u32::MAX;
-
-    /// What a push names chunk `loc` of a file with, to its server.
-    pub fn named(&self, loc: &ChunkLoc) -> crate::possession::Named {
-        use crate::possession::{Evidence, Named};
-        let evidence = match loc.slot {
-            ChunkIndex::ON_SERVER => match self.proofs.get(&loc.entry.hash) {
-                Some((c, p)) => Evidence::Proof(*c, *p),
-                None => Evidence::None,
-            },
-            slot => match self.packs.get(slot as usize) {
-                Some(pack) => Evidence::Copy {
-                    pack: *pack,
-                    offset: loc.entry.offset,
-                },
-                None => Evidence::None,
-            },
-        };
-        Named {
-            hash: loc.entry.hash,
-            len: loc.entry.raw_len,
-            evidence,
-        }
-    }
-
-    /// An index for a push through a server: empty, filled by asking the server.
-    pub fn for_remote() -> ChunkIndex {
-        ChunkIndex {
-            remote: true,
-            ..ChunkIndex::default()
-        }
-    }
-
-    /// Notes that the server holds chunk `hash` of `len` bytes, with the push's proof
-    /// that it holds the bytes when the key does not reach the server's copy.
-    pub fn add_on_server(
-        &mut self,
-        hash: Hash,
-        len: u32,
-        proof: Option<(crate::possession::Challenge, crate::possession::Proof)>,
-    ) {
-        if let Some(p) = proof
-            && !self.chunks.contains_key(&hash)
-        {
-            self.proofs.insert(hash, p);
-        }
-        self.chunks.entry(hash).or_insert(ChunkLoc {
-            slot: ChunkIndex::ON_SERVER,
-            entry: PackEntry {
-                hash,
-                offset: 0,
-                stored_len: len,
-                raw_len: len,
-                flags: objects::FLAG_RAW,
-            },
-        });
-    }
-
-    /// Adds a pack's usable chunks; where a chunk has several copies, the first usable
-    /// one is kept.
-    pub fn add_pack(&mut self, id: PackId, entries: &[PackEntry]) {
-        let slot = self.packs.len() as u32;
-        self.packs.push(id);
-        for &entry in entries {
-            if self.health.check(&id, &entry).is_ok() {
-                self.chunks
-                    .entry(entry.hash)
-                    .or_insert(ChunkLoc { slot, entry });
-            }
-        }
-    }
-
-    /// A pack just written by this process: it is not in the health listing yet.
-    pub fn add_new_pack(&mut self, id: PackId, size: u64) {
-        self.health.add_pack(id, size);
-    }
-
-    pub fn stored_bytes(&self) -> u64 {
-        self.chunks
-            .values()
-            .map(|c| c.entry.stored_len as u64)
-            .sum()
-    }
-}
 
 /// A pack that is not there is damage to the repository, not an I/O error, whichever
 /// way the store says it is not there (`ObjectStore::get_range`).

@@ -13,11 +13,12 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::chunk_index::ChunkIndex;
 use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
 use crate::proof::{BLOCK_LOG, Outboard};
-use crate::repo::{ChunkIndex, Repository};
+use crate::repo::Repository;
 
 /// The largest file a reader looks for in a version's small packs: one proof block, so
 /// the chunk's hash alone proves it.
@@ -42,7 +43,7 @@ pub struct SmallFiles {
 struct Found {
     chunks: HashMap<Hash, (PackId, PackEntry)>,
     /// Why an index could not be read: the answer for a file found nowhere else.
-    unread: Option<crate::Error>,
+    unread: Option<crate::error::Error>,
 }
 
 impl SmallFiles {
@@ -118,7 +119,7 @@ impl SmallFiles {
     }
 
     /// Why the small packs could not all be read, if one could not.
-    fn unread(&self, repo: &Repository) -> Option<&crate::Error> {
+    fn unread(&self, repo: &Repository) -> Option<&crate::error::Error> {
         self.found(repo).unread.as_ref()
     }
 }
@@ -269,7 +270,7 @@ impl Repository {
             Some(obj) => Ok(obj),
             None => match small.unread(self).filter(|_| size <= SMALL_MAX) {
                 // An index that could not be read may hold it: say why it was not.
-                Some(e) => Err(crate::Error::new(e.kind(), e.message().to_string())),
+                Some(e) => Err(crate::error::Error::new(e.kind(), e.message().to_string())),
                 // The small packs lost it: any copy the index knows is the file.
                 None if !small.is_empty() && size <= SMALL_MAX => {
                     match self.small_file_anywhere(hash)? {

@@ -134,7 +134,7 @@ mod tests {
         let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
         for when in ["9000y", "100000000000y"] {
             let e = expiry("--expires", when, now).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{when}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Invalid, "{when}");
             assert!(e.to_string().contains("9999"), "{when}: {e}");
         }
         assert_eq!(

@@ -509,6 +509,25 @@ fn db_error_s(e: &dyn std::fmt::Display) -> Error {
         .hint("if state.redb is damaged, delete it: that loses the stat cache and job records, never repository data")
 }
 
+/// The watches' records, as a watch's runner keeps them (`watch::Records`).
+impl crate::watch::Records for StateDb {
+    fn watch(&self, id: u64) -> Result<Watch> {
+        StateDb::watch(self, id)
+    }
+
+    fn update_watch(
+        &self,
+        id: u64,
+        change: &mut dyn FnMut(&mut Watch) -> Result<()>,
+    ) -> Result<Watch> {
+        StateDb::update_watch(self, id, change)
+    }
+
+    fn stat_cache(&self) -> &dyn sealvol_core::push::StatCache {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

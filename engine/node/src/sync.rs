@@ -331,7 +331,7 @@ fn already_stored(
     db: &StateDb,
     source_id: &str,
     objects: &[Object],
-    index: &sealvol_core::repo::ChunkIndex,
+    index: &sealvol_core::chunk_index::ChunkIndex,
 ) -> Result<(HashMap<usize, (Hash, u64)>, HashMap<usize, String>)> {
     let mut files = HashMap::new();
     let mut checked = HashMap::new();
@@ -404,7 +404,7 @@ const CHECK_ATTEMPTS: u32 = 3;
 /// batch). A batch failing a check is read again, then fails.
 fn fetch_checked(
     repo: &Repository,
-    index: &mut sealvol_core::repo::ChunkIndex,
+    index: &mut sealvol_core::chunk_index::ChunkIndex,
     remote: &dyn sealvol_source::Remote,
     objects: &[Object],
     batch: &[usize],
@@ -428,7 +428,7 @@ fn fetch_checked(
 /// Fetches one batch of the listing from the source and stores it.
 fn fetch_batch(
     repo: &Repository,
-    index: &mut sealvol_core::repo::ChunkIndex,
+    index: &mut sealvol_core::chunk_index::ChunkIndex,
     remote: &dyn sealvol_source::Remote,
     objects: &[Object],
     batch: &[usize],

@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sealvol_core::chunk_index::ChunkIndex;
 use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
 use sealvol_core::objects::{PackEntry, PackId};
-use sealvol_core::repo::{ChunkIndex, Repository};
+use sealvol_core::repo::Repository;
 
 /// An index older than this is loaded again when a chunk is not in it (a push since).
 const INDEX_FRESH: Duration = Duration::from_secs(10);

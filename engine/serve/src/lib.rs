@@ -11,7 +11,7 @@
 //! - `held`: a file's chunks as the server holds them, for the proven read;
 //! - `credential`: the ring's keys, with which its servers prove they are its servers;
 //! - `jobs`: the server's own sync jobs and their secrets, and live events of them;
-//! - `http`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
+//! - `router`: the routes, immutable chunk URLs, `/metrics`, and the key check over all;
 //! - `hub`: the Hugging Face Hub's read API (`/hf/`, `HF_ENDPOINT`);
 //! - `keys`: API keys (hashed, revocable, scoped);
 //! - `maintenance`: garbage collection on a schedule (`--gc-every`);
@@ -19,6 +19,7 @@
 //! - `objects`: the remote engine's routes, and what each key may touch;
 //! - `ops`: the operations a key holder asks the server to make, and `possession`:
 //!   which chunks a push may name (a hash is not a key);
+//! - `policy`: what a server keeps to beyond its defaults (`serve`'s flags);
 //! - `quota`: a push past its namespace's quota refused before its packs are stored;
 //! - `range`: a request's `Range`, one range checked against the size read;
 //! - `report`: what a server says of itself to `sealvol peers`;
@@ -35,7 +36,6 @@ pub mod credential;
 pub mod fellows;
 pub mod file_body;
 pub mod held;
-pub mod http;
 pub mod hub;
 pub mod jobs;
 pub mod keys;
@@ -45,6 +45,7 @@ pub mod maintenance;
 pub mod metrics;
 pub mod objects;
 pub mod ops;
+pub mod policy;
 pub mod possession;
 pub mod quota;
 pub mod range;
@@ -52,12 +53,14 @@ pub mod reach;
 pub mod registry;
 pub mod reply;
 pub mod report;
+pub mod router;
 pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use chunks::ChunkService;
+pub use policy::Policy;
 
 /// Why an address may not be listened on as asked: off loopback, only with TLS or
 /// `--insecure-http`.
@@ -69,20 +72,6 @@ pub fn check_listen(addr: &SocketAddr, tls: bool, insecure_http: bool) -> Result
         "serve: {addr} is not a loopback address and no TLS is given: pass --tls-cert and \
          --tls-key, listen on 127.0.0.1, or pass --insecure-http on a network you trust"
     ))
-}
-
-/// What a server is told to keep to beyond its defaults.
-#[derive(Debug, Clone, Default)]
-pub struct Policy {
-    /// Namespaces never told of chunks held outside their reach (`--private-dedup`).
-    pub private_dedup: Vec<String>,
-    /// What connections may hold, and each caller's share of them (`conn`).
-    pub connections: conn::Limits,
-    /// The server speaks TLS: the absolute links it sends (the next page of a Hub tree
-    /// listing, `hub/tree.rs`) say `https`.
-    pub https: bool,
-    /// The pull-through mirror of an upstream Hub (`serve --hf-upstream`).
-    pub hub_mirror: Option<Arc<hub::mirror::Mirror>>,
 }
 
 /// Serves `service` to the holders of `keys` on `listener` (plain TCP, or
@@ -125,8 +114,8 @@ where
         let s = Arc::clone(&service);
         let _ = tokio::task::spawn_blocking(move || take_credential(&s)).await;
     }
-    let served = http::Served::new(service, keys, jobs, policy);
-    conn::serve(listener, http::router(served), policy.connections).await
+    let served = router::Served::new(service, keys, jobs, policy);
+    conn::serve(listener, router::router(served), policy.connections).await
 }
 
 /// Takes the ring's credential from the repository (made there if it has none), or

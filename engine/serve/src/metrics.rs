@@ -10,7 +10,7 @@ pub use sealvol_core::prometheus::CacheState;
 use sealvol_core::prometheus::Text;
 
 /// The server's metrics (`sealvol serve`'s `/metrics`), in Prometheus's text format.
-pub fn serve_text(service: &crate::ChunkService, keys: &crate::keys::Keys) -> String {
+pub fn serve_text(service: &crate::chunks::ChunkService, keys: &crate::keys::Keys) -> String {
     use std::sync::atomic::Ordering;
     let (c, gc) = (&service.counters, &service.gc);
     let cache = service.cache().map(CacheState::of).unwrap_or_default();
@@ -317,7 +317,7 @@ pub fn expose(
     Ok(bound)
 }
 
-fn f_len(service: &crate::ChunkService) -> u64 {
+fn f_len(service: &crate::chunks::ChunkService) -> u64 {
     service
         .fellows()
         .map_or(0, |f| f.ring().members().len() as u64)

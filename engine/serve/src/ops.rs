@@ -95,7 +95,7 @@ impl Steward {
         repo: Arc<Repository>,
         known: Arc<Known>,
         quotas: Arc<crate::quota::Quotas>,
-        policy: &crate::Policy,
+        policy: &crate::policy::Policy,
     ) -> Steward {
         let reach = Arc::new(Reach::new(Arc::clone(&repo)));
         Steward {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use sealvol_wire::ring::Report;
 
-use crate::ChunkService;
+use crate::chunks::ChunkService;
 
 /// What `s` says of itself.
 pub fn report(s: &ChunkService) -> Report {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Server, server};
-use sealvol_serve::http::{HUB_ROUTES, OPEN_ROUTES, ROUTES};
+use sealvol_serve::router::{HUB_ROUTES, OPEN_ROUTES, ROUTES};
 
 /// `route` with its parameters filled in.
 fn concrete(route: &str) -> String {

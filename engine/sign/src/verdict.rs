@@ -52,7 +52,7 @@ pub fn check_all(
         !named
     });
     for s in stored {
-        let r = crate::verify(&s.bytes, keys).and_then(|signed| {
+        let r = crate::bundle::verify(&s.bytes, keys).and_then(|signed| {
             let kept = match signed.statement.algorithm {
                 Algorithm::Blake3 => None,
                 Algorithm::Sha256 => Some(sha256()?.ok_or_else(|| {

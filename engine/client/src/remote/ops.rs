@@ -276,6 +276,11 @@ impl Registry for RemoteOps {
         self.link.op(Method::POST, "damage", body).map(|_| ())
     }
 
+    /// The server proves what it sends and records what fails there itself.
+    fn report_list_damage(&self, _hash: &Hash, _problem: &str, _found_by: &str) -> Result<()> {
+        Ok(())
+    }
+
     fn collect(&self, opts: &GcOptions) -> Result<sealvol_core::gc::GcReport> {
         opts.progress.note("garbage collection runs on the server");
         self.json(

@@ -139,7 +139,7 @@ impl<'a> Lease<'a> {
     }
 
     fn renew(&self) -> Result<()> {
-        let mut held = crate::lock(&self.record);
+        let mut held = crate::locks::lock(&self.record);
         let mut record = held.0.clone();
         record.renewed = rfc3339(self.repo.store().now()?);
         let bytes = serde_json::to_vec_pretty(&record).map_err(json_error)?;
@@ -175,7 +175,7 @@ impl<'a> Lease<'a> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let held = crate::lock(&self.record);
+        let held = crate::locks::lock(&self.record);
         // Only our own: after a takeover the lease is someone else's.
         if let Ok(Some((_, etag))) = self.repo.store().get_versioned(LEASE_KEY)
             && etag == held.1

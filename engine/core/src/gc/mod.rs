@@ -353,7 +353,7 @@ fn purge_expired(
         };
         // A damaged record cannot say when its version was deleted: the version stays
         // (it is marked like any other), and the rest of the trash is purged as due.
-        let damaged = |e: &crate::Error| e.kind() == crate::error::ErrorKind::Corrupt;
+        let damaged = |e: &crate::error::Error| e.kind() == crate::error::ErrorKind::Corrupt;
         let record = match repo.in_trash(&vol, &d) {
             Err(e) if damaged(&e) => {
                 report.notes.push(format!(
@@ -547,7 +547,7 @@ fn prune(repo: &Repository, now: SystemTime, report: &mut GcReport) -> Result<()
 
 fn stop_if_lost(lease: Option<&lease::Lease>) -> Result<()> {
     match lease.is_some_and(|l| l.lost()) {
-        true => Err(crate::Error::new(
+        true => Err(crate::error::Error::new(
             ErrorKind::Race,
             "another garbage collection took over this one's lease (it stopped renewing in time)",
         )

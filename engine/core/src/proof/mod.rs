@@ -16,13 +16,11 @@
 //! Chunks are cut by content, so a chunk's first and last block usually reach into
 //! its neighbours; proving them needs those neighbours' bytes too (`prove`).
 
-pub mod tree;
+pub use crate::proof_tree::{BLOCK_LOG, Cv, Outboard, Proven, TreeHasher, is_unproven, unproven};
 
-pub use tree::{BLOCK_LOG, Cv, Outboard, Proven, TreeHasher, is_unproven, unproven};
-
+use crate::chunk_bytes::ChunkBytes;
 use crate::error::{Error, Result};
 use crate::objects::FileObject;
-use crate::read::bytes::ChunkBytes;
 
 /// How the bytes a block reaches into beyond the chunks at hand are asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,11 +24,12 @@ mod stream;
 use std::io::Read;
 use std::time::Duration;
 
+use crate::chunk_index::ChunkIndex;
 use crate::digest::Hash;
 use crate::error::Result;
 use crate::refs::{Digest, VolumeName};
 use crate::registry::VersionStats;
-use crate::repo::{ChunkIndex, Repository};
+use crate::repo::Repository;
 
 pub use local::{PushOptions, SealGuard, StatCache, push, store_files};
 

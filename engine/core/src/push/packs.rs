@@ -11,10 +11,11 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::buffers::BufferPool;
+use crate::chunk_index::{ChunkIndex, ChunkLoc};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::objects::{self, FLAG_RAW, PackEntry, PackId};
-use crate::repo::{ChunkIndex, ChunkLoc, Repository};
+use crate::repo::Repository;
 use crate::store::Staged;
 
 /// What the pack writer thread is asked to do, in order.

@@ -14,6 +14,7 @@ use super::Inputs;
 use super::buffers::BufferPool;
 use super::packs::{FinishedPack, PackOp, Packer, publish_packs, write_packs};
 use crate::chunk::{Block, BlockReader, ChunkParams};
+use crate::chunk_index::{ChunkIndex, ChunkLoc};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackId};
@@ -21,7 +22,7 @@ use crate::possession::{Challenge, Evidence, Named, Proof};
 use crate::progress::Progress;
 use crate::proof::{Outboard, TreeHasher};
 use crate::remote::Held;
-use crate::repo::{ChunkIndex, ChunkLoc, Kind, Repository};
+use crate::repo::{Kind, Repository};
 
 /// What the pipeline learns about one file it read.
 pub(super) struct HashedFile {

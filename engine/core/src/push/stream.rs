@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use super::pipeline::run_pipeline;
 use super::{Inputs, PushReport, index_after_recovery};
+use crate::chunk_index::ChunkIndex;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::progress::Progress;
 use crate::refs::{Name, VolumeName};
 use crate::registry::{Provenance, VersionStats};
-use crate::repo::{ChunkIndex, Repository};
+use crate::repo::Repository;
 
 /// One file of a streamed listing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -88,7 +88,7 @@ struct State {
 }
 
 /// How a server is probed: asks it something cheap within a bound; Ok when it answers.
-pub type ProbeFn = Arc<dyn Fn() -> crate::Result<()> + Send + Sync>;
+pub type ProbeFn = Arc<dyn Fn() -> crate::error::Result<()> + Send + Sync>;
 
 impl Liveness {
     pub fn new(hedging: Hedging) -> Liveness {
@@ -114,7 +114,11 @@ impl Liveness {
     /// the ring answers in milliseconds.
     pub fn bound_beside(&self, others: Option<Duration>) -> Duration {
         let h = &self.hedging;
-        let own = crate::lock(&self.state).samples.iter().max().copied();
+        let own = crate::locks::lock(&self.state)
+            .samples
+            .iter()
+            .max()
+            .copied();
         match (own, others) {
             (Some(slowest), _) => (slowest * h.factor).clamp(h.floor, h.ceiling),
             (None, Some(theirs)) => {
@@ -126,12 +130,16 @@ impl Liveness {
 
     /// Its slowest recent answer.
     pub fn slowest(&self) -> Option<Duration> {
-        crate::lock(&self.state).samples.iter().max().copied()
+        crate::locks::lock(&self.state)
+            .samples
+            .iter()
+            .max()
+            .copied()
     }
 
     /// A good answer that took `took`: counted in its bound, and it is up again.
     pub fn answered(&self, took: Duration, name: &str) {
-        let mut s = crate::lock(&self.state);
+        let mut s = crate::locks::lock(&self.state);
         if s.samples.len() < SAMPLES {
             s.samples.push(took);
         } else {
@@ -149,7 +157,7 @@ impl Liveness {
     /// answer comes; said once per outage.
     pub fn pass_over(self: &Arc<Self>, name: &str, why: &str, probe: impl FnOnce() -> ProbeFn) {
         let start_probe = {
-            let mut s = crate::lock(&self.state);
+            let mut s = crate::locks::lock(&self.state);
             s.failures = s.failures.saturating_add(1);
             if self.up.swap(false, Ordering::Relaxed) {
                 tracing::warn!("peer {name}: {why}; passed over until it answers a probe");
@@ -158,7 +166,7 @@ impl Liveness {
         };
         if start_probe && !spawn_prober(Arc::downgrade(self), name.to_string(), probe()) {
             // Nothing would ever probe it: asked again by the next read instead.
-            crate::lock(&self.state).probing = false;
+            crate::locks::lock(&self.state).probing = false;
             self.up.store(true, Ordering::Relaxed);
         }
     }
@@ -177,7 +185,7 @@ impl Liveness {
 
     /// How long the prober waits before its next probe.
     fn probe_wait(&self) -> Duration {
-        let failures = crate::lock(&self.state).failures.max(1);
+        let failures = crate::locks::lock(&self.state).failures.max(1);
         PROBE_FIRST
             .saturating_mul(1 << (failures - 1).min(5))
             .min(PROBE_MAX)
@@ -200,7 +208,7 @@ fn spawn_prober(liveness: Weak<Liveness>, name: String, probe: ProbeFn) -> bool 
                 let asked = Instant::now();
                 // Up already (a late answer came): nothing to probe.
                 let answered = l.is_up() || probe().is_ok();
-                let mut s = crate::lock(&l.state);
+                let mut s = crate::locks::lock(&l.state);
                 if answered {
                     // Under the lock that `pass_over` takes: a pass-over from now on
                     // starts a prober of its own.
@@ -320,8 +328,8 @@ mod tests {
                 probes.fetch_add(1, Ordering::Relaxed);
                 match answers.load(Ordering::Relaxed) {
                     true => Ok(()),
-                    false => Err(crate::Error::new(
-                        crate::ErrorKind::Unavailable,
+                    false => Err(crate::error::Error::new(
+                        crate::error::ErrorKind::Unavailable,
                         "timed out",
                     )),
                 }
@@ -357,8 +365,8 @@ mod tests {
     fn a_late_answer_brings_a_server_back_and_teaches_its_bound() {
         let l = Arc::new(Liveness::new(Hedging::default()));
         let never: ProbeFn = Arc::new(|| {
-            Err(crate::Error::new(
-                crate::ErrorKind::Unavailable,
+            Err(crate::error::Error::new(
+                crate::error::ErrorKind::Unavailable,
                 "timed out",
             ))
         });

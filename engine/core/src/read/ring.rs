@@ -148,8 +148,8 @@ impl Ring {
     /// This ring with each member waited for as `hedging` says (before any read).
     pub fn hedged(mut self, hedging: Hedging) -> Ring {
         self.hedging = hedging;
-        let members = Arc::clone(&crate::lock(&self.members));
-        *crate::lock(&self.members) = Arc::new(
+        let members = Arc::clone(&crate::locks::lock(&self.members));
+        *crate::locks::lock(&self.members) = Arc::new(
             members
                 .iter()
                 .map(|m| Arc::new(Member::new(Arc::clone(&m.peer), hedging)))
@@ -187,14 +187,14 @@ impl Ring {
                 self.replace(peers);
             }
         }
-        Arc::clone(&crate::lock(&self.members))
+        Arc::clone(&crate::locks::lock(&self.members))
     }
 
     /// Makes `peers` the ring. A server still listed keeps its state (passed over or
     /// not, and its counters), so a rewritten file costs nothing to those unchanged.
     fn replace(&self, peers: Vec<Arc<dyn Peer>>) {
-        let old = Arc::clone(&crate::lock(&self.members));
-        let mut gone = crate::lock(&self.gone);
+        let old = Arc::clone(&crate::locks::lock(&self.members));
+        let mut gone = crate::locks::lock(&self.gone);
         let mut next: Vec<Arc<Member>> = Vec::with_capacity(peers.len());
         for p in peers {
             if next.iter().any(|m| m.peer.name() == p.name()) {
@@ -218,7 +218,7 @@ impl Ring {
                 tracing::info!("peer {} joined the ring", m.peer.name());
             }
         }
-        *crate::lock(&self.members) = Arc::new(next);
+        *crate::locks::lock(&self.members) = Arc::new(next);
     }
 
     pub fn is_empty(&self) -> bool {

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::ring::{Member, Ring};
-use super::{ByBlocks, ChunkBytes, Counters, add, check_chunk, max_run, now_ms};
+use super::{ByBlocks, Counters, add, check_chunk, max_run, now_ms};
+use crate::chunk_bytes::ChunkBytes;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackId};

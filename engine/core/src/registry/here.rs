@@ -2,6 +2,7 @@
 //! (`ops::Registry` for a folder or a bucket): each is the module's that keeps its
 //! objects.
 
+use crate::digest::Hash;
 use crate::error::Result;
 use crate::labels::LabelRequest;
 use crate::objects::{PackEntry, PackId};
@@ -45,6 +46,10 @@ impl Registry for Here<'_> {
 
     fn report_damage(&self, pack: &PackId, entry: &PackEntry, found_by: &str) -> Result<()> {
         self.0.record_damage_here(pack, entry, found_by)
+    }
+
+    fn report_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) -> Result<()> {
+        self.0.record_list_damage_here(hash, problem, found_by)
     }
 
     fn collect(&self, opts: &GcOptions) -> Result<GcReport> {

@@ -238,6 +238,19 @@ impl Repository {
         }
     }
 
+    /// Writes down that the chunk list of file `hash` failed its proof: it names other
+    /// bytes than the file's (`proof/`). Garbage collection deletes nothing while such
+    /// a record stands (what the file really needs is unknown), verify names the list,
+    /// and repair rebuilds or quarantines it. Idempotent; a failure to write is logged.
+    pub fn record_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) {
+        if let Err(e) = self.registry().report_list_damage(hash, problem, found_by) {
+            tracing::warn!(
+                "cannot record that the chunk list of {} fails its proof: {e}",
+                hash.hex()
+            );
+        }
+    }
+
     /// Runs one garbage collection (`gc/`); through a server, the server runs it.
     pub fn collect(&self, opts: &GcOptions) -> Result<GcReport> {
         self.registry().collect(opts)

@@ -67,25 +67,25 @@ pub struct Gate(Arc<(Mutex<(bool, u64)>, Condvar)>);
 
 impl Gate {
     pub fn open(&self) {
-        crate::lock(&self.0.0).0 = true;
+        crate::locks::lock(&self.0.0).0 = true;
         self.0.1.notify_all();
     }
 
     /// How many calls have reached the gate.
     pub fn arrived(&self) -> u64 {
-        crate::lock(&self.0.0).1
+        crate::locks::lock(&self.0.0).1
     }
 
     /// Blocks until `n` calls have reached the gate.
     pub fn wait_for(&self, n: u64) {
-        let mut g = crate::lock(&self.0.0);
+        let mut g = crate::locks::lock(&self.0.0);
         while g.1 < n {
             g = crate::locks::wait(&self.0.1, g);
         }
     }
 
     fn pass(&self) {
-        let mut g = crate::lock(&self.0.0);
+        let mut g = crate::locks::lock(&self.0.0);
         g.1 += 1;
         self.0.1.notify_all();
         while !g.0 {
@@ -127,7 +127,7 @@ impl<S: ObjectStore> Faulty<S> {
     /// Adds a rule: `fault` on the calls of kind `call`, on keys under `prefix`, that
     /// `when` takes.
     pub fn inject(&self, call: Call, prefix: &str, when: When, fault: Fault) {
-        crate::lock(&self.rules).push(Rule {
+        crate::locks::lock(&self.rules).push(Rule {
             call,
             when,
             prefix: prefix.to_string(),
@@ -152,12 +152,15 @@ impl<S: ObjectStore> Faulty<S> {
 
     /// Removes every rule (calls already waiting at a gate still wait for it).
     pub fn heal(&self) {
-        crate::lock(&self.rules).clear();
+        crate::locks::lock(&self.rules).clear();
     }
 
     /// Calls of a kind made so far.
     pub fn calls(&self, call: Call) -> u64 {
-        crate::lock(&self.calls).get(&call).copied().unwrap_or(0)
+        crate::locks::lock(&self.calls)
+            .get(&call)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Faults that have fired so far.
@@ -167,9 +170,9 @@ impl<S: ObjectStore> Faulty<S> {
 
     /// Counts the call and returns the faults that take it.
     fn faults(&self, call: Call, key: &str) -> Vec<Fault> {
-        *crate::lock(&self.calls).entry(call).or_default() += 1;
+        *crate::locks::lock(&self.calls).entry(call).or_default() += 1;
         let mut out = Vec::new();
-        for r in crate::lock(&self.rules).iter_mut() {
+        for r in crate::locks::lock(&self.rules).iter_mut() {
             if r.call != call || !key.starts_with(&r.prefix) {
                 continue;
             }

@@ -229,7 +229,7 @@ impl ObjectStore for LocalStore {
         // each as they are written would make a push of many small files crawl.
         let created = self.publish(&tmp, &dest, false)?;
         if created && self.durable {
-            crate::lock(&self.unsynced).push(dest);
+            crate::locks::lock(&self.unsynced).push(dest);
         }
         Ok(created)
     }
@@ -324,7 +324,7 @@ impl ObjectStore for LocalStore {
         if !self.durable {
             return Ok(());
         }
-        let pending = std::mem::take(&mut *crate::lock(&self.unsynced));
+        let pending = std::mem::take(&mut *crate::locks::lock(&self.unsynced));
         if pending.len() <= FSYNC_ONE_BY_ONE {
             let mut dirs = std::collections::BTreeSet::new();
             for p in &pending {

@@ -52,23 +52,23 @@ impl MemoryStore {
 
     /// Moves the store's clock forward: objects written before look `by` older.
     pub fn advance(&self, by: Duration) {
-        *crate::lock(&self.ahead) += by;
+        *crate::locks::lock(&self.ahead) += by;
     }
 
     /// Every key, in order (for a test's own checks; not counted as a request).
     pub fn keys(&self) -> Vec<String> {
-        crate::lock(&self.objects).keys().cloned().collect()
+        crate::locks::lock(&self.objects).keys().cloned().collect()
     }
 
     /// Replaces an object's bytes behind the repository's back (damage, a crafted
     /// object); not counted as a request.
     pub fn overwrite(&self, key: &str, bytes: &[u8]) {
         let stored = self.stored(bytes);
-        crate::lock(&self.objects).insert(key.to_string(), stored);
+        crate::locks::lock(&self.objects).insert(key.to_string(), stored);
     }
 
     fn clock(&self) -> SystemTime {
-        SystemTime::now() + *crate::lock(&self.ahead)
+        SystemTime::now() + *crate::locks::lock(&self.ahead)
     }
 
     fn check(key: &str) -> Result<()> {
@@ -102,7 +102,9 @@ impl ObjectStore for MemoryStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         Self::check(key)?;
         self.traffic.get();
-        let got = crate::lock(&self.objects).get(key).map(|s| s.bytes.clone());
+        let got = crate::locks::lock(&self.objects)
+            .get(key)
+            .map(|s| s.bytes.clone());
         if let Some(b) = &got {
             self.traffic.received(b.len() as u64);
         }
@@ -112,7 +114,7 @@ impl ObjectStore for MemoryStore {
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
         Self::check(key)?;
         self.traffic.get();
-        let objects = crate::lock(&self.objects);
+        let objects = crate::locks::lock(&self.objects);
         let s = objects
             .get(key)
             .ok_or_else(|| Error::not_found(format!("no object {key}")))?;
@@ -131,14 +133,14 @@ impl ObjectStore for MemoryStore {
     fn size(&self, key: &str) -> Result<Option<u64>> {
         Self::check(key)?;
         self.traffic.head();
-        Ok(crate::lock(&self.objects)
+        Ok(crate::locks::lock(&self.objects)
             .get(key)
             .map(|s| s.bytes.len() as u64))
     }
 
     fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<bool> {
         Self::check(key)?;
-        let mut objects = crate::lock(&self.objects);
+        let mut objects = crate::locks::lock(&self.objects);
         self.traffic.put(data.len() as u64);
         if objects.contains_key(key) {
             return Ok(false);
@@ -173,7 +175,7 @@ impl ObjectStore for MemoryStore {
 
     fn put_if_match(&self, key: &str, data: &[u8], expected: Option<&ETag>) -> Result<()> {
         Self::check(key)?;
-        let mut objects = crate::lock(&self.objects);
+        let mut objects = crate::locks::lock(&self.objects);
         self.traffic.put(data.len() as u64);
         let current = objects.get(key).map(|s| etag_of(&s.bytes));
         if current.as_ref() != expected {
@@ -189,7 +191,7 @@ impl ObjectStore for MemoryStore {
 
     fn list_page(&self, prefix: &str, after: Option<&str>) -> Result<Page> {
         self.traffic.list();
-        let objects = crate::lock(&self.objects);
+        let objects = crate::locks::lock(&self.objects);
         let start = match after {
             Some(a) if a >= prefix => std::ops::Bound::Excluded(a.to_string()),
             _ => std::ops::Bound::Included(prefix.to_string()),
@@ -220,7 +222,7 @@ impl ObjectStore for MemoryStore {
     fn delete(&self, key: &str) -> Result<()> {
         Self::check(key)?;
         self.traffic.delete();
-        crate::lock(&self.objects).remove(key);
+        crate::locks::lock(&self.objects).remove(key);
         Ok(())
     }
 
@@ -232,7 +234,7 @@ impl ObjectStore for MemoryStore {
         Self::check(key)?;
         self.traffic.put(data.len() as u64);
         let stored = self.stored(data);
-        crate::lock(&self.objects).insert(key.to_string(), stored);
+        crate::locks::lock(&self.objects).insert(key.to_string(), stored);
         Ok(())
     }
 

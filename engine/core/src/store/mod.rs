@@ -128,7 +128,7 @@ pub fn clean_staging_dir(dir: &Path) -> Result<(u64, u64)> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
-        Err(e) => return Err(crate::Error::io("cannot list", dir, e)),
+        Err(e) => return Err(crate::error::Error::io("cannot list", dir, e)),
     };
     let (mut files, mut bytes) = (0, 0);
     for item in rd.flatten() {
@@ -374,7 +374,7 @@ pub trait ObjectStore: Send + Sync {
     fn move_object(&self, from: &str, to: &str) -> Result<()> {
         let bytes = self
             .get(from)?
-            .ok_or_else(|| crate::Error::not_found(format!("no object {from}")))?;
+            .ok_or_else(|| crate::error::Error::not_found(format!("no object {from}")))?;
         self.put_if_absent(to, &bytes)?;
         self.sync()?;
         self.delete(from)
@@ -415,7 +415,7 @@ pub(crate) fn in_parallel<T: Sync, R: Send>(
         let mut out = Vec::with_capacity(items.len());
         for h in handles {
             let part = h.join().map_err(|_| {
-                crate::Error::new(crate::error::ErrorKind::Io, "a reader panicked")
+                crate::error::Error::new(crate::error::ErrorKind::Io, "a reader panicked")
             })??;
             out.extend(part);
         }

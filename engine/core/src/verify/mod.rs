@@ -17,7 +17,7 @@ pub use packs::PackFacts;
 pub use report::{Affected, Fix, Problem, VerifyReport};
 pub use survey::{IndexFacts, Survey, TagFacts, survey_all, survey_version};
 
-use crate::Result;
+use crate::error::Result;
 
 /// How much chunk data a verify reads and hashes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,7 +43,7 @@ impl ReadData {
     /// Parses `--read-data-subset`: `N/T` (1 ≤ N ≤ T) or `P%` (0 < P ≤ 100).
     pub fn parse_subset(s: &str) -> Result<ReadData> {
         let bad = || {
-            crate::Error::invalid(format!("--read-data-subset {s:?} is not N/T or P%")).hint(
+            crate::error::Error::invalid(format!("--read-data-subset {s:?} is not N/T or P%")).hint(
                 "for example 1/10 (the first of ten runs that together read every pack) or 5%",
             )
         };

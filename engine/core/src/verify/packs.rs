@@ -122,7 +122,10 @@ pub(super) fn survey_packs(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(crate::Error::new(ErrorKind::Io, "a verify thread panicked"))
+                    Err(crate::error::Error::new(
+                        ErrorKind::Io,
+                        "a verify thread panicked",
+                    ))
                 })
             })
             .collect()

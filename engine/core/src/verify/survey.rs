@@ -203,7 +203,7 @@ fn in_quarantine(
 ) -> Result<(Vec<(VolumeName, Digest, String)>, HashSet<PackId>)> {
     let mut out: Vec<(VolumeName, Digest, String)> = Vec::new();
     let mut packs = HashSet::new();
-    for o in repo.store().list(crate::repo::QUARANTINE)? {
+    for o in repo.store().list(crate::quarantine::QUARANTINE)? {
         let mut parts = o.key.split('/').skip(2);
         if o.key.split('/').nth(2) == Some("packs")
             && let Some(id) = o.key.rsplit('/').next().and_then(Hash::parse_hex)

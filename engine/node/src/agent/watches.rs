@@ -104,7 +104,7 @@ impl Inner {
             .spawn(move || {
                 let ctx = runner::Context {
                     repo: &inner.repo,
-                    db: &inner.db,
+                    db: inner.db.as_ref(),
                     state_dir: &inner.state_dir,
                     stop: &s,
                     live: &l,

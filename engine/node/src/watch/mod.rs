@@ -29,6 +29,21 @@ use names::TagTemplate;
 use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::refs::VolumeName;
 
+/// Where the node keeps its watches' records (the state database, `state.rs`): what a
+/// runner reads and updates, and the stat cache its pushes use.
+pub trait Records: Send + Sync {
+    fn watch(&self, id: u64) -> Result<Watch>;
+
+    /// Changes watch `id`'s record with `change` (called once), returning it changed.
+    fn update_watch(
+        &self,
+        id: u64,
+        change: &mut dyn FnMut(&mut Watch) -> Result<()>,
+    ) -> Result<Watch>;
+
+    fn stat_cache(&self) -> &dyn sealvol_core::push::StatCache;
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {

@@ -80,7 +80,7 @@ impl Runner<'_> {
             &tags,
             &PushOptions {
                 source: None,
-                stat_cache: Some(self.ctx.db),
+                stat_cache: Some(self.ctx.db.stat_cache()),
                 progress: &progress,
                 cancel: Some(self.ctx.stop),
                 guard: Some(&guard),
@@ -291,7 +291,9 @@ impl Runner<'_> {
 
     /// Changes the record in the database and keeps the runner's copy in step.
     fn save(&mut self, f: impl FnOnce(&mut Watch) -> Result<()>) {
-        match self.ctx.db.update_watch(self.watch.id, f) {
+        let mut f = Some(f);
+        let mut once = |w: &mut Watch| f.take().map_or(Ok(()), |f| f(w));
+        match self.ctx.db.update_watch(self.watch.id, &mut once) {
             Ok(w) => self.watch = w,
             Err(e) => tracing::error!("watch {}: cannot update its record: {e}", self.watch.id),
         }

@@ -16,7 +16,6 @@ use super::notifier::{self, Mode, Notifier, Signal};
 use super::settle::{Fingerprint, writer_under};
 use super::{Layout, Outcome, Phase, Watch, WatchState};
 use crate::log::JobLog;
-use crate::state::StateDb;
 use sealvol_core::error::{ErrorKind, Result};
 use sealvol_core::refs::VolumeName;
 use sealvol_core::repo::Repository;
@@ -37,7 +36,7 @@ const OWNER_CHECK: Duration = Duration::from_secs(1);
 
 pub struct Context<'a> {
     pub repo: &'a Repository,
-    pub db: &'a StateDb,
+    pub db: &'a dyn super::Records,
     pub state_dir: &'a Path,
     pub stop: &'a AtomicBool,
     pub live: &'a Live,
@@ -131,7 +130,7 @@ impl<'a> Runner<'a> {
             if self.owner_gone() {
                 let reason = "the command that ran this watch ended";
                 self.log.line(&format!("stopped: {reason}"));
-                let _ = self.ctx.db.update_watch(self.watch.id, |w| {
+                let _ = self.ctx.db.update_watch(self.watch.id, &mut |w| {
                     w.state = WatchState::Stopped;
                     w.reason = Some(reason.into());
                     Ok(())

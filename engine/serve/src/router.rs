@@ -118,7 +118,7 @@ impl Served {
         chunks: Arc<ChunkService>,
         keys: Arc<Keys>,
         jobs: Option<Arc<crate::jobs::Desk>>,
-        policy: &crate::Policy,
+        policy: &crate::policy::Policy,
     ) -> Served {
         let steward = Arc::new(Steward::new(
             Arc::clone(chunks.repository()),

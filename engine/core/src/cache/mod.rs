@@ -26,9 +26,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::SystemTime;
 
+mod stamp;
+
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
 use crate::recycled::{self, Buffer};
+use stamp::{Stamp, is_stamp, stamp_path};
 
 pub struct ChunkCache {
     dir: PathBuf,
@@ -43,64 +46,6 @@ pub struct ChunkCache {
     evicted: Arc<(AtomicU64, AtomicU64)>,
 }
 
-/// What a whole file's stamp records: the file as it was when its bytes were checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    const HEADER: &'static str = "sealvol whole-file check 1";
-
-    fn of(m: &fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp {
-            ino: m.ino(),
-            size: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        }
-    }
-
-    fn encode(&self) -> String {
-        format!(
-            "{}\n{} {} {} {} {} {}\n",
-            Stamp::HEADER,
-            self.ino,
-            self.size,
-            self.mtime.0,
-            self.mtime.1,
-            self.ctime.0,
-            self.ctime.1
-        )
-    }
-
-    /// A stamp that does not parse is no stamp: the file is hashed again.
-    fn decode(text: &str) -> Option<Stamp> {
-        let (header, fields) = text.split_once('\n')?;
-        if header != Stamp::HEADER {
-            return None;
-        }
-        let v: Vec<i64> = fields
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<std::result::Result<_, _>>()
-            .ok()?;
-        let [ino, size, ms, mn, cs, cn] = v[..] else {
-            return None;
-        };
-        Some(Stamp {
-            ino: u64::try_from(ino).ok()?,
-            size: u64::try_from(size).ok()?,
-            mtime: (ms, mn),
-            ctime: (cs, cn),
-        })
-    }
-}
-
 /// The stamp beside a whole file.
 /// A whole chunk file, into a recycled buffer (`recycled`).
 fn read_recycled(p: &Path) -> Option<Buffer> {
@@ -110,16 +55,6 @@ fn read_recycled(p: &Path) -> Option<Buffer> {
     let mut buf = recycled::take(len);
     f.read_exact(buf.as_mut_vec()).ok()?;
     Some(buf)
-}
-
-fn stamp_path(file: &Path) -> PathBuf {
-    let mut name = file.as_os_str().to_owned();
-    name.push(".ok");
-    PathBuf::from(name)
-}
-
-fn is_stamp(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e == "ok")
 }
 
 /// What eviction keeps: this fraction of `max_bytes`, so that it runs now and then, not
@@ -164,11 +99,11 @@ impl ChunkCache {
                     }
                 }
                 let (done, cv) = &*bg.measured;
-                *crate::lock(done) = true;
+                *crate::locks::lock(done) = true;
                 cv.notify_all();
             });
         if let Err(e) = spawned {
-            return Err(crate::Error::io("cannot start a thread", dir, e));
+            return Err(crate::error::Error::io("cannot start a thread", dir, e));
         }
         Ok(cache)
     }
@@ -304,11 +239,11 @@ impl ChunkCache {
                 f.write_all(c).ctx("cannot write cache file", &tmp)?;
                 n += c.len() as u64;
             }
-            let f = f
-                .into_inner()
-                .map_err(|e| crate::Error::io("cannot write cache file", &tmp, e.into_error()))?;
+            let f = f.into_inner().map_err(|e| {
+                crate::error::Error::io("cannot write cache file", &tmp, e.into_error())
+            })?;
             if Hash(*whole.finalize().as_bytes()) != *h {
-                return Err(crate::Error::corrupt(format!(
+                return Err(crate::error::Error::corrupt(format!(
                     "cache: chunks of file {} do not add up to its hash",
                     h.hex()
                 )));
@@ -345,7 +280,7 @@ impl ChunkCache {
     /// exact `used_bytes`).
     pub fn wait_measured(&self) {
         let (done, cv) = &*self.measured;
-        let mut d = crate::lock(done);
+        let mut d = crate::locks::lock(done);
         while !*d {
             d = cv.wait(d).unwrap_or_else(|p| p.into_inner());
         }
@@ -420,7 +355,11 @@ impl ChunkCache {
             }
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
-                Err(crate::Error::io("cannot publish cache file", &dest, e))
+                Err(crate::error::Error::io(
+                    "cannot publish cache file",
+                    &dest,
+                    e,
+                ))
             }
         }
     }
@@ -489,7 +428,7 @@ impl ChunkCache {
                     self.evicted.1.fetch_add(size, Ordering::Relaxed);
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => total -= size,
-                Err(e) => return Err(crate::Error::io("cannot evict", &path, e)),
+                Err(e) => return Err(crate::error::Error::io("cannot evict", &path, e)),
             }
             if path.starts_with(self.dir.join("files")) {
                 let _ = fs::remove_file(stamp_path(&path));
@@ -579,7 +518,7 @@ mod tests {
     fn whole(c: &ChunkCache, seed: u32, len: usize) -> (Hash, Vec<u8>) {
         let (_, bytes) = chunk(seed, len);
         let h = Hash::of(&bytes);
-        let pieces = bytes.chunks(4096).map(Ok::<_, crate::Error>);
+        let pieces = bytes.chunks(4096).map(Ok::<_, crate::error::Error>);
         c.put_file(&h, pieces).unwrap();
         (h, bytes)
     }
