@@ -12,7 +12,7 @@
 //! a revocation reaches each within `REFRESH` (5 s) while it can read the repository,
 //! never later than `STALE_FOR` (2 minutes), after which a server that cannot read the
 //! list refuses every key. A list that is damaged or gone refuses every key. No key,
-//! an admin's neither, reads or writes the list over HTTP (`objects.rs`).
+//! an admin's neither, reads or writes the list over HTTP (`objects/`).
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

@@ -1,4 +1,4 @@
-//! A request's `Range` header, as the object routes (`objects.rs`) and the Hub's file
+//! A request's `Range` header, as the object routes (`objects/`) and the Hub's file
 //! route (`hub/file.rs`) read it: one range, checked against the size of what is read.
 
 use axum::http::StatusCode;

@@ -1,7 +1,7 @@
 //! The routes: `GET /v1/chunks/<hash>` (with an optional `?pack=&offset=&len=` hint),
 //! `POST /v1/runs` (adjacent chunks of one pack: `{"pack", "offset", "chunks": [[hash,
 //! len], …]}`, answered with their bytes back to back), the remote engine's object
-//! routes (`objects.rs`) and its jobs (`jobs/`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
+//! routes (`objects/`) and its jobs (`jobs/`), `/metrics` (Prometheus text), `/healthz` and `/readyz`.
 //!
 //! Every route, and any path that is not one, needs an API key (`keys.rs`): the check is
 //! one layer over the whole router, so a route added later cannot skip it. The two
