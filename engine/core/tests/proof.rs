@@ -422,7 +422,7 @@ fn a_damaged_copy_met_by_the_one_pass_proof_is_recorded_as_damage_not_taken_for_
     );
 }
 
-// --- A run read hashing each byte once (`Tiers::fetch_proven_within`) ---
+// --- A run read hashing each byte once (`Chunks::fetch_for_proof` over `Tiers`) ---
 
 fn concat(chunks: &[sealvol_core::read::ChunkBytes]) -> Vec<u8> {
     chunks.iter().flat_map(|c| c.to_vec()).collect()
@@ -462,7 +462,7 @@ fn a_run_is_proven_by_its_blocks_with_only_its_end_chunks_hashed_as_chunks() {
     let n = obj.chunks.len();
     assert!(n > 8, "{n} chunks");
     let tiers = tiers_with_cache(&t, None);
-    let got = tiers.fetch_proven_within(&obj, 2..n - 2).unwrap();
+    let got = tiers.fetch_for_proof(&obj, 2..n - 2).unwrap();
     let (s, e) = (obj.start_of(2) as usize, obj.start_of(n - 2) as usize);
     assert!(concat(&got) == t.b[s..e]);
     // Every chunk but the two at the ends (whose blocks reach beyond the run) was taken
@@ -473,7 +473,7 @@ fn a_run_is_proven_by_its_blocks_with_only_its_end_chunks_hashed_as_chunks() {
     assert!(inner.clone().all(|b| obj.proof.is_proven(b)), "{inner:?}");
     // The whole file: every chunk, every block.
     let whole = t.repo.file_object(&t.hb).unwrap();
-    let got = tiers.fetch_proven_within(&whole, 0..n).unwrap();
+    let got = tiers.fetch_for_proof(&whole, 0..n).unwrap();
     assert!(concat(&got) == t.b);
     assert_eq!(spared(&tiers), (n - 6 + n) as u64);
 }
@@ -486,7 +486,7 @@ fn a_damaged_chunk_inside_a_run_is_recorded_as_damage_and_never_served() {
     // A chunk of team-b's own (past the MiB shared with team-a, so no other copy).
     let bad = damage_chunk(&t, &obj, n - 3);
     let tiers = tiers_with_cache(&t, None);
-    let e = tiers.fetch_proven_within(&obj, 0..n).err().unwrap();
+    let e = tiers.fetch_for_proof(&obj, 0..n).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
     assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
     assert!(e.message().contains(&bad.hex()), "{e}");
@@ -501,11 +501,11 @@ fn blocks_proven_before_are_hashed_again_for_chunks_not_hashed_as_chunks() {
     let obj = t.repo.file_object(&t.hb).unwrap();
     let n = obj.chunks.len();
     let tiers = tiers_with_cache(&t, None);
-    tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    tiers.fetch_for_proof(&obj, 0..n).unwrap();
     // The same list, its blocks all proven, read again after a byte rotted: a proof
     // that trusted its marks would hand the rotten chunk on unchecked.
     damage_chunk(&t, &obj, n - 3);
-    let e = tiers.fetch_proven_within(&obj, 0..n).err().unwrap();
+    let e = tiers.fetch_for_proof(&obj, 0..n).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e:?}");
     assert!(!sealvol_core::proof::is_unproven(&e), "{e:?}");
 }
@@ -517,7 +517,7 @@ fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
     let tiers = tiers_with_cache(&t, Some(dir.path()));
     let obj = t.repo.file_object(&t.hb).unwrap();
     let n = obj.chunks.len();
-    tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    tiers.fetch_for_proof(&obj, 0..n).unwrap();
     let h = obj.chunks[n / 2].entry.hash;
     let hex = h.hex();
     let file = dir.path().join("chunks").join(&hex[..2]).join(&hex);
@@ -527,7 +527,7 @@ fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
     // A fresh list (no block proven yet), as after a remount.
     let fresh = t.repo.file_object(&t.hb).unwrap();
     let before = tiers.counters.snapshot();
-    let got = tiers.fetch_proven_within(&fresh, 0..n).unwrap();
+    let got = tiers.fetch_for_proof(&fresh, 0..n).unwrap();
     assert!(concat(&got) == t.b);
     // The damaged copy is no hit: the rest came from the cache, it from the origin.
     let after = tiers.counters.snapshot();
@@ -545,7 +545,7 @@ fn a_run_through_a_list_that_lies_is_refused_whole() {
     let forged = forged_b(&t);
     let tiers = tiers_with_cache(&t, None);
     let n = forged.chunks.len();
-    let e = tiers.fetch_proven_within(&forged, 0..n).err().unwrap();
+    let e = tiers.fetch_for_proof(&forged, 0..n).err().unwrap();
     assert!(sealvol_core::proof::is_unproven(&e), "{e:?}");
     assert_eq!(spared(&tiers), 0);
 }

@@ -407,7 +407,7 @@ fn a_peer_answer_taken_on_its_blocks_that_fails_them_is_checked_and_passed_over(
         .collect();
     let tiers = Tiers::new(Arc::clone(&repo), None).with_ring(exact(liars));
     let n = obj.chunks.len();
-    let got = tiers.fetch_proven_within(&obj, 0..n).unwrap();
+    let got = tiers.fetch_for_proof(&obj, 0..n).unwrap();
     let bytes: Vec<u8> = got.iter().flat_map(|c| c.to_vec()).collect();
     assert!(bytes == want, "a flipped byte from a peer was handed on");
     let c = tiers.counters.snapshot();

@@ -11,13 +11,12 @@ use sealvol_core::digest::Hash;
 use sealvol_core::error::{ErrorKind, Result};
 
 use super::layout::{Layout, Layouts};
-use super::memo::{Memo, Want};
+use super::memo::Memo;
 use super::profile::Recorder;
 use super::readahead::{FileRef, Order, Prefetcher, Stream};
+use super::reading::Reading;
 use super::tree::{Child, ChildKind, Dir, NodeKind, ROOT, Tree};
-use sealvol_core::objects::FileObject;
 use sealvol_core::profile::Step;
-use sealvol_core::proof::Edge;
 use sealvol_core::read::{ChunkBytes, Chunks, Tiers, add};
 use sealvol_core::recycled::{self, Buffer};
 
@@ -621,7 +620,8 @@ impl VolumeFs {
             )
         };
         let reading = Reading {
-            fs: self,
+            tiers: &self.tiers,
+            memo: &self.memo,
             layout,
             end,
             onward,
@@ -652,57 +652,6 @@ impl VolumeFs {
             at = c_end;
         }
         Ok(ReadData::Owned(out))
-    }
-
-    /// Bytes `[x, y)` of a file that a block being proven reaches into: from the memory
-    /// tier when it holds their chunks or is fetching them, as whole chunks when `whole`
-    /// (a reader reading on will ask for them next) or through a ring, else read for the proof alone
-    /// (`Tiers::fetch_edge`: the few KiB the block needs, not whole neighbouring chunks
-    /// a reader that jumps around may never ask for); checked whole chunks when the
-    /// proof asks for them again.
-    fn edge_bytes(
-        &self,
-        layout: &Layout,
-        x: u64,
-        y: u64,
-        edge: Edge,
-        whole: bool,
-    ) -> Result<Vec<ChunkBytes>> {
-        let range = layout.chunks_of(x, y);
-        // Through a ring the edge is whole chunks either way: kept in memory, the
-        // reader's next read finds them (fetched apart from it, a busy reader that
-        // read out of order took 1.1x its bytes from the peer).
-        if edge == Edge::Checked || whole || self.tiers.edges_are_whole_chunks() {
-            let whole = self
-                .memo
-                .get(&self.tiers, layout, range.clone(), Want::Demand, None)?;
-            return Ok(sealvol_core::read::slice_bytes(
-                &layout.obj,
-                range.start,
-                &whole,
-                x,
-                y,
-            ));
-        }
-        let held = match self.memo.peek(layout, range.clone()) {
-            Ok(held) => held,
-            // Read ahead and on their way: waiting costs less than reading them twice.
-            Err(true) => self
-                .memo
-                .get(&self.tiers, layout, range.clone(), Want::Demand, None)?,
-            Err(false) => {
-                return self
-                    .tiers
-                    .fetch_edge(&layout.obj, x, y, &self.tiers.counters);
-            }
-        };
-        Ok(sealvol_core::read::slice_bytes(
-            &layout.obj,
-            range.start,
-            &held,
-            x,
-            y,
-        ))
     }
 
     /// Runs `op`, which needs the origin, for a reader: a failure that may pass (a
@@ -792,53 +741,6 @@ impl VolumeFs {
 }
 
 /// Bytes of RAM this node has.
-/// One read's chunks as the read layer's proven read (`Chunks::fetch_proving`) asks
-/// for them: from the memory tier (which fetches what it lacks through the tiers, with
-/// the blocks inside each run proven as it comes in), edges as `edge_bytes` chooses,
-/// and a list without a proof proven whole by the tiers. The decision that bytes are
-/// the file's is the read layer's, as for a pull.
-struct Reading<'a> {
-    fs: &'a VolumeFs,
-    layout: &'a Layout,
-    /// The end of the read: an edge past it is the next chunk of a reader reading on.
-    end: u64,
-    onward: bool,
-}
-
-impl Chunks for Reading<'_> {
-    fn fetch_unproven(
-        &self,
-        obj: &FileObject,
-        range: std::ops::Range<usize>,
-    ) -> Result<Vec<ChunkBytes>> {
-        self.fs.tiers.fetch_unproven(obj, range)
-    }
-
-    fn fetch_for_proof(
-        &self,
-        _obj: &FileObject,
-        range: std::ops::Range<usize>,
-    ) -> Result<Vec<ChunkBytes>> {
-        self.fs
-            .memo
-            .get(&self.fs.tiers, self.layout, range, Want::Demand, None)
-    }
-
-    fn edge_bytes(&self, _obj: &FileObject, x: u64, y: u64, edge: Edge) -> Result<Vec<ChunkBytes>> {
-        // The next chunk of a reader reading on is read next anyway.
-        let whole = self.onward && x >= self.end;
-        self.fs.edge_bytes(self.layout, x, y, edge, whole)
-    }
-
-    fn prove_whole(&self, obj: &FileObject) -> Result<()> {
-        self.fs.tiers.prove_whole(obj)
-    }
-
-    fn note_unproven(&self, obj: &FileObject, e: &sealvol_core::Error) {
-        self.fs.tiers.note_unproven(obj, e)
-    }
-}
-
 fn physical_memory() -> u64 {
     // SAFETY: sysconf only reads system configuration.
     let (pages, size) = unsafe {

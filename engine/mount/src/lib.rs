@@ -8,6 +8,7 @@
 //! - `open`: a version as a `VolumeFs`, with its tiers and saved read profile;
 //! - `layout`: a file's chunk list, loaded once and shared;
 //! - `memo`: the memory tier, under one bound on the memory it holds;
+//! - `reading`: one read's chunks, as the read layer's proven read asks for them;
 //! - `readahead`: what is fetched before readers ask (streams, and plans from a
 //!   file's format, `safetensors`, and saved read profiles), over the core's read
 //!   layer (node cache → origin, coalesced, verified, counted);
@@ -40,6 +41,7 @@ pub mod point;
 pub mod process;
 pub mod profile;
 pub mod readahead;
+mod reading;
 pub mod records;
 #[cfg(feature = "fuse")]
 pub mod session;

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
-use sealvol_core::read::{ChunkBytes, Counters, Tiers, add};
+use sealvol_core::read::{ChunkBytes, Chunks, Counters, Tiers, add};
 
 use crate::layout::Layout;
 
@@ -394,7 +394,7 @@ fn fetch_runs(
         // (read-ahead's, often), so that readers find them proven, and the chunks
         // inside them are hashed once, as blocks; blocks reaching into neighbours are
         // proven when a reader asks for them.
-        let bytes = tiers.fetch_proven_within(&layout.obj, run.clone())?;
+        let bytes = tiers.fetch_for_proof(&layout.obj, run.clone())?;
         for (i, bytes) in run.zip(bytes) {
             got.push((i, bytes));
         }

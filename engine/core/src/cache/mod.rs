@@ -309,7 +309,7 @@ impl ChunkCache {
     }
 
     /// A chunk as stored, not hashed: for a caller that proves these bytes itself
-    /// (the blocks of its file, `Tiers::fetch_proven_within`), and when they fail asks
+    /// (the blocks of its file, `Chunks::fetch_for_proof` over `Tiers`), and when they fail asks
     /// `get` again, which drops a damaged copy.
     pub fn get_unchecked(&self, h: &Hash) -> Option<Buffer> {
         let p = self.path(h);
@@ -323,7 +323,7 @@ impl ChunkCache {
     }
 
     /// Stores a chunk: the caller has checked it against `h`, or proven it to be bytes
-    /// of a file whose list names `h` there (`Tiers::fetch_proven_within`). Either way
+    /// of a file whose list names `h` there (`Chunks::fetch_for_proof` over `Tiers`). Either way
     /// `get` checks what it gives back, so a copy stored under a name a lying list gave
     /// it costs a miss, never wrong bytes. Concurrent puts of the
     /// same chunk are fine: the first rename wins and the bytes are the same.

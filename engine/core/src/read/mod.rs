@@ -325,7 +325,7 @@ impl Tiers {
     /// recorded as damage and another copy tried, and a list that names other bytes is
     /// told apart (`Corrupt`, `proof::is_unproven`). Chunks read here reach the node cache only once proven;
     /// the cache checks every chunk it gives back against its name.
-    pub fn fetch_proven_within(
+    fn fetch_proven_within(
         &self,
         obj: &FileObject,
         range: Range<usize>,

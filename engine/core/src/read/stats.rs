@@ -193,7 +193,7 @@ pub struct Counters {
     pub failovers: AtomicU64,
     pub retries: AtomicU64,
     /// Chunks taken on the proof of their blocks without being hashed as chunks too
-    /// (`Tiers::fetch_proven_within`); for tests and profiles, not published.
+    /// (`Chunks::fetch_for_proof` over `Tiers`); for tests and profiles, not published.
     pub chunks_proven_by_blocks: AtomicU64,
     pub read_latency: Histogram,
     pub origin_latency: Histogram,
