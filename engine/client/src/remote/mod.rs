@@ -1,6 +1,6 @@
 //! The client of the remote engine: a repository behind a `sealvol serve`, reached
 //! with an API key. The engine runs here: it reads the objects the key may see through
-//! the store (`RemoteStore`, the server's `objects.rs`), uploads packs, and asks the
+//! the store (`RemoteStore`, the server's `objects/`), uploads packs, and asks the
 //! server for every other write as an operation (`ops.rs` here, the server's `ops.rs`
 //! there), which the server checks and makes itself.
 
