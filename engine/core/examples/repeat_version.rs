@@ -51,8 +51,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stats.chunks *= copies as u64;
     stats.new_bytes = 0;
     stats.new_chunks = 0;
+    // Small files have no chunk lists: the copies name the source's small packs, as a
+    // push of the repeated tree would.
+    let small_packs: Vec<sealvol_core::objects::PackId> = src
+        .small_packs
+        .iter()
+        .filter_map(|p| sealvol_core::digest::Hash::parse_hex(p))
+        .collect();
     let digest = repo
-        .seal(&big, &[], entries, stats, src.provenance.clone(), None)?
+        .seal_small(
+            &big,
+            &[],
+            entries,
+            stats,
+            src.provenance.clone(),
+            None,
+            &small_packs,
+        )?
         .digest;
     println!("vol:{big}@{digest}");
     Ok(())
