@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use crate::digest::Hash;
 use crate::health::Health;
 use crate::objects::{self, PackEntry, PackId};
+use crate::proof::Outboard;
 
 impl ChunkIndex {
     /// The pack slot of a chunk the server of a remote repository holds.
@@ -120,4 +121,14 @@ pub struct ChunkIndex {
     /// Of those, the ones the server held in a namespace the key does not reach, with
     /// the push's proof that it holds their bytes (`possession.rs`).
     pub proofs: HashMap<Hash, (crate::possession::Challenge, crate::possession::Proof)>,
+}
+
+/// A file as a push read it: its hash, and its chunks where the index places them
+/// (what its chunk list is made of).
+pub struct HashedFile {
+    pub hash: Hash,
+    pub size: u64,
+    pub chunks: Vec<ChunkLoc>,
+    /// Its proof, from the same pass as its hash.
+    pub outboard: Outboard,
 }

@@ -33,6 +33,7 @@ pub mod mirror;
 pub mod objects;
 pub mod ops;
 pub mod outcomes;
+pub mod owner;
 pub mod paths;
 pub mod patience;
 pub mod possession;

@@ -14,6 +14,7 @@ use crate::copy::write_pack;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, Result};
 use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::ops::Stored;
 use crate::progress::Progress;
 use crate::read::Chunks as _;
 use crate::read::max_run;
@@ -38,7 +39,7 @@ pub struct MirrorReport {
     pub signatures_copied: u64,
     /// The tag `REF` named, pointed at the version in the destination (`moved` false
     /// when it pointed there already).
-    pub tags: Vec<crate::registry::TagChange>,
+    pub tags: Vec<crate::outcomes::TagChange>,
 }
 
 /// Copies version `r` from `src` to `dest`. A tag in `r` is moved in `dest` too.
@@ -76,26 +77,15 @@ pub fn mirror(
             files.push((*hash, src.file_list(hash, *size, &small)?));
         }
     }
-    // Through a server, ask it which chunks it holds.
-    if let Some(remote) = dest.remote() {
-        let mut hashes: Vec<(Hash, u32)> = files
-            .iter()
-            .flat_map(|(_, o)| o.chunks.iter().map(|c| (c.entry.hash, c.entry.raw_len)))
-            .collect();
-        hashes.sort_unstable();
-        hashes.dedup_by_key(|(h, _)| *h);
-        for part in hashes.chunks(crate::push::ASK_AT_ONCE) {
-            let ask: Vec<Hash> = part.iter().map(|(h, _)| *h).collect();
-            // A chunk held where this key does not reach it is copied like a missing
-            // one: the copy is this mirror's evidence that it holds the bytes.
-            let answer = remote.have_chunks(&ask)?;
-            for ((h, len), held) in part.iter().zip(answer.held) {
-                if held == crate::remote::Held::Yours {
-                    index.add_on_server(*h, *len, None);
-                }
-            }
-        }
-    }
+    // What the destination holds where this mirror may name it is not copied.
+    let owner = dest.owner();
+    let mut chunks: Vec<(Hash, u32)> = files
+        .iter()
+        .flat_map(|(_, o)| o.chunks.iter().map(|c| (c.entry.hash, c.entry.raw_len)))
+        .collect();
+    chunks.sort_unstable();
+    chunks.dedup_by_key(|(h, _)| *h);
+    owner.learn_held(&mut index, &chunks)?;
     let mut wanted: Vec<(PackId, PackEntry)> = Vec::new();
     let mut present = 0u64;
     let mut taken = HashSet::new();
@@ -121,83 +111,25 @@ pub fn mirror(
     progress.chunks(0, present);
     copy_runs(src, dest, &mut wanted, &mut index, progress)?;
 
-    // A chunk list is a hint in the source as anywhere: before the destination holds
-    // a file's list, the chunks it names are read in order and hashed into the file's
-    // hash, on whichever side reads cheaper (a folder rather than a bucket).
-    let prove_in_dest = dest.concurrency() <= 1 || src.concurrency() > 1;
     for (hash, obj) in &files {
-        // A server finds the chunks, proves them and writes the list itself; each is
-        // named with the copy this mirror sent, if it sent one.
-        if let Some(remote) = dest.remote() {
-            let named: Vec<crate::possession::Named> = obj
-                .chunks
-                .iter()
-                .map(|c| match index.chunks.get(&c.entry.hash) {
-                    Some(loc) => index.named(loc),
-                    None => crate::possession::Named::plain(c.entry.hash, c.entry.raw_len),
-                })
-                .collect();
-            remote.put_list(hash, obj.size, &named)?;
-            progress.file_done();
-            continue;
-        }
-        // A small file is its one chunk, copied and checked against its hash: the
-        // version names the pack it landed in, not a list (`small.rs`).
-        if crate::small::needs_no_list(dest, obj.size, obj.chunks.len())
-            && obj.chunks[0].entry.hash == *hash
-            && index.chunks.contains_key(hash)
-        {
-            progress.file_done();
-            continue;
-        }
-        let relocated = relocate(obj, &index).ok_or_else(|| {
-            Error::corrupt(format!(
-                "a chunk of file {} was not copied to {}",
-                hash.hex(),
-                dest.location()
-            ))
-        })?;
-        let proven = match prove_in_dest {
-            true => crate::read::Origin(dest).prove_by_reading(&relocated),
-            false => crate::read::Origin(src).prove_by_reading(obj),
-        };
-        let ob = proven.map_err(|e| {
-            if crate::proof::is_unproven(&e) {
-                src.record_list_damage(hash, e.message(), "mirror");
-            }
-            Error::new(e.kind(), format!("{} (mirroring to {})", e.message(), dest.location()))
-                .hint(format!(
-                    "`sealvol volume verify --read-data` on {} names what is wrong, and `sealvol repair` there fixes it; then mirror again",
-                    src.location()
-                ))
-        })?;
-        let relocated = FileObject::new(
-            *hash,
-            relocated.size,
-            relocated.packs.clone(),
-            relocated.chunks.clone(),
-            Some(ob),
-        );
-        dest.put_file_object(hash, &relocated)?;
+        owner.store_copied_list(src, &index, hash, obj)?;
         progress.file_done();
     }
     progress.sealing();
     // The version keeps the time it was made, not the mirror's (a source's bad date
     // is replaced by now: it is the source's claim, and only a display).
     let created = humantime::parse_rfc3339(&manifest.created).ok();
-    let small_packs = crate::small::packs_of(dest, &index, &manifest.entries);
-    let entries = manifest.entries.clone();
-    let sealed = dest.seal_created(
-        vol,
-        &tags,
-        manifest.entries,
-        manifest.stats,
-        manifest.provenance,
-        index.since,
-        created,
-        &small_packs,
+    let (sealed, _) = owner.seal_stored(
+        &index,
+        Stored {
+            volume: vol,
+            tags: &tags,
+            entries: manifest.entries,
+            stats: manifest.stats,
+            provenance: manifest.provenance,
+            created,
+        },
     )?;
-    crate::small::heal(dest, &index, vol, &sealed, &entries)?;
     if sealed.digest != digest {
         // The digest is a function of the entries alone; this would be a bug.
         return Err(Error::corrupt(format!(
@@ -235,6 +167,58 @@ pub fn mirror(
         new: sealed.new,
         tags: sealed.tags,
     })
+}
+
+/// `Owner::store_copied_list` where the destination writes its own lists: a chunk list
+/// is a hint in the source as anywhere, so before `dest` holds file `hash`'s list, the
+/// chunks it names are read in order and hashed into the file's hash, on whichever
+/// side reads cheaper (a folder rather than a bucket). A small file is its one chunk,
+/// copied and checked against its hash: the version names the pack it landed in, not
+/// a list (`small.rs`).
+pub(crate) fn store_copied_list_here(
+    src: &Repository,
+    dest: &Repository,
+    index: &ChunkIndex,
+    hash: &Hash,
+    obj: &FileObject,
+) -> Result<()> {
+    if crate::small::is_small(dest, obj.size, obj.chunks.len())
+        && obj.chunks[0].entry.hash == *hash
+        && index.chunks.contains_key(hash)
+    {
+        return Ok(());
+    }
+    let relocated = relocate(obj, index).ok_or_else(|| {
+        Error::corrupt(format!(
+            "a chunk of file {} was not copied to {}",
+            hash.hex(),
+            dest.location()
+        ))
+    })?;
+    let prove_in_dest = dest.concurrency() <= 1 || src.concurrency() > 1;
+    let proven = match prove_in_dest {
+        true => crate::read::Origin(dest).prove_by_reading(&relocated),
+        false => crate::read::Origin(src).prove_by_reading(obj),
+    };
+    let ob = proven.map_err(|e| {
+        if crate::proof::is_unproven(&e) {
+            src.record_list_damage(hash, e.message(), "mirror");
+        }
+        Error::new(e.kind(), format!("{} (mirroring to {})", e.message(), dest.location()))
+            .hint(format!(
+                "`sealvol volume verify --read-data` on {} names what is wrong, and `sealvol repair` there fixes it; then mirror again",
+                src.location()
+            ))
+    })?;
+    let relocated = FileObject::new(
+        *hash,
+        relocated.size,
+        relocated.packs.clone(),
+        relocated.chunks.clone(),
+        Some(ob),
+    );
+    dest.put_file_object_here(hash, &relocated)?;
+    Ok(())
 }
 
 /// Copies `wanted` chunks from `src` into new packs of `dest`, reading runs of chunks

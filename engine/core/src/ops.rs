@@ -34,6 +34,18 @@ pub struct SealRequest {
     pub small_packs: Vec<PackId>,
 }
 
+/// A version whose files a writer stored, to seal (`owner::Owner::seal_stored`).
+pub struct Stored<'a> {
+    pub volume: &'a VolumeName,
+    pub tags: &'a [Name],
+    pub entries: Vec<Entry>,
+    pub stats: VersionStats,
+    pub provenance: Provenance,
+    /// The time its manifest says it was created, rather than now (a mirror keeps the
+    /// version's own).
+    pub created: Option<std::time::SystemTime>,
+}
+
 /// A tag change a client asks for: a move (`to`) or a removal (`None`), with the
 /// compare-and-swap's expectation as `Repository::move_tag` takes it.
 #[derive(Debug, Clone)]

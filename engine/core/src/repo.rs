@@ -347,6 +347,15 @@ impl Repository {
         pack: &PackId,
         entry: &PackEntry,
     ) -> Result<Option<(PackId, PackEntry)>> {
+        self.owner().other_copy(pack, entry)
+    }
+
+    /// `other_copy` in the repository's own index.
+    pub(crate) fn other_copy_here(
+        &self,
+        pack: &PackId,
+        entry: &PackEntry,
+    ) -> Result<Option<(PackId, PackEntry)>> {
         // The copy the index prefers, unless it is the one that just failed.
         let look = |index: &ChunkIndex| {
             index
@@ -355,10 +364,6 @@ impl Repository {
                 .map(|loc| (index.packs[loc.slot as usize], loc.entry))
         };
         let same = |found: &(PackId, PackEntry)| found.0 == *pack && found.1.offset == entry.offset;
-        // Through a server, other copies are the server's to find.
-        if self.remote.is_some() {
-            return Ok(None);
-        }
         let mut cached = crate::locks::lock(&self.copies);
         if let Some((at, index)) = cached.as_ref() {
             match look(index) {
@@ -381,9 +386,11 @@ impl Repository {
     /// The index is loaded on first use and again for a chunk it lacks once it is older
     /// than `COPIES_FRESH` (a mirror may have been filled meanwhile).
     pub fn locate(&self, hash: &Hash) -> Result<Option<(PackId, PackEntry)>> {
-        if self.remote.is_some() {
-            return Ok(None);
-        }
+        self.owner().locate(hash)
+    }
+
+    /// `locate` in the repository's own index.
+    pub(crate) fn locate_here(&self, hash: &Hash) -> Result<Option<(PackId, PackEntry)>> {
         let look = |index: &ChunkIndex| {
             index
                 .chunks
@@ -464,10 +471,7 @@ impl Repository {
     /// index never names a pack that is not there. Returns whether the pack is new.
     pub fn publish_pack(&self, id: &PackId, file: &Path, entries: &[PackEntry]) -> Result<bool> {
         let created = self.store.put_file_if_absent(&pack_key(id), file)?;
-        // A server checks the pack and writes its index itself.
-        if self.remote.is_none() {
-            self.put_index(id, entries)?;
-        }
+        self.owner().publish_index(id, entries)?;
         Ok(created)
     }
 
@@ -491,7 +495,8 @@ impl Repository {
         self.store.put(&key, &objects::encode_index(entries))
     }
 
-    fn put_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<bool> {
+    /// Writes a pack's index, unless one is there.
+    pub(crate) fn put_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<bool> {
         self.store
             .put_if_absent(&index_key(id), &objects::encode_index(entries))
     }
@@ -499,14 +504,11 @@ impl Repository {
     /// Stores a file's chunk list (after the packs it names). Returns whether it is new.
     /// Through a server, the server finds the chunks, proves them and writes the list.
     pub fn put_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
-        if let Some(remote) = &self.remote {
-            let chunks: Vec<crate::possession::Named> = obj
-                .chunks
-                .iter()
-                .map(|c| crate::possession::Named::plain(c.entry.hash, c.entry.raw_len))
-                .collect();
-            return remote.put_list(hash, obj.size, &chunks);
-        }
+        self.owner().put_list(hash, obj)
+    }
+
+    /// `put_file_object` in the repository's own store.
+    pub(crate) fn put_file_object_here(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
         self.store.put_if_absent(&file_key(hash), &obj.encode())
     }
 
@@ -515,9 +517,11 @@ impl Repository {
     /// a clear error, never other data. Writers go through `gc::replace_chunk_list`,
     /// which first rescues the packs the new list names from garbage collection.
     pub(crate) fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
-        if self.remote.is_some() {
-            return self.put_file_object(hash, obj).map(|_| ());
-        }
+        self.owner().replace_list(hash, obj)
+    }
+
+    /// `replace_file_object` in the repository's own store.
+    pub(crate) fn replace_file_object_here(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
         self.store.put(&file_key(hash), &obj.encode())
     }
 

@@ -17,6 +17,7 @@ use crate::chunk_index::ChunkIndex;
 use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::ops::Stored;
 use crate::proof::{BLOCK_LOG, Outboard};
 use crate::repo::Repository;
 
@@ -128,24 +129,23 @@ impl SmallFiles {
 /// list in `repo`: a small file, one chunk, not through a server (which writes the
 /// lists it is asked to).
 pub fn needs_no_list(repo: &Repository, size: u64, chunks: usize) -> bool {
-    repo.remote().is_none()
-        && chunks == 1
-        && size > 0
-        && size <= small_limit(repo.config().chunker.params.min)
+    repo.owner().needs_no_list(size, chunks)
+}
+
+/// Whether a file of `size` bytes read as `chunks` chunks is small in `repo`: one
+/// chunk, no larger than the chunker's smallest (`needs_no_list` where the repository
+/// writes its own lists).
+pub(crate) fn is_small(repo: &Repository, size: u64, chunks: usize) -> bool {
+    chunks == 1 && size > 0 && size <= small_limit(repo.config().chunker.params.min)
 }
 
 /// The packs that hold the small files of `entries`, as the writer's `index` knows
 /// them: what its seal names (`Manifest::small_packs`).
-pub fn packs_of(repo: &Repository, index: &ChunkIndex, entries: &[Entry]) -> Vec<PackId> {
-    if repo.remote().is_some() || index.remote {
-        return Vec::new();
-    }
+fn packs_of(repo: &Repository, index: &ChunkIndex, entries: &[Entry]) -> Vec<PackId> {
     let mut packs: Vec<PackId> = entries
         .iter()
         .filter_map(|e| match e {
-            Entry::File { hash, size, .. } if needs_no_list(repo, *size, 1) => {
-                index.chunks.get(hash)
-            }
+            Entry::File { hash, size, .. } if is_small(repo, *size, 1) => index.chunks.get(hash),
             _ => None,
         })
         .filter_map(|loc| index.packs.get(loc.slot as usize).copied())
@@ -172,10 +172,8 @@ pub fn list_of_chunk(hash: &Hash, pack: PackId, entry: PackEntry) -> Option<File
     ))
 }
 
-/// Seals `entries`, whose files this writer stored with `index`: the manifest names
-/// the packs of their small files (`packs_of`), and a version sealed before gets lists
-/// for the small files its small packs lost (`heal`). Returns the seal and how many
-/// lists that wrote.
+/// Seals `entries`, whose files this writer stored with `index` (`Owner::seal_stored`).
+/// Returns the seal and how many chunk lists of small files it wrote.
 pub fn seal_stored(
     repo: &Repository,
     index: &ChunkIndex,
@@ -185,17 +183,37 @@ pub fn seal_stored(
     stats: crate::outcomes::VersionStats,
     provenance: crate::outcomes::Provenance,
 ) -> Result<(crate::outcomes::Sealed, u64)> {
-    let small = packs_of(repo, index, &entries);
-    let sealed = repo.seal_small(
+    let version = Stored {
         volume,
         tags,
-        entries.clone(),
+        entries,
         stats,
         provenance,
+        created: None,
+    };
+    repo.owner().seal_stored(index, version)
+}
+
+/// `seal_stored` where the repository writes its own lists: the manifest names the
+/// packs of the small files (`packs_of`), and a version sealed before gets lists for the
+/// small files its small packs lost (`heal`).
+pub(crate) fn seal_stored_here(
+    repo: &Repository,
+    index: &ChunkIndex,
+    version: Stored,
+) -> Result<(crate::outcomes::Sealed, u64)> {
+    let small = packs_of(repo, index, &version.entries);
+    let sealed = repo.seal_created(
+        version.volume,
+        version.tags,
+        version.entries.clone(),
+        version.stats,
+        version.provenance,
         index.since,
+        version.created,
         &small,
     )?;
-    let healed = heal(repo, index, volume, &sealed, &entries)?;
+    let healed = heal(repo, index, version.volume, &sealed, &version.entries)?;
     Ok((sealed, healed))
 }
 
@@ -204,7 +222,7 @@ pub fn seal_stored(
 /// file's chunk (the pack was lost or quarantined, and this push wrote the chunk
 /// anew). Such a file gets a chunk list naming this writer's copy, so the version
 /// reads whole again, as a push heals any file. Returns how many.
-pub fn heal(
+fn heal(
     repo: &Repository,
     index: &ChunkIndex,
     volume: &crate::refs::VolumeName,
@@ -213,8 +231,8 @@ pub fn heal(
 ) -> Result<u64> {
     let any_small = entries
         .iter()
-        .any(|e| matches!(e, Entry::File { size, .. } if needs_no_list(repo, *size, 1)));
-    if sealed.new || !any_small || repo.remote().is_some() || index.remote {
+        .any(|e| matches!(e, Entry::File { size, .. } if is_small(repo, *size, 1)));
+    if sealed.new || !any_small {
         return Ok(0);
     }
     let stored = repo.manifest(volume, &sealed.digest)?.small_files();
@@ -223,7 +241,7 @@ pub fn heal(
         let Entry::File { hash, size, .. } = e else {
             continue;
         };
-        if !needs_no_list(repo, *size, 1) || stored.list(repo, hash, *size).is_some() {
+        if !is_small(repo, *size, 1) || stored.list(repo, hash, *size).is_some() {
             continue;
         }
         let Some(loc) = index.chunks.get(hash) else {
@@ -237,7 +255,7 @@ pub fn heal(
             continue;
         };
         if repo.file_object_if_stored(hash)?.is_none() {
-            repo.put_file_object(hash, &obj)?;
+            repo.put_file_object_here(hash, &obj)?;
             healed += 1;
         }
     }

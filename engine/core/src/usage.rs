@@ -199,9 +199,11 @@ impl Repository {
     /// The account of a writer of namespace `ns`, if it has a quota; none through a
     /// server (which keeps the quota itself).
     pub fn allowance(&self, ns: &Name) -> Result<Option<Allowance>> {
-        if self.remote().is_some() {
-            return Ok(None);
-        }
+        self.owner().allowance(ns)
+    }
+
+    /// `allowance` by the quota in the repository's own settings.
+    pub(crate) fn allowance_here(&self, ns: &Name) -> Result<Option<Allowance>> {
         let Some(quota) = self.quota(ns.as_str())? else {
             return Ok(None);
         };

@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::pipeline::{HashedFile, run_pipeline};
+use super::pipeline::run_pipeline;
 use super::{Inputs, PushReport, index_after_recovery, stored_files};
+use crate::chunk_index::HashedFile;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::outcomes::{Provenance, VersionStats};
 use crate::progress::Progress;
 use crate::refs::{Name, VolumeName};
-use crate::registry::{Provenance, VersionStats, whoami};
 use crate::repo::Repository;
+use crate::stamp::whoami;
 use crate::walk::{Stamp, WalkKind, walk};
 
 /// A file modified this close to the start of a push is not put in the stat cache: a

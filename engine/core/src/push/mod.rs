@@ -16,6 +16,7 @@
 //! reused by the next push.
 
 mod buffers;
+pub(crate) mod lists;
 mod local;
 mod packs;
 mod pipeline;
@@ -27,8 +28,8 @@ use std::time::Duration;
 use crate::chunk_index::ChunkIndex;
 use crate::digest::Hash;
 use crate::error::Result;
+use crate::outcomes::VersionStats;
 use crate::refs::{Digest, VolumeName};
-use crate::registry::VersionStats;
 use crate::repo::Repository;
 
 pub use local::{PushOptions, SealGuard, StatCache, push, store_files};
@@ -55,7 +56,7 @@ pub struct PushReport {
     pub files_unchanged: u64,
     pub elapsed: Duration,
     /// What happened to each tag the push moved.
-    pub tags: Vec<crate::registry::TagChange>,
+    pub tags: Vec<crate::outcomes::TagChange>,
 }
 
 impl PushReport {
@@ -83,11 +84,11 @@ pub const COLLECTED_RETRIES: u32 = 3;
 /// The chunk index, after cleaning up what interrupted writers left: their staging
 /// files, and packs they published without an index.
 pub fn index_after_recovery(repo: &Repository) -> Result<ChunkIndex> {
-    // Through a server, the server holds the index; a push asks it as it goes.
-    if repo.remote().is_some() {
-        repo.clean_staging()?;
-        return Ok(ChunkIndex::for_remote());
-    }
+    repo.owner().chunk_index()
+}
+
+/// `index_after_recovery` of the repository's own index (`Owner::chunk_index`).
+pub(crate) fn index_here(repo: &Repository) -> Result<ChunkIndex> {
     repo.check_writable()?;
     // Before the index is read: a repair running now finishes first.
     let writing = repo.writers_lock(false)?;
@@ -118,9 +119,15 @@ pub fn stored_files(
     index: &ChunkIndex,
     hashes: &[Hash],
 ) -> Result<Vec<Option<u64>>> {
-    if let Some(remote) = repo.remote() {
-        return remote.stored_files(hashes);
-    }
+    repo.owner().stored_files(index, hashes)
+}
+
+/// `stored_files` in the repository's own store (`Owner::stored_files`).
+pub(crate) fn stored_files_here(
+    repo: &Repository,
+    index: &ChunkIndex,
+    hashes: &[Hash],
+) -> Result<Vec<Option<u64>>> {
     hashes
         .iter()
         .map(|h| {

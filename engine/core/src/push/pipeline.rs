@@ -5,7 +5,7 @@
 //! hash, reuses chunks the repository holds and hands new ones to the pack writer.
 //! Bounded queues and the buffer pool bound memory whatever the input.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -14,24 +14,15 @@ use super::Inputs;
 use super::buffers::BufferPool;
 use super::packs::{FinishedPack, PackOp, Packer, publish_packs, write_packs};
 use crate::chunk::{Block, BlockReader, ChunkParams};
-use crate::chunk_index::{ChunkIndex, ChunkLoc};
+use crate::chunk_index::{ChunkIndex, ChunkLoc, HashedFile};
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
-use crate::objects::{ChunkRef, FileObject, PackId};
-use crate::possession::{Challenge, Evidence, Named, Proof};
+use crate::owner::Owner;
+use crate::possession::{Challenge, Proof};
 use crate::progress::Progress;
-use crate::proof::{Outboard, TreeHasher};
+use crate::proof::TreeHasher;
 use crate::remote::Held;
-use crate::repo::{Kind, Repository};
-
-/// What the pipeline learns about one file it read.
-pub(super) struct HashedFile {
-    pub hash: Hash,
-    pub size: u64,
-    pub chunks: Vec<ChunkLoc>,
-    /// Its proof, from the same pass as its hash.
-    pub outboard: Outboard,
-}
+use crate::repo::Repository;
 
 /// What one run of the pipeline read and stored.
 pub(super) struct Outcome {
@@ -87,14 +78,15 @@ pub(super) fn run_pipeline(
     // buffers, which bounds memory whatever the input.
     let pool = BufferPool::new(workers + 10);
 
+    let owner = repo.owner();
     std::thread::scope(|s| {
         let pool = &pool;
+        let owner: &dyn Owner = &*owner;
         s.spawn(move || read_files(files, inputs, params, pool, work_tx));
         for _ in 0..workers {
             let rx = work_rx.clone();
             let tx = done_tx.clone();
-            let remote = repo.remote();
-            s.spawn(move || hash_blocks(rx, tx, remote));
+            s.spawn(move || hash_blocks(rx, tx, owner));
         }
         drop(work_rx);
         drop(done_tx);
@@ -117,7 +109,7 @@ pub(super) fn run_pipeline(
         Ok(outcome)
     })
     .and_then(|mut outcome| {
-        outcome.files_healed = store_chunk_lists(repo, index, &outcome)?;
+        outcome.files_healed = owner.store_lists(index, outcome.files.values().collect())?;
         Ok(outcome)
     })
 }
@@ -182,10 +174,11 @@ const ASK_TOGETHER_BYTES: usize = 4 << 20;
 
 /// Hashes each block's chunks; through a server, also asks it which of them it holds:
 /// one question per block, or for the blocks queued behind it when they are small.
-fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate::remote::Remote>) {
+fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, owner: &dyn Owner) {
+    let asks = owner.asks_held();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
-        if remote.is_some() {
+        if asks {
             let mut bytes = block_bytes(&batch[0]);
             while bytes < ASK_TOGETHER_BYTES && batch.len() < super::ASK_AT_ONCE / 64 {
                 match rx.try_recv() {
@@ -199,7 +192,7 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate
         }
         let hashes: Vec<Vec<Hash>> = batch.iter().map(chunk_hashes).collect();
         let mut on_server: Vec<Vec<OnServer>> = vec![Vec::new(); batch.len()];
-        if let Some(r) = remote {
+        if asks {
             let asked: Vec<Hash> = batch
                 .iter()
                 .zip(&hashes)
@@ -208,15 +201,15 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, remote: Option<&dyn crate
                 .collect();
             let answer = match asked.is_empty() {
                 true => Ok(None),
-                false => r.have_chunks(&asked).and_then(|have| {
-                    match have.held.len() == asked.len() {
+                false => owner
+                    .held(&asked)
+                    .and_then(|have| match have.held.len() == asked.len() {
                         true => Ok(Some(have)),
                         false => Err(Error::new(
                             ErrorKind::Io,
                             "the server answered for another number of chunks than it was asked",
                         )),
-                    }
-                }),
+                    }),
             };
             match answer {
                 Ok(None) => {}
@@ -430,122 +423,4 @@ fn write_in_order(
     }
     packer.close(index)?;
     Ok(out)
-}
-
-fn file_object(index: &ChunkIndex, hf: &HashedFile) -> FileObject {
-    let mut packs: Vec<PackId> = Vec::new();
-    let mut slot_of: HashMap<u32, u32> = HashMap::new();
-    let chunks = hf
-        .chunks
-        .iter()
-        .map(|c| {
-            let pack = *slot_of.entry(c.slot).or_insert_with(|| {
-                packs.push(index.packs[c.slot as usize]);
-                packs.len() as u32 - 1
-            });
-            ChunkRef {
-                pack,
-                entry: c.entry,
-            }
-        })
-        .collect();
-    FileObject::new(hf.hash, hf.size, packs, chunks, Some(hf.outboard.clone()))
-}
-
-/// Chunk lists of the files a pipeline read: after their packs and indexes are
-/// published. A stored chunk list that names an unusable copy (or cannot be read) is
-/// replaced by the new one, which names only usable copies: a push of the same bytes
-/// heals the file. Returns how many were replaced.
-fn store_chunk_lists(repo: &Repository, index: &ChunkIndex, outcome: &Outcome) -> Result<u64> {
-    let mut files: Vec<&HashedFile> = outcome.files.values().collect();
-    // Through a server: its small files in one request for many, not one each.
-    if let Some(remote) = repo.remote() {
-        let limit = crate::small::small_limit(repo.config().chunker.params.min);
-        let small: Vec<(Hash, u64, Evidence)> = files
-            .iter()
-            .filter(|hf| {
-                hf.size > 0
-                    && hf.size <= limit
-                    && hf.chunks.len() == 1
-                    && hf.chunks[0].entry.hash == hf.hash
-            })
-            .map(|hf| (hf.hash, hf.size, index.named(&hf.chunks[0]).evidence))
-            .collect();
-        let held: HashSet<Hash> = small
-            .iter()
-            .zip(remote.put_small_files(&small)?)
-            .filter(|(_, held)| *held)
-            .map(|((h, _, _), _)| *h)
-            .collect();
-        files.retain(|hf| !held.contains(&hf.hash));
-    }
-    // One small write per file: side by side on a remote store (`concurrency`).
-    let healed = crate::store::in_parallel(&files, repo.concurrency(), |hf| {
-        store_chunk_list(repo, index, hf)
-    })?;
-    Ok(healed.into_iter().filter(|h| *h).count() as u64)
-}
-
-/// Whether two lists of one file name the same chunks, in the same order.
-fn same_chunks(a: &FileObject, b: &FileObject) -> bool {
-    a.chunks.len() == b.chunks.len()
-        && a.chunks
-            .iter()
-            .zip(&b.chunks)
-            .all(|(x, y)| x.entry.hash == y.entry.hash && x.entry.raw_len == y.entry.raw_len)
-}
-
-/// Stores one file's chunk list; true if it replaced a damaged one.
-fn store_chunk_list(repo: &Repository, index: &ChunkIndex, hf: &HashedFile) -> Result<bool> {
-    // Through a server: it finds the chunks, proves them and writes the list itself.
-    if let Some(remote) = repo.remote() {
-        let chunks: Vec<Named> = hf.chunks.iter().map(|c| index.named(c)).collect();
-        remote.put_list(&hf.hash, hf.size, &chunks)?;
-        return Ok(false);
-    }
-    // A small file's chunk is found by its hash: the version names its pack.
-    if crate::small::needs_no_list(repo, hf.size, hf.chunks.len()) {
-        return Ok(false);
-    }
-    let obj = file_object(index, hf);
-    if repo.put_file_object(&hf.hash, &obj)? {
-        return Ok(false);
-    }
-    match repo.file_object(&hf.hash) {
-        // A list is a hint, and this push knows the truth: a stored list that names
-        // other chunks than the ones just read (planted, or damaged in a way its proof
-        // alone cannot show), or that carries no proof (written before proofs), is
-        // replaced by this one, which was proven in the same pass that hashed the file.
-        Ok(old) if !same_chunks(&old, &obj) || old.proof.outboard().is_none() => {
-            crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
-            repo.clear_list_damage(&hf.hash)?;
-            if old.proof.outboard().is_some() {
-                tracing::warn!(
-                    "the stored chunk list of file {} named other chunks than the file's; replaced",
-                    hf.hash.hex()
-                );
-                return Ok(true);
-            }
-            return Ok(false);
-        }
-        Ok(old) => match index.health.first_unusable(&old) {
-            None => return Ok(false),
-            // Not damage: the list named a pack a garbage collection condemned, and
-            // now names this push's copies.
-            Some((_, _, crate::health::Unusable::Condemned)) => {
-                crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?;
-                return Ok(false);
-            }
-            Some(_) => crate::gc::replace_chunk_list(repo, &hf.hash, &obj)?,
-        },
-        // Unreadable: kept in quarantine, then written anew.
-        Err(e) if e.kind() == ErrorKind::Corrupt => {
-            repo.quarantine(&Kind::File.name(&hf.hash))?;
-            repo.put_file_object(&hf.hash, &obj)?;
-            repo.clear_list_damage(&hf.hash)?;
-        }
-        Err(e) => return Err(e),
-    }
-    tracing::info!("replaced the damaged chunk list of file {}", hf.hash.hex());
-    Ok(true)
 }

@@ -10,9 +10,9 @@ use super::{Inputs, PushReport, index_after_recovery};
 use crate::chunk_index::ChunkIndex;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};
+use crate::outcomes::{Provenance, VersionStats};
 use crate::progress::Progress;
 use crate::refs::{Name, VolumeName};
-use crate::registry::{Provenance, VersionStats};
 use crate::repo::Repository;
 
 /// One file of a streamed listing.
@@ -144,7 +144,7 @@ pub fn seal_listing(
     listing: &[StreamFile],
     stored: &StoredFiles,
     provenance: Provenance,
-) -> Result<(crate::registry::Sealed, VersionStats)> {
+) -> Result<(crate::outcomes::Sealed, VersionStats)> {
     let (files, new_bytes, new_chunks) = (stored.files, stored.new_bytes, stored.new_chunks);
     let mut order: Vec<usize> = (0..listing.len()).collect();
     order.sort_unstable_by(|&a, &b| listing[a].path.cmp(&listing[b].path));

@@ -1,15 +1,20 @@
-//! The registry's operations made by the repository itself, on its own store
-//! (`ops::Registry` for a folder or a bucket): each is the module's that keeps its
-//! objects.
+//! The registry's operations and its writers' needs made by the repository itself, on
+//! its own store (`ops::Registry` and `owner::Owner` for a folder or a bucket): each is
+//! the module's that keeps its objects.
 
+use crate::chunk_index::{ChunkIndex, HashedFile};
 use crate::digest::Hash;
 use crate::error::Result;
 use crate::labels::LabelRequest;
-use crate::objects::{PackEntry, PackId};
+use crate::objects::{FileObject, PackEntry, PackId};
+use crate::ops::Stored;
 use crate::ops::{GcOptions, Registry, SealRequest, TagRequest};
 use crate::outcomes::{Deleted, GcReport, LabelsChanged, Restored, Sealed, TagMoved};
-use crate::refs::{Digest, Ref, VolumeName};
+use crate::owner::Owner;
+use crate::refs::{Digest, Name, Ref, VolumeName};
+use crate::remote::{Held, HeldAnswer};
 use crate::repo::Repository;
+use crate::usage::Allowance;
 
 /// A repository making its own writes.
 pub struct Here<'a>(pub &'a Repository);
@@ -54,5 +59,79 @@ impl Registry for Here<'_> {
 
     fn collect(&self, opts: &GcOptions) -> Result<GcReport> {
         crate::gc::collect(self.0, opts)
+    }
+}
+
+impl Owner for Here<'_> {
+    fn chunk_index(&self) -> Result<ChunkIndex> {
+        crate::push::index_here(self.0)
+    }
+
+    fn asks_held(&self) -> bool {
+        false
+    }
+
+    /// Never asked (`asks_held`): a push here knows what is held from its index, so
+    /// this answers that nothing may be skipped on its word.
+    fn held(&self, hashes: &[Hash]) -> Result<HeldAnswer> {
+        Ok(HeldAnswer {
+            held: vec![Held::No; hashes.len()],
+            challenge: None,
+        })
+    }
+
+    fn stored_files(&self, index: &ChunkIndex, hashes: &[Hash]) -> Result<Vec<Option<u64>>> {
+        crate::push::stored_files_here(self.0, index, hashes)
+    }
+
+    fn store_lists(&self, index: &ChunkIndex, files: Vec<&HashedFile>) -> Result<u64> {
+        crate::push::lists::store_lists_here(self.0, index, files)
+    }
+
+    fn store_copied_list(
+        &self,
+        src: &Repository,
+        index: &ChunkIndex,
+        hash: &Hash,
+        obj: &FileObject,
+    ) -> Result<()> {
+        crate::mirror::store_copied_list_here(src, self.0, index, hash, obj)
+    }
+
+    fn needs_no_list(&self, size: u64, chunks: usize) -> bool {
+        crate::small::is_small(self.0, size, chunks)
+    }
+
+    /// The index knows already.
+    fn learn_held(&self, _index: &mut ChunkIndex, _chunks: &[(Hash, u32)]) -> Result<()> {
+        Ok(())
+    }
+
+    fn seal_stored(&self, index: &ChunkIndex, version: Stored) -> Result<(Sealed, u64)> {
+        crate::small::seal_stored_here(self.0, index, version)
+    }
+
+    fn allowance(&self, ns: &Name) -> Result<Option<Allowance>> {
+        self.0.allowance_here(ns)
+    }
+
+    fn publish_index(&self, id: &PackId, entries: &[PackEntry]) -> Result<()> {
+        self.0.put_index(id, entries).map(drop)
+    }
+
+    fn put_list(&self, hash: &Hash, obj: &FileObject) -> Result<bool> {
+        self.0.put_file_object_here(hash, obj)
+    }
+
+    fn replace_list(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+        self.0.replace_file_object_here(hash, obj)
+    }
+
+    fn other_copy(&self, pack: &PackId, entry: &PackEntry) -> Result<Option<(PackId, PackEntry)>> {
+        self.0.other_copy_here(pack, entry)
+    }
+
+    fn locate(&self, hash: &Hash) -> Result<Option<(PackId, PackEntry)>> {
+        self.0.locate_here(hash)
     }
 }

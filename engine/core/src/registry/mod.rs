@@ -9,6 +9,7 @@
 pub mod here;
 mod reads;
 mod seal;
+pub mod server;
 mod tags;
 
 use crate::digest::{Entry, Hash};
@@ -17,6 +18,7 @@ use crate::labels::LabelRequest;
 use crate::objects::{PackEntry, PackId};
 use crate::ops::{GcOptions, Registry, SealRequest, TagRequest};
 use crate::outcomes::{Deleted, GcReport, LabelsChanged, Restored};
+use crate::owner::Owner;
 use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::repo::Repository;
 use crate::signatures::Stored;
@@ -44,13 +46,39 @@ impl<'a> std::ops::Deref for Maker<'a> {
     }
 }
 
+/// Whoever owns a repository's writes, for what its writers need (`owner::Owner`).
+pub(crate) enum Owners<'a> {
+    Here(here::Here<'a>),
+    Server(server::Through<'a>),
+}
+
+impl<'a> std::ops::Deref for Owners<'a> {
+    type Target = dyn Owner + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Owners::Here(h) => h,
+            Owners::Server(s) => s,
+        }
+    }
+}
+
 impl Repository {
     /// Whoever makes this repository's writes: the server it was opened through, or
-    /// the repository itself.
+    /// the repository itself. The one place that tells them apart, with `owner`.
     fn registry(&self) -> Maker<'_> {
         match self.remote() {
             Some(server) => Maker::Server(server),
             None => Maker::Here(here::Here(self)),
+        }
+    }
+
+    /// Whoever owns this repository's writes, as its writers (push, sync, mirror) see
+    /// it.
+    pub(crate) fn owner(&self) -> Owners<'_> {
+        match self.remote() {
+            Some(server) => Owners::Server(server::Through { repo: self, server }),
+            None => Owners::Here(here::Here(self)),
         }
     }
 
