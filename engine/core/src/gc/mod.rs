@@ -33,12 +33,10 @@ use crate::trash::Purge;
 
 pub use crate::outcomes::{GcReport, PurgedVersion};
 pub use lease::LEASE_TTL;
+pub use repack::REPACK_BELOW;
 pub(crate) use rounds::protect;
 use rounds::{RoundState, Stored};
 pub use rounds::{condemned_packs, replace_chunk_list};
-
-/// A pack whose live chunks are less than this share of its bytes is rewritten.
-pub const REPACK_BELOW: f64 = 0.5;
 
 pub use crate::ops::GcOptions;
 

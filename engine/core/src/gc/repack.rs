@@ -6,7 +6,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
-use super::REPACK_BELOW;
 use super::mark::Marked;
 use crate::error::{ErrorKind, Result};
 use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
@@ -166,3 +165,6 @@ fn relink(
     }
     changed.then(|| obj.relocated(packs, chunks))
 }
+
+/// A pack whose live chunks are less than this share of its bytes is rewritten.
+pub const REPACK_BELOW: f64 = 0.5;

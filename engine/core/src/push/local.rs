@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::inputs::Inputs;
 use super::pipeline::run_pipeline;
-use super::{Inputs, PushReport, index_after_recovery, stored_files};
+use super::report::PushReport;
+use super::stored::{ASK_AT_ONCE, COLLECTED_RETRIES, index_after_recovery, stored_files};
 use crate::chunk_index::HashedFile;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, IoContext, Result};
@@ -88,7 +90,7 @@ pub fn push(
     let mut attempt = 1;
     loop {
         match push_once(repo, dir, volume, tags, opts) {
-            Err(e) if e.kind() == ErrorKind::Collected && attempt < super::COLLECTED_RETRIES => {
+            Err(e) if e.kind() == ErrorKind::Collected && attempt < COLLECTED_RETRIES => {
                 tracing::warn!("{e}; pushing again");
                 attempt += 1;
             }
@@ -132,7 +134,7 @@ fn push_once(
             .zip(cache.lookup(&keys)?)
             .filter_map(|((i, _, _), hit)| hit.map(|h| (*i, h)))
             .collect();
-        for part in hits.chunks(super::ASK_AT_ONCE) {
+        for part in hits.chunks(ASK_AT_ONCE) {
             let hashes: Vec<Hash> = part.iter().map(|(_, h)| *h).collect();
             for ((i, h), stored) in part.iter().zip(stored_files(repo, &index, &hashes)?) {
                 if let Some(chunks) = stored {

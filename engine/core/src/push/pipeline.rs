@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
-use super::Inputs;
 use super::buffers::BufferPool;
+use super::inputs::Inputs;
 use super::packs::{FinishedPack, PackOp, Packer, publish_packs, write_packs};
+use super::stored::ASK_AT_ONCE;
 use crate::chunk::{Block, BlockReader, ChunkParams};
 use crate::chunk_index::{ChunkIndex, ChunkLoc, HashedFile};
 use crate::digest::Hash;
@@ -180,7 +181,7 @@ fn hash_blocks(rx: Receiver<Work>, tx: Sender<Hashed>, owner: &dyn Owner) {
         let mut batch = vec![first];
         if asks {
             let mut bytes = block_bytes(&batch[0]);
-            while bytes < ASK_TOGETHER_BYTES && batch.len() < super::ASK_AT_ONCE / 64 {
+            while bytes < ASK_TOGETHER_BYTES && batch.len() < ASK_AT_ONCE / 64 {
                 match rx.try_recv() {
                     Ok(w) => {
                         bytes += block_bytes(&w);

@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use super::inputs::Inputs;
 use super::pipeline::run_pipeline;
-use super::{Inputs, PushReport, index_after_recovery};
+use super::report::PushReport;
+use super::stored::index_after_recovery;
 use crate::chunk_index::ChunkIndex;
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, ErrorKind, Result};

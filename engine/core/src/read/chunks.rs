@@ -3,7 +3,8 @@
 
 use std::ops::Range;
 
-use super::*;
+use super::shared::MAX_RUN;
+use crate::chunk_bytes::ChunkBytes;
 use crate::error::{Error, Result};
 use crate::objects::FileObject;
 use crate::proof::{Outboard, TreeHasher, unproven};

@@ -32,8 +32,10 @@ use crossbeam_channel::Sender;
 mod chunks;
 pub mod liveness;
 mod origin;
+mod peer;
 pub mod ring;
 mod runs;
+mod shared;
 mod stats;
 mod upstream;
 
@@ -41,33 +43,20 @@ pub use crate::chunk_bytes::ChunkBytes;
 use chunks::checked_bytes;
 pub use chunks::{Chunks, slice_bytes};
 pub use origin::Origin;
+pub use peer::Peer;
 use ring::Ring;
-use runs::{Upstream, read_runs};
+use runs::{FillJob, Upstream, read_runs};
+use shared::ByBlocks;
+pub use shared::{MAX_RUN, REMOTE_MAX_RUN, max_run};
 pub use stats::{Counters, Histogram, LATENCY_BOUNDS_US, Latency, TierStats, add, now_ms};
 use upstream::{Backoff, MirrorTier};
-pub use upstream::{PEER_BACKOFF, Peer, slowest_of_others};
+pub use upstream::{PEER_BACKOFF, slowest_of_others};
 
 use crate::cache::ChunkCache;
 use crate::digest::Hash;
 use crate::error::{Error, Result};
-use crate::objects::{FileObject, PackEntry, PackId};
-use crate::recycled::Buffer;
+use crate::objects::FileObject;
 use crate::repo::Repository;
-
-/// The largest single range read from a local origin.
-pub const MAX_RUN: u64 = 8 << 20;
-/// The largest from a remote one (an object store, `Repository::concurrency` > 1):
-/// there each request costs a round trip and the service's own work per request
-/// (moto reads the whole object for every range), so fewer, larger ones.
-pub const REMOTE_MAX_RUN: u64 = 64 << 20;
-
-/// The largest single range read from `repo`.
-pub fn max_run(repo: &Repository) -> u64 {
-    match repo.concurrency() {
-        0 | 1 => MAX_RUN,
-        _ => REMOTE_MAX_RUN,
-    }
-}
 
 /// How `Tiers` stores what it fetched from the origin in the node-disk cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -535,38 +524,4 @@ impl Chunks for Tiers {
             crate::proof::Edge::Checked => checked_bytes(self, obj, x, y),
         }
     }
-}
-
-/// Which chunks of a file (by index) a caller proves by their blocks instead of having
-/// them checked against their names as they are read.
-type ByBlocks<'a> = &'a (dyn Fn(usize) -> bool + Sync);
-
-/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
-struct FillJob {
-    buf: Arc<Buffer>,
-    pieces: Vec<(Hash, usize, usize)>,
-}
-
-impl FillJob {
-    fn store(&self, cache: &ChunkCache) {
-        for &(h, s, e) in &self.pieces {
-            // A full or broken cache makes later reads slower, never wrong.
-            if let Err(err) = cache.put(&h, &self.buf[s..e]) {
-                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
-            }
-        }
-    }
-}
-
-/// A chunk's bytes must hash to its name; the error names the chunk, pack and offset.
-pub(super) fn check_chunk(bytes: &[u8], entry: &PackEntry, pack: &PackId) -> Result<()> {
-    if Hash::of(bytes) != entry.hash {
-        return Err(Error::corrupt(format!(
-            "chunk {} in pack {} at offset {} fails its hash check",
-            entry.hash.hex(),
-            pack.hex(),
-            entry.offset
-        )));
-    }
-    Ok(())
 }

@@ -3,8 +3,12 @@
 
 use std::ops::Range;
 
+use super::chunks::Chunks;
 use super::runs::plan_runs;
-use super::*;
+use super::runs::{Upstream, read_runs};
+use super::shared::max_run;
+use super::stats::Counters;
+use crate::chunk_bytes::ChunkBytes;
 use crate::error::{ErrorKind, Result};
 use crate::objects::FileObject;
 use crate::proof::{Outboard, TreeHasher};

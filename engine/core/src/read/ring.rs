@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::liveness::{Hedging, Liveness};
-use super::{Peer, add, now_ms};
+use super::peer::Peer;
+use super::stats::{add, now_ms};
 use crate::objects::PackId;
 
 /// The stretch of a pack that one server owns: a chunk belongs to the segment its

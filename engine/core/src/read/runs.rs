@@ -7,7 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use super::ring::Member;
 use super::upstream::{Backoff, MirrorTier, from_mirrors, from_peers};
-use super::*;
+
+use super::ring;
+use super::shared::{ByBlocks, check_chunk, max_run};
+use super::stats::{Counters, add};
+use crate::cache::ChunkCache;
+use crate::chunk_bytes::ChunkBytes;
+use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackEntry, PackId};
 use crate::recycled::{self, Buffer};
@@ -327,4 +333,21 @@ fn elsewhere(
         pack.hex()
     );
     Ok(Some(ChunkBytes::whole(bytes)))
+}
+
+impl FillJob {
+    pub(super) fn store(&self, cache: &ChunkCache) {
+        for &(h, s, e) in &self.pieces {
+            // A full or broken cache makes later reads slower, never wrong.
+            if let Err(err) = cache.put(&h, &self.buf[s..e]) {
+                tracing::warn!("cache: cannot store chunk {}: {err}", h.hex());
+            }
+        }
+    }
+}
+
+/// Chunks of one range read for the cache to store: (hash, start, end) in `buf`.
+pub(super) struct FillJob {
+    pub(super) buf: Arc<Buffer>,
+    pieces: Vec<(Hash, usize, usize)>,
 }

@@ -9,39 +9,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::ring::{Member, Ring};
-use super::{ByBlocks, Counters, add, check_chunk, max_run, now_ms};
+
+use super::shared::{ByBlocks, check_chunk, max_run};
+use super::stats::{Counters, add, now_ms};
 use crate::chunk_bytes::ChunkBytes;
 use crate::digest::Hash;
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::{FileObject, PackId};
 use crate::recycled::{self, Buffer};
 use crate::repo::Repository;
-
-/// Another machine that serves chunks by hash: `sealvol serve`, the in-cluster tier.
-pub trait Peer: Send + Sync {
-    /// Where it is, for logs.
-    fn name(&self) -> &str;
-
-    /// Puts in `into` (replacing what it held, keeping its memory) the stored bytes of
-    /// `chunks` (hash, stored length), which lie back to back in `pack` from `offset`,
-    /// in order, for a reader of file `file` (whose chunk list names them: a server
-    /// lets a key read only chunks of files its namespaces hold, and proves them).
-    /// Unverified: the caller checks every chunk.
-    fn read_run(
-        &self,
-        file: &Hash,
-        pack: &PackId,
-        offset: u64,
-        chunks: &[(Hash, u32)],
-        into: &mut Vec<u8>,
-    ) -> Result<()>;
-
-    /// Asks it something cheap, within a short bound: Ok when it answers now. A peer
-    /// passed over is asked nothing else until it answers this (`liveness.rs`).
-    fn probe(&self) -> Result<()> {
-        Ok(())
-    }
-}
 
 /// How long a mirror or the origin that failed is passed over before it is asked
 /// again: long enough that a dead one costs one timeout, not one per read.

@@ -64,7 +64,7 @@ impl Registry for Here<'_> {
 
 impl Owner for Here<'_> {
     fn chunk_index(&self) -> Result<ChunkIndex> {
-        crate::push::index_here(self.0)
+        crate::push::stored::index_here(self.0)
     }
 
     fn asks_held(&self) -> bool {
@@ -81,7 +81,7 @@ impl Owner for Here<'_> {
     }
 
     fn stored_files(&self, index: &ChunkIndex, hashes: &[Hash]) -> Result<Vec<Option<u64>>> {
-        crate::push::stored_files_here(self.0, index, hashes)
+        crate::push::stored::stored_files_here(self.0, index, hashes)
     }
 
     fn store_lists(&self, index: &ChunkIndex, files: Vec<&HashedFile>) -> Result<u64> {

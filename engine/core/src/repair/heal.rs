@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use super::Repair;
+use super::state::Repair;
 use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::push;

@@ -27,60 +27,19 @@
 mod chunker;
 mod copies;
 mod heal;
+mod state;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::Path;
-
-use serde::Serialize;
 
 use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
-use crate::progress::Progress;
 use crate::read::Chunks as _;
 use crate::refs::{Digest, VolumeName};
 use crate::repo::{Kind, Repository};
-use crate::verify::{self, IndexFacts, Problem, ReadData, Survey};
-
-pub struct RepairOptions<'a> {
-    /// Show the plan; change nothing.
-    pub dry_run: bool,
-    /// Read and hash every pack first, as `verify --read-data` does.
-    pub read_data: bool,
-    /// A folder holding the files of versions that are missing data.
-    pub from: Option<&'a Path>,
-    pub progress: &'a dyn Progress,
-}
-
-/// One thing repair did (or, with `--dry-run`, would do).
-#[derive(Debug, Clone, Serialize)]
-pub struct Action {
-    /// `rewrite config`, `clear record`, `salvage`, `write index`, `relink`,
-    /// `quarantine`, `heal`, `restore tag`, `write summary`.
-    pub action: &'static str,
-    pub object: String,
-    pub detail: String,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct RepairReport {
-    pub dry_run: bool,
-    pub actions: Vec<Action>,
-    /// What is still wrong afterwards (after a dry run: what repair alone cannot fix).
-    pub remaining: Vec<Problem>,
-    pub remaining_versions: Vec<verify::Affected>,
-    pub fix: Vec<verify::Fix>,
-}
-
-impl RepairReport {
-    fn act(&mut self, action: &'static str, object: impl Into<String>, detail: impl Into<String>) {
-        self.actions.push(Action {
-            action,
-            object: object.into(),
-            detail: detail.into(),
-        });
-    }
-}
+use crate::verify::{self, IndexFacts, ReadData};
+use state::Repair;
+pub use state::{Action, RepairOptions, RepairReport};
 
 pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairReport> {
     let write = !opts.dry_run;
@@ -163,23 +122,6 @@ pub fn repair(repo: &mut Repository, opts: &RepairOptions) -> Result<RepairRepor
         );
     }
     r.finish()
-}
-
-/// Repair's working state, step by step (the module comment gives the order).
-struct Repair<'a> {
-    repo: &'a Repository,
-    opts: &'a RepairOptions<'a>,
-    write: bool,
-    s: Survey,
-    report: RepairReport,
-    damaged_packs: BTreeSet<PackId>,
-    /// A healthy copy of every chunk that has one (after salvage, the new ones).
-    good: HashMap<Hash, (PackId, PackEntry)>,
-    /// Files with a chunk that has no healthy copy anywhere, or no readable list.
-    lost_files: BTreeSet<Hash>,
-    /// Versions missing data; `true` for a whole version (its manifest is gone).
-    damaged_versions: BTreeMap<(VolumeName, Digest), bool>,
-    healed: HashSet<(VolumeName, Digest)>,
 }
 
 impl Repair<'_> {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::{ETag, ObjectInfo, ObjectStore, Page, Requests, WriterGuard};
+use super::object_store::{ETag, ObjectInfo, ObjectStore, Page, Requests, Stamp, WriterGuard};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The kinds of store call a fault can be tied to.
@@ -371,7 +371,7 @@ impl<S: ObjectStore + ?Sized> ObjectStore for Arc<S> {
         key: &str,
         offset: u64,
         buf: &mut Vec<u8>,
-    ) -> Result<Option<super::Stamp>> {
+    ) -> Result<Option<Stamp>> {
         (**self).get_range_stamped_into(key, offset, buf)
     }
     fn size(&self, key: &str) -> Result<Option<u64>> {

@@ -11,7 +11,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{ETag, ObjectInfo, ObjectStore, Page};
+use super::object_store::{ETag, ObjectInfo, ObjectStore, Page, Stamp, WriterGuard};
+use super::staging::{clean_staging_dir, unique_temp_name};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::paths::is_clean_relative;
 
@@ -72,7 +73,7 @@ impl LocalStore {
     }
 
     fn temp_path(&self) -> PathBuf {
-        self.root.join(TMP).join(super::unique_temp_name())
+        self.root.join(TMP).join(unique_temp_name())
     }
 
     /// Moves a finished temporary file to `dest` unless `dest` exists (then the temp is
@@ -194,14 +195,14 @@ impl ObjectStore for LocalStore {
         key: &str,
         offset: u64,
         buf: &mut Vec<u8>,
-    ) -> Result<Option<super::Stamp>> {
+    ) -> Result<Option<Stamp>> {
         let (f, p) = self.read_range(key, offset, buf)?;
         // Taken after the read, from the file read: a write before or during the read
         // shows in it.
         let m = f.metadata().ctx("cannot read", &p)?;
         use std::os::unix::fs::MetadataExt;
         let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
-        Ok(Some(super::Stamp {
+        Ok(Some(Stamp {
             dev: m.dev(),
             ino: m.ino(),
             size: m.size(),
@@ -393,7 +394,7 @@ impl ObjectStore for LocalStore {
         Ok(())
     }
 
-    fn writers_lock(&self, exclusive: bool) -> Result<Option<super::WriterGuard>> {
+    fn writers_lock(&self, exclusive: bool) -> Result<Option<WriterGuard>> {
         let path = self.root.join(TMP).join("lock-writers");
         let f = OpenOptions::new()
             .create(true)
@@ -423,11 +424,11 @@ impl ObjectStore for LocalStore {
                 Err(fs::TryLockError::Error(e)) => return Err(Error::io("cannot lock", &path, e)),
             }
         }
-        Ok(Some(super::WriterGuard(Box::new(f))))
+        Ok(Some(WriterGuard(Box::new(f))))
     }
 
     fn clean_staging(&self) -> Result<(u64, u64)> {
-        super::clean_staging_dir(&self.root.join(TMP))
+        clean_staging_dir(&self.root.join(TMP))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

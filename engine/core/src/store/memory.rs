@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::{ETag, ObjectInfo, ObjectStore, Page, Requests, Traffic};
+use super::object_store::{ETag, ObjectInfo, ObjectStore, Page, Requests};
+use super::staging::unique_temp_name;
+use super::traffic::Traffic;
 use crate::error::{Error, ErrorKind, IoContext, Result};
 
 /// Keys a listing page holds at most, as S3 pages: a listing of more is paged, so the
@@ -157,7 +159,7 @@ impl ObjectStore for MemoryStore {
     }
 
     fn staging_path(&self) -> Result<PathBuf> {
-        Ok(self.staging.join(super::unique_temp_name()))
+        Ok(self.staging.join(unique_temp_name()))
     }
 
     fn concurrency(&self) -> usize {

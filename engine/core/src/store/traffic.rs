@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Requests;
+use super::object_store::Requests;
 
 #[derive(Default)]
 pub struct Traffic {

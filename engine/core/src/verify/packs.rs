@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::{ReadData, SAMPLE_MIN};
+use super::read_data::{ReadData, SAMPLE_MIN};
 use crate::digest::Hash;
 use crate::error::{ErrorKind, Result};
 use crate::objects::{self, FOOTER_LEN, PackEntry, PackId};

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::ReadData;
 use super::packs::{PackFacts, Packs, choose, survey_packs};
+use super::read_data::ReadData;
 use crate::digest::{Entry, Hash};
 use crate::error::{ErrorKind, Result};
 use crate::manifest::Manifest;
