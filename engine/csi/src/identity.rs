@@ -16,7 +16,7 @@ impl Identity for IdentityService {
         _: Request<GetPluginInfoRequest>,
     ) -> Result<Response<GetPluginInfoResponse>, Status> {
         Ok(Response::new(GetPluginInfoResponse {
-            name: crate::DRIVER_NAME.to_string(),
+            name: crate::mounter::DRIVER_NAME.to_string(),
             vendor_version: env!("CARGO_PKG_VERSION").to_string(),
             manifest: Default::default(),
         }))

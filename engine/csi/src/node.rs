@@ -23,6 +23,7 @@ use sealvol_mount::records::{self, MountRecord};
 use tonic::{Request, Response, Status};
 use tracing::{info, warn};
 
+use crate::mounter::{Mount, Mounter};
 use crate::proto::node_server::Node;
 use crate::proto::node_service_capability::{Rpc, rpc};
 use crate::proto::volume_usage::Unit;
@@ -30,7 +31,6 @@ use crate::proto::*;
 use crate::request::{self, Publish};
 use crate::status::{self, invalid};
 use crate::targets::{Phase, Published, Targets};
-use crate::{Mount, Mounter};
 
 pub(crate) struct NodeService {
     inner: Arc<Inner>,

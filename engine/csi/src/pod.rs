@@ -71,7 +71,7 @@ pub fn render(mounts: &[PodVolume]) -> Rendered {
         out.volumes.push(Volume {
             name: name.clone(),
             csi: Csi {
-                driver: crate::DRIVER_NAME,
+                driver: crate::mounter::DRIVER_NAME,
                 read_only: true,
                 volume_attributes: Attributes {
                     reference: m.pinned.clone(),

@@ -13,8 +13,8 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tracing::info;
 
-use crate::Mounter;
 use crate::identity::IdentityService;
+use crate::mounter::Mounter;
 use crate::node::NodeService;
 use crate::proto::identity_server::IdentityServer;
 use crate::proto::node_server::NodeServer;
@@ -75,7 +75,7 @@ pub async fn serve(p: Plugin, shutdown: impl Future<Output = ()> + Send) -> Resu
     info!(
         "sealvol csi {} ({}) serves node {} on unix://{}",
         env!("CARGO_PKG_VERSION"),
-        crate::DRIVER_NAME,
+        crate::mounter::DRIVER_NAME,
         p.node_id,
         p.endpoint.path().display()
     );

@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use sealvol_core::{Error, Result};
+use sealvol_core::{Error, Repository, Result};
 use sealvol_deploy::drift;
-use sealvol_deploy::{Checked, Finding, Severity, file};
+use sealvol_deploy::{Checked, DeployFile, Finding, Severity, check as check_file, file};
 use sealvol_views::format::short_digest;
 
-use super::{Loaded, follows_label, load_all};
+use super::words::follows_label;
 use crate::commands::Ctx;
 use crate::output::{exit_with, json, name, table};
 
@@ -222,4 +222,20 @@ fn cell_text(cells: &[drift::Cell]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A file that could not be loaded, or its check.
+pub(super) enum Loaded {
+    Failed(PathBuf, Error),
+    Checked(Checked),
+}
+
+pub(super) fn load_all(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<Loaded>> {
+    Ok(file::collect(paths)?
+        .into_iter()
+        .map(|p| match DeployFile::read(&p) {
+            Ok(f) => Loaded::Checked(check_file(repo, f)),
+            Err(e) => Loaded::Failed(p, e),
+        })
+        .collect())
 }

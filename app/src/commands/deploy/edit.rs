@@ -7,7 +7,7 @@ use sealvol_deploy::rollback::Choice;
 use sealvol_deploy::{DeployFile, check, history, rewrite, rollback};
 use sealvol_views::format::short_digest;
 
-use super::ref_error;
+use super::words::ref_error;
 use crate::commands::Ctx;
 use crate::output::{json, name, size, when};
 

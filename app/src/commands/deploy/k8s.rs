@@ -8,7 +8,7 @@ use sealvol_csi::pod::{self, PodVolume};
 use sealvol_deploy::{DeployFile, Follows, check as check_file};
 
 use super::check::finding_line;
-use super::{follows_label, ref_error};
+use super::words::{follows_label, ref_error};
 use crate::commands::Ctx;
 use crate::output::json;
 

@@ -7,11 +7,9 @@ mod check;
 mod edit;
 mod k8s;
 mod mount;
+mod words;
 
-use std::path::{Path, PathBuf};
-
-use sealvol_core::{Error, Repository, Result};
-use sealvol_deploy::{Checked, DeployFile, Follows, MountEntry, check as check_file, file};
+use sealvol_core::Result;
 
 use crate::cli::DeployCommand;
 use crate::commands::Ctx;
@@ -64,45 +62,4 @@ pub fn run(ctx: &Ctx, cmd: DeployCommand) -> Result<()> {
             mount::unmount(ctx, &file, root.as_deref(), lazy)
         }
     }
-}
-
-/// A file that could not be loaded, or its check.
-pub(super) enum Loaded {
-    Failed(PathBuf, Error),
-    Checked(Checked),
-}
-
-pub(super) fn load_all(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<Loaded>> {
-    Ok(file::collect(paths)?
-        .into_iter()
-        .map(|p| match DeployFile::read(&p) {
-            Ok(f) => Loaded::Checked(check_file(repo, f)),
-            Err(e) => Loaded::Failed(p, e),
-        })
-        .collect())
-}
-
-pub(super) fn follows_label(f: &Follows) -> String {
-    match f {
-        Follows::Digest => "pinned".into(),
-        Follows::Prefix => "digest prefix".into(),
-        Follows::Tag(t) => format!("tag {t}"),
-        Follows::Latest => "newest version".into(),
-    }
-}
-
-/// A mount's ref that does not resolve, named by its place in the file.
-pub(super) fn ref_error(path: &Path, m: &MountEntry, e: &Error, hint: &str) -> Error {
-    Error::new(
-        e.kind(),
-        format!(
-            "{}:{}:{}: {}: {}",
-            path.display(),
-            m.at.line,
-            m.at.col,
-            m.reference,
-            e.message()
-        ),
-    )
-    .hint(hint.to_string())
 }

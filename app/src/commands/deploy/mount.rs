@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use sealvol_core::{Error, ErrorKind, Ref, Result};
 use sealvol_deploy::{DeployFile, Follows, check};
 
-use super::{follows_label, ref_error};
+use super::words::{follows_label, ref_error};
 use crate::commands::Ctx;
 use crate::output::json;
 

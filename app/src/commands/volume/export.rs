@@ -9,7 +9,7 @@ use sealvol_core::read::Tiers;
 use sealvol_core::refs::{Ref, Target};
 use sealvol_core::{Error, Result};
 
-use super::Ctx;
+use crate::commands::Ctx;
 use crate::output::json;
 
 /// Where an export goes.

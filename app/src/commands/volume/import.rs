@@ -8,7 +8,7 @@ use sealvol_core::{Error, Result};
 use sealvol_source::SourceUrl;
 use sealvol_source::endpoints::Resolved;
 
-use super::Ctx;
+use crate::commands::Ctx;
 
 pub struct Request {
     pub source: String,

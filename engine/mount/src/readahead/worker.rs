@@ -2,41 +2,16 @@
 //! then pieces of plans) and how each fetch reserves its memory in the memo first.
 
 use std::collections::{HashSet, VecDeque};
-use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use sealvol_core::digest::Hash;
 use sealvol_core::error::Result;
-use sealvol_core::profile::Step;
 use sealvol_core::read::Tiers;
 use sealvol_core::safetensors;
 
-use super::*;
+use super::plan::{KEPT_PER_TENSOR, MIN_ENTRY, Plan, PlanId, Queue, Task, TensorOrder};
 use crate::layout::{Layout, Layouts};
 use crate::memo::{Memo, Want};
-
-pub(super) enum Task {
-    Ahead(Arc<Layout>, Range<usize>),
-    Header(FileRef, bool),
-    Piece(PlanId, Arc<Layout>, Range<usize>),
-    Step(PlanId, Step),
-}
-
-#[derive(Default)]
-pub(super) struct Queue {
-    pub(super) ahead: VecDeque<(Arc<Layout>, Range<usize>)>,
-    pub(super) headers: VecDeque<(FileRef, bool)>,
-    pub(super) plans: Vec<Plan>,
-    /// The next opened plan to take a piece from: open files share the workers.
-    pub(super) turn: usize,
-    /// Files planned once already in this mount.
-    pub(super) planned: HashSet<Hash>,
-    /// Tasks a worker has taken and not finished: counted under the lock that hands
-    /// them out, so `pending` never sees a gap between a queue emptied and its work done.
-    pub(super) running: usize,
-    pub(super) closed: bool,
-}
 
 pub(super) struct Shared {
     pub(super) queue: Mutex<Queue>,

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Inner, TICK};
+use super::inner::{Inner, TICK};
 use crate::jobs::{Job, JobEvent, JobSpec, JobsApi};
 use crate::watch::{Watch, WatchSpec, WatchView};
 use sealvol_core::error::{Error, ErrorKind, IoContext, Result, WireError};

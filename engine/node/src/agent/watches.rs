@@ -2,14 +2,13 @@
 //! agent that starts takes up the detached watches a stopped agent left, and stops the
 //! foreground ones whose command has ended.
 
-use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Inner;
+use super::inner::Inner;
+use super::watching::Running;
 use crate::log::JobLog;
 use crate::watch::live::{self, Live};
 use crate::watch::runner;
@@ -18,53 +17,6 @@ use sealvol_core::error::{Error, ErrorKind, Result};
 
 /// How long `stop` waits for a watch's push to notice.
 const STOP_PATIENCE: Duration = Duration::from_secs(30);
-
-pub(super) struct Running {
-    live: Arc<Live>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-#[derive(Default)]
-pub(super) struct Watches {
-    running: Mutex<HashMap<u64, Running>>,
-}
-
-impl Watches {
-    /// True while any watch runs.
-    pub(super) fn any(&self) -> bool {
-        self.running
-            .lock()
-            .map(|r| {
-                r.values()
-                    .any(|w| w.thread.as_ref().is_some_and(|t| !t.is_finished()))
-            })
-            .unwrap_or(false)
-    }
-
-    /// Stops every runner (the agent is stopping); records stay as they are.
-    pub(super) fn halt(&self) {
-        let taken: Vec<Running> = match self.running.lock() {
-            Ok(mut r) => r.drain().map(|(_, w)| w).collect(),
-            Err(_) => return,
-        };
-        for w in &taken {
-            w.stop.store(true, Ordering::SeqCst);
-        }
-        for mut w in taken {
-            if let Some(t) = w.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-
-    fn live(&self, id: u64) -> Option<Arc<Live>> {
-        let r = self.running.lock().ok()?;
-        r.get(&id)
-            .filter(|w| w.thread.as_ref().is_some_and(|t| !t.is_finished()))
-            .map(|w| w.live.clone())
-    }
-}
 
 impl Inner {
     /// Takes up the watches a stopped agent left.

@@ -18,11 +18,12 @@ use sealvol_node::jobs::JobState;
 
 use super::asked::{Asked, At, Mirrored};
 use super::file::{WINDOW, asked_range, file_headers, ranged};
+use super::lookup::blocking;
 use super::mirror::{Coming, Mirror, sealed_tag, spool_key};
 use super::missing::Missing;
+use super::shared::Hub;
 use super::spool::{Incoming, Unread};
 use super::upstream::{is_commit, kind, path_parts};
-use super::{Hub, blocking};
 use crate::keys::Grant;
 
 /// How often a client waiting for its file to start looks again.

@@ -14,8 +14,10 @@ use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::Entry;
 use sealvol_core::objects::FileObject;
 
+use super::asked::At;
+use super::lookup::blocking;
 use super::missing::Missing;
-use super::{At, Hub, blocking};
+use super::shared::Hub;
 use crate::keys::Grant;
 
 /// The bytes a client is sent at a time (`crate::file_body::WINDOW`).

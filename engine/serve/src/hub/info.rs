@@ -10,7 +10,10 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use sealvol_core::digest::Entry;
 
-use super::{At, Hub, blocking, flag, ids};
+use super::asked::At;
+use super::ids;
+use super::lookup::{blocking, flag};
+use super::shared::Hub;
 use crate::keys::Grant;
 
 pub async fn info(hub: Arc<Hub>, grant: Arc<Grant>, at: At, query: &str) -> Response {

@@ -146,7 +146,7 @@ impl Mirror {
     ) -> Result<Routed, Missing> {
         let repo = chunks.repository();
         let at = asked.at().clone();
-        match super::volume_for(repo, grant, &at.ns, &at.vol) {
+        match super::lookup::volume_for(repo, grant, &at.ns, &at.vol) {
             Ok(_) => return Ok(Routed::Here(asked)),
             Err(Missing::Repo(_)) => {}
             Err(m) => return Err(m),

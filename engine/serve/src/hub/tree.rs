@@ -14,9 +14,12 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 
+use super::asked::At;
+use super::ids;
 use super::kept::{FileIds, VersionIds};
+use super::lookup::{blocking, flag};
 use super::missing::Missing;
-use super::{At, Hub, Version, blocking, flag, ids};
+use super::shared::{Hub, Version};
 use crate::keys::Grant;
 
 /// Entries per page, as the Hub pages them.

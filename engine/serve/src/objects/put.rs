@@ -13,7 +13,7 @@ use sealvol_core::digest::Hash;
 use sealvol_core::error::{Error, ErrorKind};
 use sealvol_core::store::ETag;
 
-use super::{MAX_OBJECT, MAX_PROFILE, Object, Op, authorize, on_store, parse_key};
+use super::access::{MAX_OBJECT, MAX_PROFILE, Object, Op, authorize, on_store, parse_key};
 use crate::keys::{Grant, Keys};
 use crate::ops::Steward;
 use crate::reply::Reply;
