@@ -5,8 +5,9 @@ side by side in one run. Prints a Markdown table for BENCHMARKS.md.
     python3 bench/mount.py --sealvol BIN --data DIR/v1 [--baseline BIN] [--runs 5] [--work DIR]
 
 With --baseline (another build of sealvol, say the previous commit's), both builds are
-measured in the same run, each on a repository of its own, so a change can be judged
-against the code before it rather than against old figures.
+measured in the same run, each on a repository of its own, their runs taking turns
+(which goes first alternates), so a change can be judged against the code before it
+rather than against old figures.
 
 Measures, each as the median of --runs:
 - mount ready: from starting the mount command until `ls` of the mount answers;
@@ -155,30 +156,53 @@ def vm_hwm(pid):
             return int(line.split()[1]) * 1024
     return 0
 
-def measure(tool, work, runs, shard):
+def mount_point(tool, work):
     mnt = work / f"mnt-{tool.name.replace(' ', '-').replace('(', '').replace(')', '')}"
     umount(mnt)
     mnt.mkdir(exist_ok=True)
-    r = {}
-    ready, first, cold, warm = [], [], [], []
-    for _ in range(runs):
-        tool.clear_cache()
-        t = time.perf_counter()
-        tool.mount(mnt)
-        wait_ready(tool.root(mnt) if tool.name != "restic" else mnt)
-        ready.append(time.perf_counter() - t)
-        root = tool.root(mnt)
-        wait_ready(root)
-        first.append(ttfb(root / shard.name))
-        drop_file_cache(root / shard.name)
-        cold.append(read_rate(root / shard.name)[0])
-        if isinstance(tool, Sealvol):
-            tool.unmount(mnt)
-            tool.wait_kept()
-            tool.mount(mnt)
-            # Timed from open: includes checking the cached file's hash.
-            warm.append(read_rate(mnt / shard.name)[0])
+    return mnt
+
+
+def one_run(tool, mnt, shard, ready, first, cold, warm):
+    """One cold mount and read of `shard`, then (sealvol) a warm one from the node cache."""
+    tool.clear_cache()
+    t = time.perf_counter()
+    tool.mount(mnt)
+    wait_ready(tool.root(mnt) if tool.name != "restic" else mnt)
+    ready.append(time.perf_counter() - t)
+    root = tool.root(mnt)
+    wait_ready(root)
+    first.append(ttfb(root / shard.name))
+    drop_file_cache(root / shard.name)
+    cold.append(read_rate(root / shard.name)[0])
+    if isinstance(tool, Sealvol):
         tool.unmount(mnt)
+        tool.wait_kept()
+        tool.mount(mnt)
+        # Timed from open: includes checking the cached file's hash.
+        warm.append(read_rate(mnt / shard.name)[0])
+    tool.unmount(mnt)
+
+
+def measure_turns(tools, work, runs, shard):
+    """`measure` of several tools whose runs take turns, which one goes first
+    alternating: two builds compared this way meet the same machine."""
+    samples = {t.name: ([], [], [], []) for t in tools}
+    mnts = {t.name: mount_point(t, work) for t in tools}
+    for i in range(runs):
+        for t in (tools if i % 2 == 0 else list(reversed(tools))):
+            one_run(t, mnts[t.name], shard, *samples[t.name])
+    return {t.name: measure(t, work, runs, shard, samples[t.name]) for t in tools}
+
+
+def measure(tool, work, runs, shard, samples=None):
+    mnt = mount_point(tool, work)
+    r = {}
+    if samples is None:
+        samples = ([], [], [], [])
+        for _ in range(runs):
+            one_run(tool, mnt, shard, *samples)
+    ready, first, cold, warm = samples
     r["ready"] = statistics.median(ready)
     r["ttfb"] = statistics.median(first)
     r["cold"] = statistics.median(cold)
@@ -225,7 +249,12 @@ def main():
         elif name == "restic":
             tools.append(Restic(a.work, a.data))
     results = {}
+    builds = [t for t in tools if isinstance(t, Sealvol)]
+    if a.baseline and len(builds) == 2:
+        results |= measure_turns(builds, a.work, a.runs, shard)
     for t in tools:
+        if t.name in results:
+            continue
         try:
             results[t.name] = measure(t, a.work, a.runs, shard)
         except Exception as e:  # a peer's mount dying should not lose the other rows

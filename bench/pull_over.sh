@@ -24,16 +24,29 @@ export SEALVOL_REPO="$run/repo" SEALVOL_STATE="$run/state" XDG_CONFIG_HOME="$run
 "$new" volume push "$data/v2" b/ck --tag v2 -q >/dev/null
 out="$run/out"
 cat "$run"/repo/packs/*/* >/dev/null
-hyperfine -N --runs 7 --export-json "$run/cold.json" \
-  --prepare "bash -c 'rm -rf $out $run/cache; sync'" \
-  -n "baseline: cold pull v1" "$base volume pull b/ck:v1 $out -q" \
-  -n "this build: cold pull v1" "$new volume pull b/ck:v1 $out -q" >/dev/null
-python3 - "$run/cold.json" >"$run/cold.md" <<'PY'
+label() { case "$1" in base) echo "baseline: cold pull v1";; new) echo "this build: cold pull v1";; esac; }
+pullcmd() { case "$1" in base) echo "$base volume pull b/ck:v1 $out -q";; new) echo "$new volume pull b/ck:v1 $out -q";; esac; }
+# Twice, the second time in the other order, so that neither build always runs on a
+# machine the other warmed: each figure is the mean of the two.
+for order in "base new" "new base"; do
+  set -- $order
+  hyperfine -N --runs 7 --export-json "$run/cold-$1.json" \
+    --prepare "bash -c 'rm -rf $out $run/cache; sync'" \
+    -n "$(label "$1")" "$(pullcmd "$1")" \
+    -n "$(label "$2")" "$(pullcmd "$2")" >/dev/null
+done
+python3 - "$run/cold-base.json" "$run/cold-new.json" >"$run/cold.md" <<'PY'
 import json, sys
-print("| command | wall (median) | user CPU (mean) | system CPU (mean) |")
+runs = {}
+for path in sys.argv[1:]:
+    for r in json.load(open(path))["results"]:
+        runs.setdefault(r["command"], []).append(r)
+print("| command (two rounds, the order swapped) | wall (median, mean of the rounds) | user CPU (mean) | system CPU (mean) |")
 print("| --- | --- | --- | --- |")
-for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"| {r['command']} | {r['median']:.2f} s | {r['user']:.2f} s | {r['system']:.2f} s |")
+for name in sorted(runs):
+    rs = runs[name]
+    m = lambda k: sum(r[k] for r in rs) / len(rs)  # noqa: E731
+    print(f"| {name} | {m('median'):.2f} s | {m('user'):.2f} s | {m('system'):.2f} s |")
 PY
 hyperfine -N --runs 7 --export-markdown "$run/over.md" \
   --prepare "bash -c 'rm -rf $out && $new volume pull b/ck:v1 $out -q'" \

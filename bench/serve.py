@@ -5,6 +5,11 @@ from the origin itself; and a push through `--remote` beside a direct push. Prin
 Markdown tables for BENCHMARKS.md.
 
     python3 bench/serve.py --sealvol BIN --data DIR/v1 [--runs 3] [--work DIR]
+    python3 bench/serve.py --sealvol BIN --baseline OTHER_BIN --data DIR/v1 [--runs 5]
+
+With --baseline: this build beside another in one run, the builds taking turns (which
+goes first alternates, so that neither always meets a warmer machine), each reading
+through a server of its own build and pushing through one: medians and ratios.
 
 Measures, each the median of --runs, every run with empty node caches, through a
 server started as an operator starts it over a local repository (no chunk cache: its
@@ -167,6 +172,7 @@ def main():
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/sealvol-bench/serve"))
+    ap.add_argument("--baseline", help="another sealvol build to measure beside --sealvol")
     a = ap.parse_args()
     bin, work = str(Path(a.sealvol).resolve()), a.work
     shutil.rmtree(work, ignore_errors=True)
@@ -177,6 +183,8 @@ def main():
     env = dict(os.environ, SEALVOL_REPO=str(work / "repo"), SEALVOL_STATE=str(work / "state"),
                SEALVOL_FSYNC="0", XDG_CACHE_HOME=str(work / "xdg-cache"))
     ref = sh(bin, "-q", "volume", "push", str(a.data), "bench/ckpt", env=env).strip().splitlines()[-1]
+    if a.baseline:
+        return beside(bin, str(Path(a.baseline).resolve()), env, work, ref, a.data, data_bytes, a.runs)
 
     served = {"through one serve (as started: no chunk cache)": None,
               "through one serve with --cache": work / "serve-cache"}
@@ -222,6 +230,47 @@ def main():
     print("|---|---|---|---|")
     print(f"| direct (local repository) | {d:.2f} | {data_bytes / d / 1e9:.2f} | 1.00 |")
     print(f"| through `--remote` (loopback `sealvol serve`) | {r:.2f} | {data_bytes / r / 1e9:.2f} | {r / d:.2f} |")
+
+
+def remote_push(bin, env, work, data, tag):
+    """A push through `--remote` to a server of the same build over an empty repository."""
+    srv_env = dict(env, SEALVOL_REPO=str(work / f"push-remote-{tag}"), SEALVOL_STATE=str(work / f"srv-state-{tag}"))
+    sh(bin, "-q", "init", env=srv_env)
+    server = Server(bin, srv_env, None)
+    try:
+        ce = dict(env, SEALVOL_REMOTE=server.url, SEALVOL_API_KEY=server.key,
+                  SEALVOL_STATE=str(work / f"client-state-{tag}"))
+        return timed_push(bin, ce, data, "bench/ckpt")
+    finally:
+        server.stop()
+        shutil.rmtree(work / f"push-remote-{tag}", ignore_errors=True)
+
+
+def beside(bin, base, env, work, ref, data, data_bytes, runs):
+    builds = {"baseline": base, "this build": bin}
+    reads = {b: [] for b in builds}
+    pushes = {b: [] for b in builds}
+    for i in range(runs):
+        order = list(builds) if i % 2 == 0 else list(reversed(builds))
+        for b in order:
+            shutil.rmtree(work / "xdg-cache", ignore_errors=True)
+            server = Server(builds[b], env, None)
+            try:
+                reads[b].append(four_mounts(builds[b], env, work, ref, data_bytes, server))
+            finally:
+                server.stop()
+        for b in order:
+            pushes[b].append(remote_push(builds[b], env, work, data, f"{i}-{b.replace(' ', '-')}"))
+    med = lambda rs, k: statistics.median(r[k] for r in rs)  # noqa: E731
+    print(f"Four mounts reading {data_bytes / 2**30:.2f} GiB cold at once through one serve (no chunk cache), "
+          f"and a push through `--remote`, median of {runs}, the builds taking turns:\n")
+    print("| build | aggregate GB/s | server CPU s / GB served | push through `--remote` s |")
+    print("|---|---|---|---|")
+    for b in builds:
+        print(f"| {b} | {med(reads[b], 'gbs'):.2f} | {med(reads[b], 'cpu_per_gb'):.2f} | {statistics.median(pushes[b]):.2f} |")
+    rb, rn = med(reads["baseline"], "gbs"), med(reads["this build"], "gbs")
+    pb, pn = statistics.median(pushes["baseline"]), statistics.median(pushes["this build"])
+    print(f"| this build ÷ baseline | {rn / rb:.2f}× | | {pn / pb:.2f}× the time |")
 
 
 if __name__ == "__main__":
