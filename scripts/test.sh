@@ -78,7 +78,7 @@ export SEALVOL_AZURITE="${SEALVOL_AZURITE:-$tools/node/node_modules/.bin/azurite
 # The local stand-ins for remote services that the sync tests talk to.
 PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests/servers -q
 
-# With arguments, plain `cargo test` with them (one package, one test: `-p sealvol-core
+# With arguments, plain `cargo test` with them (one package, one test: `-p sealvol-gc
 # gc`). Without, every test binary of the workspace, two at a time (scripts/lanes.py:
 # the suite mostly waits on servers, processes and mounts), each run even when another
 # fails, ending with one line of totals and the failed tests by name.

@@ -3,7 +3,7 @@
 //! read; a `kill -9` anywhere in a collection leaves a repository that verifies; and
 //! pushes of overlapping data from separate processes survive 50 collection rounds. A
 //! dry run, the window and what a purge frees are the engine's, tested on the
-//! in-memory store (`engine/core/tests/gc.rs`).
+//! in-memory store (`engine/gc/tests/gc.rs`).
 //!
 //! Grace periods: tests set the shortest the command allows (`sealvol settings
 //! --gc-grace 1s`) and wait it out with real sleeps where objects must age; the

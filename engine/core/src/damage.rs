@@ -102,7 +102,7 @@ impl Repository {
     }
 
     /// Removes every damage record of a pack that is gone.
-    pub(crate) fn clear_pack_damage(&self, pack: &PackId) -> Result<()> {
+    pub fn clear_pack_damage(&self, pack: &PackId) -> Result<()> {
         for o in self
             .store()
             .list(&format!("{DAMAGE_PREFIX}{}/", pack.hex()))?

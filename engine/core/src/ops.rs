@@ -1,5 +1,6 @@
 //! The registry's operations as requests: sealing a version, storing a signature,
-//! moving a tag, changing labels, the trash, damage reports and garbage collection.
+//! moving a tag, changing labels, the trash and damage reports (garbage collection is
+//! `Repository::collect`'s, with the collector of `sealvol-gc`).
 //! One trait, `Registry`, made by the repository itself (`registry::here::Here`, on
 //! its own store) or by the server that owns its writes (`sealvol_client::remote`),
 //! so that the code asking for them is the same against a folder, a bucket or a
@@ -9,7 +10,7 @@ use crate::digest::{Entry, Hash};
 use crate::error::Result;
 use crate::objects::{PackEntry, PackId};
 use crate::outcomes::{
-    Deleted, GcReport, LabelsChanged, Provenance, Restored, Sealed, TagMoved, VersionStats,
+    Deleted, LabelsChanged, Provenance, Restored, Sealed, TagMoved, VersionStats,
 };
 use crate::progress::Progress;
 use crate::refs::{Digest, Name, Ref, VolumeName};
@@ -109,8 +110,4 @@ pub trait Registry: Send + Sync {
     /// Says that the chunk list of file `hash` failed its proof; a server proves what
     /// it sends and records what fails there itself.
     fn report_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) -> Result<()>;
-
-    /// A garbage collection (`gc/`); through a server, the server runs it (admin keys
-    /// only), condemning and sweeping what is due without waiting in the request.
-    fn collect(&self, opts: &GcOptions) -> Result<GcReport>;
 }

@@ -17,7 +17,7 @@ impl Repository {
 
     /// Removes quarantine folders made before `before` (garbage collection, after the
     /// retention window); returns how many objects went.
-    pub(crate) fn prune_quarantine(&self, before: std::time::SystemTime) -> Result<u64> {
+    pub fn prune_quarantine(&self, before: std::time::SystemTime) -> Result<u64> {
         let mut removed = 0;
         for o in self.store().list(QUARANTINE)? {
             let stamp = o.key[QUARANTINE.len()..].split('/').next().unwrap_or("");

@@ -60,4 +60,8 @@ pub trait Remote: crate::ops::Registry {
     /// evidence (then it needs no list, and counts as sent); the others' lists are sent
     /// with `put_list`. One request for many files, where `put_list` would be one each.
     fn put_small_files(&self, files: &[(Hash, u64, Evidence)]) -> Result<Vec<bool>>;
+
+    /// A garbage collection, which the server runs (admin keys only), condemning and
+    /// sweeping what is due without waiting in the request.
+    fn collect(&self, opts: &crate::ops::GcOptions) -> Result<crate::outcomes::GcReport>;
 }

@@ -228,7 +228,8 @@ impl Repository {
     }
 
     /// The store itself, for a server that offers it to remote engines (`sealvol
-    /// serve`): the server decides what each caller may touch.
+    /// serve`: the server decides what each caller may touch), and for the garbage
+    /// collector (`sealvol-gc`: its lease and rounds, and the sweep).
     pub fn object_store(&self) -> &dyn ObjectStore {
         self.store.as_ref()
     }
@@ -516,7 +517,7 @@ impl Repository {
     /// describe the same bytes, so a reader holding either reads the same file or gets
     /// a clear error, never other data. Writers go through `gc::replace_chunk_list`,
     /// which first rescues the packs the new list names from garbage collection.
-    pub(crate) fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
+    pub fn replace_file_object(&self, hash: &Hash, obj: &FileObject) -> Result<()> {
         self.owner().replace_list(hash, obj)
     }
 
@@ -601,7 +602,7 @@ impl Repository {
     }
 
     /// Deletes an object of one kind (garbage collection's sweep).
-    pub(crate) fn delete_object(&self, kind: Kind, id: &Hash) -> Result<()> {
+    pub fn delete_object(&self, kind: Kind, id: &Hash) -> Result<()> {
         self.store.delete(&kind.name(id))
     }
 
@@ -640,7 +641,7 @@ impl Repository {
     }
 }
 
-pub(crate) fn json_error(e: serde_json::Error) -> Error {
+pub fn json_error(e: serde_json::Error) -> Error {
     Error::new(ErrorKind::Io, format!("cannot encode JSON: {e}"))
 }
 

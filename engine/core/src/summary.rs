@@ -107,7 +107,7 @@ impl Repository {
 /// Summaries, listings, profiles, signatures, SHA-256 lists and label objects whose version is gone (its manifest purged or quarantined),
 /// older than `grace` by the store's clock: a seal writes its manifest before them, so
 /// a young one may belong to a seal still under way.
-pub(crate) fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
+pub fn orphans(repo: &Repository, grace: std::time::Duration) -> Result<Vec<String>> {
     let manifests: std::collections::HashSet<String> = repo
         .store()
         .list("manifests/")?

@@ -470,7 +470,7 @@ impl Repository {
     /// Purges a version whose window has passed (at `now`): wins the record from any
     /// restore by compare-and-swap, removes the manifest, then the record. Its data is
     /// left for the collection that follows.
-    pub(crate) fn purge(&self, vol: &VolumeName, d: &Digest, now: SystemTime) -> Result<Purge> {
+    pub fn purge(&self, vol: &VolumeName, d: &Digest, now: SystemTime) -> Result<Purge> {
         let Some((mut record, etag)) = self.trash_record(vol, d)? else {
             return Ok(Purge::NotInTrash);
         };
@@ -582,7 +582,7 @@ impl Repository {
     }
 
     /// Every trash record in the repository: (volume, digest).
-    pub(crate) fn all_trashed(&self) -> Result<Vec<(VolumeName, Digest)>> {
+    pub fn all_trashed(&self) -> Result<Vec<(VolumeName, Digest)>> {
         let mut out = Vec::new();
         for o in self.store().list(TRASH_PREFIX)? {
             let mut parts = o.key[TRASH_PREFIX.len()..].split('/');

@@ -236,15 +236,15 @@ fn gc_waits_out_the_grace_period_on_the_store_s_clock_and_keeps_every_version_wh
     };
     let grace = s.repo.config().gc_grace;
     // Within the grace period it may still be a running push's: left alone.
-    let young = s.repo.collect(&opts).unwrap();
+    let young = s.repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert!(young.young_packs >= 1, "{young:?}");
     assert_eq!(young.condemned_packs, 0, "{young:?}");
     // Past it, by the store's clock (no sleep): condemned, then swept a period later.
     s.mem.advance(grace + Duration::from_secs(1));
-    let condemned = s.repo.collect(&opts).unwrap();
+    let condemned = s.repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert!(condemned.condemned_packs >= 1, "{condemned:?}");
     s.mem.advance(grace + Duration::from_secs(1));
-    let swept = s.repo.collect(&opts).unwrap();
+    let swept = s.repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert!(swept.deleted_packs >= 1, "{swept:?}");
     // The version is whole.
     let out = s.tmp.path().join("out");

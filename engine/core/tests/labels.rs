@@ -231,11 +231,14 @@ fn a_purged_version_takes_its_labels_with_it() {
     repo.change_settings(|c| c.retention = std::time::Duration::ZERO)
         .unwrap();
     repo.delete_version(&Ref::pinned(vol(), d), false).unwrap();
-    repo.collect(&GcOptions {
-        dry_run: false,
-        wait: false,
-        progress: &Quiet,
-    })
+    repo.collect(
+        &GcOptions {
+            dry_run: false,
+            wait: false,
+            progress: &Quiet,
+        },
+        &sealvol_gc::Here,
+    )
     .unwrap();
     assert_eq!(mem.get(&key).unwrap(), None);
 }
@@ -256,16 +259,16 @@ fn a_label_object_left_by_a_version_gone_is_collected_after_the_grace_period() {
         wait: false,
         progress: &Quiet,
     };
-    repo.collect(&opts).unwrap();
+    repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert!(
         mem.get(&key).unwrap().is_some(),
         "young: maybe a seal under way"
     );
     mem.advance(repo.config().gc_grace + std::time::Duration::from_secs(60));
-    repo.collect(&opts).unwrap();
+    repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert_eq!(mem.get(&key).unwrap(), None);
     // The live version's own labels are untouched.
     repo.change_labels(&request(d, &[("a", "b")], &[])).unwrap();
-    repo.collect(&opts).unwrap();
+    repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert_eq!(listed(&repo).get("a").map(String::as_str), Some("b"));
 }

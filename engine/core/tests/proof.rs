@@ -287,7 +287,7 @@ fn verify_with_data_names_a_forged_list_and_gc_then_deletes_nothing() {
         wait: false,
         progress: &Quiet,
     };
-    let e = t.repo.collect(&opts).unwrap_err();
+    let e = t.repo.collect(&opts, &sealvol_gc::Here).unwrap_err();
     assert!(e.message().contains("failing its proof"), "{e}");
     assert!(e.message().contains("deletes nothing"), "{e}");
 }

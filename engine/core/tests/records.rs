@@ -25,11 +25,14 @@ fn a_damaged_trash_record_keeps_its_version_and_stops_no_collection() {
     std::fs::write(&record, b"garbage").unwrap();
 
     let gc = |repo: &Repository| {
-        repo.collect(&sealvol_core::gc::GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        })
+        repo.collect(
+            &sealvol_core::gc::GcOptions {
+                dry_run: false,
+                wait: false,
+                progress: &Quiet,
+            },
+            &sealvol_gc::Here,
+        )
     };
     let report = gc(&repo).unwrap();
     assert!(

@@ -42,11 +42,14 @@ fn sums() -> BTreeMap<String, String> {
 }
 
 fn gc(repo: &Repository) -> sealvol_core::gc::GcReport {
-    repo.collect(&GcOptions {
-        dry_run: false,
-        wait: false,
-        progress: &Quiet,
-    })
+    repo.collect(
+        &GcOptions {
+            dry_run: false,
+            wait: false,
+            progress: &Quiet,
+        },
+        &sealvol_gc::Here,
+    )
     .unwrap()
 }
 

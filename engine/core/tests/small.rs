@@ -233,10 +233,10 @@ fn garbage_collection_keeps_small_files_and_gives_them_lists_when_it_moves_them(
         wait: false,
         progress: &Quiet,
     };
-    let run = repo.collect(&opts).unwrap();
+    let run = repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert_eq!(run.purged.len(), 1, "{run:?}");
     mem.advance(repo.config().gc_grace + Duration::from_secs(1));
-    let swept = repo.collect(&opts).unwrap();
+    let swept = repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert!(swept.bytes_freed >= 4 << 20, "{swept:?}");
     // The second version reads whole, through lists gc wrote for the moved chunks
     // (its small pack is gone) or through the pack it kept.
@@ -249,7 +249,7 @@ fn garbage_collection_keeps_small_files_and_gives_them_lists_when_it_moves_them(
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     // A further run finds nothing to free: the small files' copies are live.
     mem.advance(repo.config().gc_grace + Duration::from_secs(1));
-    let again = repo.collect(&opts).unwrap();
+    let again = repo.collect(&opts, &sealvol_gc::Here).unwrap();
     assert_eq!(again.bytes_freed, 0, "{again:?}");
     assert_eq!(again.condemned_packs, 0, "{again:?}");
 }

@@ -216,11 +216,14 @@ fn after_the_window_a_restore_is_refused_and_a_collection_purges_for_good() {
     assert!(e.message().contains("restore window"), "{e}");
 
     let report = repo
-        .collect(&GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        })
+        .collect(
+            &GcOptions {
+                dry_run: false,
+                wait: false,
+                progress: &Quiet,
+            },
+            &sealvol_gc::Here,
+        )
         .unwrap();
     let purged: Vec<&str> = report.purged.iter().map(|p| p.digest.as_str()).collect();
     assert_eq!(purged, vec![t.old.to_string().as_str()]);
@@ -431,11 +434,14 @@ fn an_expired_tag_is_marked_where_listed_and_holds_nothing() {
         .unwrap();
     let report = t
         .repo
-        .collect(&GcOptions {
-            dry_run: false,
-            wait: false,
-            progress: &Quiet,
-        })
+        .collect(
+            &GcOptions {
+                dry_run: false,
+                wait: false,
+                progress: &Quiet,
+            },
+            &sealvol_gc::Here,
+        )
         .unwrap();
     assert_eq!(report.purged.len(), 1, "{report:?}");
 }

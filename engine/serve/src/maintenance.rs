@@ -45,11 +45,14 @@ pub async fn gc_every(repo: Arc<Repository>, every: Duration, stats: Arc<GcStats
 /// One scheduled collection, logged and counted.
 pub fn run_once(repo: &Repository, stats: &GcStats) {
     let started = Instant::now();
-    let report = repo.collect(&GcOptions {
-        dry_run: false,
-        wait: false,
-        progress: &Quiet,
-    });
+    let report = repo.collect(
+        &GcOptions {
+            dry_run: false,
+            wait: false,
+            progress: &Quiet,
+        },
+        &sealvol_gc::Here,
+    );
     let took = started.elapsed();
     stats.runs.fetch_add(1, Ordering::Relaxed);
     stats

@@ -861,11 +861,14 @@ pub async fn gc(
     }
     let req: GcBody = serde_json::from_slice(&body).unwrap_or(GcBody { dry_run: false });
     let report = blocking(&grant, None, move || {
-        s.repo.collect(&sealvol_core::ops::GcOptions {
-            dry_run: req.dry_run,
-            wait: false,
-            progress: &sealvol_core::progress::Quiet,
-        })
+        s.repo.collect(
+            &sealvol_core::ops::GcOptions {
+                dry_run: req.dry_run,
+                wait: false,
+                progress: &sealvol_core::progress::Quiet,
+            },
+            &sealvol_gc::Here,
+        )
     })
     .await;
     Ok(json(&report?))

@@ -12,11 +12,14 @@ use crate::output::{json, size};
 pub fn gc(ctx: &Ctx, dry_run: bool, no_wait: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
     let progress = ctx.progress();
-    let report = repo.collect(&GcOptions {
-        dry_run,
-        wait: !no_wait,
-        progress: progress.as_ref(),
-    })?;
+    let report = repo.collect(
+        &GcOptions {
+            dry_run,
+            wait: !no_wait,
+            progress: progress.as_ref(),
+        },
+        &sealvol_gc::Here,
+    )?;
     if as_json {
         return json(&serde_json::json!({ "repository": repo.location(), "report": report }));
     }

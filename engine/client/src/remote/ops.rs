@@ -161,6 +161,16 @@ impl Remote for RemoteOps {
         }
         Ok(out)
     }
+
+    fn collect(&self, opts: &GcOptions) -> Result<sealvol_core::gc::GcReport> {
+        opts.progress.note("garbage collection runs on the server");
+        self.json(
+            "gc",
+            &GcBody {
+                dry_run: opts.dry_run,
+            },
+        )
+    }
 }
 
 /// The registry's operations, asked of the server: it checks each and makes it.
@@ -279,15 +289,5 @@ impl Registry for RemoteOps {
     /// The server proves what it sends and records what fails there itself.
     fn report_list_damage(&self, _hash: &Hash, _problem: &str, _found_by: &str) -> Result<()> {
         Ok(())
-    }
-
-    fn collect(&self, opts: &GcOptions) -> Result<sealvol_core::gc::GcReport> {
-        opts.progress.note("garbage collection runs on the server");
-        self.json(
-            "gc",
-            &GcBody {
-                dry_run: opts.dry_run,
-            },
-        )
     }
 }

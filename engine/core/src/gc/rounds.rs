@@ -117,7 +117,7 @@ pub fn list(repo: &Repository) -> Result<Vec<Stored>> {
     Ok(out)
 }
 
-pub(crate) fn read(repo: &Repository, key: &str) -> Result<Option<Stored>> {
+pub fn read(repo: &Repository, key: &str) -> Result<Option<Stored>> {
     let Some((bytes, etag)) = repo.store().get_versioned(key)? else {
         return Ok(None);
     };
@@ -135,19 +135,14 @@ pub(crate) fn read(repo: &Repository, key: &str) -> Result<Option<Stored>> {
 }
 
 /// Writes a round (`expected`: its version, `None` for a new one).
-pub(crate) fn write(
-    repo: &Repository,
-    key: &str,
-    round: &Round,
-    expected: Option<&ETag>,
-) -> Result<()> {
+pub fn write(repo: &Repository, key: &str, round: &Round, expected: Option<&ETag>) -> Result<()> {
     let bytes = serde_json::to_vec(round).map_err(json_error)?;
     repo.store().put_if_match(key, &bytes, expected)?;
     repo.barrier()
 }
 
 /// A new round's key: sortable by time, unique per process.
-pub(crate) fn new_key(now: SystemTime) -> String {
+pub fn new_key(now: SystemTime) -> String {
     let t = humantime::format_rfc3339_millis(now)
         .to_string()
         .replace([':', '-', '.'], "");
@@ -363,7 +358,7 @@ fn rescue(repo: &Repository, mut s: Stored, uses: &Uses) -> Result<()> {
 }
 
 /// A new round, condemning these.
-pub(crate) fn new_round(id: &str, now: SystemTime, packs: &[PackId], files: &[Hash]) -> Round {
+pub fn new_round(id: &str, now: SystemTime, packs: &[PackId], files: &[Hash]) -> Round {
     Round {
         id: id.rsplit('/').next().unwrap_or(id).to_string(),
         state: RoundState::Condemned,

@@ -8,8 +8,8 @@ use crate::error::Result;
 use crate::labels::LabelRequest;
 use crate::objects::{FileObject, PackEntry, PackId};
 use crate::ops::Stored;
-use crate::ops::{GcOptions, Registry, SealRequest, TagRequest};
-use crate::outcomes::{Deleted, GcReport, LabelsChanged, Restored, Sealed, TagMoved};
+use crate::ops::{Registry, SealRequest, TagRequest};
+use crate::outcomes::{Deleted, LabelsChanged, Restored, Sealed, TagMoved};
 use crate::owner::Owner;
 use crate::refs::{Digest, Name, Ref, VolumeName};
 use crate::remote::{Held, HeldAnswer};
@@ -55,10 +55,6 @@ impl Registry for Here<'_> {
 
     fn report_list_damage(&self, hash: &Hash, problem: &str, found_by: &str) -> Result<()> {
         self.0.record_list_damage_here(hash, problem, found_by)
-    }
-
-    fn collect(&self, opts: &GcOptions) -> Result<GcReport> {
-        crate::gc::collect(self.0, opts)
     }
 }
 

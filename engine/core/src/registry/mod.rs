@@ -14,6 +14,7 @@ mod tags;
 
 use crate::digest::{Entry, Hash};
 use crate::error::{Error, Result};
+use crate::gc::Collector;
 use crate::labels::LabelRequest;
 use crate::objects::{PackEntry, PackId};
 use crate::ops::{GcOptions, Registry, SealRequest, TagRequest};
@@ -279,8 +280,13 @@ impl Repository {
         }
     }
 
-    /// Runs one garbage collection (`gc/`); through a server, the server runs it.
-    pub fn collect(&self, opts: &GcOptions) -> Result<GcReport> {
-        self.registry().collect(opts)
+    /// Runs one garbage collection: `here`, the collector (`sealvol_gc::Here`), on the
+    /// repository's own store, or through the server that owns its writes, which runs
+    /// its own (admin keys only). `sealvol_gc::collect` passes the collector.
+    pub fn collect(&self, opts: &GcOptions, here: &dyn Collector) -> Result<GcReport> {
+        match self.registry() {
+            Maker::Here(h) => here.collect_here(h.0, opts),
+            Maker::Server(server) => server.collect(opts),
+        }
     }
 }

@@ -25,5 +25,5 @@ pub use memory::MemoryStore;
 pub(crate) use object_store::in_parallel;
 pub use object_store::{ETag, ObjectInfo, ObjectStore, Page, Requests, Stamp, WriterGuard};
 pub use staging::{Staged, clean_staging_dir, owner_may_live, process_started, unique_temp_name};
-pub(crate) use staging::{host, process_gone};
+pub use staging::{host, process_gone};
 pub use traffic::Traffic;

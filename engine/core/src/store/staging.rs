@@ -34,7 +34,7 @@ pub fn unique_temp_name() -> String {
 }
 
 /// This machine's name as it goes into temporary file names (`-` and `/` replaced).
-pub(crate) fn host() -> &'static str {
+pub fn host() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -86,7 +86,7 @@ pub fn owner_may_live(name: &str, modified: std::time::SystemTime) -> bool {
 /// Whether a process of this machine that started at `started` is known to be gone:
 /// no process has its pid, or the one that has it started later. Another machine's
 /// process is never known gone.
-pub(crate) fn process_gone(host_name: &str, pid: u32, started: std::time::SystemTime) -> bool {
+pub fn process_gone(host_name: &str, pid: u32, started: std::time::SystemTime) -> bool {
     if host_name != host() {
         return false;
     }

@@ -90,7 +90,7 @@ fn gc(repo: &Repository, dry_run: bool) -> GcReport {
         wait: false,
         progress: &Quiet,
     };
-    repo.collect(&opts).unwrap()
+    repo.collect(&opts, &sealvol_gc::Here).unwrap()
 }
 
 #[test]

@@ -10,10 +10,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::repo::{Repository, json_error};
-use crate::stamp::{parse_rfc3339, rfc3339, whoami};
-use crate::store::ETag;
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::repo::{Repository, json_error};
+use sealvol_core::stamp::{parse_rfc3339, rfc3339, whoami};
+use sealvol_core::store::ETag;
 
 const LEASE_KEY: &str = "gc/lease";
 /// A lease not renewed for this long is stale.
@@ -32,14 +32,14 @@ pub struct LeaseRecord {
 
 impl LeaseRecord {
     fn mine(&self) -> bool {
-        self.pid == std::process::id() && self.host == crate::store::host()
+        self.pid == std::process::id() && self.host == sealvol_core::store::host()
     }
 
     fn stale(&self, now: SystemTime) -> bool {
         let expired = parse_rfc3339(&self.renewed)
             .is_none_or(|r| now.duration_since(r).is_ok_and(|age| age > LEASE_TTL));
         let started = parse_rfc3339(&self.started).unwrap_or(SystemTime::UNIX_EPOCH);
-        expired || crate::store::process_gone(&self.host, self.pid, started)
+        expired || sealvol_core::store::process_gone(&self.host, self.pid, started)
     }
 }
 
@@ -54,8 +54,8 @@ impl<'a> Lease<'a> {
     /// Takes the lease, or says who holds it.
     pub fn take(repo: &'a Repository) -> Result<Lease<'a>> {
         for _ in 0..8 {
-            let now = repo.store().now()?;
-            let current = repo.store().get_versioned(LEASE_KEY)?;
+            let now = repo.object_store().now()?;
+            let current = repo.object_store().get_versioned(LEASE_KEY)?;
             let expected = match &current {
                 None => None,
                 Some((bytes, etag)) => match serde_json::from_slice::<LeaseRecord>(bytes) {
@@ -67,7 +67,7 @@ impl<'a> Lease<'a> {
                                 held.pid,
                                 held.host,
                                 held.by,
-                                crate::stamp::to_minute(&held.started)
+                                sealvol_core::stamp::to_minute(&held.started)
                             ),
                         )
                         .hint(format!(
@@ -91,19 +91,19 @@ impl<'a> Lease<'a> {
             };
             let record = LeaseRecord {
                 by: whoami(),
-                host: crate::store::host().to_string(),
+                host: sealvol_core::store::host().to_string(),
                 pid: std::process::id(),
                 started: rfc3339(now),
                 renewed: rfc3339(now),
             };
             let bytes = serde_json::to_vec_pretty(&record).map_err(json_error)?;
             match repo
-                .store()
+                .object_store()
                 .put_if_match(LEASE_KEY, &bytes, expected.as_ref())
             {
                 Ok(()) => {
                     let etag = repo
-                        .store()
+                        .object_store()
                         .get_versioned(LEASE_KEY)?
                         .map(|(_, e)| e)
                         .ok_or_else(|| Error::new(ErrorKind::Race, "the gc lease vanished"))?;
@@ -139,17 +139,21 @@ impl<'a> Lease<'a> {
     }
 
     fn renew(&self) -> Result<()> {
-        let mut held = crate::locks::lock(&self.record);
+        let mut held = sealvol_core::locks::lock(&self.record);
         let mut record = held.0.clone();
-        record.renewed = rfc3339(self.repo.store().now()?);
+        record.renewed = rfc3339(self.repo.object_store().now()?);
         let bytes = serde_json::to_vec_pretty(&record).map_err(json_error)?;
         match self
             .repo
-            .store()
+            .object_store()
             .put_if_match(LEASE_KEY, &bytes, Some(&held.1))
         {
             Ok(()) => {
-                let etag = self.repo.store().get_versioned(LEASE_KEY)?.map(|(_, e)| e);
+                let etag = self
+                    .repo
+                    .object_store()
+                    .get_versioned(LEASE_KEY)?
+                    .map(|(_, e)| e);
                 if let Some(etag) = etag {
                     *held = (record, etag);
                 }
@@ -175,12 +179,12 @@ impl<'a> Lease<'a> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let held = crate::locks::lock(&self.record);
+        let held = sealvol_core::locks::lock(&self.record);
         // Only our own: after a takeover the lease is someone else's.
-        if let Ok(Some((_, etag))) = self.repo.store().get_versioned(LEASE_KEY)
+        if let Ok(Some((_, etag))) = self.repo.object_store().get_versioned(LEASE_KEY)
             && etag == held.1
         {
-            let _ = self.repo.store().delete(LEASE_KEY);
+            let _ = self.repo.object_store().delete(LEASE_KEY);
         }
     }
 }

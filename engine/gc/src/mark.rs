@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::digest::{Entry, Hash};
-use crate::error::{Error, ErrorKind, Result};
-use crate::objects::{PackEntry, PackId};
-use crate::progress::Progress;
-use crate::refs::{Digest, VolumeName};
-use crate::repo::{Kind, Repository};
+use sealvol_core::digest::{Entry, Hash};
+use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::objects::{PackEntry, PackId};
+use sealvol_core::progress::Progress;
+use sealvol_core::refs::{Digest, VolumeName};
+use sealvol_core::repo::{Kind, Repository};
 
 /// What the versions reference.
 #[derive(Default)]
@@ -24,7 +24,7 @@ pub struct Marked {
     pub missing_files: usize,
     /// Small files found in their versions' small packs (`small.rs`), as lists made
     /// from those copies: what a repack that moves such a copy writes a list for.
-    pub small: HashMap<Hash, crate::objects::FileObject>,
+    pub small: HashMap<Hash, sealvol_core::objects::FileObject>,
 }
 
 impl Marked {
@@ -92,7 +92,7 @@ pub fn mark(
     }
     small_packs.sort_unstable();
     small_packs.dedup();
-    let small = crate::small::SmallFiles::of(small_packs);
+    let small = sealvol_core::small::SmallFiles::of(small_packs);
     let files: Vec<Hash> = m.files.iter().copied().collect();
     for h in &files {
         let obj = match repo.file_object_if_stored(h) {
@@ -117,7 +117,7 @@ pub fn mark(
 }
 
 /// Marks the copies `obj` names as live, and `h` as a user of their packs.
-fn mark_copies(m: &mut Marked, h: &Hash, obj: &crate::objects::FileObject) {
+fn mark_copies(m: &mut Marked, h: &Hash, obj: &sealvol_core::objects::FileObject) {
     for p in &obj.packs {
         m.users.entry(*p).or_default().push(*h);
     }

@@ -6,11 +6,11 @@
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
-use super::mark::Marked;
-use crate::error::{ErrorKind, Result};
-use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
-use crate::progress::Progress;
-use crate::repo::{Kind, Listed, Repository};
+use crate::mark::Marked;
+use sealvol_core::error::{ErrorKind, Result};
+use sealvol_core::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use sealvol_core::progress::Progress;
+use sealvol_core::repo::{Kind, Listed, Repository};
 
 /// Packs worth rewriting: referenced, older than the grace period, not already
 /// condemned, and less than `REPACK_BELOW` live by bytes.
@@ -68,7 +68,7 @@ pub(super) fn repack(
     progress.begin("repack", bytes, packs.len() as u64);
     // Copies by chunk hash; `copy_chunks` checks every chunk before copying it.
     let mut good = HashMap::new();
-    let (new, _copied, _failed) = crate::copy::copy_chunks(repo, &chunks, "gc", &mut good)?;
+    let (new, _copied, _failed) = sealvol_core::copy::copy_chunks(repo, &chunks, "gc", &mut good)?;
     progress.advance(bytes);
     let moved: HashMap<(PackId, u64), (PackId, PackEntry)> = chunks
         .iter()
@@ -81,7 +81,7 @@ pub(super) fn repack(
         .map(|(p, _)| *p)
         .collect();
     // Every chunk list that names a rewritten pack, read as it is now.
-    let users: HashSet<crate::digest::Hash> = packs
+    let users: HashSet<sealvol_core::digest::Hash> = packs
         .iter()
         .filter_map(|id| marked.users.get(id))
         .flatten()
@@ -112,7 +112,7 @@ pub(super) fn repack(
     let new_bytes = new
         .iter()
         .map(|id| {
-            repo.store()
+            repo.object_store()
                 .size(&Kind::Pack.name(id))
                 .ok()
                 .flatten()
