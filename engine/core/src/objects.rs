@@ -277,6 +277,32 @@ impl FileObject {
         )
     }
 
+    /// The same list with each chunk's copy chosen by `copy` (given the copy it names
+    /// now), its packs numbered in the order they are first named: a repack's relink, a
+    /// repair's.
+    pub fn with_copies(
+        &self,
+        mut copy: impl FnMut(PackId, &PackEntry) -> (PackId, PackEntry),
+    ) -> FileObject {
+        let mut packs: Vec<PackId> = Vec::new();
+        let mut chunks = Vec::with_capacity(self.chunks.len());
+        for c in &self.chunks {
+            let (pack, entry) = copy(self.packs[c.pack as usize], &c.entry);
+            let slot = match packs.iter().position(|p| *p == pack) {
+                Some(i) => i,
+                None => {
+                    packs.push(pack);
+                    packs.len() - 1
+                }
+            };
+            chunks.push(ChunkRef {
+                pack: slot as u32,
+                entry,
+            });
+        }
+        self.relocated(packs, chunks)
+    }
+
     /// Where each chunk starts in the file, and the file's size last.
     fn starts(&self) -> &[u64] {
         self.starts.get_or_init(|| {

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use crate::mark::Marked;
 use sealvol_core::error::{ErrorKind, Result};
-use sealvol_core::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use sealvol_core::objects::{FileObject, PackEntry, PackId};
 use sealvol_core::progress::Progress;
 use sealvol_core::repo::{Kind, Listed, Repository};
 
@@ -140,30 +140,14 @@ fn relink(
     moved: &HashMap<(PackId, u64), (PackId, PackEntry)>,
 ) -> Option<FileObject> {
     let mut changed = false;
-    let mut packs: Vec<PackId> = Vec::new();
-    let mut chunks = Vec::with_capacity(obj.chunks.len());
-    for c in &obj.chunks {
-        let old = obj.packs[c.pack as usize];
-        let (pack, entry) = match moved.get(&(old, c.entry.offset)) {
-            Some(&(p, e)) if e.hash == c.entry.hash => {
-                changed = true;
-                (p, e)
-            }
-            _ => (old, c.entry),
-        };
-        let slot = match packs.iter().position(|p| *p == pack) {
-            Some(i) => i,
-            None => {
-                packs.push(pack);
-                packs.len() - 1
-            }
-        };
-        chunks.push(ChunkRef {
-            pack: slot as u32,
-            entry,
-        });
-    }
-    changed.then(|| obj.relocated(packs, chunks))
+    let relinked = obj.with_copies(|old, e| match moved.get(&(old, e.offset)) {
+        Some(&(p, moved)) if moved.hash == e.hash => {
+            changed = true;
+            (p, moved)
+        }
+        _ => (old, *e),
+    });
+    changed.then_some(relinked)
 }
 
 /// A pack whose live chunks are less than this share of its bytes is rewritten.

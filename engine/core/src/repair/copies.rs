@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::digest::Hash;
 use crate::error::{ErrorKind, Result};
-use crate::objects::{ChunkRef, FileObject, PackEntry, PackId};
+use crate::objects::{FileObject, PackEntry, PackId};
 use crate::repo::Repository;
 use crate::verify::Survey;
 
@@ -38,33 +38,19 @@ pub(super) fn relink(
     good: &HashMap<Hash, (PackId, PackEntry)>,
 ) -> (FileObject, usize, usize) {
     let (mut fixed, mut missing) = (0, 0);
-    let mut packs: Vec<PackId> = Vec::new();
-    let mut chunks = Vec::with_capacity(obj.chunks.len());
-    for c in &obj.chunks {
-        let pack = obj.packs[c.pack as usize];
-        let usable = !damaged_packs.contains(&pack) && s.copy_ok(&pack, &c.entry);
-        let (pack, entry) = match (usable, good.get(&c.entry.hash)) {
-            (true, _) => (pack, c.entry),
-            (false, Some(&(p, e))) => {
+    let relinked = obj.with_copies(|pack, e| {
+        let usable = !damaged_packs.contains(&pack) && s.copy_ok(&pack, e);
+        match (usable, good.get(&e.hash)) {
+            (true, _) => (pack, *e),
+            (false, Some(&(p, other))) => {
                 fixed += 1;
-                (p, e)
+                (p, other)
             }
             (false, None) => {
                 missing += 1;
-                (pack, c.entry)
+                (pack, *e)
             }
-        };
-        let slot = match packs.iter().position(|p| *p == pack) {
-            Some(i) => i,
-            None => {
-                packs.push(pack);
-                packs.len() - 1
-            }
-        };
-        chunks.push(ChunkRef {
-            pack: slot as u32,
-            entry,
-        });
-    }
-    (obj.relocated(packs, chunks), fixed, missing)
+        }
+    });
+    (relinked, fixed, missing)
 }
