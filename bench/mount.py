@@ -207,6 +207,7 @@ def measure(tool, work, runs, shard, samples=None):
     r["ttfb"] = statistics.median(first)
     r["cold"] = statistics.median(cold)
     r["warm"] = statistics.median(warm) if warm else None
+    r["samples"] = {"ready": ready, "ttfb": first, "cold": cold, "warm": warm}
     # Peak RSS reading the whole version.
     tool.clear_cache()
     tool.mount(mnt)
