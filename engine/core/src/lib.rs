@@ -4,7 +4,9 @@
 //! (refs, digests, chunking, objects), the object store, the repository and its
 //! registry of versions and tags with its trash, the read layer every reader goes
 //! through (node-disk cache, then origin, every chunk checked), and push, pull, verify,
-//! repair, garbage collection, diff and files.
+//! repair, diff and files. Garbage collection runs through `Repository::collect`, with
+//! the collector of the `sealvol-gc` crate; core keeps what writers keep to while one
+//! runs (`gc/`).
 //! It needs no network client, no FUSE and no database, and knows nothing about
 //! terminals: the crates around it (mount, node, sources) and the app build on it.
 

@@ -1,8 +1,9 @@
-//! Garbage collection: purge versions whose time in the trash is over, then reclaim
-//! the chunk lists and packs that no version (live or in the trash) references, and
-//! rewrite packs that are mostly dead, safely while other processes on other machines
-//! push to the same repository, with create-if-absent and compare-and-swap as the only
-//! coordination. docs/GC.md is the argument; this is the order of its steps:
+//! sealvol's garbage collector: its one job is to purge versions whose time in the
+//! trash is over, then reclaim the chunk lists and packs that no version (live or in
+//! the trash) references, and rewrite packs that are mostly dead, safely while other
+//! processes on other machines push to the same repository, with create-if-absent and
+//! compare-and-swap as the only coordination. docs/GC.md is the argument; this is the
+//! order of its steps:
 //!
 //! 1. take the lease (`lease`): one collection at a time, taken over when stale;
 //! 2. purge expired versions from the trash (`Repository::purge`), and remove the
