@@ -215,15 +215,7 @@ def main():
     for i in range(a.runs):
         e = dict(env, SEALVOL_REPO=str(work / f"push-direct{i}"), SEALVOL_STATE=str(work / f"push-state{i}"))
         direct.append(timed_push(bin, e, a.data, "bench/ckpt"))
-        srv_env = dict(env, SEALVOL_REPO=str(work / f"push-remote{i}"), SEALVOL_STATE=str(work / f"srv-state{i}"))
-        sh(bin, "-q", "init", env=srv_env)
-        server = Server(bin, srv_env, None)
-        try:
-            ce = dict(env, SEALVOL_REMOTE=server.url, SEALVOL_API_KEY=server.key,
-                      SEALVOL_STATE=str(work / f"client-state{i}"))
-            remote.append(timed_push(bin, ce, a.data, "bench/ckpt"))
-        finally:
-            server.stop()
+        remote.append(remote_push(bin, env, work, a.data, str(i)))
     d, r = statistics.median(direct), statistics.median(remote)
     print(f"\nPush of {data_bytes / 2**30:.2f} GiB into an empty repository, median of {a.runs}:\n")
     print("| push | seconds | GB/s | × direct |")
