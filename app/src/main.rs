@@ -5,6 +5,7 @@
 mod output;
 
 mod alloc;
+mod args;
 mod cli;
 mod commands;
 mod complete;
@@ -20,7 +21,7 @@ use clap::{CommandFactory, FromArgMatches};
 use sealvol_core::{Error, ErrorKind, Result};
 
 use cli::{Cli, Command};
-use commands::Ctx;
+use commands::{Ctx, Run};
 
 fn main() -> ExitCode {
     // SIGPIPE stays ignored (Rust's default): a write to a connection the other end
@@ -123,11 +124,11 @@ fn flag_origins(m: &clap::ArgMatches) -> std::collections::BTreeMap<&'static str
 }
 
 fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
-    if let Some(Command::Completions { shell }) = &cli.command {
-        return outln!("{}", complete::script(*shell, Cli::command())?.trim_end());
-    }
-    if let Some(Command::Digest { dir, json }) = &cli.command {
-        return commands::info::digest(dir, *json);
+    // These two need no repository nor settings.
+    match &cli.command {
+        Some(Command::Completions(c)) => return c.print(),
+        Some(Command::Digest(d)) => return d.print(),
+        _ => {}
     }
     let ctx = Ctx::new(
         config::resolve(config::Flags {
@@ -149,41 +150,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
         load_theme(name)?;
     }
     match cli.command {
-        Some(Command::Init { json }) => commands::info::init(&ctx, json),
-        Some(Command::Volume(cmd)) => commands::volume::run(&ctx, cmd),
-        Some(Command::Secret(cmd)) => commands::secret::run(&ctx, cmd),
-        Some(Command::Key(cmd)) => commands::key::run(&ctx, cmd),
-        Some(Command::Jobs(cmd)) => commands::jobs::run(&ctx, cmd),
-        Some(Command::Watch(cmd)) => commands::watch::run(&ctx, cmd),
-        Some(Command::Deploy(cmd)) => commands::deploy::run(&ctx, cmd),
-        Some(Command::Cache(cmd)) => commands::cache::run(&ctx, cmd),
-        Some(Command::Agent { idle_exit }) => commands::jobs::agent(&ctx, idle_exit),
-        Some(Command::Serve(args)) => commands::serve::serve(&ctx, *args),
-        Some(Command::Csi {
-            endpoint,
-            node_id,
-            peers,
-            peers_file,
-        }) => commands::csi::csi(&ctx, &endpoint, &node_id, peers, peers_file),
-        Some(Command::Info { json }) => commands::info::info(&ctx, json),
-        Some(Command::Peers {
-            peers,
-            peers_file,
-            json,
-        }) => commands::peers::peers(&ctx, &peers, peers_file.as_deref(), json),
-        Some(Command::Settings {
-            retention,
-            gc_grace,
-            quotas,
-            json,
-        }) => commands::info::settings(&ctx, retention, gc_grace, &quotas, json),
-        Some(Command::Repair {
-            dry_run,
-            read_data,
-            from,
-            json,
-        }) => commands::repair::repair(&ctx, dry_run, read_data, from.as_deref(), json),
-        Some(Command::Completions { .. } | Command::Digest { .. }) => Ok(()),
+        Some(command) => command.run(&ctx),
         None if cli.demo => {
             if commands::demo::seed_if_empty(&ctx)? && !ctx.quiet {
                 errln!("seeded a demo repository at {}", ctx.settings.repo);
@@ -197,13 +164,11 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<()> {
                 return open_console(&ctx, cli.readonly, &deploy);
             }
             // Not a terminal: show what the console would.
-            commands::volume::run(
-                &ctx,
-                cli::VolumeCommand::Ls {
-                    namespace: None,
-                    json: false,
-                },
-            )
+            commands::volume::Ls {
+                namespace: None,
+                json: false,
+            }
+            .run(&ctx)
         }
         None if interactive() => open_console(&ctx, cli.readonly, &cli.deploy),
         None => {

@@ -2,34 +2,91 @@
 //! graphs is a version like any other, tagged by the key it was built for; a later
 //! replica restores it by the same key, and a first one finds none and starts anyway.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::push::{PushOptions, push as push_dir};
 use sealvol_core::refs::Target;
 use sealvol_core::{Error, ErrorKind, Ref, Result, VolumeName};
 use sealvol_deploy::startup::tag_for_key;
 use sealvol_node::state::StatCacheDir;
 
-use crate::cli::CacheCommand;
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run, group};
+use crate::complete;
 use crate::output::{json, size};
 
-pub fn run(ctx: &Ctx, cmd: CacheCommand) -> Result<()> {
-    match cmd {
-        CacheCommand::Save {
+group! {
+    // `sealvol cache …`: startup caches saved under a key.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum CacheCommand {
+        Save(Save),
+        Restore(Restore),
+    }
+}
+
+/// Publish a folder (compiled kernels, captured graphs) as the cache for a key.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol cache save ~/.cache/torch/inductor caches/qwen3-8b --key \"H100-80GB/torch-2.5.1\"\n\nThe key becomes a tag (cache-<slug>-<hash>); saving unchanged contents writes nothing."
+)]
+pub struct Save {
+    dir: PathBuf,
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    /// What the cache depends on, in any text (GPU model, framework version, …).
+    #[arg(long)]
+    key: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Save {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Save {
             dir,
             volume,
             key,
             json,
-        } => save(ctx, &dir, &volume, &key, json),
-        CacheCommand::Restore {
+        } = self;
+        save(ctx, &dir, &volume, &key, json)
+    }
+}
+
+/// Put the cache for a key into a folder (or mount it there); no cache yet is not an error.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol cache restore caches/qwen3-8b ~/.cache/torch/inductor --key \"H100-80GB/torch-2.5.1\"\n  sealvol cache restore caches/qwen3-8b /cache --key \"$KEY\" --mount\n\nWhen no cache was saved for the key, it says so in one line and exits 0: a first replica\nstill starts, and saves one."
+)]
+pub struct Restore {
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    dir: PathBuf,
+    #[arg(long)]
+    key: String,
+    /// Mount it read-only at DIR instead of copying it there.
+    #[arg(long)]
+    mount: bool,
+    /// Make DIR exactly the cache: what it holds that the cache does not is removed.
+    #[arg(long, conflicts_with = "mount")]
+    force: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Restore {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Restore {
             volume,
             dir,
             key,
             mount,
             force,
             json,
-        } => restore(ctx, &volume, &dir, &key, mount, force, json),
+        } = self;
+        restore(ctx, &volume, &dir, &key, mount, force, json)
     }
 }
 
@@ -130,7 +187,7 @@ fn restore(
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
             crate::commands::mount::mount(
                 &quiet,
-                crate::commands::mount::Request {
+                crate::commands::mount::Mount {
                     reference: pinned.clone(),
                     dir: dir.to_path_buf(),
                     cache: None,

@@ -6,10 +6,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::Args;
 use sealvol_core::{Ref, Result};
-
-use super::Ctx;
 use sealvol_setup::settings::Peers;
+
+use super::{Ctx, Run};
+use crate::args::{PEER_HELP, PEERS_FILE_HELP};
 
 /// The plugin's side of a mount: this program's settings, as `volume mount` uses them.
 struct Mounts {
@@ -35,7 +37,7 @@ impl sealvol_csi::Mounter for Mounts {
     fn mount(&self, m: &sealvol_csi::Mount) -> Result<()> {
         super::mount::mount(
             &self.ctx,
-            super::mount::Request {
+            super::mount::Mount {
                 reference: m.pinned.clone(),
                 dir: m.target.clone(),
                 cache: None,
@@ -76,7 +78,42 @@ impl sealvol_csi::Mounter for Mounts {
     }
 }
 
-pub fn csi(
+/// Serve the Kubernetes CSI node plugin: pods mount sealed versions read-only by ref.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "kubelet calls it over gRPC on a unix socket (CSI spec 1.12: Identity and Node).\nEach publish is a `volume mount` in a process of its own that outlives the plugin,\nwith this node's cache and the repository, key and cache servers given here (never\na pod's). A restarted plugin adopts the mounts it made. deploy/kubernetes/ runs it\nas a DaemonSet.\n\nExamples:\n  sealvol --remote http://sealvol:7420 csi --node-id \"$NODE_NAME\"\n  sealvol csi --node-id node-a --peers-file /etc/sealvol/peers"
+)]
+pub struct Csi {
+    /// The socket to serve on: unix:///PATH or an absolute path.
+    #[arg(
+        long,
+        value_name = "ENDPOINT",
+        env = "CSI_ENDPOINT",
+        default_value = "unix:///csi/csi.sock"
+    )]
+    endpoint: String,
+    /// This node's name as kubelet knows it (the DaemonSet passes spec.nodeName).
+    #[arg(long, value_name = "NAME", env = "NODE_NAME")]
+    node_id: String,
+    #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+    peers: Vec<String>,
+    #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+    peers_file: Option<PathBuf>,
+}
+
+impl Run for Csi {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        csi(
+            ctx,
+            &self.endpoint,
+            &self.node_id,
+            self.peers,
+            self.peers_file,
+        )
+    }
+}
+
+fn csi(
     ctx: &Ctx,
     endpoint: &str,
     node_id: &str,

@@ -1,18 +1,99 @@
 //! `sealvol info` (the settings in effect) and `sealvol digest DIR` (a directory's
 //! digest, without a repository).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sealvol_core::Result;
-
-use super::Ctx;
-use crate::output::{json, size, table};
 use sealvol_core::usage::QuotaUsage;
 use sealvol_setup::settings as config;
 use sealvol_views::format::span;
 
+use super::{Ctx, Run};
+use crate::args::{JSON_HELP, quota_arg};
+use crate::output::{json, size, table};
+
+/// Create a repository: in a directory, or in a bucket prefix (the only way one is made there).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol init --repo s3://models/sealvol\n  AWS_ENDPOINT_URL=http://minio:9000 sealvol init --repo s3://models/team-a\n  sealvol init --repo r2://ACCOUNT/models/sealvol --repo-secret r2-keys\n  sealvol init --repo /srv/sealvol\n\nA bucket must exist already, and honour conditional writes (If-None-Match, If-Match):\nthey are all that keeps many writers safe, and init proves them before it writes."
+)]
+pub struct Init {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Init {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        init(ctx, self.json)
+    }
+}
+
+/// Show the settings in effect and where they come from.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol info --json")]
+pub struct Info {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Info {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        info(ctx, self.json)
+    }
+}
+
+/// Show or change the repository's settings: the trash's retention, gc's grace period, and namespaces' quotas.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol settings\n  sealvol settings --retention 14d\n  sealvol settings --gc-grace 30m\n  sealvol settings --quota team-a=500G --quota team-b=none\n\nA quota counts the stored bytes of the distinct chunks a namespace's versions reference, live and in the trash (a chunk two namespaces hold counts for both), and their signatures; a push, sync or signature past it is refused. Deleting frees quota once gc has purged the versions from the trash.\n\nThe grace period must be longer than any push takes between its last check and its\nmanifest (milliseconds); longer also spares long pushes from rewriting their data."
+)]
+pub struct Settings {
+    /// How long a deleted version stays restorable, e.g. 7d, 36h.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    retention: Option<std::time::Duration>,
+    /// Garbage collection's grace period, e.g. 15m (at least 1s).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    gc_grace: Option<std::time::Duration>,
+    /// A namespace's quota, NS=SIZE (500G, 2T), or NS=none to remove it (repeatable).
+    #[arg(long = "quota", value_name = "NS=SIZE", value_parser = quota_arg)]
+    quotas: Vec<(String, Option<u64>)>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Settings {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        settings(ctx, self.retention, self.gc_grace, &self.quotas, self.json)
+    }
+}
+
+/// Print the digest DIR would seal as, without a repository.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol digest ./ckpt\n  b3:9f3c…")]
+pub struct Digest {
+    /// The directory to hash.
+    dir: PathBuf,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Digest {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let _ = ctx;
+        self.print()
+    }
+}
+
+impl Digest {
+    /// Needs no repository nor settings: run before they are read.
+    pub fn print(&self) -> Result<()> {
+        digest(&self.dir, self.json)
+    }
+}
+
 /// `sealvol init`: a new repository at the address in effect.
-pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
+fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo_as(sealvol_s3repo::Mode::Init)?;
     let c = repo.config();
     if as_json {
@@ -28,7 +109,7 @@ pub fn init(ctx: &Ctx, as_json: bool) -> Result<()> {
 
 /// The settings in effect, each with where it came from (a flag, a `SEALVOL_*`
 /// variable, config.toml, the default, or the repository itself).
-pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
+fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
     let s = &ctx.settings;
     let config = config::config_path();
     let config_there = config.as_deref().is_some_and(std::path::Path::is_file);
@@ -136,7 +217,7 @@ pub fn info(ctx: &Ctx, as_json: bool) -> Result<()> {
 /// and the argument in docs/GC.md needs it well under half the period.
 const MIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-pub fn settings(
+fn settings(
     ctx: &Ctx,
     retention: Option<std::time::Duration>,
     gc_grace: Option<std::time::Duration>,
@@ -215,7 +296,7 @@ pub fn set_quotas(c: &mut sealvol_core::repo::RepoConfig, quotas: &[(String, Opt
     }
 }
 
-pub fn digest(dir: &Path, as_json: bool) -> Result<()> {
+fn digest(dir: &Path, as_json: bool) -> Result<()> {
     let digest = sealvol_core::walk::digest_dir(dir)?;
     if as_json {
         return json(&serde_json::json!({

@@ -8,11 +8,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sealvol_client::remote::jobs::RemoteJobs;
 use sealvol_core::{Error, ErrorKind, Result};
 use sealvol_node::agent::socket::AgentClient;
-use sealvol_node::agent::{Agent, AgentSettings};
+use sealvol_node::agent::{self, AgentSettings};
 use sealvol_node::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
 use sealvol_node::log as job_log;
 use sealvol_node::sync;
@@ -20,7 +21,8 @@ use sealvol_node::watch::WatchState;
 use sealvol_source::{Connector, SourceUrl};
 
 use super::Ctx;
-use crate::cli::JobsCommand;
+use crate::args::JSON_HELP;
+use crate::commands::{Run, group};
 use crate::output::{json, name, size, table, when};
 
 /// What `volume sync` was asked to do.
@@ -42,7 +44,7 @@ pub struct SyncRequest {
 /// for the next agent) when this is dropped.
 pub(super) enum Host {
     Remote(AgentClient),
-    Local(Box<Agent>),
+    Local(Box<agent::Agent>),
     /// The server's agent (`--remote`), at this URL.
     Server(Box<RemoteJobs>, String),
 }
@@ -183,7 +185,7 @@ pub(super) fn connect_or_host_local(ctx: &Ctx, run_queue: bool) -> Result<Host> 
             return Ok(Host::Remote(c));
         }
         let repo = ctx.open_repo(true)?;
-        if let Some(a) = Agent::start(repo, state, settings(ctx, run_queue), sources())? {
+        if let Some(a) = agent::Agent::start(repo, state, settings(ctx, run_queue), sources())? {
             return Ok(Host::Local(Box::new(a)));
         }
         // Another process holds the database: an agent still starting, or a push
@@ -487,9 +489,26 @@ fn why_agent_ended(log: &Path, state: &Path) -> String {
     }
 }
 
+/// Run the agent headless: it runs sync jobs and answers other sealvol processes.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol agent\n  sealvol agent --idle-exit 10m\n\nOne process per state directory is the agent: this command, a console, or a foreground sync."
+)]
+pub struct Agent {
+    /// Stop after this long with nothing to do (e.g. 60s, 10m).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    idle_exit: Option<std::time::Duration>,
+}
+
+impl Run for Agent {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        agent(ctx, self.idle_exit)
+    }
+}
+
 /// `sealvol agent`: hosts the agent until SIGINT or SIGTERM (or, with `idle_exit`,
 /// until it has had nothing to do for that long).
-pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
+fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
     if let Some(c) = AgentClient::connect(&ctx.settings.state)? {
         return Err(Error::new(
             ErrorKind::Conflict,
@@ -502,7 +521,8 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
     }
     let signals = crate::signals::Signals::catch()?;
     let repo = ctx.open_repo(true)?;
-    let Some(agent) = Agent::start(repo, &ctx.settings.state, settings(ctx, true), sources())?
+    let Some(agent) =
+        agent::Agent::start(repo, &ctx.settings.state, settings(ctx, true), sources())?
     else {
         return Err(Error::new(
             ErrorKind::Conflict,
@@ -527,92 +547,171 @@ pub fn agent(ctx: &Ctx, idle_exit: Option<Duration>) -> Result<()> {
     Ok(())
 }
 
-pub fn run(ctx: &Ctx, cmd: JobsCommand) -> Result<()> {
-    match cmd {
-        JobsCommand::Ls { json: as_json } => {
-            let host = connect_or_host(ctx, false)?;
-            let jobs = host.api().list()?;
-            if as_json {
-                json(&serde_json::json!({ "jobs": jobs }))?;
-            } else if jobs.is_empty() {
-                if !ctx.quiet {
-                    errln!("no jobs; start one with: sealvol volume sync SOURCE NS/NAME");
-                }
-            } else {
-                let rows: Vec<Vec<String>> = jobs.iter().map(row).collect();
-                table(
-                    &["ID", "STATE", "SOURCE", "VOLUME", "DONE", "UPDATED"],
-                    &rows,
-                )?;
+group! {
+    // `sealvol jobs …`: the sync and mirror jobs, here or on the server.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum JobsCommand {
+        Ls(Ls),
+        Show(Show),
+        Cancel(Cancel),
+        Retry(Retry),
+        Logs(Logs),
+    }
+}
+
+/// List sync jobs, newest first.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol jobs ls --json")]
+pub struct Ls {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Ls {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Ls { json: as_json } = self;
+        let host = connect_or_host(ctx, false)?;
+        let jobs = host.api().list()?;
+        if as_json {
+            json(&serde_json::json!({ "jobs": jobs }))?;
+        } else if jobs.is_empty() {
+            if !ctx.quiet {
+                errln!("no jobs; start one with: sealvol volume sync SOURCE NS/NAME");
             }
-            Ok(())
+        } else {
+            let rows: Vec<Vec<String>> = jobs.iter().map(row).collect();
+            table(
+                &["ID", "STATE", "SOURCE", "VOLUME", "DONE", "UPDATED"],
+                &rows,
+            )?;
         }
-        JobsCommand::Show {
+        Ok(())
+    }
+}
+
+/// Show one job: its source, state, progress and, if it failed, why.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol jobs show 7\n  sealvol --remote https://sealvol.internal:7420 jobs show 7 --follow"
+)]
+pub struct Show {
+    /// The job's number, from `sealvol jobs ls`.
+    id: u64,
+    /// Follow it to its end, as `volume sync --wait` does (ctrl-c stops following, not the job).
+    #[arg(long)]
+    follow: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Show {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Show {
             id,
-            follow: true,
+            follow: following,
             json: as_json,
-        } => {
+        } = self;
+        if following {
             let host = connect_or_host(ctx, true)?;
             let job = host.api().show(id)?;
-            follow(ctx, &host, job, as_json)
+            return follow(ctx, &host, job, as_json);
         }
-        JobsCommand::Show {
-            id,
-            follow: false,
-            json: as_json,
-        } => {
-            let host = connect_or_host(ctx, false)?;
-            let ev = host.api().event(id)?;
-            if as_json {
-                json(&ev)?;
-            } else {
-                show(&ev)?;
-            }
-            Ok(())
+        let host = connect_or_host(ctx, false)?;
+        let ev = host.api().event(id)?;
+        if as_json {
+            json(&ev)?;
+        } else {
+            show(&ev)?;
         }
-        JobsCommand::Cancel { id, json: as_json } => {
-            let host = connect_or_host(ctx, false)?;
-            let job = host.api().cancel(id)?;
-            if as_json {
-                json(&job)?;
-            } else if !ctx.quiet {
-                errln!("job {id} {}", job.state);
-            }
-            Ok(())
+        Ok(())
+    }
+}
+
+/// Cancel a queued or running job.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol jobs cancel 7")]
+pub struct Cancel {
+    /// The job's number, from `sealvol jobs ls`.
+    id: u64,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Cancel {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Cancel { id, json: as_json } = self;
+        let host = connect_or_host(ctx, false)?;
+        let job = host.api().cancel(id)?;
+        if as_json {
+            json(&job)?;
+        } else if !ctx.quiet {
+            errln!("job {id} {}", job.state);
         }
-        JobsCommand::Retry {
+        Ok(())
+    }
+}
+
+/// Run a failed or cancelled job again; what it already stored is not fetched again.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol jobs retry 7")]
+pub struct Retry {
+    /// The job's number, from `sealvol jobs ls`.
+    id: u64,
+    /// Hand it to the agent and return at once.
+    #[arg(long)]
+    detach: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Retry {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Retry {
             id,
             detach,
             json: as_json,
-        } => {
-            if let Some(host) = server(ctx)? {
-                let job = host.api().retry(id)?;
-                if detach {
-                    return detached(ctx, &host, &job, as_json);
-                }
-                return follow(ctx, &host, job, as_json);
-            }
-            if detach {
-                let client = agent_in_background(ctx)?;
-                let job = client.retry(id)?;
-                if as_json {
-                    json(&job)?;
-                } else {
-                    outln!("{}", job.id)?;
-                }
-                return Ok(());
-            }
-            let host = connect_or_host(ctx, true)?;
+        } = self;
+        if let Some(host) = server(ctx)? {
             let job = host.api().retry(id)?;
-            follow(ctx, &host, job, as_json)
+            if detach {
+                return detached(ctx, &host, &job, as_json);
+            }
+            return follow(ctx, &host, job, as_json);
         }
-        JobsCommand::Logs { id, json: as_json } => {
-            let text = match server(ctx)? {
-                Some(host) => host.api().logs(id)?,
-                None => job_log::read(&ctx.settings.state, id)?,
-            };
-            crate::output::log(id, &text, as_json)
+        if detach {
+            let client = agent_in_background(ctx)?;
+            let job = client.retry(id)?;
+            if as_json {
+                json(&job)?;
+            } else {
+                outln!("{}", job.id)?;
+            }
+            return Ok(());
         }
+        let host = connect_or_host(ctx, true)?;
+        let job = host.api().retry(id)?;
+        follow(ctx, &host, job, as_json)
+    }
+}
+
+/// Print what happened to a job, line by line.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol jobs logs 7")]
+pub struct Logs {
+    /// The job's number, from `sealvol jobs ls`.
+    id: u64,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Logs {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Logs { id, json: as_json } = self;
+        let text = match server(ctx)? {
+            Some(host) => host.api().logs(id)?,
+            None => job_log::read(&ctx.settings.state, id)?,
+        };
+        crate::output::log(id, &text, as_json)
     }
 }
 

@@ -1,4 +1,6 @@
-//! One module per command group; `Ctx` carries what every command needs.
+//! One module per command group, each with its arguments (clap) beside the code that
+//! runs them; `Ctx` carries what every command needs, `Run` is how a command's
+//! arguments are run, and `group!` makes a group's enum of subcommands.
 
 pub mod cache;
 pub mod csi;
@@ -16,9 +18,9 @@ pub mod serve;
 pub mod volume;
 pub mod watch;
 
+use sealvol_core::Result;
 use sealvol_core::progress::Progress;
 use sealvol_setup::Setup;
-
 use sealvol_setup::settings::Settings;
 
 /// What every command works on: the settings and the repository they name
@@ -68,3 +70,40 @@ impl Ctx {
         crate::progress::for_terminal(self.quiet)
     }
 }
+
+/// A command's parsed arguments, run.
+pub trait Run {
+    fn run(self, ctx: &Ctx) -> Result<()>;
+}
+
+/// A command whose arguments are boxed in its group (they are large).
+impl<T: Run> Run for Box<T> {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        (*self).run(ctx)
+    }
+}
+
+/// A group of subcommands: the clap enum as written (one variant per command, holding
+/// that command's arguments), and its `Run`, which runs the variant given.
+macro_rules! group {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident($args:ty), )*
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant($args), )*
+        }
+
+        impl $crate::commands::Run for $name {
+            fn run(self, ctx: &$crate::commands::Ctx) -> sealvol_core::Result<()> {
+                match self {
+                    $( Self::$variant(args) => $crate::commands::Run::run(args, ctx), )*
+                }
+            }
+        }
+    };
+}
+pub(crate) use group;

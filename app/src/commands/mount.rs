@@ -9,38 +9,128 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::registry::now_rfc3339;
 use sealvol_core::{Digest, Error, Ref, Result, VolumeName};
 use sealvol_mount::process;
 use sealvol_mount::records::{self as records, MountRecord};
 use sealvol_mount::{self as mount, MountOptions};
-
-use super::Ctx;
 use sealvol_setup::settings::{Peers, parse_size};
 use sealvol_views::format::short_digest;
 
+use super::{Ctx, Run, group};
+use crate::args::{JSON_HELP, ORIGIN_HELP, PEER_HELP, PEERS_FILE_HELP, REF_HELP};
+use crate::complete;
 use crate::output::{json, name, size, table};
 
-pub struct Request {
+/// Mount a version read-only at DIR; bytes stream lazily through the node cache.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "A tag resolves once, at mount time: the mount keeps serving that digest when the tag moves.\n\nExamples:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  sealvol volume mount weights/qwen3-8b@9f3c1a2b /models/qwen --cache /nvme/sealvol --cache-size 200G --foreground"
+)]
+pub struct Mount {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
     pub reference: String,
+    /// An existing, empty directory.
     pub dir: PathBuf,
+    /// Node-disk cache directory, shared by every mount and pull [default: from config]
+    #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
+    /// Bound of the node-disk cache, e.g. 500M, 20G [default: from config, else 20G]
+    #[arg(long, value_name = "BYTES")]
     pub cache_size: Option<String>,
+    /// Memory for read-ahead and recent chunks, e.g. 256M [default: from config, else 1/32 of RAM, 64M to 512M]
+    #[arg(long, value_name = "BYTES")]
     pub prefetch_memory: Option<String>,
+    /// How long a read waits for its bytes, retrying a failing origin, before it fails with EIO (1s to 1h)
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub read_timeout: Duration,
-    /// Cache servers to read through (`--peer`); none: config.toml's `peers`.
+    // Cache servers to read through; none: config.toml's `peers`.
+    #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
     pub peers: Vec<String>,
-    /// A file listing them (`--peers-file`), followed while the mount runs.
+    // A file listing them, followed while the mount runs.
+    #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
     pub peers_file: Option<PathBuf>,
-    /// Mirrored origins (`--origin`); none: config.toml's `mirrors`.
+    // Mirrored origins; none: config.toml's `mirrors`.
+    #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
     pub origins: Vec<String>,
-    /// Where to serve Prometheus metrics (`--metrics ADDR`).
+    /// Serve Prometheus metrics at http://ADDR/metrics: bytes, chunks and requests per tier, hit ratios, latency histograms, errors (e.g. 127.0.0.1:9464)
+    #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Stay attached; Ctrl-C or SIGTERM unmounts. Otherwise the mount runs in the background.
+    #[arg(long)]
     pub foreground: bool,
+    /// The ref as the user gave it, passed to a background mount (internal).
+    #[arg(long, hide = true)]
     pub requested: Option<String>,
     /// The caller says what was mounted (`deploy mount`, one line per volume).
+    #[arg(skip)]
     pub quiet: bool,
+}
+
+impl Run for Mount {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        mount(ctx, self)
+    }
+}
+
+/// Unmount a mount made by `volume mount`, and stop the process serving it.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume unmount /models/qwen")]
+pub struct Unmount {
+    /// The mount point.
+    dir: PathBuf,
+    /// Detach now even if files are open under it; it goes when they close.
+    #[arg(long)]
+    lazy: bool,
+}
+
+impl Run for Unmount {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        unmount(ctx, &self.dir, self.lazy)
+    }
+}
+
+/// List active mounts: what digest each serves, bytes served, hits per tier.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume mounts --json")]
+pub struct Mounts {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Mounts {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        list(ctx, self.json)
+    }
+}
+
+group! {
+    /// `volume profile …`: the read orders mounts record and replay.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum ProfileCommand {
+        Save(SaveProfile),
+    }
+}
+
+/// Store the read order this node's latest mount of REF recorded, beside the version.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol volume mount weights/qwen3-8b:prod /models/qwen\n  (start the model server once, so it loads the weights)\n  sealvol volume profile save weights/qwen3-8b:prod\n\nEvery later mount of that version, on any node, reads ahead in that order first.\nThe version stays sealed: a profile is advisory and never changes its digest."
+)]
+pub struct SaveProfile {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for SaveProfile {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        save_profile(ctx, &self.reference, self.json)
+    }
 }
 
 fn records_dir(ctx: &Ctx) -> PathBuf {
@@ -57,7 +147,7 @@ struct Resolved {
     metrics: Option<std::net::SocketAddr>,
 }
 
-pub fn mount(ctx: &Ctx, req: Request) -> Result<()> {
+pub fn mount(ctx: &Ctx, req: Mount) -> Result<()> {
     let r = Ref::parse(&req.reference)?;
     let cache_dir = req
         .cache
@@ -133,7 +223,7 @@ fn serve(
     (repo, mirrors): Origins,
     volume: &VolumeName,
     digest: &Digest,
-    req: &Request,
+    req: &Mount,
     set: &Resolved,
     ready: &process::ReadyPipe,
 ) -> Result<()> {
@@ -237,7 +327,7 @@ fn spawn_background(
     ctx: &Ctx,
     volume: &VolumeName,
     digest: &Digest,
-    req: &Request,
+    req: &Mount,
     set: &Resolved,
 ) -> Result<()> {
     let exe = std::env::current_exe()
@@ -305,7 +395,7 @@ pub fn unmount(ctx: &Ctx, dir: &Path, lazy: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
+fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
     // Each mount's figures as of now: one that does not answer within a second is
     // shown as it last wrote.
     let recs = records::fresh(&records_dir(ctx), std::time::Duration::from_secs(1));
@@ -376,7 +466,7 @@ pub fn list(ctx: &Ctx, as_json: bool) -> Result<()> {
 
 /// `volume profile save REF`: stores the read order this node's latest mount of REF's
 /// version recorded.
-pub fn save_profile(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
+fn save_profile(ctx: &Ctx, reference: &str, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;
     let repo = ctx.open_repo(true)?;
     let digest = repo.resolve(&r)?;

@@ -2,16 +2,18 @@
 //! each asked how it is doing (`GET /v1/ring`): up or not, its share of the key space,
 //! what it served, its hit ratio, what it read from the origin and from its fellows.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sealvol_client::peer::HttpPeer;
 use sealvol_core::Result;
 use sealvol_core::error::ErrorKind;
+use sealvol_setup::settings;
 use sealvol_wire::ring::Report;
 
-use super::Ctx;
+use super::{Ctx, Run};
+use crate::args::{JSON_HELP, PEER_HELP, PEERS_FILE_HELP};
 use crate::output::{json, size, table};
-use sealvol_setup::settings::Peers;
 
 /// One server as `sealvol peers` shows it.
 #[derive(serde::Serialize)]
@@ -27,10 +29,30 @@ struct Row {
     report: Option<Report>,
 }
 
-pub fn peers(ctx: &Ctx, flags: &[String], file: Option<&Path>, as_json: bool) -> Result<()> {
+/// The cache servers mounts and pulls read through, each asked how it is doing.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Per server: whether it answers, its share of the key space (1/N of the ring), bytes served, cache hit ratio, bytes read from the origin, bytes its fellows gave it, and the servers in its own ring (serve --peer). The servers are those a mount would use: --peer, --peers-file, config.toml, else the remote engine.\n\nExamples:\n  sealvol peers\n  sealvol peers --peers-file /etc/sealvol/peers --json"
+)]
+pub struct Peers {
+    #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+    peers: Vec<String>,
+    #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+    peers_file: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Peers {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        peers(ctx, &self.peers, self.peers_file.as_deref(), self.json)
+    }
+}
+
+fn peers(ctx: &Ctx, flags: &[String], file: Option<&Path>, as_json: bool) -> Result<()> {
     let urls = match ctx.settings.peers_or(flags, file)? {
-        Peers::Urls(urls) => urls,
-        Peers::File(path) => {
+        settings::Peers::Urls(urls) => urls,
+        settings::Peers::File(path) => {
             sealvol_client::peer::PeersFile::open(
                 &path,
                 None,

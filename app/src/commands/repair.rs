@@ -1,16 +1,49 @@
 //! `repair`: fix what verify finds, moving damaged objects to quarantine/, and say what
 //! is still missing and how to heal it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sealvol_core::repair::{RepairOptions, RepairReport, repair as run_repair};
 use sealvol_core::{Error, ErrorKind, Result};
 
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
 use crate::commands::volume::affected_line;
+use crate::commands::{Ctx, Run};
 use crate::output::{json, name};
 
-pub fn repair(
+/// Fix what `volume verify` finds: rebuild indexes, relink chunks to healthy copies, restore tags.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol repair --dry-run\n  sealvol repair\n  sealvol repair --from ./ckpt\n\nNothing is deleted: damaged objects move to quarantine/ in the repository.\nVersions still missing data are listed; --from DIR heals them from a folder holding their files."
+)]
+pub struct Repair {
+    /// Show what would be done; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Read every pack first, to find damage no read has recorded yet.
+    #[arg(long)]
+    read_data: bool,
+    /// A folder holding the files of damaged versions (their source), to heal them from.
+    #[arg(long, value_name = "DIR")]
+    from: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Repair {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        repair(
+            ctx,
+            self.dry_run,
+            self.read_data,
+            self.from.as_deref(),
+            self.json,
+        )
+    }
+}
+
+fn repair(
     ctx: &Ctx,
     dry_run: bool,
     read_data: bool,

@@ -5,39 +5,80 @@
 
 use std::io::{IsTerminal, Read};
 
+use clap::Args;
 use sealvol_client::remote::jobs::RemoteJobs;
 use sealvol_core::{Error, Result};
 use sealvol_source::secrets;
 
-use super::Ctx;
-use crate::cli::SecretCommand;
+use super::{Ctx, Run, group};
+use crate::args::JSON_HELP;
 use crate::output::{json, size, table, when};
 
-pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
-    if let Some(url) = &ctx.settings.remote {
-        return on_server(ctx, url, cmd);
+group! {
+    // `sealvol secret …`: this machine's secrets, or with --remote the server's.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum SecretCommand {
+        Set(Set),
+        Ls(Ls),
+        Rm(Rm),
     }
-    let state = &ctx.settings.state;
-    match cmd {
-        SecretCommand::Set {
-            name,
-            value_on_command_line,
-            namespace,
-        } => {
-            refuse_value_on_command_line(&name, value_on_command_line.as_deref())?;
-            if let Some(ns) = namespace {
-                return Err(only_remote(&ns));
+}
+
+/// Store a secret; the value is read from stdin, never from the command line.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  printf %s \"$HF_TOKEN\" | sealvol secret set hf-token\n  sealvol secret set aws-key < key.txt\n  sealvol secret set hf-token            (in a terminal: asks, without echo)"
+)]
+pub struct Set {
+    /// 1-63 characters of a-z 0-9 . _ -
+    name: String,
+    /// With --remote: the namespace whose jobs use it (default: the key's one namespace).
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
+    /// Caught only to refuse it without printing it back.
+    #[arg(hide = true)]
+    value_on_command_line: Option<String>,
+}
+
+impl Run for Set {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let name = &self.name;
+        refuse_value_on_command_line(name, self.value_on_command_line.as_deref())?;
+        let Some(url) = &ctx.settings.remote else {
+            if let Some(ns) = &self.namespace {
+                return Err(only_remote(ns));
             }
-            let value = read_value(&name)?;
-            secrets::set(state, &name, &value)?;
+            let value = read_value(name)?;
+            secrets::set(&ctx.settings.state, name, &value)?;
             if !ctx.quiet {
                 errln!("stored secret {name}");
             }
-            Ok(())
+            return Ok(());
+        };
+        let (jobs, key) = server(ctx, url)?;
+        let ns = namespace_for(url, key, self.namespace)?;
+        let value = read_value(name)?;
+        jobs.set_secret(&ns, name, value)?;
+        if !ctx.quiet {
+            errln!("stored secret {name} on the server {url}, for the jobs of namespace {ns}");
         }
-        SecretCommand::Ls { json: as_json } => {
-            let l = secrets::list(state)?;
-            if as_json {
+        Ok(())
+    }
+}
+
+/// List secret names, sizes and when they were set (never values).
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol secret ls --json")]
+pub struct Ls {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Ls {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Some(url) = &ctx.settings.remote else {
+            let l = secrets::list(&ctx.settings.state)?;
+            if self.json {
                 json(&serde_json::json!({ "secrets": l }))?;
             } else if l.is_empty() {
                 if !ctx.quiet {
@@ -50,18 +91,66 @@ pub fn run(ctx: &Ctx, cmd: SecretCommand) -> Result<()> {
                     .collect();
                 table(&["NAME", "SIZE", "SET"], &rows)?;
             }
-            Ok(())
-        }
-        SecretCommand::Rm { name, namespace } => {
-            if let Some(ns) = namespace {
-                return Err(only_remote(&ns));
+            return Ok(());
+        };
+        let l = server(ctx, url)?.0.secrets()?;
+        if self.json {
+            json(&serde_json::json!({ "secrets": l }))?;
+        } else if l.is_empty() {
+            if !ctx.quiet {
+                errln!(
+                    "no secrets on the server; store one with: sealvol --remote {url} secret set NAME --namespace NS < FILE"
+                );
             }
-            secrets::remove(state, &name)?;
+        } else {
+            let rows: Vec<Vec<String>> = l
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.namespace.clone(),
+                        s.name.clone(),
+                        size(s.bytes),
+                        when(&s.updated),
+                    ]
+                })
+                .collect();
+            table(&["NAMESPACE", "NAME", "SIZE", "SET"], &rows)?;
+        }
+        Ok(())
+    }
+}
+
+/// Remove a secret.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol secret rm hf-token")]
+pub struct Rm {
+    /// The secret's name, from `sealvol secret ls`.
+    name: String,
+    /// With --remote: the namespace it is stored in (default: the key's one namespace).
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
+}
+
+impl Run for Rm {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let name = &self.name;
+        let Some(url) = &ctx.settings.remote else {
+            if let Some(ns) = &self.namespace {
+                return Err(only_remote(ns));
+            }
+            secrets::remove(&ctx.settings.state, name)?;
             if !ctx.quiet {
                 errln!("removed secret {name}");
             }
-            Ok(())
+            return Ok(());
+        };
+        let (jobs, key) = server(ctx, url)?;
+        let ns = namespace_for(url, key, self.namespace)?;
+        jobs.remove_secret(&ns, name)?;
+        if !ctx.quiet {
+            errln!("removed secret {name} of namespace {ns} from the server {url}");
         }
+        Ok(())
     }
 }
 
@@ -84,60 +173,10 @@ fn only_remote(ns: &str) -> Error {
     .hint("--namespace is for a server's secrets: sealvol --remote URL secret set NAME --namespace NS")
 }
 
-/// The server's secrets (`--remote`).
-fn on_server(ctx: &Ctx, url: &str, cmd: SecretCommand) -> Result<()> {
+/// The server's secrets (`--remote`), and the key they are reached with.
+fn server<'a>(ctx: &'a Ctx, url: &str) -> Result<(RemoteJobs, Option<&'a str>)> {
     let key = ctx.settings.api_key.as_ref().map(|k| k.expose());
-    let jobs = RemoteJobs::connect(url, key)?;
-    match cmd {
-        SecretCommand::Set {
-            name,
-            value_on_command_line,
-            namespace,
-        } => {
-            refuse_value_on_command_line(&name, value_on_command_line.as_deref())?;
-            let ns = namespace_for(url, key, namespace)?;
-            let value = read_value(&name)?;
-            jobs.set_secret(&ns, &name, value)?;
-            if !ctx.quiet {
-                errln!("stored secret {name} on the server {url}, for the jobs of namespace {ns}");
-            }
-            Ok(())
-        }
-        SecretCommand::Ls { json: as_json } => {
-            let l = jobs.secrets()?;
-            if as_json {
-                json(&serde_json::json!({ "secrets": l }))?;
-            } else if l.is_empty() {
-                if !ctx.quiet {
-                    errln!(
-                        "no secrets on the server; store one with: sealvol --remote {url} secret set NAME --namespace NS < FILE"
-                    );
-                }
-            } else {
-                let rows: Vec<Vec<String>> = l
-                    .iter()
-                    .map(|s| {
-                        vec![
-                            s.namespace.clone(),
-                            s.name.clone(),
-                            size(s.bytes),
-                            when(&s.updated),
-                        ]
-                    })
-                    .collect();
-                table(&["NAMESPACE", "NAME", "SIZE", "SET"], &rows)?;
-            }
-            Ok(())
-        }
-        SecretCommand::Rm { name, namespace } => {
-            let ns = namespace_for(url, key, namespace)?;
-            jobs.remove_secret(&ns, &name)?;
-            if !ctx.quiet {
-                errln!("removed secret {name} of namespace {ns} from the server {url}");
-            }
-            Ok(())
-        }
-    }
+    Ok((RemoteJobs::connect(url, key)?, key))
 }
 
 /// The namespace a server's secret is for: as given, or the key's only one.

@@ -3,21 +3,145 @@
 //! that runs their sync jobs (in `<state>/serve/agent`, apart from this machine's agent).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::Args;
 use sealvol_core::cache::ChunkCache;
 use sealvol_core::error::{Error, Result};
-
 use sealvol_node::agent::schedule::Limits;
 use sealvol_node::agent::{Agent, AgentSettings};
 use sealvol_node::sync::Trust;
-
-use super::Ctx;
-use crate::cli::ServeArgs;
 use sealvol_setup::settings::parse_size;
 
-pub fn serve(ctx: &Ctx, args: ServeArgs) -> Result<()> {
-    let ServeArgs {
+use super::{Ctx, Run};
+use crate::args::{namespace_name, quota_arg};
+
+/// Serve this repository: the in-cluster cache tier for nodes, and the remote engine for API-key holders.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol serve --cache /var/cache/sealvol-serve --cache-size 200G\n  sealvol serve --listen 10.0.0.5:7420 --tls-cert cert.pem --tls-key key.pem\n  sealvol serve --listen 10.0.0.5:7420 --insecure-http\n\nThe first start makes an admin API key in <state>/serve/admin.key (0600); `sealvol key create` makes scoped ones.\nEvery route needs a key (Authorization: Bearer KEY): GET /v1/chunks/<hash>, POST /v1/runs, the remote engine's\n/v1/objects/…, /v1/list, /metrics; but not the probes /healthz (the process is up) and /readyz (the repository answers).\n--metrics-listen serves /metrics without a key on an address of its own. Off loopback it needs TLS or --insecure-http."
+)]
+pub struct Serve {
+    /// The server's own chunk cache (default: the node cache's directory + `-serve`). A
+    /// repository in a bucket always has one; a local one only when --cache or
+    /// --cache-size is given (its packs are already on this machine's disks).
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+    /// Bound on the cache (e.g. 200G); default: the node cache's size.
+    #[arg(long, value_name = "SIZE")]
+    cache_size: Option<String>,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7420")]
+    listen: String,
+    /// The server's certificate chain, PEM: serve HTTPS (rustls). With --tls-key.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// Allow a non-loopback address without TLS (a network you trust).
+    #[arg(long)]
+    insecure_http: bool,
+    /// Also serve /metrics without a key, on this address, for a Prometheus that holds none (a port alone: 127.0.0.1:PORT)
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
+    /// Run no sync jobs for the holders of keys (a cache tier only).
+    #[arg(long)]
+    no_jobs: bool,
+    /// Connections open at once, idle ones included; when all are open, the oldest idle one is closed to make room [default: 4096, within the open-files limit].
+    #[arg(long, value_name = "N")]
+    connections: Option<usize>,
+    /// Requests one key may have under way at once; past it, 429 [default: 256].
+    #[arg(long, value_name = "N")]
+    requests_per_key: Option<usize>,
+    /// Set a namespace's quota in the repository's settings as the server starts, NS=SIZE or NS=none (repeatable; the same as `sealvol settings --quota`, kept for every server and writer of the repository).
+    #[arg(long = "quota", value_name = "NS=SIZE", value_parser = quota_arg)]
+    quotas: Vec<(String, Option<u64>)>,
+    /// Sync jobs running at once, every namespace together [default: 4; config.toml [jobs] running]. Namespaces take turns for them.
+    #[arg(long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
+    /// Jobs of one namespace running at once [default: 2; [jobs] per_namespace].
+    #[arg(long, value_name = "N")]
+    jobs_per_namespace: Option<usize>,
+    /// Jobs one key's holder started running at once [default: 2; [jobs] per_key].
+    #[arg(long, value_name = "N")]
+    jobs_per_key: Option<usize>,
+    /// Jobs one namespace may have queued; past it a submission gets 429 [default: 64; [jobs] queue_per_namespace].
+    #[arg(long, value_name = "N")]
+    queue_per_namespace: Option<usize>,
+    /// Jobs one key may have queued [default: 32; [jobs] queue_per_key].
+    #[arg(long, value_name = "N")]
+    queue_per_key: Option<usize>,
+    /// A registry (HOST[:PORT]) the keys' jobs may read oci:// images from (repeatable); none by default, since a key could otherwise aim the server at any host. Plain HTTP only where [endpoints] oci_plain_http says.
+    #[arg(long = "jobs-oci-registry", value_name = "HOST[:PORT]", value_parser = registry_host)]
+    jobs_oci_registries: Vec<String>,
+    /// Let jobs that name no secret use the server's own credentials (its environment, profile, web identity). Off: such jobs reach public sources only, so no key reads what the server's identity can.
+    #[arg(long)]
+    jobs_use_server_credentials: bool,
+    /// Run a garbage collection this often (e.g. 6h), the first one that long after the start: logged, and in /metrics as sealvol_serve_gc_*. Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = gc_interval)]
+    gc_every: Option<std::time::Duration>,
+    /// A repository the keys' mirror jobs may copy versions to, by name (repeatable): NAME=REPO, a folder or s3://BUCKET/PREFIX. A job names it (`--remote URL volume mirror REF --to NAME`), never an address.
+    #[arg(long = "mirror-to", value_name = "NAME=REPO")]
+    mirror_to: Vec<String>,
+    /// A server of this one's ring, as http://HOST:PORT (repeatable; list every server, this one too, as the nodes do): a run another server owns is asked of it before the origin, so a cold chunk costs one origin read across the ring.
+    #[arg(long = "peer", value_name = "URL")]
+    peers: Vec<String>,
+    /// The ring's servers in a file, one http://HOST:PORT per line, looked at again each second (the nodes' peers file will do).
+    #[arg(long, value_name = "FILE", conflicts_with = "peers")]
+    peers_file: Option<std::path::PathBuf>,
+    /// A namespace never told that a chunk it pushes is held outside it (repeatable): its pushes upload every such chunk, and the server still keeps one copy. Other namespaces learn that some namespace holds a chunk with exactly those bytes, and prove they hold them.
+    #[arg(long = "private-dedup", value_name = "NS", value_parser = namespace_name)]
+    private_dedup: Vec<String>,
+    /// Be a pull-through mirror of this Hugging Face Hub (e.g. https://huggingface.co): a request under /hf/ for a repo the server does not hold starts a job of the server's own that seals that revision, and is answered while it runs; later ones from the sealed version. Off by default.
+    #[arg(long, value_name = "URL")]
+    hf_upstream: Option<String>,
+    /// The namespace mirrored repos are sealed in, as NS/org--name tagged hf-COMMIT [default: hf]. Keys that see it may read (and so start) mirrored repos.
+    #[arg(long, value_name = "NS", value_parser = namespace_name, requires = "hf_upstream")]
+    hf_namespace: Option<String>,
+    /// How long the commit a branch or tag named upstream is believed before it is asked again [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = refresh_interval, requires = "hf_upstream")]
+    hf_refresh: Option<std::time::Duration>,
+    /// The stored secret (of the mirror's namespace: `sealvol secret set NAME --namespace NS`) holding the token the mirror reads the upstream with.
+    #[arg(long, value_name = "NAME", requires = "hf_upstream")]
+    hf_secret: Option<String>,
+}
+
+impl Run for Serve {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        serve(ctx, self)
+    }
+}
+
+/// `--jobs-oci-registry`: a registry's HOST[:PORT], as an `oci://` address names it.
+fn registry_host(s: &str) -> std::result::Result<String, String> {
+    match sealvol_source::SourceUrl::parse(&format!("oci://{s}/r:t")) {
+        Ok(sealvol_source::SourceUrl::Oci { host, .. }) if host == s => Ok(host),
+        _ => Err(format!("{s:.100} is not a registry's HOST[:PORT]")),
+    }
+}
+
+/// `--hf-refresh`: any duration (0s asks upstream for each request's branch).
+fn refresh_interval(s: &str) -> std::result::Result<std::time::Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write 10m, 1h, 30s"))
+}
+
+/// `--gc-every`: a duration of at least a second.
+fn gc_interval(s: &str) -> std::result::Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write 6h, 30m, 1d"))?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "{s}: at least 1s (a collection reads every index; 6h is usual)"
+        ));
+    }
+    Ok(d)
+}
+
+fn serve(ctx: &Ctx, args: Serve) -> Result<()> {
+    let Serve {
         cache,
         cache_size,
         listen,

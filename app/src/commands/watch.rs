@@ -3,8 +3,11 @@
 //! stops it on ctrl-c; with `--detach` the agent keeps it until `watch stop`.
 
 use std::cell::RefCell;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sealvol_core::{Error, Result};
 use sealvol_node::jobs::JobsApi;
@@ -13,11 +16,63 @@ use sealvol_node::watch::{Layout, Outcome, PushRecord, WatchSpec, WatchState, Wa
 
 use super::Ctx;
 use super::jobs::{agent_in_background, connect_or_host_local as connect_or_host};
-use crate::cli::{WatchArgs, WatchCommand, WatchLayout};
+use super::{Run, group};
+use crate::args::JSON_HELP;
+use crate::complete;
 use crate::output::{json, size, table, when};
 
+/// Seal each checkpoint a trainer writes into DIR as soon as it is complete.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume watch ./out weights/run-7 --tag step-{step} --tag latest\n  sealvol volume watch ./out weights/run-7 --keep-last 3 --keep-every 1000 --detach\n  sealvol volume watch ./adapter adapters/support --layout flat --settle 30s\n\nA checkpoint is pushed once it has settled: no change for --settle, and no file of it\nopen for writing by any process this user may inspect (/proc/*/fd). Temporary names\n(*.tmp, .*, tmp*) are left out until they are renamed. Only new chunks are written.\nWithout --detach it runs until ctrl-c; with it, the agent runs it until `sealvol watch stop`."
+)]
+pub struct Start {
+    /// The folder the trainer writes into (it may not exist yet).
+    dir: PathBuf,
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    /// Point these tags at each new checkpoint: `latest` moves, `step-{step}` names one (repeatable).
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    tags: Vec<String>,
+    /// steps: each subfolder named by a step (checkpoint-500/) is one checkpoint.
+    /// flat: DIR itself is the checkpoint, pushed whenever it settles after a change.
+    #[arg(long, value_enum, default_value = "steps")]
+    layout: WatchLayout,
+    /// How long a checkpoint must stay unchanged before it is pushed (at least 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    settle: std::time::Duration,
+    /// Keep the N newest checkpoints; move older ones no other tag holds to the trash.
+    #[arg(long, value_name = "N")]
+    keep_last: Option<u32>,
+    /// Keep every checkpoint whose step is a multiple of K (with --layout steps).
+    #[arg(long, value_name = "K")]
+    keep_every: Option<u64>,
+    /// Poll for changes instead of waiting for inotify events (automatic on network file systems).
+    #[arg(long)]
+    poll: bool,
+    /// Hand the watch to the agent (started in the background if none runs), print its id, return.
+    #[arg(long)]
+    detach: bool,
+    /// One JSON document per push (or, with --detach, the watch).
+    #[arg(long)]
+    json: bool,
+}
+
+impl Run for Start {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        start(ctx, self)
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum WatchLayout {
+    Steps,
+    Flat,
+}
+
 /// Checks every input before a watch exists, so that a bad one leaves no trace.
-fn spec(ctx: &Ctx, r: &WatchArgs) -> Result<WatchSpec> {
+fn spec(ctx: &Ctx, r: &Start) -> Result<WatchSpec> {
     let given = r.dir.to_string_lossy();
     if let Some((scheme, _)) = given.split_once("://") {
         return Err(Error::invalid(format!(
@@ -53,7 +108,7 @@ fn spec(ctx: &Ctx, r: &WatchArgs) -> Result<WatchSpec> {
     Ok(spec)
 }
 
-pub fn start(ctx: &Ctx, r: WatchArgs) -> Result<()> {
+fn start(ctx: &Ctx, r: Start) -> Result<()> {
     let spec = spec(ctx, &r)?;
     if r.detach {
         let client = agent_in_background(ctx)?;
@@ -261,47 +316,107 @@ impl Status {
     }
 }
 
-pub fn run(ctx: &Ctx, cmd: WatchCommand) -> Result<()> {
-    match cmd {
-        WatchCommand::Ls { json: as_json } => {
-            let host = connect_or_host(ctx, false)?;
-            let watches = host.api().watches()?;
-            if as_json {
-                json(&serde_json::json!({ "watches": watches }))?;
-            } else if watches.is_empty() {
-                if !ctx.quiet {
-                    errln!("no watches; start one with: sealvol volume watch DIR NS/NAME");
-                }
-            } else {
-                let rows: Vec<Vec<String>> = watches.iter().map(row).collect();
-                table(
-                    &["ID", "STATE", "DIR", "VOLUME", "SEALED", "LAST", "NOW"],
-                    &rows,
-                )?;
+group! {
+    // `sealvol watch …`: the watches the agent runs.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum WatchCommand {
+        Ls(Ls),
+        Show(Show),
+        Stop(Stop),
+        Logs(Logs),
+    }
+}
+
+/// List watches: their folder, volume, state and last sealed version.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol watch ls --json")]
+pub struct Ls {
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Ls {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Ls { json: as_json } = self;
+        let host = connect_or_host(ctx, false)?;
+        let watches = host.api().watches()?;
+        if as_json {
+            json(&serde_json::json!({ "watches": watches }))?;
+        } else if watches.is_empty() {
+            if !ctx.quiet {
+                errln!("no watches; start one with: sealvol volume watch DIR NS/NAME");
             }
-            Ok(())
+        } else {
+            let rows: Vec<Vec<String>> = watches.iter().map(row).collect();
+            table(
+                &["ID", "STATE", "DIR", "VOLUME", "SEALED", "LAST", "NOW"],
+                &rows,
+            )?;
         }
-        WatchCommand::Show { id, json: as_json } => {
-            let host = connect_or_host(ctx, false)?;
-            let view = host.api().watch_view(id)?;
-            if as_json { json(&view) } else { show(&view) }
+        Ok(())
+    }
+}
+
+/// Show one watch: what it is doing, what it sealed, and its recent pushes.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol watch show 3")]
+pub struct Show {
+    /// The watch's number, from `sealvol watch ls`.
+    id: u64,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Show {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Show { id, json: as_json } = self;
+        let host = connect_or_host(ctx, false)?;
+        let view = host.api().watch_view(id)?;
+        if as_json { json(&view) } else { show(&view) }
+    }
+}
+
+/// Stop a watch; the versions it sealed stay.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol watch stop 3")]
+pub struct Stop {
+    /// The watch's number, from `sealvol watch ls`.
+    id: u64,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Stop {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Stop { id, json: as_json } = self;
+        let host = connect_or_host(ctx, false)?;
+        let w = host.api().stop_watch(id)?;
+        if as_json {
+            json(&w)?;
+        } else if !ctx.quiet {
+            errln!(
+                "watch {id} stopped; the {} version(s) it sealed stay",
+                w.sealed.len()
+            );
         }
-        WatchCommand::Stop { id, json: as_json } => {
-            let host = connect_or_host(ctx, false)?;
-            let w = host.api().stop_watch(id)?;
-            if as_json {
-                json(&w)?;
-            } else if !ctx.quiet {
-                errln!(
-                    "watch {id} stopped; the {} version(s) it sealed stay",
-                    w.sealed.len()
-                );
-            }
-            Ok(())
-        }
-        WatchCommand::Logs { id, json: as_json } => {
-            crate::output::log(id, &job_log::read_watch(&ctx.settings.state, id)?, as_json)
-        }
+        Ok(())
+    }
+}
+
+/// Print a watch's log: each push, each abandoned one and why.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol watch logs 3")]
+pub struct Logs {
+    /// The watch's number, from `sealvol watch ls`.
+    id: u64,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Logs {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Logs { id, json: as_json } = self;
+        crate::output::log(id, &job_log::read_watch(&ctx.settings.state, id)?, as_json)
     }
 }
 

@@ -3,16 +3,17 @@
 //! refs flagged. Tab moves between deployments; `b` on a cell rolls that deployment's
 //! ref back (the picker, then the file's diff, then a confirmation).
 
-use super::Hint;
 use std::path::PathBuf;
 
 use sealvol_core::refs::VolumeName;
-use sealvol_deploy::drift::{Cell, Matrix};
+use sealvol_deploy::drift::{Cell, Matrix, Row};
 use sealvol_views::Body;
 use sealvol_views::deployments::{CellState, DeployCell, DeployRow, DeploymentsView};
 
+use super::Hint;
+use super::list::{self, pick};
 use super::rollback::RollbackPick;
-use super::{Ctx, Go, Kind, Reply, Screen, pick};
+use super::{Ctx, Go, Kind, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
@@ -37,9 +38,7 @@ impl Deployments {
         let Some(m) = &self.matrix else {
             return Vec::new();
         };
-        (0..m.rows.len())
-            .filter(|&i| ctx.matches(&m.rows[i].volume))
-            .collect()
+        list::shown(&m.rows, &ctx.filter, |r: &Row| r.volume.clone())
     }
 
     /// The selected cell's first mount: the row's volume, and the deployment's file.

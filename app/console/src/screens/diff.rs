@@ -4,14 +4,15 @@
 //! selected file's tensors (changed ones first); enter or tab moves the keys (and `/`)
 //! into the tensors, esc or tab back.
 
-use super::Hint;
 use sealvol_core::diff::{FileDiff, Status, TensorDiff, VersionDiff};
 use sealvol_core::refs::{Ref, VolumeName};
 use sealvol_views::Body;
 use sealvol_views::diff::{Change, DiffFile, DiffFocus, DiffTensor, DiffView};
 use sealvol_views::format::short_digest;
 
-use super::{Ctx, Kind, Reply, Screen, matches};
+use super::Hint;
+use super::list::matches;
+use super::{Ctx, Kind, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 

@@ -2,41 +2,36 @@
 //! minute, chunks new against reused, the files around the one being read, a failed
 //! job's error in full. Cancels (asks first) and retries; refreshed every second.
 
-use super::Hint;
 use sealvol_core::refs::{Digest, Ref, VolumeName};
 use sealvol_node::jobs::{FileState, Job, JobEvent, JobState};
 use sealvol_views::Body;
 use sealvol_views::jobs::{FileLine, JobDetail, JobRow, JobsView};
 
+use super::Hint;
 use super::files::Files;
-use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen, pick};
+use super::list::List;
+use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
-#[derive(Default)]
 pub struct Jobs {
-    jobs: Vec<Job>,
-    sel: usize,
+    list: List<Job>,
     /// The live view of the selected job.
     event: Option<JobEvent>,
 }
 
-impl Jobs {
-    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        (0..self.jobs.len())
-            .filter(|&i| {
-                let j = &self.jobs[i];
-                ctx.filter.is_empty()
-                    || ctx.matches(&format!(
-                        "{} {} {} {}",
-                        j.id, j.state, j.spec.source, j.spec.volume
-                    ))
-            })
-            .collect()
+impl Default for Jobs {
+    fn default() -> Jobs {
+        Jobs {
+            list: List::new(row_text),
+            event: None,
+        }
     }
+}
 
+impl Jobs {
     fn selected_job(&self, ctx: &Ctx) -> Option<&Job> {
-        self.jobs.get(pick(&self.visible(ctx), self.sel)?)
+        self.list.selected(&ctx.filter)
     }
 
     /// The version a READY job sealed.
@@ -85,7 +80,7 @@ impl Jobs {
         let rows = visible
             .iter()
             .map(|&i| {
-                let j = &self.jobs[i];
+                let j = &self.list.rows()[i];
                 JobRow {
                     id: j.id,
                     state: j.state.to_string(),
@@ -144,10 +139,15 @@ impl Jobs {
         JobsView {
             empty: String::new(),
             rows,
-            selected: self.sel,
+            selected: self.list.sel,
             detail,
         }
     }
+}
+
+/// What the `/` filter matches a row by.
+fn row_text(j: &Job) -> String {
+    format!("{} {} {} {}", j.id, j.state, j.spec.source, j.spec.volume)
 }
 
 impl Screen for Jobs {
@@ -166,42 +166,44 @@ impl Screen for Jobs {
 
     fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
         let Loaded::Jobs(jobs, ev) = l else { return };
-        self.jobs = jobs;
+        self.list.set_rows(jobs);
         self.event = ev.map(|e| *e);
         // The summary, unless the status says something else (a job just cancelled or
         // retried, an error).
         let summary = ctx.status.1.is_empty() || ctx.status.1.contains(" job(s): ");
         if summary && !ctx.status_is_error() {
             let running = self
-                .jobs
+                .list
+                .rows()
                 .iter()
                 .filter(|j| matches!(j.state, JobState::Running | JobState::Sealing))
                 .count();
             let queued = self
-                .jobs
+                .list
+                .rows()
                 .iter()
                 .filter(|j| j.state == JobState::Queued)
                 .count();
             ctx.info(format!(
                 "{} job(s): {running} running, {queued} queued",
-                self.jobs.len()
+                self.list.rows().len()
             ));
         }
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.visible(ctx).len()
+        self.list.len(&ctx.filter)
     }
 
     fn selected(&self) -> usize {
-        self.sel
+        self.list.sel
     }
 
     fn select(&mut self, i: usize, _ctx: &Ctx) {
-        if self.sel != i {
+        if self.list.sel != i {
             self.event = None;
         }
-        self.sel = i;
+        self.list.sel = i;
     }
 
     fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
@@ -231,9 +233,9 @@ impl Screen for Jobs {
     }
 
     fn body(&self, ctx: &Ctx) -> Body {
-        let visible = self.visible(ctx);
+        let visible = self.list.shown(&ctx.filter);
         let mut view = self.view(&visible, ctx);
-        view.empty = if self.jobs.is_empty() {
+        view.empty = if self.list.rows().is_empty() {
             "no sync jobs: `sealvol volume sync SOURCE NS/NAME --detach` queues one".into()
         } else {
             format!("no job matches /{}", ctx.filter)

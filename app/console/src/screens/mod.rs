@@ -10,6 +10,7 @@ pub mod deployments;
 pub mod diff;
 pub mod files;
 pub mod jobs;
+pub mod list;
 pub mod mounts;
 pub mod rollback;
 pub mod tags;
@@ -19,13 +20,12 @@ pub mod volumes;
 pub mod watch;
 
 use sealvol_core::refs::VolumeName;
+use sealvol_deploy::rollback::RollbackPlan;
 use sealvol_mount::records::MountRecord;
 use sealvol_views::Body;
 use sealvol_views::chrome::StatusKind;
 
 use crate::action::Action;
-use sealvol_deploy::rollback::RollbackPlan;
-
 use crate::effects::{DeletePlan, Effect, Loaded, RestorePlan, TagMovePlan};
 
 /// What every screen may read and change besides its own state.
@@ -79,13 +79,8 @@ impl Ctx {
 
     /// Whether a row described by `hay` passes the filter (case-insensitive).
     pub fn matches(&self, hay: &str) -> bool {
-        matches(&self.filter, hay)
+        list::matches(&self.filter, hay)
     }
-}
-
-/// Whether `hay` passes `filter` (case-insensitive; an empty filter passes all).
-pub fn matches(filter: &str, hay: &str) -> bool {
-    filter.is_empty() || hay.to_lowercase().contains(&filter.to_lowercase())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,9 +255,4 @@ pub enum Kind {
     Trash,
     Deployments,
     Rollback,
-}
-
-/// The selected index among `visible` (indexes into a screen's rows), if any.
-pub fn pick(visible: &[usize], selected: usize) -> Option<usize> {
-    visible.get(selected).copied()
 }

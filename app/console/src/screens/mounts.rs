@@ -2,13 +2,14 @@
 //! mounted as, bytes served, where chunks came from, errors, and the cache servers the
 //! selected one reads through; refreshed every second.
 
-use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_views::Body;
 use sealvol_views::mounts::{MountRow, MountsView, RingRow};
 
+use super::Hint;
 use super::files::Files;
-use super::{Ctx, Go, Kind, Reply, Screen, pick};
+use super::list::{pick, shown};
+use super::{Ctx, Go, Kind, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
@@ -20,16 +21,9 @@ pub struct Mounts {
 
 impl Mounts {
     fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        (0..ctx.mounts.len())
-            .filter(|&i| {
-                let m = &ctx.mounts[i];
-                ctx.filter.is_empty()
-                    || ctx.matches(&format!(
-                        "{} {} {} {}",
-                        m.dir, m.volume, m.digest, m.requested
-                    ))
-            })
-            .collect()
+        shown(&ctx.mounts, &ctx.filter, |m| {
+            format!("{} {} {} {}", m.dir, m.volume, m.digest, m.requested)
+        })
     }
 
     /// The selected mount's volume and the digest it serves.

@@ -2,50 +2,34 @@
 //! the time left to restore them, and their size. Restores one (asks first, naming the
 //! digest).
 
-use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_core::trash::TrashedVersion;
 use sealvol_views::Body;
 use sealvol_views::format::{short_digest, time_left, when};
 use sealvol_views::trash::{TrashRow, TrashView};
 
-use super::{Ctx, Kind, Overlay, Reply, Screen, pick};
+use super::Hint;
+use super::list::List;
+use super::{Ctx, Kind, Overlay, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded, RestorePlan};
 
 pub struct Trash {
     /// One volume's trash, or everyone's.
     volume: Option<VolumeName>,
-    items: Vec<TrashedVersion>,
-    sel: usize,
+    list: List<TrashedVersion>,
 }
 
 impl Trash {
     pub fn new(volume: Option<VolumeName>) -> Trash {
         Trash {
             volume,
-            items: Vec::new(),
-            sel: 0,
+            list: List::new(row_text),
         }
     }
 
-    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        (0..self.items.len())
-            .filter(|&i| {
-                let t = &self.items[i];
-                ctx.matches(&format!(
-                    "{} {} {} {}",
-                    t.volume,
-                    t.digest,
-                    t.deleted_by,
-                    t.tags.join(" ")
-                ))
-            })
-            .collect()
-    }
-
     fn selected_item(&self, ctx: &Ctx) -> Option<&TrashedVersion> {
-        self.items.get(pick(&self.visible(ctx), self.sel)?)
+        self.list.selected(&ctx.filter)
     }
 
     fn plan_restore(&self, ctx: &mut Ctx) {
@@ -74,6 +58,17 @@ impl Trash {
     }
 }
 
+/// What the `/` filter matches a row by.
+fn row_text(t: &TrashedVersion) -> String {
+    format!(
+        "{} {} {} {}",
+        t.volume,
+        t.digest,
+        t.deleted_by,
+        t.tags.join(" ")
+    )
+}
+
 impl Screen for Trash {
     fn crumb(&self) -> String {
         "trash".into()
@@ -94,10 +89,10 @@ impl Screen for Trash {
         if let Loaded::Trash(vol, items) = l
             && vol == self.volume
         {
-            self.items = items;
+            self.list.set_rows(items);
             // A reload after a restore keeps the line that says what happened.
             if ctx.status.1.is_empty() {
-                ctx.info(match self.items.len() {
+                ctx.info(match self.list.rows().len() {
                     0 => "nothing in the trash".to_string(),
                     n => format!("{n} version(s) in the trash · U restores the selected one"),
                 });
@@ -106,15 +101,15 @@ impl Screen for Trash {
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.visible(ctx).len()
+        self.list.len(&ctx.filter)
     }
 
     fn selected(&self) -> usize {
-        self.sel
+        self.list.sel
     }
 
     fn select(&mut self, i: usize, _ctx: &Ctx) {
-        self.sel = i;
+        self.list.sel = i;
     }
 
     fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
@@ -132,10 +127,11 @@ impl Screen for Trash {
         Body::Trash(TrashView {
             volume: self.volume.as_ref().map(|v| v.to_string()),
             rows: self
-                .visible(ctx)
+                .list
+                .shown(&ctx.filter)
                 .into_iter()
                 .map(|i| {
-                    let t = &self.items[i];
+                    let t = &self.list.rows()[i];
                     TrashRow {
                         volume: t.volume.clone(),
                         digest: t.digest.clone(),
@@ -152,7 +148,7 @@ impl Screen for Trash {
                     }
                 })
                 .collect(),
-            selected: self.sel,
+            selected: self.list.sel,
             empty: match &self.volume {
                 Some(v) => {
                     format!("the trash of {v} is empty: d on the versions screen deletes a version")

@@ -1,7 +1,6 @@
 //! One volume's versions, newest first: digest, created, size, files, bytes added,
 //! tags, who signed it (under the trust policy), mounts. Marks two versions for a diff; points a tag at one (asks first).
 
-use super::Hint;
 use sealvol_core::refs::{Digest, Name, Ref, VolumeName};
 use sealvol_core::registry::VersionInfo;
 use sealvol_node::api::Standing;
@@ -9,16 +8,17 @@ use sealvol_views::Body;
 use sealvol_views::format::short_digest;
 use sealvol_views::versions::{Signed, VersionRow, VersionsView};
 
+use super::Hint;
 use super::diff::Diff;
 use super::files::Files;
-use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen, pick};
+use super::list::List;
+use super::{Ctx, Go, Kind, Overlay, Prompt, PromptKind, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{DeletePlan, Effect, Loaded, TagMovePlan};
 
 pub struct Versions {
     volume: VolumeName,
-    versions: Vec<VersionInfo>,
-    sel: usize,
+    list: List<VersionInfo>,
     /// The digest marked as the "from" side of a diff.
     marked: Option<String>,
     /// Where each version stands under the trust policy, once checked.
@@ -29,34 +29,21 @@ impl Versions {
     pub fn new(volume: VolumeName) -> Versions {
         Versions {
             volume,
-            versions: Vec::new(),
-            sel: 0,
+            list: List::new(row_text),
             marked: None,
             signing: std::collections::HashMap::new(),
         }
     }
 
-    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        // No filter: no per-row formatting (10,000 versions are drawn every frame).
-        if ctx.filter.is_empty() {
-            return (0..self.versions.len()).collect();
-        }
-        (0..self.versions.len())
-            .filter(|&i| {
-                let v = &self.versions[i];
-                ctx.matches(&format!("{} {} {}", v.digest, v.tags.join(" "), v.source))
-            })
-            .collect()
-    }
-
     fn selected_version(&self, ctx: &Ctx) -> Option<&VersionInfo> {
-        self.versions.get(pick(&self.visible(ctx), self.sel)?)
+        self.list.selected(&ctx.filter)
     }
 
     /// Where `tag` points, from what this screen loaded: the confirmation must match
     /// what was shown.
     fn current_tag_target(&self, tag: &Name) -> Option<Digest> {
-        self.versions
+        self.list
+            .rows()
             .iter()
             .find(|v| v.tags.iter().any(|t| t == tag.as_str()))
             .and_then(|v| Digest::parse(&v.digest).ok())
@@ -107,6 +94,11 @@ fn signed(s: Option<&Standing>) -> Signed {
     }
 }
 
+/// What the `/` filter matches a row by.
+fn row_text(v: &VersionInfo) -> String {
+    format!("{} {} {}", v.digest, v.tags.join(" "), v.source)
+}
+
 impl Screen for Versions {
     fn crumb(&self) -> String {
         self.volume.to_string()
@@ -137,24 +129,24 @@ impl Screen for Versions {
         if let Loaded::Versions(vol, v) = l
             && vol == self.volume
         {
-            self.versions = v;
+            self.list.set_rows(v);
             // A reload after a change keeps the line that says what changed.
             if ctx.status.1.is_empty() {
-                ctx.info(format!("{} version(s) of {vol}", self.versions.len()));
+                ctx.info(format!("{} version(s) of {vol}", self.list.rows().len()));
             }
         }
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.visible(ctx).len()
+        self.list.len(&ctx.filter)
     }
 
     fn selected(&self) -> usize {
-        self.sel
+        self.list.sel
     }
 
     fn select(&mut self, i: usize, _ctx: &Ctx) {
-        self.sel = i;
+        self.list.sel = i;
     }
 
     fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
@@ -173,7 +165,8 @@ impl Screen for Versions {
                     .map(|v| short_digest(&v.digest))
                     .unwrap_or_default();
                 let mut tags: Vec<&str> = self
-                    .versions
+                    .list
+                    .rows()
                     .iter()
                     .flat_map(|v| v.tags.iter().map(String::as_str))
                     .collect();
@@ -242,18 +235,18 @@ impl Screen for Versions {
     }
 
     fn body(&self, ctx: &Ctx) -> Body {
-        let idx = self.visible(ctx);
+        let idx = self.list.shown(&ctx.filter);
         let marked = self
             .marked
             .as_ref()
-            .and_then(|m| idx.iter().position(|&i| &self.versions[i].digest == m));
+            .and_then(|m| idx.iter().position(|&i| &self.list.rows()[i].digest == m));
         let vol = self.volume.to_string();
         Body::Versions(VersionsView {
             volume: vol.clone(),
             rows: idx
                 .into_iter()
                 .map(|i| {
-                    let v = &self.versions[i];
+                    let v = &self.list.rows()[i];
                     VersionRow {
                         digest: v.digest.clone(),
                         created: v.created.clone(),
@@ -273,7 +266,7 @@ impl Screen for Versions {
                     }
                 })
                 .collect(),
-            selected: self.sel,
+            selected: self.list.sel,
             marked,
         })
     }

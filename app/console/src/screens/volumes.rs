@@ -1,40 +1,36 @@
 //! Every namespace's volumes: versions, latest size, last update, tags, and which
 //! digests are mounted on this node. The bottom of the stack, always there.
 
-use super::Hint;
 use sealvol_core::refs::VolumeName;
 use sealvol_core::registry::VolumeInfo;
 use sealvol_views::Body;
 use sealvol_views::volumes::{QuotaLine, VolumeRow, VolumesView};
 
-use super::{Ctx, Go, Kind, Reply, Screen, pick, versions::Versions};
+use super::Hint;
+use super::list::List;
+use super::{Ctx, Go, Kind, Reply, Screen, versions::Versions};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
-#[derive(Default)]
 pub struct Volumes {
-    volumes: Vec<VolumeInfo>,
+    list: List<VolumeInfo>,
     quotas: Vec<sealvol_core::usage::QuotaUsage>,
-    sel: usize,
+}
+
+impl Default for Volumes {
+    fn default() -> Volumes {
+        Volumes {
+            list: List::new(row_text),
+            quotas: Vec::new(),
+        }
+    }
 }
 
 impl Volumes {
-    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        if ctx.filter.is_empty() {
-            return (0..self.volumes.len()).collect();
-        }
-        (0..self.volumes.len())
-            .filter(|&i| {
-                let v = &self.volumes[i];
-                ctx.matches(&format!("{}/{} {}", v.namespace, v.name, v.tags.join(" ")))
-            })
-            .collect()
-    }
-
     /// Every volume and `volume:tag` the console knows, for the palette's Tab.
     pub fn names(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for v in &self.volumes {
+        for v in self.list.rows() {
             let name = format!("{}/{}", v.namespace, v.name);
             out.extend(v.tags.iter().map(|t| format!("{name}:{t}")));
             out.push(name);
@@ -44,9 +40,14 @@ impl Volumes {
     }
 
     fn selected_volume(&self, ctx: &Ctx) -> Option<VolumeName> {
-        let v = &self.volumes[pick(&self.visible(ctx), self.sel)?];
+        let v = self.list.selected(&ctx.filter)?;
         VolumeName::parse(&format!("{}/{}", v.namespace, v.name)).ok()
     }
+}
+
+/// What the `/` filter matches a row by.
+fn row_text(v: &VolumeInfo) -> String {
+    format!("{}/{} {}", v.namespace, v.name, v.tags.join(" "))
 }
 
 impl Screen for Volumes {
@@ -68,10 +69,14 @@ impl Screen for Volumes {
             return;
         }
         if let Loaded::Volumes(v) = l {
-            self.volumes = v;
-            let n = self.volumes.len();
-            let ns: std::collections::BTreeSet<&str> =
-                self.volumes.iter().map(|v| v.namespace.as_str()).collect();
+            self.list.set_rows(v);
+            let n = self.list.rows().len();
+            let ns: std::collections::BTreeSet<&str> = self
+                .list
+                .rows()
+                .iter()
+                .map(|v| v.namespace.as_str())
+                .collect();
             if on_top {
                 ctx.info(format!("{n} volume(s) in {} namespace(s)", ns.len()));
             }
@@ -79,15 +84,15 @@ impl Screen for Volumes {
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.visible(ctx).len()
+        self.list.len(&ctx.filter)
     }
 
     fn selected(&self) -> usize {
-        self.sel
+        self.list.sel
     }
 
     fn select(&mut self, i: usize, _ctx: &Ctx) {
-        self.sel = i;
+        self.list.sel = i;
     }
 
     fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
@@ -102,10 +107,11 @@ impl Screen for Volumes {
 
     fn body(&self, ctx: &Ctx) -> Body {
         let rows: Vec<VolumeRow> = self
-            .visible(ctx)
+            .list
+            .shown(&ctx.filter)
             .into_iter()
             .map(|i| {
-                let v = &self.volumes[i];
+                let v = &self.list.rows()[i];
                 VolumeRow {
                     namespace: v.namespace.clone(),
                     name: v.name.clone(),
@@ -132,7 +138,7 @@ impl Screen for Volumes {
             Body::Volumes(VolumesView {
                 empty,
                 rows,
-                selected: self.sel,
+                selected: self.list.sel,
                 quotas: self
                     .quotas
                     .iter()

@@ -2,21 +2,28 @@
 //! countdown while a checkpoint settles and a gauge while it is pushed), the last
 //! version it sealed, and its pushes. Stops a watch (asks first); refreshed every second.
 
-use super::Hint;
 use sealvol_core::refs::{Digest, VolumeName};
 use sealvol_node::watch::{Outcome, Phase, PushRecord, WatchState, WatchView};
 use sealvol_views::Body;
 use sealvol_views::watch::{Now, PushLine, WatchDetail, WatchRow, WatchesView};
 
+use super::Hint;
 use super::files::Files;
-use super::{Ctx, Go, Kind, Overlay, Reply, Screen, pick};
+use super::list::List;
+use super::{Ctx, Go, Kind, Overlay, Reply, Screen};
 use crate::action::Action;
 use crate::effects::{Effect, Loaded};
 
-#[derive(Default)]
 pub struct Watches {
-    watches: Vec<WatchView>,
-    sel: usize,
+    list: List<WatchView>,
+}
+
+impl Default for Watches {
+    fn default() -> Watches {
+        Watches {
+            list: List::new(row_text),
+        }
+    }
 }
 
 fn phase_name(p: &Phase) -> &'static str {
@@ -129,21 +136,8 @@ fn detail(v: &WatchView) -> WatchDetail {
 }
 
 impl Watches {
-    fn visible(&self, ctx: &Ctx) -> Vec<usize> {
-        (0..self.watches.len())
-            .filter(|&i| {
-                let w = &self.watches[i].watch;
-                ctx.filter.is_empty()
-                    || ctx.matches(&format!(
-                        "{} {} {} {}",
-                        w.id, w.state, w.spec.dir, w.spec.volume
-                    ))
-            })
-            .collect()
-    }
-
     fn selected_watch(&self, ctx: &Ctx) -> Option<&WatchView> {
-        self.watches.get(pick(&self.visible(ctx), self.sel)?)
+        self.list.selected(&ctx.filter)
     }
 
     /// The newest version the selected watch sealed.
@@ -174,7 +168,7 @@ impl Watches {
         let rows = visible
             .iter()
             .map(|&i| {
-                let v = &self.watches[i];
+                let v = &self.list.rows()[i];
                 let w = &v.watch;
                 WatchRow {
                     id: w.id,
@@ -190,10 +184,16 @@ impl Watches {
         WatchesView {
             empty: String::new(),
             rows,
-            selected: self.sel,
+            selected: self.list.sel,
             detail: self.selected_watch(ctx).map(|v| Box::new(detail(v))),
         }
     }
+}
+
+/// What the `/` filter matches a row by.
+fn row_text(v: &WatchView) -> String {
+    let w = &v.watch;
+    format!("{} {} {} {}", w.id, w.state, w.spec.dir, w.spec.volume)
 }
 
 impl Screen for Watches {
@@ -211,32 +211,33 @@ impl Screen for Watches {
 
     fn on_loaded(&mut self, l: Loaded, ctx: &mut Ctx, _on_top: bool) {
         let Loaded::Watches(watches) = l else { return };
-        self.watches = watches;
+        self.list.set_rows(watches);
         let summary = ctx.status.1.is_empty() || ctx.status.1.contains(" watch(es): ");
         if summary && !ctx.status_is_error() {
             let active = self
-                .watches
+                .list
+                .rows()
                 .iter()
                 .filter(|v| v.watch.state == WatchState::Active)
                 .count();
             ctx.info(format!(
                 "{} watch(es): {active} active, {} stopped",
-                self.watches.len(),
-                self.watches.len() - active
+                self.list.rows().len(),
+                self.list.rows().len() - active
             ));
         }
     }
 
     fn len(&self, ctx: &Ctx) -> usize {
-        self.visible(ctx).len()
+        self.list.len(&ctx.filter)
     }
 
     fn selected(&self) -> usize {
-        self.sel
+        self.list.sel
     }
 
     fn select(&mut self, i: usize, _ctx: &Ctx) {
-        self.sel = i;
+        self.list.sel = i;
     }
 
     fn on_action(&mut self, a: Action, ctx: &mut Ctx) -> Option<Reply> {
@@ -258,9 +259,9 @@ impl Screen for Watches {
     }
 
     fn body(&self, ctx: &Ctx) -> Body {
-        let visible = self.visible(ctx);
+        let visible = self.list.shown(&ctx.filter);
         let mut view = self.view(&visible, ctx);
-        view.empty = if self.watches.is_empty() {
+        view.empty = if self.list.rows().is_empty() {
             "no watches: `sealvol volume watch DIR NS/NAME --detach` starts one".into()
         } else {
             format!("no watch matches /{}", ctx.filter)

@@ -2,16 +2,72 @@
 
 use std::path::PathBuf;
 
+use clap::Args;
 use sealvol_core::{Error, Repository, Result};
 use sealvol_deploy::drift;
 use sealvol_deploy::{Checked, DeployFile, Finding, Severity, check as check_file, file};
 use sealvol_views::format::short_digest;
 
 use super::words::follows_label;
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
 use crate::output::{exit_with, json, name, table};
 
-pub(super) fn check_files(ctx: &Ctx, paths: &[PathBuf], strict: bool, as_json: bool) -> Result<()> {
+/// Check every ref of deployment files against the repository (fit for CI).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy check deploy/prod/config.yaml\n  sealvol deploy check deploy/ --strict --json\n\nErrors: a ref that does not resolve (unknown, in the trash, an ambiguous prefix), a\nmalformed file. Warnings: unpinned refs (a tag or a bare volume), abbreviated digests,\ntwo mounts on one path. Exits 1 on errors, and on warnings with --strict."
+)]
+pub struct Check {
+    /// Deployment files (YAML with a `sealvol:` block), or folders of them.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Warnings fail the check too.
+    #[arg(long)]
+    strict: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Check {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Check {
+            files,
+            strict,
+            json,
+        } = self;
+        check_files(ctx, &files, strict, json)
+    }
+}
+
+/// Show which version each deployment serves, volume by volume, marking disagreements.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy drift deploy/staging.yaml deploy/prod.yaml\n  sealvol deploy drift deploy/ --exit-code\n\nTags are resolved as they are now; * marks a ref that is not pinned."
+)]
+pub struct Drift {
+    /// Deployment files, or folders of them.
+    #[arg(required = true, value_name = "FILE")]
+    paths: Vec<PathBuf>,
+    /// Exit 1 when deployments disagree.
+    #[arg(long)]
+    exit_code: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Drift {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Drift {
+            paths,
+            exit_code,
+            json,
+        } = self;
+        drift(ctx, &paths, exit_code, json)
+    }
+}
+
+fn check_files(ctx: &Ctx, paths: &[PathBuf], strict: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;
     let mut loaded = load_all(&repo, paths)?;
     // What the trust policy would refuse to mount is an error here too, before a deploy.

@@ -1,15 +1,101 @@
 //! `deploy pin` and `deploy rollback`: refs rewritten in place, one scalar each.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::{Digest, Error, Ref, Repository, Result, VolumeName};
 use sealvol_deploy::rollback::Choice;
 use sealvol_deploy::{DeployFile, check, history, rewrite, rollback};
 use sealvol_views::format::short_digest;
 
 use super::words::ref_error;
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size, when};
+
+/// Rewrite tag refs (and abbreviated digests) to the digests they resolve to now.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy pin config.yaml --all\n  sealvol deploy pin config.yaml adapters/support-lora --dry-run\n\nOnly the refs change: comments, quoting, key order and line endings stay as they were."
+)]
+pub struct Pin {
+    file: PathBuf,
+    /// Pin only the refs of this volume (NS/NAME).
+    #[arg(conflicts_with = "all")]
+    volume: Option<String>,
+    /// Pin every ref that is not pinned.
+    #[arg(long)]
+    all: bool,
+    /// Show the change; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Pin {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Pin {
+            file,
+            volume,
+            all,
+            dry_run,
+            json,
+        } = self;
+        pin(ctx, &file, volume.as_deref(), all, dry_run, json)
+    }
+}
+
+/// Point one volume's ref at another version, changing no other byte of the file.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy rollback deploy/prod.yaml weights/qwen3-8b --previous\n  sealvol deploy rollback deploy/prod.yaml weights/qwen3-8b --to @1a2b3c4d --yes\n\nShows the line that changes and asks first. The file is replaced by a rename, and only\nif it still holds what the diff was made from."
+)]
+pub struct Rollback {
+    file: PathBuf,
+    /// The volume to roll back (NS/NAME).
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    /// The version to go to: a ref, or @DIGEST or TAG of this volume.
+    #[arg(long, value_name = "REF", conflicts_with = "previous")]
+    to: Option<String>,
+    /// The version of the volume sealed just before the one the file serves now (by seal time, not the file's own history of pins: for that, --to with the digest from `git log -p FILE`).
+    #[arg(long)]
+    previous: bool,
+    /// The mount, when the file mounts the volume more than once.
+    #[arg(long, value_name = "PATH")]
+    path: Option<String>,
+    /// Write without asking.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Rollback {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Rollback {
+            file,
+            volume,
+            to,
+            previous,
+            path,
+            yes,
+            json,
+        } = self;
+        rollback(
+            ctx,
+            &file,
+            &volume,
+            choice(to, previous)?,
+            path.as_deref(),
+            yes,
+            json,
+        )
+    }
+}
 
 pub(super) fn pin(
     ctx: &Ctx,

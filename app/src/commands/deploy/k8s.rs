@@ -1,16 +1,43 @@
 //! `deploy k8s FILE`: the pod `volumes:` and `volumeMounts:` that mount a deployment's
 //! volumes through the CSI driver, each ref pinned now, as YAML to paste (or `--json`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sealvol_core::{Error, Ref, Result};
 use sealvol_csi::pod::{self, PodVolume};
 use sealvol_deploy::{DeployFile, Follows, check as check_file};
 
 use super::check::finding_line;
 use super::words::{follows_label, ref_error};
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
 use crate::output::json;
+
+/// Print the pod volumes and volumeMounts that mount a deployment's volumes in Kubernetes (CSI), pinned.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy k8s config.yaml\n  sealvol deploy k8s config.yaml --json\n\nEach volume is an inline CSI volume of the driver csi.sealvol.dev (`sealvol csi`), read-only, with the ref\nthe file names resolved now: the config file stays the one source of truth, the pod gets fixed bytes.\nWhat `deploy check` reports as an error (or nested mounts) stops it, unless --no-check."
+)]
+pub struct K8s {
+    file: PathBuf,
+    /// Render even when `deploy check` finds a problem (a version the trust policy refuses, nested mounts); the output says so.
+    #[arg(long)]
+    no_check: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for K8s {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let K8s {
+            file,
+            no_check,
+            json,
+        } = self;
+        k8s(ctx, &file, no_check, json)
+    }
+}
 
 pub(super) fn k8s(ctx: &Ctx, path: &Path, no_check: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;

@@ -9,57 +9,18 @@ mod k8s;
 mod mount;
 mod words;
 
-use sealvol_core::Result;
+use super::group;
 
-use crate::cli::DeployCommand;
-use crate::commands::Ctx;
-
-pub fn run(ctx: &Ctx, cmd: DeployCommand) -> Result<()> {
-    match cmd {
-        DeployCommand::Check {
-            files,
-            strict,
-            json,
-        } => check::check_files(ctx, &files, strict, json),
-        DeployCommand::Pin {
-            file,
-            volume,
-            all,
-            dry_run,
-            json,
-        } => edit::pin(ctx, &file, volume.as_deref(), all, dry_run, json),
-        DeployCommand::Drift {
-            paths,
-            exit_code,
-            json,
-        } => check::drift(ctx, &paths, exit_code, json),
-        DeployCommand::Rollback {
-            file,
-            volume,
-            to,
-            previous,
-            path,
-            yes,
-            json,
-        } => edit::rollback(
-            ctx,
-            &file,
-            &volume,
-            edit::choice(to, previous)?,
-            path.as_deref(),
-            yes,
-            json,
-        ),
-        DeployCommand::Mount { file, root, json } => {
-            mount::mount(ctx, &file, root.as_deref(), json)
-        }
-        DeployCommand::K8s {
-            file,
-            no_check,
-            json,
-        } => k8s::k8s(ctx, &file, no_check, json),
-        DeployCommand::Unmount { file, root, lazy } => {
-            mount::unmount(ctx, &file, root.as_deref(), lazy)
-        }
+group! {
+    // `sealvol deploy …`: one variant per command, whose arguments sit beside it.
+    #[derive(clap::Subcommand, Debug)]
+    pub enum DeployCommand {
+        Check(check::Check),
+        Pin(edit::Pin),
+        Drift(check::Drift),
+        Rollback(edit::Rollback),
+        Mount(mount::Mount),
+        K8s(k8s::K8s),
+        Unmount(mount::Unmount),
     }
 }

@@ -2,12 +2,54 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sealvol_core::{Error, ErrorKind, Ref, Result};
 use sealvol_deploy::{DeployFile, Follows, check};
 
 use super::words::{follows_label, ref_error};
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
 use crate::output::json;
+
+/// Mount every volume of a deployment file at its path (tags resolved once, and printed).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol deploy mount config.yaml\n  sealvol deploy mount config.yaml --root /tmp/sandbox\n\nAll or nothing: when one mount fails, the ones made before it are unmounted."
+)]
+pub struct Mount {
+    file: PathBuf,
+    /// Mount below this folder instead of at the absolute paths (path /app/w → ROOT/app/w).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Mount {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Mount { file, root, json } = self;
+        mount(ctx, &file, root.as_deref(), json)
+    }
+}
+
+/// Unmount what `deploy mount` mounted for a deployment file.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol deploy unmount config.yaml --root /tmp/sandbox")]
+pub struct Unmount {
+    file: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Detach now even if busy; unmount once the last file is closed.
+    #[arg(long)]
+    lazy: bool,
+}
+
+impl Run for Unmount {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let Unmount { file, root, lazy } = self;
+        unmount(ctx, &file, root.as_deref(), lazy)
+    }
+}
 
 /// Where a mount of the file goes: its path, below `root` when one is given.
 fn mount_point(root: Option<&Path>, path: &str) -> PathBuf {
@@ -44,7 +86,7 @@ pub(super) fn mount(ctx: &Ctx, path: &Path, root: Option<&Path>, as_json: bool) 
             .and_then(|()| {
                 crate::commands::mount::mount(
                     ctx,
-                    crate::commands::mount::Request {
+                    crate::commands::mount::Mount {
                         reference: pinned.clone(),
                         dir: dir.clone(),
                         cache: None,

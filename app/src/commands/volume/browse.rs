@@ -1,13 +1,83 @@
 //! `volume ls | versions | files | resolve`: what the repository holds.
 
-use serde::Serialize;
-
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::digest::Entry;
 use sealvol_core::{Error, Name, Ref, Result, VolumeName};
 use sealvol_views::format::{short_digest, tags};
+use serde::Serialize;
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size, table, when};
+
+/// List namespaces and volumes.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume ls weights")]
+pub struct Ls {
+    /// Only this namespace (an error if it holds no volume).
+    pub namespace: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+impl Run for Ls {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        ls(ctx, self.namespace.as_deref(), self.json)
+    }
+}
+
+/// List the versions of a volume, newest first.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume versions weights/qwen3-8b --json")]
+pub struct Versions {
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Versions {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        versions(ctx, &self.volume, self.json)
+    }
+}
+
+/// List the files of a version.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume files weights/qwen3-8b:prod")]
+pub struct Files {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Files {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        files(ctx, &self.reference, self.json)
+    }
+}
+
+/// Print the pinned ref (NS/NAME@b3:DIGEST) a ref resolves to now, for scripts.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol volume resolve weights/qwen3-8b:prod\n  vol:weights/qwen3-8b@b3:9f3c…"
+)]
+pub struct Resolve {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Resolve {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        resolve(ctx, &self.reference, self.json)
+    }
+}
 
 pub fn ls(ctx: &Ctx, namespace: Option<&str>, as_json: bool) -> Result<()> {
     let ns = namespace.map(|n| Name::parse("namespace", n)).transpose()?;

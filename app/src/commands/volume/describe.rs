@@ -3,13 +3,32 @@
 //! (source, revision, when a sync listed it, who sealed it, its labels), which tags
 //! point at it now (and when those expire), and which mounts on this node serve it.
 
-use serde::Serialize;
-
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::{Ref, Result};
 use sealvol_views::format::expires_in;
+use serde::Serialize;
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size, when};
+
+/// Everything known about one version: size, what it added, source, labels, tags (and when they expire), mounts here.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume describe weights/qwen3-8b:prod --json")]
+pub struct Describe {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Describe {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        describe(ctx, &self.reference, self.json)
+    }
+}
 
 #[derive(Serialize)]
 struct Described {

@@ -1,10 +1,49 @@
 //! `volume diff`: what changed between two versions, files, chunks and tensors.
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::diff::{Status, VersionDiff};
 use sealvol_core::{Ref, Result};
 
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size};
+
+/// What changed between two versions: files, chunks, and safetensors tensors.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume diff weights/qwen3-8b:prod weights/qwen3-8b:canary\n  sealvol volume diff weights/qwen3-8b@9f3c1a2b weights/qwen3-8b@77ab01cd --json"
+)]
+pub struct Diff {
+    /// The older version (a ref).
+    #[arg(value_name = "FROM", add = ArgValueCompleter::new(complete::refs))]
+    from: String,
+    /// The newer version: a ref, or TAG or @DIGEST relative to FROM's volume.
+    #[arg(value_name = "TO", add = ArgValueCompleter::new(complete::refs))]
+    to: String,
+    /// Exit 1 when the versions differ, 0 when they are the same (as `git diff --exit-code`).
+    #[arg(long)]
+    exit_code: bool,
+    /// Also list unchanged files and tensors.
+    #[arg(long)]
+    all: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Diff {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        diff(
+            ctx,
+            &self.from,
+            &self.to,
+            self.all,
+            self.exit_code,
+            self.json,
+        )
+    }
+}
 
 /// `to` may be relative to `from`'s volume (`canary`, `@9f3c1a2b`). With `exit_code`,
 /// the process exits 1 when the versions differ, as `git diff --exit-code` does.

@@ -5,12 +5,81 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::read::Tiers;
 use sealvol_core::refs::{Ref, Target};
 use sealvol_core::{Error, Result};
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::json;
+
+/// Export a version as a CNCF ModelPack artifact (OCI): one raw layer per file, the same manifest digest every time.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "DEST is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME defaults to REF's tag), or docker://HOST/REPO[:TAG], a registry (TAG defaults to REF's tag; blobs it has are not sent again).
+
+Each file is read from the repository, every byte proven, and written once: a blob already in the layout is kept if its bytes hash to its name. Links to files are exported as their files; links to folders are refused.
+
+Examples:
+  sealvol volume export weights/qwen3-8b:prod oci:./qwen3-8b
+  sealvol volume export weights/qwen3-8b@9f3c1a2b oci:/srv/layouts/qwen:v1"
+)]
+pub struct Export {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// Where: oci:DIR[:NAME], or docker://HOST/REPO[:TAG].
+    #[arg(value_name = "DEST")]
+    dest: String,
+    /// A registry's credentials in a stored secret (`sealvol secret set NAME`), USER:PASSWORD; else the registry's entry in $REGISTRY_AUTH_FILE or ~/.docker/config.json (what `docker login` and `skopeo login` write).
+    #[arg(long, value_name = "NAME")]
+    registry_secret: Option<String>,
+    /// false: speak plain HTTP to the registry (a registry on loopback), as skopeo spells it.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    tls_verify: bool,
+    /// A blob larger than this goes to the registry in pieces of this size, each resumable: a failed piece is sent again from where the registry stands, and an export run again resumes an unfinished upload. Smaller pieces cost time (64M: 1.2x the whole export to a distribution registry; 256M: as fast as whole blobs); a proxy that limits request bodies needs them below its limit.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = piece_size)]
+    piece_size: u64,
+    /// A repository of the same registry to mount blobs from rather than send them (repeatable); the repositories this machine pushed to lately are tried too.
+    #[arg(long, value_name = "REPO", value_parser = registry_repo)]
+    mount_from: Vec<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Export {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let reach = Reach {
+            secret: self.registry_secret,
+            tls_verify: self.tls_verify,
+            piece: self.piece_size,
+            mount_from: self.mount_from,
+        };
+        export(ctx, &self.reference, &self.dest, reach, self.json)
+    }
+}
+
+/// `--piece-size`: at least 1 MiB (registries refuse smaller pieces but the last).
+fn piece_size(s: &str) -> std::result::Result<u64, String> {
+    let bytes = sealvol_setup::settings::parse_size(s).map_err(|e| e.message().to_string())?;
+    if bytes < 1 << 20 {
+        return Err(format!("{s}: a piece is at least 1M"));
+    }
+    Ok(bytes)
+}
+
+/// `--mount-from`: a registry's repository name (lowercase path components), never read
+/// otherwise.
+fn registry_repo(s: &str) -> std::result::Result<String, String> {
+    match sealvol_oci::destination::repository_name_ok(s) {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "{s:.100}: not a repository name: lowercase path components of a-z 0-9 . _ -"
+        )),
+    }
+}
 
 /// Where an export goes.
 #[derive(Debug, PartialEq, Eq)]

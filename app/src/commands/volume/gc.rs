@@ -1,13 +1,37 @@
 //! `volume gc`: purge the expired trash, reclaim what nothing references, and say what
 //! was found and freed.
 
+use clap::Args;
 use sealvol_core::Result;
 use sealvol_core::gc::GcReport;
 use sealvol_core::ops::GcOptions;
 use sealvol_views::format::short_digest;
 
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
 use crate::output::{json, size};
+
+/// Purge expired versions from the trash and reclaim what no version references.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume gc --dry-run\n  sealvol volume gc\n  sealvol volume gc --no-wait     (condemn now; the next gc sweeps)\n\nSafe while other processes and machines push: what is unreferenced is condemned first,\nand deleted only after the grace period (`sealvol settings`) if it is still unreferenced.\nPacks that are mostly dead are rewritten. Only one gc runs at a time."
+)]
+pub struct Gc {
+    /// Say what would be purged, condemned, rewritten and freed; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Do not wait out the grace period: condemn now and leave the sweep to the next gc.
+    #[arg(long)]
+    no_wait: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Gc {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        gc(ctx, self.dry_run, self.no_wait, self.json)
+    }
+}
 
 pub fn gc(ctx: &Ctx, dry_run: bool, no_wait: bool, as_json: bool) -> Result<()> {
     let repo = ctx.open_repo(false)?;

@@ -4,20 +4,45 @@
 //! resumable and deduplicated as every sync is; this only reads the command's
 //! spelling, skopeo's.
 
+use clap::Args;
 use sealvol_core::{Error, Result};
 use sealvol_source::SourceUrl;
 use sealvol_source::endpoints::Resolved;
 
-use crate::commands::Ctx;
+use super::sync::Destination;
+use crate::commands::jobs::{self, SyncRequest};
+use crate::commands::{Ctx, Run};
 
-pub struct Request {
-    pub source: String,
-    pub volume: String,
-    pub tags: Vec<String>,
-    pub secret: Option<String>,
-    pub tls_verify: bool,
-    pub detach: bool,
-    pub json: bool,
+/// Import a CNCF ModelPack artifact (OCI) as a new version: each raw layer a file at its path.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "SOURCE is oci:DIR[:NAME], an OCI image layout (skopeo's spelling; NAME may be left out when the layout holds one image), or docker://HOST/REPO[:TAG|@sha256:DIGEST], a registry.
+
+The manifest is read once and pinned by its digest, so a tag that moves during the import changes nothing. Each layer is a file at its org.cncf.model.filepath, checked against its SHA-256 as it streams; only chunks the repository lacks are stored. Refused by name: manifest lists, tar layers (KitOps ModelKits, container images), layers without a path or whose path climbs out or repeats.
+It runs as a sync job (`sealvol volume sync oci:DIR` and `oci://HOST/REPO:TAG` are the same), on this machine: a server never reads a registry a key names, nor its own files.
+
+Examples:
+  sealvol volume import oci:./qwen3-8b:prod weights/qwen3-8b --tag prod
+  sealvol volume import docker://registry.internal/models/qwen3-8b:v1 weights/qwen3-8b
+  sealvol volume import docker://127.0.0.1:5000/qwen:v1 weights/qwen --tls-verify=false"
+)]
+pub struct Import {
+    /// Where: oci:DIR[:NAME], or docker://HOST/REPO[:TAG|@sha256:DIGEST].
+    source: String,
+    #[command(flatten)]
+    into: Destination,
+    /// A registry's credentials in a stored secret (`sealvol secret set NAME`), USER:PASSWORD; else the registry's entry in $REGISTRY_AUTH_FILE or ~/.docker/config.json.
+    #[arg(long = "registry-secret", value_name = "NAME")]
+    secret: Option<String>,
+    /// false: speak plain HTTP to the registry (a registry on loopback), as skopeo spells it.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    tls_verify: bool,
+    /// Hand the job to the agent, print its id, return.
+    #[arg(long)]
+    detach: bool,
+    /// Print the finished job as one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The sync source an import's address names, and where it is reached when the
@@ -49,7 +74,13 @@ fn source(s: &str, tls_verify: bool) -> Result<(SourceUrl, Option<Resolved>)> {
         .hint("give oci:DIR[:NAME], an OCI image layout, or docker://HOST/REPO[:TAG], a registry"))
 }
 
-pub fn import(ctx: &Ctx, r: Request) -> Result<()> {
+impl Run for Import {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        import(ctx, self)
+    }
+}
+
+fn import(ctx: &Ctx, r: Import) -> Result<()> {
     let (url, endpoint) = source(&r.source, r.tls_verify)?;
     if ctx.settings.remote.is_some() {
         return Err(Error::invalid(
@@ -59,12 +90,12 @@ pub fn import(ctx: &Ctx, r: Request) -> Result<()> {
             "import into a local repository, then copy it: sealvol volume mirror REF --to REPO",
         ));
     }
-    super::super::jobs::sync(
+    jobs::sync(
         ctx,
-        super::super::jobs::SyncRequest {
+        SyncRequest {
             source: url.to_string(),
-            volume: r.volume,
-            tags: r.tags,
+            volume: r.into.volume,
+            tags: r.into.tags,
             secret: r.secret,
             include: Vec::new(),
             exclude: Vec::new(),

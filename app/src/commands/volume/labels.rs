@@ -1,11 +1,39 @@
 //! `volume label REF [K=V…] [--remove K…]`: change a sealed version's labels (outside
 //! its digest, kept beside it with every change), or print them and their history.
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::labels::{self, LabelRequest, Labels};
 use sealvol_core::{Ref, Result};
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, when};
+
+/// Set or remove labels of a sealed version (outside its digest); with neither, print them and every change.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume label weights/run-7@b3:9f3c1a2b eval=passed step=4000\n  sealvol volume label weights/run-7:prod --remove eval\n  sealvol volume label weights/run-7:prod\n\nA version's labels are those of the push that sealed it until they are changed here;\nevery change is kept (who, when, what), and a deleted version's labels go with it."
+)]
+pub struct Label {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// Labels to set: KEY=VALUE (a key it has gets the new value).
+    #[arg(value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// A label to remove (repeatable).
+    #[arg(long = "remove", value_name = "KEY")]
+    remove: Vec<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Label {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        label(ctx, &self.reference, &self.set, &self.remove, self.json)
+    }
+}
 
 pub fn label(
     ctx: &Ctx,

@@ -8,17 +8,96 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
-
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::manifest::Manifest;
 use sealvol_core::refs::Digest;
 use sealvol_core::signatures::MAX_SIGNATURE_BYTES;
 use sealvol_core::{Error, Ref, Repository, Result, VolumeName};
 use sealvol_sign::verdict::{self, Checked};
 use sealvol_sign::{Algorithm, PublicKey, SigningKey, bundle, check, version};
+use serde::Serialize;
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::json;
+
+/// Sign a version in the OpenSSF model-signing format, stored beside it (several signers may sign one version).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume sign weights/qwen3-8b:prod --key release.key.pem\n  sealvol volume sign weights/qwen3-8b:prod --key release.key.pem --sha256\n  sealvol volume sign weights/qwen3-8b@b3:9f3c… --import model.sig\n\nThe key is an EC P-256 private key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out key.pem).\nBLAKE3 (the default) reads no file bytes: the manifest holds each file's hash; model-signing's Python\nAPI verifies it. --sha256 reads every file once (kept beside the version), as `model_signing verify key`\nre-hashes with SHA-256. --import stores a signature model-signing made over the pushed folder, once its\nfile list is exactly this version's."
+)]
+pub struct Sign {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// The signer's EC P-256 private key (PEM: SEC1 or PKCS#8).
+    #[arg(long, value_name = "KEY.pem", conflicts_with = "import")]
+    key: Option<PathBuf>,
+    /// Digest every file with SHA-256 (one read of the bytes) instead of BLAKE3.
+    #[arg(long, requires = "key")]
+    sha256: bool,
+    /// Attach a signature made elsewhere (model_signing sign key … over the folder).
+    #[arg(long, value_name = "FILE")]
+    import: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Sign {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        sign(
+            ctx,
+            &self.reference,
+            self.key.as_deref(),
+            self.sha256,
+            self.import.as_deref(),
+            self.json,
+        )
+    }
+}
+
+/// Check a version's signatures against public keys: exit 0 when one of them signed every file.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol volume verify-signature weights/qwen3-8b:prod --public-key release.pub.pem"
+)]
+pub struct VerifySignature {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// A trusted EC P-256 public key (PEM); repeat for several.
+    #[arg(long = "public-key", value_name = "PUB.pem", required = true)]
+    public_keys: Vec<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for VerifySignature {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        verify_signature(ctx, &self.reference, &self.public_keys, self.json)
+    }
+}
+
+/// List a version's signatures; with --out, write each as a file model-signing reads.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol volume signatures weights/qwen3-8b:prod --out sigs/\n  model_signing verify key --public_key release.pub.pem --signature sigs/<NAME>.sig ./pulled"
+)]
+pub struct Signatures {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// Write each signature into DIR as <name>.sig.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Signatures {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        signatures(ctx, &self.reference, self.out.as_deref(), self.json)
+    }
+}
 
 /// A version, resolved: what signing and checking work on.
 struct Version {

@@ -1,12 +1,65 @@
 //! `volume tag | tags`: point a tag, list tags and their histories (newest move first,
 //! in the text and in JSON alike).
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::registry::TagChange;
 use sealvol_core::{Name, Ref, Result, VolumeName};
 use sealvol_views::format::short_digest;
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, table, when};
+
+/// Point TAG at the version REF names (REF may itself be a tag).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b prod\n  sealvol volume tag weights/qwen3-8b:canary prod"
+)]
+pub struct Tag {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// The tag to point (created if new): 1-63 characters of a-z 0-9 . _ -
+    tag: String,
+    /// The tag stops resolving after this long (30d, 12h) or at this time (RFC 3339); it stays in the history. A move without it makes the tag permanent.
+    #[arg(long, value_name = "WHEN")]
+    expires: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Tag {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        tag(
+            ctx,
+            &self.reference,
+            &self.tag,
+            self.expires.as_deref(),
+            self.json,
+        )
+    }
+}
+
+/// List the tags of a volume, optionally with every move.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume tags weights/qwen3-8b --history")]
+pub struct Tags {
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    /// Show each tag's move history.
+    #[arg(long)]
+    history: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Tags {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        tags(ctx, &self.volume, self.history, self.json)
+    }
+}
 
 pub fn tag(
     ctx: &Ctx,

@@ -1,16 +1,134 @@
 //! `volume push | pull | mirror`: a directory becomes a sealed version, a version
 //! becomes a directory that is exactly it, or a copy in another repository.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::push::{PushOptions, PushReport, push as push_dir};
 use sealvol_core::read::Fill;
 use sealvol_core::{Name, Ref, Result, VolumeName};
 use sealvol_node::state::StatCacheDir;
 
 use super::tags::tag_line;
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, ORIGIN_HELP, PEER_HELP, PEERS_FILE_HELP, REF_HELP};
+use crate::commands::{Ctx, Run, jobs};
+use crate::complete;
 use crate::output::{json, name, size};
+
+/// Seal a directory as a new version; prints its pinned ref last on stdout.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  sealvol volume push ./ckpt weights/qwen3-8b --tag prod\n  vol:weights/qwen3-8b@b3:9f3c…"
+)]
+pub struct Push {
+    /// The directory to seal.
+    dir: PathBuf,
+    /// Volume: NAMESPACE/NAME.
+    #[arg(add = ArgValueCompleter::new(complete::volumes))]
+    volume: String,
+    /// Point these tags at the new version (repeatable).
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    tags: Vec<String>,
+    /// Seal a folder that holds no file (refused otherwise: it is most often a wrong path).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Say something about the version (repeatable): KEY=VALUE, e.g. step=4000. Shown by `volume versions`, not part of the digest.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    labels: Vec<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Push {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        push(
+            ctx,
+            &self.dir,
+            &self.volume,
+            &self.tags,
+            &self.labels,
+            self.allow_empty,
+            self.json,
+        )
+    }
+}
+
+/// Write a version's files into a directory, verifying every chunk.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume pull weights/qwen3-8b:prod ./model")]
+pub struct Pull {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// The directory to write: new, empty, or (with --force) made exactly the version.
+    dir: PathBuf,
+    /// Pull into a non-empty directory: replace the version's files there and remove
+    /// (and list) everything the version does not hold.
+    #[arg(long)]
+    force: bool,
+    /// Only the paths matching this glob (repeatable; .gitignore-like: `*.safetensors`, `onnx/*`); each file verified as ever.
+    #[arg(long, value_name = "GLOB")]
+    include: Vec<String>,
+    /// Leave out the paths matching this glob (repeatable; wins over --include).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    #[arg(long = "peer", value_name = "URL", help = PEER_HELP)]
+    peers: Vec<String>,
+    #[arg(long, value_name = "FILE", help = PEERS_FILE_HELP, conflicts_with = "peers")]
+    peers_file: Option<PathBuf>,
+    #[arg(long = "origin", value_name = "REPO", help = ORIGIN_HELP)]
+    origins: Vec<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Pull {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        let how = Through {
+            force: self.force,
+            include: &self.include,
+            exclude: &self.exclude,
+            peers: &self.peers,
+            peers_file: self.peers_file.as_deref(),
+            origins: &self.origins,
+        };
+        pull(ctx, &self.reference, &self.dir, how, self.json)
+    }
+}
+
+/// Copy a version into another repository (only the chunks it lacks), under the same digest.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The version keeps its digest there, so either repository can serve it (`--origin`).\nA tag in REF moves there too. A folder that does not exist becomes a repository; a bucket must be `sealvol init`ed.\n\nExamples:\n  sealvol volume mirror weights/qwen3-8b:prod --to s3://models-eu/sealvol\n  sealvol --repo s3://models-eu/sealvol volume mirror weights/qwen3-8b@9f3c1a2b --to /srv/sealvol"
+)]
+pub struct Mirror {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// The repository to copy into: a directory or s3://BUCKET/PREFIX (r2://, cw://). With --remote, the name of one of the server's destinations (`serve --mirror-to NAME=REPO`): the server copies it as a job.
+    #[arg(long, value_name = "REPO")]
+    to: String,
+    /// With --remote: hand the job to the server, print its id, return.
+    #[arg(long)]
+    detach: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Mirror {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        match &ctx.settings.remote {
+            // On a remote engine the server copies, to a destination of its own.
+            Some(_) => {
+                jobs::mirror_on_server(ctx, &self.reference, &self.to, self.detach, self.json)
+            }
+            None if self.detach => Err(sealvol_core::Error::usage(
+                "--detach is for a mirror job on a server (--remote)",
+            )
+            .hint("a local mirror runs in the foreground")),
+            None => mirror(ctx, &self.reference, &self.to, self.json),
+        }
+    }
+}
 
 pub fn push(
     ctx: &Ctx,

@@ -1,12 +1,95 @@
 //! `volume delete | untag | trash | restore`: the trash and tag removal.
 
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::refs::Target;
 use sealvol_core::trash::TrashedVersion;
 use sealvol_core::{Error, Ref, Result, VolumeName};
 use sealvol_views::format::{short_digest, span, tags, time_left};
 
-use crate::commands::Ctx;
+use crate::args::{JSON_HELP, REF_HELP};
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size, table, when};
+
+/// Move a version to the trash; it stays restorable for the retention window (7 days).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume delete weights/qwen3-8b@b3:9f3c1a2b\n  sealvol volume delete weights/qwen3-8b@9f3c1a2b --untag --yes\n\nA version a tag points at is refused: move the tag first, or pass --untag.\nA mount already serving the version keeps serving it until gc purges it."
+)]
+pub struct Delete {
+    #[arg(value_name = "REF", help = REF_HELP, add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    /// Remove the tags that point at it (each removal is kept in the tag's history).
+    #[arg(long)]
+    untag: bool,
+    /// Do not ask (needed when standard input is not a terminal).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Delete {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        delete(ctx, &self.reference, self.untag, self.yes, self.json)
+    }
+}
+
+/// Remove a tag; the removal is a move to nothing in its history, undone by tagging again.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume untag weights/qwen3-8b:canary\n  sealvol volume tag weights/qwen3-8b@b3:9f3c1a2b canary   (undoes it)"
+)]
+pub struct Untag {
+    /// NS/NAME:TAG
+    #[arg(value_name = "NS/NAME:TAG", add = ArgValueCompleter::new(complete::refs))]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Untag {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        untag(ctx, &self.reference, self.json)
+    }
+}
+
+/// List deleted versions: who deleted them, when, time left, size, the tags they had.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume trash\n  sealvol volume trash weights/qwen3-8b --json"
+)]
+pub struct Trash {
+    /// Only this volume (an error if there is no such volume).
+    #[arg(value_name = "NS/NAME", add = ArgValueCompleter::new(complete::volumes))]
+    volume: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Trash {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        trash(ctx, self.volume.as_deref(), self.json)
+    }
+}
+
+/// Bring a deleted version back from the trash, exactly as it was sealed.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sealvol volume restore weights/qwen3-8b@b3:9f3c1a2b")]
+pub struct Restore {
+    /// NS/NAME@DIGEST of a version in the trash (8+ hex digits will do).
+    #[arg(value_name = "REF")]
+    reference: String,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Restore {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        restore(ctx, &self.reference, self.json)
+    }
+}
 
 pub fn delete(ctx: &Ctx, reference: &str, untag: bool, yes: bool, as_json: bool) -> Result<()> {
     let r = Ref::parse(reference)?;

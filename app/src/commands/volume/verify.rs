@@ -1,22 +1,58 @@
 //! `volume verify`: check every object, name what is damaged and what it breaks, and
 //! say how to fix it.
 
-use serde::Serialize;
-
+use clap::Args;
+use clap_complete::ArgValueCompleter;
 use sealvol_core::verify::{Affected, ReadData, VerifyReport, survey_all, survey_version};
 use sealvol_core::{Error, ErrorKind, Ref, Repository, Result};
+use serde::Serialize;
 
-use crate::commands::Ctx;
+use crate::args::JSON_HELP;
+use crate::commands::{Ctx, Run};
+use crate::complete;
 use crate::output::{json, name, size};
 
-pub struct VerifyArgs<'a> {
+/// Check the repository (or one version): name each damaged object, what it breaks, and the fix.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  sealvol volume verify\n  sealvol volume verify --read-data\n  sealvol volume verify --read-data-subset 1/10\n  sealvol volume verify weights/qwen3-8b:prod\n\nWithout --read-data, every object's structure is checked and a random sample of packs is read\n(at least 1/16 of the chunk data, and at least 256 MiB: a small repository is read whole).\nA version (REF) is always read whole. Damaged copies found are recorded, so no push reuses them."
+)]
+pub struct Verify {
+    /// Only this version (a ref: NS/NAME@b3:DIGEST, NS/NAME:TAG or NS/NAME) [default: the whole repository]
+    #[arg(value_name = "REF", add = ArgValueCompleter::new(complete::refs))]
+    reference: Option<String>,
+    /// Read every pack and check every chunk's hash.
+    #[arg(long)]
+    read_data: bool,
+    /// Read some packs: N/T (run 1/T … T/T to cover everything) or P% (a random share).
+    #[arg(long, value_name = "N/T|P%")]
+    read_data_subset: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+}
+
+impl Run for Verify {
+    fn run(self, ctx: &Ctx) -> Result<()> {
+        verify(
+            ctx,
+            &VerifyArgs {
+                reference: self.reference.as_deref(),
+                read_data: self.read_data,
+                subset: self.read_data_subset.as_deref(),
+                json: self.json,
+            },
+        )
+    }
+}
+
+struct VerifyArgs<'a> {
     pub reference: Option<&'a str>,
     pub read_data: bool,
     pub subset: Option<&'a str>,
     pub json: bool,
 }
 
-pub fn verify(ctx: &Ctx, args: &VerifyArgs) -> Result<()> {
+fn verify(ctx: &Ctx, args: &VerifyArgs) -> Result<()> {
     let read = match (args.read_data, args.subset) {
         (true, Some(_)) => {
             return Err(
