@@ -111,11 +111,14 @@ def main():
     started = time.monotonic()
     jobs = [(label, [exe], pkg) for label, exe, pkg in build(root)]
     build_wheel(root, target)
-    # The Python package's tests, against the wheel just installed; they end with a
+    # The Python package's tests, against the wheel just installed, one job per file
+    # (together they take minutes: one job would hold a lane alone); each ends with a
     # `test result:` line of libtest's, so they count in the totals below.
-    jobs.append(("python/tests (pytest)",
-                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"],
-                 str(root)))
+    for test_file in sorted((root / "python" / "tests").glob("test_*.py")):
+        jobs.append((f"python/tests/{test_file.name} (pytest)",
+                     [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                      str(test_file.relative_to(root))],
+                     str(root)))
     # Doc tests are compiled by rustdoc when they run: one more job.
     jobs.append(("doc-tests", ["cargo", "test", "--workspace", "--doc", "-q"], str(root)))
     # Longest first; a binary never timed before counts as long.

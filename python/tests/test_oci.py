@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import jsonschema
@@ -307,10 +308,14 @@ def test_a_registry_that_sends_wrong_cut_or_huge_answers_seals_nothing(hostile, 
 
 def test_a_registry_that_stalls_is_given_up_on_within_the_timeout(hostile, sealvol_bin):
     host = hostile("--stall")
-    # Each read waits the timeout, a few times, then the sync fails naming the file
-    # (a hang would pass the subprocess's own timeout and fail the test).
+    # The body stalls: read on only while that would end within the timeout, then the
+    # sync fails naming the file. It took 29 s when each of six resumes waited it out.
+    started = time.monotonic()
     out = sync(sealvol_bin, host, before=("--timeout", "2s"))
+    took = time.monotonic() - started
     assert out.returncode != 0 and "model.safetensors" in out.stderr, out.stderr
+    assert "--timeout (now 2 s)" in out.stderr, out.stderr
+    assert took < 15, f"gave up after {took:.1f} s, with --timeout 2s: {out.stderr}"
 
 
 def import_(sealvol_bin, source, volume, *extra):

@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use crate::client::Client;
 use crate::verify::Checker;
 use sealvol_core::error::{Error, ErrorKind, Result};
+use sealvol_core::patience::Tries;
 use sealvol_core::push::Inputs;
 use sealvol_source::Fetch;
 use sealvol_source::listing::Object;
@@ -164,7 +165,9 @@ impl Prefetch {
 }
 
 /// Sends the bytes of `range` of `obj` down `tx`, reopening from where it stopped
-/// after a transient failure (up to `retry::ATTEMPTS` times), or sends the error.
+/// after a transient failure (up to `retry::ATTEMPTS` times, and only while a body that
+/// brings nothing would still be given up on within the request's total: `patience`),
+/// or sends the error.
 async fn stream_part(
     client: &Client,
     obj: &Object,
@@ -174,6 +177,10 @@ async fn stream_part(
 ) {
     let mut at = range.start;
     let mut cuts = 0;
+    // Since the last byte came: a body that stalls is cut after `patience::answer()`,
+    // and read on only while that much again would end within the total (`--timeout`).
+    let mut tries = Tries::new();
+    let mut quiet_since = tokio::time::Instant::now();
     while at < range.end {
         let mut body = match client.open(obj, at..range.end).await {
             Ok(b) => b,
@@ -197,6 +204,8 @@ async fn stream_part(
                         piece
                     };
                     at += piece.len() as u64;
+                    tries = Tries::new();
+                    quiet_since = tokio::time::Instant::now();
                     if tx.send(Ok(Piece::Bytes(piece))).await.is_err() {
                         return; // the reader is gone
                     }
@@ -213,23 +222,30 @@ async fn stream_part(
             }
         }
         cuts += 1;
+        tries.count += 1;
+        let backoff = std::time::Duration::from_millis(250 << cuts.min(5));
+        let cut = Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{what}: the body ended at byte {at} of {}, {cuts} times",
+                range.end
+            ),
+        )
+        .hint("the source or the network keeps cutting the connection; retry the job later");
         if cuts >= sealvol_source::retry::ATTEMPTS {
-            let e = Error::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "{what}: the body ended at byte {at} of {}, {cuts} times",
-                    range.end
-                ),
-            )
-            .hint("the source or the network keeps cutting the connection; retry the job later");
-            let _ = tx.send(Err(e)).await;
+            let _ = tx.send(Err(cut)).await;
+            return;
+        }
+        let quiet = quiet_since.elapsed();
+        if !tries.may_retry(quiet, backoff) {
+            let _ = tx.send(Err(tries.gave_up(what, cut, quiet))).await;
             return;
         }
         sealvol_source::retry::say(format!(
             "{what}: the connection was cut at byte {at}; reading on from there ({cuts}/{})",
             sealvol_source::retry::ATTEMPTS
         ));
-        sealvol_source::retry::back_off(std::time::Duration::from_millis(250 << cuts.min(5))).await;
+        sealvol_source::retry::back_off(backoff).await;
     }
 }
 
