@@ -14,9 +14,8 @@ target directory), so no lane is left with one long binary at the end.
 
     python3 scripts/lanes.py [--lanes N]
 
-The number of lanes is `--lanes`, else SEALVOL_TEST_LANES, else 4 (2026-12-07, 2 cores:
-the suite's jobs, 1,033 s end to end, took 4.6 minutes at four lanes; the suite passed
-beside two CPU hogs at four).
+The number of lanes is `--lanes`, else SEALVOL_TEST_LANES, else 4: on 2 cores the jobs
+mostly wait, and the suite passed beside two CPU hogs at four (2026-12-07).
 """
 
 import argparse
