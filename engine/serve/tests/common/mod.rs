@@ -39,6 +39,56 @@ pub fn server_with(cache: bool) -> Server {
     server_with_policy(cache, sealvol_serve::Policy::default())
 }
 
+/// A server started over a repository, as `sealvol serve` starts one.
+pub struct Listening {
+    /// The admin key the server made on its first start.
+    pub key: String,
+    pub keys_dir: std::path::PathBuf,
+    pub keys: Arc<sealvol_serve::keys::Keys>,
+    pub url: String,
+    pub rt: tokio::runtime::Runtime,
+}
+
+/// Starts a server over `repo` on loopback, its keys (and its cache when `cache`) in
+/// `dir`, keeping to `policy`.
+pub fn listen(
+    repo: &Arc<Repository>,
+    dir: &std::path::Path,
+    cache: bool,
+    policy: sealvol_serve::Policy,
+) -> Listening {
+    let cache = cache.then(|| Arc::new(ChunkCache::open(&dir.join("cache"), 1 << 30).unwrap()));
+    let service = Arc::new(ChunkService::new(Arc::clone(repo), cache));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let keys_dir = dir.join("keys");
+    let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir, Some(Arc::clone(repo))).unwrap();
+    let keys2 = Arc::clone(&keys);
+    let key = fs::read_to_string(made.unwrap())
+        .unwrap()
+        .trim()
+        .to_string();
+    // As `sealvol serve` does before it says it listens.
+    sealvol_serve::take_credential(&service);
+    rt.spawn(async move {
+        sealvol_serve::run_with(listener, service, Arc::clone(&keys2), None, &policy).await
+    });
+    Listening {
+        key,
+        keys_dir,
+        keys,
+        url,
+        rt,
+    }
+}
+
 /// `server_with`, the server keeping to `policy`.
 pub fn server_with_policy(cache: bool, policy: sealvol_serve::Policy) -> Server {
     let dir = tempfile::tempdir().unwrap();
@@ -58,30 +108,13 @@ pub fn server_with_policy(cache: bool, policy: sealvol_serve::Policy) -> Server 
     .unwrap();
     let file = repo.file_object(&Hash::of(&bytes)).unwrap();
     assert!(file.chunks.len() > 4);
-    let cache =
-        cache.then(|| Arc::new(ChunkCache::open(&dir.path().join("cache"), 1 << 30).unwrap()));
-    let service = Arc::new(ChunkService::new(Arc::clone(&repo), cache));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let keys_dir = dir.path().join("keys");
-    let (keys, made) = sealvol_serve::keys::Keys::open(&keys_dir, Some(Arc::clone(&repo))).unwrap();
-    let keys2 = Arc::clone(&keys);
-    let key = fs::read_to_string(made.unwrap())
-        .unwrap()
-        .trim()
-        .to_string();
-    // As `sealvol serve` does before it says it listens.
-    sealvol_serve::take_credential(&service);
-    rt.spawn(async move {
-        sealvol_serve::run_with(listener, service, Arc::clone(&keys2), None, &policy).await
-    });
+    let Listening {
+        key,
+        keys_dir,
+        keys,
+        url,
+        rt,
+    } = listen(&repo, dir.path(), cache, policy);
     Server {
         repo,
         key,
