@@ -1,8 +1,10 @@
 //! The `sealvol` CLI as a user drives it: push, list, tag, pull, verify, and every bad
 //! input from the foundation issue, each with a clear one-line error and nothing lost.
-//! What the engine does underneath (a second push, empty folders, a manifest that
-//! climbs out, reads through the node cache) is tested on the in-memory store in
-//! `engine/core/tests/pull.rs`.
+//! What the engine does underneath is tested in process where it lives: a second push,
+//! empty folders, a manifest that climbs out and reads through the node cache in
+//! `engine/core/tests/pull.rs`; what a push refuses of its folder, a newer format and a
+//! missing chunk list in `engine/core/tests/push_input.rs`; the stat cache in
+//! `engine/node/tests/stat_cache.rs` (docs/TESTS.md).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -228,25 +230,6 @@ fn missing_digest_and_ambiguous_prefix() {
 }
 
 #[test]
-fn pushing_a_file_or_a_missing_dir_fails_clearly() {
-    let env = Env::new();
-    let f = env.path("file.bin");
-    write(&f, b"x");
-    let err = env.fails(1, &["volume", "push", f.to_str().unwrap(), "ns/vol"]);
-    assert!(err.contains("is a file, not a directory"), "{err}");
-    let err = env.fails(
-        1,
-        &[
-            "volume",
-            "push",
-            env.path("nope").to_str().unwrap(),
-            "ns/vol",
-        ],
-    );
-    assert!(err.contains("nope"), "{err}");
-}
-
-#[test]
 fn unreadable_files_fail_the_push_and_seal_nothing() {
     let env = Env::new();
     let src = env.path("src");
@@ -298,63 +281,6 @@ impl AsUser for std::process::Command {
 }
 
 #[test]
-fn a_file_changing_during_the_push_is_detected() {
-    let env = Env::new();
-    let src = env.path("src");
-    let big = src.join("growing.bin");
-    write(&big, &noise(48 << 20, 9));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let stop = stop.clone();
-        let big = big.clone();
-        std::thread::spawn(move || {
-            use std::os::unix::fs::FileExt;
-            let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
-            let mut i = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                f.write_all_at(&i.to_le_bytes(), (i * 4096) % (48 << 20))
-                    .unwrap();
-                i += 1;
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-        })
-    };
-    let out = env.run(&["volume", "push", src.to_str().unwrap(), "ns/vol"]);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("changed while it was being pushed"), "{err}");
-    // Nothing sealed, and what was written is sound.
-    assert!(env.ok(&["volume", "ls", "--json"]).contains("[]"));
-    env.ok(&["volume", "verify"]);
-}
-
-#[test]
-fn symlinks_leaving_the_directory_are_refused() {
-    let env = Env::new();
-    for (name, target) in [("abs", "/etc/passwd"), ("up", "../../outside")] {
-        let src = env.path(&format!("src-{name}"));
-        write(&src.join("sub/f"), b"x");
-        std::os::unix::fs::symlink(target, src.join("sub/link")).unwrap();
-        let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
-        assert!(err.contains("points outside the directory"), "{err}");
-    }
-}
-
-#[test]
-fn non_utf8_file_names_are_refused_by_name() {
-    use std::os::unix::ffi::OsStrExt;
-    let env = Env::new();
-    let src = env.path("src");
-    std::fs::create_dir_all(&src).unwrap();
-    let name = std::ffi::OsStr::from_bytes(b"bad-\xff-name");
-    std::fs::write(src.join(name), b"x").unwrap();
-    let err = env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
-    assert!(err.contains("not UTF-8") && err.contains("bad-"), "{err}");
-}
-
-#[test]
 fn empty_directories_and_zero_byte_files_round_trip() {
     let env = Env::new();
     let src = env.path("src");
@@ -383,22 +309,6 @@ fn empty_directories_and_zero_byte_files_round_trip() {
     let out = env.path("out2");
     env.ok(&["volume", "pull", &r, out.to_str().unwrap()]);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
-}
-
-#[test]
-fn a_newer_repository_format_is_refused_with_its_version() {
-    let env = Env::new();
-    let src = env.path("src");
-    write(&src.join("f"), b"x");
-    env.push(&src, "ns/vol", &[]);
-    let cfg = env.repo.join("sealvol.repo");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("\"format\": 1", "\"format\": 7");
-    std::fs::write(&cfg, text).unwrap();
-    let err = env.fails(1, &["volume", "ls"]);
-    assert!(err.contains("format 7") && err.contains("upgrade"), "{err}");
-    env.fails(1, &["volume", "push", src.to_str().unwrap(), "ns/vol"]);
 }
 
 #[test]
@@ -462,64 +372,6 @@ fn verify_names_each_damaged_object() {
     assert!(err.contains("fails its hash check"), "{err}");
     let err = env.fails(1, &["volume", "verify", &r]);
     assert!(err.contains("damaged object(s) found"), "{err}");
-}
-
-#[test]
-fn verify_reports_a_missing_chunk_list() {
-    let env = Env::new();
-    let src = env.path("src");
-    // Larger than a small file, which has no chunk list (docs/FORMAT.md).
-    write(&src.join("a.bin"), &noise(200 << 10, 3));
-    let r = env.push(&src, "ns/vol", &[]);
-    assert_eq!(common::walk_files(&env.repo.join("files")).len(), 1);
-    for f in common::walk_files(&env.repo.join("files")) {
-        std::fs::remove_file(f).unwrap();
-    }
-    let out = env.run(&["volume", "verify"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text.contains(&r) && text.contains("a.bin"), "{text}");
-}
-
-#[test]
-fn stat_cache_skips_unchanged_files_but_never_trusts_a_stale_entry() {
-    let env = Env::new();
-    let src = env.path("src");
-    write(&src.join("a.bin"), &noise(1 << 20, 5));
-    write(&src.join("b.bin"), &noise(1 << 20, 6));
-    // Files written just now are "racy" and not cached; age them.
-    for f in ["a.bin", "b.bin"] {
-        set_mtime(&src.join(f), 1_700_000_000);
-    }
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    env.push(&src, "ns/vol", &[]);
-    let out = env.run(&["volume", "push", src.to_str().unwrap(), "ns/vol"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("2 unchanged file(s) skipped"), "{err}");
-
-    // Same size, same mtime, different bytes: only ctime tells. Must be re-read.
-    let mut b = std::fs::read(src.join("a.bin")).unwrap();
-    b[10] ^= 1;
-    std::fs::write(src.join("a.bin"), &b).unwrap();
-    set_mtime(&src.join("a.bin"), 1_700_000_000);
-    let r = env.push(&src, "ns/vol", &[]);
-    let d = env.ok(&["digest", src.to_str().unwrap()]);
-    assert_eq!(r.split('@').nth(1).unwrap(), d.trim());
-    let pulled = env.path("out");
-    env.ok(&["volume", "pull", &r, pulled.to_str().unwrap()]);
-    assert_same_tree(&src, &pulled);
-}
-
-fn set_mtime(p: &Path, secs: i64) {
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    let t = libc::timespec {
-        tv_sec: secs,
-        tv_nsec: 0,
-    };
-    let times = [t, t];
-    // SAFETY: a valid NUL-terminated path and two timespecs.
-    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
-    assert_eq!(rc, 0);
 }
 
 #[test]
