@@ -181,42 +181,6 @@ fn nothing_can_change_a_mounted_version() {
 }
 
 #[test]
-fn a_damaged_manifest_or_tag_elsewhere_does_not_stop_a_mount() {
-    if !fuse_available() {
-        return;
-    }
-    let env = Env::new();
-    let src = env.path("src");
-    write(&src.join("model.txt"), b"good");
-    env.push(&src, "t/good", &["--tag", "prod"]);
-    write(&src.join("model.txt"), b"bad");
-    let bad = env.push(&src, "t/bad", &["--tag", "prod"]);
-    write(&src.join("model.txt"), b"sibling");
-    env.push(&src, "t/bad", &["--tag", "next"]);
-    let hex = bad.rsplit("b3:").next().unwrap();
-    fs::write(env.repo.join("manifests/t/bad").join(hex), b"{\"format\":").unwrap();
-    fs::write(env.repo.join("tags/t/bad/next"), b"").unwrap();
-    let mnt = env.path("mnt");
-    let _m = mount(&env, "t/good:prod", &mnt, &[]);
-    assert_eq!(fs::read(mnt.join("model.txt")).unwrap(), b"good");
-    // The damaged volume's newest readable version still mounts by name.
-    let mnt2 = env.path("mnt2");
-    let _m2 = mount(&env, "t/bad", &mnt2, &[]);
-    assert_eq!(fs::read(mnt2.join("model.txt")).unwrap(), b"sibling");
-    fs::create_dir_all(env.path("mnt3")).unwrap();
-    let err = env.fails(
-        1,
-        &[
-            "volume",
-            "mount",
-            "t/bad:prod",
-            env.path("mnt3").to_str().unwrap(),
-        ],
-    );
-    assert!(err.contains("damaged"), "{err}");
-}
-
-#[test]
 fn a_tag_resolves_once_at_mount_time() {
     if !fuse_available() {
         return;
@@ -296,40 +260,6 @@ fn two_mounts_share_one_cache_which_heals_a_damaged_chunk() {
         "{m}"
     );
     assert_eq!(mounts_json(&env).len(), 2);
-}
-
-#[test]
-fn a_tiny_cache_evicts_and_keeps_serving_correct_bytes() {
-    if !fuse_available() {
-        return;
-    }
-    let env = Env::new();
-    let src = env.path("src");
-    write(&src.join("w.bin"), &noise(12 << 20, 4));
-    env.push(&src, "t/tiny", &[]);
-    let mnt = env.path("mnt");
-    let _m = mount(&env, "t/tiny", &mnt, &["--cache-size", "1M"]);
-    for _ in 0..2 {
-        assert!(fs::read(mnt.join("w.bin")).unwrap() == fs::read(src.join("w.bin")).unwrap());
-        // Drop the kernel's copy so the second round goes through the tiers again.
-        drop_kernel_cache(&mnt.join("w.bin"));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let held: u64 = cache_chunks(&env.path("cache"))
-        .iter()
-        .filter_map(|p| fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
-    assert!(
-        held <= (1 << 20) + (512 << 10),
-        "the cache holds {held} bytes"
-    );
-}
-
-fn drop_kernel_cache(p: &Path) {
-    let f = fs::File::open(p).unwrap();
-    use std::os::fd::AsRawFd;
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
 }
 
 #[test]

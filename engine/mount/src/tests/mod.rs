@@ -451,3 +451,82 @@ fn a_forged_chunk_list_is_never_served_by_a_mount() {
     // The other file reads as ever.
     assert!(read_all(&fs, "theirs.bin", 1 << 20) == theirs);
 }
+
+/// A cache far smaller than the file evicts as it fills and never serves wrong bytes.
+/// (Moved from the binary's `tests/mount.rs`; `--cache-size` is only how the CLI says
+/// the bound.)
+#[test]
+fn a_tiny_cache_evicts_and_keeps_serving_correct_bytes() {
+    let f = fixture_with(|src| fs::write(src.join("w.bin"), noise(12 << 20, 4)).unwrap());
+    let want = fs::read(f.src.join("w.bin")).unwrap();
+    let cache = Arc::new(ChunkCache::open(&f.cache_dir, 1 << 20).unwrap());
+    for round in 0..2 {
+        // A fresh filesystem each round, as a second mount: through the tiers again.
+        let fs = f.fs(Some(Arc::clone(&cache)));
+        assert!(read_all(&fs, "w.bin", 1 << 20) == want, "round {round}");
+    }
+    let mut held = 0;
+    for sub in fs::read_dir(f.cache_dir.join("chunks")).unwrap() {
+        for c in fs::read_dir(sub.unwrap().path()).unwrap() {
+            held += c.unwrap().metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+    assert!(
+        held <= (1 << 20) + (512 << 10),
+        "the cache holds {held} bytes"
+    );
+}
+
+/// A damaged manifest and a damaged tag of another volume, and a damaged version of
+/// the same volume, stop no other version from opening; the damaged one is refused
+/// with the word. (Moved from the binary's `tests/mount.rs`.)
+#[test]
+fn a_damaged_manifest_or_tag_elsewhere_does_not_stop_a_mount() {
+    use sealvol_core::refs::{Name, Ref};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let repo = Arc::new(Repository::open_local(&root, true, false).unwrap());
+    let src = dir.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    let seal = |text: &[u8], vol: &str, tag: &str| {
+        fs::write(src.join("model.txt"), text).unwrap();
+        let tags = [Name::parse("tag", tag).unwrap()];
+        push(
+            &repo,
+            &src,
+            &VolumeName::parse(vol).unwrap(),
+            &tags,
+            &PushOptions::new(&Quiet),
+        )
+        .unwrap()
+        .digest
+    };
+    let good = seal(b"good", "t/good", "prod");
+    let bad = seal(b"bad", "t/bad", "prod");
+    seal(b"sibling", "t/bad", "next");
+    fs::write(
+        root.join("manifests/t/bad").join(bad.hex()),
+        b"{\"format\":",
+    )
+    .unwrap();
+    fs::write(root.join("tags/t/bad/next"), b"").unwrap();
+    let opts = MountOptions::default();
+    let open = |r: &str| -> sealvol_core::error::Result<VolumeFs> {
+        let r = Ref::parse(r)?;
+        let d = repo.resolve(&r)?;
+        open_fs(Arc::clone(&repo), &r.volume, &d, &opts)
+    };
+    let g = open("t/good:prod").unwrap();
+    assert_eq!(read_all(&g, "model.txt", 4096), b"good");
+    assert_eq!(
+        repo.resolve(&Ref::parse("t/good:prod").unwrap()).unwrap(),
+        good
+    );
+    // The damaged volume's newest readable version still opens by name.
+    let latest = open("t/bad").unwrap();
+    assert_eq!(read_all(&latest, "model.txt", 4096), b"sibling");
+    let Err(e) = open("t/bad:prod") else {
+        panic!("a damaged version opened");
+    };
+    assert!(e.to_string().contains("damaged"), "{e}");
+}
