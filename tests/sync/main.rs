@@ -19,8 +19,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::servers::{
-    AZURITE_KEY, Azurite, FailingServer, FaultProxy, GcsEmulator, HfServer, Moto, SlowProxy,
-    cloud_seed, minilm_dir,
+    AZURITE_KEY, Azurite, FailingServer, GcsEmulator, HfServer, Moto, SlowProxy, cloud_seed,
+    minilm_dir,
 };
 use common::{Env, assert_same_tree, noise, walk_files, write};
 

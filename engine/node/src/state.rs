@@ -260,6 +260,28 @@ impl StateDb {
         })
     }
 
+    /// A job that ended FAILED or CANCELLED with `error`: its state, its one-line
+    /// reason and the error itself in one transaction, so that no reader ever sees the
+    /// end without why.
+    pub fn job_failed(
+        &self,
+        id: u64,
+        to: JobState,
+        error: &sealvol_core::error::Error,
+    ) -> Result<Job> {
+        let reason = crate::log::one_line(error);
+        let wire = sealvol_core::error::WireError::from(error);
+        self.update_job(id, |job| {
+            if !job.state.can_become(to) {
+                return Err(crate::jobs::bad_move(job, to));
+            }
+            job.state = to;
+            job.reason = Some(reason);
+            job.error = Some(wire);
+            Ok(())
+        })
+    }
+
     /// A sealed job: SEALING → READY with its pinned ref and the checks its files
     /// passed.
     pub fn job_ready(

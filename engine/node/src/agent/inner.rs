@@ -14,11 +14,11 @@ use super::live::LiveJob;
 use super::schedule;
 use super::watching::Watches;
 use crate::jobs::{Job, JobEvent, JobSpec, JobState, JobsApi};
-use crate::log::{JobLog, one_line};
+use crate::log::JobLog;
 use crate::state::StateDb;
 use crate::sync::{self, SyncOptions};
 use crate::watch::{Watch, WatchSpec, WatchView};
-use sealvol_core::error::{Error, ErrorKind, Result, WireError};
+use sealvol_core::error::{Error, ErrorKind, Result};
 use sealvol_core::repo::Repository;
 use sealvol_source::Connector;
 
@@ -279,15 +279,7 @@ impl Inner {
                 if let Some(h) = e.hint_text() {
                     log.line(&format!("hint: {h}"));
                 }
-                self.db
-                    .move_job(id, to, Some(one_line(&e)))
-                    .and_then(|_| {
-                        self.db.update_job(id, |j| {
-                            j.error = Some(WireError::from(&e));
-                            Ok(())
-                        })
-                    })
-                    .map(|_| ())
+                self.db.job_failed(id, to, &e).map(|_| ())
             }
         };
         if let Err(e) = outcome {
