@@ -48,32 +48,3 @@ fn bad_inputs_are_refused_before_any_job_exists() {
     }
     assert!(env.ok(&["jobs", "ls", "--json"]).contains("\"jobs\": []"));
 }
-
-#[test]
-fn a_local_folder_syncs_like_a_push() {
-    let env = Env::new();
-    let src = env.path("src");
-    sample(&src);
-    let out = env.ok(&[
-        "volume",
-        "sync",
-        src.to_str().unwrap(),
-        "x/local",
-        "--tag",
-        "v1",
-    ]);
-    assert!(out.trim().ends_with(&digest_of(&env, &src)), "{out}");
-    let (code, err) = fails(
-        env.cmd(),
-        &[
-            "volume",
-            "sync",
-            src.to_str().unwrap(),
-            "x/local",
-            "--exclude",
-            "*.bin",
-        ],
-    );
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("apply to remote sources"), "{err}");
-}

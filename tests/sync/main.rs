@@ -73,14 +73,6 @@ fn digest_of(env: &Env, dir: &Path) -> String {
         .to_string()
 }
 
-fn sample(root: &Path) {
-    write(&root.join("config.json"), b"{\"layers\": 2}");
-    write(&root.join("model.safetensors"), &noise(20 << 20, 1)); // three 8 MiB parts
-    write(&root.join("tokenizer/vocab.txt"), &noise(300_000, 2));
-    write(&root.join("tokenizer/empty.txt"), b"");
-    write(&root.join("a/b/c/deep.bin"), &noise(5000, 3));
-}
-
 fn manifest_json(env: &Env, volume: &str, digest: &str) -> serde_json::Value {
     let path = env
         .repo

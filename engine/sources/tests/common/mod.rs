@@ -106,6 +106,34 @@ impl Here {
         self.ended(job.id)
     }
 
+    /// `volume sync SOURCE w/cancel --detach`: the job's id, once its log says `seen`.
+    pub fn detached_until(&self, eps: &Endpoints, source: &str, seen: &str) -> u64 {
+        let url = SourceUrl::parse(source).unwrap();
+        let job = self
+            .agent
+            .submit(JobSpec {
+                source: url.to_string(),
+                volume: "w/cancel".into(),
+                tags: vec![],
+                secret: Some("test".into()),
+                include: vec![],
+                exclude: vec![],
+                endpoint: eps.resolve(&url),
+                mirror_to: None,
+                started_by: None,
+            })
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let logs = self.agent.logs(job.id).unwrap();
+            if logs.contains(seen) {
+                return job.id;
+            }
+            assert!(Instant::now() < deadline, "never saw {seen:?} in\n{logs}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Stores a secret as `sealvol secret set NAME` does.
     pub fn set_secret(&self, name: &str, value: &str) {
         sealvol_source::secrets::set(&self.tmp.path().join("state"), name, value.as_bytes())
