@@ -2,8 +2,9 @@
 //! the same layout and digests as a local repository, push, pull, tags, diff, verify,
 //! trash and gc round trips; addresses that are errors and never local directories;
 //! bucket problems that say what to fix; refused credentials; a store that ignores
-//! conditional writes; cut uploads. Many processes at once, kill -9 and mounts on a
-//! bucket are tested on the binary (`tests/s3repo.rs`).
+//! conditional writes; cut uploads; a version mirrored to a bucket and back. Many
+//! processes at once, kill -9 and mounts on a bucket are tested on the binary
+//! (`tests/s3repo.rs`, `tests/mirrors.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -449,4 +450,56 @@ fn a_connection_cut_mid_pack_upload_is_retried_and_nothing_half_written_is_refer
     let pulled = here.path("pulled");
     pull_into(direct, "w/cut", &pulled);
     assert_eq!(digest_dir(&pulled).unwrap(), pushed.digest);
+}
+
+#[test]
+fn a_version_mirrored_to_a_bucket_and_back_keeps_its_digest_and_copies_only_what_is_missing() {
+    let here = Here::new();
+    let moto = Moto::start(&[]);
+    moto.seed(&["--bucket", "models"]);
+    let ep = moto.endpoint();
+    here.open(&ep, "s3://models/eu", Mode::Init).unwrap();
+    let local = Repository::open_local(&here.path("repo"), true, false).unwrap();
+    let bucket = here.open(&ep, "s3://models/eu", Mode::Existing).unwrap();
+    let v1 = here.path("v1");
+    write(&v1.join("model.bin"), &noise(24 << 20, 1));
+    write(&v1.join("config.json"), b"{\"layers\": 2}\n");
+    let d1 = push_to(&local, &v1, "weights/m", &["prod"]).digest;
+    let prod = Ref::parse("weights/m:prod").unwrap();
+
+    let first = sealvol_core::mirror::mirror(&local, &bucket, &prod, &Quiet).unwrap();
+    assert_eq!(first.digest, d1.to_string(), "{first:?}");
+    assert!(first.new, "{first:?}");
+    assert!(first.bytes_copied >= 24 << 20, "{first:?}");
+    let again = sealvol_core::mirror::mirror(&local, &bucket, &prod, &Quiet).unwrap();
+    assert_eq!(again.chunks_copied, 0, "{again:?}");
+    assert!(!again.new, "{again:?}");
+
+    // The bucket serves the same version under the same tag.
+    let fresh = here.open(&ep, "s3://models/eu", Mode::Existing).unwrap();
+    assert_eq!(fresh.resolve(&prod).unwrap(), d1);
+
+    // A fine-tune pushed to the bucket comes back with only its changed chunks.
+    let v2 = here.path("v2");
+    let mut model = std::fs::read(v1.join("model.bin")).unwrap();
+    model[20 << 20..].copy_from_slice(&noise(4 << 20, 7));
+    write(&v2.join("model.bin"), &model);
+    write(&v2.join("config.json"), b"{\"layers\": 2}\n");
+    let d2 = push_to(&fresh, &v2, "weights/m", &["prod"]).digest;
+    let back = sealvol_core::mirror::mirror(&fresh, &local, &prod, &Quiet).unwrap();
+    assert_eq!(back.digest, d2.to_string(), "{back:?}");
+    assert!(
+        back.bytes_copied > 0 && back.bytes_copied < 8 << 20,
+        "only the fine-tuned end crosses: {back:?}"
+    );
+    assert!(back.chunks_present > 0, "{back:?}");
+    assert_eq!(local.resolve(&prod).unwrap(), d2);
+    verify_all(&local);
+    let out = here.path("out");
+    pull_into(
+        Repository::open_local(&here.path("repo"), false, false).unwrap(),
+        &format!("weights/m@{d2}"),
+        &out,
+    );
+    assert_eq!(digest_dir(&out).unwrap(), d2);
 }
