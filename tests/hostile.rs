@@ -92,7 +92,7 @@ impl Teams {
     }
 }
 
-/// One request over a fresh connection; the status and the body (read to the end).
+/// One request over a fresh connection, spoken by hand: the status and the body.
 fn http(
     s: &Served,
     method: &str,
@@ -101,54 +101,7 @@ fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, Vec<u8>) {
-    let mut c = TcpStream::connect(&s.addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        s.addr,
-        body.len()
-    );
-    if let Some(k) = key {
-        head.push_str(&format!("Authorization: Bearer {k}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    c.write_all(head.as_bytes()).unwrap();
-    let _ = c.write_all(body);
-    let mut raw = Vec::new();
-    let _ = c.read_to_end(&mut raw);
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> (u16, Vec<u8>) {
-    let text = String::from_utf8_lossy(raw);
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return (status, Vec::new());
-    };
-    let head = text[..at].to_ascii_lowercase();
-    let mut body = raw[at + 4..].to_vec();
-    if head.contains("transfer-encoding: chunked") {
-        let mut out = Vec::new();
-        let mut rest = &body[..];
-        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
-                .unwrap_or(0);
-            if n == 0 || rest.len() < eol + 2 + n {
-                break;
-            }
-            out.extend_from_slice(&rest[eol + 2..eol + 2 + n]);
-            rest = &rest[eol + 4 + n..];
-        }
-        body = out;
-    }
-    (status, body)
+    sealvol_testkit::http::request(&s.addr, method, path, key, headers, body)
 }
 
 fn text(b: &[u8]) -> String {

@@ -10,44 +10,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Env, noise, write};
+use sealvol_testkit::trainer::train;
 use serde_json::Value;
-
-fn shared_dir() -> PathBuf {
-    if let Some(p) = std::env::var_os("SEALVOL_SHARED") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
-}
-
-/// The scripted trainer, run to the end: one JSON line per finished checkpoint.
-fn train(out: &Path, args: &[&str]) -> Vec<Value> {
-    let script = shared_dir().join("bench/gen_training_run.py");
-    assert!(
-        script.exists(),
-        "missing {} (set SEALVOL_SHARED)",
-        script.display()
-    );
-    let o = Command::new("python3")
-        .arg(&script)
-        .arg(out)
-        .args(args)
-        .output()
-        .expect("python3");
-    assert!(
-        o.status.success(),
-        "gen_training_run.py failed (is numpy installed?): {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
 
 /// A child process killed when the test ends, however it ends.
 struct Proc(Child);

@@ -1,6 +1,10 @@
-//! Test support only: the servers tests talk to on loopback, started by the test that
-//! needs them and killed when it ends, so that a crate's own tests can use the same
-//! real S3 API server, relays and emulators as the binary's. Nothing here is linked
-//! into sealvol.
+//! Test support only, shared by the tests of every crate and of the binary: the
+//! servers tests talk to on loopback (`servers`), started by the test that needs them
+//! and killed when it ends; HTTP spoken by hand as a hostile client speaks it (`http`);
+//! the scripted trainer of `../shared/bench` (`trainer`); and walking a folder's files
+//! (`files`). Nothing here is linked into sealvol.
 
+pub mod files;
+pub mod http;
 pub mod servers;
+pub mod trainer;

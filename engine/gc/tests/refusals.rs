@@ -4,7 +4,7 @@
 //! damage) until the next collection. Two collections at once and kill -9 anywhere in
 //! one are tested with processes (`tests/gc.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use sealvol_core::ops::GcOptions;
@@ -18,23 +18,6 @@ use sealvol_core::{Digest, Repository};
 fn write(path: &Path, bytes: &[u8]) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, bytes).unwrap();
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A local repository whose trash window has passed for whatever is deleted (as eight
@@ -86,14 +69,14 @@ fn gc_refuses_to_delete_anything_when_a_manifest_cannot_be_read() {
     let d = push_dir(&repo, &other, "t/other");
     std::fs::write(root.join("manifests/t/other").join(d.hex()), b"{ not json").unwrap();
     std::thread::sleep(Duration::from_millis(1100));
-    let packs = files_under(&root.join("packs"));
+    let packs = sealvol_testkit::files::under(&root.join("packs"));
     let e = gc(&repo).unwrap_err();
     let said = format!("{e} {}", e.hint_text().unwrap_or(""));
     assert!(
         said.contains("deletes nothing") && said.contains("repair"),
         "{said}"
     );
-    assert_eq!(files_under(&root.join("packs")), packs);
+    assert_eq!(sealvol_testkit::files::under(&root.join("packs")), packs);
 }
 
 /// A chunk list younger than the grace period stays when its version is purged, while
@@ -113,7 +96,7 @@ fn a_young_chunk_list_left_by_a_purge_is_garbage_not_damage() {
     repo.delete_version(&Ref::pinned(VolumeName::parse("t/y").unwrap(), d), false)
         .unwrap();
     std::thread::sleep(Duration::from_millis(1100));
-    let lists = files_under(&root.join("files"));
+    let lists = sealvol_testkit::files::under(&root.join("files"));
     assert_eq!(lists.len(), 1);
     for l in &lists {
         let f = std::fs::OpenOptions::new().write(true).open(l).unwrap();
@@ -123,7 +106,7 @@ fn a_young_chunk_list_left_by_a_purge_is_garbage_not_damage() {
     assert_eq!(report.purged.len(), 1, "{report:?}");
     assert_eq!(report.deleted_packs, 1, "{report:?}");
     assert_eq!(report.young_files, 1, "{report:?}");
-    assert_eq!(files_under(&root.join("files")), lists);
+    assert_eq!(sealvol_testkit::files::under(&root.join("files")), lists);
     let verified = survey_all(&repo, ReadData::All, None, false, &Quiet)
         .unwrap()
         .report();
@@ -138,7 +121,7 @@ fn a_young_chunk_list_left_by_a_purge_is_garbage_not_damage() {
     );
     std::thread::sleep(Duration::from_millis(1100));
     gc(&repo).unwrap();
-    assert!(files_under(&root.join("files")).is_empty());
+    assert!(sealvol_testkit::files::under(&root.join("files")).is_empty());
     let verified = survey_all(&repo, ReadData::All, None, false, &Quiet)
         .unwrap()
         .report();

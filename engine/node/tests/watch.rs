@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sealvol_testkit::trainer::train;
 use serde_json::Value;
 
 use sealvol_core::Repository;
@@ -21,39 +22,6 @@ use sealvol_core::walk::digest_dir;
 use sealvol_node::agent::{Agent, AgentSettings, schedule::Limits};
 use sealvol_node::jobs::JobsApi;
 use sealvol_node::watch::{Layout, WatchSpec};
-
-fn shared_dir() -> PathBuf {
-    if let Some(p) = std::env::var_os("SEALVOL_SHARED") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-}
-
-/// The scripted trainer (`gen_training_run.py`), run to the end: one JSON line per
-/// finished checkpoint.
-fn train(out: &Path, args: &[&str]) -> Vec<Value> {
-    let script = shared_dir().join("bench/gen_training_run.py");
-    assert!(
-        script.exists(),
-        "missing {} (set SEALVOL_SHARED)",
-        script.display()
-    );
-    let o = Command::new("python3")
-        .arg(&script)
-        .arg(out)
-        .args(args)
-        .output()
-        .expect("python3");
-    assert!(
-        o.status.success(),
-        "gen_training_run.py failed (is numpy installed?): {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
 
 /// An agent over a repository of its own, and a second handle on the repository for
 /// the test's reads, as another `sealvol` process would have.

@@ -160,7 +160,7 @@ impl Here {
     /// Bytes the repository's packs hold.
     pub fn stored_chunk_bytes(&self) -> u64 {
         let mut total = 0;
-        for e in files_under(&self.repo.join("index")) {
+        for e in sealvol_testkit::files::under(&self.repo.join("index")) {
             let bytes = std::fs::read(&e).unwrap();
             let entries = sealvol_core::objects::decode_index("index", &bytes).unwrap();
             total += entries.iter().map(|e| e.stored_len as u64).sum::<u64>();
@@ -176,23 +176,6 @@ impl Here {
             .map(|v| v.to_string())
             .collect()
     }
-}
-
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 pub fn write(path: &Path, bytes: &[u8]) {
