@@ -246,10 +246,10 @@ fn pull_takes_a_subset_of_a_version_when_asked() {
     let takes = |p: &str| p.ends_with(".json") && !p.starts_with("tokenizer/");
     let report = pull_selected(&tiers, &vol(), &d, &out, false, Some(&takes), &Quiet).unwrap();
     assert_eq!(report.files, 1);
-    let mut got = Vec::new();
-    for e in walkdir(&out) {
-        got.push(e);
-    }
+    let got: Vec<String> = sealvol_testkit::files::under(&out)
+        .iter()
+        .map(|p| p.strip_prefix(&out).unwrap().display().to_string())
+        .collect();
     assert_eq!(got, ["config.json"]);
     assert_eq!(std::fs::read(out.join("config.json")).unwrap(), b"{}\n");
     // The weights were not read: only the small file's bytes left the repository.
@@ -261,22 +261,4 @@ fn pull_takes_a_subset_of_a_version_when_asked() {
     let e = pull_selected(&tiers, &vol(), &d, &none, false, Some(&nothing), &Quiet).unwrap_err();
     assert!(e.to_string().contains("take none of the 4 file(s)"), "{e}");
     assert!(!none.exists(), "nothing written");
-}
-
-/// The files under `root`, relative, in order.
-fn walkdir(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
 }
