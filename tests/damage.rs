@@ -5,8 +5,8 @@
 //!
 //! The engine's side of a truncated and a deleted pack (and of each kind below, on the
 //! in-memory store) is tested in `engine/core/tests/damage.rs`, and repair under a
-//! reader, beside a writer and of summaries and listings in
-//! `engine/core/tests/repair_local.rs`; here, what a person sees.
+//! reader, beside a writer, of summaries and listings, of tags cut or pointing nowhere and
+//! of stray files in `engine/core/tests/repair_local.rs`; here, what a person sees.
 //!
 //! Every case damages the files of a real repository the way the outside world does;
 //! nothing in sealvol is mocked. One helper (`duplicate_pack`) writes a second copy of a
@@ -580,70 +580,6 @@ fn a_broken_tag_is_listed_and_a_push_or_repair_sets_it_again() {
 }
 
 #[test]
-fn a_tag_cut_mid_history_is_restored_from_its_history() {
-    let f = fixture();
-    let v2 = f.env.path("v2");
-    write(&v2.join("a.bin"), b"two");
-    let second = f.env.push(&v2, "t/base", &["--tag", "prod"]);
-    f.env.ok(&["volume", "tag", &f.base, "prod"]);
-    // Three moves: base, second, base. Cut inside the third.
-    let tag = f.env.repo.join("tags/t/base/prod");
-    let text = std::fs::read_to_string(&tag).unwrap();
-    let third = text.rfind("\"from\"").unwrap();
-    std::fs::write(&tag, &text[..third + 10]).unwrap();
-    let (ok, r) = f.repair(&[]);
-    assert!(ok, "{r:#}");
-    assert_eq!(
-        f.env.ok(&["volume", "resolve", "t/base:prod"]).trim(),
-        second,
-        "the newest complete move"
-    );
-    let tags: Value =
-        serde_json::from_str(&f.env.ok(&["volume", "tags", "t/base", "--json"])).unwrap();
-    assert_eq!(
-        tags["tags"][0]["history"].as_array().unwrap().len(),
-        3,
-        "two salvaged moves and the repair's"
-    );
-    f.assert_verifies();
-}
-
-#[test]
-fn a_tag_pointing_at_a_missing_digest_is_moved_back_by_repair() {
-    let f = fixture();
-    let tag = f.env.repo.join("tags/t/base/prod");
-    let text = std::fs::read_to_string(&tag).unwrap();
-    let digest = f.base.rsplit('@').next().unwrap();
-    let bogus = format!("b3:{}", "ab".repeat(32));
-    let edited = text.replacen(
-        &format!("\"digest\": \"{digest}\""),
-        &format!("\"digest\": \"{bogus}\""),
-        1,
-    );
-    assert_ne!(edited, text);
-    std::fs::write(&tag, edited).unwrap();
-    let v = f.verify(&[]);
-    assert!(
-        v["problems"][0]["problem"]
-            .as_str()
-            .unwrap()
-            .contains("not a version"),
-        "{v:#}"
-    );
-    assert!(damaged_of(&v).is_empty());
-    let err = f.pull_fails("t/base:prod");
-    assert!(err.contains("not a version"), "{err}");
-    f.others_still_work();
-    let (ok, r) = f.repair(&[]);
-    assert!(ok, "{r:#}");
-    assert_eq!(
-        f.env.ok(&["volume", "resolve", "t/base:prod"]).trim(),
-        f.base
-    );
-    f.assert_verifies();
-}
-
-#[test]
 fn an_empty_format_file_is_named_and_written_anew() {
     let f = fixture();
     std::fs::write(f.env.repo.join("sealvol.repo"), b"").unwrap();
@@ -679,17 +615,6 @@ fn an_empty_format_file_is_named_and_written_anew() {
         push["new_chunks"], 0,
         "the same chunker settings: everything deduplicates"
     );
-}
-
-#[test]
-fn a_stray_file_is_named_and_quarantined() {
-    let f = fixture();
-    write(&f.env.repo.join("packs/zz/not-a-pack"), b"junk");
-    let v = f.verify(&[]);
-    assert_eq!(v["problems"][0]["object"], "packs/zz/not-a-pack");
-    let (ok, _) = f.repair(&[]);
-    assert!(ok);
-    f.assert_verifies();
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! reader holding a chunk list from before a repair still reads it from the salvaged
 //! copies; repair refuses while a push writes (a dry run does not need to wait); a
 //! missing or wrong summary and a missing or damaged listing are written again, byte
-//! for byte, and a summary whose version is gone is collected. What `verify` and
+//! for byte, and a summary whose version is gone is collected; a tag cut mid-history
+//! or pointing at no version is put back, and a stray file quarantined. What `verify` and
 //! `repair` print of the same, and repair killed mid-way, are tested through the
 //! binary (`tests/damage.rs`).
 
@@ -12,9 +13,11 @@ use sealvol_core::digest::Hash;
 use sealvol_core::objects::FileObject;
 use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
+use sealvol_core::pull::pull;
 use sealvol_core::push::{PushOptions, push};
+use sealvol_core::read::Tiers;
 use sealvol_core::read::{Chunks, Origin};
-use sealvol_core::refs::{Name, VolumeName};
+use sealvol_core::refs::{Name, Ref, VolumeName};
 use sealvol_core::repair::{RepairOptions, RepairReport, repair};
 use sealvol_core::testutil::{folder, noise};
 use sealvol_core::verify::{ReadData, survey_all};
@@ -25,6 +28,7 @@ struct Fixture {
     root: PathBuf,
     base_src: PathBuf,
     base: Digest,
+    other: Digest,
     /// The pack `t/base` was written to.
     base_pack: PathBuf,
     _tmp: tempfile::TempDir,
@@ -45,7 +49,9 @@ fn fixture() -> Fixture {
         ],
     );
     let v = |n: &str| VolumeName::parse(n).unwrap();
-    push(&repo, &other_src, &v("t/other"), &prod, &opts).unwrap();
+    let other = push(&repo, &other_src, &v("t/other"), &prod, &opts)
+        .unwrap()
+        .digest;
     let before = sealvol_testkit::files::under(&root.join("packs"));
     let base_src = folder(
         tmp.path(),
@@ -69,6 +75,7 @@ fn fixture() -> Fixture {
         root,
         base_src,
         base,
+        other,
         base_pack: new.remove(0),
         _tmp: tmp,
     }
@@ -94,6 +101,38 @@ impl Fixture {
     fn file_object(&self, name: &str) -> FileObject {
         let bytes = std::fs::read(self.base_src.join(name)).unwrap();
         self.repo().file_object(&Hash::of(&bytes)).unwrap()
+    }
+
+    fn resolve(&self, r: &str) -> sealvol_core::error::Result<Digest> {
+        self.repo().resolve(&Ref::parse(r).unwrap())
+    }
+
+    /// Everything not damaged still lists and reads, by digest and by tag.
+    fn others_still_work(&self) {
+        let repo = self.repo();
+        let names: Vec<String> = repo
+            .volumes(None)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        assert!(names.contains(&"t/other".into()) && names.contains(&"t/base".into()));
+        let other = VolumeName::parse("t/other").unwrap();
+        repo.versions(&other).unwrap();
+        repo.tags(&other).unwrap();
+        assert_eq!(self.resolve("t/other:prod").unwrap(), self.other);
+        let out = self._tmp.path().join("pulled-other");
+        let _ = std::fs::remove_dir_all(&out);
+        let tiers = Tiers::new(std::sync::Arc::new(repo), None);
+        pull(&tiers, &other, &self.other, &out, false, &Quiet).unwrap();
+        assert_eq!(sealvol_core::walk::digest_dir(&out).unwrap(), self.other);
+    }
+
+    /// The problems a quick verify finds (nothing recorded).
+    fn problems(&self) -> sealvol_core::verify::VerifyReport {
+        survey_all(&self.repo(), ReadData::None, None, false, &Quiet)
+            .unwrap()
+            .report()
     }
 
     fn verifies(&self) {
@@ -256,5 +295,85 @@ fn a_missing_summary_lists_from_the_manifest_and_repair_writes_it_again() {
     let (ok, _) = f.repair(false, false);
     assert!(ok);
     assert_eq!(std::fs::read(&listing).unwrap(), good);
+    f.verifies();
+}
+
+#[test]
+fn a_tag_cut_mid_history_is_restored_from_its_history() {
+    let f = fixture();
+    let v2 = f._tmp.path().join("v2");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::write(v2.join("a.bin"), b"two").unwrap();
+    let prod = Name::parse("tag", "prod").unwrap();
+    let base = VolumeName::parse("t/base").unwrap();
+    let second = push(
+        &f.repo(),
+        &v2,
+        &base,
+        std::slice::from_ref(&prod),
+        &PushOptions::new(&Quiet),
+    )
+    .unwrap()
+    .digest;
+    f.repo().move_tag(&base, &prod, &f.base, None).unwrap();
+    // Three moves: base, second, base. Cut inside the third.
+    let tag = f.root.join("tags/t/base/prod");
+    let text = std::fs::read_to_string(&tag).unwrap();
+    let third = text.rfind("\"from\"").unwrap();
+    std::fs::write(&tag, &text[..third + 10]).unwrap();
+    let (ok, r) = f.repair(false, false);
+    assert!(ok, "{r:?}");
+    assert_eq!(
+        f.resolve("t/base:prod").unwrap(),
+        second,
+        "the newest complete move"
+    );
+    let tags = f.repo().tags(&base).unwrap();
+    assert_eq!(
+        tags[0].history.len(),
+        3,
+        "two salvaged moves and the repair's"
+    );
+    f.verifies();
+}
+
+#[test]
+fn a_tag_pointing_at_a_missing_digest_is_moved_back_by_repair() {
+    let f = fixture();
+    let tag = f.root.join("tags/t/base/prod");
+    let text = std::fs::read_to_string(&tag).unwrap();
+    let bogus = format!("b3:{}", "ab".repeat(32));
+    let edited = text.replacen(
+        &format!("\"digest\": \"{}\"", f.base),
+        &format!("\"digest\": \"{bogus}\""),
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&tag, edited).unwrap();
+    let v = f.problems();
+    assert!(v.problems[0].problem.contains("not a version"), "{v:?}");
+    assert!(
+        v.damaged_versions.iter().all(|a| a.version.is_none()),
+        "no version is broken: {v:?}"
+    );
+    let e = f.resolve("t/base:prod").unwrap_err();
+    assert!(e.to_string().contains("not a version"), "{e}");
+    f.others_still_work();
+    let (ok, r) = f.repair(false, false);
+    assert!(ok, "{r:?}");
+    assert_eq!(f.resolve("t/base:prod").unwrap(), f.base);
+    f.verifies();
+}
+
+#[test]
+fn a_stray_file_is_named_and_quarantined() {
+    let f = fixture();
+    let stray = f.root.join("packs/zz/not-a-pack");
+    std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
+    std::fs::write(&stray, b"junk").unwrap();
+    assert_eq!(f.problems().problems[0].object, "packs/zz/not-a-pack");
+    let (ok, _) = f.repair(false, false);
+    assert!(ok);
+    assert!(!stray.exists());
     f.verifies();
 }
