@@ -5,12 +5,12 @@
 //!
 //! The engine's side of a truncated and a deleted pack (and of each kind below, on the
 //! in-memory store) is tested in `engine/core/tests/damage.rs`, and repair under a
-//! reader, beside a writer, of summaries and listings, of tags cut or pointing nowhere and
-//! of stray files in `engine/core/tests/repair_local.rs`; here, what a person sees.
+//! reader, beside a writer, of summaries and listings, of tags cut or pointing nowhere,
+//! of stray files and of packs with a copy elsewhere in `engine/core/tests/repair_local.rs`;
+//! here, what a person sees.
 //!
 //! Every case damages the files of a real repository the way the outside world does;
-//! nothing in sealvol is mocked. One helper (`duplicate_pack`) writes a second copy of a
-//! pack by the documented format, as two pushes racing each other would leave it.
+//! nothing in sealvol is mocked.
 
 mod common;
 
@@ -226,50 +226,6 @@ fn flip(path: &Path, at: u64) {
     std::fs::write(path, &b).unwrap();
 }
 
-/// Writes a second pack holding every chunk of `pack` (plus one more, so its name
-/// differs), as two pushes racing each other leave the same chunks in two packs.
-fn duplicate_pack(repo: &Path, pack: &Path) {
-    let id = pack.file_name().unwrap().to_str().unwrap();
-    let entries =
-        objects::decode_index("i", &std::fs::read(repo.join("index").join(id)).unwrap()).unwrap();
-    let src = std::fs::read(pack).unwrap();
-    let mut out = objects::PACK_MAGIC.to_vec();
-    let mut new = Vec::new();
-    let extra = b"one more chunk".to_vec();
-    for (e, bytes) in entries
-        .iter()
-        .map(|e| {
-            (
-                *e,
-                src[e.offset as usize..(e.offset + e.stored_len as u64) as usize].to_vec(),
-            )
-        })
-        .chain([(
-            PackEntry {
-                hash: Hash::of(&extra),
-                offset: 0,
-                stored_len: extra.len() as u32,
-                raw_len: extra.len() as u32,
-                flags: 0,
-            },
-            extra.clone(),
-        )])
-    {
-        new.push(PackEntry {
-            offset: out.len() as u64,
-            ..e
-        });
-        out.extend_from_slice(&bytes);
-    }
-    out.extend_from_slice(&objects::encode_trailer(&new));
-    let new_id = objects::pack_id(&new).hex();
-    write(&repo.join("packs").join(&new_id[..2]).join(&new_id), &out);
-    write(
-        &repo.join("index").join(&new_id),
-        &objects::encode_index(&new),
-    );
-}
-
 #[test]
 fn a_flipped_byte_breaks_one_file_and_a_push_heals_it() {
     let f = fixture();
@@ -367,47 +323,6 @@ fn a_flipped_byte_with_no_other_copy_is_healed_by_repair_from_the_source() {
     f.assert_verifies();
     f.pulls("t/base:prod", &f.base_src);
     f.others_still_work();
-}
-
-#[test]
-fn a_deleted_pack_with_a_copy_elsewhere_is_relinked_by_repair() {
-    let f = fixture();
-    duplicate_pack(&f.env.repo, &f.base_pack);
-    let id = f.pack_id();
-    std::fs::remove_file(&f.base_pack).unwrap();
-    std::fs::remove_file(f.env.repo.join("index").join(&id)).unwrap();
-    assert_eq!(f.damaged(&[]).get(&f.base).map(|s| s.len()), Some(4));
-    // A push reuses the healthy copies: it writes nothing, yet the version reads back.
-    let push = f.push_base();
-    assert_eq!(push["new_chunks"], 0, "{push}");
-    assert_eq!(push["files_healed"], 4, "{push}");
-    f.env.ok(&["volume", "verify", &f.base]);
-    f.pulls(&f.base, &f.base_src);
-}
-
-#[test]
-fn repair_relinks_to_a_healthy_copy_without_any_source() {
-    let f = fixture();
-    duplicate_pack(&f.env.repo, &f.base_pack);
-    let id = f.pack_id();
-    std::fs::remove_file(&f.base_pack).unwrap();
-    let (ok, r) = f.repair(&[]);
-    assert!(ok, "{r:#}");
-    let actions = r["report"]["actions"].as_array().unwrap();
-    assert_eq!(
-        actions.iter().filter(|a| a["action"] == "relink").count(),
-        4,
-        "{r:#}"
-    );
-    assert!(
-        actions
-            .iter()
-            .any(|a| a["action"] == "quarantine" && a["object"].as_str().unwrap().ends_with(&id)),
-        "the index of the missing pack is quarantined: {r:#}"
-    );
-    f.assert_verifies();
-    f.nothing_healthy_lost(&BTreeSet::new());
-    f.pulls("t/base:prod", &f.base_src);
 }
 
 #[test]

@@ -3,14 +3,15 @@
 //! copies; repair refuses while a push writes (a dry run does not need to wait); a
 //! missing or wrong summary and a missing or damaged listing are written again, byte
 //! for byte, and a summary whose version is gone is collected; a tag cut mid-history
-//! or pointing at no version is put back, and a stray file quarantined. What `verify` and
+//! or pointing at no version is put back, a stray file quarantined, and a deleted pack
+//! whose chunks have a copy elsewhere relinked by a push or by repair. What `verify` and
 //! `repair` print of the same, and repair killed mid-way, are tested through the
 //! binary (`tests/damage.rs`).
 
 use std::path::{Path, PathBuf};
 
 use sealvol_core::digest::Hash;
-use sealvol_core::objects::FileObject;
+use sealvol_core::objects::{self, FileObject, PackEntry};
 use sealvol_core::ops::GcOptions;
 use sealvol_core::progress::Quiet;
 use sealvol_core::pull::pull;
@@ -376,4 +377,134 @@ fn a_stray_file_is_named_and_quarantined() {
     assert!(ok);
     assert!(!stray.exists());
     f.verifies();
+}
+
+/// Writes a second pack holding every chunk of `pack` (plus one more, so its name
+/// differs), as two pushes racing each other leave the same chunks in two packs.
+fn duplicate_pack(repo: &Path, pack: &Path) {
+    let id = pack.file_name().unwrap().to_str().unwrap();
+    let entries =
+        objects::decode_index("i", &std::fs::read(repo.join("index").join(id)).unwrap()).unwrap();
+    let src = std::fs::read(pack).unwrap();
+    let mut out = objects::PACK_MAGIC.to_vec();
+    let mut new = Vec::new();
+    let extra = b"one more chunk".to_vec();
+    let mut all: Vec<(PackEntry, Vec<u8>)> = entries
+        .iter()
+        .map(|e| {
+            let at = e.offset as usize;
+            (*e, src[at..at + e.stored_len as usize].to_vec())
+        })
+        .collect();
+    all.push((
+        PackEntry {
+            hash: Hash::of(&extra),
+            offset: 0,
+            stored_len: extra.len() as u32,
+            raw_len: extra.len() as u32,
+            flags: 0,
+        },
+        extra.clone(),
+    ));
+    for (e, bytes) in all {
+        new.push(PackEntry {
+            offset: out.len() as u64,
+            ..e
+        });
+        out.extend_from_slice(&bytes);
+    }
+    out.extend_from_slice(&objects::encode_trailer(&new));
+    let new_id = objects::pack_id(&new).hex();
+    let packs = repo.join("packs").join(&new_id[..2]);
+    std::fs::create_dir_all(&packs).unwrap();
+    std::fs::write(packs.join(&new_id), &out).unwrap();
+    std::fs::write(
+        repo.join("index").join(&new_id),
+        objects::encode_index(&new),
+    )
+    .unwrap();
+}
+
+impl Fixture {
+    fn pack_id(&self) -> String {
+        self.base_pack
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// The files of each damaged version, as a quick verify names them.
+    fn damaged(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        self.problems()
+            .damaged_versions
+            .into_iter()
+            .filter_map(|a| Some((a.version?, a.files)))
+            .collect()
+    }
+
+    /// A pull of `t/base` to its digest.
+    fn base_pulls(&self) {
+        let out = self._tmp.path().join("pulled-base");
+        let _ = std::fs::remove_dir_all(&out);
+        let tiers = Tiers::new(std::sync::Arc::new(self.repo()), None);
+        let base = VolumeName::parse("t/base").unwrap();
+        pull(&tiers, &base, &self.base, &out, false, &Quiet).unwrap();
+        assert_eq!(sealvol_core::walk::digest_dir(&out).unwrap(), self.base);
+    }
+}
+
+#[test]
+fn a_deleted_pack_with_a_copy_elsewhere_is_relinked_by_a_push() {
+    let f = fixture();
+    duplicate_pack(&f.root, &f.base_pack);
+    let id = f.pack_id();
+    std::fs::remove_file(&f.base_pack).unwrap();
+    std::fs::remove_file(f.root.join("index").join(&id)).unwrap();
+    let pinned = format!("vol:t/base@{}", f.base);
+    assert_eq!(
+        f.damaged().get(&pinned).map(Vec::len),
+        Some(4),
+        "{:?}",
+        f.damaged()
+    );
+    // A push reuses the healthy copies: it writes nothing, yet the version reads back.
+    let base = VolumeName::parse("t/base").unwrap();
+    let push = push(
+        &f.repo(),
+        &f.base_src,
+        &base,
+        &[],
+        &PushOptions::new(&Quiet),
+    )
+    .unwrap();
+    assert_eq!(push.stats.new_chunks, 0, "{push:?}");
+    assert_eq!(push.files_healed, 4, "{push:?}");
+    assert!(f.damaged().is_empty(), "{:?}", f.damaged());
+    f.base_pulls();
+}
+
+#[test]
+fn repair_relinks_to_a_healthy_copy_without_any_source() {
+    let f = fixture();
+    duplicate_pack(&f.root, &f.base_pack);
+    let id = f.pack_id();
+    std::fs::remove_file(&f.base_pack).unwrap();
+    let (ok, r) = f.repair(false, false);
+    assert!(ok, "{r:?}");
+    assert_eq!(
+        r.actions.iter().filter(|a| a.action == "relink").count(),
+        4,
+        "{r:?}"
+    );
+    assert!(
+        r.actions
+            .iter()
+            .any(|a| a.action == "quarantine" && a.object.ends_with(&id)),
+        "the index of the missing pack is quarantined: {r:?}"
+    );
+    f.verifies();
+    f.others_still_work();
+    f.base_pulls();
 }
