@@ -2,7 +2,7 @@
 //! files pinned to the commit, as `volume files` and `volume describe` show it, and a hub
 //! that does not answer within `--timeout`. Hub errors, a token secret, a paged
 //! 100,000-file listing and flipped bytes run on an agent in process:
-//! `engine/sources/tests/sync_hub.rs`.
+//! `engine/sources/tests/sync/hub.rs`.
 
 use super::*;
 

@@ -1,7 +1,7 @@
 //! S3 syncs where only processes show it, against moto: a sync without credentials in
 //! its environment, a secret's value never printed or written, and resume after kill -9.
 //! Digests, resyncs, endpoints, hostile keys, a missing bucket, 403, cut connections
-//! and MD5 mismatches run on an agent in process: `engine/sources/tests/sync_s3.rs`.
+//! and MD5 mismatches run on an agent in process: `engine/sources/tests/sync/s3.rs`.
 
 use super::*;
 

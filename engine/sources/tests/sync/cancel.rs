@@ -4,11 +4,9 @@
 //! killed mid-job and one started in the background are tested on the binary:
 //! `tests/sync/agent.rs`.)
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Here, digest_of, endpoints, here, sample, write};
+use super::common::{Here, digest_of, endpoints, here, sample, write};
 use sealvol_core::testutil::noise;
 use sealvol_node::jobs::{JobSpec, JobState, JobsApi};
 use sealvol_source::{Endpoints, SourceUrl};

@@ -5,11 +5,9 @@
 //! and a hub that does not answer within `--timeout`, are tested on the binary
 //! (`tests/sync/hf.rs`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{digest_of, error_of, here};
+use super::common::{digest_of, error_of, here};
 use sealvol_node::jobs::{JobState, JobsApi};
 use sealvol_source::Endpoints;
 use sealvol_testkit::servers::{HfServer, minilm_dir};

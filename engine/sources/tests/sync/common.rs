@@ -1,8 +1,6 @@
 //! An agent with the real sources, started in the test, for the sync tests of this
 //! crate; and what they check a sealed version with.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

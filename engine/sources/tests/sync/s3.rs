@@ -6,11 +6,9 @@
 //! secrets never printed, kill -9 mid-sync) is tested on the binary
 //! (`tests/sync/s3.rs`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{digest_of, endpoints, error_of, here, manifest_json, sample, write};
+use super::common::{digest_of, endpoints, error_of, here, manifest_json, sample, write};
 use sealvol_core::testutil::noise;
 use sealvol_node::jobs::{JobState, JobsApi};
 use sealvol_source::Endpoints;

@@ -3,11 +3,9 @@
 //! pinned to its generation and checked against both its hashes, a missing bucket, and
 //! a secret that is no service account key refused without being shown.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{digest_of, error_of, here, manifest_json, sample, write};
+use super::common::{digest_of, error_of, here, manifest_json, sample, write};
 use sealvol_node::jobs::{JobSpec, JobState, JobsApi};
 use sealvol_source::Endpoints;
 use sealvol_testkit::servers::{AZURITE_KEY, Azurite, GcsEmulator, cloud_seed};
