@@ -612,6 +612,33 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_job_is_written_with_its_reason_and_error_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = StateDb::open(dir.path(), Duration::ZERO).unwrap().unwrap();
+        let id = db.add_job(spec()).unwrap().id;
+        db.move_job(id, JobState::Running, None).unwrap();
+        let e =
+            Error::new(ErrorKind::Denied, "s3://b/p/: access denied").hint("pass --secret NAME");
+        let failed = db.job_failed(id, JobState::Failed, &e).unwrap();
+        // One record holds the end and why: no reader sees FAILED without the error.
+        let stored = db.job(id).unwrap();
+        for j in [&failed, &stored] {
+            assert_eq!(j.state, JobState::Failed);
+            assert!(
+                j.reason.as_deref().unwrap().contains("access denied"),
+                "{j:?}"
+            );
+            let w = j
+                .error
+                .as_ref()
+                .expect("the error is stored with the state");
+            assert_eq!(w.hint.as_deref(), Some("pass --secret NAME"));
+        }
+        // Only a move the states allow: a FAILED job does not fail again.
+        assert!(db.job_failed(id, JobState::Failed, &e).is_err());
+    }
+
+    #[test]
     fn jobs_live_through_their_states_and_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = {
