@@ -190,6 +190,10 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
         ["--peer", &ub, "--peer", &ua],
         ["--peer", &ua, "--peer", &ub],
     ];
+    // Runs a node asked again of the other server because the owner was late (a busy
+    // machine): each may cost one more origin read of up to a segment, and more bytes
+    // served, by design (hedging); on an idle machine there are none.
+    let mut hedged = 0u64;
     for (i, peers) in nodes.iter().enumerate() {
         let mnt = env.path(&format!("mnt{i}"));
         let cache = env.path(&format!("node-cache{i}"));
@@ -206,6 +210,7 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
             "node {i} never read the origin, proof edges included: {m}"
         );
         assert_eq!(st["peer_errors"], 0, "{m}");
+        hedged += st["peer_late"].as_u64().unwrap();
         // Both servers served this node, each its share.
         let ring = m["ring"].as_array().unwrap();
         assert_eq!(ring.len(), 2, "{m}");
@@ -223,14 +228,18 @@ fn mounts_and_pulls_read_through_a_ring_of_two_servers_and_the_origin_once() {
     );
     // Each part once, and beyond it only the few KiB of proof blocks that a server
     // reads to prove a run (a block that reaches into the next server's part).
-    let most = data + data / 20;
+    // A run is one segment's chunks, the last of which may reach past its end.
+    let hedges =
+        hedged * (sealvol_core::read::ring::SEGMENT + sealvol_core::chunk::BLOCK as u64 / 2);
+    let most = data + data / 20 + hedges;
     assert!(
         (data..=most).contains(&(oa + ob)),
-        "A {oa} + B {ob} for {data}"
+        "A {oa} + B {ob} for {data}, {hedged} run(s) hedged"
     );
-    assert_eq!(
-        metric(&a, "bytes_served_total") + metric(&b, "bytes_served_total"),
-        3 * data
+    let served = metric(&a, "bytes_served_total") + metric(&b, "bytes_served_total");
+    assert!(
+        (3 * data..=3 * data + hedges).contains(&served),
+        "served {served} for 3 × {data}, {hedged} run(s) hedged"
     );
     assert!(oa > 0 && ob > 0, "A {oa}, B {ob}");
     assert!(metric(&a, "cache_hits_total") > 0);
