@@ -146,6 +146,14 @@ fn bad_serve_input_gets_one_clear_line() {
     assert!(e.contains("is not an address"), "{e}");
     let e = env.fails(1, &["serve", "--cache-size", "lots"]);
     assert!(e.contains("lots"), "{e}");
+    for (bad, says) in [
+        ("0s", "give 1s to 1h"),
+        ("2h", "give 1s to 1h"),
+        ("soon", "is not a duration"),
+    ] {
+        let e = env.fails(2, &["serve", "--header-timeout", bad]);
+        assert!(e.contains(says), "{bad}: {e}");
+    }
     let missing = Env::new();
     let out = missing.run(&["--repo", missing.path("nowhere").to_str().unwrap(), "serve"]);
     assert!(!out.status.success());

@@ -55,6 +55,9 @@ pub struct Serve {
     /// Requests one key may have under way at once; past it, 429 [default: 256].
     #[arg(long, value_name = "N")]
     requests_per_key: Option<usize>,
+    /// How long a connection may take to send a request's head, or stay idle between requests, before it is closed (1s to 1h) [default: 20s].
+    #[arg(long, value_name = "DURATION", value_parser = header_timeout)]
+    header_timeout: Option<std::time::Duration>,
     /// Set a namespace's quota in the repository's settings as the server starts, NS=SIZE or NS=none (repeatable; the same as `sealvol settings --quota`, kept for every server and writer of the repository).
     #[arg(long = "quota", value_name = "NS=SIZE", value_parser = quota_arg)]
     quotas: Vec<(String, Option<u64>)>,
@@ -140,6 +143,21 @@ fn gc_interval(s: &str) -> std::result::Result<std::time::Duration, String> {
     Ok(d)
 }
 
+fn header_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write 20s, 2m"))?;
+    let (least, most) = (
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(3600),
+    );
+    if d < least || d > most {
+        return Err(format!(
+            "{s}: give 1s to 1h (a client slower than that to send a request's head is stalled)"
+        ));
+    }
+    Ok(d)
+}
+
 fn serve(ctx: &Ctx, args: Serve) -> Result<()> {
     let Serve {
         cache,
@@ -152,6 +170,7 @@ fn serve(ctx: &Ctx, args: Serve) -> Result<()> {
         no_jobs,
         connections,
         requests_per_key,
+        header_timeout,
         quotas,
         jobs,
         jobs_per_namespace,
@@ -172,7 +191,7 @@ fn serve(ctx: &Ctx, args: Serve) -> Result<()> {
     } = args;
     let policy = sealvol_serve::Policy {
         private_dedup,
-        connections: connection_limits(connections, requests_per_key)?,
+        connections: connection_limits(connections, requests_per_key, header_timeout)?,
         https: tls_cert.is_some(),
         hub_mirror: None,
     };
@@ -469,6 +488,7 @@ fn hub_mirror(
 fn connection_limits(
     connections: Option<usize>,
     per_key: Option<usize>,
+    header_timeout: Option<std::time::Duration>,
 ) -> Result<sealvol_serve::conn::Limits> {
     let d = sealvol_serve::conn::Limits::DEFAULT;
     let files = raise_open_files();
@@ -491,6 +511,7 @@ fn connection_limits(
     Ok(sealvol_serve::conn::Limits {
         connections,
         per_key: per_key.unwrap_or(d.per_key).min(connections),
+        header_timeout: header_timeout.unwrap_or(d.header_timeout),
         ..d
     })
 }

@@ -14,6 +14,16 @@ use std::time::Duration;
 use common::server_with_policy;
 use sealvol_serve::conn::{Floor, Limits};
 
+/// The default limits, but an hour for a request's head: a connection left idle is
+/// closed to make room, or stays open for as long as the test runs, however slowly a
+/// busy machine gets through it (`serve --header-timeout 1h`).
+fn patient() -> Limits {
+    Limits {
+        header_timeout: Duration::from_secs(3600),
+        ..Limits::DEFAULT
+    }
+}
+
 fn policy(limits: Limits) -> sealvol_serve::Policy {
     sealvol_serve::Policy {
         connections: limits,
@@ -80,7 +90,7 @@ fn idle_and_keyless_connections_are_closed_oldest_first_to_make_room() {
         true,
         policy(Limits {
             connections: 32,
-            ..Limits::DEFAULT
+            ..patient()
         }),
     );
     let at = addr(&s);
@@ -105,7 +115,7 @@ fn idle_and_keyless_connections_are_closed_oldest_first_to_make_room() {
 
 #[test]
 fn a_thousand_idle_connections_without_a_key_keep_nobody_out() {
-    let s = server_with_policy(true, policy(Limits::DEFAULT));
+    let s = server_with_policy(true, policy(patient()));
     let at = addr(&s);
     let mut idle: Vec<TcpStream> = (0..1100)
         .map(|_| TcpStream::connect(&at).unwrap())
@@ -114,6 +124,35 @@ fn a_thousand_idle_connections_without_a_key_keep_nobody_out() {
     assert_eq!(status, 200);
     // Answered while every idle one is still open: not after their header timeout.
     assert!(idle.iter_mut().all(|c| !closed(c)));
+}
+
+/// `--header-timeout` is kept: a server given a second closes a connection that sent
+/// nothing, and one that sent half a request head, while a server given an hour keeps
+/// its idle one open (opened first: at a timeout both ignored, it would close first).
+#[test]
+fn a_head_that_does_not_arrive_within_the_header_timeout_closes_its_connection() {
+    let hour = server_with_policy(false, policy(patient()));
+    let second = server_with_policy(
+        false,
+        policy(Limits {
+            header_timeout: Duration::from_secs(1),
+            ..Limits::DEFAULT
+        }),
+    );
+    let mut kept = TcpStream::connect(addr(&hour)).unwrap();
+    let mut silent = TcpStream::connect(addr(&second)).unwrap();
+    let mut half = TcpStream::connect(addr(&second)).unwrap();
+    half.write_all(b"GET /v1/key HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    until_closed(&mut silent);
+    until_closed(&mut half);
+    assert!(
+        !closed(&mut kept),
+        "the patient server closed its idle connection"
+    );
+    // A whole request within the second is answered as ever.
+    let (status, _, _) = second.ask(&second.key, "GET", "/v1/key", vec![]);
+    assert_eq!(status, 200);
 }
 
 /// A pack of 24 MiB, more than the kernel's buffers on both ends hold (4 MiB each at

@@ -1,8 +1,9 @@
 //! Connections: each served over HTTP/1 with limits a hostile client cannot stretch,
 //! and shares no tenant can take from another.
 //!
-//! - Request headers must arrive within `HEADER_TIMEOUT` of the server starting to
-//!   read them, which is also how long an idle kept-alive connection stays open.
+//! - Request headers must arrive within `Limits::header_timeout` (`HEADER_TIMEOUT`,
+//!   20 s, unless `serve --header-timeout`) of the server starting to read them,
+//!   which is also how long an idle kept-alive connection stays open.
 //! - At most `Limits::connections` are open at once; when all are, the oldest one
 //!   that waits for a request (idle, or keyless with its head not sent) is closed to
 //!   make room (`door`), so idle clients never keep a caller out.
@@ -31,6 +32,8 @@ use hyper_util::service::TowerToHyperService;
 use door::{Door, Place};
 pub use floor::Floor;
 
+/// How long a connection may take to send a request's head, or sit idle between
+/// requests, unless `serve --header-timeout` says otherwise.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The most bytes of request head (line and headers) a client may send.
 const MAX_HEAD: usize = 64 << 10;
@@ -45,6 +48,8 @@ pub struct Limits {
     /// Requests without a key (probes, the ring's id) under way at once, together.
     pub anonymous: usize,
     pub floor: Floor,
+    /// How long a request's head may take to arrive, an idle connection included.
+    pub header_timeout: Duration,
 }
 
 impl Limits {
@@ -56,6 +61,7 @@ impl Limits {
         per_key: 256,
         anonymous: 64,
         floor: Floor::DEFAULT,
+        header_timeout: HEADER_TIMEOUT,
     };
 }
 
@@ -83,7 +89,7 @@ where
             let io = TokioIo::new(io);
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(limits.header_timeout)
                 .max_buf_size(MAX_HEAD.max(8192))
                 .keep_alive(true);
             let conn = http.serve_connection(io, service);
