@@ -38,137 +38,6 @@ fn json_of(out: &str) -> Value {
 }
 
 #[test]
-fn rollback_round_trips_change_only_the_ref() {
-    let env = Env::new();
-    let refs = repo_with_history(&env);
-    let (v2, v3) = (&refs[1], &refs[2]);
-    // Comments, anchors and aliases, flow style, odd quoting, other keys, CRLF.
-    let files = [
-        (
-            "block.yaml",
-            format!(
-                "# production\napp:\n  replicas: 3   # keep\n  env: {{A: '1', B: \"two\"}}\nsealvol:\n  mounts:\n    - ref: {v3}  # pinned\n      path: /app/weights\n    - ref: 'vol:x/lora:prod'\n      path: /app/lora\ntrailer: |\n  text\n"
-            ),
-        ),
-        (
-            "crlf.yaml",
-            format!(
-                "sealvol:\r\n  mounts:\r\n  - path: /app/weights\r\n    ref: \"{v3}\"\r\nother: [1, 2]\r\n"
-            ),
-        ),
-        (
-            "flow.yaml",
-            format!("{{sealvol: {{mounts: [{{ref: '{v3}', path: /w}}]}}, x: y}}\n"),
-        ),
-        (
-            "anchor.yaml",
-            format!(
-                "defaults: &weights '{v3}'\nbase: &mount\n  path: /w\nsealvol:\n  mounts:\n    - <<: *mount\n      ref: *weights\n"
-            ),
-        ),
-    ];
-    for (name, text) in &files {
-        let path = env.path(name);
-        std::fs::write(&path, text).unwrap();
-        let out = env.ok(&[
-            "deploy",
-            "rollback",
-            path.to_str().unwrap(),
-            "w/q",
-            "--previous",
-            "--yes",
-            "--json",
-        ]);
-        let v = json_of(&out);
-        assert_eq!(v["to"], digest_of(v2), "{name}: {v}");
-        assert_eq!(v["from"], digest_of(v3), "{name}: {v}");
-        let after = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            after,
-            text.replacen(digest_of(v3), digest_of(v2), 1),
-            "{name}: only the digest changed"
-        );
-        assert_eq!(v["lines"].as_array().unwrap().len(), 1, "{name}: one line");
-        // And back, by --to: byte-identical to the original.
-        env.ok(&[
-            "deploy",
-            "rollback",
-            path.to_str().unwrap(),
-            "w/q",
-            "--to",
-            &format!("@{}", &digest_of(v3)[3..15]),
-            "--yes",
-        ]);
-        assert_eq!(&std::fs::read_to_string(&path).unwrap(), text, "{name}");
-    }
-    // The anchor's other use changes with it, and the command says so.
-    let path = env.path("anchor.yaml");
-    let out = env.run(&[
-        "deploy",
-        "rollback",
-        path.to_str().unwrap(),
-        "w/q",
-        "--previous",
-        "--yes",
-    ]);
-    assert!(out.status.success());
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("anchor &weights"), "{said}");
-    // What "previous" means is said where it is confirmed.
-    assert!(
-        said.contains("--previous: the version of w/q sealed just before the one pinned now, by seal time, not the file's own history"),
-        "{said}"
-    );
-    // A symbolic link (a ConfigMap's file) is followed: its target is rewritten.
-    let target = env.path("real.yaml");
-    std::fs::write(
-        &target,
-        format!("sealvol:\n  mounts:\n    - {{ref: {v3}, path: /w}}\n"),
-    )
-    .unwrap();
-    let link = env.path("link.yaml");
-    std::os::unix::fs::symlink(&target, &link).unwrap();
-    env.ok(&[
-        "deploy",
-        "rollback",
-        link.to_str().unwrap(),
-        "w/q",
-        "--previous",
-        "--yes",
-    ]);
-    assert!(
-        std::fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    assert!(
-        std::fs::read_to_string(&target)
-            .unwrap()
-            .contains(digest_of(v2))
-    );
-    // The pinned version was deleted (in the trash): --previous still knows the one
-    // before it, and check calls the pin an error.
-    let pinned = env.path("deleted.yaml");
-    std::fs::write(
-        &pinned,
-        format!("sealvol:\n  mounts:\n    - {{ref: {v3}, path: /w}}\n"),
-    )
-    .unwrap();
-    env.ok(&["volume", "delete", v3, "--untag", "--yes"]);
-    let p = pinned.to_str().unwrap();
-    let out = env.run(&["deploy", "check", p]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("is in the trash"));
-    env.ok(&["deploy", "rollback", p, "w/q", "--previous", "--yes"]);
-    assert!(
-        std::fs::read_to_string(&pinned)
-            .unwrap()
-            .contains(digest_of(v2))
-    );
-}
-
-#[test]
 fn check_pin_and_drift_on_three_deployments_that_disagree() {
     let env = Env::new();
     let refs = repo_with_history(&env);
@@ -773,11 +642,13 @@ fn deploy_mount_mounts_two_volumes_under_a_root() {
     assert!(!root.join("app/weights/weights.bin").exists());
 }
 
-/// Every hint `deploy check` prints is a command that works as printed (`deploy pin
-/// FILE` alone failed: it needs the volume or --all), and running them leaves nothing
-/// unpinned.
+/// What `deploy check` and `deploy rollback` print. Every hint check prints is a
+/// command that works as printed (`deploy pin FILE` alone failed: it needs the volume
+/// or --all), and running them leaves nothing unpinned; a check of a pin in the trash
+/// says so and exits 1. A rollback says what `--previous` means and that an anchor's
+/// aliases change with it. (The rewrites themselves: `engine/deploy/tests/rollback.rs`.)
 #[test]
-fn the_hints_deploy_check_prints_work_as_printed() {
+fn what_deploy_check_and_rollback_print_works_as_printed() {
     let env = Env::new();
     repo_with_history(&env);
     let file = env.path("deploy/prod/config.yaml");
@@ -802,6 +673,32 @@ fn the_hints_deploy_check_prints_work_as_printed() {
     }
     let after = json_of(&env.ok(&["deploy", "check", f, "--json"]));
     assert_eq!(after["warnings"], 0, "{after}");
+
+    let v3 = json_of(&env.ok(&["volume", "resolve", "w/q:prod", "--json"]));
+    let v3 = v3["ref"].as_str().unwrap();
+    let anchored = env.path("anchor.yaml");
+    write(
+        &anchored,
+        format!(
+            "defaults: &weights '{v3}'\nbase: &mount\n  path: /w\nsealvol:\n  mounts:\n    - <<: *mount\n      ref: *weights\n"
+        )
+        .as_bytes(),
+    );
+    let a = anchored.to_str().unwrap();
+    let out = env.run(&["deploy", "rollback", a, "w/q", "--previous", "--yes"]);
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("anchor &weights"), "{said}");
+    assert!(
+        said.contains("--previous: the version of w/q sealed just before the one pinned now, by seal time, not the file's own history"),
+        "{said}"
+    );
+    // Back to v3, which then goes to the trash: check says so, and exits 1.
+    env.ok(&["deploy", "rollback", a, "w/q", "--to", v3, "--yes"]);
+    env.ok(&["volume", "delete", v3, "--untag", "--yes"]);
+    let out = env.run(&["deploy", "check", a]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is in the trash"));
 }
 
 /// kubernetes-validate (strict) on one manifest; its objects and failures.
