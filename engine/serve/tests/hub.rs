@@ -470,11 +470,15 @@ fn a_tree_lists_files_and_folders_with_their_git_ids_a_page_at_a_time() {
         code("/hf/api/models/t/hf/tree/prod/config.json"),
         (404, Some("EntryNotFound".into()))
     );
+    // A cursor is a path this server encoded: not base64url, or not UTF-8, is refused;
+    // one past every path (`zzz`) is an empty page.
     assert_eq!(code("/hf/api/models/t/hf/tree/prod?cursor=x"), (400, None));
     assert_eq!(
         code("/hf/api/models/t/hf/tree/prod?cursor=99999999"),
-        (200, None)
+        (400, None)
     );
+    let (status, _, body) = ask(&s, "GET", "/hf/api/models/t/hf/tree/prod?cursor=enp6", &[]);
+    assert_eq!((status, body.as_slice()), (200, &b"[]"[..]));
 
     // paths-info: the entries of the paths asked for that exist, in order.
     let (status, _, body) = s.ask(

@@ -3,9 +3,10 @@
 //! and folders as the Hub lists them, `oid` the git blob id (a large file's LFS
 //! pointer's, with `lfs: {oid: SHA-256, size, pointerSize}`), a folder's `oid` its git
 //! tree id. A listing is paged as the Hub pages it (1,000 entries, 50 with `expand`),
-//! the next page named by an absolute URL in `Link: <…>; rel="next"`; a page is built
-//! from the version's sorted ids without copying the rest, so a version of 100,000
-//! files is listed in bounded memory per request. A version's symlinks are not listed:
+//! the next page named by an absolute URL in `Link: <…>; rel="next"`. Its cursor is the
+//! last path listed (base64url): a page starts right after it in the version's sorted
+//! ids, so a version of 100,000 files is listed in bounded memory and time per page,
+//! whichever page is asked (an index would make the last page walk all before it). A version's symlinks are not listed:
 //! the Hub has none.
 
 use std::collections::BTreeMap;
@@ -41,19 +42,19 @@ pub async fn tree(
 ) -> Response {
     let recursive = flag(query, "recursive");
     let expand = flag(query, "expand");
-    let cursor: usize = match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "cursor")
-    {
-        None => 0,
-        Some((_, v)) => match v.parse() {
-            Ok(n) => n,
-            Err(_) => {
-                return Missing::Bad(format!(
+    let after: Option<String> =
+        match form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "cursor") {
+            None => None,
+            Some((_, v)) => match decode_cursor(&v) {
+                Some(p) => Some(p),
+                None => {
+                    return Missing::Bad(format!(
                     "cursor {v:.40} is not one this server gave: follow the Link header's next page"
                 ))
                 .response();
-            }
-        },
-    };
+                }
+            },
+        };
     let page = if expand { PAGE_EXPANDED } else { PAGE };
     let base = absolute(&hub, uri, headers);
     let answered = blocking(move || {
@@ -67,16 +68,17 @@ pub async fn tree(
             }));
         }
         let mut out = Vec::with_capacity(page.min(1024));
+        let mut last = None;
         let mut more = false;
-        for (i, e) in listing(&ids, &path, recursive).enumerate().skip(cursor) {
+        for e in listing_after(&ids, &path, recursive, after.as_deref()) {
             if out.len() == page {
                 more = true;
                 break;
             }
+            last = Some(e.path().to_string());
             out.push(entry_json(&v, e, expand));
-            let _ = i;
         }
-        Ok((out, more.then_some(cursor + page)))
+        Ok((out, last.filter(|_| more)))
     })
     .await;
     match answered {
@@ -90,7 +92,7 @@ pub async fn tree(
                 let q = form_urlencoded::Serializer::new(String::new())
                     .append_pair("recursive", if recursive { "true" } else { "false" })
                     .append_pair("expand", if expand { "true" } else { "false" })
-                    .append_pair("cursor", &next.to_string())
+                    .append_pair("cursor", &encode_cursor(&next))
                     .finish();
                 if let Ok(v) = HeaderValue::from_str(&format!("<{base}?{q}>; rel=\"next\"")) {
                     h.insert(header::LINK, v);
@@ -163,12 +165,29 @@ impl Listed<'_> {
     }
 }
 
+/// A next page's cursor: the last path of this one.
+fn encode_cursor(last: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last)
+}
+
+/// The path a cursor names; `None` if it is not one `encode_cursor` makes.
+fn decode_cursor(cursor: &str) -> Option<String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// The entries under `folder` (`""`: the root), its children or (`recursive`) all its
-/// descendants, folders and files merged in path order: the same order on every page.
-pub fn listing<'a>(
+/// descendants, folders and files merged in path order: the same order on every page;
+/// with `after`, those whose path sorts after it (a page's cursor: any string will do).
+pub fn listing_after<'a>(
     ids: &'a VersionIds,
     folder: &str,
     recursive: bool,
+    after: Option<&str>,
 ) -> impl Iterator<Item = Listed<'a>> + 'a {
     let prefix = match folder {
         "" => String::new(),
@@ -178,29 +197,33 @@ pub fn listing<'a>(
         p.strip_prefix(prefix.as_str())
             .is_some_and(|rest| !rest.is_empty() && (recursive || !rest.contains('/')))
     };
-    let files = from(&ids.files, folder)
+    let files = from(&ids.files, folder, after)
         .filter({
             let under = under.clone();
             move |(p, _)| under(p)
         })
         .map(|(p, f)| Listed::File(p, f));
-    let folders = from(&ids.folders, folder)
+    let folders = from(&ids.folders, folder, after)
         .filter(move |(p, _)| under(p))
         .map(|(p, t)| Listed::Folder(p, t));
     merge(files, folders)
 }
 
-/// The keys of `m` that start with `folder`, in order (they are together).
+/// The keys of `m` that start with `folder`, in order (they are together), from the
+/// first after `after` when it sorts past `folder`.
 fn from<'a, T>(
     m: &'a BTreeMap<String, T>,
     folder: &str,
+    after: Option<&str>,
 ) -> impl Iterator<Item = (&'a String, &'a T)> + 'a {
+    use std::ops::Bound;
     let f = folder.to_string();
-    m.range::<str, _>((
-        std::ops::Bound::Included(folder),
-        std::ops::Bound::Unbounded,
-    ))
-    .take_while(move |(p, _)| p.starts_with(f.as_str()))
+    let start = match after {
+        Some(a) if a >= folder => Bound::Excluded(a),
+        _ => Bound::Included(folder),
+    };
+    m.range::<str, _>((start, Bound::Unbounded))
+        .take_while(move |(p, _)| p.starts_with(f.as_str()))
 }
 
 /// Two listings in path order, merged.
