@@ -7,6 +7,21 @@ use std::time::Duration;
 
 use common::{Env, noise, write};
 
+/// `volume push SRC ns/vol`, quiet, started and not waited for.
+fn quiet_push(env: &Env, src: &std::path::Path) -> std::process::Child {
+    env.cmd()
+        .args(["-q", "volume", "push", src.to_str().unwrap(), "ns/vol"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn kill_9(child: &std::process::Child) {
+    // SAFETY: sending SIGKILL to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+}
+
 #[test]
 fn kill_9_during_push_loses_nothing_and_wastes_nothing() {
     let env = Env::new();
@@ -26,19 +41,12 @@ fn kill_9_during_push_loses_nothing_and_wastes_nothing() {
 
     let mut killed_mid_push = 0;
     for delay_ms in [30u64, 120, 250, 400, 700, 1000] {
-        let mut child = env
-            .cmd()
-            .args(["-q", "volume", "push", src.to_str().unwrap(), "ns/vol"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = quiet_push(&env, &src);
         std::thread::sleep(Duration::from_millis(delay_ms));
         if child.try_wait().unwrap().is_none() {
             killed_mid_push += 1;
         }
-        // SAFETY: sending SIGKILL to our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        kill_9(&child);
         let status = child.wait().unwrap();
         if status.success() {
             break; // It finished before the kill: later delays prove nothing new.
@@ -72,18 +80,11 @@ fn kill_9_during_push_loses_nothing_and_wastes_nothing() {
     if env.stored_chunk_bytes() <= unrelated {
         let packs = |env: &Env| common::walk_files(&env.repo.join("index")).len();
         let before = packs(&env);
-        let mut child = env
-            .cmd()
-            .args(["-q", "volume", "push", src.to_str().unwrap(), "ns/vol"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = quiet_push(&env, &src);
         while packs(&env) == before && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(2));
         }
-        // SAFETY: sending SIGKILL to our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        kill_9(&child);
         child.wait().unwrap();
         let out = env.run(&["volume", "verify"]);
         assert!(
