@@ -213,9 +213,13 @@ fn retention_trashes_what_the_rules_let_go_and_nothing_a_tag_holds() {
     );
     // ...until it is renamed.
     std::fs::rename(&tmp, run.join("checkpoint-3500")).unwrap();
-    let v = wait_for(&env, id, "sealed the renamed folder", |v| {
-        sealed(v).len() == 7
-    });
+    // Retention runs after the seal is recorded: idle with seven sealed means it ran.
+    let v = wait_for(
+        &env,
+        id,
+        "sealed the renamed folder and applied retention",
+        |v| sealed(v).len() == 7 && v["now"]["phase"] == "idle",
+    );
     digests.push(digest(&env, &run.join("checkpoint-3500")));
 
     // Kept: 500 (prod holds it), 1000, 2000 and 3000 (multiples of 1000), 3000 and 3500
