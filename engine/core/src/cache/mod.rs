@@ -27,17 +27,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::SystemTime;
 
 mod stamp;
+mod usage;
 
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
 use crate::recycled::{self, Buffer};
 use stamp::{Stamp, is_stamp, stamp_path};
+use usage::Usage;
 
 pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
     /// Bytes this process believes the cache holds; re-measured on each eviction.
-    used: Arc<AtomicU64>,
+    used: Arc<Usage>,
     /// Set once the background measurement of the existing cache is done.
     measured: Arc<(Mutex<bool>, Condvar)>,
     /// Whole files this process hashed at open (no stamp, or one that did not match).
@@ -69,7 +71,7 @@ impl ChunkCache {
         let cache = ChunkCache {
             dir: dir.to_path_buf(),
             max_bytes,
-            used: Arc::new(AtomicU64::new(0)),
+            used: Arc::default(),
             measured: Arc::new((Mutex::new(false), Condvar::new())),
             files_hashed: AtomicU64::new(0),
             evicted: Arc::default(),
@@ -91,7 +93,7 @@ impl ChunkCache {
             .name("sealvol-cache-measure".into())
             .spawn(move || {
                 if let Ok((total, _)) = bg.scan() {
-                    let used = bg.used.fetch_add(total, Ordering::Relaxed) + total;
+                    let used = bg.used.add(total);
                     if used > bg.max_bytes
                         && let Err(e) = bg.evict()
                     {
@@ -160,7 +162,7 @@ impl ChunkCache {
                 tracing::warn!("cache: file {} is damaged; dropping it", h.hex());
                 let _ = fs::remove_file(&stamp);
                 if fs::remove_file(&p).is_ok() {
-                    self.used.fetch_sub(before.size, Ordering::Relaxed);
+                    self.used.sub(before.size);
                 }
                 return None;
             }
@@ -263,7 +265,7 @@ impl ChunkCache {
         })();
         match result {
             Ok(n) => {
-                let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+                let used = self.used.add(n);
                 if used > self.max_bytes {
                     self.evict()?;
                 }
@@ -287,7 +289,7 @@ impl ChunkCache {
     }
 
     pub fn used_bytes(&self) -> u64 {
-        self.used.load(Ordering::Relaxed)
+        self.used.get()
     }
 
     /// Whether a chunk of that name is cached (not read, not checked: `get` does that).
@@ -301,7 +303,7 @@ impl ChunkCache {
         if Hash::of(&bytes) != *h {
             tracing::warn!("cache: chunk {} is damaged; dropping it", h.hex());
             if fs::remove_file(self.path(h)).is_ok() {
-                self.used.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+                self.used.sub(bytes.len() as u64);
             }
             return None;
         }
@@ -346,8 +348,7 @@ impl ChunkCache {
         }
         match fs::rename(&tmp, &dest) {
             Ok(()) => {
-                let used =
-                    self.used.fetch_add(bytes.len() as u64, Ordering::Relaxed) + bytes.len() as u64;
+                let used = self.used.add(bytes.len() as u64);
                 if used > self.max_bytes {
                     self.evict()?;
                 }
@@ -434,7 +435,7 @@ impl ChunkCache {
                 let _ = fs::remove_file(stamp_path(&path));
             }
         }
-        self.used.store(total, Ordering::Relaxed);
+        self.used.set(total);
         Ok(())
     }
 }
