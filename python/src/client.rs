@@ -66,8 +66,7 @@ impl Client {
             let g = &self.given;
             // As a mount's: a large file read whole is kept whole in the node cache
             // (`VolumeFs::release`), then read from there, not chunk by chunk.
-            let keep = sealvol_setup::Keep::Everything(Fill::Background);
-            let tiers = o.setup.read_tiers(&g.peers, None, &[], keep)?;
+            let tiers = o.setup.read_tiers(&g.peers, None, &[], Fill::Background)?;
             let whole = Limits::default().passthrough_min;
             o.tiers = Some(Arc::new(tiers.keeping_whole_files_from(whole)));
         }

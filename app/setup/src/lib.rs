@@ -5,5 +5,5 @@
 pub mod open;
 pub mod settings;
 
-pub use open::{Keep, PeerTrust, created_repository, peers, ring};
+pub use open::{PeerTrust, created_repository, peers, ring};
 pub use settings::{Flags, Peers, Settings, Setup};

@@ -226,30 +226,17 @@ impl Setup {
     }
 }
 
-/// What a reader keeps of what it reads in the node cache, and how it gets there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    /// Everything, whatever the repository: a mount's and the Python package's large
-    /// files read whole are handed to the kernel from the cache (passthrough).
-    Everything(sealvol_core::read::Fill),
-    /// Only what it could not read again from the repository itself: nothing when the
-    /// repository is a folder on this machine (a second copy on the same kind of disk,
-    /// a file per chunk, saves nothing, as `serve` reasons), everything read from a
-    /// bucket, a server or a mirror read in the repository's place. A pull.
-    FromElsewhere(sealvol_core::read::Fill),
-}
-
 impl Setup {
     /// What a pull or an open reads through: the repository (or, when it cannot be
     /// reached, the first mirrored origin that can), the node-disk cache, the ring of
     /// cache servers (`peers`, `peers_file`, else config.toml's) and the mirrors
-    /// (`origins`, else config.toml's). `keep`: what reaches the cache, and how.
+    /// (`origins`, else config.toml's). `fill`: how chunks read reach the cache.
     pub fn read_tiers(
         &self,
         peers: &[String],
         peers_file: Option<&std::path::Path>,
         origins: &[String],
-        keep: Keep,
+        fill: sealvol_core::read::Fill,
     ) -> Result<sealvol_core::read::Tiers> {
         let s = &self.settings;
         let (repo, mirrors) = self.open_origins(origins)?;
@@ -259,28 +246,12 @@ impl Setup {
             &self.peer_trust(Some(&repo))?,
             self.note,
         )?;
-        let (fill, cache) = match keep {
-            Keep::FromElsewhere(fill) if self.on_this_machine(&repo) => (fill, None),
-            Keep::Everything(fill) | Keep::FromElsewhere(fill) => (
-                fill,
-                Some(Arc::new(sealvol_core::cache::ChunkCache::open(
-                    &s.cache,
-                    s.cache_size,
-                )?)),
-            ),
-        };
-        Ok(sealvol_core::read::Tiers::with_fill(repo, cache, fill)
-            .with_ring(ring)
-            .with_mirrors(mirrors))
-    }
-
-    /// Whether `repo` is the configured repository and a folder of this machine: not a
-    /// bucket, not a server (`--remote`), not a mirror opened in its place.
-    fn on_this_machine(&self, repo: &Repository) -> bool {
-        let s = &self.settings;
-        s.remote.is_none()
-            && matches!(s.repo, Address::Local(_))
-            && Address::parse(repo.location()).is_ok_and(|a| a.is_same_repository(&s.repo))
+        let cache = sealvol_core::cache::ChunkCache::open(&s.cache, s.cache_size)?;
+        Ok(
+            sealvol_core::read::Tiers::with_fill(repo, Some(Arc::new(cache)), fill)
+                .with_ring(ring)
+                .with_mirrors(mirrors),
+        )
     }
 }
 

@@ -324,10 +324,8 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
-    // A pull fills the node cache for the mounts that follow, with what they could not
-    // read again from the repository itself.
-    let keep = sealvol_setup::Keep::FromElsewhere(Fill::Inline);
-    let tiers = ctx.read_tiers(how.peers, how.peers_file, how.origins, keep)?;
+    // A pull fills the node cache for the mounts that follow.
+    let tiers = ctx.read_tiers(how.peers, how.peers_file, how.origins, Fill::Inline)?;
     let repo = tiers.repo();
     let digest = repo.resolve(&r)?;
     // Before a byte is written: a version the policy refuses is never pulled.
