@@ -541,3 +541,49 @@ fn a_frozen_server_costs_reads_its_latency_bound_once_and_is_asked_again_when_it
     assert!(read(&tiers, &obj) == want);
     assert!(servers[0].server.bytes.load(Ordering::Relaxed) > before);
 }
+
+/// Chunk files in a node cache folder.
+fn cached_chunks(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("chunks"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|sub| std::fs::read_dir(sub.path()).map_or(0, |f| f.count()))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_pull_over_a_local_origin_keeps_what_peers_sent_and_nothing_the_origin_gave() {
+    use sealvol_core::cache::ChunkCache;
+    use sealvol_core::read::Fill;
+    let t = tempfile::tempdir().unwrap();
+    let (repo, obj, want) = pushed(t.path(), 8 << 20);
+    let cache = |name: &str| Arc::new(ChunkCache::open(&t.path().join(name), 1 << 30).unwrap());
+    let pull = |c: &Arc<ChunkCache>| {
+        Tiers::with_fill(Arc::clone(&repo), Some(Arc::clone(c)), Fill::Inline)
+            .keeping_only_what_the_origin_cannot_give_again()
+    };
+
+    // From the local origin alone: read whole, nothing kept.
+    let alone = cache("alone");
+    let tiers = pull(&alone);
+    assert!(read(&tiers, &obj) == want);
+    assert!(tiers.counters.snapshot().origin_chunks > 0);
+    assert_eq!(cached_chunks(&t.path().join("alone")), 0);
+
+    // Through a ring: what its servers sent is kept, as before.
+    let through = cache("through");
+    let ring = [Server::new(1, &repo), Server::new(2, &repo)];
+    let tiers = pull(&through).with_ring(exact(as_peers(&ring)));
+    assert!(read(&tiers, &obj) == want);
+    let c = tiers.counters.snapshot();
+    assert_eq!(c.origin_chunks, 0, "{c:?}");
+    assert_eq!(cached_chunks(&t.path().join("through")), obj.chunks.len());
+
+    // Without the rule (a mount's tiers), the origin's chunks are kept too.
+    let mount = cache("mount");
+    let tiers = Tiers::with_fill(Arc::clone(&repo), Some(Arc::clone(&mount)), Fill::Inline);
+    assert!(read(&tiers, &obj) == want);
+    assert_eq!(cached_chunks(&t.path().join("mount")), obj.chunks.len());
+}

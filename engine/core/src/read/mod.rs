@@ -85,6 +85,9 @@ pub struct Tiers {
     peers: Arc<Ring>,
     /// Asked in order when the origin fails.
     mirrors: Vec<MirrorTier>,
+    /// Whether what the origin gave is filled into the node cache
+    /// (`keeping_only_what_the_origin_cannot_give_again`).
+    keep_origin_reads: bool,
     origin_backoff: Backoff,
     pub counters: Counters,
 }
@@ -130,6 +133,7 @@ impl Tiers {
             whole_from: u64::MAX,
             peers: Arc::default(),
             mirrors: Vec::new(),
+            keep_origin_reads: true,
             origin_backoff: Backoff::default(),
             counters: Counters::default(),
         }
@@ -163,6 +167,18 @@ impl Tiers {
                 backoff: Backoff::default(),
             })
             .collect();
+        self
+    }
+
+    /// What the origin gives is not filled into the node cache when the origin is a
+    /// local repository (a pull over a folder of this machine): every chunk can be read
+    /// again from its packs, and a second copy on the same kind of disk, a file per
+    /// chunk, saves nothing. What peers and mirrors send is still kept. From a remote
+    /// origin everything is kept, as before.
+    pub fn keeping_only_what_the_origin_cannot_give_again(mut self) -> Tiers {
+        if self.repo.concurrency() <= 1 {
+            self.keep_origin_reads = false;
+        }
         self
     }
 
@@ -286,7 +302,7 @@ impl Tiers {
     /// file is not filled chunk by chunk, or the background filler is behind).
     fn offer_fill(&self, fills: bool, job: FillJob) {
         match (self.fill, &self.cache, &self.filler) {
-            _ if !fills => {}
+            _ if !fills || (job.from_origin && !self.keep_origin_reads) => {}
             (Fill::Inline, Some(cache), _) => job.store(cache),
             (Fill::Background, _, Some(tx)) => {
                 // Full: skipped; disconnected: the filler is gone. Either way the read

@@ -78,7 +78,11 @@ pub(super) fn read_runs(
                 pieces.push((e.hash, piece.start, piece.end));
                 out[i - base] = Some(piece);
             }
-            fill(FillJob { buf, pieces });
+            fill(FillJob {
+                buf,
+                pieces,
+                from_origin: false,
+            });
             continue;
         }
         if !origin_up && failover(up, obj, run, base, out, counters, fill) {
@@ -146,6 +150,7 @@ pub(super) fn read_runs(
                         fill(FillJob {
                             buf: Arc::clone(&whole.buf),
                             pieces: vec![(c.entry.hash, whole.start, whole.end)],
+                            from_origin: true,
                         });
                         Ok(whole)
                     }
@@ -159,6 +164,7 @@ pub(super) fn read_runs(
                         fill(FillJob {
                             buf: Arc::clone(&other.buf),
                             pieces: vec![(c.entry.hash, other.start, other.end)],
+                            from_origin: true,
                         });
                         other
                     }
@@ -177,7 +183,11 @@ pub(super) fn read_runs(
             out[i - base] = Some(piece);
         }
         if let Ok(buf) = bytes {
-            fill(FillJob { buf, pieces });
+            fill(FillJob {
+                buf,
+                pieces,
+                from_origin: true,
+            });
         }
     }
     Ok(())
@@ -297,6 +307,7 @@ fn fill_each(
                 job = Some(FillJob {
                     buf: Arc::clone(&p.buf),
                     pieces: vec![(h, p.start, p.end)],
+                    from_origin: false,
                 });
             }
         }
@@ -350,4 +361,7 @@ impl FillJob {
 pub(super) struct FillJob {
     pub(super) buf: Arc<Buffer>,
     pieces: Vec<(Hash, usize, usize)>,
+    /// Read from the origin repository (not a peer or a mirror): not kept when the
+    /// origin is a folder on this machine (`Tiers::keeping_nothing_the_origin_holds`).
+    pub(super) from_origin: bool,
 }
