@@ -176,7 +176,7 @@ impl Tiers {
     /// chunk, saves nothing. What peers and mirrors send is still kept. From a remote
     /// origin everything is kept, as before.
     pub fn keeping_only_what_the_origin_cannot_give_again(mut self) -> Tiers {
-        if self.repo.concurrency() <= 1 {
+        if self.origin_is_local() {
             self.keep_origin_reads = false;
         }
         self
@@ -188,10 +188,16 @@ impl Tiers {
     /// would write every byte to the cache disk twice. From a remote origin the chunks
     /// are still filled, so that the whole file is built without a second download.
     pub fn keeping_whole_files_from(mut self, min: u64) -> Tiers {
-        if self.repo.concurrency() <= 1 {
+        if self.origin_is_local() {
             self.whole_from = min;
         }
         self
+    }
+
+    /// Whether the origin is a repository on this machine's disks: the one store that
+    /// takes a single request at a time (buckets and servers take several).
+    fn origin_is_local(&self) -> bool {
+        self.repo.concurrency() <= 1
     }
 
     fn fills(&self, obj: &FileObject) -> bool {

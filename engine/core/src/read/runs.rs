@@ -362,6 +362,6 @@ pub(super) struct FillJob {
     pub(super) buf: Arc<Buffer>,
     pieces: Vec<(Hash, usize, usize)>,
     /// Read from the origin repository (not a peer or a mirror): not kept when the
-    /// origin is a folder on this machine (`Tiers::keeping_nothing_the_origin_holds`).
+    /// origin is a folder on this machine (`Tiers::keeping_only_what_the_origin_cannot_give_again`).
     pub(super) from_origin: bool,
 }
