@@ -206,8 +206,10 @@ fn a_tag_resolves_once_at_mount_time() {
     );
 }
 
-fn cache_chunks(cache: &Path) -> Vec<PathBuf> {
-    walk_files(&cache.join("chunks"))
+/// The chunks a node cache holds: where each lies (segment, offset, length).
+fn cache_chunks(cache: &Path) -> Vec<(PathBuf, u64, u32)> {
+    let c = sealvol_core::cache::ChunkCache::open(cache, 1 << 40).unwrap();
+    c.chunks().iter().filter_map(|h| c.locate(h)).collect()
 }
 
 #[test]
@@ -230,7 +232,7 @@ fn two_mounts_share_one_cache_which_heals_a_damaged_chunk() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while cache_chunks(&env.path("cache"))
         .iter()
-        .map(|p| fs::metadata(p).unwrap().len())
+        .map(|(_, _, len)| *len as u64)
         .sum::<u64>()
         < want.len() as u64
     {
@@ -241,10 +243,10 @@ fn two_mounts_share_one_cache_which_heals_a_damaged_chunk() {
     // Damage one cached chunk; a second mount on the same cache reads right bytes,
     // everything else from the cache, and puts the chunk back.
     let chunks = cache_chunks(&env.path("cache"));
-    let victim = &chunks[chunks.len() / 2];
-    let mut bytes = fs::read(victim).unwrap();
-    bytes[10] ^= 0x40;
-    fs::write(victim, &bytes).unwrap();
+    let (seg, offset, _) = &chunks[chunks.len() / 2];
+    let mut bytes = fs::read(seg).unwrap();
+    bytes[*offset as usize + 10] ^= 0x40;
+    fs::write(seg, &bytes).unwrap();
     let b = env.path("mnt-b");
     let _mb = mount(&env, "t/shared:prod", &b, &[]);
     assert!(fs::read(b.join("w.bin")).unwrap() == want);
@@ -536,7 +538,7 @@ fn a_file_read_whole_is_passed_through_and_a_damaged_one_is_not() {
     }
     // From a local repository the file was written to the cache once, whole, and not
     // as chunks too.
-    assert_eq!(cache_chunks(&env.path("cache")), Vec::<PathBuf>::new());
+    assert_eq!(cache_chunks(&env.path("cache")), vec![]);
     assert!(fs::read(mnt.join("shard.bin")).unwrap() == want);
     let s = wait_stats(&env, &mnt, |s| s["passthrough_opens"].as_u64() >= Some(1));
     assert_eq!(s["stats"]["passthrough_opens"], 1, "{s}");

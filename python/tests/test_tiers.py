@@ -25,8 +25,8 @@ def metric(url: str, key: str, name: str) -> float:
 
 
 def cache_bytes(cache: Path) -> int:
-    """Bytes of chunks a node cache holds."""
-    return sum(p.stat().st_size for p in (cache / "chunks").rglob("*") if p.is_file())
+    """Bytes of chunks a node cache holds (its segments)."""
+    return sum(p.stat().st_size for p in (cache / "packs").glob("*.seg"))
 
 
 @pytest.fixture

@@ -519,10 +519,9 @@ fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
     let n = obj.chunks.len();
     tiers.fetch_for_proof(&obj, 0..n).unwrap();
     let h = obj.chunks[n / 2].entry.hash;
-    let hex = h.hex();
-    let file = dir.path().join("chunks").join(&hex[..2]).join(&hex);
+    let (file, offset, _) = tiers.cache().unwrap().locate(&h).unwrap();
     let mut bytes = std::fs::read(&file).unwrap();
-    bytes[3] ^= 0x01;
+    bytes[offset as usize + 3] ^= 0x01;
     std::fs::write(&file, &bytes).unwrap();
     // A fresh list (no block proven yet), as after a remount.
     let fresh = t.repo.file_object(&t.hb).unwrap();
@@ -533,9 +532,16 @@ fn a_cached_chunk_damaged_on_disk_is_dropped_and_read_again_from_the_origin() {
     let after = tiers.counters.snapshot();
     assert_eq!(after.cache_hits - before.cache_hits, (n - 1) as u64);
     assert_eq!(after.origin_chunks - before.origin_chunks, 1);
-    assert!(
-        std::fs::read(&file).unwrap() != bytes,
-        "the damaged copy is still cached"
+    // The damage is recorded, and the good copy fetched again is what is cached now.
+    let cache = tiers.cache().unwrap();
+    assert_eq!(cache.damaged_chunks(), 1);
+    let good = cache.get(&h).expect("the chunk fetched again is cached");
+    assert_eq!(sealvol_core::digest::Hash::of(&good), h);
+    let (now_in, now_at, _) = cache.locate(&h).unwrap();
+    assert_ne!(
+        (now_in, now_at),
+        (file, offset),
+        "stored anew, not where it was damaged"
     );
 }
 

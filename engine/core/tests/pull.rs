@@ -184,11 +184,7 @@ fn a_pull_reads_through_the_node_cache_which_outlives_a_ruined_origin_but_never_
     let out1 = tmp.path().join("out1");
     pull(&tiers(&mem, Some(&cache)), &vol(), &d, &out1, false, &Quiet).unwrap();
     assert_eq!(tree(&out1), tree(&src));
-    let cached: Vec<PathBuf> = tree(&cache.join("chunks"))
-        .into_iter()
-        .filter(|(_, bytes)| bytes.is_some())
-        .map(|(p, _)| cache.join("chunks").join(p))
-        .collect();
+    let cached = ChunkCache::open(&cache, 1 << 30).unwrap().chunks();
     assert!(
         cached.len() >= 10,
         "the pull filled the node cache: {cached:?}"
@@ -209,9 +205,13 @@ fn a_pull_reads_through_the_node_cache_which_outlives_a_ruined_origin_but_never_
 
     // A damaged cached chunk is not served: with the origin ruined too, the pull fails,
     // names the check that failed, and gives no file its name unless it is whole.
-    let mut b = std::fs::read(&cached[0]).unwrap();
-    b[0] ^= 1;
-    std::fs::write(&cached[0], b).unwrap();
+    let (seg, offset, _) = ChunkCache::open(&cache, 1 << 30)
+        .unwrap()
+        .locate(&cached[0])
+        .unwrap();
+    let mut b = std::fs::read(&seg).unwrap();
+    b[offset as usize] ^= 1;
+    std::fs::write(&seg, b).unwrap();
     let out3 = tmp.path().join("out3");
     let e = pull(&tiers(&mem, Some(&cache)), &vol(), &d, &out3, false, &Quiet).unwrap_err();
     assert!(e.message().contains("fails its hash check"), "{e}");

@@ -542,15 +542,12 @@ fn a_frozen_server_costs_reads_its_latency_bound_once_and_is_asked_again_when_it
     assert!(servers[0].server.bytes.load(Ordering::Relaxed) > before);
 }
 
-/// Chunk files in a node cache folder.
+/// Chunks a node cache folder holds.
 fn cached_chunks(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("chunks"))
-        .map(|rd| {
-            rd.flatten()
-                .map(|sub| std::fs::read_dir(sub.path()).map_or(0, |f| f.count()))
-                .sum()
-        })
-        .unwrap_or(0)
+    sealvol_core::cache::ChunkCache::open(dir, 1 << 30)
+        .unwrap()
+        .chunks()
+        .len()
 }
 
 #[test]

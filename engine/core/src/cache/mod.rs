@@ -1,8 +1,9 @@
-//! The node-disk cache tier: verified chunks as content-addressed files
-//! (`<dir>/chunks/<aa>/<hash>`), shared by every mount and pull on the node, kept across
-//! restarts, bounded in size with least-recently-used eviction. Large files that were
-//! read whole are also kept whole (`<dir>/files/<aa>/<file hash>`), so that a mount can
-//! hand them to the kernel (FUSE passthrough) and serve them at local-disk speed.
+//! The node-disk cache tier: verified chunks packed into segment files (`packs.rs`:
+//! `<dir>/packs/<id>.seg` with its index beside it), shared by every mount, pull and
+//! `serve` on the node, kept across restarts, bounded in size with least-recently-used
+//! eviction a segment at a time. Large files that were read whole are also kept whole
+//! (`<dir>/files/<aa>/<file hash>`), so that a mount can hand them to the kernel (FUSE
+//! passthrough) and serve them at local-disk speed.
 //!
 //! A whole file is checked against its hash once per fill, not once per process: the
 //! check leaves a stamp beside it (`<file hash>.ok`: the inode, size, mtime and change
@@ -12,44 +13,55 @@
 //! (and dropped if it fails). For the same reason the LRU clock of a whole file is its
 //! stamp's mtime, never the file's own. What this trusts is in docs/SEMANTICS.md.
 //!
-//! Safe with many processes at once, without a shared index: a chunk file is published
+//! Safe with many processes at once, without a shared index: segments are appended to
+//! by one process each and read by all (`packs.rs` says how); a whole file is published
 //! by an atomic rename and never changes after; a reader verifies every chunk against
 //! its hash and drops a bad one (a torn disk, a stray write) instead of serving it; a
-//! file's mtime is its last use, so every process sees the same LRU order; eviction
-//! takes an exclusive lock so two processes do not evict the same chunks twice, and
-//! deleting a chunk a reader has open is harmless (Unix keeps the bytes until closed).
+//! segment's or whole file's mtime is its last use, so every process sees the same LRU
+//! order; eviction takes an exclusive lock so two processes do not evict the same
+//! objects twice, and deleting what a reader has open is harmless (Unix keeps the bytes
+//! until it is closed).
+//!
+//! A cache of the layout before segments (`<dir>/chunks/<aa>/<hash>`, one file per
+//! chunk) is read once in the background, each chunk checked and moved into segments.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::SystemTime;
 
+mod packs;
 mod stamp;
 mod usage;
 
 use crate::digest::Hash;
 use crate::error::{IoContext, Result};
 use crate::recycled::{self, Buffer};
+use packs::Packs;
 use stamp::{Stamp, is_stamp, stamp_path};
 use usage::Usage;
 
 pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
+    /// The chunks, packed into segments.
+    packs: Arc<Packs>,
+    /// Set while chunks of the old layout (`chunks/`) wait to be moved into segments:
+    /// until then a miss looks there too.
+    old_layout: Arc<AtomicBool>,
     /// Bytes this process believes the cache holds; re-measured on each eviction.
     used: Arc<Usage>,
     /// Set once the background measurement of the existing cache is done.
     measured: Arc<(Mutex<bool>, Condvar)>,
     /// Whole files this process hashed at open (no stamp, or one that did not match).
     files_hashed: AtomicU64,
-    /// Objects (chunks, whole files) and bytes this process evicted.
+    /// Objects (segments, whole files) and bytes this process evicted.
     evicted: Arc<(AtomicU64, AtomicU64)>,
 }
 
-/// The stamp beside a whole file.
-/// A whole chunk file, into a recycled buffer (`recycled`).
+/// A chunk file of the old layout, into a recycled buffer (`recycled`).
 fn read_recycled(p: &Path) -> Option<Buffer> {
     use std::io::Read;
     let mut f = File::open(p).ok()?;
@@ -63,44 +75,72 @@ fn read_recycled(p: &Path) -> Option<Buffer> {
 /// on every insert.
 const LOW_WATER: f64 = 0.9;
 
+/// What eviction can take.
+enum Victim {
+    Segment(String),
+    File(PathBuf),
+}
+
 impl ChunkCache {
     pub fn open(dir: &Path, max_bytes: u64) -> Result<ChunkCache> {
-        fs::create_dir_all(dir.join("chunks")).ctx("cannot create cache directory", dir)?;
         fs::create_dir_all(dir.join("tmp")).ctx("cannot create cache directory", dir)?;
         fs::create_dir_all(dir.join("files")).ctx("cannot create cache directory", dir)?;
+        let (packs, held) = Packs::open(&dir.join("packs"), &dir.join("tmp"), max_bytes)
+            .ctx("cannot open cache segments", &dir.join("packs"))?;
         let cache = ChunkCache {
             dir: dir.to_path_buf(),
             max_bytes,
+            packs: Arc::new(packs),
+            old_layout: Arc::new(AtomicBool::new(dir.join("chunks").is_dir())),
             used: Arc::default(),
             measured: Arc::new((Mutex::new(false), Condvar::new())),
             files_hashed: AtomicU64::new(0),
             evicted: Arc::default(),
         };
+        cache.used.add(held);
         cache.remove_stale_temporaries();
-        // Measuring a large cache costs a stat per chunk (seconds for millions of
-        // them), and a mount must be ready at once: measure in the background. Until
-        // then `used` counts only what this process adds, so eviction starts late, never
-        // early.
-        let bg = ChunkCache {
-            dir: cache.dir.clone(),
+        // Measuring the whole files costs a stat each, and moving an old cache into
+        // segments reads it all, and a mount must be ready at once: both in the
+        // background. Until then `used` counts the segments and what this process adds,
+        // so eviction starts late, never early.
+        // The thread holds the segments only while it uses them, so that dropping the
+        // cache closes (and seals) this process's segment at once.
+        let packs = Arc::downgrade(&cache.packs);
+        let (dir_, old_layout, used, measured, evicted) = (
+            cache.dir.clone(),
+            Arc::clone(&cache.old_layout),
+            Arc::clone(&cache.used),
+            Arc::clone(&cache.measured),
+            Arc::clone(&cache.evicted),
+        );
+        let done = Arc::clone(&cache.measured);
+        let bg = move |packs: Arc<Packs>| ChunkCache {
+            dir: dir_,
             max_bytes,
-            used: Arc::clone(&cache.used),
-            measured: Arc::clone(&cache.measured),
+            packs,
+            old_layout,
+            used,
+            measured,
             files_hashed: AtomicU64::new(0),
-            evicted: Arc::clone(&cache.evicted),
+            evicted,
         };
         let spawned = std::thread::Builder::new()
             .name("sealvol-cache-measure".into())
             .spawn(move || {
-                if let Ok((total, _)) = bg.scan() {
-                    let used = bg.used.add(total);
-                    if used > bg.max_bytes
+                if let Some(bg) = packs.upgrade().map(bg) {
+                    if let Ok((total, _)) = bg.scan_files() {
+                        bg.used.add(total);
+                    }
+                    if bg.old_layout.load(Ordering::Relaxed) {
+                        bg.move_old_layout();
+                    }
+                    if bg.used.get() > bg.max_bytes
                         && let Err(e) = bg.evict()
                     {
                         tracing::warn!("cache: {e}");
                     }
                 }
-                let (done, cv) = &*bg.measured;
+                let (done, cv) = &*done;
                 *crate::locks::lock(done) = true;
                 cv.notify_all();
             });
@@ -108,6 +148,64 @@ impl ChunkCache {
             return Err(crate::error::Error::io("cannot start a thread", dir, e));
         }
         Ok(cache)
+    }
+
+    /// Moves the chunks of the layout before segments (one file per chunk) into
+    /// segments, each checked against its name; a bad one is dropped. One process does
+    /// it (under the eviction lock); the others find each chunk in one place or the
+    /// other meanwhile.
+    fn move_old_layout(&self) {
+        let root = self.dir.join("chunks");
+        let Ok(lock) = self.evict_lock() else { return };
+        let (mut moved, mut bytes, mut bad) = (0u64, 0u64, 0u64);
+        for sub in fs::read_dir(&root).into_iter().flatten().flatten() {
+            for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
+                let path = f.path();
+                let name = f.file_name();
+                let hash = name.to_str().and_then(Hash::parse_hex);
+                match (hash, read_recycled(&path)) {
+                    (Some(h), Some(b)) if Hash::of(&b) == h => {
+                        // Not `put`: it may evict, which takes the lock held here.
+                        match self.packs.put(&h, &b) {
+                            Ok(n) => self.used.add(n),
+                            Err(e) => {
+                                // Not moved this time; the next open tries again.
+                                tracing::warn!("cache: cannot move the old layout's chunks: {e}");
+                                return;
+                            }
+                        };
+                        moved += 1;
+                        bytes += b.len() as u64;
+                    }
+                    _ => bad += 1,
+                }
+                let _ = fs::remove_file(&path);
+            }
+            let _ = fs::remove_dir(sub.path());
+        }
+        let _ = fs::remove_dir(&root);
+        self.old_layout.store(false, Ordering::Relaxed);
+        drop(lock);
+        tracing::info!(
+            "cache: moved {moved} chunks ({bytes} bytes) of the old one-file-per-chunk layout into segments{}",
+            if bad > 0 {
+                format!(", dropped {bad} that were not what their names say")
+            } else {
+                String::new()
+            }
+        );
+    }
+
+    fn evict_lock(&self) -> Result<File> {
+        let lock_path = self.dir.join("tmp").join("evict.lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .ctx("cannot open", &lock_path)?;
+        lock.lock().ctx("cannot lock", &lock_path)?;
+        Ok(lock)
     }
 
     /// Temporary files of writers that died (a mount killed while keeping a file
@@ -128,7 +226,8 @@ impl ChunkCache {
         }
     }
 
-    fn path(&self, h: &Hash) -> PathBuf {
+    /// Where the old layout kept chunk `h`.
+    fn old_path(&self, h: &Hash) -> PathBuf {
         let hex = h.hex();
         self.dir.join("chunks").join(&hex[..2]).join(hex)
     }
@@ -294,16 +393,18 @@ impl ChunkCache {
 
     /// Whether a chunk of that name is cached (not read, not checked: `get` does that).
     pub fn contains(&self, h: &Hash) -> bool {
-        self.path(h).exists()
+        self.packs.contains(h)
+            || (self.old_layout.load(Ordering::Relaxed) && self.old_path(h).exists())
     }
 
-    /// The chunk, if cached and intact. A chunk that fails its hash is deleted.
+    /// The chunk, if cached and intact. A chunk that fails its hash is forgotten (and
+    /// its segment marked for eviction first), so it is fetched and stored again.
     pub fn get(&self, h: &Hash) -> Option<Buffer> {
         let bytes = self.get_unchecked(h)?;
         if Hash::of(&bytes) != *h {
-            tracing::warn!("cache: chunk {} is damaged; dropping it", h.hex());
-            if fs::remove_file(self.path(h)).is_ok() {
-                self.used.sub(bytes.len() as u64);
+            self.packs.damaged(h);
+            if self.old_layout.load(Ordering::Relaxed) {
+                let _ = fs::remove_file(self.old_path(h));
             }
             return None;
         }
@@ -311,72 +412,55 @@ impl ChunkCache {
     }
 
     /// A chunk as stored, not hashed: for a caller that proves these bytes itself
-    /// (the blocks of its file, `Chunks::fetch_for_proof` over `Tiers`), and when they fail asks
-    /// `get` again, which drops a damaged copy.
+    /// (the blocks of its file, `Chunks::fetch_for_proof` over `Tiers`), and when they
+    /// fail asks `get` again, which drops a damaged copy.
     pub fn get_unchecked(&self, h: &Hash) -> Option<Buffer> {
-        let p = self.path(h);
-        let bytes = read_recycled(&p)?;
-        // The mtime is the LRU clock every process shares; failing to bump it only
-        // makes this chunk a little likelier to be evicted.
-        if let Ok(f) = File::options().write(true).open(&p) {
-            let _ = f.set_modified(SystemTime::now());
-        }
-        Some(bytes)
+        self.packs.read(h).or_else(|| {
+            self.old_layout
+                .load(Ordering::Relaxed)
+                .then(|| read_recycled(&self.old_path(h)))
+                .flatten()
+        })
     }
 
     /// Stores a chunk: the caller has checked it against `h`, or proven it to be bytes
-    /// of a file whose list names `h` there (`Chunks::fetch_for_proof` over `Tiers`). Either way
-    /// `get` checks what it gives back, so a copy stored under a name a lying list gave
-    /// it costs a miss, never wrong bytes. Concurrent puts of the
-    /// same chunk are fine: the first rename wins and the bytes are the same.
+    /// of a file whose list names `h` there (`Chunks::fetch_for_proof` over `Tiers`).
+    /// Either way `get` checks what it gives back, so a copy stored under a name a lying
+    /// list gave it costs a miss, never wrong bytes. Concurrent puts of the same chunk
+    /// by two processes store it twice, harmlessly (one copy is found first).
     pub fn put(&self, h: &Hash, bytes: &[u8]) -> Result<()> {
-        let dest = self.path(h);
-        if dest.exists() {
-            return Ok(());
+        let n = self.packs.put(h, bytes)?;
+        if n > 0 && self.used.add(n) > self.max_bytes {
+            self.evict()?;
         }
-        let tmp = self.dir.join("tmp").join(crate::store::unique_temp_name());
-        {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-                .ctx("cannot write cache file", &tmp)?;
-            f.write_all(bytes).ctx("cannot write cache file", &tmp)?;
-        }
-        if let Some(parent) = dest.parent() {
-            fs::create_dir_all(parent).ctx("cannot create cache directory", parent)?;
-        }
-        match fs::rename(&tmp, &dest) {
-            Ok(()) => {
-                let used = self.used.add(bytes.len() as u64);
-                if used > self.max_bytes {
-                    self.evict()?;
-                }
-                Ok(())
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(crate::error::Error::io(
-                    "cannot publish cache file",
-                    &dest,
-                    e,
-                ))
-            }
-        }
+        Ok(())
     }
 
-    /// Every cached chunk and whole file: total bytes and (last use, size, path), for
-    /// eviction. A whole file's last use is its stamp's mtime, and its size counts the
-    /// stamp's; a stamp whose file is gone is removed.
+    /// Chunks this process found damaged in the cache (and fetched again).
+    pub fn damaged_chunks(&self) -> u64 {
+        self.packs.damaged_count()
+    }
+
+    /// Every chunk the cache holds (for tests and `info`: it reads every index).
+    pub fn chunks(&self) -> Vec<Hash> {
+        self.packs.hashes()
+    }
+
+    /// Where chunk `h` lies: its segment file, offset and length (for tests that damage
+    /// it, and for looking at a cache by hand).
+    pub fn locate(&self, h: &Hash) -> Option<(PathBuf, u64, u32)> {
+        self.packs.locate(h)
+    }
+
+    /// Every whole file: total bytes and (last use, size, path), for eviction. A whole
+    /// file's last use is its stamp's mtime, and its size counts the stamp's; a stamp
+    /// whose file is gone is removed.
     #[allow(clippy::type_complexity)]
-    fn scan(&self) -> Result<(u64, Vec<(SystemTime, u64, PathBuf)>)> {
+    fn scan_files(&self) -> Result<(u64, Vec<(SystemTime, u64, PathBuf)>)> {
         let mut entries = Vec::new();
         let mut stamps = std::collections::HashMap::new();
-        for kind in ["chunks", "files"] {
-            let root = self.dir.join(kind);
-            let Ok(rd) = fs::read_dir(&root) else {
-                continue;
-            };
+        let root = self.dir.join("files");
+        if let Ok(rd) = fs::read_dir(&root) {
             for sub in rd {
                 let sub = sub.ctx("cannot list", &root)?.path();
                 let Ok(rd) = fs::read_dir(&sub) else { continue };
@@ -405,35 +489,57 @@ impl ChunkCache {
         Ok((total, entries))
     }
 
-    /// Deletes least recently used chunks until the cache is under its low-water mark.
+    /// Every segment and whole file: total bytes, and what eviction may take, oldest
+    /// first (segments a reader found damaged before anything else; segments another
+    /// process is appending to never).
+    fn victims(&self) -> Result<(u64, Vec<(u64, Victim)>)> {
+        let (mut total, files) = self.scan_files()?;
+        let mut victims: Vec<(bool, SystemTime, u64, Victim)> = files
+            .into_iter()
+            .map(|(used, size, path)| (false, used, size, Victim::File(path)))
+            .collect();
+        for seg in self.packs.candidates() {
+            total += seg.size;
+            if !self.packs.being_written(&seg.id) {
+                victims.push((!seg.damaged, seg.used, seg.size, Victim::Segment(seg.id)));
+            }
+        }
+        victims.sort_by_key(|(healthy, used, _, _)| (*healthy, *used));
+        let victims = victims
+            .into_iter()
+            .map(|(_, _, size, v)| (size, v))
+            .collect();
+        Ok((total, victims))
+    }
+
+    /// Evicts least recently used segments and whole files until the cache is under its
+    /// low-water mark.
     pub fn evict(&self) -> Result<()> {
-        let lock_path = self.dir.join("tmp").join("evict.lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .ctx("cannot open", &lock_path)?;
-        lock.lock().ctx("cannot lock", &lock_path)?;
-        let (mut total, mut files) = self.scan()?;
+        let _lock = self.evict_lock()?;
+        let (mut total, victims) = self.victims()?;
         let target = (self.max_bytes as f64 * LOW_WATER) as u64;
-        files.sort_by_key(|(t, _, _)| *t);
-        for (_, size, path) in files {
+        for (size, victim) in victims {
             if total <= target {
                 break;
             }
-            match fs::remove_file(&path) {
-                Ok(()) => {
-                    total -= size;
-                    self.evicted.0.fetch_add(1, Ordering::Relaxed);
-                    self.evicted.1.fetch_add(size, Ordering::Relaxed);
+            let removed = match &victim {
+                Victim::Segment(id) => self.packs.remove(id).map_err(|e| {
+                    crate::error::Error::io("cannot evict", &self.dir.join("packs"), e)
+                }),
+                Victim::File(path) => {
+                    let r = match fs::remove_file(path) {
+                        Ok(()) => Ok(()),
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                        Err(e) => Err(crate::error::Error::io("cannot evict", path, e)),
+                    };
+                    let _ = fs::remove_file(stamp_path(path));
+                    r
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => total -= size,
-                Err(e) => return Err(crate::error::Error::io("cannot evict", &path, e)),
-            }
-            if path.starts_with(self.dir.join("files")) {
-                let _ = fs::remove_file(stamp_path(&path));
-            }
+            };
+            removed?;
+            total -= size;
+            self.evicted.0.fetch_add(1, Ordering::Relaxed);
+            self.evicted.1.fetch_add(size, Ordering::Relaxed);
         }
         self.used.set(total);
         Ok(())
@@ -441,211 +547,4 @@ impl ChunkCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunk(i: u32, len: usize) -> (Hash, Vec<u8>) {
-        let bytes: Vec<u8> = (0..len).map(|j| (i as usize * 31 + j * 7) as u8).collect();
-        (Hash::of(&bytes), bytes)
-    }
-
-    #[test]
-    fn round_trip_across_instances_and_restarts() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = ChunkCache::open(dir.path(), 1 << 20).unwrap();
-        let (h, b) = chunk(1, 1000);
-        assert!(a.get(&h).is_none());
-        a.put(&h, &b).unwrap();
-        a.put(&h, &b).unwrap();
-        // Another process (here: another instance) sees it, and so does a restart.
-        let other = ChunkCache::open(dir.path(), 1 << 20).unwrap();
-        other.wait_measured();
-        assert_eq!(&*other.get(&h).unwrap(), &b[..]);
-        assert_eq!(other.used_bytes(), 1000);
-    }
-
-    #[test]
-    fn a_damaged_chunk_is_dropped_not_served() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = ChunkCache::open(dir.path(), 1 << 20).unwrap();
-        let (h, b) = chunk(2, 4096);
-        c.put(&h, &b).unwrap();
-        let p = c.path(&h);
-        let mut bad = b.clone();
-        bad[100] ^= 1;
-        fs::write(&p, &bad).unwrap();
-        assert!(c.get(&h).is_none());
-        assert!(
-            !p.exists(),
-            "the bad chunk is deleted so it can be refetched"
-        );
-        c.put(&h, &b).unwrap();
-        assert_eq!(&*c.get(&h).unwrap(), &b[..]);
-    }
-
-    #[test]
-    fn eviction_keeps_the_bound_and_the_recently_used() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = ChunkCache::open(dir.path(), 10 * 1000).unwrap();
-        c.wait_measured();
-        let chunks: Vec<_> = (0..8).map(|i| chunk(i, 1000)).collect();
-        for (i, (h, b)) in chunks.iter().enumerate() {
-            c.put(h, b).unwrap();
-            // Distinct mtimes, oldest first.
-            let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + i as u64);
-            File::options()
-                .write(true)
-                .open(c.path(h))
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
-        }
-        // Using chunk 0 makes it the most recent.
-        assert!(c.get(&chunks[0].0).is_some());
-        for i in 8..14 {
-            let (h, b) = chunk(i, 1000);
-            c.put(&h, &b).unwrap();
-        }
-        let (total, _) = c.scan().unwrap();
-        assert!(total <= 10 * 1000, "{total}");
-        assert!(c.get(&chunks[0].0).is_some(), "recently used survives");
-        assert!(
-            c.get(&chunks[1].0).is_none(),
-            "least recently used goes first"
-        );
-        assert_eq!(c.used_bytes(), c.scan().unwrap().0);
-    }
-
-    fn whole(c: &ChunkCache, seed: u32, len: usize) -> (Hash, Vec<u8>) {
-        let (_, bytes) = chunk(seed, len);
-        let h = Hash::of(&bytes);
-        let pieces = bytes.chunks(4096).map(Ok::<_, crate::error::Error>);
-        c.put_file(&h, pieces).unwrap();
-        (h, bytes)
-    }
-
-    #[test]
-    fn a_whole_file_is_checked_once_per_fill_not_once_per_process() {
-        let dir = tempfile::tempdir().unwrap();
-        let (h, bytes) = whole(&ChunkCache::open(dir.path(), 1 << 30).unwrap(), 3, 100_000);
-        // Other processes (here: other instances) trust the check of the fill.
-        for _ in 0..3 {
-            let other = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-            let mut f = other.open_file(&h).unwrap();
-            let mut got = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut got).unwrap();
-            assert_eq!(got, bytes);
-            assert_eq!(other.files_hashed(), 0);
-        }
-        // A stamp that is not one (torn, edited) only costs a hash, then is rewritten.
-        let stamp = stamp_path(&ChunkCache::open(dir.path(), 1 << 30).unwrap().file_path(&h));
-        fs::write(&stamp, "garbage").unwrap();
-        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        assert!(c.open_file(&h).is_some());
-        assert_eq!(c.files_hashed(), 1);
-        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        assert!(c.open_file(&h).is_some());
-        assert_eq!(c.files_hashed(), 0, "the stamp was written again");
-    }
-
-    #[test]
-    fn a_whole_file_changed_after_its_check_is_checked_again_and_dropped_if_bad() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        let (h, bytes) = whole(&c, 4, 100_000);
-        let p = c.file_path(&h);
-        let m = fs::metadata(&p).unwrap();
-        // A tamperer who puts the mtime back still moves the change time.
-        let mut bad = bytes.clone();
-        bad[777] ^= 1;
-        let mut perms = m.permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        perms.set_readonly(false);
-        fs::set_permissions(&p, perms).unwrap();
-        fs::write(&p, &bad).unwrap();
-        File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(m.modified().unwrap())
-            .unwrap();
-        let other = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        assert!(
-            other.open_file(&h).is_none(),
-            "a changed file is not served"
-        );
-        assert_eq!(other.files_hashed(), 1);
-        assert!(
-            !p.exists() && !stamp_path(&p).exists(),
-            "file and stamp dropped"
-        );
-        // Filled again, it is trusted again.
-        let (h2, _) = whole(&other, 4, 100_000);
-        assert_eq!(h2, h);
-        let third = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        assert!(third.open_file(&h).is_some());
-        assert_eq!(third.files_hashed(), 0);
-    }
-
-    #[test]
-    fn a_whole_files_last_use_is_its_stamp_and_eviction_takes_both() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = ChunkCache::open(dir.path(), 1 << 30).unwrap();
-        c.wait_measured();
-        let (a, _) = whole(&c, 5, 50_000);
-        let (b, _) = whole(&c, 6, 50_000);
-        let old = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
-        for h in [a, b] {
-            let stamp = stamp_path(&c.file_path(&h));
-            File::options()
-                .write(true)
-                .open(&stamp)
-                .unwrap()
-                .set_modified(old)
-                .unwrap();
-        }
-        // Opening `a` makes it the most recent, without touching the file itself.
-        let before = fs::metadata(c.file_path(&a)).unwrap().modified().unwrap();
-        assert!(c.open_file(&a).is_some());
-        assert_eq!(
-            fs::metadata(c.file_path(&a)).unwrap().modified().unwrap(),
-            before
-        );
-        let (total, _) = c.scan().unwrap();
-        let small = ChunkCache::open(dir.path(), total - 1).unwrap();
-        small.evict().unwrap();
-        assert!(c.file_path(&a).exists(), "recently opened survives");
-        assert!(!c.file_path(&b).exists() && !stamp_path(&c.file_path(&b)).exists());
-        // A stamp left without its file goes at the next scan.
-        let orphan = stamp_path(&c.file_path(&b));
-        fs::write(&orphan, "x").unwrap();
-        c.scan().unwrap();
-        assert!(!orphan.exists());
-    }
-
-    #[test]
-    fn many_users_at_once_never_see_wrong_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let chunks: Vec<_> = (0..64).map(|i| chunk(i, 2000 + i as usize)).collect();
-        std::thread::scope(|s| {
-            for t in 0..4u32 {
-                let (dir, chunks) = (dir.path(), &chunks);
-                s.spawn(move || {
-                    // One instance per "process", all on one small cache.
-                    let c = ChunkCache::open(dir, 40_000).unwrap();
-                    for round in 0..200u32 {
-                        let (h, b) = &chunks[((round * 7 + t * 13) % 64) as usize];
-                        if let Some(got) = c.get(h) {
-                            assert_eq!(&got[..], &b[..]);
-                        } else {
-                            c.put(h, b).unwrap();
-                        }
-                    }
-                });
-            }
-        });
-        let c = ChunkCache::open(dir.path(), 40_000).unwrap();
-        c.wait_measured();
-        assert!(c.used_bytes() <= 40_000 + 4 * 3000, "{}", c.used_bytes());
-    }
-}
+mod tests;

@@ -334,15 +334,10 @@ fn the_node_cache_serves_heals_and_outlives_the_origin() {
     }
 
     // A damaged cached chunk is dropped and fetched again from the origin.
-    let some_chunk = fs::read_dir(f.cache_dir.join("chunks"))
-        .unwrap()
-        .flat_map(|d| fs::read_dir(d.unwrap().path()).unwrap())
-        .map(|e| e.unwrap().path())
-        .next()
-        .unwrap();
-    let mut b = fs::read(&some_chunk).unwrap();
-    b[0] ^= 1;
-    fs::write(&some_chunk, b).unwrap();
+    let (seg, offset, _) = cache.locate(&cache.chunks()[0]).unwrap();
+    let mut b = fs::read(&seg).unwrap();
+    b[offset as usize] ^= 1;
+    fs::write(&seg, b).unwrap();
     let fs2 = f.fs(Some(Arc::clone(&cache)));
     assert_eq!(read_all(&fs2, "big.bin", 1 << 20), want);
     let s = fs2.tiers().counters.snapshot();
@@ -465,12 +460,10 @@ fn a_tiny_cache_evicts_and_keeps_serving_correct_bytes() {
         let fs = f.fs(Some(Arc::clone(&cache)));
         assert!(read_all(&fs, "w.bin", 1 << 20) == want, "round {round}");
     }
-    let mut held = 0;
-    for sub in fs::read_dir(f.cache_dir.join("chunks")).unwrap() {
-        for c in fs::read_dir(sub.unwrap().path()).unwrap() {
-            held += c.unwrap().metadata().map(|m| m.len()).unwrap_or(0);
-        }
-    }
+    let held: u64 = fs::read_dir(f.cache_dir.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().map(|m| m.len()).unwrap_or(0))
+        .sum();
     assert!(
         held <= (1 << 20) + (512 << 10),
         "the cache holds {held} bytes"
