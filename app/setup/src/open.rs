@@ -230,7 +230,8 @@ impl Setup {
     /// What a pull or an open reads through: the repository (or, when it cannot be
     /// reached, the first mirrored origin that can), the node-disk cache, the ring of
     /// cache servers (`peers`, `peers_file`, else config.toml's) and the mirrors
-    /// (`origins`, else config.toml's). `fill`: how chunks read reach the cache.
+    /// (`origins`, else config.toml's). `fill`: how chunks read reach the cache; what a
+    /// local repository gave is not kept there, since its packs can be read again.
     pub fn read_tiers(
         &self,
         peers: &[String],
@@ -249,6 +250,7 @@ impl Setup {
         let cache = sealvol_core::cache::ChunkCache::open(&s.cache, s.cache_size)?;
         Ok(
             sealvol_core::read::Tiers::with_fill(repo, Some(Arc::new(cache)), fill)
+                .keeping_only_what_the_origin_cannot_give_again()
                 .with_ring(ring)
                 .with_mirrors(mirrors),
         )

@@ -53,6 +53,7 @@ pub fn open_fs(
     let tiers = Arc::new(
         Tiers::new(repo, opts.cache.clone())
             .keeping_whole_files_from(opts.limits.passthrough_min)
+            .keeping_only_what_the_origin_cannot_give_again()
             .with_ring(Arc::clone(&opts.ring))
             .with_mirrors(opts.mirrors.clone()),
     );

@@ -324,11 +324,9 @@ pub fn pull(ctx: &Ctx, reference: &str, dir: &Path, how: Through, as_json: bool)
         false => Some(sealvol_source::Filter::new(how.include, how.exclude)?),
     };
     let takes = |p: &str| filter.as_ref().is_none_or(|f| f.takes(p));
-    // A pull fills the node cache for the mounts that follow, with what they could not
-    // read again from the repository itself.
-    let tiers = ctx
-        .read_tiers(how.peers, how.peers_file, how.origins, Fill::Inline)?
-        .keeping_only_what_the_origin_cannot_give_again();
+    // A pull fills the node cache for the mounts that follow (with what they could not
+    // read again from the repository itself: `read_tiers`).
+    let tiers = ctx.read_tiers(how.peers, how.peers_file, how.origins, Fill::Inline)?;
     let repo = tiers.repo();
     let digest = repo.resolve(&r)?;
     // Before a byte is written: a version the policy refuses is never pulled.
