@@ -76,6 +76,8 @@ pub struct CacheState {
     pub max: u64,
     /// Objects and bytes this process evicted.
     pub evicted: (u64, u64),
+    /// Chunks this process found damaged in the cache (never served; fetched again).
+    pub damaged: u64,
 }
 
 impl CacheState {
@@ -84,6 +86,7 @@ impl CacheState {
             used: c.used_bytes(),
             max: c.max_bytes(),
             evicted: c.evicted(),
+            damaged: c.damaged_chunks(),
         }
     }
 }

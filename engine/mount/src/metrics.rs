@@ -193,6 +193,12 @@ pub fn mount_text(info: &MountInfo, s: &TierStats, cache: Option<CacheState>) ->
             "Bytes this mount evicted from the node cache.",
             c.evicted.1,
         );
+        t.one(
+            "cache_damaged_chunks_total",
+            "counter",
+            "Chunks this mount found damaged in the node cache (never served; read again).",
+            c.damaged,
+        );
     }
     t.histogram(
         "read_seconds",

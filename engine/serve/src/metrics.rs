@@ -111,6 +111,11 @@ pub fn serve_text(service: &crate::chunks::ChunkService, keys: &crate::keys::Key
             "Bytes evicted from the server's cache.",
             cache.evicted.1,
         ),
+        (
+            "cache_damaged_chunks_total",
+            "Chunks found damaged in the server's cache (never served; read again).",
+            cache.damaged,
+        ),
     ];
     let gc_counters = [
         (

@@ -306,3 +306,30 @@ fn a_run_not_where_the_files_list_says_is_refused() {
         "nothing was read for them"
     );
 }
+
+#[test]
+fn a_damaged_chunk_in_the_servers_cache_is_never_served_and_is_counted() {
+    let s = server();
+    let hash = s.file.chunks[1].entry.hash;
+    assert!(s.get(&s.chunk_path(1), &[]).2 == want(&s, 1));
+    let fetched = s.metric("origin_fetches_total");
+    // The server's cache opened a second time, as another process would, to find where
+    // the chunk lies (the server stores it after answering).
+    let look = sealvol_core::cache::ChunkCache::open(&s.dir.path().join("cache"), 1 << 30).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (seg, offset, _) = loop {
+        if let Some(at) = look.locate(&hash) {
+            break at;
+        }
+        assert!(std::time::Instant::now() < deadline, "never cached");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut b = fs::read(&seg).unwrap();
+    b[offset as usize] ^= 1;
+    fs::write(&seg, b).unwrap();
+    assert_eq!(s.metric("cache_damaged_chunks_total"), 0);
+    // The right bytes, read again from the repository, and the damage counted.
+    assert!(s.get(&s.chunk_path(1), &[]).2 == want(&s, 1));
+    assert_eq!(s.metric("cache_damaged_chunks_total"), 1);
+    assert!(s.metric("origin_fetches_total") > fetched);
+}

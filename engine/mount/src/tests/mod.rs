@@ -395,6 +395,19 @@ fn the_node_cache_serves_heals_and_outlives_the_origin() {
         "only the damaged chunk came from the origin: {s:?}"
     );
     assert!(s.cache_hits > 10, "{s:?}");
+    // ... and the mount's metrics count it.
+    let info = super::metrics::MountInfo {
+        volume: "t/mnt".into(),
+        digest: f.digest.to_string(),
+        dir: "/m".into(),
+    };
+    let held = sealvol_core::prometheus::CacheState::of(&cache);
+    let text = super::metrics::mount_text(&info, &s, Some(held));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("sealvol_mount_cache_damaged_chunks_total{"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.ends_with(" 1"), "{row}");
     wait_for_cache(&f, &fs2, &cache, "big.bin");
 
     // With the origin ruined, a fresh mount still reads every byte from the cache.
